@@ -1,0 +1,31 @@
+//! Hadoop IPC (RPC version 9) for Ferrite.
+//!
+//! The server side checks the connection preamble, performs the SIMPLE authentication that
+//! Java and hdfs-native clients use (plain or through SASL negotiation), reads length-framed
+//! calls, and dispatches them from one [`Router`] table. The router is the single wrapper
+//! where admission checks, the retry cache, metrics and logging happen, so handlers stay plain
+//! functions of `(state, context, request)`.
+//!
+//! Layout: [`frame`] is pure byte-level encoding and decoding; [`sasl`] is the pure SASL
+//! state machine; [`router`] and [`retry_cache`] hold dispatch logic; [`server`] and
+//! [`client`] are the socket edges.
+
+pub mod client;
+pub mod error;
+pub mod frame;
+pub mod metrics;
+pub mod retry_cache;
+pub mod router;
+pub mod sasl;
+pub mod server;
+
+pub use error::{ErrorCode, RpcError};
+pub use router::{CallCtx, MethodKind, Router, Service};
+pub use server::{ServerConfig, ServerHandle};
+
+/// `declaringClassProtocolName` of ClientNamenodeProtocol.
+pub const CLIENT_PROTOCOL: &str = "org.apache.hadoop.hdfs.protocol.ClientProtocol";
+/// `declaringClassProtocolName` of NamenodeProtocol (NNThroughputBenchmark's versionRequest).
+pub const NAMENODE_PROTOCOL: &str = "org.apache.hadoop.hdfs.server.protocol.NamenodeProtocol";
+/// `declaringClassProtocolName` of DatanodeProtocol.
+pub const DATANODE_PROTOCOL: &str = "org.apache.hadoop.hdfs.server.protocol.DatanodeProtocol";

@@ -1,0 +1,130 @@
+//! At-most-once execution for non-idempotent calls, keyed by `(clientId, callId)`.
+//!
+//! A Java client that times out resends the same callId with a higher retryCount. The first
+//! attempt inserts a cell; the retry finds it and waits for (or immediately gets) the first
+//! attempt's encoded reply instead of running the operation again. Entries expire after a
+//! configurable time (Hadoop: 10 minutes) and the map is capped, evicting oldest first.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use tokio::sync::OnceCell;
+
+use crate::RpcError;
+
+/// The reply a call produced: encoded body bytes, or the error it raised.
+pub type CachedReply = Result<Bytes, RpcError>;
+pub type Cell = Arc<OnceCell<CachedReply>>;
+
+type Key = ([u8; 16], i32);
+
+pub struct RetryCache {
+    inner: Mutex<Inner>,
+    ttl: Duration,
+    capacity: usize,
+}
+
+struct Inner {
+    map: HashMap<Key, Cell>,
+    order: VecDeque<(Instant, Key)>,
+}
+
+impl RetryCache {
+    pub fn new(ttl: Duration, capacity: usize) -> Self {
+        RetryCache {
+            inner: Mutex::new(Inner { map: HashMap::new(), order: VecDeque::new() }),
+            ttl,
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// Returns the cell for this call, creating it if this is the first attempt. `None` when
+    /// the call cannot be deduplicated (no 16-byte clientId, or a negative callId).
+    pub fn cell(&self, client_id: &[u8], call_id: i32, now: Instant) -> Option<Cell> {
+        let id: [u8; 16] = client_id.try_into().ok()?;
+        if call_id < 0 {
+            return None;
+        }
+        let key = (id, call_id);
+        let mut inner = self.inner.lock();
+        inner.expire(now, self.ttl, self.capacity);
+        if let Some(cell) = inner.map.get(&key) {
+            return Some(cell.clone());
+        }
+        let cell: Cell = Arc::new(OnceCell::new());
+        inner.map.insert(key, cell.clone());
+        inner.order.push_back((now, key));
+        Some(cell)
+    }
+
+    pub fn len(&self) -> usize {
+        self.inner.lock().map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl Inner {
+    fn expire(&mut self, now: Instant, ttl: Duration, capacity: usize) {
+        while let Some(&(at, key)) = self.order.front() {
+            let too_old = now.saturating_duration_since(at) >= ttl;
+            if !too_old && self.map.len() < capacity {
+                break;
+            }
+            self.order.pop_front();
+            self.map.remove(&key);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn second_attempt_sees_first_reply() {
+        let c = RetryCache::new(Duration::from_secs(600), 100);
+        let now = Instant::now();
+        let id = [7u8; 16];
+        let first = c.cell(&id, 1, now).unwrap();
+        let mut runs = 0;
+        let r1 = first
+            .get_or_init(|| async {
+                runs += 1;
+                Ok(Bytes::from_static(b"x"))
+            })
+            .await
+            .clone();
+        let again = c.cell(&id, 1, now).unwrap();
+        let r2 = again
+            .get_or_init(|| async {
+                runs += 1;
+                Ok(Bytes::from_static(b"y"))
+            })
+            .await
+            .clone();
+        assert_eq!(runs, 1);
+        assert_eq!(r1, r2);
+        // A different call id is a different call.
+        assert!(c.cell(&id, 2, now).unwrap().get().is_none());
+    }
+
+    #[test]
+    fn undeduplicable_calls_and_expiry() {
+        let c = RetryCache::new(Duration::from_secs(10), 2);
+        let now = Instant::now();
+        assert!(c.cell(&[], 1, now).is_none());
+        assert!(c.cell(&[1; 16], -4, now).is_none());
+        c.cell(&[1; 16], 1, now);
+        c.cell(&[1; 16], 2, now);
+        c.cell(&[1; 16], 3, now); // evicts call 1 (capacity 2)
+        assert_eq!(c.len(), 2);
+        c.cell(&[1; 16], 4, now + Duration::from_secs(11)); // all older entries expired
+        assert_eq!(c.len(), 1);
+    }
+}

@@ -1,0 +1,194 @@
+//! One dispatch table for every RPC a server answers.
+//!
+//! Each entry maps `(protocol, method)` to a typed handler. [`Router::dispatch`] is the one
+//! wrapper around all of them: it decodes the request, runs the service's admission checks
+//! (safe mode, superuser-only methods), consults the retry cache for at-most-once methods,
+//! records metrics and logs. Handlers never repeat any of that.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use prost::Message;
+use tracing::{debug, debug_span, Instrument};
+
+use crate::frame::{Body, RawBody};
+use crate::metrics::{MethodMetrics, MethodSnapshot};
+use crate::retry_cache::RetryCache;
+use crate::RpcError;
+
+/// Who is calling and which call this is.
+#[derive(Clone, Debug)]
+pub struct CallCtx {
+    /// The effective user from the connection context (SIMPLE auth).
+    pub user: Arc<str>,
+    /// The real user for proxy-user ("doAs") connections.
+    pub real_user: Option<Arc<str>>,
+    pub peer: SocketAddr,
+    pub conn_id: u64,
+    pub call_id: i32,
+    pub client_id: Bytes,
+    pub retry_count: i32,
+}
+
+/// How the wrapper treats a method.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MethodKind {
+    /// Not idempotent: a retried call must replay the first reply (Hadoop's `@AtMostOnce`).
+    pub at_most_once: bool,
+    /// Changes the namespace, so refused in safe mode.
+    pub mutating: bool,
+    /// Only the superuser may call it.
+    pub superuser: bool,
+}
+
+impl MethodKind {
+    /// A read-only call.
+    pub const READ: MethodKind = MethodKind { at_most_once: false, mutating: false, superuser: false };
+    /// A mutation that is safe to run twice (Hadoop's `@Idempotent` writes: mkdirs, setOwner…).
+    pub const WRITE: MethodKind = MethodKind { at_most_once: false, mutating: true, superuser: false };
+    /// A mutation that must not run twice (create, rename, delete…).
+    pub const WRITE_ONCE: MethodKind = MethodKind { at_most_once: true, mutating: true, superuser: false };
+    /// An administrative call reserved for the superuser.
+    pub const ADMIN: MethodKind = MethodKind { at_most_once: false, mutating: false, superuser: true };
+}
+
+/// The state a router serves. Admission checks live here, called once per call.
+pub trait Service: Send + Sync + 'static {
+    fn admit(&self, _ctx: &CallCtx, _method: &'static str, _kind: MethodKind) -> Result<(), RpcError> {
+        Ok(())
+    }
+}
+
+type BoxFut = Pin<Box<dyn Future<Output = Result<Box<dyn Body>, RpcError>> + Send>>;
+type Handler<S> = Box<dyn Fn(Arc<S>, CallCtx, Bytes) -> BoxFut + Send + Sync>;
+
+struct Entry<S> {
+    protocol: &'static str,
+    name: &'static str,
+    kind: MethodKind,
+    handler: Handler<S>,
+    metrics: MethodMetrics,
+}
+
+pub struct Router<S: Service> {
+    state: Arc<S>,
+    table: HashMap<&'static str, HashMap<&'static str, Entry<S>>>,
+    retry_cache: RetryCache,
+}
+
+impl<S: Service> Router<S> {
+    pub fn new(state: Arc<S>) -> Self {
+        Router {
+            state,
+            table: HashMap::new(),
+            retry_cache: RetryCache::new(Duration::from_secs(600), 1 << 20),
+        }
+    }
+
+    pub fn with_retry_cache(mut self, ttl: Duration, capacity: usize) -> Self {
+        self.retry_cache = RetryCache::new(ttl, capacity);
+        self
+    }
+
+    pub fn state(&self) -> &Arc<S> {
+        &self.state
+    }
+
+    /// Registers a typed handler. `name` is the Hadoop RPC name (`getFileInfo`).
+    pub fn method<Req, Resp, F, Fut>(
+        &mut self,
+        protocol: &'static str,
+        name: &'static str,
+        kind: MethodKind,
+        f: F,
+    ) -> &mut Self
+    where
+        Req: Message + Default + 'static,
+        Resp: Message + 'static,
+        F: Fn(Arc<S>, CallCtx, Req) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Resp, RpcError>> + Send + 'static,
+    {
+        let f = Arc::new(f);
+        let handler: Handler<S> = Box::new(move |state, ctx, body| {
+            let f = f.clone();
+            Box::pin(async move {
+                let req = Req::decode(body).map_err(|e| RpcError::bad_request(name, e))?;
+                let resp = f(state, ctx, req).await?;
+                Ok(Box::new(resp) as Box<dyn Body>)
+            })
+        });
+        let entry = Entry { protocol, name, kind, handler, metrics: MethodMetrics::default() };
+        let prev = self.table.entry(protocol).or_default().insert(name, entry);
+        assert!(prev.is_none(), "method {protocol}.{name} registered twice");
+        self
+    }
+
+    /// Runs one call through the wrapper and returns its reply body.
+    pub async fn dispatch(
+        &self,
+        ctx: CallCtx,
+        protocol: &str,
+        method: &str,
+        body: Bytes,
+    ) -> Result<Box<dyn Body>, RpcError> {
+        let methods = self.table.get(protocol).ok_or_else(|| RpcError::no_such_protocol(protocol))?;
+        let entry = methods.get(method).ok_or_else(|| RpcError::no_such_method(protocol, method))?;
+        let span = debug_span!("rpc", conn = ctx.conn_id, call = ctx.call_id, method = entry.name, user = %ctx.user);
+        let started = Instant::now();
+        let result = self.run(entry, ctx, body).instrument(span.clone()).await;
+        let micros = started.elapsed().as_micros() as u64;
+        entry.metrics.record(result.is_ok(), micros);
+        span.in_scope(|| match &result {
+            Ok(_) => debug!(micros, "ok"),
+            Err(e) => debug!(micros, class = %e.class, msg = %e.message, "error"),
+        });
+        result
+    }
+
+    async fn run(&self, entry: &Entry<S>, ctx: CallCtx, body: Bytes) -> Result<Box<dyn Body>, RpcError> {
+        self.state.admit(&ctx, entry.name, entry.kind)?;
+        if entry.kind.at_most_once {
+            if let Some(cell) = self.retry_cache.cell(&ctx.client_id, ctx.call_id, Instant::now()) {
+                if cell.initialized() {
+                    entry.metrics.retry_cache_hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                let reply = cell
+                    .get_or_init(|| async {
+                        let out = (entry.handler)(self.state.clone(), ctx, body).await?;
+                        let mut buf = BytesMut::with_capacity(out.encoded_len());
+                        out.encode_into(&mut buf);
+                        Ok(buf.freeze())
+                    })
+                    .await
+                    .clone();
+                return reply.map(|b| Box::new(RawBody(b)) as Box<dyn Body>);
+            }
+        }
+        (entry.handler)(self.state.clone(), ctx, body).await
+    }
+
+    /// Counters of every registered method, sorted by protocol and name.
+    pub fn metrics(&self) -> Vec<MethodSnapshot> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut out: Vec<_> = self
+            .table
+            .values()
+            .flat_map(|m| m.values())
+            .map(|e| MethodSnapshot {
+                protocol: e.protocol,
+                method: e.name,
+                calls: e.metrics.calls.load(Relaxed),
+                errors: e.metrics.errors.load(Relaxed),
+                total_micros: e.metrics.total_micros.load(Relaxed),
+                retry_cache_hits: e.metrics.retry_cache_hits.load(Relaxed),
+            })
+            .collect();
+        out.sort_by_key(|s| (s.protocol, s.method));
+        out
+    }
+}

@@ -1,0 +1,399 @@
+//! The IPC server's socket edge: accept loop, per-connection reader, per-call tasks and a
+//! writer task per connection.
+//!
+//! Limits on everything: a connection permit is taken before `accept`, each connection has a
+//! bounded number of calls in flight (reading pauses when it is reached), frames are capped
+//! before anything is allocated for them and buffered only as their bytes arrive, and replies
+//! are written in bounded slices (HADOOP-4797: no giant socket writes).
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use ferrite_proto::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
+use ferrite_proto::common::{IpcConnectionContextProto, RpcSaslProto};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, Semaphore};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{debug, info, warn};
+
+use crate::frame::{self, AuthProtocol, Body, FrameError};
+use crate::router::{CallCtx, Router, Service};
+use crate::sasl::{on_sasl_message, SaslOutcome};
+
+/// Largest slice handed to one socket write.
+pub const WRITE_SLICE: usize = 64 * 1024;
+
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Largest accepted request frame (`ipc.maximum.data.length`).
+    pub max_frame_len: u32,
+    /// Connections served at once; `accept` waits beyond this.
+    pub max_connections: usize,
+    /// Calls in flight on one connection before its reader pauses.
+    pub max_in_flight_per_conn: usize,
+    /// Time allowed for the preamble and connection context.
+    pub handshake_timeout: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            max_frame_len: 64 << 20,
+            max_connections: 16_384,
+            max_in_flight_per_conn: 256,
+            handshake_timeout: Duration::from_secs(20),
+        }
+    }
+}
+
+/// A running server: its address, and the means to stop it and wait for it.
+pub struct ServerHandle {
+    pub local_addr: SocketAddr,
+    cancel: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+impl ServerHandle {
+    /// Stops accepting, closes connections after their in-flight calls, and waits.
+    pub async fn shutdown(self) {
+        self.cancel.cancel();
+        let _ = self.task.await;
+    }
+
+    pub fn cancel_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+}
+
+/// Starts serving on an already-bound listener (so tests can bind `127.0.0.1:0`).
+pub fn spawn<S: Service>(listener: TcpListener, router: Arc<Router<S>>, cfg: ServerConfig) -> ServerHandle {
+    let local_addr = listener.local_addr().expect("bound listener has an address");
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn(run(listener, router, cfg, cancel.clone()));
+    ServerHandle { local_addr, cancel, task }
+}
+
+/// The accept loop. Returns after `cancel` fires and every connection has drained.
+pub async fn run<S: Service>(
+    listener: TcpListener,
+    router: Arc<Router<S>>,
+    cfg: ServerConfig,
+    cancel: CancellationToken,
+) {
+    let limit = Arc::new(Semaphore::new(cfg.max_connections));
+    let tracker = TaskTracker::new();
+    let next_id = AtomicU64::new(1);
+    let mut backoff = Duration::from_millis(10);
+    loop {
+        let permit = tokio::select! {
+            p = limit.clone().acquire_owned() => p.expect("semaphore never closed"),
+            _ = cancel.cancelled() => break,
+        };
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = cancel.cancelled() => break,
+        };
+        let (stream, peer) = match accepted {
+            Ok(x) => {
+                backoff = Duration::from_millis(10);
+                x
+            }
+            Err(e) => {
+                // Typically EMFILE: wait for descriptors to free up instead of spinning.
+                warn!(error = %e, "accept failed; backing off {:?}", backoff);
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+                continue;
+            }
+        };
+        let conn = Connection {
+            id: next_id.fetch_add(1, Ordering::Relaxed),
+            peer,
+            router: router.clone(),
+            cfg: cfg.clone(),
+            cancel: cancel.clone(),
+        };
+        tracker.spawn(async move {
+            let id = conn.id;
+            if let Err(e) = conn.serve(stream).await {
+                debug!(conn = id, %peer, error = %e, "connection closed");
+            }
+            drop(permit);
+        });
+    }
+    tracker.close();
+    tracker.wait().await;
+    info!("IPC server stopped");
+}
+
+#[derive(Debug, thiserror::Error)]
+enum ConnError {
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Frame(#[from] FrameError),
+    #[error("request frame of {len} bytes exceeds ipc.maximum.data.length {max}")]
+    TooLarge { len: u32, max: u32 },
+    #[error("connection closed in the middle of a {len}-byte frame")]
+    TruncatedFrame { len: u32 },
+    #[error("handshake timed out")]
+    HandshakeTimeout,
+    #[error("fatal protocol error: {0}")]
+    Fatal(String),
+}
+
+struct Connection<S: Service> {
+    id: u64,
+    peer: SocketAddr,
+    router: Arc<Router<S>>,
+    cfg: ServerConfig,
+    cancel: CancellationToken,
+}
+
+/// Where a connection is in its handshake.
+enum Phase {
+    Sasl,
+    AwaitContext,
+    Ready { user: Arc<str>, real_user: Option<Arc<str>> },
+}
+
+impl<S: Service> Connection<S> {
+    async fn serve(self, stream: TcpStream) -> Result<(), ConnError> {
+        stream.set_nodelay(true)?;
+        let (rd, mut wr) = stream.into_split();
+        let mut rd = BufReader::with_capacity(64 * 1024, rd);
+        let mut pre = [0u8; 7];
+        tokio::time::timeout(self.cfg.handshake_timeout, rd.read_exact(&mut pre))
+            .await
+            .map_err(|_| ConnError::HandshakeTimeout)??;
+        let auth = match frame::check_preamble(&pre) {
+            Ok(a) => a,
+            Err(e) => {
+                refuse_preamble(&mut wr, &pre, &e).await;
+                return Err(e.into());
+            }
+        };
+        let (tx, rx) = mpsc::channel::<Bytes>(self.cfg.max_in_flight_per_conn);
+        let writer = tokio::spawn(write_loop(wr, rx));
+        let result = self.read_loop(&mut rd, auth, &tx).await;
+        drop(tx);
+        // Let the writer finish replies already queued (including a FATAL one).
+        let _ = writer.await;
+        result
+    }
+
+    async fn read_loop<R: AsyncRead + Unpin>(
+        &self,
+        rd: &mut R,
+        auth: AuthProtocol,
+        tx: &mpsc::Sender<Bytes>,
+    ) -> Result<(), ConnError> {
+        let in_flight = Arc::new(Semaphore::new(self.cfg.max_in_flight_per_conn));
+        let mut phase = match auth {
+            AuthProtocol::None => Phase::AwaitContext,
+            AuthProtocol::Sasl => Phase::Sasl,
+        };
+        loop {
+            // Until the context arrives, a silent peer is dropped after the handshake timeout.
+            let deadline = match phase {
+                Phase::Ready { .. } => Duration::MAX,
+                _ => self.cfg.handshake_timeout,
+            };
+            let frame = tokio::select! {
+                f = tokio::time::timeout(deadline, read_frame(rd, self.cfg.max_frame_len)) =>
+                    f.map_err(|_| ConnError::HandshakeTimeout)??,
+                _ = self.cancel.cancelled() => return Ok(()),
+            };
+            let Some(frame) = frame else { return Ok(()) };
+            let req = match frame::parse_request(frame) {
+                Ok(r) => r,
+                Err(e) => {
+                    let msg = format!("Invalid RPC header: {e}");
+                    self.fatal(tx, frame::CALL_ID_INVALID, &Bytes::new(), RpcErrorCodeProto::FatalInvalidRpcHeader, &msg).await;
+                    return Err(e.into());
+                }
+            };
+            let call_id = req.header.call_id;
+            let client_id = Bytes::from(req.header.client_id);
+            let retry_count = req.header.retry_count.unwrap_or(-1);
+            match (&phase, call_id) {
+                (_, frame::CALL_ID_PING) => continue,
+                (Phase::Sasl, frame::CALL_ID_SASL) => {
+                    let mut rest = req.rest;
+                    let msg = frame::decode_delimited::<RpcSaslProto>(&mut rest, "RpcSaslProto")?;
+                    match on_sasl_message(&msg) {
+                        SaslOutcome::Reply(reply) => {
+                            let header = frame::response_header(call_id, &Bytes::new(), -1, RpcStatusProto::Success);
+                            send(tx, frame::encode_frame(&[&header, &reply])).await;
+                            if reply.state == ferrite_proto::common::rpc_sasl_proto::SaslState::Success as i32 {
+                                phase = Phase::AwaitContext;
+                            }
+                        }
+                        SaslOutcome::Done => phase = Phase::AwaitContext,
+                        SaslOutcome::Refuse(msg) => {
+                            self.fatal_class(tx, call_id, &client_id, RpcErrorCodeProto::FatalUnauthorized, crate::error::class::ACCESS_CONTROL, &msg).await;
+                            return Err(ConnError::Fatal(msg));
+                        }
+                    }
+                }
+                (Phase::AwaitContext, frame::CALL_ID_SASL) => {
+                    // INITIATE(SIMPLE) after our SUCCESS: nothing to answer.
+                    continue;
+                }
+                (Phase::AwaitContext, frame::CALL_ID_CONNECTION_CONTEXT) => {
+                    let mut rest = req.rest;
+                    let ctx = frame::decode_delimited::<IpcConnectionContextProto>(&mut rest, "IpcConnectionContextProto")?;
+                    let info = ctx.user_info.unwrap_or_default();
+                    let Some(user) = info.effective_user.filter(|u| !u.is_empty()) else {
+                        let msg = "Connection context carries no effective user".to_string();
+                        self.fatal_class(tx, call_id, &client_id, RpcErrorCodeProto::FatalUnauthorized, crate::error::class::ACCESS_CONTROL, &msg).await;
+                        return Err(ConnError::Fatal(msg));
+                    };
+                    debug!(conn = self.id, peer = %self.peer, %user, protocol = ?ctx.protocol, "connection context");
+                    phase = Phase::Ready { user: user.into(), real_user: info.real_user.map(Into::into) };
+                }
+                (Phase::Ready { user, real_user }, id) if id >= 0 => {
+                    let ctx = CallCtx {
+                        user: user.clone(),
+                        real_user: real_user.clone(),
+                        peer: self.peer,
+                        conn_id: self.id,
+                        call_id: id,
+                        client_id,
+                        retry_count,
+                    };
+                    let permit = in_flight.clone().acquire_owned().await.expect("never closed");
+                    let (method, body) = match frame::parse_call(req.rest) {
+                        Ok(x) => x,
+                        Err(e) => {
+                            let msg = format!("IPC server unable to read call parameters: {e}");
+                            self.fatal(tx, id, &ctx.client_id, RpcErrorCodeProto::FatalDeserializingRequest, &msg).await;
+                            return Err(e.into());
+                        }
+                    };
+                    let router = self.router.clone();
+                    let tx = tx.clone();
+                    tokio::spawn(async move {
+                        let (call_id, client_id, retry) = (ctx.call_id, ctx.client_id.clone(), ctx.retry_count);
+                        let reply = router
+                            .dispatch(ctx, &method.declaring_class_protocol_name, &method.method_name, body)
+                            .await;
+                        let header = frame::response_header(call_id, &client_id, retry, RpcStatusProto::Success);
+                        let bytes = match reply {
+                            Ok(body) => frame::encode_frame(&[&header, body.as_ref() as &dyn Body]),
+                            Err(e) => frame::error_response(header, false, &e.class, &e.message, e.code.to_proto()),
+                        };
+                        send(&tx, bytes).await;
+                        drop(permit);
+                    });
+                }
+                (_, id) => {
+                    let msg = match phase {
+                        Phase::Ready { .. } if id == frame::CALL_ID_CONNECTION_CONTEXT => "Connection context already processed".to_string(),
+                        Phase::Ready { .. } => format!("Unexpected call id {id}"),
+                        _ => format!("Call id {id} arrived before the connection context"),
+                    };
+                    self.fatal(tx, id, &client_id, RpcErrorCodeProto::FatalInvalidRpcHeader, &msg).await;
+                    return Err(ConnError::Fatal(msg));
+                }
+            }
+        }
+    }
+
+    async fn fatal(&self, tx: &mpsc::Sender<Bytes>, call_id: i32, client_id: &Bytes, code: RpcErrorCodeProto, msg: &str) {
+        self.fatal_class(tx, call_id, client_id, code, crate::error::class::RPC_SERVER, msg).await
+    }
+
+    async fn fatal_class(&self, tx: &mpsc::Sender<Bytes>, call_id: i32, client_id: &Bytes, code: RpcErrorCodeProto, class: &str, msg: &str) {
+        debug!(conn = self.id, peer = %self.peer, "fatal: {msg}");
+        let header = frame::response_header(call_id, client_id, -1, RpcStatusProto::Fatal);
+        send(tx, frame::error_response(header, true, class, msg, code)).await;
+    }
+}
+
+/// A wrong preamble: answer the way a Hadoop server does where that helps a human, then close.
+async fn refuse_preamble(wr: &mut OwnedWriteHalf, pre: &[u8; 7], err: &FrameError) {
+    let reply: Option<Bytes> = match err {
+        FrameError::BadMagic(_) if pre.starts_with(b"GET ") || pre.starts_with(b"POST ") => Some(Bytes::from_static(
+            b"HTTP/1.1 404 Not Found\r\nContent-type: text/plain\r\nConnection: close\r\n\r\n\
+It looks like you are making an HTTP request to a Hadoop IPC port. \
+This is not the correct port for the web interface on this daemon.\r\n",
+        )),
+        FrameError::BadVersion(v) => {
+            let header = frame::response_header(frame::CALL_ID_INVALID, &Bytes::new(), -1, RpcStatusProto::Fatal);
+            Some(frame::error_response(
+                header,
+                true,
+                "org.apache.hadoop.ipc.RPC$VersionMismatch",
+                &format!("Server IPC version 9 cannot communicate with client version {v}"),
+                RpcErrorCodeProto::FatalVersionMismatch,
+            ))
+        }
+        _ => None,
+    };
+    if let Some(r) = reply {
+        let _ = wr.write_all(&r).await;
+    }
+    let _ = wr.shutdown().await;
+}
+
+async fn send(tx: &mpsc::Sender<Bytes>, bytes: Bytes) {
+    // The writer only goes away when the peer is gone; then the reply has nowhere to go.
+    let _ = tx.send(bytes).await;
+}
+
+/// Reads one length-prefixed frame. `Ok(None)` on a clean end of stream between frames.
+async fn read_frame<R: AsyncRead + Unpin>(rd: &mut R, max: u32) -> Result<Option<Bytes>, ConnError> {
+    let mut len_buf = [0u8; 4];
+    match rd.read_exact(&mut len_buf).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e.into()),
+    }
+    let len = u32::from_be_bytes(len_buf);
+    if len > max {
+        return Err(ConnError::TooLarge { len, max });
+    }
+    // Grow with the bytes that actually arrive, so a client that announces a large frame and
+    // sends nothing holds no memory.
+    let want = len as usize;
+    let mut buf = BytesMut::with_capacity(want.min(WRITE_SLICE));
+    while buf.len() < want {
+        let remaining = want - buf.len();
+        buf.reserve(remaining.min(WRITE_SLICE));
+        let n = (&mut *rd).take(remaining as u64).read_buf(&mut buf).await?;
+        if n == 0 {
+            return Err(ConnError::TruncatedFrame { len });
+        }
+    }
+    Ok(Some(buf.freeze()))
+}
+
+/// Writes queued replies in bounded slices, flushing when the queue runs dry.
+async fn write_loop(wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Bytes>) {
+    let mut wr = tokio::io::BufWriter::with_capacity(WRITE_SLICE, wr);
+    while let Some(mut bytes) = rx.recv().await {
+        loop {
+            for chunk in bytes.chunks(WRITE_SLICE) {
+                if wr.write_all(chunk).await.is_err() {
+                    return;
+                }
+            }
+            match rx.try_recv() {
+                Ok(more) => bytes = more,
+                Err(_) => break,
+            }
+        }
+        if wr.flush().await.is_err() {
+            return;
+        }
+    }
+    let _ = wr.shutdown().await;
+}

@@ -1,0 +1,21 @@
+//! Compiles Ferrite's own `.proto` files without a system `protoc`: protox parses them into a
+//! descriptor set in pure Rust, and prost-build generates the types from it.
+
+fn main() {
+    let files = [
+        "proto/RpcHeader.proto",
+        "proto/IpcConnectionContext.proto",
+        "proto/ProtobufRpcEngine.proto",
+        "proto/Security.proto",
+        "proto/HAServiceProtocol.proto",
+        "proto/hdfs.proto",
+        "proto/ClientNamenodeProtocol.proto",
+    ];
+    for f in &files {
+        println!("cargo:rerun-if-changed={f}");
+    }
+    let fds = protox::compile(files, ["proto"]).expect("parse .proto files");
+    prost_build::Config::new()
+        .compile_fds(fds)
+        .expect("generate Rust from .proto files");
+}

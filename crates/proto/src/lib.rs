@@ -1,0 +1,19 @@
+//! Ferrite's protobuf types for the Hadoop wire subset it speaks.
+//!
+//! The `.proto` files under `proto/` are Ferrite's own, written to match Hadoop 3.4 field
+//! numbers and types. They stay proto2 so that required fields are always encoded: Java
+//! clients reject messages that leave one out.
+
+#![allow(clippy::all, missing_docs)]
+
+/// `hadoop.common`: IPC headers, SASL, connection context, tokens, HA state.
+pub mod common {
+    include!(concat!(env!("OUT_DIR"), "/hadoop.common.rs"));
+}
+
+/// `hadoop.hdfs`: shared HDFS structures and ClientNamenodeProtocol messages.
+pub mod hdfs {
+    include!(concat!(env!("OUT_DIR"), "/hadoop.hdfs.rs"));
+}
+
+pub use prost::Message;

@@ -1,0 +1,64 @@
+package ferrite.interop;
+
+import java.io.BufferedReader;
+import java.io.ByteArrayOutputStream;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FsShell;
+import org.apache.hadoop.util.ToolRunner;
+
+/**
+ * Runs many FsShell commands in one JVM, so the interop suite does not pay a JVM start per
+ * command. Reads one command per line on stdin (arguments separated by a TAB) and prints, for
+ * each one, a block framed by marker lines:
+ *
+ *   ==BEGIN==
+ *   ...stdout of the command...
+ *   ==STDERR==
+ *   ...stderr of the command...
+ *   ==EXIT n==
+ *
+ * Each command gets a fresh FsShell (as `hdfs dfs` would), sharing one Configuration.
+ */
+public final class ShellBatch {
+  public static void main(String[] argv) throws Exception {
+    Configuration conf = new Configuration();
+    PrintStream realOut = System.out;
+    PrintStream realErr = System.err;
+    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    String line;
+    while ((line = in.readLine()) != null) {
+      if (line.isEmpty()) {
+        continue;
+      }
+      String[] args = line.split("\t");
+      ByteArrayOutputStream out = new ByteArrayOutputStream();
+      ByteArrayOutputStream err = new ByteArrayOutputStream();
+      int rc;
+      System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+      System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+      try {
+        rc = ToolRunner.run(new FsShell(conf), args);
+      } catch (Throwable t) {
+        t.printStackTrace(System.err);
+        rc = 99;
+      } finally {
+        System.out.flush();
+        System.err.flush();
+        System.setOut(realOut);
+        System.setErr(realErr);
+      }
+      realOut.println("==BEGIN==");
+      realOut.print(out.toString(StandardCharsets.UTF_8));
+      realOut.println("==STDERR==");
+      realOut.print(err.toString(StandardCharsets.UTF_8));
+      realOut.println("==EXIT " + rc + "==");
+      realOut.flush();
+    }
+  }
+}
