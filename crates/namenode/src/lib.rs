@@ -1,1 +1,17 @@
+//! The Ferrite NameNode.
+//!
+//! [`namespace`] is the pure state machine (tree, permissions, operation records);
+//! [`rpc`] maps ClientNamenodeProtocol onto it through the IPC router; [`server`] wires the
+//! listener, background tasks (lease monitor, trash emptier) and configuration together.
 
+pub mod config;
+pub mod error;
+pub mod groups;
+pub mod leases;
+pub mod namespace;
+pub mod rpc;
+pub mod server;
+pub mod trash;
+
+// pub use config::Config;
+// pub use server::{NameNode, NameNodeHandle};

@@ -1,0 +1,86 @@
+//! Namespace errors and the Java exception each one becomes on the wire.
+
+use ferrite_ipc::error::class;
+use ferrite_ipc::RpcError;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FsError {
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    AlreadyExists(String),
+    #[error("{0}")]
+    ParentNotDirectory(String),
+    #[error("{0}")]
+    NotEmpty(String),
+    #[error("{0}")]
+    AccessDenied(String),
+    #[error("{0}")]
+    InvalidPath(String),
+    #[error("{0}")]
+    AlreadyBeingCreated(String),
+    #[error("{0}")]
+    LeaseExpired(String),
+    #[error("{0}")]
+    SafeMode(String),
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("{0}")]
+    IllegalArgument(String),
+    /// Anything HDFS reports as a plain `java.io.IOException`.
+    #[error("{0}")]
+    Io(String),
+}
+
+impl FsError {
+    /// The exact Java class name clients match on.
+    pub fn java_class(&self) -> &'static str {
+        match self {
+            FsError::NotFound(_) => class::FILE_NOT_FOUND,
+            FsError::AlreadyExists(_) => class::FILE_ALREADY_EXISTS,
+            FsError::ParentNotDirectory(_) => class::PARENT_NOT_DIRECTORY,
+            FsError::NotEmpty(_) => class::PATH_IS_NOT_EMPTY_DIRECTORY,
+            FsError::AccessDenied(_) => class::ACCESS_CONTROL,
+            FsError::InvalidPath(_) => class::INVALID_PATH,
+            FsError::AlreadyBeingCreated(_) => class::ALREADY_BEING_CREATED,
+            FsError::LeaseExpired(_) => class::LEASE_EXPIRED,
+            FsError::SafeMode(_) => class::SAFE_MODE,
+            FsError::Unsupported(_) => class::UNSUPPORTED_OPERATION,
+            FsError::IllegalArgument(_) => class::HADOOP_ILLEGAL_ARGUMENT,
+            FsError::Io(_) => class::IO,
+        }
+    }
+}
+
+impl From<FsError> for RpcError {
+    fn from(e: FsError) -> Self {
+        RpcError::app(e.java_class(), e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn java_class_names_are_the_ones_clients_match() {
+        let cases = [
+            (FsError::NotFound(String::new()), "java.io.FileNotFoundException"),
+            (FsError::AlreadyExists(String::new()), "org.apache.hadoop.fs.FileAlreadyExistsException"),
+            (FsError::ParentNotDirectory(String::new()), "org.apache.hadoop.fs.ParentNotDirectoryException"),
+            (FsError::NotEmpty(String::new()), "org.apache.hadoop.fs.PathIsNotEmptyDirectoryException"),
+            (FsError::AccessDenied(String::new()), "org.apache.hadoop.security.AccessControlException"),
+            (FsError::InvalidPath(String::new()), "org.apache.hadoop.fs.InvalidPathException"),
+            (FsError::AlreadyBeingCreated(String::new()), "org.apache.hadoop.hdfs.protocol.AlreadyBeingCreatedException"),
+            (FsError::LeaseExpired(String::new()), "org.apache.hadoop.hdfs.server.namenode.LeaseExpiredException"),
+            (FsError::SafeMode(String::new()), "org.apache.hadoop.hdfs.server.namenode.SafeModeException"),
+            (FsError::Unsupported(String::new()), "java.lang.UnsupportedOperationException"),
+            (FsError::IllegalArgument(String::new()), "org.apache.hadoop.HadoopIllegalArgumentException"),
+            (FsError::Io(String::new()), "java.io.IOException"),
+        ];
+        for (e, want) in cases {
+            assert_eq!(e.java_class(), want);
+            assert_eq!(RpcError::from(e).class, want);
+        }
+    }
+}

@@ -1,0 +1,412 @@
+//! The in-memory namespace: a pure state machine with no sockets, clocks or locks.
+//!
+//! Mutations happen in two steps. A `plan_*` method (in [`plan`]) checks the caller's request
+//! against the current tree and permissions and returns the [`Op`] records that carry it out;
+//! [`Namespace::apply`] then performs each record. The RPC layer runs both under the
+//! namespace write lock and hands the records to the journal; replay calls `apply` alone.
+
+pub mod inode;
+pub mod names;
+pub mod ops;
+pub mod path;
+pub mod perm;
+pub mod plan;
+pub mod query;
+
+#[cfg(test)]
+mod tests;
+
+use inode::{Arena, Body, FileData, Inode, Slot, UnderConstruction, ROOT_INODE_ID, ROOT_SLOT};
+use names::{Interner, NameArena};
+pub use ops::Op;
+pub use perm::Caller;
+
+use crate::error::FsError;
+
+pub struct Namespace {
+    arena: Arena,
+    names: NameArena,
+    users: Interner,
+    next_inode_id: u64,
+    files: u64,
+    dirs: u64,
+}
+
+/// The result of walking a path from the root.
+pub struct Walk {
+    /// Slots of the root and every component found, in order.
+    pub slots: Vec<Slot>,
+    /// Number of components in the path.
+    pub depth: usize,
+}
+
+impl Walk {
+    /// The inode the full path names, if it exists.
+    pub fn target(&self) -> Option<Slot> {
+        (self.slots.len() == self.depth + 1).then(|| *self.slots.last().expect("root is always there"))
+    }
+    /// The last slot found (the target if it exists, else its deepest existing ancestor).
+    pub fn last(&self) -> Slot {
+        *self.slots.last().expect("root is always there")
+    }
+}
+
+impl Namespace {
+    /// A namespace holding only the root directory.
+    pub fn new(root_owner: &str, root_group: &str, mtime: i64) -> Self {
+        let mut ns = Namespace {
+            arena: Arena::default(),
+            names: NameArena::default(),
+            users: Interner::default(),
+            next_inode_id: ROOT_INODE_ID + 1,
+            files: 0,
+            dirs: 1,
+        };
+        let owner = ns.users.intern(root_owner);
+        let group = ns.users.intern(root_group);
+        let root = ns.arena.insert(Inode {
+            id: ROOT_INODE_ID,
+            mtime,
+            atime: 0,
+            body: Body::Dir(Vec::new()),
+            name: Default::default(),
+            parent: ROOT_SLOT,
+            owner,
+            group,
+            perm: 0o755,
+        });
+        debug_assert_eq!(root, ROOT_SLOT);
+        ns
+    }
+
+    pub fn inode(&self, slot: Slot) -> &Inode {
+        self.arena.get(slot)
+    }
+
+    pub fn name(&self, slot: Slot) -> &[u8] {
+        self.names.get(self.arena.get(slot).name)
+    }
+
+    pub fn user_name(&self, id: u32) -> &str {
+        self.users.name(id)
+    }
+
+    pub fn interned(&self, name: &str) -> Option<u32> {
+        self.users.lookup(name)
+    }
+
+    pub fn file_count(&self) -> u64 {
+        self.files
+    }
+
+    pub fn dir_count(&self) -> u64 {
+        self.dirs
+    }
+
+    pub fn inode_count(&self) -> usize {
+        self.arena.len()
+    }
+
+    /// The next inode id `plan_*` will hand out.
+    pub fn next_inode_id(&self) -> u64 {
+        self.next_inode_id
+    }
+
+    /// Finds `name` among a directory's children.
+    pub fn child(&self, dir: Slot, name: &[u8]) -> Option<Slot> {
+        let children = self.arena.get(dir).children()?;
+        children
+            .binary_search_by(|&c| self.name(c).cmp(name))
+            .ok()
+            .map(|i| children[i])
+    }
+
+    /// Walks `comps` from the root, stopping at the first missing component. Passing
+    /// through a file is an error, as in HDFS (`ParentNotDirectoryException`).
+    pub fn walk(&self, comps: &[&str]) -> Result<Walk, FsError> {
+        let mut slots = Vec::with_capacity(comps.len() + 1);
+        slots.push(ROOT_SLOT);
+        let mut cur = ROOT_SLOT;
+        for (i, c) in comps.iter().enumerate() {
+            if !self.arena.get(cur).is_dir() {
+                return Err(FsError::ParentNotDirectory(format!(
+                    "{} (is not a directory)",
+                    path::join(&comps[..i])
+                )));
+            }
+            match self.child(cur, c.as_bytes()) {
+                Some(s) => {
+                    slots.push(s);
+                    cur = s;
+                }
+                None => break,
+            }
+        }
+        Ok(Walk { slots, depth: comps.len() })
+    }
+
+    /// Full path of an inode, for messages.
+    pub fn path_of(&self, mut slot: Slot) -> String {
+        let mut parts = Vec::new();
+        while slot != ROOT_SLOT {
+            parts.push(String::from_utf8_lossy(self.name(slot)).into_owned());
+            slot = self.arena.get(slot).parent;
+        }
+        parts.reverse();
+        let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+        path::join(&refs)
+    }
+
+    /// Applies one operation record. Records come from `plan_*` (already validated) or from
+    /// the journal; an error here means the record does not fit this tree.
+    pub fn apply(&mut self, op: &Op) -> Result<(), FsError> {
+        match op {
+            Op::Mkdir { path, id, perm, owner, group, mtime } => {
+                let (parent, name) = self.parent_and_name(path)?;
+                let body = Body::Dir(Vec::new());
+                self.add_child(parent, name, *id, *perm, owner, group, *mtime, body)?;
+                self.dirs += 1;
+            }
+            Op::Create {
+                path,
+                id,
+                perm,
+                owner,
+                group,
+                mtime,
+                replication,
+                block_size,
+                client_name,
+                client_machine,
+            } => {
+                let (parent, name) = self.parent_and_name(path)?;
+                if let Some(old) = self.child(parent, name.as_bytes()) {
+                    if self.arena.get(old).is_dir() {
+                        return Err(FsError::AlreadyExists(format!("{path} already exists as a directory")));
+                    }
+                    self.remove_subtree(old);
+                }
+                let body = Body::File(FileData {
+                    len: 0,
+                    block_size: *block_size,
+                    blocks: Vec::new(),
+                    replication: *replication,
+                    uc: Some(Box::new(UnderConstruction {
+                        client_name: client_name.clone(),
+                        client_machine: client_machine.clone(),
+                    })),
+                });
+                self.add_child(parent, name, *id, *perm, owner, group, *mtime, body)?;
+                self.files += 1;
+            }
+            Op::Close { path, mtime, len } => {
+                let slot = self.existing(path)?;
+                let inode = self.arena.get_mut(slot);
+                inode.mtime = *mtime;
+                inode.atime = *mtime;
+                match &mut inode.body {
+                    Body::File(f) => {
+                        f.uc = None;
+                        f.len = *len;
+                    }
+                    Body::Dir(_) => return Err(FsError::Io(format!("close of directory {path}"))),
+                }
+            }
+            Op::Rename { src, dst, mtime, overwrite } => self.apply_rename(src, dst, *mtime, *overwrite)?,
+            Op::Delete { path, mtime } => {
+                let slot = self.existing(path)?;
+                if slot == ROOT_SLOT {
+                    return Err(FsError::Io("cannot delete the root directory".into()));
+                }
+                let parent = self.arena.get(slot).parent;
+                self.detach(slot);
+                self.remove_subtree(slot);
+                self.arena.get_mut(parent).mtime = *mtime;
+            }
+            Op::SetPermission { path, perm } => {
+                let slot = self.existing(path)?;
+                self.arena.get_mut(slot).perm = *perm & inode::PERM_MASK;
+            }
+            Op::SetOwner { path, owner, group } => {
+                let slot = self.existing(path)?;
+                let owner = owner.as_deref().map(|o| self.users.intern(o));
+                let group = group.as_deref().map(|g| self.users.intern(g));
+                let inode = self.arena.get_mut(slot);
+                if let Some(o) = owner {
+                    inode.owner = o;
+                }
+                if let Some(g) = group {
+                    inode.group = g;
+                }
+            }
+            Op::SetTimes { path, mtime, atime } => {
+                let slot = self.existing(path)?;
+                let inode = self.arena.get_mut(slot);
+                if let Some(m) = mtime {
+                    inode.mtime = *m;
+                }
+                if let Some(a) = atime {
+                    inode.atime = *a;
+                }
+            }
+            Op::SetReplication { path, replication } => {
+                let slot = self.existing(path)?;
+                match &mut self.arena.get_mut(slot).body {
+                    Body::File(f) => f.replication = *replication,
+                    Body::Dir(_) => return Err(FsError::Io(format!("{path} is a directory"))),
+                }
+            }
+        }
+        if self.names.wants_compaction() {
+            self.compact_names();
+        }
+        Ok(())
+    }
+
+    fn apply_rename(&mut self, src: &str, dst: &str, mtime: i64, overwrite: bool) -> Result<(), FsError> {
+        let slot = self.existing(src)?;
+        let (new_parent, new_name) = self.parent_and_name(dst)?;
+        if let Some(old) = self.child(new_parent, new_name.as_bytes()) {
+            if old == slot {
+                return Ok(());
+            }
+            if !overwrite {
+                return Err(FsError::AlreadyExists(format!("rename destination {dst} already exists")));
+            }
+            self.detach(old);
+            self.remove_subtree(old);
+        }
+        let old_parent = self.arena.get(slot).parent;
+        self.detach(slot);
+        let old_name = self.arena.get(slot).name;
+        self.names.free(old_name);
+        let name = self.names.add(new_name.as_bytes());
+        let inode = self.arena.get_mut(slot);
+        inode.name = name;
+        inode.parent = new_parent;
+        self.attach(new_parent, slot);
+        self.arena.get_mut(old_parent).mtime = mtime;
+        self.arena.get_mut(new_parent).mtime = mtime;
+        Ok(())
+    }
+
+    /// The slot of an existing path, or FileNotFound.
+    pub fn existing(&self, path: &str) -> Result<Slot, FsError> {
+        let comps = path::components(path)?;
+        self.walk(&comps)?
+            .target()
+            .ok_or_else(|| FsError::NotFound(format!("File does not exist: {path}")))
+    }
+
+    /// The existing parent directory of `path` and the last component's name.
+    fn parent_and_name<'p>(&self, path: &'p str) -> Result<(Slot, &'p str), FsError> {
+        let comps = path::components(path)?;
+        let (name, parent_comps) = comps
+            .split_last()
+            .ok_or_else(|| FsError::InvalidPath(format!("{path}: the root has no parent")))?;
+        let walk = self.walk(parent_comps)?;
+        let parent = walk
+            .target()
+            .ok_or_else(|| FsError::NotFound(format!("Parent directory doesn't exist: {}", path::join(parent_comps))))?;
+        if !self.arena.get(parent).is_dir() {
+            return Err(FsError::ParentNotDirectory(format!("{} (is not a directory)", path::join(parent_comps))));
+        }
+        Ok((parent, name))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn add_child(
+        &mut self,
+        parent: Slot,
+        name: &str,
+        id: u64,
+        perm: u16,
+        owner: &str,
+        group: &str,
+        mtime: i64,
+        body: Body,
+    ) -> Result<Slot, FsError> {
+        if self.child(parent, name.as_bytes()).is_some() {
+            return Err(FsError::AlreadyExists(format!("{} already exists", self.join_child(parent, name))));
+        }
+        let owner = self.users.intern(owner);
+        let group = self.users.intern(group);
+        let name = self.names.add(name.as_bytes());
+        let atime = if matches!(body, Body::File(_)) { mtime } else { 0 };
+        let slot = self.arena.insert(Inode { id, mtime, atime, body, name, parent, owner, group, perm: perm & inode::PERM_MASK });
+        self.attach(parent, slot);
+        self.arena.get_mut(parent).mtime = mtime;
+        self.next_inode_id = self.next_inode_id.max(id + 1);
+        Ok(slot)
+    }
+
+    fn join_child(&self, parent: Slot, name: &str) -> String {
+        let p = self.path_of(parent);
+        if p == "/" {
+            format!("/{name}")
+        } else {
+            format!("{p}/{name}")
+        }
+    }
+
+    /// Inserts `slot` into its parent's sorted children.
+    fn attach(&mut self, parent: Slot, slot: Slot) {
+        let name = self.arena.get(slot).name;
+        let pos = {
+            let children = self.arena.get(parent).children().expect("parent is a directory");
+            let key = self.names.get(name);
+            children.partition_point(|&c| self.names.get(self.arena.get(c).name) < key)
+        };
+        if let Body::Dir(children) = &mut self.arena.get_mut(parent).body {
+            children.insert(pos, slot);
+        }
+    }
+
+    /// Removes `slot` from its parent's children (the inode itself stays).
+    fn detach(&mut self, slot: Slot) {
+        let parent = self.arena.get(slot).parent;
+        let pos = {
+            let key = self.name(slot);
+            let children = self.arena.get(parent).children().expect("parent is a directory");
+            children.binary_search_by(|&c| self.name(c).cmp(key)).expect("child is listed in its parent")
+        };
+        if let Body::Dir(children) = &mut self.arena.get_mut(parent).body {
+            children.remove(pos);
+        }
+    }
+
+    /// Frees an inode and everything under it. The caller has already detached it (or is
+    /// replacing it), so this only walks downwards.
+    fn remove_subtree(&mut self, top: Slot) {
+        let parent = self.arena.get(top).parent;
+        if self.child(parent, self.name(top)) == Some(top) {
+            self.detach(top);
+        }
+        let mut stack = vec![top];
+        while let Some(s) = stack.pop() {
+            let inode = self.arena.remove(s);
+            self.names.free(inode.name);
+            match inode.body {
+                Body::Dir(children) => {
+                    self.dirs -= 1;
+                    stack.extend(children);
+                }
+                Body::File(_) => self.files -= 1,
+            }
+        }
+    }
+
+    fn compact_names(&mut self) {
+        let slots: Vec<Slot> = self.arena.slots().collect();
+        let live: Vec<_> = slots.iter().map(|&s| self.arena.get(s).name).collect();
+        let fresh = self.names.compact(&live);
+        for (s, r) in slots.into_iter().zip(fresh) {
+            self.arena.get_mut(s).name = r;
+        }
+    }
+
+    /// Bytes held by the name buffer (for memory reports).
+    pub fn name_heap_bytes(&self) -> usize {
+        self.names.heap_bytes()
+    }
+}

@@ -1,0 +1,33 @@
+//! Operation records: every namespace mutation is one of these, applied by
+//! [`Namespace::apply`](super::Namespace::apply). Live RPCs, journal replay and (later)
+//! replication all go through the same records, so they cannot drift apart.
+//!
+//! A record carries every value the mutation needs (ids, times, owners), so applying it
+//! consults no clock and no configuration: replay is deterministic.
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    Mkdir { path: String, id: u64, perm: u16, owner: String, group: String, mtime: i64 },
+    /// Create a file open for write by `client_name`. An existing file at `path` is replaced.
+    Create {
+        path: String,
+        id: u64,
+        perm: u16,
+        owner: String,
+        group: String,
+        mtime: i64,
+        replication: u16,
+        block_size: u64,
+        client_name: String,
+        client_machine: String,
+    },
+    /// Close a file that was open for write (complete, or lease recovery).
+    Close { path: String, mtime: i64, len: u64 },
+    /// Move `src` to exactly `dst`; an existing `dst` is replaced when `overwrite` is set.
+    Rename { src: String, dst: String, mtime: i64, overwrite: bool },
+    Delete { path: String, mtime: i64 },
+    SetPermission { path: String, perm: u16 },
+    SetOwner { path: String, owner: Option<String>, group: Option<String> },
+    SetTimes { path: String, mtime: Option<i64>, atime: Option<i64> },
+    SetReplication { path: String, replication: u16 },
+}

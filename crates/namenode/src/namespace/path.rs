@@ -1,0 +1,59 @@
+//! Path validation and splitting, with HDFS's rules (`DFSUtil.isValidName`).
+
+use crate::error::FsError;
+
+/// Longest accepted path component in bytes (`dfs.namenode.fs-limits.max-component-length`).
+pub const MAX_COMPONENT_LEN: usize = 255;
+
+/// Splits an absolute path into its components. Empty components (`//`) are skipped as HDFS
+/// does; `.`, `..` and components containing `:` are invalid.
+pub fn components(path: &str) -> Result<Vec<&str>, FsError> {
+    if !path.starts_with('/') {
+        return Err(FsError::InvalidPath(format!("Invalid path name {path}: not an absolute path")));
+    }
+    let mut out = Vec::new();
+    for c in path.split('/').filter(|c| !c.is_empty()) {
+        if c == "." || c == ".." || c.contains(':') {
+            return Err(FsError::InvalidPath(format!("Invalid path name {path}")));
+        }
+        if c.len() > MAX_COMPONENT_LEN {
+            return Err(FsError::InvalidPath(format!(
+                "The maximum path component name limit of {c} in directory {path} is exceeded: limit={MAX_COMPONENT_LEN} length={}",
+                c.len()
+            )));
+        }
+        out.push(c);
+    }
+    Ok(out)
+}
+
+/// The normalized path of `comps` (`/` for the root).
+pub fn join(comps: &[&str]) -> String {
+    if comps.is_empty() {
+        return "/".to_string();
+    }
+    let mut s = String::new();
+    for c in comps {
+        s.push('/');
+        s.push_str(c);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_and_validates() {
+        assert_eq!(components("/").unwrap(), Vec::<&str>::new());
+        assert_eq!(components("/a//b/").unwrap(), vec!["a", "b"]);
+        assert!(matches!(components("a/b"), Err(FsError::InvalidPath(_))));
+        assert!(matches!(components("/a/../b"), Err(FsError::InvalidPath(_))));
+        assert!(matches!(components("/a/./b"), Err(FsError::InvalidPath(_))));
+        assert!(matches!(components("/a:b"), Err(FsError::InvalidPath(_))));
+        assert!(components(&format!("/{}", "x".repeat(256))).is_err());
+        assert_eq!(join(&["a", "b"]), "/a/b");
+        assert_eq!(join(&[]), "/");
+    }
+}

@@ -1,0 +1,318 @@
+//! Validation of mutations: each `plan_*` checks a request against the tree and the caller's
+//! permissions and returns the [`Op`] records that carry it out. Nothing here mutates.
+//! Messages and exception kinds follow what an HDFS NameNode answers.
+
+use super::inode::{Body, Slot, ROOT_SLOT};
+use super::path::{components, join};
+use super::perm::{Caller, EXECUTE, WRITE};
+use super::{Namespace, Op};
+use crate::error::FsError;
+
+/// The arguments of `create` after the RPC layer has checked them against configuration.
+#[derive(Clone, Debug)]
+pub struct CreateArgs<'a> {
+    pub src: &'a str,
+    pub masked: u16,
+    pub client_name: &'a str,
+    pub client_machine: &'a str,
+    pub create: bool,
+    pub overwrite: bool,
+    pub create_parent: bool,
+    pub replication: u16,
+    pub block_size: u64,
+}
+
+/// Adds u+wx, as HDFS does for directories it creates implicitly.
+fn implicit_dir_perm(perm: u16) -> u16 {
+    perm | 0o300
+}
+
+impl Namespace {
+    /// Ops that create the missing directories `comps[found..]` under `slots.last()`.
+    fn mkdir_ops(&self, caller: &Caller, comps: &[&str], found: usize, parent: Slot, last_perm: u16, parent_perm: u16, now: i64) -> Vec<Op> {
+        let group = self.user_name(self.inode(parent).group).to_string();
+        let mut id = self.next_inode_id();
+        (found..comps.len())
+            .map(|i| {
+                let op = Op::Mkdir {
+                    path: join(&comps[..=i]),
+                    id,
+                    perm: if i + 1 == comps.len() { last_perm } else { parent_perm },
+                    owner: caller.user.clone(),
+                    group: group.clone(),
+                    mtime: now,
+                };
+                id += 1;
+                op
+            })
+            .collect()
+    }
+
+    pub fn plan_mkdirs(&self, caller: &Caller, src: &str, masked: u16, create_parent: bool, now: i64) -> Result<Vec<Op>, FsError> {
+        let comps = components(src)?;
+        let walk = self.walk(&comps)?;
+        self.check_traverse(caller, &walk)?;
+        if let Some(t) = walk.target() {
+            if self.inode(t).is_dir() {
+                return Ok(Vec::new());
+            }
+            return Err(FsError::AlreadyExists(format!("Path is not a directory: {src}")));
+        }
+        let found = walk.slots.len() - 1;
+        if comps.len() - found > 1 && !create_parent {
+            return Err(FsError::NotFound(format!("Parent directory doesn't exist: {}", join(&comps[..comps.len() - 1]))));
+        }
+        let ancestor = walk.last();
+        self.check_access(caller, ancestor, WRITE)?;
+        Ok(self.mkdir_ops(caller, &comps, found, ancestor, masked, implicit_dir_perm(masked), now))
+    }
+
+    pub fn plan_create(&self, caller: &Caller, a: &CreateArgs, now: i64) -> Result<Vec<Op>, FsError> {
+        let src = a.src;
+        let comps = components(src)?;
+        if comps.is_empty() {
+            return Err(FsError::AlreadyExists("/ already exists as a directory".into()));
+        }
+        let walk = self.walk(&comps)?;
+        self.check_traverse(caller, &walk)?;
+        if let Some(t) = walk.target() {
+            let inode = self.inode(t);
+            let file = match &inode.body {
+                Body::Dir(_) => return Err(FsError::AlreadyExists(format!("{src} already exists as a directory"))),
+                Body::File(f) => f,
+            };
+            if let Some(uc) = &file.uc {
+                return Err(FsError::AlreadyBeingCreated(format!(
+                    "Failed to CREATE_FILE {src} for {} on {} because this file lease is currently owned by {} on {}",
+                    a.client_name, a.client_machine, uc.client_name, uc.client_machine
+                )));
+            }
+            if !a.overwrite {
+                return Err(FsError::AlreadyExists(format!("{src} for client {} already exists", a.client_machine)));
+            }
+            self.check_access(caller, inode.parent, WRITE)?;
+            self.check_access(caller, t, WRITE)?;
+            return Ok(vec![self.create_op(caller, a, inode.parent, self.next_inode_id(), now)]);
+        }
+        if !a.create {
+            return Err(FsError::NotFound(format!("File does not exist: {src}")));
+        }
+        let found = walk.slots.len() - 1;
+        let ancestor = walk.last();
+        if comps.len() - found > 1 && !a.create_parent {
+            return Err(FsError::NotFound(format!("Parent directory doesn't exist: {}", join(&comps[..comps.len() - 1]))));
+        }
+        self.check_access(caller, ancestor, WRITE)?;
+        let dir_perm = implicit_dir_perm(a.masked);
+        let mut ops = self.mkdir_ops(caller, &comps[..comps.len() - 1], found, ancestor, dir_perm, dir_perm, now);
+        let id = self.next_inode_id() + ops.len() as u64;
+        ops.push(self.create_op(caller, a, ancestor, id, now));
+        Ok(ops)
+    }
+
+    fn create_op(&self, caller: &Caller, a: &CreateArgs, group_from: Slot, id: u64, now: i64) -> Op {
+        Op::Create {
+            path: a.src.to_string(),
+            id,
+            perm: a.masked,
+            owner: caller.user.clone(),
+            group: self.user_name(self.inode(group_from).group).to_string(),
+            mtime: now,
+            replication: a.replication,
+            block_size: a.block_size,
+            client_name: a.client_name.to_string(),
+            client_machine: a.client_machine.to_string(),
+        }
+    }
+
+    /// `complete` for a file with no blocks: returns whether the file is closed, and the ops.
+    pub fn plan_complete(&self, src: &str, client_name: &str, file_id: u64, now: i64) -> Result<(bool, Vec<Op>), FsError> {
+        let slot = self.open_file(src, client_name, file_id)?;
+        let Some(file) = self.inode(slot).file() else {
+            return Err(FsError::NotFound(format!("Path is not a file: {src}")));
+        };
+        if file.uc.is_none() {
+            // A retried complete of a file this client already closed.
+            return Ok((true, Vec::new()));
+        }
+        Ok((true, vec![Op::Close { path: src.to_string(), mtime: now, len: file.len }]))
+    }
+
+    /// Resolves a file that `client_name` must hold the lease on (or has just closed).
+    pub fn open_file(&self, src: &str, client_name: &str, file_id: u64) -> Result<Slot, FsError> {
+        let slot = self
+            .existing(src)
+            .map_err(|_| FsError::NotFound(format!("File does not exist: {src} (inode {file_id}) Holder {client_name} does not have any open files.")))?;
+        let inode = self.inode(slot);
+        if file_id != 0 && inode.id != file_id {
+            return Err(FsError::NotFound(format!("File does not exist: {src} (inode {file_id}): the path now names inode {}", inode.id)));
+        }
+        let Some(file) = inode.file() else {
+            return Err(FsError::NotFound(format!("Path is not a file: {src}")));
+        };
+        if let Some(uc) = &file.uc {
+            if uc.client_name != client_name {
+                return Err(FsError::LeaseExpired(format!(
+                    "Client (={client_name}) is not the lease owner (={}) of {src}",
+                    uc.client_name
+                )));
+            }
+        }
+        Ok(slot)
+    }
+
+    /// Legacy `rename`: `Ok(None)` is the `false` answer HDFS gives for most failures.
+    pub fn plan_rename(&self, caller: &Caller, src: &str, dst: &str, now: i64) -> Result<Option<Vec<Op>>, FsError> {
+        let src_comps = components(src)?;
+        let mut dst_comps = components(dst)?;
+        let src_walk = self.walk(&src_comps)?;
+        self.check_traverse(caller, &src_walk)?;
+        let Some(s) = src_walk.target() else { return Ok(None) };
+        if s == ROOT_SLOT {
+            return Ok(None);
+        }
+        let dst_walk = self.walk(&dst_comps)?;
+        if let Some(d) = dst_walk.target() {
+            if self.inode(d).is_dir() {
+                dst_comps.push(src_comps.last().expect("not the root"));
+            }
+        }
+        if src_comps == dst_comps {
+            return Ok(Some(Vec::new()));
+        }
+        if dst_comps.starts_with(&src_comps) {
+            return Err(FsError::Io(format!("Rename destination {dst} is a directory or file under source {src}")));
+        }
+        let dst_walk = match self.walk(&dst_comps) {
+            Ok(w) => w,
+            Err(FsError::ParentNotDirectory(_)) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        self.check_traverse(caller, &dst_walk)?;
+        if dst_walk.target().is_some() || dst_walk.slots.len() < dst_comps.len() {
+            return Ok(None);
+        }
+        let src_parent = self.inode(s).parent;
+        self.check_access(caller, src_parent, WRITE)?;
+        self.check_sticky(caller, src_parent, s)?;
+        self.check_access(caller, dst_walk.last(), WRITE)?;
+        let dst = join(&dst_comps);
+        Ok(Some(vec![Op::Rename { src: join(&src_comps), dst, mtime: now, overwrite: false }]))
+    }
+
+    /// `rename2` (`Options.Rename`): exact target, typed exceptions.
+    pub fn plan_rename2(&self, caller: &Caller, src: &str, dst: &str, overwrite: bool, now: i64) -> Result<Vec<Op>, FsError> {
+        let src_comps = components(src)?;
+        let dst_comps = components(dst)?;
+        if src_comps == dst_comps {
+            return Err(FsError::AlreadyExists(format!("The source {src} and destination {dst} are the same")));
+        }
+        if dst_comps.starts_with(&src_comps) {
+            return Err(FsError::Io(format!("Rename destination {dst} is a directory or file under source {src}")));
+        }
+        let src_walk = self.walk(&src_comps)?;
+        self.check_traverse(caller, &src_walk)?;
+        let s = src_walk.target().ok_or_else(|| FsError::NotFound(format!("rename source {src} is not found.")))?;
+        if s == ROOT_SLOT {
+            return Err(FsError::Io("rename source cannot be the root".into()));
+        }
+        let dst_parent_comps = &dst_comps[..dst_comps.len().saturating_sub(1)];
+        let parent_walk = self.walk(dst_parent_comps)?;
+        self.check_traverse(caller, &parent_walk)?;
+        let dp = parent_walk
+            .target()
+            .ok_or_else(|| FsError::NotFound(format!("rename destination parent {dst} not found.")))?;
+        if !self.inode(dp).is_dir() {
+            return Err(FsError::ParentNotDirectory(format!("rename destination parent {dst} is a file.")));
+        }
+        let src_parent = self.inode(s).parent;
+        self.check_access(caller, src_parent, WRITE)?;
+        self.check_sticky(caller, src_parent, s)?;
+        self.check_access(caller, dp, WRITE)?;
+        let name = dst_comps.last().expect("dst is not the root, it is not under src");
+        if let Some(d) = self.child(dp, name.as_bytes()) {
+            let (src_dir, dst_dir) = (self.inode(s).is_dir(), self.inode(d).is_dir());
+            if src_dir != dst_dir {
+                let kind = if dst_dir { "directories" } else { "files" };
+                return Err(FsError::Io(format!("Source {src} and destination {dst} must both be {kind}")));
+            }
+            if !overwrite {
+                return Err(FsError::AlreadyExists(format!("rename destination {dst} already exists")));
+            }
+            if self.inode(d).children().is_some_and(|c| !c.is_empty()) {
+                return Err(FsError::Io(format!("rename destination directory is not empty: {dst}")));
+            }
+            self.check_sticky(caller, dp, d)?;
+        }
+        Ok(vec![Op::Rename { src: join(&src_comps), dst: join(&dst_comps), mtime: now, overwrite }])
+    }
+
+    /// `delete`: `Ok(None)` when there is nothing to delete (the `false` answer).
+    pub fn plan_delete(&self, caller: &Caller, src: &str, recursive: bool, now: i64) -> Result<Option<Vec<Op>>, FsError> {
+        let comps = components(src)?;
+        let walk = self.walk(&comps)?;
+        self.check_traverse(caller, &walk)?;
+        let Some(t) = walk.target() else { return Ok(None) };
+        let non_empty = self.inode(t).children().is_some_and(|c| !c.is_empty());
+        if non_empty && !recursive {
+            return Err(FsError::NotEmpty(format!("`{src} is non empty': Directory is not empty")));
+        }
+        if t == ROOT_SLOT {
+            return Ok(None);
+        }
+        let parent = self.inode(t).parent;
+        self.check_access(caller, parent, WRITE | EXECUTE)?;
+        self.check_sticky(caller, parent, t)?;
+        if non_empty {
+            self.check_subtree(caller, t, 0o7)?;
+        }
+        Ok(Some(vec![Op::Delete { path: join(&comps), mtime: now }]))
+    }
+
+    fn resolve_checked(&self, caller: &Caller, src: &str) -> Result<(Slot, String), FsError> {
+        let comps = components(src)?;
+        let walk = self.walk(&comps)?;
+        self.check_traverse(caller, &walk)?;
+        let t = walk.target().ok_or_else(|| FsError::NotFound(format!("File does not exist: {src}")))?;
+        Ok((t, join(&comps)))
+    }
+
+    pub fn plan_set_permission(&self, caller: &Caller, src: &str, perm: u16) -> Result<Vec<Op>, FsError> {
+        let (t, path) = self.resolve_checked(caller, src)?;
+        self.check_owner(caller, t)?;
+        Ok(vec![Op::SetPermission { path, perm }])
+    }
+
+    pub fn plan_set_owner(&self, caller: &Caller, src: &str, owner: Option<&str>, group: Option<&str>) -> Result<Vec<Op>, FsError> {
+        let (t, path) = self.resolve_checked(caller, src)?;
+        self.check_owner(caller, t)?;
+        if !caller.bypass() {
+            if owner.is_some_and(|o| o != caller.user) {
+                return Err(FsError::AccessDenied(format!(
+                    "User {} is not a super user (non-super user cannot change owner).",
+                    caller.user
+                )));
+            }
+            if let Some(g) = group.filter(|g| !caller.groups.iter().any(|x| x == g)) {
+                return Err(FsError::AccessDenied(format!("User {} does not belong to {g}", caller.user)));
+            }
+        }
+        Ok(vec![Op::SetOwner { path, owner: owner.map(Into::into), group: group.map(Into::into) }])
+    }
+
+    pub fn plan_set_times(&self, caller: &Caller, src: &str, mtime: Option<i64>, atime: Option<i64>) -> Result<Vec<Op>, FsError> {
+        let (t, path) = self.resolve_checked(caller, src)?;
+        self.check_access(caller, t, WRITE)?;
+        Ok(vec![Op::SetTimes { path, mtime, atime }])
+    }
+
+    /// `setReplication`: `Ok(None)` for a directory (the `false` answer).
+    pub fn plan_set_replication(&self, caller: &Caller, src: &str, replication: u16) -> Result<Option<Vec<Op>>, FsError> {
+        let (t, path) = self.resolve_checked(caller, src)?;
+        if self.inode(t).is_dir() {
+            return Ok(None);
+        }
+        self.check_access(caller, t, WRITE)?;
+        Ok(Some(vec![Op::SetReplication { path, replication }]))
+    }
+}

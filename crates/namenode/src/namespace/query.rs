@@ -1,0 +1,156 @@
+//! Read-only questions about the tree: file status, paged listings, content summaries.
+
+use super::inode::{Body, Slot};
+use super::path::components;
+use super::perm::{Caller, READ, EXECUTE};
+use super::Namespace;
+use crate::error::FsError;
+
+/// What `HdfsFileStatusProto` carries, without the wire encoding.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileStatus {
+    pub is_dir: bool,
+    /// Local name (empty for the status of a path itself).
+    pub name: Vec<u8>,
+    pub len: u64,
+    pub perm: u16,
+    pub owner: String,
+    pub group: String,
+    pub mtime: i64,
+    pub atime: i64,
+    pub replication: u16,
+    pub block_size: u64,
+    pub file_id: u64,
+    pub children: i32,
+    pub under_construction: bool,
+}
+
+pub struct Listing {
+    pub entries: Vec<FileStatus>,
+    pub remaining: u32,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ContentSummary {
+    pub length: u64,
+    pub files: u64,
+    pub dirs: u64,
+    pub space_consumed: u64,
+}
+
+impl Namespace {
+    pub fn status(&self, slot: Slot, with_name: bool) -> FileStatus {
+        let inode = self.inode(slot);
+        let (len, replication, block_size, children, uc) = match &inode.body {
+            Body::Dir(c) => (0, 0, 0, c.len() as i32, false),
+            Body::File(f) => (f.len, f.replication, f.block_size, -1, f.uc.is_some()),
+        };
+        FileStatus {
+            is_dir: inode.is_dir(),
+            name: if with_name { self.name(slot).to_vec() } else { Vec::new() },
+            len,
+            perm: inode.perm,
+            owner: self.user_name(inode.owner).to_string(),
+            group: self.user_name(inode.group).to_string(),
+            mtime: inode.mtime,
+            atime: inode.atime,
+            replication,
+            block_size,
+            file_id: inode.id,
+            children,
+            under_construction: uc,
+        }
+    }
+
+    /// `getFileInfo`: `Ok(None)` when the path does not exist.
+    pub fn get_file_info(&self, caller: &Caller, src: &str) -> Result<Option<FileStatus>, FsError> {
+        let comps = components(src)?;
+        let walk = self.walk(&comps)?;
+        self.check_traverse(caller, &walk)?;
+        Ok(walk.target().map(|t| self.status(t, false)))
+    }
+
+    /// `getListing`: entries named strictly after `start_after`, at most `limit` of them.
+    /// `Ok(None)` when the path does not exist; a file lists as itself with an empty name.
+    pub fn list(&self, caller: &Caller, src: &str, start_after: &[u8], limit: usize) -> Result<Option<Listing>, FsError> {
+        let comps = components(src)?;
+        let walk = self.walk(&comps)?;
+        self.check_traverse(caller, &walk)?;
+        let Some(t) = walk.target() else { return Ok(None) };
+        let Some(children) = self.inode(t).children() else {
+            return Ok(Some(Listing { entries: vec![self.status(t, false)], remaining: 0 }));
+        };
+        self.check_access(caller, t, READ | EXECUTE)?;
+        let start = children.partition_point(|&c| self.name(c) <= start_after);
+        let end = (start + limit.max(1)).min(children.len());
+        let entries = children[start..end].iter().map(|&c| self.status(c, true)).collect();
+        Ok(Some(Listing { entries, remaining: (children.len() - end) as u32 }))
+    }
+
+    /// An exact walk of the subtree. Needs READ_EXECUTE on every directory in it, as in HDFS.
+    pub fn content_summary(&self, caller: &Caller, src: &str) -> Result<ContentSummary, FsError> {
+        let comps = components(src)?;
+        let walk = self.walk(&comps)?;
+        self.check_traverse(caller, &walk)?;
+        let t = walk.target().ok_or_else(|| FsError::NotFound(format!("File does not exist: {src}")))?;
+        self.check_subtree(caller, t, READ | EXECUTE)?;
+        let mut sum = ContentSummary::default();
+        let mut stack = vec![t];
+        while let Some(s) = stack.pop() {
+            match &self.inode(s).body {
+                Body::Dir(c) => {
+                    sum.dirs += 1;
+                    stack.extend(c.iter().copied());
+                }
+                Body::File(f) => {
+                    sum.files += 1;
+                    sum.length += f.len;
+                    sum.space_consumed += f.len * f.replication as u64;
+                }
+            }
+        }
+        Ok(sum)
+    }
+
+    /// The file status at `src`, which must be a file (for block-size and closed queries).
+    pub fn file_status(&self, caller: &Caller, src: &str) -> Result<FileStatus, FsError> {
+        match self.get_file_info(caller, src)? {
+            Some(s) if !s.is_dir => Ok(s),
+            Some(_) => Err(FsError::NotFound(format!("Path is not a file: {src}"))),
+            None => Err(FsError::NotFound(format!("File does not exist: {src}"))),
+        }
+    }
+
+    /// Every (path, status) under `dir`, depth first; used by the trash emptier and tests.
+    pub fn children_names(&self, dir: Slot) -> Vec<(String, Slot)> {
+        self.inode(dir)
+            .children()
+            .map(|c| c.iter().map(|&s| (String::from_utf8_lossy(self.name(s)).into_owned(), s)).collect())
+            .unwrap_or_default()
+    }
+
+    /// A canonical text dump of the whole tree (one line per inode, sorted by path), used to
+    /// compare namespaces built in different ways.
+    pub fn dump(&self) -> String {
+        let mut out = String::new();
+        let mut stack = vec![(String::from("/"), super::inode::ROOT_SLOT)];
+        let mut lines = Vec::new();
+        while let Some((path, s)) = stack.pop() {
+            let st = self.status(s, false);
+            lines.push(format!(
+                "{path} id={} dir={} len={} perm={:o} {}:{} m={} a={} r={} bs={} uc={}",
+                st.file_id, st.is_dir, st.len, st.perm, st.owner, st.group, st.mtime, st.atime, st.replication, st.block_size, st.under_construction
+            ));
+            for (name, c) in self.children_names(s) {
+                let p = if path == "/" { format!("/{name}") } else { format!("{path}/{name}") };
+                stack.push((p, c));
+            }
+        }
+        lines.sort();
+        for l in lines {
+            out.push_str(&l);
+            out.push('\n');
+        }
+        out
+    }
+}
