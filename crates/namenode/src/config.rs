@@ -1,0 +1,261 @@
+//! NameNode configuration, read with Hadoop's key names.
+//!
+//! Sources, later ones winning: built-in defaults, `core-site.xml` and `hdfs-site.xml` from
+//! `HADOOP_CONF_DIR`, then `--conf KEY=VALUE` pairs. Keys Ferrite does not know are reported
+//! back to the caller to log; they are never fatal.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// `dfs.blocksize`
+    pub block_size: u64,
+    /// `dfs.replication`
+    pub replication: u16,
+    /// `dfs.replication.max`
+    pub max_replication: u16,
+    /// `dfs.namenode.replication.min`
+    pub min_replication: u16,
+    /// `dfs.namenode.fs-limits.min-block-size`
+    pub min_block_size: u64,
+    /// `dfs.bytes-per-checksum`
+    pub bytes_per_checksum: u32,
+    /// `dfs.client-write-packet-size`
+    pub write_packet_size: u32,
+    /// `io.file.buffer.size`
+    pub file_buffer_size: u32,
+    /// `fs.trash.interval`, minutes; 0 turns trash off.
+    pub trash_interval_min: u64,
+    /// `fs.trash.checkpoint.interval`, minutes; 0 means the same as the trash interval.
+    pub trash_checkpoint_interval_min: u64,
+    /// `dfs.ls.limit`: entries per getListing page.
+    pub ls_limit: usize,
+    /// `ipc.maximum.data.length`: largest request frame.
+    pub max_frame_len: u32,
+    /// `dfs.permissions.enabled`
+    pub permissions_enabled: bool,
+    /// `dfs.permissions.superusergroup`
+    pub superuser_group: String,
+    /// `dfs.namenode.lease-hard-limit-sec`
+    pub lease_hard_limit_sec: u64,
+    /// `hadoop.user.group.static.mapping.overrides` (`user=g1,g2;user2=`)
+    pub static_groups: String,
+    /// `dfs.namenode.name.dir`
+    pub name_dirs: Vec<PathBuf>,
+    /// `fs.defaultFS`
+    pub default_fs: Option<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            block_size: 128 << 20,
+            replication: 3,
+            max_replication: 512,
+            min_replication: 1,
+            min_block_size: 1 << 20,
+            bytes_per_checksum: 512,
+            write_packet_size: 64 << 10,
+            file_buffer_size: 4096,
+            trash_interval_min: 0,
+            trash_checkpoint_interval_min: 0,
+            ls_limit: 1000,
+            max_frame_len: 64 << 20,
+            permissions_enabled: true,
+            superuser_group: "supergroup".into(),
+            lease_hard_limit_sec: 20 * 60,
+            static_groups: String::new(),
+            name_dirs: Vec::new(),
+            default_fs: None,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("bad value {value:?} for {key}: {why}")]
+    BadValue { key: String, value: String, why: String },
+    #[error("--conf expects KEY=VALUE, got {0:?}")]
+    BadPair(String),
+    #[error("reading {path}: {why}")]
+    File { path: PathBuf, why: String },
+}
+
+/// Parses `128m`, `1g`, `4096` (Hadoop's size suffixes k, m, g, t, p).
+pub fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (num, mult) = match s.chars().last()?.to_ascii_lowercase() {
+        'k' => (&s[..s.len() - 1], 1u64 << 10),
+        'm' => (&s[..s.len() - 1], 1 << 20),
+        'g' => (&s[..s.len() - 1], 1 << 30),
+        't' => (&s[..s.len() - 1], 1 << 40),
+        'p' => (&s[..s.len() - 1], 1 << 50),
+        _ => (s, 1),
+    };
+    num.trim().parse::<u64>().ok()?.checked_mul(mult)
+}
+
+impl Config {
+    /// Applies `pairs` on top of `self`; returns the keys that mean nothing to Ferrite.
+    pub fn apply<'a>(&mut self, pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Vec<String>, ConfigError> {
+        let mut unknown = Vec::new();
+        for (key, value) in pairs {
+            let bad = |why: &str| ConfigError::BadValue { key: key.into(), value: value.into(), why: why.into() };
+            let size = || parse_size(value).ok_or_else(|| bad("expected a size such as 134217728 or 128m"));
+            let num = || value.trim().parse::<u64>().map_err(|_| bad("expected a number"));
+            let boolean = || value.trim().parse::<bool>().map_err(|_| bad("expected true or false"));
+            let small = |v: u64| u16::try_from(v).map_err(|_| bad("too large"));
+            match key {
+                "dfs.blocksize" => self.block_size = size()?,
+                "dfs.replication" => self.replication = small(num()?)?,
+                "dfs.replication.max" => self.max_replication = small(num()?)?,
+                "dfs.namenode.replication.min" => self.min_replication = small(num()?)?,
+                "dfs.namenode.fs-limits.min-block-size" => self.min_block_size = size()?,
+                "dfs.bytes-per-checksum" => self.bytes_per_checksum = num()? as u32,
+                "dfs.client-write-packet-size" => self.write_packet_size = size()? as u32,
+                "io.file.buffer.size" => self.file_buffer_size = size()? as u32,
+                "fs.trash.interval" => self.trash_interval_min = num()?,
+                "fs.trash.checkpoint.interval" => self.trash_checkpoint_interval_min = num()?,
+                "dfs.ls.limit" => self.ls_limit = (num()? as usize).max(1),
+                "ipc.maximum.data.length" => {
+                    self.max_frame_len = u32::try_from(size()?).map_err(|_| bad("must be below 4 GiB"))?
+                }
+                "dfs.permissions.enabled" => self.permissions_enabled = boolean()?,
+                "dfs.permissions.superusergroup" => self.superuser_group = value.trim().into(),
+                "dfs.namenode.lease-hard-limit-sec" => self.lease_hard_limit_sec = num()?,
+                "hadoop.user.group.static.mapping.overrides" => self.static_groups = value.trim().into(),
+                "dfs.namenode.name.dir" => {
+                    self.name_dirs = value
+                        .split(',')
+                        .map(|d| PathBuf::from(d.trim().trim_start_matches("file://")))
+                        .filter(|p| !p.as_os_str().is_empty())
+                        .collect()
+                }
+                "fs.defaultFS" | "fs.default.name" => self.default_fs = Some(value.trim().into()),
+                _ => unknown.push(key.to_string()),
+            }
+        }
+        Ok(unknown)
+    }
+
+    /// Applies `--conf KEY=VALUE` strings.
+    pub fn apply_cli(&mut self, pairs: &[String]) -> Result<Vec<String>, ConfigError> {
+        let mut kv = Vec::new();
+        for p in pairs {
+            let (k, v) = p.split_once('=').ok_or_else(|| ConfigError::BadPair(p.clone()))?;
+            kv.push((k.trim(), v));
+        }
+        self.apply(kv)
+    }
+
+    /// Applies `core-site.xml` then `hdfs-site.xml` from `dir` (files that are absent are skipped).
+    pub fn apply_site_dir(&mut self, dir: &Path) -> Result<Vec<String>, ConfigError> {
+        let mut unknown = Vec::new();
+        for name in ["core-site.xml", "hdfs-site.xml"] {
+            let path = dir.join(name);
+            let Ok(text) = std::fs::read_to_string(&path) else { continue };
+            let props = parse_site_xml(&text).map_err(|why| ConfigError::File { path: path.clone(), why })?;
+            unknown.extend(self.apply(props.iter().map(|(k, v)| (k.as_str(), v.as_str())))?);
+        }
+        Ok(unknown)
+    }
+}
+
+/// Reads the `<property><name/><value/></property>` pairs of a Hadoop site file.
+pub fn parse_site_xml(text: &str) -> Result<BTreeMap<String, String>, String> {
+    use quick_xml::events::Event;
+    let mut reader = quick_xml::Reader::from_str(text);
+    let mut out = BTreeMap::new();
+    let (mut name, mut value) = (None::<String>, None::<String>);
+    // The element whose text is being collected ("name" or "value"), and that text so far.
+    let mut field: Option<&'static str> = None;
+    let mut buf = String::new();
+    loop {
+        match reader.read_event().map_err(|e| e.to_string())? {
+            Event::Start(e) => {
+                buf.clear();
+                field = match e.name().as_ref() {
+                    "property" => {
+                        (name, value) = (None, None);
+                        None
+                    }
+                    "name" => Some("name"),
+                    "value" => Some("value"),
+                    _ => None,
+                };
+            }
+            Event::Text(t) if field.is_some() => buf.push_str(&t.xml10_content()),
+            Event::GeneralRef(r) if field.is_some() => {
+                let c = match r.resolve_char_ref().map_err(|e| e.to_string())? {
+                    Some(c) => c,
+                    None => match &*r {
+                        "amp" => '&',
+                        "lt" => '<',
+                        "gt" => '>',
+                        "quot" => '"',
+                        "apos" => '\'',
+                        other => return Err(format!("unknown entity &{other};")),
+                    },
+                };
+                buf.push(c);
+            }
+            Event::End(e) => {
+                match (e.name().as_ref(), field.take()) {
+                    (_, Some("name")) => name = Some(buf.trim().to_string()),
+                    (_, Some("value")) => value = Some(buf.trim().to_string()),
+                    ("property", _) => {
+                        if let Some(n) = name.take() {
+                            out.insert(n, value.take().unwrap_or_default());
+                        }
+                    }
+                    _ => {}
+                }
+                buf.clear();
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("128m"), Some(128 << 20));
+        assert_eq!(parse_size("16"), Some(16));
+        assert_eq!(parse_size("1G"), Some(1 << 30));
+        assert_eq!(parse_size("x"), None);
+    }
+
+    #[test]
+    fn cli_pairs_and_unknown_keys() {
+        let mut c = Config::default();
+        let unknown = c
+            .apply_cli(&["fs.trash.interval=5".into(), "dfs.blocksize=64m".into(), "foo.bar=1".into()])
+            .unwrap();
+        assert_eq!(c.trash_interval_min, 5);
+        assert_eq!(c.block_size, 64 << 20);
+        assert_eq!(unknown, vec!["foo.bar".to_string()]);
+        assert!(c.apply_cli(&["novalue".into()]).is_err());
+        assert!(c.apply_cli(&["dfs.replication=lots".into()]).is_err());
+    }
+
+    #[test]
+    fn site_xml() {
+        let xml = r#"<?xml version="1.0"?><configuration>
+            <property><name>fs.defaultFS</name><value>hdfs://127.0.0.1:9000</value></property>
+            <property><name>dfs.ls.limit</name><value> 10 </value></property><property><name>a.b</name><value>x &amp; y</value><description>x</description></property>
+        </configuration>"#;
+        let props = parse_site_xml(xml).unwrap();
+        assert_eq!(props["fs.defaultFS"], "hdfs://127.0.0.1:9000");
+        assert_eq!(props["a.b"], "x & y");
+        let mut c = Config::default();
+        c.apply(props.iter().map(|(k, v)| (k.as_str(), v.as_str()))).unwrap();
+        assert_eq!(c.ls_limit, 10);
+    }
+}

@@ -23,8 +23,18 @@ pub use perm::Caller;
 
 use crate::error::FsError;
 
+/// What applying an operation changed beyond the tree itself, for the layers around it.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Effects {
+    /// Inode ids of files that were open for write and no longer are (closed, deleted,
+    /// or replaced); their leases end.
+    pub closed_files: Vec<u64>,
+}
+
 pub struct Namespace {
     arena: Arena,
+    /// Files open for write: inode id → slot. Lease recovery and fileId lookups use it.
+    open_files: std::collections::HashMap<u64, Slot>,
     names: NameArena,
     users: Interner,
     next_inode_id: u64,
@@ -56,6 +66,7 @@ impl Namespace {
     pub fn new(root_owner: &str, root_group: &str, mtime: i64) -> Self {
         let mut ns = Namespace {
             arena: Arena::default(),
+            open_files: Default::default(),
             names: NameArena::default(),
             users: Interner::default(),
             next_inode_id: ROOT_INODE_ID + 1,
@@ -159,7 +170,8 @@ impl Namespace {
 
     /// Applies one operation record. Records come from `plan_*` (already validated) or from
     /// the journal; an error here means the record does not fit this tree.
-    pub fn apply(&mut self, op: &Op) -> Result<(), FsError> {
+    pub fn apply(&mut self, op: &Op) -> Result<Effects, FsError> {
+        let mut fx = Effects::default();
         match op {
             Op::Mkdir { path, id, perm, owner, group, mtime } => {
                 let (parent, name) = self.parent_and_name(path)?;
@@ -184,7 +196,7 @@ impl Namespace {
                     if self.arena.get(old).is_dir() {
                         return Err(FsError::AlreadyExists(format!("{path} already exists as a directory")));
                     }
-                    self.remove_subtree(old);
+                    self.remove_subtree(old, &mut fx);
                 }
                 let body = Body::File(FileData {
                     len: 0,
@@ -196,7 +208,8 @@ impl Namespace {
                         client_machine: client_machine.clone(),
                     })),
                 });
-                self.add_child(parent, name, *id, *perm, owner, group, *mtime, body)?;
+                let slot = self.add_child(parent, name, *id, *perm, owner, group, *mtime, body)?;
+                self.open_files.insert(*id, slot);
                 self.files += 1;
             }
             Op::Close { path, mtime, len } => {
@@ -206,13 +219,15 @@ impl Namespace {
                 inode.atime = *mtime;
                 match &mut inode.body {
                     Body::File(f) => {
-                        f.uc = None;
+                        if f.uc.take().is_some() {
+                            fx.closed_files.push(inode.id);
+                        }
                         f.len = *len;
                     }
                     Body::Dir(_) => return Err(FsError::Io(format!("close of directory {path}"))),
                 }
             }
-            Op::Rename { src, dst, mtime, overwrite } => self.apply_rename(src, dst, *mtime, *overwrite)?,
+            Op::Rename { src, dst, mtime, overwrite } => self.apply_rename(src, dst, *mtime, *overwrite, &mut fx)?,
             Op::Delete { path, mtime } => {
                 let slot = self.existing(path)?;
                 if slot == ROOT_SLOT {
@@ -220,7 +235,7 @@ impl Namespace {
                 }
                 let parent = self.arena.get(slot).parent;
                 self.detach(slot);
-                self.remove_subtree(slot);
+                self.remove_subtree(slot, &mut fx);
                 self.arena.get_mut(parent).mtime = *mtime;
             }
             Op::SetPermission { path, perm } => {
@@ -260,10 +275,13 @@ impl Namespace {
         if self.names.wants_compaction() {
             self.compact_names();
         }
-        Ok(())
+        for id in &fx.closed_files {
+            self.open_files.remove(id);
+        }
+        Ok(fx)
     }
 
-    fn apply_rename(&mut self, src: &str, dst: &str, mtime: i64, overwrite: bool) -> Result<(), FsError> {
+    fn apply_rename(&mut self, src: &str, dst: &str, mtime: i64, overwrite: bool, fx: &mut Effects) -> Result<(), FsError> {
         let slot = self.existing(src)?;
         let (new_parent, new_name) = self.parent_and_name(dst)?;
         if let Some(old) = self.child(new_parent, new_name.as_bytes()) {
@@ -274,7 +292,7 @@ impl Namespace {
                 return Err(FsError::AlreadyExists(format!("rename destination {dst} already exists")));
             }
             self.detach(old);
-            self.remove_subtree(old);
+            self.remove_subtree(old, fx);
         }
         let old_parent = self.arena.get(slot).parent;
         self.detach(slot);
@@ -377,7 +395,7 @@ impl Namespace {
 
     /// Frees an inode and everything under it. The caller has already detached it (or is
     /// replacing it), so this only walks downwards.
-    fn remove_subtree(&mut self, top: Slot) {
+    fn remove_subtree(&mut self, top: Slot, fx: &mut Effects) {
         let parent = self.arena.get(top).parent;
         if self.child(parent, self.name(top)) == Some(top) {
             self.detach(top);
@@ -391,7 +409,12 @@ impl Namespace {
                     self.dirs -= 1;
                     stack.extend(children);
                 }
-                Body::File(_) => self.files -= 1,
+                Body::File(f) => {
+                    self.files -= 1;
+                    if f.uc.is_some() {
+                        fx.closed_files.push(inode.id);
+                    }
+                }
             }
         }
     }
@@ -403,6 +426,22 @@ impl Namespace {
         for (s, r) in slots.into_iter().zip(fresh) {
             self.arena.get_mut(s).name = r;
         }
+    }
+
+    /// The slot of a file open for write, by inode id.
+    pub fn open_file_slot(&self, id: u64) -> Option<Slot> {
+        self.open_files.get(&id).copied()
+    }
+
+    /// Every file open for write, with its lease holder (to rebuild leases after a restart).
+    pub fn open_files(&self) -> Vec<(u64, String)> {
+        self.open_files
+            .iter()
+            .filter_map(|(&id, &slot)| {
+                let uc = self.arena.get(slot).file()?.uc.as_ref()?;
+                Some((id, uc.client_name.clone()))
+            })
+            .collect()
     }
 
     /// Bytes held by the name buffer (for memory reports).
