@@ -1,1 +1,51 @@
-fn main(){}
+//! `ferrite`: one binary for every role. See `ferrite --help`.
+
+mod bench;
+mod serve;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "ferrite",
+    version,
+    about = "Ferrite: an HDFS-compatible distributed file system"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Everything in one process over one data folder (today: the NameNode).
+    Local(serve::ServeArgs),
+    /// A NameNode on its own.
+    Namenode(serve::ServeArgs),
+    /// Benchmarks.
+    Bench {
+        #[command(subcommand)]
+        what: bench::BenchCmd,
+    },
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("FERRITE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let cli = Cli::parse();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        match cli.cmd {
+            Cmd::Local(a) => serve::run(a, serve::Role::Local).await,
+            Cmd::Namenode(a) => serve::run(a, serve::Role::NameNode).await,
+            Cmd::Bench { what } => bench::run(what).await,
+        }
+    })
+}

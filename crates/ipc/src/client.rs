@@ -28,7 +28,11 @@ pub enum ClientError {
     #[error("i/o: {0}")]
     Io(#[from] std::io::Error),
     #[error("{class}: {message}")]
-    Remote { class: String, message: String, fatal: bool },
+    Remote {
+        class: String,
+        message: String,
+        fatal: bool,
+    },
     #[error("bad reply: {0}")]
     BadReply(String),
     #[error("connection closed")]
@@ -57,14 +61,21 @@ pub struct IpcClient {
 
 impl IpcClient {
     /// Connects, writes the preamble and the connection context for `user`.
-    pub async fn connect(addr: SocketAddr, user: &str, protocol: &str) -> Result<Self, ClientError> {
+    pub async fn connect(
+        addr: SocketAddr,
+        user: &str,
+        protocol: &str,
+    ) -> Result<Self, ClientError> {
         let stream = TcpStream::connect(addr).await?;
         stream.set_nodelay(true)?;
         let (rd, mut wr) = stream.into_split();
         let client_id = *uuid::Uuid::new_v4().as_bytes();
         let ctx_header = request_header(frame::CALL_ID_CONNECTION_CONTEXT, &client_id, -1);
         let ctx = IpcConnectionContextProto {
-            user_info: Some(UserInformationProto { effective_user: Some(user.into()), real_user: None }),
+            user_info: Some(UserInformationProto {
+                effective_user: Some(user.into()),
+                real_user: None,
+            }),
             protocol: Some(protocol.into()),
         };
         let mut hello = frame::preamble(AuthProtocol::None).to_vec();
@@ -82,14 +93,24 @@ impl IpcClient {
     }
 
     /// Calls `method` and decodes its reply.
-    pub async fn call<Req: Message, Resp: Message + Default>(&self, method: &str, req: &Req) -> Result<Resp, ClientError> {
+    pub async fn call<Req: Message, Resp: Message + Default>(
+        &self,
+        method: &str,
+        req: &Req,
+    ) -> Result<Resp, ClientError> {
         let call_id = self.next_call.fetch_add(1, Ordering::Relaxed);
         let bytes = self.call_with_id(call_id, 0, method, req).await?;
         Resp::decode(bytes).map_err(|e| ClientError::BadReply(e.to_string()))
     }
 
     /// Sends a call with a chosen callId and retryCount (used to test the retry cache).
-    pub async fn call_with_id<Req: Message>(&self, call_id: i32, retry_count: i32, method: &str, req: &Req) -> Result<Bytes, ClientError> {
+    pub async fn call_with_id<Req: Message>(
+        &self,
+        call_id: i32,
+        retry_count: i32,
+        method: &str,
+        req: &Req,
+    ) -> Result<Bytes, ClientError> {
         let header = request_header(call_id, &self.client_id, retry_count);
         let mh = RequestHeaderProto {
             method_name: method.into(),
@@ -136,7 +157,10 @@ async fn read_loop(rd: OwnedReadHalf, pending: Pending) {
             break ClientError::Io(e);
         }
         let mut buf = Bytes::from(buf);
-        let header = match frame::decode_delimited::<RpcResponseHeaderProto>(&mut buf, "RpcResponseHeaderProto") {
+        let header = match frame::decode_delimited::<RpcResponseHeaderProto>(
+            &mut buf,
+            "RpcResponseHeaderProto",
+        ) {
             Ok(h) => h,
             Err(e) => break ClientError::BadReply(e.to_string()),
         };

@@ -64,7 +64,11 @@ pub struct RpcError {
 impl RpcError {
     /// An exception raised by a method, with its Java class name.
     pub fn app(class: &'static str, message: impl Into<String>) -> Self {
-        RpcError { class: Cow::Borrowed(class), message: message.into(), code: ErrorCode::Application }
+        RpcError {
+            class: Cow::Borrowed(class),
+            message: message.into(),
+            code: ErrorCode::Application,
+        }
     }
 
     pub fn io(message: impl Into<String>) -> Self {

@@ -40,7 +40,9 @@ pub enum FrameError {
     BadVersion(u8),
     #[error("unsupported auth protocol byte {0:#04x}")]
     BadAuth(u8),
-    #[error("truncated frame: a length prefix of {declared} bytes runs past the {available} bytes left")]
+    #[error(
+        "truncated frame: a length prefix of {declared} bytes runs past the {available} bytes left"
+    )]
     Truncated { declared: u64, available: usize },
     #[error("malformed varint length")]
     BadVarint,
@@ -81,7 +83,10 @@ pub fn preamble(auth: AuthProtocol) -> [u8; 7] {
 pub fn split_delimited(buf: &mut Bytes) -> Result<Bytes, FrameError> {
     let len = decode_varint(buf).map_err(|_| FrameError::BadVarint)?;
     if len > buf.len() as u64 {
-        return Err(FrameError::Truncated { declared: len, available: buf.len() });
+        return Err(FrameError::Truncated {
+            declared: len,
+            available: buf.len(),
+        });
     }
     Ok(buf.split_to(len as usize))
 }
@@ -105,7 +110,10 @@ pub struct RequestFrame {
 
 pub fn parse_request(mut frame: Bytes) -> Result<RequestFrame, FrameError> {
     let header = decode_delimited::<RpcRequestHeaderProto>(&mut frame, "RpcRequestHeaderProto")?;
-    Ok(RequestFrame { header, rest: frame })
+    Ok(RequestFrame {
+        header,
+        rest: frame,
+    })
 }
 
 /// Splits a normal call's remainder into its method header and its body bytes. A call with
@@ -193,7 +201,11 @@ pub fn error_response(
     message: &str,
     code: RpcErrorCodeProto,
 ) -> Bytes {
-    header.status = if fatal { RpcStatusProto::Fatal } else { RpcStatusProto::Error } as i32;
+    header.status = if fatal {
+        RpcStatusProto::Fatal
+    } else {
+        RpcStatusProto::Error
+    } as i32;
     header.exception_class_name = Some(class.to_string());
     header.error_msg = Some(message.to_string());
     header.error_detail = Some(code as i32);
@@ -211,11 +223,26 @@ mod tests {
 
     #[test]
     fn preamble_round_trip_and_errors() {
-        assert_eq!(check_preamble(&preamble(AuthProtocol::None)), Ok(AuthProtocol::None));
-        assert_eq!(check_preamble(&preamble(AuthProtocol::Sasl)), Ok(AuthProtocol::Sasl));
-        assert!(matches!(check_preamble(b"GET / H"), Err(FrameError::BadMagic(_))));
-        assert_eq!(check_preamble(b"hrpc\x08\x00\x00"), Err(FrameError::BadVersion(8)));
-        assert_eq!(check_preamble(b"hrpc\x09\x00\x51"), Err(FrameError::BadAuth(0x51)));
+        assert_eq!(
+            check_preamble(&preamble(AuthProtocol::None)),
+            Ok(AuthProtocol::None)
+        );
+        assert_eq!(
+            check_preamble(&preamble(AuthProtocol::Sasl)),
+            Ok(AuthProtocol::Sasl)
+        );
+        assert!(matches!(
+            check_preamble(b"GET / H"),
+            Err(FrameError::BadMagic(_))
+        ));
+        assert_eq!(
+            check_preamble(b"hrpc\x08\x00\x00"),
+            Err(FrameError::BadVersion(8))
+        );
+        assert_eq!(
+            check_preamble(b"hrpc\x09\x00\x51"),
+            Err(FrameError::BadAuth(0x51))
+        );
     }
 
     #[test]
@@ -247,7 +274,10 @@ mod tests {
 
     #[test]
     fn call_id_is_zigzag_on_requests() {
-        let rpc = RpcRequestHeaderProto { call_id: -33, ..Default::default() };
+        let rpc = RpcRequestHeaderProto {
+            call_id: -33,
+            ..Default::default()
+        };
         let bytes = rpc.encode_to_vec();
         // field 3, varint wire type => tag 0x18; zigzag(-33) = 65
         assert_eq!(&bytes[..2], &[0x18, 65]);
@@ -256,8 +286,13 @@ mod tests {
     #[test]
     fn truncated_and_garbage_inputs_are_errors_not_panics() {
         let mut b = Bytes::from_static(&[0x0a, 1, 2]);
-        assert!(matches!(split_delimited(&mut b), Err(FrameError::Truncated { .. })));
-        let mut b = Bytes::from_static(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
+        assert!(matches!(
+            split_delimited(&mut b),
+            Err(FrameError::Truncated { .. })
+        ));
+        let mut b = Bytes::from_static(&[
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+        ]);
         assert_eq!(split_delimited(&mut b), Err(FrameError::BadVarint));
         assert!(parse_request(Bytes::from_static(&[3, 0xff, 0xff, 0xff])).is_err());
         for i in 0..=255u8 {

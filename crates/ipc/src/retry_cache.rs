@@ -35,7 +35,10 @@ struct Inner {
 impl RetryCache {
     pub fn new(ttl: Duration, capacity: usize) -> Self {
         RetryCache {
-            inner: Mutex::new(Inner { map: HashMap::new(), order: VecDeque::new() }),
+            inner: Mutex::new(Inner {
+                map: HashMap::new(),
+                order: VecDeque::new(),
+            }),
             ttl,
             capacity: capacity.max(1),
         }

@@ -48,18 +48,39 @@ pub struct MethodKind {
 
 impl MethodKind {
     /// A read-only call.
-    pub const READ: MethodKind = MethodKind { at_most_once: false, mutating: false, superuser: false };
+    pub const READ: MethodKind = MethodKind {
+        at_most_once: false,
+        mutating: false,
+        superuser: false,
+    };
     /// A mutation that is safe to run twice (Hadoop's `@Idempotent` writes: mkdirs, setOwner…).
-    pub const WRITE: MethodKind = MethodKind { at_most_once: false, mutating: true, superuser: false };
+    pub const WRITE: MethodKind = MethodKind {
+        at_most_once: false,
+        mutating: true,
+        superuser: false,
+    };
     /// A mutation that must not run twice (create, rename, delete…).
-    pub const WRITE_ONCE: MethodKind = MethodKind { at_most_once: true, mutating: true, superuser: false };
+    pub const WRITE_ONCE: MethodKind = MethodKind {
+        at_most_once: true,
+        mutating: true,
+        superuser: false,
+    };
     /// An administrative call reserved for the superuser.
-    pub const ADMIN: MethodKind = MethodKind { at_most_once: false, mutating: false, superuser: true };
+    pub const ADMIN: MethodKind = MethodKind {
+        at_most_once: false,
+        mutating: false,
+        superuser: true,
+    };
 }
 
 /// The state a router serves. Admission checks live here, called once per call.
 pub trait Service: Send + Sync + 'static {
-    fn admit(&self, _ctx: &CallCtx, _method: &'static str, _kind: MethodKind) -> Result<(), RpcError> {
+    fn admit(
+        &self,
+        _ctx: &CallCtx,
+        _method: &'static str,
+        _kind: MethodKind,
+    ) -> Result<(), RpcError> {
         Ok(())
     }
 }
@@ -122,7 +143,13 @@ impl<S: Service> Router<S> {
                 Ok(Box::new(resp) as Box<dyn Body>)
             })
         });
-        let entry = Entry { protocol, name, kind, handler, metrics: MethodMetrics::default() };
+        let entry = Entry {
+            protocol,
+            name,
+            kind,
+            handler,
+            metrics: MethodMetrics::default(),
+        };
         let prev = self.table.entry(protocol).or_default().insert(name, entry);
         assert!(prev.is_none(), "method {protocol}.{name} registered twice");
         self
@@ -136,8 +163,13 @@ impl<S: Service> Router<S> {
         method: &str,
         body: Bytes,
     ) -> Result<Box<dyn Body>, RpcError> {
-        let methods = self.table.get(protocol).ok_or_else(|| RpcError::no_such_protocol(protocol))?;
-        let entry = methods.get(method).ok_or_else(|| RpcError::no_such_method(protocol, method))?;
+        let methods = self
+            .table
+            .get(protocol)
+            .ok_or_else(|| RpcError::no_such_protocol(protocol))?;
+        let entry = methods
+            .get(method)
+            .ok_or_else(|| RpcError::no_such_method(protocol, method))?;
         let span = debug_span!("rpc", conn = ctx.conn_id, call = ctx.call_id, method = entry.name, user = %ctx.user);
         let started = Instant::now();
         let result = self.run(entry, ctx, body).instrument(span.clone()).await;
@@ -150,12 +182,23 @@ impl<S: Service> Router<S> {
         result
     }
 
-    async fn run(&self, entry: &Entry<S>, ctx: CallCtx, body: Bytes) -> Result<Box<dyn Body>, RpcError> {
+    async fn run(
+        &self,
+        entry: &Entry<S>,
+        ctx: CallCtx,
+        body: Bytes,
+    ) -> Result<Box<dyn Body>, RpcError> {
         self.state.admit(&ctx, entry.name, entry.kind)?;
         if entry.kind.at_most_once {
-            if let Some(cell) = self.retry_cache.cell(&ctx.client_id, ctx.call_id, Instant::now()) {
+            if let Some(cell) = self
+                .retry_cache
+                .cell(&ctx.client_id, ctx.call_id, Instant::now())
+            {
                 if cell.initialized() {
-                    entry.metrics.retry_cache_hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    entry
+                        .metrics
+                        .retry_cache_hits
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
                 let reply = cell
                     .get_or_init(|| async {

@@ -26,11 +26,19 @@ pub fn on_sasl_message(msg: &RpcSaslProto) -> SaslOutcome {
             ..Default::default()
         }),
         Ok(SaslState::Initiate) => {
-            let simple = msg.auths.first().map(|a| a.method == "SIMPLE").unwrap_or(false);
+            let simple = msg
+                .auths
+                .first()
+                .map(|a| a.method == "SIMPLE")
+                .unwrap_or(false);
             if simple {
                 SaslOutcome::Done
             } else {
-                let method = msg.auths.first().map(|a| a.method.as_str()).unwrap_or("<none>");
+                let method = msg
+                    .auths
+                    .first()
+                    .map(|a| a.method.as_str())
+                    .unwrap_or("<none>");
                 SaslOutcome::Refuse(format!(
                     "Client asked for {method} authentication; this server only allows SIMPLE"
                 ))
@@ -52,7 +60,11 @@ mod tests {
         RpcSaslProto {
             state: state as i32,
             auths: method
-                .map(|m| SaslAuth { method: m.into(), mechanism: String::new(), ..Default::default() })
+                .map(|m| SaslAuth {
+                    method: m.into(),
+                    mechanism: String::new(),
+                    ..Default::default()
+                })
                 .into_iter()
                 .collect(),
             ..Default::default()
@@ -62,17 +74,25 @@ mod tests {
     #[test]
     fn negotiate_gets_success() {
         let out = on_sasl_message(&msg(SaslState::Negotiate, None));
-        let SaslOutcome::Reply(r) = out else { panic!("expected a reply") };
+        let SaslOutcome::Reply(r) = out else {
+            panic!("expected a reply")
+        };
         assert_eq!(r.state, SaslState::Success as i32);
     }
 
     #[test]
     fn initiate_simple_ends_quietly_others_refused() {
-        assert_eq!(on_sasl_message(&msg(SaslState::Initiate, Some("SIMPLE"))), SaslOutcome::Done);
+        assert_eq!(
+            on_sasl_message(&msg(SaslState::Initiate, Some("SIMPLE"))),
+            SaslOutcome::Done
+        );
         assert!(matches!(
             on_sasl_message(&msg(SaslState::Initiate, Some("KERBEROS"))),
             SaslOutcome::Refuse(_)
         ));
-        assert!(matches!(on_sasl_message(&msg(SaslState::Wrap, None)), SaslOutcome::Refuse(_)));
+        assert!(matches!(
+            on_sasl_message(&msg(SaslState::Wrap, None)),
+            SaslOutcome::Refuse(_)
+        ));
     }
 }

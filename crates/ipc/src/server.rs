@@ -73,11 +73,21 @@ impl ServerHandle {
 }
 
 /// Starts serving on an already-bound listener (so tests can bind `127.0.0.1:0`).
-pub fn spawn<S: Service>(listener: TcpListener, router: Arc<Router<S>>, cfg: ServerConfig) -> ServerHandle {
-    let local_addr = listener.local_addr().expect("bound listener has an address");
+pub fn spawn<S: Service>(
+    listener: TcpListener,
+    router: Arc<Router<S>>,
+    cfg: ServerConfig,
+) -> ServerHandle {
+    let local_addr = listener
+        .local_addr()
+        .expect("bound listener has an address");
     let cancel = CancellationToken::new();
     let task = tokio::spawn(run(listener, router, cfg, cancel.clone()));
-    ServerHandle { local_addr, cancel, task }
+    ServerHandle {
+        local_addr,
+        cancel,
+        task,
+    }
 }
 
 /// The accept loop. Returns after `cancel` fires and every connection has drained.
@@ -161,7 +171,10 @@ struct Connection<S: Service> {
 enum Phase {
     Sasl,
     AwaitContext,
-    Ready { user: Arc<str>, real_user: Option<Arc<str>> },
+    Ready {
+        user: Arc<str>,
+        real_user: Option<Arc<str>>,
+    },
 }
 
 impl<S: Service> Connection<S> {
@@ -216,7 +229,14 @@ impl<S: Service> Connection<S> {
                 Ok(r) => r,
                 Err(e) => {
                     let msg = format!("Invalid RPC header: {e}");
-                    self.fatal(tx, frame::CALL_ID_INVALID, &Bytes::new(), RpcErrorCodeProto::FatalInvalidRpcHeader, &msg).await;
+                    self.fatal(
+                        tx,
+                        frame::CALL_ID_INVALID,
+                        &Bytes::new(),
+                        RpcErrorCodeProto::FatalInvalidRpcHeader,
+                        &msg,
+                    )
+                    .await;
                     return Err(e.into());
                 }
             };
@@ -230,15 +250,30 @@ impl<S: Service> Connection<S> {
                     let msg = frame::decode_delimited::<RpcSaslProto>(&mut rest, "RpcSaslProto")?;
                     match on_sasl_message(&msg) {
                         SaslOutcome::Reply(reply) => {
-                            let header = frame::response_header(call_id, &Bytes::new(), -1, RpcStatusProto::Success);
+                            let header = frame::response_header(
+                                call_id,
+                                &Bytes::new(),
+                                -1,
+                                RpcStatusProto::Success,
+                            );
                             send(tx, frame::encode_frame(&[&header, &reply])).await;
-                            if reply.state == ferrite_proto::common::rpc_sasl_proto::SaslState::Success as i32 {
+                            if reply.state
+                                == ferrite_proto::common::rpc_sasl_proto::SaslState::Success as i32
+                            {
                                 phase = Phase::AwaitContext;
                             }
                         }
                         SaslOutcome::Done => phase = Phase::AwaitContext,
                         SaslOutcome::Refuse(msg) => {
-                            self.fatal_class(tx, call_id, &client_id, RpcErrorCodeProto::FatalUnauthorized, crate::error::class::ACCESS_CONTROL, &msg).await;
+                            self.fatal_class(
+                                tx,
+                                call_id,
+                                &client_id,
+                                RpcErrorCodeProto::FatalUnauthorized,
+                                crate::error::class::ACCESS_CONTROL,
+                                &msg,
+                            )
+                            .await;
                             return Err(ConnError::Fatal(msg));
                         }
                     }
@@ -249,15 +284,29 @@ impl<S: Service> Connection<S> {
                 }
                 (Phase::AwaitContext, frame::CALL_ID_CONNECTION_CONTEXT) => {
                     let mut rest = req.rest;
-                    let ctx = frame::decode_delimited::<IpcConnectionContextProto>(&mut rest, "IpcConnectionContextProto")?;
+                    let ctx = frame::decode_delimited::<IpcConnectionContextProto>(
+                        &mut rest,
+                        "IpcConnectionContextProto",
+                    )?;
                     let info = ctx.user_info.unwrap_or_default();
                     let Some(user) = info.effective_user.filter(|u| !u.is_empty()) else {
                         let msg = "Connection context carries no effective user".to_string();
-                        self.fatal_class(tx, call_id, &client_id, RpcErrorCodeProto::FatalUnauthorized, crate::error::class::ACCESS_CONTROL, &msg).await;
+                        self.fatal_class(
+                            tx,
+                            call_id,
+                            &client_id,
+                            RpcErrorCodeProto::FatalUnauthorized,
+                            crate::error::class::ACCESS_CONTROL,
+                            &msg,
+                        )
+                        .await;
                         return Err(ConnError::Fatal(msg));
                     };
                     debug!(conn = self.id, peer = %self.peer, %user, protocol = ?ctx.protocol, "connection context");
-                    phase = Phase::Ready { user: user.into(), real_user: info.real_user.map(Into::into) };
+                    phase = Phase::Ready {
+                        user: user.into(),
+                        real_user: info.real_user.map(Into::into),
+                    };
                 }
                 (Phase::Ready { user, real_user }, id) if id >= 0 => {
                     let ctx = CallCtx {
@@ -269,26 +318,54 @@ impl<S: Service> Connection<S> {
                         client_id,
                         retry_count,
                     };
-                    let permit = in_flight.clone().acquire_owned().await.expect("never closed");
+                    let permit = in_flight
+                        .clone()
+                        .acquire_owned()
+                        .await
+                        .expect("never closed");
                     let (method, body) = match frame::parse_call(req.rest) {
                         Ok(x) => x,
                         Err(e) => {
                             let msg = format!("IPC server unable to read call parameters: {e}");
-                            self.fatal(tx, id, &ctx.client_id, RpcErrorCodeProto::FatalDeserializingRequest, &msg).await;
+                            self.fatal(
+                                tx,
+                                id,
+                                &ctx.client_id,
+                                RpcErrorCodeProto::FatalDeserializingRequest,
+                                &msg,
+                            )
+                            .await;
                             return Err(e.into());
                         }
                     };
                     let router = self.router.clone();
                     let tx = tx.clone();
                     tokio::spawn(async move {
-                        let (call_id, client_id, retry) = (ctx.call_id, ctx.client_id.clone(), ctx.retry_count);
+                        let (call_id, client_id, retry) =
+                            (ctx.call_id, ctx.client_id.clone(), ctx.retry_count);
                         let reply = router
-                            .dispatch(ctx, &method.declaring_class_protocol_name, &method.method_name, body)
+                            .dispatch(
+                                ctx,
+                                &method.declaring_class_protocol_name,
+                                &method.method_name,
+                                body,
+                            )
                             .await;
-                        let header = frame::response_header(call_id, &client_id, retry, RpcStatusProto::Success);
+                        let header = frame::response_header(
+                            call_id,
+                            &client_id,
+                            retry,
+                            RpcStatusProto::Success,
+                        );
                         let bytes = match reply {
                             Ok(body) => frame::encode_frame(&[&header, body.as_ref() as &dyn Body]),
-                            Err(e) => frame::error_response(header, false, &e.class, &e.message, e.code.to_proto()),
+                            Err(e) => frame::error_response(
+                                header,
+                                false,
+                                &e.class,
+                                &e.message,
+                                e.code.to_proto(),
+                            ),
                         };
                         send(&tx, bytes).await;
                         drop(permit);
@@ -296,22 +373,54 @@ impl<S: Service> Connection<S> {
                 }
                 (_, id) => {
                     let msg = match phase {
-                        Phase::Ready { .. } if id == frame::CALL_ID_CONNECTION_CONTEXT => "Connection context already processed".to_string(),
+                        Phase::Ready { .. } if id == frame::CALL_ID_CONNECTION_CONTEXT => {
+                            "Connection context already processed".to_string()
+                        }
                         Phase::Ready { .. } => format!("Unexpected call id {id}"),
                         _ => format!("Call id {id} arrived before the connection context"),
                     };
-                    self.fatal(tx, id, &client_id, RpcErrorCodeProto::FatalInvalidRpcHeader, &msg).await;
+                    self.fatal(
+                        tx,
+                        id,
+                        &client_id,
+                        RpcErrorCodeProto::FatalInvalidRpcHeader,
+                        &msg,
+                    )
+                    .await;
                     return Err(ConnError::Fatal(msg));
                 }
             }
         }
     }
 
-    async fn fatal(&self, tx: &mpsc::Sender<Bytes>, call_id: i32, client_id: &Bytes, code: RpcErrorCodeProto, msg: &str) {
-        self.fatal_class(tx, call_id, client_id, code, crate::error::class::RPC_SERVER, msg).await
+    async fn fatal(
+        &self,
+        tx: &mpsc::Sender<Bytes>,
+        call_id: i32,
+        client_id: &Bytes,
+        code: RpcErrorCodeProto,
+        msg: &str,
+    ) {
+        self.fatal_class(
+            tx,
+            call_id,
+            client_id,
+            code,
+            crate::error::class::RPC_SERVER,
+            msg,
+        )
+        .await
     }
 
-    async fn fatal_class(&self, tx: &mpsc::Sender<Bytes>, call_id: i32, client_id: &Bytes, code: RpcErrorCodeProto, class: &str, msg: &str) {
+    async fn fatal_class(
+        &self,
+        tx: &mpsc::Sender<Bytes>,
+        call_id: i32,
+        client_id: &Bytes,
+        code: RpcErrorCodeProto,
+        class: &str,
+        msg: &str,
+    ) {
         debug!(conn = self.id, peer = %self.peer, "fatal: {msg}");
         let header = frame::response_header(call_id, client_id, -1, RpcStatusProto::Fatal);
         send(tx, frame::error_response(header, true, class, msg, code)).await;
@@ -321,13 +430,20 @@ impl<S: Service> Connection<S> {
 /// A wrong preamble: answer the way a Hadoop server does where that helps a human, then close.
 async fn refuse_preamble(wr: &mut OwnedWriteHalf, pre: &[u8; 7], err: &FrameError) {
     let reply: Option<Bytes> = match err {
-        FrameError::BadMagic(_) if pre.starts_with(b"GET ") || pre.starts_with(b"POST ") => Some(Bytes::from_static(
-            b"HTTP/1.1 404 Not Found\r\nContent-type: text/plain\r\nConnection: close\r\n\r\n\
+        FrameError::BadMagic(_) if pre.starts_with(b"GET ") || pre.starts_with(b"POST ") => {
+            Some(Bytes::from_static(
+                b"HTTP/1.1 404 Not Found\r\nContent-type: text/plain\r\nConnection: close\r\n\r\n\
 It looks like you are making an HTTP request to a Hadoop IPC port. \
 This is not the correct port for the web interface on this daemon.\r\n",
-        )),
+            ))
+        }
         FrameError::BadVersion(v) => {
-            let header = frame::response_header(frame::CALL_ID_INVALID, &Bytes::new(), -1, RpcStatusProto::Fatal);
+            let header = frame::response_header(
+                frame::CALL_ID_INVALID,
+                &Bytes::new(),
+                -1,
+                RpcStatusProto::Fatal,
+            );
             Some(frame::error_response(
                 header,
                 true,
@@ -350,7 +466,10 @@ async fn send(tx: &mpsc::Sender<Bytes>, bytes: Bytes) {
 }
 
 /// Reads one length-prefixed frame. `Ok(None)` on a clean end of stream between frames.
-async fn read_frame<R: AsyncRead + Unpin>(rd: &mut R, max: u32) -> Result<Option<Bytes>, ConnError> {
+async fn read_frame<R: AsyncRead + Unpin>(
+    rd: &mut R,
+    max: u32,
+) -> Result<Option<Bytes>, ConnError> {
     let mut len_buf = [0u8; 4];
     match rd.read_exact(&mut len_buf).await {
         Ok(_) => {}

@@ -75,7 +75,11 @@ impl Default for Config {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("bad value {value:?} for {key}: {why}")]
-    BadValue { key: String, value: String, why: String },
+    BadValue {
+        key: String,
+        value: String,
+        why: String,
+    },
     #[error("--conf expects KEY=VALUE, got {0:?}")]
     BadPair(String),
     #[error("reading {path}: {why}")]
@@ -98,13 +102,32 @@ pub fn parse_size(s: &str) -> Option<u64> {
 
 impl Config {
     /// Applies `pairs` on top of `self`; returns the keys that mean nothing to Ferrite.
-    pub fn apply<'a>(&mut self, pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Vec<String>, ConfigError> {
+    pub fn apply<'a>(
+        &mut self,
+        pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Vec<String>, ConfigError> {
         let mut unknown = Vec::new();
         for (key, value) in pairs {
-            let bad = |why: &str| ConfigError::BadValue { key: key.into(), value: value.into(), why: why.into() };
-            let size = || parse_size(value).ok_or_else(|| bad("expected a size such as 134217728 or 128m"));
-            let num = || value.trim().parse::<u64>().map_err(|_| bad("expected a number"));
-            let boolean = || value.trim().parse::<bool>().map_err(|_| bad("expected true or false"));
+            let bad = |why: &str| ConfigError::BadValue {
+                key: key.into(),
+                value: value.into(),
+                why: why.into(),
+            };
+            let size = || {
+                parse_size(value).ok_or_else(|| bad("expected a size such as 134217728 or 128m"))
+            };
+            let num = || {
+                value
+                    .trim()
+                    .parse::<u64>()
+                    .map_err(|_| bad("expected a number"))
+            };
+            let boolean = || {
+                value
+                    .trim()
+                    .parse::<bool>()
+                    .map_err(|_| bad("expected true or false"))
+            };
             let small = |v: u64| u16::try_from(v).map_err(|_| bad("too large"));
             match key {
                 "dfs.blocksize" => self.block_size = size()?,
@@ -119,12 +142,15 @@ impl Config {
                 "fs.trash.checkpoint.interval" => self.trash_checkpoint_interval_min = num()?,
                 "dfs.ls.limit" => self.ls_limit = (num()? as usize).max(1),
                 "ipc.maximum.data.length" => {
-                    self.max_frame_len = u32::try_from(size()?).map_err(|_| bad("must be below 4 GiB"))?
+                    self.max_frame_len =
+                        u32::try_from(size()?).map_err(|_| bad("must be below 4 GiB"))?
                 }
                 "dfs.permissions.enabled" => self.permissions_enabled = boolean()?,
                 "dfs.permissions.superusergroup" => self.superuser_group = value.trim().into(),
                 "dfs.namenode.lease-hard-limit-sec" => self.lease_hard_limit_sec = num()?,
-                "hadoop.user.group.static.mapping.overrides" => self.static_groups = value.trim().into(),
+                "hadoop.user.group.static.mapping.overrides" => {
+                    self.static_groups = value.trim().into()
+                }
                 "dfs.namenode.name.dir" => {
                     self.name_dirs = value
                         .split(',')
@@ -143,7 +169,9 @@ impl Config {
     pub fn apply_cli(&mut self, pairs: &[String]) -> Result<Vec<String>, ConfigError> {
         let mut kv = Vec::new();
         for p in pairs {
-            let (k, v) = p.split_once('=').ok_or_else(|| ConfigError::BadPair(p.clone()))?;
+            let (k, v) = p
+                .split_once('=')
+                .ok_or_else(|| ConfigError::BadPair(p.clone()))?;
             kv.push((k.trim(), v));
         }
         self.apply(kv)
@@ -154,8 +182,13 @@ impl Config {
         let mut unknown = Vec::new();
         for name in ["core-site.xml", "hdfs-site.xml"] {
             let path = dir.join(name);
-            let Ok(text) = std::fs::read_to_string(&path) else { continue };
-            let props = parse_site_xml(&text).map_err(|why| ConfigError::File { path: path.clone(), why })?;
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let props = parse_site_xml(&text).map_err(|why| ConfigError::File {
+                path: path.clone(),
+                why,
+            })?;
             unknown.extend(self.apply(props.iter().map(|(k, v)| (k.as_str(), v.as_str())))?);
         }
         Ok(unknown)
@@ -236,7 +269,11 @@ mod tests {
     fn cli_pairs_and_unknown_keys() {
         let mut c = Config::default();
         let unknown = c
-            .apply_cli(&["fs.trash.interval=5".into(), "dfs.blocksize=64m".into(), "foo.bar=1".into()])
+            .apply_cli(&[
+                "fs.trash.interval=5".into(),
+                "dfs.blocksize=64m".into(),
+                "foo.bar=1".into(),
+            ])
             .unwrap();
         assert_eq!(c.trash_interval_min, 5);
         assert_eq!(c.block_size, 64 << 20);
@@ -255,7 +292,8 @@ mod tests {
         assert_eq!(props["fs.defaultFS"], "hdfs://127.0.0.1:9000");
         assert_eq!(props["a.b"], "x & y");
         let mut c = Config::default();
-        c.apply(props.iter().map(|(k, v)| (k.as_str(), v.as_str()))).unwrap();
+        c.apply(props.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .unwrap();
         assert_eq!(c.ls_limit, 10);
     }
 }

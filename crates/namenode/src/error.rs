@@ -65,17 +65,50 @@ mod tests {
     #[test]
     fn java_class_names_are_the_ones_clients_match() {
         let cases = [
-            (FsError::NotFound(String::new()), "java.io.FileNotFoundException"),
-            (FsError::AlreadyExists(String::new()), "org.apache.hadoop.fs.FileAlreadyExistsException"),
-            (FsError::ParentNotDirectory(String::new()), "org.apache.hadoop.fs.ParentNotDirectoryException"),
-            (FsError::NotEmpty(String::new()), "org.apache.hadoop.fs.PathIsNotEmptyDirectoryException"),
-            (FsError::AccessDenied(String::new()), "org.apache.hadoop.security.AccessControlException"),
-            (FsError::InvalidPath(String::new()), "org.apache.hadoop.fs.InvalidPathException"),
-            (FsError::AlreadyBeingCreated(String::new()), "org.apache.hadoop.hdfs.protocol.AlreadyBeingCreatedException"),
-            (FsError::LeaseExpired(String::new()), "org.apache.hadoop.hdfs.server.namenode.LeaseExpiredException"),
-            (FsError::SafeMode(String::new()), "org.apache.hadoop.hdfs.server.namenode.SafeModeException"),
-            (FsError::Unsupported(String::new()), "java.lang.UnsupportedOperationException"),
-            (FsError::IllegalArgument(String::new()), "org.apache.hadoop.HadoopIllegalArgumentException"),
+            (
+                FsError::NotFound(String::new()),
+                "java.io.FileNotFoundException",
+            ),
+            (
+                FsError::AlreadyExists(String::new()),
+                "org.apache.hadoop.fs.FileAlreadyExistsException",
+            ),
+            (
+                FsError::ParentNotDirectory(String::new()),
+                "org.apache.hadoop.fs.ParentNotDirectoryException",
+            ),
+            (
+                FsError::NotEmpty(String::new()),
+                "org.apache.hadoop.fs.PathIsNotEmptyDirectoryException",
+            ),
+            (
+                FsError::AccessDenied(String::new()),
+                "org.apache.hadoop.security.AccessControlException",
+            ),
+            (
+                FsError::InvalidPath(String::new()),
+                "org.apache.hadoop.fs.InvalidPathException",
+            ),
+            (
+                FsError::AlreadyBeingCreated(String::new()),
+                "org.apache.hadoop.hdfs.protocol.AlreadyBeingCreatedException",
+            ),
+            (
+                FsError::LeaseExpired(String::new()),
+                "org.apache.hadoop.hdfs.server.namenode.LeaseExpiredException",
+            ),
+            (
+                FsError::SafeMode(String::new()),
+                "org.apache.hadoop.hdfs.server.namenode.SafeModeException",
+            ),
+            (
+                FsError::Unsupported(String::new()),
+                "java.lang.UnsupportedOperationException",
+            ),
+            (
+                FsError::IllegalArgument(String::new()),
+                "org.apache.hadoop.HadoopIllegalArgumentException",
+            ),
             (FsError::Io(String::new()), "java.io.IOException"),
         ];
         for (e, want) in cases {

@@ -28,7 +28,10 @@ impl GroupMapping {
             }
             gid_name.insert(f[2].to_string(), f[0].to_string());
             for u in f[3].split(',').filter(|u| !u.is_empty()) {
-                members.entry(u.to_string()).or_default().push(f[0].to_string());
+                members
+                    .entry(u.to_string())
+                    .or_default()
+                    .push(f[0].to_string());
             }
         }
         let mut by_user: HashMap<String, Vec<String>> = HashMap::new();
@@ -53,7 +56,12 @@ impl GroupMapping {
         }
         for item in static_overrides.split(';').filter(|s| !s.trim().is_empty()) {
             if let Some((user, gs)) = item.split_once('=') {
-                let list = gs.split(',').map(str::trim).filter(|g| !g.is_empty()).map(String::from).collect();
+                let list = gs
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|g| !g.is_empty())
+                    .map(String::from)
+                    .collect();
                 by_user.insert(user.trim().to_string(), list);
             }
         }

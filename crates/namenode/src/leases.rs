@@ -52,7 +52,10 @@ impl Leases {
     /// Keeps the lease table in step with a namespace operation that was just applied.
     /// `created_id` is the inode id a Create produced.
     pub fn on_op(&mut self, op: &Op, closed_ids: &[u64], now_ms: i64) {
-        if let Op::Create { client_name, id, .. } = op {
+        if let Op::Create {
+            client_name, id, ..
+        } = op
+        {
             self.add(client_name, *id, now_ms);
         }
         for id in closed_ids {

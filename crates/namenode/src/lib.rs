@@ -11,7 +11,8 @@ pub mod leases;
 pub mod namespace;
 pub mod rpc;
 pub mod server;
+pub mod state;
 pub mod trash;
 
-// pub use config::Config;
-// pub use server::{NameNode, NameNodeHandle};
+pub use config::Config;
+pub use server::{NameNode, NameNodeHandle};

@@ -1,0 +1,560 @@
+//! ClientNamenodeProtocol on top of the namespace: one table of methods, each a thin
+//! translation between protobuf messages and `plan_*`/query calls. Admission (safe mode,
+//! superuser), the retry cache, metrics and logging are applied by the router's wrapper.
+
+use std::sync::Arc;
+
+use ferrite_ipc::{CallCtx, MethodKind, Router, RpcError, CLIENT_PROTOCOL};
+use ferrite_proto::common::HaServiceStateProto;
+use ferrite_proto::hdfs::hdfs_file_status_proto::FileType;
+use ferrite_proto::hdfs::*;
+
+use crate::error::FsError;
+use crate::namespace::plan::CreateArgs;
+use crate::namespace::query::FileStatus;
+use crate::state::NnState;
+
+type Nn = Arc<NnState>;
+type Res<T> = Result<T, RpcError>;
+
+/// Builds the dispatch table of everything the NameNode answers.
+pub fn router(state: Nn) -> Router<NnState> {
+    let mut r = Router::new(state);
+    let p = CLIENT_PROTOCOL;
+    use MethodKind as K;
+    r.method(p, "getServerDefaults", K::READ, get_server_defaults)
+        .method(p, "getFileInfo", K::READ, get_file_info)
+        .method(p, "getFileLinkInfo", K::READ, get_file_link_info)
+        .method(p, "getListing", K::READ, get_listing)
+        .method(p, "getBlockLocations", K::READ, get_block_locations)
+        .method(p, "getContentSummary", K::READ, get_content_summary)
+        .method(p, "getQuotaUsage", K::READ, get_quota_usage)
+        .method(
+            p,
+            "getPreferredBlockSize",
+            K::READ,
+            get_preferred_block_size,
+        )
+        .method(p, "isFileClosed", K::READ, is_file_closed)
+        .method(p, "getFsStats", K::READ, get_fs_stats)
+        .method(p, "getDatanodeReport", K::READ, get_datanode_report)
+        .method(p, "getDataEncryptionKey", K::READ, get_data_encryption_key)
+        .method(p, "getHAServiceState", K::READ, get_ha_service_state)
+        .method(p, "msync", K::READ, msync)
+        // setSafeMode's GET is open to all; its other actions check the superuser inside.
+        .method(p, "setSafeMode", K::READ, set_safe_mode)
+        .method(p, "mkdirs", K::WRITE, mkdirs)
+        .method(p, "create", K::WRITE_ONCE, create)
+        .method(p, "complete", K::WRITE, complete)
+        .method(p, "addBlock", K::WRITE, add_block)
+        .method(p, "fsync", K::WRITE, fsync)
+        .method(p, "rename", K::WRITE_ONCE, rename)
+        .method(p, "rename2", K::WRITE_ONCE, rename2)
+        .method(p, "delete", K::WRITE_ONCE, delete)
+        .method(p, "setPermission", K::WRITE, set_permission)
+        .method(p, "setOwner", K::WRITE, set_owner)
+        .method(p, "setTimes", K::WRITE, set_times)
+        .method(p, "setReplication", K::WRITE, set_replication)
+        .method(p, "renewLease", K::WRITE, renew_lease)
+        .method(p, "recoverLease", K::WRITE, recover_lease);
+    r
+}
+
+/// The wire form of a file status.
+pub fn status_proto(s: &FileStatus) -> HdfsFileStatusProto {
+    HdfsFileStatusProto {
+        file_type: if s.is_dir {
+            FileType::IsDir
+        } else {
+            FileType::IsFile
+        } as i32,
+        path: s.name.clone(),
+        length: s.len,
+        permission: FsPermissionProto {
+            perm: s.perm as u32,
+        },
+        owner: s.owner.clone(),
+        group: s.group.clone(),
+        modification_time: s.mtime.max(0) as u64,
+        access_time: s.atime.max(0) as u64,
+        block_replication: Some(s.replication as u32),
+        blocksize: Some(s.block_size),
+        file_id: Some(s.file_id),
+        children_num: Some(s.children),
+        storage_policy: Some(0),
+        flags: Some(0),
+        ..Default::default()
+    }
+}
+
+fn perm_bits(p: &FsPermissionProto) -> u16 {
+    (p.perm & 0o7777) as u16
+}
+
+async fn get_server_defaults(
+    nn: Nn,
+    _: CallCtx,
+    _: GetServerDefaultsRequestProto,
+) -> Res<GetServerDefaultsResponseProto> {
+    let c = &nn.cfg;
+    Ok(GetServerDefaultsResponseProto {
+        server_defaults: FsServerDefaultsProto {
+            block_size: c.block_size,
+            bytes_per_checksum: c.bytes_per_checksum,
+            write_packet_size: c.write_packet_size,
+            replication: c.replication as u32,
+            file_buffer_size: c.file_buffer_size,
+            encrypt_data_transfer: Some(false),
+            trash_interval: Some(c.trash_interval_min),
+            checksum_type: Some(ChecksumTypeProto::ChecksumCrc32c as i32),
+            key_provider_uri: Some(String::new()),
+            policy_id: Some(7),
+            snapshot_trash_root_enabled: Some(false),
+        },
+    })
+}
+
+async fn get_file_info(
+    nn: Nn,
+    ctx: CallCtx,
+    req: GetFileInfoRequestProto,
+) -> Res<GetFileInfoResponseProto> {
+    let caller = nn.caller(&ctx.user);
+    let st = nn.ns.read().get_file_info(&caller, &req.src)?;
+    Ok(GetFileInfoResponseProto {
+        fs: st.as_ref().map(status_proto),
+    })
+}
+
+async fn get_file_link_info(
+    nn: Nn,
+    ctx: CallCtx,
+    req: GetFileLinkInfoRequestProto,
+) -> Res<GetFileLinkInfoResponseProto> {
+    // No symlinks exist, so this is getFileInfo.
+    let caller = nn.caller(&ctx.user);
+    let st = nn.ns.read().get_file_info(&caller, &req.src)?;
+    Ok(GetFileLinkInfoResponseProto {
+        fs: st.as_ref().map(status_proto),
+    })
+}
+
+async fn get_listing(
+    nn: Nn,
+    ctx: CallCtx,
+    req: GetListingRequestProto,
+) -> Res<GetListingResponseProto> {
+    let caller = nn.caller(&ctx.user);
+    let listing = nn
+        .ns
+        .read()
+        .list(&caller, &req.src, &req.start_after, nn.cfg.ls_limit)?;
+    Ok(GetListingResponseProto {
+        dir_list: listing.map(|l| DirectoryListingProto {
+            partial_listing: l.entries.iter().map(status_proto).collect(),
+            remaining_entries: l.remaining,
+        }),
+    })
+}
+
+async fn get_block_locations(
+    nn: Nn,
+    ctx: CallCtx,
+    req: GetBlockLocationsRequestProto,
+) -> Res<GetBlockLocationsResponseProto> {
+    let caller = nn.caller(&ctx.user);
+    let ns = nn.ns.read();
+    let st = ns.file_status(&caller, &req.src)?;
+    let slot = ns.existing(&req.src)?;
+    ns.check_access(&caller, slot, crate::namespace::perm::READ)?;
+    // Blocks arrive with the DataNode issue; until then every file is empty.
+    Ok(GetBlockLocationsResponseProto {
+        locations: Some(LocatedBlocksProto {
+            file_length: st.len,
+            blocks: Vec::new(),
+            under_construction: st.under_construction,
+            last_block: None,
+            is_last_block_complete: false,
+        }),
+    })
+}
+
+async fn get_content_summary(
+    nn: Nn,
+    ctx: CallCtx,
+    req: GetContentSummaryRequestProto,
+) -> Res<GetContentSummaryResponseProto> {
+    let caller = nn.caller(&ctx.user);
+    let cs = nn.ns.read().content_summary(&caller, &req.path)?;
+    Ok(GetContentSummaryResponseProto {
+        summary: ContentSummaryProto {
+            length: cs.length,
+            file_count: cs.files,
+            directory_count: cs.dirs,
+            quota: u64::MAX,
+            space_consumed: cs.space_consumed,
+            space_quota: u64::MAX,
+            ..Default::default()
+        },
+    })
+}
+
+async fn get_quota_usage(
+    nn: Nn,
+    ctx: CallCtx,
+    req: GetQuotaUsageRequestProto,
+) -> Res<GetQuotaUsageResponseProto> {
+    let caller = nn.caller(&ctx.user);
+    let cs = nn.ns.read().content_summary(&caller, &req.path)?;
+    Ok(GetQuotaUsageResponseProto {
+        usage: QuotaUsageProto {
+            file_and_directory_count: cs.files + cs.dirs,
+            quota: u64::MAX,
+            space_consumed: cs.space_consumed,
+            space_quota: u64::MAX,
+            type_quota_infos: None,
+        },
+    })
+}
+
+async fn get_preferred_block_size(
+    nn: Nn,
+    ctx: CallCtx,
+    req: GetPreferredBlockSizeRequestProto,
+) -> Res<GetPreferredBlockSizeResponseProto> {
+    let caller = nn.caller(&ctx.user);
+    let st = nn.ns.read().file_status(&caller, &req.filename)?;
+    Ok(GetPreferredBlockSizeResponseProto {
+        bsize: st.block_size,
+    })
+}
+
+async fn is_file_closed(
+    nn: Nn,
+    ctx: CallCtx,
+    req: IsFileClosedRequestProto,
+) -> Res<IsFileClosedResponseProto> {
+    let caller = nn.caller(&ctx.user);
+    let st = nn.ns.read().file_status(&caller, &req.src)?;
+    Ok(IsFileClosedResponseProto {
+        result: !st.under_construction,
+    })
+}
+
+async fn get_fs_stats(
+    _: Nn,
+    _: CallCtx,
+    _: GetFsStatusRequestProto,
+) -> Res<GetFsStatsResponseProto> {
+    // No DataNodes yet: no capacity, no blocks.
+    Ok(GetFsStatsResponseProto {
+        capacity: 0,
+        used: 0,
+        remaining: 0,
+        under_replicated: 0,
+        corrupt_blocks: 0,
+        missing_blocks: 0,
+        missing_repl_one_blocks: Some(0),
+        blocks_in_future: Some(0),
+        pending_deletion_blocks: Some(0),
+    })
+}
+
+async fn get_datanode_report(
+    _: Nn,
+    _: CallCtx,
+    _: GetDatanodeReportRequestProto,
+) -> Res<GetDatanodeReportResponseProto> {
+    Ok(GetDatanodeReportResponseProto { di: Vec::new() })
+}
+
+async fn get_data_encryption_key(
+    _: Nn,
+    _: CallCtx,
+    _: GetDataEncryptionKeyRequestProto,
+) -> Res<GetDataEncryptionKeyResponseProto> {
+    Ok(GetDataEncryptionKeyResponseProto {})
+}
+
+async fn get_ha_service_state(
+    _: Nn,
+    _: CallCtx,
+    _: HaServiceStateRequestProto,
+) -> Res<HaServiceStateResponseProto> {
+    Ok(HaServiceStateResponseProto {
+        state: HaServiceStateProto::Active as i32,
+    })
+}
+
+async fn msync(_: Nn, _: CallCtx, _: MsyncRequestProto) -> Res<MsyncResponseProto> {
+    Ok(MsyncResponseProto {})
+}
+
+async fn set_safe_mode(
+    nn: Nn,
+    ctx: CallCtx,
+    req: SetSafeModeRequestProto,
+) -> Res<SetSafeModeResponseProto> {
+    let action = SafeModeActionProto::try_from(req.action).map_err(|_| {
+        FsError::IllegalArgument(format!("unknown safe mode action {}", req.action))
+    })?;
+    if action != SafeModeActionProto::SafemodeGet {
+        let caller = nn.caller(&ctx.user);
+        if !caller.superuser {
+            return Err(FsError::AccessDenied(format!(
+                "Access denied for user {}. Superuser privilege is required",
+                ctx.user
+            ))
+            .into());
+        }
+    }
+    match action {
+        SafeModeActionProto::SafemodeEnter => nn.set_safe_mode(true),
+        SafeModeActionProto::SafemodeLeave | SafeModeActionProto::SafemodeForceExit => {
+            nn.set_safe_mode(false)
+        }
+        SafeModeActionProto::SafemodeGet => {}
+    }
+    Ok(SetSafeModeResponseProto {
+        result: nn.in_safe_mode(),
+    })
+}
+
+async fn mkdirs(nn: Nn, ctx: CallCtx, req: MkdirsRequestProto) -> Res<MkdirsResponseProto> {
+    let caller = nn.caller(&ctx.user);
+    let now = crate::state::now_ms();
+    nn.commit(|ns| {
+        Ok((
+            (),
+            ns.plan_mkdirs(
+                &caller,
+                &req.src,
+                perm_bits(&req.masked),
+                req.create_parent,
+                now,
+            )?,
+        ))
+    })?;
+    Ok(MkdirsResponseProto { result: true })
+}
+
+const FLAG_CREATE: u32 = 0x01;
+const FLAG_OVERWRITE: u32 = 0x02;
+const FLAG_APPEND: u32 = 0x04;
+
+/// Checks create's numbers against configuration, with HDFS's messages.
+fn check_create_limits(
+    nn: &NnState,
+    src: &str,
+    replication: u32,
+    block_size: u64,
+) -> Result<u16, FsError> {
+    let c = &nn.cfg;
+    if replication < c.min_replication as u32 {
+        return Err(FsError::Io(format!(
+            "Requested replication factor of {replication} is less than the required minimum of {} for {src}",
+            c.min_replication
+        )));
+    }
+    if replication > c.max_replication as u32 {
+        return Err(FsError::Io(format!(
+            "Requested replication factor of {replication} exceeds maximum of {} for {src}",
+            c.max_replication
+        )));
+    }
+    if block_size < c.min_block_size {
+        return Err(FsError::Io(format!(
+            "Specified block size is less than configured minimum value (dfs.namenode.fs-limits.min-block-size): {block_size} < {}",
+            c.min_block_size
+        )));
+    }
+    Ok(replication as u16)
+}
+
+async fn create(nn: Nn, ctx: CallCtx, req: CreateRequestProto) -> Res<CreateResponseProto> {
+    if req.create_flag & FLAG_APPEND != 0 {
+        return Err(FsError::Unsupported("append is not supported yet".into()).into());
+    }
+    let replication = check_create_limits(&nn, &req.src, req.replication, req.block_size)?;
+    let caller = nn.caller(&ctx.user);
+    let machine = ctx.peer.ip().to_string();
+    let args = CreateArgs {
+        src: &req.src,
+        masked: perm_bits(&req.masked),
+        client_name: &req.client_name,
+        client_machine: &machine,
+        create: req.create_flag & FLAG_CREATE != 0,
+        overwrite: req.create_flag & FLAG_OVERWRITE != 0,
+        create_parent: req.create_parent,
+        replication,
+        block_size: req.block_size,
+    };
+    let now = crate::state::now_ms();
+    nn.commit(|ns| Ok(((), ns.plan_create(&caller, &args, now)?)))?;
+    let st = nn.ns.read().get_file_info(&caller, &req.src)?;
+    Ok(CreateResponseProto {
+        fs: st.as_ref().map(status_proto),
+    })
+}
+
+async fn complete(nn: Nn, _: CallCtx, req: CompleteRequestProto) -> Res<CompleteResponseProto> {
+    if req.last.is_some() {
+        return Err(FsError::Io(format!(
+            "complete of {}: blocks are not supported yet",
+            req.src
+        ))
+        .into());
+    }
+    let now = crate::state::now_ms();
+    let file_id = req.file_id.unwrap_or(0);
+    let done = nn.commit(|ns| ns.plan_complete(&req.src, &req.client_name, file_id, now))?;
+    Ok(CompleteResponseProto { result: done })
+}
+
+async fn add_block(nn: Nn, _: CallCtx, req: AddBlockRequestProto) -> Res<AddBlockResponseProto> {
+    // Check the lease first, so a client without one gets the same answer as from HDFS.
+    nn.ns
+        .read()
+        .open_file(&req.src, &req.client_name, req.file_id.unwrap_or(0))?;
+    Err(FsError::Io(format!(
+        "File {} could only be written to 0 of the {} minReplication nodes. There are 0 datanode(s) running and 0 node(s) are excluded in this operation.",
+        req.src, nn.cfg.min_replication
+    ))
+    .into())
+}
+
+async fn fsync(nn: Nn, _: CallCtx, req: FsyncRequestProto) -> Res<FsyncResponseProto> {
+    nn.ns
+        .read()
+        .open_file(&req.src, &req.client, req.file_id.unwrap_or(0))?;
+    Ok(FsyncResponseProto {})
+}
+
+async fn rename(nn: Nn, ctx: CallCtx, req: RenameRequestProto) -> Res<RenameResponseProto> {
+    let caller = nn.caller(&ctx.user);
+    let now = crate::state::now_ms();
+    let ok = nn.commit(|ns| {
+        Ok(match ns.plan_rename(&caller, &req.src, &req.dst, now)? {
+            Some(ops) => (true, ops),
+            None => (false, Vec::new()),
+        })
+    })?;
+    Ok(RenameResponseProto { result: ok })
+}
+
+async fn rename2(nn: Nn, ctx: CallCtx, req: Rename2RequestProto) -> Res<Rename2ResponseProto> {
+    let caller = nn.caller(&ctx.user);
+    let now = crate::state::now_ms();
+    nn.commit(|ns| {
+        Ok((
+            (),
+            ns.plan_rename2(&caller, &req.src, &req.dst, req.overwrite_dest, now)?,
+        ))
+    })?;
+    Ok(Rename2ResponseProto {})
+}
+
+async fn delete(nn: Nn, ctx: CallCtx, req: DeleteRequestProto) -> Res<DeleteResponseProto> {
+    let caller = nn.caller(&ctx.user);
+    let now = crate::state::now_ms();
+    let ok = nn.commit(|ns| {
+        Ok(
+            match ns.plan_delete(&caller, &req.src, req.recursive, now)? {
+                Some(ops) => (true, ops),
+                None => (false, Vec::new()),
+            },
+        )
+    })?;
+    Ok(DeleteResponseProto { result: ok })
+}
+
+async fn set_permission(
+    nn: Nn,
+    ctx: CallCtx,
+    req: SetPermissionRequestProto,
+) -> Res<SetPermissionResponseProto> {
+    let caller = nn.caller(&ctx.user);
+    nn.commit(|ns| {
+        Ok((
+            (),
+            ns.plan_set_permission(&caller, &req.src, perm_bits(&req.permission))?,
+        ))
+    })?;
+    Ok(SetPermissionResponseProto {})
+}
+
+async fn set_owner(nn: Nn, ctx: CallCtx, req: SetOwnerRequestProto) -> Res<SetOwnerResponseProto> {
+    let caller = nn.caller(&ctx.user);
+    let (owner, group) = (
+        req.username.as_deref().filter(|s| !s.is_empty()),
+        req.groupname.as_deref().filter(|s| !s.is_empty()),
+    );
+    if owner.is_none() && group.is_none() {
+        return Err(FsError::Io("Both the user name and the group name are null".into()).into());
+    }
+    nn.commit(|ns| Ok(((), ns.plan_set_owner(&caller, &req.src, owner, group)?)))?;
+    Ok(SetOwnerResponseProto {})
+}
+
+async fn set_times(nn: Nn, ctx: CallCtx, req: SetTimesRequestProto) -> Res<SetTimesResponseProto> {
+    let caller = nn.caller(&ctx.user);
+    // -1 (sent as u64::MAX) leaves a time unchanged.
+    let keep = |t: u64| (t as i64 >= 0).then_some(t as i64);
+    let (m, a) = (keep(req.mtime), keep(req.atime));
+    nn.commit(|ns| Ok(((), ns.plan_set_times(&caller, &req.src, m, a)?)))?;
+    Ok(SetTimesResponseProto {})
+}
+
+async fn set_replication(
+    nn: Nn,
+    ctx: CallCtx,
+    req: SetReplicationRequestProto,
+) -> Res<SetReplicationResponseProto> {
+    let caller = nn.caller(&ctx.user);
+    let r = check_create_limits(&nn, &req.src, req.replication, nn.cfg.min_block_size)?;
+    let ok = nn.commit(|ns| {
+        Ok(match ns.plan_set_replication(&caller, &req.src, r)? {
+            Some(ops) => (true, ops),
+            None => (false, Vec::new()),
+        })
+    })?;
+    Ok(SetReplicationResponseProto { result: ok })
+}
+
+async fn renew_lease(
+    nn: Nn,
+    _: CallCtx,
+    req: RenewLeaseRequestProto,
+) -> Res<RenewLeaseResponseProto> {
+    nn.leases
+        .lock()
+        .renew(&req.client_name, crate::state::now_ms());
+    Ok(RenewLeaseResponseProto {})
+}
+
+async fn recover_lease(
+    nn: Nn,
+    ctx: CallCtx,
+    req: RecoverLeaseRequestProto,
+) -> Res<RecoverLeaseResponseProto> {
+    let caller = nn.caller(&ctx.user);
+    let now = crate::state::now_ms();
+    let closed = nn.commit(|ns| {
+        let st = ns.file_status(&caller, &req.src)?;
+        if !st.under_construction {
+            return Ok((true, Vec::new()));
+        }
+        let slot = ns.existing(&req.src)?;
+        ns.check_access(&caller, slot, crate::namespace::perm::WRITE)?;
+        // Files have no blocks yet, so recovery closes them at once.
+        Ok((
+            true,
+            vec![crate::namespace::Op::Close {
+                path: req.src.clone(),
+                mtime: now,
+                len: st.len,
+            }],
+        ))
+    })?;
+    Ok(RecoverLeaseResponseProto { result: closed })
+}

@@ -42,7 +42,15 @@ pub fn checkpoint_name(now_ms: i64) -> String {
     let secs = now_ms.div_euclid(1000);
     let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
     let s = secs.rem_euclid(86_400);
-    format!("{:02}{:02}{:02}{:02}{:02}{:02}", y % 100, m, d, s / 3600, s / 60 % 60, s % 60)
+    format!(
+        "{:02}{:02}{:02}{:02}{:02}{:02}",
+        y % 100,
+        m,
+        d,
+        s / 3600,
+        s / 60 % 60,
+        s % 60
+    )
 }
 
 /// The time a checkpoint name stands for (a `-N` suffix, added on collisions, is ignored).
@@ -63,9 +71,13 @@ pub fn parse_checkpoint(name: &str) -> Option<i64> {
 /// What one emptier run does at `now_ms` with the given trash interval.
 pub fn plan(ns: &Namespace, now_ms: i64, interval_ms: i64) -> Vec<TrashAction> {
     let mut out = Vec::new();
-    let Some(user_dir) = ns.child(ROOT_SLOT, b"user") else { return out };
+    let Some(user_dir) = ns.child(ROOT_SLOT, b"user") else {
+        return out;
+    };
     for (user, home) in ns.children_names(user_dir) {
-        let Some(trash) = ns.child(home, b".Trash") else { continue };
+        let Some(trash) = ns.child(home, b".Trash") else {
+            continue;
+        };
         if !ns.inode(trash).is_dir() {
             continue;
         }
@@ -74,7 +86,9 @@ pub fn plan(ns: &Namespace, now_ms: i64, interval_ms: i64) -> Vec<TrashAction> {
         for (name, _) in &entries {
             if let Some(t) = parse_checkpoint(name) {
                 if now_ms - interval_ms > t {
-                    out.push(TrashAction::Delete { path: format!("{root}/{name}") });
+                    out.push(TrashAction::Delete {
+                        path: format!("{root}/{name}"),
+                    });
                 }
             }
         }
@@ -87,7 +101,10 @@ pub fn plan(ns: &Namespace, now_ms: i64, interval_ms: i64) -> Vec<TrashAction> {
                 to = format!("{base}-{i}");
                 i += 1;
             }
-            out.push(TrashAction::Checkpoint { from: format!("{root}/{CURRENT}"), to: format!("{root}/{to}") });
+            out.push(TrashAction::Checkpoint {
+                from: format!("{root}/{CURRENT}"),
+                to: format!("{root}/{to}"),
+            });
         }
     }
     out
@@ -116,7 +133,11 @@ mod tests {
         let now = 1_795_317_163_000;
         let old = checkpoint_name(now - 2 * 3_600_000);
         let fresh = checkpoint_name(now - 60_000);
-        for p in ["/user/alice/.Trash/Current/x".to_string(), format!("/user/alice/.Trash/{old}"), format!("/user/alice/.Trash/{fresh}")] {
+        for p in [
+            "/user/alice/.Trash/Current/x".to_string(),
+            format!("/user/alice/.Trash/{old}"),
+            format!("/user/alice/.Trash/{fresh}"),
+        ] {
             for op in ns.plan_mkdirs(&su, &p, 0o700, true, 0).unwrap() {
                 ns.apply(&op).unwrap();
             }
@@ -125,7 +146,9 @@ mod tests {
         assert_eq!(
             actions,
             vec![
-                TrashAction::Delete { path: format!("/user/alice/.Trash/{old}") },
+                TrashAction::Delete {
+                    path: format!("/user/alice/.Trash/{old}")
+                },
                 TrashAction::Checkpoint {
                     from: "/user/alice/.Trash/Current".into(),
                     to: format!("/user/alice/.Trash/{}", checkpoint_name(now))

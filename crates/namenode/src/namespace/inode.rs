@@ -110,7 +110,9 @@ impl Arena {
     }
 
     pub fn get_mut(&mut self, slot: Slot) -> &mut Inode {
-        self.entry_mut(slot).as_mut().expect("slot refers to a live inode")
+        self.entry_mut(slot)
+            .as_mut()
+            .expect("slot refers to a live inode")
     }
 
     fn entry_mut(&mut self, slot: Slot) -> &mut Option<Inode> {
@@ -144,6 +146,10 @@ mod tests {
     fn inode_stays_compact() {
         // The per-file budget is well under 150 bytes including the name and the parent's
         // child slot; the record itself must not creep up unnoticed.
-        assert!(std::mem::size_of::<Option<Inode>>() <= 112, "{}", std::mem::size_of::<Option<Inode>>());
+        assert!(
+            std::mem::size_of::<Option<Inode>>() <= 112,
+            "{}",
+            std::mem::size_of::<Option<Inode>>()
+        );
     }
 }

@@ -53,7 +53,8 @@ pub struct Walk {
 impl Walk {
     /// The inode the full path names, if it exists.
     pub fn target(&self) -> Option<Slot> {
-        (self.slots.len() == self.depth + 1).then(|| *self.slots.last().expect("root is always there"))
+        (self.slots.len() == self.depth + 1)
+            .then(|| *self.slots.last().expect("root is always there"))
     }
     /// The last slot found (the target if it exists, else its deepest existing ancestor).
     pub fn last(&self) -> Slot {
@@ -153,7 +154,10 @@ impl Namespace {
                 None => break,
             }
         }
-        Ok(Walk { slots, depth: comps.len() })
+        Ok(Walk {
+            slots,
+            depth: comps.len(),
+        })
     }
 
     /// Full path of an inode, for messages.
@@ -173,7 +177,14 @@ impl Namespace {
     pub fn apply(&mut self, op: &Op) -> Result<Effects, FsError> {
         let mut fx = Effects::default();
         match op {
-            Op::Mkdir { path, id, perm, owner, group, mtime } => {
+            Op::Mkdir {
+                path,
+                id,
+                perm,
+                owner,
+                group,
+                mtime,
+            } => {
                 let (parent, name) = self.parent_and_name(path)?;
                 let body = Body::Dir(Vec::new());
                 self.add_child(parent, name, *id, *perm, owner, group, *mtime, body)?;
@@ -194,7 +205,9 @@ impl Namespace {
                 let (parent, name) = self.parent_and_name(path)?;
                 if let Some(old) = self.child(parent, name.as_bytes()) {
                     if self.arena.get(old).is_dir() {
-                        return Err(FsError::AlreadyExists(format!("{path} already exists as a directory")));
+                        return Err(FsError::AlreadyExists(format!(
+                            "{path} already exists as a directory"
+                        )));
                     }
                     self.remove_subtree(old, &mut fx);
                 }
@@ -227,7 +240,12 @@ impl Namespace {
                     Body::Dir(_) => return Err(FsError::Io(format!("close of directory {path}"))),
                 }
             }
-            Op::Rename { src, dst, mtime, overwrite } => self.apply_rename(src, dst, *mtime, *overwrite, &mut fx)?,
+            Op::Rename {
+                src,
+                dst,
+                mtime,
+                overwrite,
+            } => self.apply_rename(src, dst, *mtime, *overwrite, &mut fx)?,
             Op::Delete { path, mtime } => {
                 let slot = self.existing(path)?;
                 if slot == ROOT_SLOT {
@@ -281,7 +299,14 @@ impl Namespace {
         Ok(fx)
     }
 
-    fn apply_rename(&mut self, src: &str, dst: &str, mtime: i64, overwrite: bool, fx: &mut Effects) -> Result<(), FsError> {
+    fn apply_rename(
+        &mut self,
+        src: &str,
+        dst: &str,
+        mtime: i64,
+        overwrite: bool,
+        fx: &mut Effects,
+    ) -> Result<(), FsError> {
         let slot = self.existing(src)?;
         let (new_parent, new_name) = self.parent_and_name(dst)?;
         if let Some(old) = self.child(new_parent, new_name.as_bytes()) {
@@ -289,7 +314,9 @@ impl Namespace {
                 return Ok(());
             }
             if !overwrite {
-                return Err(FsError::AlreadyExists(format!("rename destination {dst} already exists")));
+                return Err(FsError::AlreadyExists(format!(
+                    "rename destination {dst} already exists"
+                )));
             }
             self.detach(old);
             self.remove_subtree(old, fx);
@@ -323,11 +350,17 @@ impl Namespace {
             .split_last()
             .ok_or_else(|| FsError::InvalidPath(format!("{path}: the root has no parent")))?;
         let walk = self.walk(parent_comps)?;
-        let parent = walk
-            .target()
-            .ok_or_else(|| FsError::NotFound(format!("Parent directory doesn't exist: {}", path::join(parent_comps))))?;
+        let parent = walk.target().ok_or_else(|| {
+            FsError::NotFound(format!(
+                "Parent directory doesn't exist: {}",
+                path::join(parent_comps)
+            ))
+        })?;
         if !self.arena.get(parent).is_dir() {
-            return Err(FsError::ParentNotDirectory(format!("{} (is not a directory)", path::join(parent_comps))));
+            return Err(FsError::ParentNotDirectory(format!(
+                "{} (is not a directory)",
+                path::join(parent_comps)
+            )));
         }
         Ok((parent, name))
     }
@@ -345,13 +378,30 @@ impl Namespace {
         body: Body,
     ) -> Result<Slot, FsError> {
         if self.child(parent, name.as_bytes()).is_some() {
-            return Err(FsError::AlreadyExists(format!("{} already exists", self.join_child(parent, name))));
+            return Err(FsError::AlreadyExists(format!(
+                "{} already exists",
+                self.join_child(parent, name)
+            )));
         }
         let owner = self.users.intern(owner);
         let group = self.users.intern(group);
         let name = self.names.add(name.as_bytes());
-        let atime = if matches!(body, Body::File(_)) { mtime } else { 0 };
-        let slot = self.arena.insert(Inode { id, mtime, atime, body, name, parent, owner, group, perm: perm & inode::PERM_MASK });
+        let atime = if matches!(body, Body::File(_)) {
+            mtime
+        } else {
+            0
+        };
+        let slot = self.arena.insert(Inode {
+            id,
+            mtime,
+            atime,
+            body,
+            name,
+            parent,
+            owner,
+            group,
+            perm: perm & inode::PERM_MASK,
+        });
         self.attach(parent, slot);
         self.arena.get_mut(parent).mtime = mtime;
         self.next_inode_id = self.next_inode_id.max(id + 1);
@@ -371,7 +421,11 @@ impl Namespace {
     fn attach(&mut self, parent: Slot, slot: Slot) {
         let name = self.arena.get(slot).name;
         let pos = {
-            let children = self.arena.get(parent).children().expect("parent is a directory");
+            let children = self
+                .arena
+                .get(parent)
+                .children()
+                .expect("parent is a directory");
             let key = self.names.get(name);
             children.partition_point(|&c| self.names.get(self.arena.get(c).name) < key)
         };
@@ -385,8 +439,14 @@ impl Namespace {
         let parent = self.arena.get(slot).parent;
         let pos = {
             let key = self.name(slot);
-            let children = self.arena.get(parent).children().expect("parent is a directory");
-            children.binary_search_by(|&c| self.name(c).cmp(key)).expect("child is listed in its parent")
+            let children = self
+                .arena
+                .get(parent)
+                .children()
+                .expect("parent is a directory");
+            children
+                .binary_search_by(|&c| self.name(c).cmp(key))
+                .expect("child is listed in its parent")
         };
         if let Body::Dir(children) = &mut self.arena.get_mut(parent).body {
             children.remove(pos);

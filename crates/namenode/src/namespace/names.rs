@@ -30,9 +30,15 @@ pub struct NameArena {
 impl NameArena {
     pub fn add(&mut self, name: &[u8]) -> NameRef {
         let off = self.bytes.len();
-        assert!(off + name.len() <= u32::MAX as usize, "name arena exceeds 4 GiB");
+        assert!(
+            off + name.len() <= u32::MAX as usize,
+            "name arena exceeds 4 GiB"
+        );
         self.bytes.extend_from_slice(name);
-        NameRef { off: off as u32, len: name.len() as u32 }
+        NameRef {
+            off: off as u32,
+            len: name.len() as u32,
+        }
     }
 
     pub fn get(&self, r: NameRef) -> &[u8] {
@@ -52,7 +58,10 @@ impl NameArena {
     /// references in the same order.
     pub fn compact(&mut self, live: &[NameRef]) -> Vec<NameRef> {
         let total: usize = live.iter().map(|r| r.len as usize).sum();
-        let mut fresh = NameArena { bytes: Vec::with_capacity(total), garbage: 0 };
+        let mut fresh = NameArena {
+            bytes: Vec::with_capacity(total),
+            garbage: 0,
+        };
         let out = live.iter().map(|&r| fresh.add(self.get(r))).collect();
         *self = fresh;
         out

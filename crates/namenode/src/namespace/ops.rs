@@ -7,7 +7,14 @@
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
-    Mkdir { path: String, id: u64, perm: u16, owner: String, group: String, mtime: i64 },
+    Mkdir {
+        path: String,
+        id: u64,
+        perm: u16,
+        owner: String,
+        group: String,
+        mtime: i64,
+    },
     /// Create a file open for write by `client_name`. An existing file at `path` is replaced.
     Create {
         path: String,
@@ -22,12 +29,38 @@ pub enum Op {
         client_machine: String,
     },
     /// Close a file that was open for write (complete, or lease recovery).
-    Close { path: String, mtime: i64, len: u64 },
+    Close {
+        path: String,
+        mtime: i64,
+        len: u64,
+    },
     /// Move `src` to exactly `dst`; an existing `dst` is replaced when `overwrite` is set.
-    Rename { src: String, dst: String, mtime: i64, overwrite: bool },
-    Delete { path: String, mtime: i64 },
-    SetPermission { path: String, perm: u16 },
-    SetOwner { path: String, owner: Option<String>, group: Option<String> },
-    SetTimes { path: String, mtime: Option<i64>, atime: Option<i64> },
-    SetReplication { path: String, replication: u16 },
+    Rename {
+        src: String,
+        dst: String,
+        mtime: i64,
+        overwrite: bool,
+    },
+    Delete {
+        path: String,
+        mtime: i64,
+    },
+    SetPermission {
+        path: String,
+        perm: u16,
+    },
+    SetOwner {
+        path: String,
+        owner: Option<String>,
+        group: Option<String>,
+    },
+    SetTimes {
+        path: String,
+        mtime: Option<i64>,
+        atime: Option<i64>,
+    },
+    SetReplication {
+        path: String,
+        replication: u16,
+    },
 }

@@ -9,7 +9,9 @@ pub const MAX_COMPONENT_LEN: usize = 255;
 /// does; `.`, `..` and components containing `:` are invalid.
 pub fn components(path: &str) -> Result<Vec<&str>, FsError> {
     if !path.starts_with('/') {
-        return Err(FsError::InvalidPath(format!("Invalid path name {path}: not an absolute path")));
+        return Err(FsError::InvalidPath(format!(
+            "Invalid path name {path}: not an absolute path"
+        )));
     }
     let mut out = Vec::new();
     for c in path.split('/').filter(|c| !c.is_empty()) {
@@ -49,7 +51,10 @@ mod tests {
         assert_eq!(components("/").unwrap(), Vec::<&str>::new());
         assert_eq!(components("/a//b/").unwrap(), vec!["a", "b"]);
         assert!(matches!(components("a/b"), Err(FsError::InvalidPath(_))));
-        assert!(matches!(components("/a/../b"), Err(FsError::InvalidPath(_))));
+        assert!(matches!(
+            components("/a/../b"),
+            Err(FsError::InvalidPath(_))
+        ));
         assert!(matches!(components("/a/./b"), Err(FsError::InvalidPath(_))));
         assert!(matches!(components("/a:b"), Err(FsError::InvalidPath(_))));
         assert!(components(&format!("/{}", "x".repeat(256))).is_err());

@@ -22,7 +22,12 @@ pub struct Caller {
 
 impl Caller {
     pub fn superuser(user: &str) -> Self {
-        Caller { user: user.into(), groups: Vec::new(), superuser: true, checks_enabled: true }
+        Caller {
+            user: user.into(),
+            groups: Vec::new(),
+            superuser: true,
+            checks_enabled: true,
+        }
     }
 
     pub fn bypass(&self) -> bool {
@@ -106,7 +111,11 @@ impl Namespace {
         if caller.bypass() {
             return Ok(());
         }
-        let through = if walk.target().is_some() { walk.slots.len() - 1 } else { walk.slots.len() };
+        let through = if walk.target().is_some() {
+            walk.slots.len() - 1
+        } else {
+            walk.slots.len()
+        };
         for &s in &walk.slots[..through] {
             if self.inode(s).is_dir() {
                 self.check_access(caller, s, EXECUTE)?;

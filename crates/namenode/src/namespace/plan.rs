@@ -29,7 +29,16 @@ fn implicit_dir_perm(perm: u16) -> u16 {
 
 impl Namespace {
     /// Ops that create the missing directories `comps[found..]` under `slots.last()`.
-    fn mkdir_ops(&self, caller: &Caller, comps: &[&str], found: usize, parent: Slot, last_perm: u16, parent_perm: u16, now: i64) -> Vec<Op> {
+    fn mkdir_ops(
+        &self,
+        caller: &Caller,
+        comps: &[&str],
+        found: usize,
+        parent: Slot,
+        last_perm: u16,
+        parent_perm: u16,
+        now: i64,
+    ) -> Vec<Op> {
         let group = self.user_name(self.inode(parent).group).to_string();
         let mut id = self.next_inode_id();
         (found..comps.len())
@@ -37,7 +46,11 @@ impl Namespace {
                 let op = Op::Mkdir {
                     path: join(&comps[..=i]),
                     id,
-                    perm: if i + 1 == comps.len() { last_perm } else { parent_perm },
+                    perm: if i + 1 == comps.len() {
+                        last_perm
+                    } else {
+                        parent_perm
+                    },
                     owner: caller.user.clone(),
                     group: group.clone(),
                     mtime: now,
@@ -48,7 +61,14 @@ impl Namespace {
             .collect()
     }
 
-    pub fn plan_mkdirs(&self, caller: &Caller, src: &str, masked: u16, create_parent: bool, now: i64) -> Result<Vec<Op>, FsError> {
+    pub fn plan_mkdirs(
+        &self,
+        caller: &Caller,
+        src: &str,
+        masked: u16,
+        create_parent: bool,
+        now: i64,
+    ) -> Result<Vec<Op>, FsError> {
         let comps = components(src)?;
         let walk = self.walk(&comps)?;
         self.check_traverse(caller, &walk)?;
@@ -56,29 +76,53 @@ impl Namespace {
             if self.inode(t).is_dir() {
                 return Ok(Vec::new());
             }
-            return Err(FsError::AlreadyExists(format!("Path is not a directory: {src}")));
+            return Err(FsError::AlreadyExists(format!(
+                "Path is not a directory: {src}"
+            )));
         }
         let found = walk.slots.len() - 1;
         if comps.len() - found > 1 && !create_parent {
-            return Err(FsError::NotFound(format!("Parent directory doesn't exist: {}", join(&comps[..comps.len() - 1]))));
+            return Err(FsError::NotFound(format!(
+                "Parent directory doesn't exist: {}",
+                join(&comps[..comps.len() - 1])
+            )));
         }
         let ancestor = walk.last();
         self.check_access(caller, ancestor, WRITE)?;
-        Ok(self.mkdir_ops(caller, &comps, found, ancestor, masked, implicit_dir_perm(masked), now))
+        Ok(self.mkdir_ops(
+            caller,
+            &comps,
+            found,
+            ancestor,
+            masked,
+            implicit_dir_perm(masked),
+            now,
+        ))
     }
 
-    pub fn plan_create(&self, caller: &Caller, a: &CreateArgs, now: i64) -> Result<Vec<Op>, FsError> {
+    pub fn plan_create(
+        &self,
+        caller: &Caller,
+        a: &CreateArgs,
+        now: i64,
+    ) -> Result<Vec<Op>, FsError> {
         let src = a.src;
         let comps = components(src)?;
         if comps.is_empty() {
-            return Err(FsError::AlreadyExists("/ already exists as a directory".into()));
+            return Err(FsError::AlreadyExists(
+                "/ already exists as a directory".into(),
+            ));
         }
         let walk = self.walk(&comps)?;
         self.check_traverse(caller, &walk)?;
         if let Some(t) = walk.target() {
             let inode = self.inode(t);
             let file = match &inode.body {
-                Body::Dir(_) => return Err(FsError::AlreadyExists(format!("{src} already exists as a directory"))),
+                Body::Dir(_) => {
+                    return Err(FsError::AlreadyExists(format!(
+                        "{src} already exists as a directory"
+                    )))
+                }
                 Body::File(f) => f,
             };
             if let Some(uc) = &file.uc {
@@ -88,11 +132,20 @@ impl Namespace {
                 )));
             }
             if !a.overwrite {
-                return Err(FsError::AlreadyExists(format!("{src} for client {} already exists", a.client_machine)));
+                return Err(FsError::AlreadyExists(format!(
+                    "{src} for client {} already exists",
+                    a.client_machine
+                )));
             }
             self.check_access(caller, inode.parent, WRITE)?;
             self.check_access(caller, t, WRITE)?;
-            return Ok(vec![self.create_op(caller, a, inode.parent, self.next_inode_id(), now)]);
+            return Ok(vec![self.create_op(
+                caller,
+                a,
+                inode.parent,
+                self.next_inode_id(),
+                now,
+            )]);
         }
         if !a.create {
             return Err(FsError::NotFound(format!("File does not exist: {src}")));
@@ -100,17 +153,35 @@ impl Namespace {
         let found = walk.slots.len() - 1;
         let ancestor = walk.last();
         if comps.len() - found > 1 && !a.create_parent {
-            return Err(FsError::NotFound(format!("Parent directory doesn't exist: {}", join(&comps[..comps.len() - 1]))));
+            return Err(FsError::NotFound(format!(
+                "Parent directory doesn't exist: {}",
+                join(&comps[..comps.len() - 1])
+            )));
         }
         self.check_access(caller, ancestor, WRITE)?;
         let dir_perm = implicit_dir_perm(a.masked);
-        let mut ops = self.mkdir_ops(caller, &comps[..comps.len() - 1], found, ancestor, dir_perm, dir_perm, now);
+        let mut ops = self.mkdir_ops(
+            caller,
+            &comps[..comps.len() - 1],
+            found,
+            ancestor,
+            dir_perm,
+            dir_perm,
+            now,
+        );
         let id = self.next_inode_id() + ops.len() as u64;
         ops.push(self.create_op(caller, a, ancestor, id, now));
         Ok(ops)
     }
 
-    fn create_op(&self, caller: &Caller, a: &CreateArgs, group_from: Slot, id: u64, now: i64) -> Op {
+    fn create_op(
+        &self,
+        caller: &Caller,
+        a: &CreateArgs,
+        group_from: Slot,
+        id: u64,
+        now: i64,
+    ) -> Op {
         Op::Create {
             path: a.src.to_string(),
             id,
@@ -126,7 +197,13 @@ impl Namespace {
     }
 
     /// `complete` for a file with no blocks: returns whether the file is closed, and the ops.
-    pub fn plan_complete(&self, src: &str, client_name: &str, file_id: u64, now: i64) -> Result<(bool, Vec<Op>), FsError> {
+    pub fn plan_complete(
+        &self,
+        src: &str,
+        client_name: &str,
+        file_id: u64,
+        now: i64,
+    ) -> Result<(bool, Vec<Op>), FsError> {
         let slot = self.open_file(src, client_name, file_id)?;
         let Some(file) = self.inode(slot).file() else {
             return Err(FsError::NotFound(format!("Path is not a file: {src}")));
@@ -135,7 +212,14 @@ impl Namespace {
             // A retried complete of a file this client already closed.
             return Ok((true, Vec::new()));
         }
-        Ok((true, vec![Op::Close { path: src.to_string(), mtime: now, len: file.len }]))
+        Ok((
+            true,
+            vec![Op::Close {
+                path: src.to_string(),
+                mtime: now,
+                len: file.len,
+            }],
+        ))
     }
 
     /// Resolves a file that `client_name` must hold the lease on (or has just closed).
@@ -145,7 +229,10 @@ impl Namespace {
             .map_err(|_| FsError::NotFound(format!("File does not exist: {src} (inode {file_id}) Holder {client_name} does not have any open files.")))?;
         let inode = self.inode(slot);
         if file_id != 0 && inode.id != file_id {
-            return Err(FsError::NotFound(format!("File does not exist: {src} (inode {file_id}): the path now names inode {}", inode.id)));
+            return Err(FsError::NotFound(format!(
+                "File does not exist: {src} (inode {file_id}): the path now names inode {}",
+                inode.id
+            )));
         }
         let Some(file) = inode.file() else {
             return Err(FsError::NotFound(format!("Path is not a file: {src}")));
@@ -162,12 +249,20 @@ impl Namespace {
     }
 
     /// Legacy `rename`: `Ok(None)` is the `false` answer HDFS gives for most failures.
-    pub fn plan_rename(&self, caller: &Caller, src: &str, dst: &str, now: i64) -> Result<Option<Vec<Op>>, FsError> {
+    pub fn plan_rename(
+        &self,
+        caller: &Caller,
+        src: &str,
+        dst: &str,
+        now: i64,
+    ) -> Result<Option<Vec<Op>>, FsError> {
         let src_comps = components(src)?;
         let mut dst_comps = components(dst)?;
         let src_walk = self.walk(&src_comps)?;
         self.check_traverse(caller, &src_walk)?;
-        let Some(s) = src_walk.target() else { return Ok(None) };
+        let Some(s) = src_walk.target() else {
+            return Ok(None);
+        };
         if s == ROOT_SLOT {
             return Ok(None);
         }
@@ -181,7 +276,9 @@ impl Namespace {
             return Ok(Some(Vec::new()));
         }
         if dst_comps.starts_with(&src_comps) {
-            return Err(FsError::Io(format!("Rename destination {dst} is a directory or file under source {src}")));
+            return Err(FsError::Io(format!(
+                "Rename destination {dst} is a directory or file under source {src}"
+            )));
         }
         let dst_walk = match self.walk(&dst_comps) {
             Ok(w) => w,
@@ -197,65 +294,108 @@ impl Namespace {
         self.check_sticky(caller, src_parent, s)?;
         self.check_access(caller, dst_walk.last(), WRITE)?;
         let dst = join(&dst_comps);
-        Ok(Some(vec![Op::Rename { src: join(&src_comps), dst, mtime: now, overwrite: false }]))
+        Ok(Some(vec![Op::Rename {
+            src: join(&src_comps),
+            dst,
+            mtime: now,
+            overwrite: false,
+        }]))
     }
 
     /// `rename2` (`Options.Rename`): exact target, typed exceptions.
-    pub fn plan_rename2(&self, caller: &Caller, src: &str, dst: &str, overwrite: bool, now: i64) -> Result<Vec<Op>, FsError> {
+    pub fn plan_rename2(
+        &self,
+        caller: &Caller,
+        src: &str,
+        dst: &str,
+        overwrite: bool,
+        now: i64,
+    ) -> Result<Vec<Op>, FsError> {
         let src_comps = components(src)?;
         let dst_comps = components(dst)?;
         if src_comps == dst_comps {
-            return Err(FsError::AlreadyExists(format!("The source {src} and destination {dst} are the same")));
+            return Err(FsError::AlreadyExists(format!(
+                "The source {src} and destination {dst} are the same"
+            )));
         }
         if dst_comps.starts_with(&src_comps) {
-            return Err(FsError::Io(format!("Rename destination {dst} is a directory or file under source {src}")));
+            return Err(FsError::Io(format!(
+                "Rename destination {dst} is a directory or file under source {src}"
+            )));
         }
         let src_walk = self.walk(&src_comps)?;
         self.check_traverse(caller, &src_walk)?;
-        let s = src_walk.target().ok_or_else(|| FsError::NotFound(format!("rename source {src} is not found.")))?;
+        let s = src_walk
+            .target()
+            .ok_or_else(|| FsError::NotFound(format!("rename source {src} is not found.")))?;
         if s == ROOT_SLOT {
             return Err(FsError::Io("rename source cannot be the root".into()));
         }
         let dst_parent_comps = &dst_comps[..dst_comps.len().saturating_sub(1)];
         let parent_walk = self.walk(dst_parent_comps)?;
         self.check_traverse(caller, &parent_walk)?;
-        let dp = parent_walk
-            .target()
-            .ok_or_else(|| FsError::NotFound(format!("rename destination parent {dst} not found.")))?;
+        let dp = parent_walk.target().ok_or_else(|| {
+            FsError::NotFound(format!("rename destination parent {dst} not found."))
+        })?;
         if !self.inode(dp).is_dir() {
-            return Err(FsError::ParentNotDirectory(format!("rename destination parent {dst} is a file.")));
+            return Err(FsError::ParentNotDirectory(format!(
+                "rename destination parent {dst} is a file."
+            )));
         }
         let src_parent = self.inode(s).parent;
         self.check_access(caller, src_parent, WRITE)?;
         self.check_sticky(caller, src_parent, s)?;
         self.check_access(caller, dp, WRITE)?;
-        let name = dst_comps.last().expect("dst is not the root, it is not under src");
+        let name = dst_comps
+            .last()
+            .expect("dst is not the root, it is not under src");
         if let Some(d) = self.child(dp, name.as_bytes()) {
             let (src_dir, dst_dir) = (self.inode(s).is_dir(), self.inode(d).is_dir());
             if src_dir != dst_dir {
                 let kind = if dst_dir { "directories" } else { "files" };
-                return Err(FsError::Io(format!("Source {src} and destination {dst} must both be {kind}")));
+                return Err(FsError::Io(format!(
+                    "Source {src} and destination {dst} must both be {kind}"
+                )));
             }
             if !overwrite {
-                return Err(FsError::AlreadyExists(format!("rename destination {dst} already exists")));
+                return Err(FsError::AlreadyExists(format!(
+                    "rename destination {dst} already exists"
+                )));
             }
             if self.inode(d).children().is_some_and(|c| !c.is_empty()) {
-                return Err(FsError::Io(format!("rename destination directory is not empty: {dst}")));
+                return Err(FsError::Io(format!(
+                    "rename destination directory is not empty: {dst}"
+                )));
             }
             self.check_sticky(caller, dp, d)?;
         }
-        Ok(vec![Op::Rename { src: join(&src_comps), dst: join(&dst_comps), mtime: now, overwrite }])
+        Ok(vec![Op::Rename {
+            src: join(&src_comps),
+            dst: join(&dst_comps),
+            mtime: now,
+            overwrite,
+        }])
     }
 
     /// `delete`: `Ok(None)` when there is nothing to delete (the `false` answer).
-    pub fn plan_delete(&self, caller: &Caller, src: &str, recursive: bool, now: i64) -> Result<Option<Vec<Op>>, FsError> {
+    pub fn plan_delete(
+        &self,
+        caller: &Caller,
+        src: &str,
+        recursive: bool,
+        now: i64,
+    ) -> Result<Option<Vec<Op>>, FsError> {
         let comps = components(src)?;
         let walk = self.walk(&comps)?;
         self.check_traverse(caller, &walk)?;
-        let Some(t) = walk.target() else { return Ok(None) };
+        let Some(t) = walk.target() else {
+            return Ok(None);
+        };
         let non_empty = self.inode(t).children().is_some_and(|c| !c.is_empty());
         if non_empty && !recursive {
-            return Err(FsError::NotEmpty(format!("`{src} is non empty': Directory is not empty")));
+            return Err(FsError::NotEmpty(format!(
+                "`{src} is non empty': Directory is not empty"
+            )));
         }
         if t == ROOT_SLOT {
             return Ok(None);
@@ -266,24 +406,40 @@ impl Namespace {
         if non_empty {
             self.check_subtree(caller, t, 0o7)?;
         }
-        Ok(Some(vec![Op::Delete { path: join(&comps), mtime: now }]))
+        Ok(Some(vec![Op::Delete {
+            path: join(&comps),
+            mtime: now,
+        }]))
     }
 
     fn resolve_checked(&self, caller: &Caller, src: &str) -> Result<(Slot, String), FsError> {
         let comps = components(src)?;
         let walk = self.walk(&comps)?;
         self.check_traverse(caller, &walk)?;
-        let t = walk.target().ok_or_else(|| FsError::NotFound(format!("File does not exist: {src}")))?;
+        let t = walk
+            .target()
+            .ok_or_else(|| FsError::NotFound(format!("File does not exist: {src}")))?;
         Ok((t, join(&comps)))
     }
 
-    pub fn plan_set_permission(&self, caller: &Caller, src: &str, perm: u16) -> Result<Vec<Op>, FsError> {
+    pub fn plan_set_permission(
+        &self,
+        caller: &Caller,
+        src: &str,
+        perm: u16,
+    ) -> Result<Vec<Op>, FsError> {
         let (t, path) = self.resolve_checked(caller, src)?;
         self.check_owner(caller, t)?;
         Ok(vec![Op::SetPermission { path, perm }])
     }
 
-    pub fn plan_set_owner(&self, caller: &Caller, src: &str, owner: Option<&str>, group: Option<&str>) -> Result<Vec<Op>, FsError> {
+    pub fn plan_set_owner(
+        &self,
+        caller: &Caller,
+        src: &str,
+        owner: Option<&str>,
+        group: Option<&str>,
+    ) -> Result<Vec<Op>, FsError> {
         let (t, path) = self.resolve_checked(caller, src)?;
         self.check_owner(caller, t)?;
         if !caller.bypass() {
@@ -294,20 +450,38 @@ impl Namespace {
                 )));
             }
             if let Some(g) = group.filter(|g| !caller.groups.iter().any(|x| x == g)) {
-                return Err(FsError::AccessDenied(format!("User {} does not belong to {g}", caller.user)));
+                return Err(FsError::AccessDenied(format!(
+                    "User {} does not belong to {g}",
+                    caller.user
+                )));
             }
         }
-        Ok(vec![Op::SetOwner { path, owner: owner.map(Into::into), group: group.map(Into::into) }])
+        Ok(vec![Op::SetOwner {
+            path,
+            owner: owner.map(Into::into),
+            group: group.map(Into::into),
+        }])
     }
 
-    pub fn plan_set_times(&self, caller: &Caller, src: &str, mtime: Option<i64>, atime: Option<i64>) -> Result<Vec<Op>, FsError> {
+    pub fn plan_set_times(
+        &self,
+        caller: &Caller,
+        src: &str,
+        mtime: Option<i64>,
+        atime: Option<i64>,
+    ) -> Result<Vec<Op>, FsError> {
         let (t, path) = self.resolve_checked(caller, src)?;
         self.check_access(caller, t, WRITE)?;
         Ok(vec![Op::SetTimes { path, mtime, atime }])
     }
 
     /// `setReplication`: `Ok(None)` for a directory (the `false` answer).
-    pub fn plan_set_replication(&self, caller: &Caller, src: &str, replication: u16) -> Result<Option<Vec<Op>>, FsError> {
+    pub fn plan_set_replication(
+        &self,
+        caller: &Caller,
+        src: &str,
+        replication: u16,
+    ) -> Result<Option<Vec<Op>>, FsError> {
         let (t, path) = self.resolve_checked(caller, src)?;
         if self.inode(t).is_dir() {
             return Ok(None);

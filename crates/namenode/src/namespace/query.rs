@@ -2,7 +2,7 @@
 
 use super::inode::{Body, Slot};
 use super::path::components;
-use super::perm::{Caller, READ, EXECUTE};
+use super::perm::{Caller, EXECUTE, READ};
 use super::Namespace;
 use crate::error::FsError;
 
@@ -47,7 +47,11 @@ impl Namespace {
         };
         FileStatus {
             is_dir: inode.is_dir(),
-            name: if with_name { self.name(slot).to_vec() } else { Vec::new() },
+            name: if with_name {
+                self.name(slot).to_vec()
+            } else {
+                Vec::new()
+            },
             len,
             perm: inode.perm,
             owner: self.user_name(inode.owner).to_string(),
@@ -72,19 +76,36 @@ impl Namespace {
 
     /// `getListing`: entries named strictly after `start_after`, at most `limit` of them.
     /// `Ok(None)` when the path does not exist; a file lists as itself with an empty name.
-    pub fn list(&self, caller: &Caller, src: &str, start_after: &[u8], limit: usize) -> Result<Option<Listing>, FsError> {
+    pub fn list(
+        &self,
+        caller: &Caller,
+        src: &str,
+        start_after: &[u8],
+        limit: usize,
+    ) -> Result<Option<Listing>, FsError> {
         let comps = components(src)?;
         let walk = self.walk(&comps)?;
         self.check_traverse(caller, &walk)?;
-        let Some(t) = walk.target() else { return Ok(None) };
+        let Some(t) = walk.target() else {
+            return Ok(None);
+        };
         let Some(children) = self.inode(t).children() else {
-            return Ok(Some(Listing { entries: vec![self.status(t, false)], remaining: 0 }));
+            return Ok(Some(Listing {
+                entries: vec![self.status(t, false)],
+                remaining: 0,
+            }));
         };
         self.check_access(caller, t, READ | EXECUTE)?;
         let start = children.partition_point(|&c| self.name(c) <= start_after);
         let end = (start + limit.max(1)).min(children.len());
-        let entries = children[start..end].iter().map(|&c| self.status(c, true)).collect();
-        Ok(Some(Listing { entries, remaining: (children.len() - end) as u32 }))
+        let entries = children[start..end]
+            .iter()
+            .map(|&c| self.status(c, true))
+            .collect();
+        Ok(Some(Listing {
+            entries,
+            remaining: (children.len() - end) as u32,
+        }))
     }
 
     /// An exact walk of the subtree. Needs READ_EXECUTE on every directory in it, as in HDFS.
@@ -92,7 +113,9 @@ impl Namespace {
         let comps = components(src)?;
         let walk = self.walk(&comps)?;
         self.check_traverse(caller, &walk)?;
-        let t = walk.target().ok_or_else(|| FsError::NotFound(format!("File does not exist: {src}")))?;
+        let t = walk
+            .target()
+            .ok_or_else(|| FsError::NotFound(format!("File does not exist: {src}")))?;
         self.check_subtree(caller, t, READ | EXECUTE)?;
         let mut sum = ContentSummary::default();
         let mut stack = vec![t];
@@ -125,7 +148,11 @@ impl Namespace {
     pub fn children_names(&self, dir: Slot) -> Vec<(String, Slot)> {
         self.inode(dir)
             .children()
-            .map(|c| c.iter().map(|&s| (String::from_utf8_lossy(self.name(s)).into_owned(), s)).collect())
+            .map(|c| {
+                c.iter()
+                    .map(|&s| (String::from_utf8_lossy(self.name(s)).into_owned(), s))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
@@ -139,10 +166,24 @@ impl Namespace {
             let st = self.status(s, false);
             lines.push(format!(
                 "{path} id={} dir={} len={} perm={:o} {}:{} m={} a={} r={} bs={} uc={}",
-                st.file_id, st.is_dir, st.len, st.perm, st.owner, st.group, st.mtime, st.atime, st.replication, st.block_size, st.under_construction
+                st.file_id,
+                st.is_dir,
+                st.len,
+                st.perm,
+                st.owner,
+                st.group,
+                st.mtime,
+                st.atime,
+                st.replication,
+                st.block_size,
+                st.under_construction
             ));
             for (name, c) in self.children_names(s) {
-                let p = if path == "/" { format!("/{name}") } else { format!("{path}/{name}") };
+                let p = if path == "/" {
+                    format!("/{name}")
+                } else {
+                    format!("{path}/{name}")
+                };
                 stack.push((p, c));
             }
         }

@@ -8,7 +8,12 @@ fn su() -> Caller {
 }
 
 fn user(name: &str) -> Caller {
-    Caller { user: name.into(), groups: vec![name.into()], superuser: false, checks_enabled: true }
+    Caller {
+        user: name.into(),
+        groups: vec![name.into()],
+        superuser: false,
+        checks_enabled: true,
+    }
 }
 
 /// Plans and applies, recording every op in `log` (as the journal would).
@@ -20,7 +25,11 @@ struct Harness {
 
 impl Harness {
     fn new() -> Self {
-        Harness { ns: Namespace::new("hdfs", "supergroup", 1), log: Vec::new(), now: 1000 }
+        Harness {
+            ns: Namespace::new("hdfs", "supergroup", 1),
+            log: Vec::new(),
+            now: 1000,
+        }
     }
 
     fn commit(&mut self, ops: Vec<Op>) {
@@ -77,31 +86,62 @@ fn mkdirs_creates_parents_and_is_idempotent() {
     let st = h.ns.get_file_info(&su(), "/a/b/c").unwrap().unwrap();
     assert!(st.is_dir);
     assert_eq!(st.perm, 0o755);
-    assert_eq!(h.ns.get_file_info(&su(), "/a").unwrap().unwrap().perm, 0o755);
+    assert_eq!(
+        h.ns.get_file_info(&su(), "/a").unwrap().unwrap().perm,
+        0o755
+    );
     let before = h.log.len();
     h.mkdirs(&su(), "/a/b/c").unwrap();
-    assert_eq!(h.log.len(), before, "mkdirs of an existing dir records nothing");
-    assert!(matches!(h.ns.plan_mkdirs(&su(), "/x/y", 0o755, false, 0), Err(FsError::NotFound(_))));
+    assert_eq!(
+        h.log.len(),
+        before,
+        "mkdirs of an existing dir records nothing"
+    );
+    assert!(matches!(
+        h.ns.plan_mkdirs(&su(), "/x/y", 0o755, false, 0),
+        Err(FsError::NotFound(_))
+    ));
 }
 
 #[test]
 fn create_rules() {
     let mut h = Harness::new();
     h.touch(&su(), "/d/f");
-    assert!(matches!(h.create(&su(), "/d/f", false), Err(FsError::AlreadyExists(_))));
-    assert!(matches!(h.create(&su(), "/d", true), Err(FsError::AlreadyExists(_))));
-    assert!(matches!(h.create(&su(), "/d/f/g", true), Err(FsError::ParentNotDirectory(_))));
-    assert!(matches!(h.ns.plan_mkdirs(&su(), "/d/f", 0o755, true, 0), Err(FsError::AlreadyExists(_))));
+    assert!(matches!(
+        h.create(&su(), "/d/f", false),
+        Err(FsError::AlreadyExists(_))
+    ));
+    assert!(matches!(
+        h.create(&su(), "/d", true),
+        Err(FsError::AlreadyExists(_))
+    ));
+    assert!(matches!(
+        h.create(&su(), "/d/f/g", true),
+        Err(FsError::ParentNotDirectory(_))
+    ));
+    assert!(matches!(
+        h.ns.plan_mkdirs(&su(), "/d/f", 0o755, true, 0),
+        Err(FsError::AlreadyExists(_))
+    ));
     let old_id = h.ns.get_file_info(&su(), "/d/f").unwrap().unwrap().file_id;
     h.create(&su(), "/d/f", true).unwrap();
     let st = h.ns.get_file_info(&su(), "/d/f").unwrap().unwrap();
     assert_ne!(st.file_id, old_id, "overwrite makes a new inode");
     assert!(st.under_construction);
-    assert!(matches!(h.create(&su(), "/d/f", true), Err(FsError::AlreadyBeingCreated(_))));
-    assert!(matches!(h.ns.plan_complete("/d/f", "other", 0, 0), Err(FsError::LeaseExpired(_))));
+    assert!(matches!(
+        h.create(&su(), "/d/f", true),
+        Err(FsError::AlreadyBeingCreated(_))
+    ));
+    assert!(matches!(
+        h.ns.plan_complete("/d/f", "other", 0, 0),
+        Err(FsError::LeaseExpired(_))
+    ));
     // Implicit parent of a 0644 file gets u+wx, as in HDFS.
     h.create(&su(), "/p/q/f", false).unwrap();
-    assert_eq!(h.ns.get_file_info(&su(), "/p/q").unwrap().unwrap().perm, 0o744);
+    assert_eq!(
+        h.ns.get_file_info(&su(), "/p/q").unwrap().unwrap().perm,
+        0o744
+    );
 }
 
 #[test]
@@ -110,20 +150,44 @@ fn rename_legacy_and_rename2() {
     h.touch(&su(), "/a/f");
     h.mkdirs(&su(), "/b").unwrap();
     // Legacy: into an existing directory.
-    let ops = h.ns.plan_rename(&su(), "/a/f", "/b", h.now).unwrap().unwrap();
+    let ops =
+        h.ns.plan_rename(&su(), "/a/f", "/b", h.now)
+            .unwrap()
+            .unwrap();
     h.commit(ops);
     assert!(h.ns.get_file_info(&su(), "/b/f").unwrap().is_some());
     // Legacy: false for a missing source or a missing destination parent.
     assert!(h.ns.plan_rename(&su(), "/nope", "/x", 0).unwrap().is_none());
-    assert!(h.ns.plan_rename(&su(), "/b/f", "/zz/y", 0).unwrap().is_none());
-    assert!(matches!(h.ns.plan_rename(&su(), "/b", "/b/c", 0), Err(FsError::Io(_))));
+    assert!(h
+        .ns
+        .plan_rename(&su(), "/b/f", "/zz/y", 0)
+        .unwrap()
+        .is_none());
+    assert!(matches!(
+        h.ns.plan_rename(&su(), "/b", "/b/c", 0),
+        Err(FsError::Io(_))
+    ));
     // rename2 typed errors.
     h.touch(&su(), "/b/g");
-    assert!(matches!(h.ns.plan_rename2(&su(), "/b/f", "/b/g", false, 0), Err(FsError::AlreadyExists(_))));
-    assert!(matches!(h.ns.plan_rename2(&su(), "/missing", "/b/x", false, 0), Err(FsError::NotFound(_))));
-    assert!(matches!(h.ns.plan_rename2(&su(), "/b/f", "/no/x", false, 0), Err(FsError::NotFound(_))));
-    assert!(matches!(h.ns.plan_rename2(&su(), "/b/f", "/b", true, 0), Err(FsError::AlreadyExists(_)) | Err(FsError::Io(_))));
-    let ops = h.ns.plan_rename2(&su(), "/b/f", "/b/g", true, h.now).unwrap();
+    assert!(matches!(
+        h.ns.plan_rename2(&su(), "/b/f", "/b/g", false, 0),
+        Err(FsError::AlreadyExists(_))
+    ));
+    assert!(matches!(
+        h.ns.plan_rename2(&su(), "/missing", "/b/x", false, 0),
+        Err(FsError::NotFound(_))
+    ));
+    assert!(matches!(
+        h.ns.plan_rename2(&su(), "/b/f", "/no/x", false, 0),
+        Err(FsError::NotFound(_))
+    ));
+    assert!(matches!(
+        h.ns.plan_rename2(&su(), "/b/f", "/b", true, 0),
+        Err(FsError::AlreadyExists(_)) | Err(FsError::Io(_))
+    ));
+    let ops =
+        h.ns.plan_rename2(&su(), "/b/f", "/b/g", true, h.now)
+            .unwrap();
     h.commit(ops);
     assert!(h.ns.get_file_info(&su(), "/b/f").unwrap().is_none());
     assert_eq!(h.ns.file_count(), 1);
@@ -133,12 +197,22 @@ fn rename_legacy_and_rename2() {
 fn delete_rules() {
     let mut h = Harness::new();
     h.touch(&su(), "/d/e/f");
-    assert!(matches!(h.ns.plan_delete(&su(), "/d", false, 0), Err(FsError::NotEmpty(_))));
-    assert!(h.ns.plan_delete(&su(), "/nothing", true, 0).unwrap().is_none());
+    assert!(matches!(
+        h.ns.plan_delete(&su(), "/d", false, 0),
+        Err(FsError::NotEmpty(_))
+    ));
+    assert!(h
+        .ns
+        .plan_delete(&su(), "/nothing", true, 0)
+        .unwrap()
+        .is_none());
     assert!(h.ns.plan_delete(&su(), "/", true, 0).unwrap().is_none());
     let ops = h.ns.plan_delete(&su(), "/d", true, h.now).unwrap().unwrap();
     h.commit(ops);
-    assert_eq!((h.ns.file_count(), h.ns.dir_count(), h.ns.inode_count()), (0, 1, 1));
+    assert_eq!(
+        (h.ns.file_count(), h.ns.dir_count(), h.ns.inode_count()),
+        (0, 1, 1)
+    );
 }
 
 #[test]
@@ -147,21 +221,45 @@ fn permissions_are_enforced_for_other_users() {
     h.mkdirs(&su(), "/private").unwrap();
     h.commit(h.ns.plan_set_permission(&su(), "/private", 0o700).unwrap());
     let alice = user("alice");
-    let e = h.ns.plan_mkdirs(&alice, "/private/x", 0o755, true, 0).unwrap_err();
-    assert!(matches!(e, FsError::AccessDenied(ref m) if m.contains("user=alice, access=EXECUTE")), "{e}");
-    assert!(matches!(h.ns.plan_mkdirs(&alice, "/x", 0o755, true, 0), Err(FsError::AccessDenied(_))));
+    let e =
+        h.ns.plan_mkdirs(&alice, "/private/x", 0o755, true, 0)
+            .unwrap_err();
+    assert!(
+        matches!(e, FsError::AccessDenied(ref m) if m.contains("user=alice, access=EXECUTE")),
+        "{e}"
+    );
+    assert!(matches!(
+        h.ns.plan_mkdirs(&alice, "/x", 0o755, true, 0),
+        Err(FsError::AccessDenied(_))
+    ));
     // A directory alice owns is hers to use.
     h.commit(h.ns.plan_mkdirs(&su(), "/home", 0o755, true, 0).unwrap());
-    h.commit(h.ns.plan_set_owner(&su(), "/home", Some("alice"), None).unwrap());
+    h.commit(
+        h.ns.plan_set_owner(&su(), "/home", Some("alice"), None)
+            .unwrap(),
+    );
     h.mkdirs(&alice, "/home/a").unwrap();
-    assert!(matches!(h.ns.plan_set_owner(&alice, "/home/a", Some("bob"), None), Err(FsError::AccessDenied(_))));
-    assert!(matches!(h.ns.plan_set_permission(&user("bob"), "/home/a", 0o777), Err(FsError::AccessDenied(_))));
+    assert!(matches!(
+        h.ns.plan_set_owner(&alice, "/home/a", Some("bob"), None),
+        Err(FsError::AccessDenied(_))
+    ));
+    assert!(matches!(
+        h.ns.plan_set_permission(&user("bob"), "/home/a", 0o777),
+        Err(FsError::AccessDenied(_))
+    ));
     // Sticky bit: bob may not remove alice's entry from a shared 1777 directory.
     h.commit(h.ns.plan_mkdirs(&su(), "/tmp", 0o777, true, 0).unwrap());
     h.commit(h.ns.plan_set_permission(&su(), "/tmp", 0o1777).unwrap());
     h.touch(&alice, "/tmp/a");
-    assert!(matches!(h.ns.plan_delete(&user("bob"), "/tmp/a", false, 0), Err(FsError::AccessDenied(_))));
-    assert!(h.ns.plan_delete(&alice, "/tmp/a", false, 0).unwrap().is_some());
+    assert!(matches!(
+        h.ns.plan_delete(&user("bob"), "/tmp/a", false, 0),
+        Err(FsError::AccessDenied(_))
+    ));
+    assert!(h
+        .ns
+        .plan_delete(&alice, "/tmp/a", false, 0)
+        .unwrap()
+        .is_some());
 }
 
 #[test]
@@ -197,7 +295,10 @@ fn content_summary_counts_the_subtree() {
     h.touch(&su(), "/s/b/3");
     let cs = h.ns.content_summary(&su(), "/s").unwrap();
     assert_eq!((cs.files, cs.dirs, cs.length), (3, 3, 0));
-    assert!(matches!(h.ns.content_summary(&su(), "/none"), Err(FsError::NotFound(_))));
+    assert!(matches!(
+        h.ns.content_summary(&su(), "/none"),
+        Err(FsError::NotFound(_))
+    ));
 }
 
 #[test]
@@ -206,18 +307,36 @@ fn replaying_the_log_rebuilds_the_same_namespace() {
     for i in 0..200 {
         h.touch(&su(), &format!("/r/d{}/f{i}", i % 7));
         if i % 5 == 0 {
-            let ops = h.ns.plan_rename2(&su(), &format!("/r/d{}/f{i}", i % 7), &format!("/r/moved{i}"), false, h.now).unwrap();
+            let ops =
+                h.ns.plan_rename2(
+                    &su(),
+                    &format!("/r/d{}/f{i}", i % 7),
+                    &format!("/r/moved{i}"),
+                    false,
+                    h.now,
+                )
+                .unwrap();
             h.commit(ops);
         }
         if i % 11 == 0 {
-            if let Some(ops) = h.ns.plan_delete(&su(), &format!("/r/d{}", i % 7), true, h.now).unwrap() {
+            if let Some(ops) =
+                h.ns.plan_delete(&su(), &format!("/r/d{}", i % 7), true, h.now)
+                    .unwrap()
+            {
                 h.commit(ops);
             }
         }
     }
-    h.commit(h.ns.plan_set_owner(&su(), "/r", Some("alice"), Some("staff")).unwrap());
+    h.commit(
+        h.ns.plan_set_owner(&su(), "/r", Some("alice"), Some("staff"))
+            .unwrap(),
+    );
     h.commit(h.ns.plan_set_times(&su(), "/r", Some(5), Some(6)).unwrap());
-    h.commit(h.ns.plan_set_replication(&su(), "/r/moved0", 2).unwrap().unwrap());
+    h.commit(
+        h.ns.plan_set_replication(&su(), "/r/moved0", 2)
+            .unwrap()
+            .unwrap(),
+    );
     let replayed = h.replayed();
     assert_eq!(replayed.dump(), h.ns.dump());
     assert_eq!(replayed.next_inode_id(), h.ns.next_inode_id());
@@ -234,6 +353,10 @@ fn names_are_compacted_after_heavy_churn() {
         let ops = h.ns.plan_delete(&su(), &p, false, h.now).unwrap().unwrap();
         h.commit(ops);
     }
-    assert!(h.ns.name_heap_bytes() < 2 << 20, "{}", h.ns.name_heap_bytes());
+    assert!(
+        h.ns.name_heap_bytes() < 2 << 20,
+        "{}",
+        h.ns.name_heap_bytes()
+    );
     assert_eq!(h.replayed().dump(), h.ns.dump());
 }

@@ -1,0 +1,19 @@
+//! `ferrite bench …`: workload generators that talk to a server over the real wire protocol,
+//! so the same run can target Ferrite or an Apache HDFS NameNode.
+
+mod namenode;
+
+use clap::Subcommand;
+
+#[derive(Subcommand)]
+pub enum BenchCmd {
+    /// NameNode operations over real RPC (mkdirs, create, fileStatus), plus memory probes
+    /// (inode-memory, listing).
+    Namenode(namenode::NamenodeArgs),
+}
+
+pub async fn run(cmd: BenchCmd) -> anyhow::Result<()> {
+    match cmd {
+        BenchCmd::Namenode(a) => namenode::run(a).await,
+    }
+}
