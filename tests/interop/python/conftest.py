@@ -1,0 +1,176 @@
+"""Shared fixtures: start Ferrite (and, for comparisons, a real Apache HDFS 3.4.1 NameNode)
+on loopback ephemeral ports, and run Hadoop's FsShell against either."""
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+JAVA_DIR = REPO / "tests" / "interop" / "java"
+FERRITE_BIN = Path(os.environ.get("FERRITE_BIN", REPO / "target" / "debug" / "ferrite"))
+
+
+@dataclass
+class Server:
+    url: str
+    port: int
+    proc: subprocess.Popen
+    workdir: Path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_ferrite(workdir: Path, conf=()) -> Server:
+    args = [str(FERRITE_BIN), "local", "--data", str(workdir / "data"), "--port", "0"]
+    for c in conf:
+        args += ["--conf", c]
+    log = open(workdir / "ferrite.log", "w")
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True)
+    line = proc.stdout.readline().strip()
+    m = re.fullmatch(r"ready hdfs://127\.0\.0\.1:(\d+)", line)
+    assert m, f"unexpected first line from ferrite: {line!r}"
+    port = int(m.group(1))
+    return Server(f"hdfs://127.0.0.1:{port}", port, proc, workdir)
+
+
+def stop(server: Server):
+    server.proc.send_signal(signal.SIGTERM)
+    try:
+        rc = server.proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.proc.kill()
+        raise AssertionError("server did not stop on SIGTERM")
+    return rc
+
+
+def java_cp(conf_dir: Path) -> str:
+    cp = (JAVA_DIR / "target" / "cp.txt").read_text().strip()
+    return f"{conf_dir}:{JAVA_DIR / 'target' / 'classes'}:{cp}"
+
+
+def write_site(conf_dir: Path, core: dict, hdfs: dict):
+    conf_dir.mkdir(parents=True, exist_ok=True)
+    for name, props in (("core-site.xml", core), ("hdfs-site.xml", hdfs)):
+        body = "".join(f"<property><name>{k}</name><value>{v}</value></property>" for k, v in props.items())
+        (conf_dir / name).write_text(f'<?xml version="1.0"?><configuration>{body}</configuration>\n')
+
+
+def start_hdfs(workdir: Path, trash_minutes: int) -> Server:
+    """A real Apache HDFS 3.4.1 NameNode (no DataNodes), freshly formatted."""
+    port = free_port()
+    conf = workdir / "conf-nn"
+    write_site(
+        conf,
+        {"fs.defaultFS": f"hdfs://127.0.0.1:{port}", "hadoop.tmp.dir": str(workdir / "tmp"), "fs.trash.interval": trash_minutes},
+        {
+            "dfs.namenode.name.dir": f"file://{workdir}/nn",
+            "dfs.namenode.rpc-bind-host": "127.0.0.1",
+            "dfs.namenode.http-address": "127.0.0.1:0",
+            "dfs.namenode.secondary.http-address": "127.0.0.1:0",
+            "dfs.namenode.safemode.extension": 0,
+        },
+    )
+    java = ["java", "-Djava.net.preferIPv4Stack=true", "-cp", java_cp(conf)]
+    main = "org.apache.hadoop.hdfs.server.namenode.NameNode"
+    with open(workdir / "format.log", "w") as log:
+        subprocess.run(java + [main, "-format", "-force", "-nonInteractive"], stdout=log, stderr=log, check=True)
+    log = open(workdir / "nn.log", "w")
+    proc = subprocess.Popen(java + [main], stdout=log, stderr=log)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        assert proc.poll() is None, f"HDFS NameNode died; see {workdir}/nn.log"
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+        except OSError:
+            time.sleep(0.3)
+    else:
+        raise AssertionError("HDFS NameNode did not start")
+    # Wait until it leaves start-up safe mode (immediate with no blocks and extension 0).
+    from hdfs_native import Client
+
+    c = Client(f"hdfs://127.0.0.1:{port}")
+    while time.time() < deadline:
+        try:
+            c.mkdirs("/.ready-probe")
+            c.delete("/.ready-probe")
+            break
+        except Exception:
+            time.sleep(0.3)
+    return Server(f"hdfs://127.0.0.1:{port}", port, proc, workdir)
+
+
+@dataclass
+class ShellResult:
+    out: str
+    err: str
+    rc: int
+
+
+class FsShell:
+    """Hadoop's own FsShell, many commands per JVM (see ShellBatch.java)."""
+
+    def __init__(self, server: Server, workdir: Path, user=None):
+        self.conf = workdir / f"conf-client-{server.port}"
+        write_site(self.conf, {"fs.defaultFS": server.url}, {})
+        self.env = dict(os.environ)
+        if user:
+            self.env["HADOOP_USER_NAME"] = user
+
+    def run(self, *commands) -> list:
+        text = "".join("\t".join(c) + "\n" for c in commands)
+        cmd = ["java", "-Djava.net.preferIPv4Stack=true", "-cp", java_cp(self.conf), "ferrite.interop.ShellBatch"]
+        p = subprocess.run(cmd, input=text, capture_output=True, text=True, env=self.env, timeout=300)
+        blocks = re.findall(r"==BEGIN==\n(.*?)==STDERR==\n(.*?)==EXIT (-?\d+)==\n", p.stdout, re.S)
+        assert len(blocks) == len(commands), f"ShellBatch failed:\n{p.stdout}\n{p.stderr}"
+        return [ShellResult(o, e, int(rc)) for o, e, rc in blocks]
+
+
+@pytest.fixture(scope="session")
+def workroot():
+    d = Path(tempfile.mkdtemp(prefix="ferrite-interop-"))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _server(workroot, name, starter):
+    w = workroot / name
+    w.mkdir()
+    s = starter(w)
+    yield s
+    rc = stop(s)
+    if name.startswith("ferrite"):
+        assert rc == 0, f"ferrite exited with {rc} on SIGTERM; see {w}/ferrite.log"
+
+
+@pytest.fixture(scope="session")
+def ferrite(workroot):
+    yield from _server(workroot, "ferrite", lambda w: start_ferrite(w))
+
+
+@pytest.fixture(scope="session")
+def ferrite_trash(workroot):
+    yield from _server(workroot, "ferrite-trash", lambda w: start_ferrite(w, ["fs.trash.interval=60"]))
+
+
+@pytest.fixture(scope="session")
+def hdfs(workroot):
+    yield from _server(workroot, "hdfs", lambda w: start_hdfs(w, 0))
+
+
+@pytest.fixture(scope="session")
+def hdfs_trash(workroot):
+    yield from _server(workroot, "hdfs-trash", lambda w: start_hdfs(w, 60))
