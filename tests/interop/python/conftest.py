@@ -63,6 +63,13 @@ def java_cp(conf_dir: Path) -> str:
 
 def write_site(conf_dir: Path, core: dict, hdfs: dict):
     conf_dir.mkdir(parents=True, exist_ok=True)
+    (conf_dir / "log4j.properties").write_text(
+        "log4j.rootLogger=WARN,stderr\n"
+        "log4j.appender.stderr=org.apache.log4j.ConsoleAppender\n"
+        "log4j.appender.stderr.Target=System.err\n"
+        "log4j.appender.stderr.layout=org.apache.log4j.PatternLayout\n"
+        "log4j.appender.stderr.layout.ConversionPattern=%d %p %c: %m%n\n"
+    )
     for name, props in (("core-site.xml", core), ("hdfs-site.xml", hdfs)):
         body = "".join(f"<property><name>{k}</name><value>{v}</value></property>" for k, v in props.items())
         (conf_dir / name).write_text(f'<?xml version="1.0"?><configuration>{body}</configuration>\n')
@@ -83,6 +90,10 @@ def start_hdfs(workdir: Path, trash_minutes: int) -> Server:
             "dfs.namenode.safemode.extension": 0,
         },
     )
+    # The NameNode's web server wants its webapp folders on the classpath; they ship only in
+    # Hadoop's test jar, and empty ones are enough for RPC.
+    for app in ("hdfs", "static"):
+        (conf / "webapps" / app).mkdir(parents=True, exist_ok=True)
     java = ["java", "-Djava.net.preferIPv4Stack=true", "-cp", java_cp(conf)]
     main = "org.apache.hadoop.hdfs.server.namenode.NameNode"
     with open(workdir / "format.log", "w") as log:
@@ -91,7 +102,7 @@ def start_hdfs(workdir: Path, trash_minutes: int) -> Server:
     proc = subprocess.Popen(java + [main], stdout=log, stderr=log)
     deadline = time.time() + 120
     while time.time() < deadline:
-        assert proc.poll() is None, f"HDFS NameNode died; see {workdir}/nn.log"
+        assert proc.poll() is None, "HDFS NameNode died:\n" + (workdir / "nn.log").read_text()[-3000:]
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1):
                 break
