@@ -49,7 +49,7 @@ impl NnState {
     }
 
     pub fn is_superuser(&self, user: &str, groups: &[String]) -> bool {
-        user == self.superuser || groups.iter().any(|g| *g == self.cfg.superuser_group)
+        user == self.superuser || groups.contains(&self.cfg.superuser_group)
     }
 
     /// Resolves who a call runs as.

@@ -150,8 +150,10 @@ async fn wrong_preambles_are_refused_and_closed() {
 
 #[tokio::test]
 async fn frame_over_the_limit_closes_only_that_connection() {
-    let mut cfg = Config::default();
-    cfg.max_frame_len = 4096;
+    let cfg = Config {
+        max_frame_len: 4096,
+        ..Default::default()
+    };
     let nn = start(cfg).await;
     let healthy = client(nn.addr).await;
     let mut s = raw_ready(nn.addr).await;

@@ -35,8 +35,7 @@ impl Namespace {
         comps: &[&str],
         found: usize,
         parent: Slot,
-        last_perm: u16,
-        parent_perm: u16,
+        (last_perm, parent_perm): (u16, u16),
         now: i64,
     ) -> Vec<Op> {
         let group = self.user_name(self.inode(parent).group).to_string();
@@ -94,8 +93,7 @@ impl Namespace {
             &comps,
             found,
             ancestor,
-            masked,
-            implicit_dir_perm(masked),
+            (masked, implicit_dir_perm(masked)),
             now,
         ))
     }
@@ -165,8 +163,7 @@ impl Namespace {
             &comps[..comps.len() - 1],
             found,
             ancestor,
-            dir_perm,
-            dir_perm,
+            (dir_perm, dir_perm),
             now,
         );
         let id = self.next_inode_id() + ops.len() as u64;

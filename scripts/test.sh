@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs everything the tests need and runs every test: the format and lint gates, the
+# Rust unit and integration tests, and the interop suites with the real clients
+# (hdfs-native from PyPI, Hadoop 3.4.1's FsShell and NameNode from Maven Central).
+# Safe to re-run; downloads are cached in .venv, ~/.m2 and ~/.cargo.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s\n' "$*"; }
+
+need() {  # need COMMAND DEBIAN-PACKAGE
+  if ! command -v "$1" >/dev/null 2>&1; then
+    step "installing $2 (for $1)"
+    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "$2"
+  fi
+}
+need java openjdk-17-jdk-headless
+need mvn maven
+need python3 python3-venv
+command -v cargo >/dev/null || { echo "cargo (rustup) is required" >&2; exit 1; }
+
+step "python venv with pinned clients"
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/pip install -q --disable-pip-version-check -r tests/interop/requirements.txt
+
+step "Hadoop 3.4.1 client and NameNode jars"
+(cd tests/interop/java && mvn -B -q package -DskipTests)
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "cargo test"
+cargo test --workspace
+
+step "build ferrite for the interop suites"
+cargo build -p ferrite
+
+step "interop: hdfs-native and Hadoop FsShell against ferrite (and a real HDFS NameNode)"
+.venv/bin/pytest -q tests/interop/python
