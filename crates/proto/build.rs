@@ -10,6 +10,7 @@ fn main() {
         "proto/HAServiceProtocol.proto",
         "proto/hdfs.proto",
         "proto/ClientNamenodeProtocol.proto",
+        "proto/HdfsServer.proto",
     ];
     for f in &files {
         println!("cargo:rerun-if-changed={f}");

@@ -40,7 +40,7 @@ impl RetryCache {
                 order: VecDeque::new(),
             }),
             ttl,
-            capacity: capacity.max(1),
+            capacity,
         }
     }
 
@@ -48,7 +48,7 @@ impl RetryCache {
     /// the call cannot be deduplicated (no 16-byte clientId, or a negative callId).
     pub fn cell(&self, client_id: &[u8], call_id: i32, now: Instant) -> Option<Cell> {
         let id: [u8; 16] = client_id.try_into().ok()?;
-        if call_id < 0 {
+        if call_id < 0 || self.capacity == 0 {
             return None;
         }
         let key = (id, call_id);
@@ -123,6 +123,12 @@ mod tests {
         let now = Instant::now();
         assert!(c.cell(&[], 1, now).is_none());
         assert!(c.cell(&[1; 16], -4, now).is_none());
+        assert!(
+            RetryCache::new(Duration::from_secs(1), 0)
+                .cell(&[1; 16], 1, now)
+                .is_none(),
+            "capacity 0 is off"
+        );
         c.cell(&[1; 16], 1, now);
         c.cell(&[1; 16], 2, now);
         c.cell(&[1; 16], 3, now); // evicts call 1 (capacity 2)

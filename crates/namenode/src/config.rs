@@ -45,6 +45,12 @@ pub struct Config {
     pub name_dirs: Vec<PathBuf>,
     /// `fs.defaultFS`
     pub default_fs: Option<String>,
+    /// `dfs.namenode.enable.retrycache`
+    pub retry_cache_enabled: bool,
+    /// `dfs.namenode.retrycache.expirytime.millis`
+    pub retry_cache_expiry_ms: u64,
+    /// `ferrite.namenode.retrycache.max-entries`: the cap Hadoop expresses as a heap percentage.
+    pub retry_cache_max_entries: usize,
 }
 
 impl Default for Config {
@@ -68,6 +74,9 @@ impl Default for Config {
             static_groups: String::new(),
             name_dirs: Vec::new(),
             default_fs: None,
+            retry_cache_enabled: true,
+            retry_cache_expiry_ms: 600_000,
+            retry_cache_max_entries: 1 << 20,
         }
     }
 }
@@ -159,6 +168,11 @@ impl Config {
                         .collect()
                 }
                 "fs.defaultFS" | "fs.default.name" => self.default_fs = Some(value.trim().into()),
+                "dfs.namenode.enable.retrycache" => self.retry_cache_enabled = boolean()?,
+                "dfs.namenode.retrycache.expirytime.millis" => self.retry_cache_expiry_ms = num()?,
+                "ferrite.namenode.retrycache.max-entries" => {
+                    self.retry_cache_max_entries = num()? as usize
+                }
                 _ => unknown.push(key.to_string()),
             }
         }

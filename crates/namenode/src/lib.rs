@@ -7,6 +7,7 @@
 pub mod config;
 pub mod error;
 pub mod groups;
+pub mod identity;
 pub mod leases;
 pub mod namespace;
 pub mod rpc;

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use ferrite_ipc::{CallCtx, MethodKind, Router, RpcError, CLIENT_PROTOCOL};
+use ferrite_ipc::{CallCtx, MethodKind, Router, RpcError, CLIENT_PROTOCOL, NAMENODE_PROTOCOL};
 use ferrite_proto::common::HaServiceStateProto;
 use ferrite_proto::hdfs::hdfs_file_status_proto::FileType;
 use ferrite_proto::hdfs::*;
@@ -19,7 +19,14 @@ type Res<T> = Result<T, RpcError>;
 
 /// Builds the dispatch table of everything the NameNode answers.
 pub fn router(state: Nn) -> Router<NnState> {
-    let mut r = Router::new(state);
+    let c = &state.cfg;
+    let capacity = if c.retry_cache_enabled {
+        c.retry_cache_max_entries
+    } else {
+        0
+    };
+    let ttl = std::time::Duration::from_millis(c.retry_cache_expiry_ms);
+    let mut r = Router::new(state.clone()).with_retry_cache(ttl, capacity);
     let p = CLIENT_PROTOCOL;
     use MethodKind as K;
     r.method(p, "getServerDefaults", K::READ, get_server_defaults)
@@ -57,6 +64,13 @@ pub fn router(state: Nn) -> Router<NnState> {
         .method(p, "setReplication", K::WRITE, set_replication)
         .method(p, "renewLease", K::WRITE, renew_lease)
         .method(p, "recoverLease", K::WRITE, recover_lease);
+    // NamenodeProtocol: NNThroughputBenchmark asks for the block pool id this way.
+    r.method(
+        NAMENODE_PROTOCOL,
+        "versionRequest",
+        K::READ,
+        version_request,
+    );
     r
 }
 
@@ -557,4 +571,27 @@ async fn recover_lease(
         ))
     })?;
     Ok(RecoverLeaseResponseProto { result: closed })
+}
+
+/// The software version we report, in Hadoop's format (clients only display it).
+const SOFTWARE_VERSION: &str = "3.4.1";
+
+async fn version_request(nn: Nn, _: CallCtx, _: VersionRequestProto) -> Res<VersionResponseProto> {
+    let id = &nn.identity;
+    Ok(VersionResponseProto {
+        info: NamespaceInfoProto {
+            build_version: concat!("ferrite-", env!("CARGO_PKG_VERSION")).into(),
+            unused: 0,
+            block_pool_id: id.block_pool_id.clone(),
+            storage_info: StorageInfoProto {
+                layout_version: crate::identity::LAYOUT_VERSION as u32,
+                namespce_id: id.namespace_id,
+                cluster_id: id.cluster_id.clone(),
+                c_time: id.ctime_ms as u64,
+            },
+            software_version: SOFTWARE_VERSION.into(),
+            // Bit 0: block reports may use the compact buffer encoding.
+            capabilities: Some(1),
+        },
+    })
 }

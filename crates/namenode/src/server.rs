@@ -15,6 +15,7 @@ use tracing::{info, warn};
 
 use crate::config::Config;
 use crate::groups::GroupMapping;
+use crate::identity::Identity;
 use crate::namespace::{Caller, Op};
 use crate::state::{now_ms, NnState};
 use crate::trash::{self, TrashAction};
@@ -62,7 +63,14 @@ impl NameNode {
             max_frame_len: cfg.max_frame_len,
             ..Default::default()
         };
-        let state = Arc::new(NnState::new(cfg, superuser.clone(), groups));
+        let identity = match cfg.name_dirs.first() {
+            Some(dir) => {
+                std::fs::create_dir_all(dir)?;
+                Identity::load_or_create(dir, now_ms())?
+            }
+            None => Identity::generate(u64::from(addr.port()) << 20 ^ now_ms() as u64, now_ms()),
+        };
+        let state = Arc::new(NnState::new(cfg, superuser.clone(), groups, identity));
         let router = Arc::new(crate::rpc::router(state.clone()));
         let ipc = server::spawn(listener, router.clone(), ipc_cfg);
         let cancel = CancellationToken::new();

@@ -14,6 +14,7 @@ use tracing::error;
 use crate::config::Config;
 use crate::error::FsError;
 use crate::groups::GroupMapping;
+use crate::identity::Identity;
 use crate::leases::Leases;
 use crate::namespace::{Caller, Namespace, Op};
 
@@ -32,11 +33,12 @@ pub struct NnState {
     /// The user that started the NameNode.
     pub superuser: String,
     pub groups: GroupMapping,
+    pub identity: Identity,
     safe_mode: AtomicBool,
 }
 
 impl NnState {
-    pub fn new(cfg: Config, superuser: String, groups: GroupMapping) -> Self {
+    pub fn new(cfg: Config, superuser: String, groups: GroupMapping, identity: Identity) -> Self {
         let ns = Namespace::new(&superuser, &cfg.superuser_group, now_ms());
         NnState {
             ns: RwLock::new(ns),
@@ -44,6 +46,7 @@ impl NnState {
             cfg,
             superuser,
             groups,
+            identity,
             safe_mode: AtomicBool::new(false),
         }
     }

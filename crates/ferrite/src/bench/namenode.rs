@@ -47,6 +47,9 @@ pub struct NamenodeArgs {
     /// Times the listing probe lists it (adding one entry each time).
     #[arg(long, default_value_t = 200)]
     listing_rounds: usize,
+    /// Leave the inode-memory files in place (so an outside probe can measure after).
+    #[arg(long)]
+    keep: bool,
     /// User to connect as (default: $USER).
     #[arg(long)]
     user: Option<String>,
@@ -309,7 +312,7 @@ async fn inode_memory(
         task.await??;
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let after = rss_kib(pid).context("reading server RSS")?;
+    let after = t.pid.and_then(rss_kib).unwrap_or(0);
     let files = per * clients;
     println!(
         "op=inode-memory files={files} rss_before_mib={:.1} rss_after_mib={:.1} bytes_per_file={:.0}",

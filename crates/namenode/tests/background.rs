@@ -1,0 +1,172 @@
+//! The NameNode's background work: the trash emptier and lease recovery, on a real server.
+
+use std::time::Duration;
+
+use ferrite_ipc::client::IpcClient;
+use ferrite_ipc::CLIENT_PROTOCOL;
+use ferrite_namenode::namespace::Caller;
+use ferrite_namenode::server::run_trash_once;
+use ferrite_namenode::{Config, NameNode};
+use ferrite_proto::hdfs::*;
+use tokio::net::TcpListener;
+
+#[tokio::test]
+async fn trash_emptier_checkpoints_then_expires() {
+    let cfg = Config {
+        trash_interval_min: 60,
+        ..Default::default()
+    };
+    let nn = NameNode::start(cfg, TcpListener::bind("127.0.0.1:0").await.unwrap())
+        .await
+        .unwrap();
+    let st = nn.state.clone();
+    let su = Caller::superuser(&st.superuser);
+    st.commit(|ns| {
+        Ok((
+            (),
+            ns.plan_mkdirs(&su, "/user/alice/.Trash/Current/d", 0o700, true, 0)?,
+        ))
+    })
+    .unwrap();
+    let now = 1_795_317_163_000; // 2026-11-22 03:12:43 UTC
+    run_trash_once(&st, now, 3_600_000);
+    {
+        let ns = st.ns.read();
+        assert!(ns
+            .get_file_info(&su, "/user/alice/.Trash/Current")
+            .unwrap()
+            .is_none());
+        assert!(ns
+            .get_file_info(&su, "/user/alice/.Trash/261122031243/d")
+            .unwrap()
+            .is_some());
+    }
+    // Within the interval the checkpoint stays; after it, it goes.
+    run_trash_once(&st, now + 1_800_000, 3_600_000);
+    assert!(st
+        .ns
+        .read()
+        .get_file_info(&su, "/user/alice/.Trash/261122031243")
+        .unwrap()
+        .is_some());
+    run_trash_once(&st, now + 3_700_000, 3_600_000);
+    assert!(st
+        .ns
+        .read()
+        .get_file_info(&su, "/user/alice/.Trash/261122031243")
+        .unwrap()
+        .is_none());
+    assert!(st
+        .ns
+        .read()
+        .get_file_info(&su, "/user/alice/.Trash")
+        .unwrap()
+        .is_some());
+    nn.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_abandoned_writer_loses_its_file_after_the_hard_limit() {
+    let cfg = Config {
+        lease_hard_limit_sec: 1,
+        ..Default::default()
+    };
+    let nn = NameNode::start(cfg, TcpListener::bind("127.0.0.1:0").await.unwrap())
+        .await
+        .unwrap();
+    let c = IpcClient::connect(nn.addr, &nn.state.superuser, CLIENT_PROTOCOL)
+        .await
+        .unwrap();
+    let create = CreateRequestProto {
+        src: "/abandoned".into(),
+        masked: FsPermissionProto { perm: 0o644 },
+        client_name: "gone-client".into(),
+        create_flag: 1,
+        create_parent: true,
+        replication: 1,
+        block_size: 128 << 20,
+        ..Default::default()
+    };
+    let _: CreateResponseProto = c.call("create", &create).await.unwrap();
+    let closed = || async {
+        let r: IsFileClosedResponseProto = c
+            .call(
+                "isFileClosed",
+                &IsFileClosedRequestProto {
+                    src: "/abandoned".into(),
+                },
+            )
+            .await
+            .unwrap();
+        r.result
+    };
+    assert!(!closed().await);
+    let mut waited = Duration::ZERO;
+    while !closed().await {
+        assert!(
+            waited < Duration::from_secs(10),
+            "lease recovery did not close the file"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        waited += Duration::from_millis(200);
+    }
+    assert_eq!(nn.state.leases.lock().holder_count(), 0);
+    nn.shutdown().await;
+}
+
+#[tokio::test]
+async fn renewing_keeps_the_lease() {
+    let cfg = Config {
+        lease_hard_limit_sec: 2,
+        ..Default::default()
+    };
+    let nn = NameNode::start(cfg, TcpListener::bind("127.0.0.1:0").await.unwrap())
+        .await
+        .unwrap();
+    let c = IpcClient::connect(nn.addr, &nn.state.superuser, CLIENT_PROTOCOL)
+        .await
+        .unwrap();
+    let create = CreateRequestProto {
+        src: "/kept".into(),
+        masked: FsPermissionProto { perm: 0o644 },
+        client_name: "live-client".into(),
+        create_flag: 1,
+        create_parent: true,
+        replication: 1,
+        block_size: 128 << 20,
+        ..Default::default()
+    };
+    let _: CreateResponseProto = c.call("create", &create).await.unwrap();
+    for _ in 0..10 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let _: RenewLeaseResponseProto = c
+            .call(
+                "renewLease",
+                &RenewLeaseRequestProto {
+                    client_name: "live-client".into(),
+                    namespaces: vec![],
+                },
+            )
+            .await
+            .unwrap();
+    }
+    let r: IsFileClosedResponseProto = c
+        .call(
+            "isFileClosed",
+            &IsFileClosedRequestProto {
+                src: "/kept".into(),
+            },
+        )
+        .await
+        .unwrap();
+    assert!(!r.result, "a renewed lease is not recovered");
+    let done = CompleteRequestProto {
+        src: "/kept".into(),
+        client_name: "live-client".into(),
+        last: None,
+        file_id: None,
+    };
+    let r: CompleteResponseProto = c.call("complete", &done).await.unwrap();
+    assert!(r.result);
+    nn.shutdown().await;
+}
