@@ -33,6 +33,7 @@ struct Inner {
 }
 
 impl RetryCache {
+    /// A cache holding at most `capacity` replies for `ttl`; capacity 0 turns it off.
     pub fn new(ttl: Duration, capacity: usize) -> Self {
         RetryCache {
             inner: Mutex::new(Inner {
