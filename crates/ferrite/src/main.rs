@@ -1,5 +1,6 @@
 //! `ferrite`: one binary for every role. See `ferrite --help`.
 
+mod admin;
 mod bench;
 mod serve;
 
@@ -22,6 +23,8 @@ enum Cmd {
     Local(serve::ServeArgs),
     /// A NameNode on its own.
     Namenode(serve::ServeArgs),
+    /// Operator commands (safe mode, checkpoint).
+    Admin(admin::AdminArgs),
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -45,6 +48,7 @@ fn main() -> anyhow::Result<()> {
         match cli.cmd {
             Cmd::Local(a) => serve::run(a, serve::Role::Local).await,
             Cmd::Namenode(a) => serve::run(a, serve::Role::NameNode).await,
+            Cmd::Admin(a) => admin::run(a).await,
             Cmd::Bench { what } => bench::run(what).await,
         }
     })

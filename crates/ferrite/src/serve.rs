@@ -24,7 +24,7 @@ pub struct ServeArgs {
     /// DataNodes to run in `local` (accepted now; DataNodes arrive in a later issue).
     #[arg(long, default_value_t = 3)]
     pub datanodes: u32,
-    /// Extra journal directories (accepted now; the journal arrives in a later issue).
+    /// An extra journal directory (repeatable), for example on another disk or NFS.
     #[arg(long = "journal-dir")]
     pub journal_dirs: Vec<PathBuf>,
     /// Address to listen on.
@@ -55,6 +55,13 @@ pub fn load_config(args: &ServeArgs) -> anyhow::Result<Config> {
     if cfg.name_dirs.is_empty() {
         cfg.name_dirs.push(args.data.join("name"));
     }
+    if !args.journal_dirs.is_empty() {
+        // Extra journal directories join the configured ones (by default the name dirs).
+        if cfg.edits_dirs.is_empty() {
+            cfg.edits_dirs = cfg.name_dirs.clone();
+        }
+        cfg.edits_dirs.extend(args.journal_dirs.iter().cloned());
+    }
     Ok(cfg)
 }
 
@@ -80,9 +87,17 @@ pub async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
         writeln!(out, "ready hdfs://127.0.0.1:{port}")?;
         out.flush()?;
     }
-    wait_for_signal().await;
+    let fatal = nn.fatal.clone();
+    tokio::select! {
+        _ = wait_for_signal() => {}
+        _ = fatal.cancelled() => {}
+    }
+    let failed = nn.fatal.is_cancelled();
     info!("shutting down");
     nn.shutdown().await;
+    if failed {
+        anyhow::bail!("the NameNode stopped because no journal directory is usable");
+    }
     Ok(())
 }
 

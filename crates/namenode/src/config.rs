@@ -51,6 +51,20 @@ pub struct Config {
     pub retry_cache_expiry_ms: u64,
     /// `ferrite.namenode.retrycache.max-entries`: the cap Hadoop expresses as a heap percentage.
     pub retry_cache_max_entries: usize,
+    /// `dfs.namenode.edits.dir` (plus `--journal-dir`); empty means the name directories.
+    pub edits_dirs: Vec<PathBuf>,
+    /// `dfs.namenode.checkpoint.txns`: take an image after this many transactions.
+    pub checkpoint_txns: u64,
+    /// `dfs.namenode.checkpoint.period`: … or after this many seconds.
+    pub checkpoint_period_sec: u64,
+    /// `dfs.namenode.num.checkpoints.retained`
+    pub checkpoints_retained: usize,
+    /// `ferrite.journal.segment.bytes`
+    pub journal_segment_bytes: u64,
+    /// `ferrite.journal.segment.txns`
+    pub journal_segment_txns: u64,
+    /// `ferrite.journal.preallocate.bytes`
+    pub journal_prealloc_bytes: u64,
 }
 
 impl Default for Config {
@@ -77,6 +91,13 @@ impl Default for Config {
             retry_cache_enabled: true,
             retry_cache_expiry_ms: 600_000,
             retry_cache_max_entries: 1 << 20,
+            edits_dirs: Vec::new(),
+            checkpoint_txns: 1_000_000,
+            checkpoint_period_sec: 3600,
+            checkpoints_retained: 2,
+            journal_segment_bytes: 128 << 20,
+            journal_segment_txns: 1_000_000,
+            journal_prealloc_bytes: 4 << 20,
         }
     }
 }
@@ -93,6 +114,15 @@ pub enum ConfigError {
     BadPair(String),
     #[error("reading {path}: {why}")]
     File { path: PathBuf, why: String },
+}
+
+/// A comma-separated directory list; `file://` prefixes are accepted as Hadoop writes them.
+fn dir_list(value: &str) -> Vec<PathBuf> {
+    value
+        .split(',')
+        .map(|d| PathBuf::from(d.trim().trim_start_matches("file://")))
+        .filter(|p| !p.as_os_str().is_empty())
+        .collect()
 }
 
 /// Parses `128m`, `1g`, `4096` (Hadoop's size suffixes k, m, g, t, p).
@@ -160,12 +190,17 @@ impl Config {
                 "hadoop.user.group.static.mapping.overrides" => {
                     self.static_groups = value.trim().into()
                 }
-                "dfs.namenode.name.dir" => {
-                    self.name_dirs = value
-                        .split(',')
-                        .map(|d| PathBuf::from(d.trim().trim_start_matches("file://")))
-                        .filter(|p| !p.as_os_str().is_empty())
-                        .collect()
+                "dfs.namenode.name.dir" => self.name_dirs = dir_list(value),
+                "dfs.namenode.edits.dir" => self.edits_dirs = dir_list(value),
+                "dfs.namenode.checkpoint.txns" => self.checkpoint_txns = num()?.max(1),
+                "dfs.namenode.checkpoint.period" => self.checkpoint_period_sec = num()?.max(1),
+                "dfs.namenode.num.checkpoints.retained" => {
+                    self.checkpoints_retained = (num()? as usize).max(1)
+                }
+                "ferrite.journal.segment.bytes" => self.journal_segment_bytes = size()?.max(4096),
+                "ferrite.journal.segment.txns" => self.journal_segment_txns = num()?.max(1),
+                "ferrite.journal.preallocate.bytes" => {
+                    self.journal_prealloc_bytes = size()?.max(4096)
                 }
                 "fs.defaultFS" | "fs.default.name" => self.default_fs = Some(value.trim().into()),
                 "dfs.namenode.enable.retrycache" => self.retry_cache_enabled = boolean()?,

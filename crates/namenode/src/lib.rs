@@ -4,10 +4,12 @@
 //! [`rpc`] maps ClientNamenodeProtocol onto it through the IPC router; [`server`] wires the
 //! listener, background tasks (lease monitor, trash emptier) and configuration together.
 
+pub mod checkpoint;
 pub mod config;
 pub mod error;
 pub mod groups;
 pub mod identity;
+pub mod journal;
 pub mod leases;
 pub mod namespace;
 pub mod rpc;

@@ -64,6 +64,7 @@ pub fn router(state: Nn) -> Router<NnState> {
         .method(p, "setReplication", K::WRITE, set_replication)
         .method(p, "renewLease", K::WRITE, renew_lease)
         .method(p, "recoverLease", K::WRITE, recover_lease);
+    r.method(p, "saveNamespace", K::ADMIN, save_namespace);
     // NamenodeProtocol: NNThroughputBenchmark asks for the block pool id this way.
     r.method(
         NAMENODE_PROTOCOL,
@@ -348,7 +349,8 @@ async fn mkdirs(nn: Nn, ctx: CallCtx, req: MkdirsRequestProto) -> Res<MkdirsResp
                 now,
             )?,
         ))
-    })?;
+    })
+    .await?;
     Ok(MkdirsResponseProto { result: true })
 }
 
@@ -404,7 +406,8 @@ async fn create(nn: Nn, ctx: CallCtx, req: CreateRequestProto) -> Res<CreateResp
         block_size: req.block_size,
     };
     let now = crate::state::now_ms();
-    nn.commit(|ns| Ok(((), ns.plan_create(&caller, &args, now)?)))?;
+    nn.commit(|ns| Ok(((), ns.plan_create(&caller, &args, now)?)))
+        .await?;
     let st = nn.ns.read().get_file_info(&caller, &req.src)?;
     Ok(CreateResponseProto {
         fs: st.as_ref().map(status_proto),
@@ -421,7 +424,9 @@ async fn complete(nn: Nn, _: CallCtx, req: CompleteRequestProto) -> Res<Complete
     }
     let now = crate::state::now_ms();
     let file_id = req.file_id.unwrap_or(0);
-    let done = nn.commit(|ns| ns.plan_complete(&req.src, &req.client_name, file_id, now))?;
+    let done = nn
+        .commit(|ns| ns.plan_complete(&req.src, &req.client_name, file_id, now))
+        .await?;
     Ok(CompleteResponseProto { result: done })
 }
 
@@ -447,12 +452,14 @@ async fn fsync(nn: Nn, _: CallCtx, req: FsyncRequestProto) -> Res<FsyncResponseP
 async fn rename(nn: Nn, ctx: CallCtx, req: RenameRequestProto) -> Res<RenameResponseProto> {
     let caller = nn.caller(&ctx.user);
     let now = crate::state::now_ms();
-    let ok = nn.commit(|ns| {
-        Ok(match ns.plan_rename(&caller, &req.src, &req.dst, now)? {
-            Some(ops) => (true, ops),
-            None => (false, Vec::new()),
+    let ok = nn
+        .commit(|ns| {
+            Ok(match ns.plan_rename(&caller, &req.src, &req.dst, now)? {
+                Some(ops) => (true, ops),
+                None => (false, Vec::new()),
+            })
         })
-    })?;
+        .await?;
     Ok(RenameResponseProto { result: ok })
 }
 
@@ -464,21 +471,24 @@ async fn rename2(nn: Nn, ctx: CallCtx, req: Rename2RequestProto) -> Res<Rename2R
             (),
             ns.plan_rename2(&caller, &req.src, &req.dst, req.overwrite_dest, now)?,
         ))
-    })?;
+    })
+    .await?;
     Ok(Rename2ResponseProto {})
 }
 
 async fn delete(nn: Nn, ctx: CallCtx, req: DeleteRequestProto) -> Res<DeleteResponseProto> {
     let caller = nn.caller(&ctx.user);
     let now = crate::state::now_ms();
-    let ok = nn.commit(|ns| {
-        Ok(
-            match ns.plan_delete(&caller, &req.src, req.recursive, now)? {
-                Some(ops) => (true, ops),
-                None => (false, Vec::new()),
-            },
-        )
-    })?;
+    let ok = nn
+        .commit(|ns| {
+            Ok(
+                match ns.plan_delete(&caller, &req.src, req.recursive, now)? {
+                    Some(ops) => (true, ops),
+                    None => (false, Vec::new()),
+                },
+            )
+        })
+        .await?;
     Ok(DeleteResponseProto { result: ok })
 }
 
@@ -493,7 +503,8 @@ async fn set_permission(
             (),
             ns.plan_set_permission(&caller, &req.src, perm_bits(&req.permission))?,
         ))
-    })?;
+    })
+    .await?;
     Ok(SetPermissionResponseProto {})
 }
 
@@ -506,7 +517,8 @@ async fn set_owner(nn: Nn, ctx: CallCtx, req: SetOwnerRequestProto) -> Res<SetOw
     if owner.is_none() && group.is_none() {
         return Err(FsError::Io("Both the user name and the group name are null".into()).into());
     }
-    nn.commit(|ns| Ok(((), ns.plan_set_owner(&caller, &req.src, owner, group)?)))?;
+    nn.commit(|ns| Ok(((), ns.plan_set_owner(&caller, &req.src, owner, group)?)))
+        .await?;
     Ok(SetOwnerResponseProto {})
 }
 
@@ -515,7 +527,8 @@ async fn set_times(nn: Nn, ctx: CallCtx, req: SetTimesRequestProto) -> Res<SetTi
     // -1 (sent as u64::MAX) leaves a time unchanged.
     let keep = |t: u64| (t as i64 >= 0).then_some(t as i64);
     let (m, a) = (keep(req.mtime), keep(req.atime));
-    nn.commit(|ns| Ok(((), ns.plan_set_times(&caller, &req.src, m, a)?)))?;
+    nn.commit(|ns| Ok(((), ns.plan_set_times(&caller, &req.src, m, a)?)))
+        .await?;
     Ok(SetTimesResponseProto {})
 }
 
@@ -526,12 +539,14 @@ async fn set_replication(
 ) -> Res<SetReplicationResponseProto> {
     let caller = nn.caller(&ctx.user);
     let r = check_create_limits(&nn, &req.src, req.replication, nn.cfg.min_block_size)?;
-    let ok = nn.commit(|ns| {
-        Ok(match ns.plan_set_replication(&caller, &req.src, r)? {
-            Some(ops) => (true, ops),
-            None => (false, Vec::new()),
+    let ok = nn
+        .commit(|ns| {
+            Ok(match ns.plan_set_replication(&caller, &req.src, r)? {
+                Some(ops) => (true, ops),
+                None => (false, Vec::new()),
+            })
         })
-    })?;
+        .await?;
     Ok(SetReplicationResponseProto { result: ok })
 }
 
@@ -553,23 +568,25 @@ async fn recover_lease(
 ) -> Res<RecoverLeaseResponseProto> {
     let caller = nn.caller(&ctx.user);
     let now = crate::state::now_ms();
-    let closed = nn.commit(|ns| {
-        let st = ns.file_status(&caller, &req.src)?;
-        if !st.under_construction {
-            return Ok((true, Vec::new()));
-        }
-        let slot = ns.existing(&req.src)?;
-        ns.check_access(&caller, slot, crate::namespace::perm::WRITE)?;
-        // Files have no blocks yet, so recovery closes them at once.
-        Ok((
-            true,
-            vec![crate::namespace::Op::Close {
-                path: req.src.clone(),
-                mtime: now,
-                len: st.len,
-            }],
-        ))
-    })?;
+    let closed = nn
+        .commit(|ns| {
+            let st = ns.file_status(&caller, &req.src)?;
+            if !st.under_construction {
+                return Ok((true, Vec::new()));
+            }
+            let slot = ns.existing(&req.src)?;
+            ns.check_access(&caller, slot, crate::namespace::perm::WRITE)?;
+            // Files have no blocks yet, so recovery closes them at once.
+            Ok((
+                true,
+                vec![crate::namespace::Op::Close {
+                    path: req.src.clone(),
+                    mtime: now,
+                    len: st.len,
+                }],
+            ))
+        })
+        .await?;
     Ok(RecoverLeaseResponseProto { result: closed })
 }
 
@@ -594,4 +611,24 @@ async fn version_request(nn: Nn, _: CallCtx, _: VersionRequestProto) -> Res<Vers
             capabilities: Some(1),
         },
     })
+}
+
+async fn save_namespace(
+    nn: Nn,
+    _: CallCtx,
+    _: SaveNamespaceRequestProto,
+) -> Res<SaveNamespaceResponseProto> {
+    // As in HDFS: an image is only taken while mutations are held off.
+    if !nn.in_safe_mode() {
+        return Err(FsError::Io(
+            "Safe mode should be turned ON in order to create namespace image.".into(),
+        )
+        .into());
+    }
+    let state = nn.clone();
+    tokio::task::spawn_blocking(move || state.save_namespace())
+        .await
+        .map_err(|e| FsError::Io(format!("checkpoint task failed: {e}")))?
+        .map_err(|e| FsError::Io(format!("saving the namespace failed: {e}")))?;
+    Ok(SaveNamespaceResponseProto { saved: Some(true) })
 }

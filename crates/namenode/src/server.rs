@@ -1,23 +1,26 @@
-//! Starting and stopping a NameNode: the IPC listener plus its background tasks (lease
-//! monitor, trash emptier). The caller binds the listener, so tests and `--port 0` get an
-//! ephemeral port.
+//! Starting and stopping a NameNode: load the newest image and replay the journal, then
+//! serve IPC with the background tasks (lease monitor, trash emptier, checkpointer). The
+//! caller binds the listener, so tests and `--port 0` get an ephemeral port.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ferrite_ipc::server::{self, ServerConfig, ServerHandle};
 use ferrite_ipc::Router;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
+use crate::checkpoint;
 use crate::config::Config;
 use crate::groups::GroupMapping;
 use crate::identity::Identity;
-use crate::namespace::{Caller, Op};
-use crate::state::{now_ms, NnState};
+use crate::journal::{recover, Journal, JournalConfig};
+use crate::namespace::{Caller, Namespace, Op};
+use crate::state::{now_ms, NnState, StartupReport, Storage};
 use crate::trash::{self, TrashAction};
 
 pub struct NameNode;
@@ -26,6 +29,8 @@ pub struct NameNodeHandle {
     pub addr: SocketAddr,
     pub state: Arc<NnState>,
     pub router: Arc<Router<NnState>>,
+    /// Fires if the NameNode must stop on its own (every journal directory failed).
+    pub fatal: CancellationToken,
     ipc: ServerHandle,
     cancel: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
@@ -53,16 +58,86 @@ pub fn current_user() -> String {
         .unwrap_or_else(|| format!("uid{uid}"))
 }
 
+fn io_err(e: impl std::fmt::Display) -> std::io::Error {
+    std::io::Error::other(e.to_string())
+}
+
+/// Loads the namespace (newest valid image + journal replay) and starts the journal.
+pub fn load_storage(
+    cfg: &Config,
+    superuser: &str,
+    fatal: CancellationToken,
+) -> std::io::Result<Storage> {
+    let name_dirs = cfg.name_dirs.clone();
+    let journal_dirs = if cfg.edits_dirs.is_empty() {
+        name_dirs.clone()
+    } else {
+        cfg.edits_dirs.clone()
+    };
+    if name_dirs.is_empty() {
+        let ns = Namespace::new(superuser, &cfg.superuser_group, now_ms());
+        return Ok(Storage {
+            ns,
+            journal: None,
+            name_dirs,
+            journal_dirs,
+            startup: StartupReport::default(),
+        });
+    }
+    let started = Instant::now();
+    let (mut ns, image_txid) = match checkpoint::load_newest(&name_dirs).map_err(io_err)? {
+        Some((ns, txid, path)) => {
+            info!(image = %path.display(), txid, inodes = ns.inode_count(), "checkpoint image loaded");
+            (ns, txid)
+        }
+        None => (Namespace::new(superuser, &cfg.superuser_group, now_ms()), 0),
+    };
+    let replayed = recover::replay(&journal_dirs, image_txid, |_, op| {
+        ns.apply(op).map(|_| ()).map_err(|e| e.to_string())
+    })
+    .map_err(io_err)?;
+    recover::close_in_progress(&journal_dirs)?;
+    let startup = StartupReport {
+        image_txid,
+        edits_replayed: replayed.edits,
+        last_txid: replayed.last_txid,
+        millis: started.elapsed().as_millis() as u64,
+    };
+    info!(
+        millis = startup.millis,
+        image_txid,
+        edits_replayed = startup.edits_replayed,
+        segments = replayed.segments,
+        last_txid = startup.last_txid,
+        inodes = ns.inode_count(),
+        "namespace loaded"
+    );
+    let jcfg = JournalConfig {
+        dirs: journal_dirs.clone(),
+        segment_max_bytes: cfg.journal_segment_bytes,
+        segment_max_txns: cfg.journal_segment_txns,
+        prealloc_chunk: cfg.journal_prealloc_bytes,
+    };
+    let journal = Journal::start(jcfg, replayed.last_txid, move |msg| {
+        error!("stopping the NameNode: {msg}");
+        fatal.cancel();
+    })
+    .map_err(io_err)?;
+    Ok(Storage {
+        ns,
+        journal: Some(journal),
+        name_dirs,
+        journal_dirs,
+        startup,
+    })
+}
+
 impl NameNode {
     /// Serves on `listener` until [`NameNodeHandle::shutdown`].
     pub async fn start(cfg: Config, listener: TcpListener) -> std::io::Result<NameNodeHandle> {
         let addr = listener.local_addr()?;
         let superuser = current_user();
         let groups = GroupMapping::from_host(&cfg.static_groups);
-        let ipc_cfg = ServerConfig {
-            max_frame_len: cfg.max_frame_len,
-            ..Default::default()
-        };
         let identity = match cfg.name_dirs.first() {
             Some(dir) => {
                 std::fs::create_dir_all(dir)?;
@@ -70,7 +145,24 @@ impl NameNode {
             }
             None => Identity::generate(u64::from(addr.port()) << 20 ^ now_ms() as u64, now_ms()),
         };
-        let state = Arc::new(NnState::new(cfg, superuser.clone(), groups, identity));
+        let fatal = CancellationToken::new();
+        let storage = {
+            let (cfg, user, fatal) = (cfg.clone(), superuser.clone(), fatal.clone());
+            tokio::task::spawn_blocking(move || load_storage(&cfg, &user, fatal))
+                .await
+                .map_err(io_err)??
+        };
+        let ipc_cfg = ServerConfig {
+            max_frame_len: cfg.max_frame_len,
+            ..Default::default()
+        };
+        let state = Arc::new(NnState::new(
+            cfg,
+            superuser.clone(),
+            groups,
+            identity,
+            storage,
+        ));
         let router = Arc::new(crate::rpc::router(state.clone()));
         let ipc = server::spawn(listener, router.clone(), ipc_cfg);
         let cancel = CancellationToken::new();
@@ -78,11 +170,15 @@ impl NameNode {
         if state.cfg.trash_interval_min > 0 {
             tasks.push(tokio::spawn(trash_emptier(state.clone(), cancel.clone())));
         }
+        if state.journal.is_some() {
+            tasks.push(tokio::spawn(checkpointer(state.clone(), cancel.clone())));
+        }
         info!(%addr, %superuser, "NameNode serving");
         Ok(NameNodeHandle {
             addr,
             state,
             router,
+            fatal,
             ipc,
             cancel,
             tasks,
@@ -91,12 +187,26 @@ impl NameNode {
 }
 
 impl NameNodeHandle {
+    /// Stops serving, syncs and closes the journal, and saves a checkpoint image.
     pub async fn shutdown(self) {
         self.cancel.cancel();
         self.ipc.shutdown().await;
         for t in self.tasks {
             let _ = t.await;
         }
+        let state = self.state.clone();
+        let healthy = !self.fatal.is_cancelled();
+        let _ = tokio::task::spawn_blocking(move || {
+            if healthy {
+                if let Err(e) = state.save_namespace() {
+                    warn!(error = %e, "checkpoint at shutdown failed; the journal still has every edit");
+                }
+            }
+            if let Some(j) = &state.journal {
+                j.close();
+            }
+        })
+        .await;
     }
 }
 
@@ -105,27 +215,29 @@ async fn lease_monitor(nn: Arc<NnState>, cancel: CancellationToken) {
     let hard_ms = nn.cfg.lease_hard_limit_sec as i64 * 1000;
     loop {
         tokio::select! {
-            _ = tokio::time::sleep(Duration::from_secs(2)) => {}
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
             _ = cancel.cancelled() => return,
         }
         let expired = nn.leases.lock().expired(now_ms(), hard_ms);
         for (holder, files) in expired {
             for id in files {
                 let now = now_ms();
-                let result = nn.commit(|ns| {
-                    let Some(slot) = ns.open_file_slot(id) else {
-                        return Ok(((), Vec::new()));
-                    };
-                    let len = ns.inode(slot).file().map(|f| f.len).unwrap_or(0);
-                    Ok((
-                        (),
-                        vec![Op::Close {
-                            path: ns.path_of(slot),
-                            mtime: now,
-                            len,
-                        }],
-                    ))
-                });
+                let result = nn
+                    .commit(|ns| {
+                        let Some(slot) = ns.open_file_slot(id) else {
+                            return Ok(((), Vec::new()));
+                        };
+                        let len = ns.inode(slot).file().map(|f| f.len).unwrap_or(0);
+                        Ok((
+                            (),
+                            vec![Op::Close {
+                                path: ns.path_of(slot),
+                                mtime: now,
+                                len,
+                            }],
+                        ))
+                    })
+                    .await;
                 match result {
                     Ok(()) => info!(%holder, file_id = id, "lease expired; file closed"),
                     Err(e) => warn!(%holder, file_id = id, error = %e, "lease recovery failed"),
@@ -154,29 +266,67 @@ async fn trash_emptier(nn: Arc<NnState>, cancel: CancellationToken) {
             _ = tokio::time::sleep(Duration::from_secs(every * 60)) => {}
             _ = cancel.cancelled() => return,
         }
-        run_trash_once(&nn, now_ms(), interval_ms);
+        run_trash_once(&nn, now_ms(), interval_ms).await;
     }
 }
 
 /// One emptier pass; public so tests can drive it with a chosen time.
-pub fn run_trash_once(nn: &NnState, now: i64, interval_ms: i64) {
+pub async fn run_trash_once(nn: &NnState, now: i64, interval_ms: i64) {
     let su = Caller::superuser(&nn.superuser);
     let actions = trash::plan(&nn.ns.read(), now, interval_ms);
     for action in actions {
         let result = match &action {
-            TrashAction::Delete { path } => nn.commit(|ns| {
-                Ok((
-                    (),
-                    ns.plan_delete(&su, path, true, now)?.unwrap_or_default(),
-                ))
-            }),
+            TrashAction::Delete { path } => {
+                nn.commit(|ns| {
+                    Ok((
+                        (),
+                        ns.plan_delete(&su, path, true, now)?.unwrap_or_default(),
+                    ))
+                })
+                .await
+            }
             TrashAction::Checkpoint { from, to } => {
                 nn.commit(|ns| Ok(((), ns.plan_rename2(&su, from, to, false, now)?)))
+                    .await
             }
         };
         match result {
             Ok(()) => info!(?action, "trash"),
             Err(e) => warn!(?action, error = %e, "trash emptier step failed"),
         }
+    }
+}
+
+/// Saves an image every `dfs.namenode.checkpoint.txns` transactions or
+/// `dfs.namenode.checkpoint.period` seconds, whichever comes first.
+async fn checkpointer(nn: Arc<NnState>, cancel: CancellationToken) {
+    let period = Duration::from_secs(nn.cfg.checkpoint_period_sec);
+    let mut last = Instant::now();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(1).min(period)) => {}
+            _ = cancel.cancelled() => return,
+        }
+        let due = nn.txns_since_image() >= nn.cfg.checkpoint_txns
+            || (last.elapsed() >= period && nn.txns_since_image() > 0);
+        if !due {
+            continue;
+        }
+        last = Instant::now();
+        let state = nn.clone();
+        match tokio::task::spawn_blocking(move || state.save_namespace()).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => warn!(error = %e, "periodic checkpoint failed"),
+            Err(e) => warn!(error = %e, "checkpoint task panicked"),
+        }
+    }
+}
+
+/// Every journal directory the configuration names (for tools and tests).
+pub fn journal_dirs(cfg: &Config) -> Vec<PathBuf> {
+    if cfg.edits_dirs.is_empty() {
+        cfg.name_dirs.clone()
+    } else {
+        cfg.edits_dirs.clone()
     }
 }

@@ -1,20 +1,24 @@
 //! The NameNode's shared state and its single mutation path.
 //!
 //! Every namespace change goes through [`NnState::commit`]: plan under the write lock, apply
-//! each record, keep leases in step. The journal (next issue) appends the records here,
-//! under the lock, and the caller waits for durability after the lock is released.
+//! each record, append it to the journal, keep leases in step; then, after the lock is
+//! released, wait until the journal has the records on disk. Only then does the caller
+//! answer the client.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use ferrite_ipc::{CallCtx, MethodKind, RpcError, Service};
 use parking_lot::{Mutex, RwLock};
-use tracing::error;
+use tracing::{error, info};
 
+use crate::checkpoint;
 use crate::config::Config;
 use crate::error::FsError;
 use crate::groups::GroupMapping;
 use crate::identity::Identity;
+use crate::journal::{recover, Journal};
 use crate::leases::Leases;
 use crate::namespace::{Caller, Namespace, Op};
 
@@ -26,6 +30,15 @@ pub fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
+/// What start-up did, for logs and `ferrite admin report`.
+#[derive(Clone, Debug, Default)]
+pub struct StartupReport {
+    pub image_txid: u64,
+    pub edits_replayed: u64,
+    pub last_txid: u64,
+    pub millis: u64,
+}
+
 pub struct NnState {
     pub ns: RwLock<Namespace>,
     pub leases: Mutex<Leases>,
@@ -34,19 +47,48 @@ pub struct NnState {
     pub superuser: String,
     pub groups: GroupMapping,
     pub identity: Identity,
+    /// `None` only for a NameNode configured without any directory (memory only).
+    pub journal: Option<Journal>,
+    pub name_dirs: Vec<PathBuf>,
+    pub journal_dirs: Vec<PathBuf>,
+    pub startup: StartupReport,
+    last_image_txid: AtomicU64,
     safe_mode: AtomicBool,
 }
 
+pub struct Storage {
+    pub ns: Namespace,
+    pub journal: Option<Journal>,
+    pub name_dirs: Vec<PathBuf>,
+    pub journal_dirs: Vec<PathBuf>,
+    pub startup: StartupReport,
+}
+
 impl NnState {
-    pub fn new(cfg: Config, superuser: String, groups: GroupMapping, identity: Identity) -> Self {
-        let ns = Namespace::new(&superuser, &cfg.superuser_group, now_ms());
+    pub fn new(
+        cfg: Config,
+        superuser: String,
+        groups: GroupMapping,
+        identity: Identity,
+        storage: Storage,
+    ) -> Self {
+        let mut leases = Leases::default();
+        let now = now_ms();
+        for (id, holder) in storage.ns.open_files() {
+            leases.add(&holder, id, now);
+        }
         NnState {
-            ns: RwLock::new(ns),
-            leases: Mutex::new(Leases::default()),
+            last_image_txid: AtomicU64::new(storage.startup.image_txid),
+            ns: RwLock::new(storage.ns),
+            leases: Mutex::new(leases),
             cfg,
             superuser,
             groups,
             identity,
+            journal: storage.journal,
+            name_dirs: storage.name_dirs,
+            journal_dirs: storage.journal_dirs,
+            startup: storage.startup,
             safe_mode: AtomicBool::new(false),
         }
     }
@@ -74,23 +116,83 @@ impl NnState {
         self.safe_mode.store(on, Ordering::SeqCst);
     }
 
-    /// Plans a mutation under the write lock and applies the records it returns.
-    pub fn commit<T>(
+    /// Plans a mutation under the write lock, applies and journals the records it returns,
+    /// and waits (outside the lock) until they are durable.
+    pub async fn commit<T>(
         &self,
         plan: impl FnOnce(&Namespace) -> Result<(T, Vec<Op>), FsError>,
     ) -> Result<T, FsError> {
-        let now = now_ms();
-        let mut ns = self.ns.write();
-        let (out, ops) = plan(&ns)?;
-        for op in &ops {
-            let fx = ns.apply(op).map_err(|e| {
-                // A planned record that does not apply is a bug; refuse loudly, keep serving.
-                error!(?op, error = %e, "planned operation failed to apply");
-                FsError::Io(format!("internal error applying {op:?}: {e}"))
-            })?;
-            self.leases.lock().on_op(op, &fx.closed_files, now);
+        let (out, wait_for) = {
+            let now = now_ms();
+            let mut ns = self.ns.write();
+            let (out, ops) = plan(&ns)?;
+            for op in &ops {
+                let fx = ns.apply(op).map_err(|e| {
+                    // A planned record that does not apply is a bug; refuse loudly, keep serving.
+                    error!(?op, error = %e, "planned operation failed to apply");
+                    FsError::Io(format!("internal error applying {op:?}: {e}"))
+                })?;
+                if let Some(j) = &self.journal {
+                    j.append(op);
+                }
+                self.leases.lock().on_op(op, &fx.closed_files, now);
+            }
+            // Even an answer that changed nothing may rest on records not yet durable (another
+            // client's mkdir, say), so wait for everything appended so far.
+            (out, self.journal.as_ref().map(|j| j.last_appended()))
+        };
+        if let (Some(j), Some(txid)) = (&self.journal, wait_for) {
+            j.wait_synced(txid)
+                .await
+                .map_err(|e| FsError::Io(e.to_string()))?;
         }
         Ok(out)
+    }
+
+    /// Writes a checkpoint image of the current namespace to every name directory, prunes
+    /// old images and the journal segments they make unnecessary. Blocking: run it off the
+    /// async workers. Returns the image's txid.
+    pub fn save_namespace(&self) -> std::io::Result<u64> {
+        let Some(journal) = &self.journal else {
+            return Ok(0);
+        };
+        let started = std::time::Instant::now();
+        let (image, txid) = {
+            // Appends happen under the write lock, so while we hold the read lock the
+            // namespace is exactly the state as of `last_appended`.
+            let ns = self.ns.read();
+            let txid = journal.last_appended();
+            (ns.encode_image(txid), txid)
+        };
+        checkpoint::save(&self.name_dirs, &image, txid)?;
+        self.last_image_txid.store(txid, Ordering::SeqCst);
+        if let Some(oldest) = checkpoint::prune(&self.name_dirs, self.cfg.checkpoints_retained) {
+            let purged = recover::purge_before(&self.journal_dirs, oldest + 1);
+            if purged > 0 {
+                info!(
+                    purged,
+                    before_txid = oldest + 1,
+                    "journal segments covered by retained images removed"
+                );
+            }
+        }
+        info!(
+            txid,
+            bytes = image.len(),
+            millis = started.elapsed().as_millis() as u64,
+            "checkpoint image saved"
+        );
+        Ok(txid)
+    }
+
+    /// Transactions journaled since the last image.
+    pub fn txns_since_image(&self) -> u64 {
+        let last = self
+            .journal
+            .as_ref()
+            .map(|j| j.last_appended())
+            .unwrap_or(0);
+        last.saturating_sub(self.last_image_txid.load(Ordering::SeqCst))
     }
 }
 

@@ -27,9 +27,10 @@ async fn trash_emptier_checkpoints_then_expires() {
             ns.plan_mkdirs(&su, "/user/alice/.Trash/Current/d", 0o700, true, 0)?,
         ))
     })
+    .await
     .unwrap();
     let now = 1_795_317_163_000; // 2026-11-22 03:12:43 UTC
-    run_trash_once(&st, now, 3_600_000);
+    run_trash_once(&st, now, 3_600_000).await;
     {
         let ns = st.ns.read();
         assert!(ns
@@ -42,14 +43,14 @@ async fn trash_emptier_checkpoints_then_expires() {
             .is_some());
     }
     // Within the interval the checkpoint stays; after it, it goes.
-    run_trash_once(&st, now + 1_800_000, 3_600_000);
+    run_trash_once(&st, now + 1_800_000, 3_600_000).await;
     assert!(st
         .ns
         .read()
         .get_file_info(&su, "/user/alice/.Trash/261122031243")
         .unwrap()
         .is_some());
-    run_trash_once(&st, now + 3_700_000, 3_600_000);
+    run_trash_once(&st, now + 3_700_000, 3_600_000).await;
     assert!(st
         .ns
         .read()

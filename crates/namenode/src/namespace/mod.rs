@@ -5,6 +5,7 @@
 //! [`Namespace::apply`] then performs each record. The RPC layer runs both under the
 //! namespace write lock and hands the records to the journal; replay calls `apply` alone.
 
+pub mod image;
 pub mod inode;
 pub mod names;
 pub mod ops;

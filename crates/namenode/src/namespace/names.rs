@@ -97,6 +97,19 @@ impl Interner {
     pub fn name(&self, id: u32) -> &str {
         &self.names[id as usize]
     }
+
+    /// Every string, in id order.
+    pub fn all(&self) -> &[String] {
+        &self.names
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
 }
 
 #[cfg(test)]

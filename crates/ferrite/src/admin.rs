@@ -1,0 +1,100 @@
+//! `ferrite admin`: operator commands over the NameNode's RPC port, as `hdfs dfsadmin` has.
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use ferrite_ipc::client::IpcClient;
+use ferrite_ipc::CLIENT_PROTOCOL;
+use ferrite_proto::hdfs::*;
+
+#[derive(Args)]
+pub struct AdminArgs {
+    /// NameNode (hdfs://HOST:PORT). Default: $FERRITE_FS, then fs.defaultFS from
+    /// $HADOOP_CONF_DIR/core-site.xml.
+    #[arg(long = "fs")]
+    fs: Option<String>,
+    #[command(subcommand)]
+    cmd: AdminCmd,
+}
+
+#[derive(Subcommand)]
+enum AdminCmd {
+    /// Safe mode: get, enter or leave.
+    Safemode {
+        #[arg(value_parser = ["get", "enter", "leave", "forceExit"])]
+        action: String,
+    },
+    /// Write a checkpoint image now (enters safe mode for the save if needed, as
+    /// `hdfs dfsadmin -saveNamespace` requires it, and leaves it again afterwards).
+    SaveNamespace,
+}
+
+/// Where to connect: --fs, then $FERRITE_FS, then fs.defaultFS from the Hadoop config.
+pub fn default_fs(explicit: Option<String>) -> anyhow::Result<std::net::SocketAddr> {
+    let url = explicit
+        .or_else(|| std::env::var("FERRITE_FS").ok())
+        .or_else(|| {
+            let dir = std::env::var_os("HADOOP_CONF_DIR")?;
+            let mut cfg = ferrite_namenode::Config::default();
+            cfg.apply_site_dir(std::path::Path::new(&dir)).ok()?;
+            cfg.default_fs
+        })
+        .context("no NameNode given: pass --fs hdfs://HOST:PORT or set FERRITE_FS")?;
+    let hostport = url.trim_start_matches("hdfs://").trim_end_matches('/');
+    std::net::ToSocketAddrs::to_socket_addrs(hostport)?
+        .next()
+        .with_context(|| format!("resolving {url}"))
+}
+
+fn user() -> String {
+    std::env::var("HADOOP_USER_NAME")
+        .or_else(|_| std::env::var("USER"))
+        .unwrap_or_else(|_| "root".into())
+}
+
+async fn safemode(c: &IpcClient, action: SafeModeActionProto) -> anyhow::Result<bool> {
+    let r: SetSafeModeResponseProto = c
+        .call(
+            "setSafeMode",
+            &SetSafeModeRequestProto {
+                action: action as i32,
+                checked: None,
+            },
+        )
+        .await?;
+    Ok(r.result)
+}
+
+pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
+    let addr = default_fs(args.fs)?;
+    let c = IpcClient::connect(addr, &user(), CLIENT_PROTOCOL).await?;
+    match args.cmd {
+        AdminCmd::Safemode { action } => {
+            let a = match action.as_str() {
+                "get" => SafeModeActionProto::SafemodeGet,
+                "enter" => SafeModeActionProto::SafemodeEnter,
+                "leave" => SafeModeActionProto::SafemodeLeave,
+                _ => SafeModeActionProto::SafemodeForceExit,
+            };
+            let on = safemode(&c, a).await?;
+            println!("Safe mode is {}", if on { "ON" } else { "OFF" });
+        }
+        AdminCmd::SaveNamespace => {
+            let was_on = safemode(&c, SafeModeActionProto::SafemodeGet).await?;
+            if !was_on {
+                safemode(&c, SafeModeActionProto::SafemodeEnter).await?;
+            }
+            let r = c
+                .call::<_, SaveNamespaceResponseProto>(
+                    "saveNamespace",
+                    &SaveNamespaceRequestProto::default(),
+                )
+                .await;
+            if !was_on {
+                safemode(&c, SafeModeActionProto::SafemodeLeave).await?;
+            }
+            r?;
+            println!("Save namespace successful");
+        }
+    }
+    Ok(())
+}

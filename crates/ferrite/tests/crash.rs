@@ -1,0 +1,460 @@
+//! Durability under `kill -9`: a real `ferrite namenode` process is killed at random points
+//! while concurrent clients create, rename and delete, then restarted, at least 20 times.
+//! After every restart each acknowledged operation must be there (and nothing else), and the
+//! namespace must be consistent. Also: journal directories that vanish, turn read-only or
+//! fill up mid-run.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferrite_ipc::client::IpcClient;
+use ferrite_ipc::CLIENT_PROTOCOL;
+use ferrite_proto::hdfs::*;
+use parking_lot::Mutex;
+
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+}
+
+fn start(data: &Path, extra: &[&str]) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ferrite"))
+        .args(["namenode", "--port", "0", "--data"])
+        .arg(data)
+        .args(extra)
+        .env("FERRITE_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn ferrite");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port: u16 = line
+        .trim()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap_or_else(|_| panic!("ready line {line:?}"));
+    Server {
+        child,
+        addr: ([127, 0, 0, 1], port).into(),
+    }
+}
+
+fn kill9(mut s: Server) {
+    s.child.kill().unwrap(); // SIGKILL
+    s.child.wait().unwrap();
+}
+
+fn user() -> String {
+    std::env::var("USER").unwrap_or_else(|_| "root".into())
+}
+
+async fn connect(addr: SocketAddr) -> IpcClient {
+    IpcClient::connect(addr, &user(), CLIENT_PROTOCOL)
+        .await
+        .unwrap()
+}
+
+async fn list(c: &IpcClient, dir: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut after = Vec::new();
+    loop {
+        let r: GetListingResponseProto = c
+            .call(
+                "getListing",
+                &GetListingRequestProto {
+                    src: dir.into(),
+                    start_after: after.clone(),
+                    need_location: false,
+                },
+            )
+            .await
+            .unwrap();
+        let Some(l) = r.dir_list else { return out };
+        for e in &l.partial_listing {
+            out.insert(String::from_utf8(e.path.clone()).unwrap());
+        }
+        after = l
+            .partial_listing
+            .last()
+            .map(|e| e.path.clone())
+            .unwrap_or_default();
+        if l.remaining_entries == 0 {
+            return out;
+        }
+    }
+}
+
+/// What one client knows about its own directory: names that must exist, and names whose
+/// fate is unknown because the server died before answering.
+#[derive(Default, Clone)]
+struct Model {
+    present: BTreeSet<String>,
+    unsure: BTreeSet<String>,
+    next: u64,
+}
+
+fn create_req(src: String, client: &str) -> CreateRequestProto {
+    CreateRequestProto {
+        src,
+        masked: FsPermissionProto { perm: 0o644 },
+        client_name: client.into(),
+        create_flag: 0x01,
+        create_parent: true,
+        replication: 1,
+        block_size: 128 << 20,
+        ..Default::default()
+    }
+}
+
+/// create f<n> + complete, rename f<n> → g<n>, delete g<n-2>; forever, until the server dies.
+async fn workload(addr: SocketAddr, k: usize, model: Arc<Mutex<Model>>) {
+    let Ok(c) = IpcClient::connect(addr, &user(), CLIENT_PROTOCOL).await else {
+        return;
+    };
+    let dir = format!("/w{k}");
+    let client = format!("crash-client-{k}-{}", model.lock().next);
+    loop {
+        let n = model.lock().next;
+        let (f, g) = (format!("f{n}"), format!("g{n}"));
+        model.lock().unsure.insert(f.clone());
+        if c.call::<_, CreateResponseProto>("create", &create_req(format!("{dir}/{f}"), &client))
+            .await
+            .is_err()
+        {
+            return;
+        }
+        let done = CompleteRequestProto {
+            src: format!("{dir}/{f}"),
+            client_name: client.clone(),
+            last: None,
+            file_id: None,
+        };
+        if c.call::<_, CompleteResponseProto>("complete", &done)
+            .await
+            .is_err()
+        {
+            return;
+        }
+        {
+            let mut m = model.lock();
+            m.unsure.remove(&f);
+            m.present.insert(f.clone());
+            m.unsure.insert(f.clone());
+            m.unsure.insert(g.clone());
+        }
+        let ren = Rename2RequestProto {
+            src: format!("{dir}/{f}"),
+            dst: format!("{dir}/{g}"),
+            overwrite_dest: false,
+            move_to_trash: None,
+        };
+        if c.call::<_, Rename2ResponseProto>("rename2", &ren)
+            .await
+            .is_err()
+        {
+            return;
+        }
+        {
+            let mut m = model.lock();
+            m.present.remove(&f);
+            m.present.insert(g.clone());
+            m.unsure.remove(&f);
+            m.unsure.remove(&g);
+        }
+        if n >= 2 {
+            let old = format!("g{}", n - 2);
+            model.lock().unsure.insert(old.clone());
+            let del = DeleteRequestProto {
+                src: format!("{dir}/{old}"),
+                recursive: false,
+            };
+            match c.call::<_, DeleteResponseProto>("delete", &del).await {
+                Ok(r) => {
+                    assert!(r.result, "acknowledged g{} must exist until deleted", n - 2);
+                    let mut m = model.lock();
+                    m.present.remove(&old);
+                    m.unsure.remove(&old);
+                }
+                Err(_) => return,
+            }
+        }
+        model.lock().next = n + 1;
+    }
+}
+
+/// Checks the restarted server against every client's model, then adopts what the server
+/// says about the names whose fate was unknown.
+async fn verify(addr: SocketAddr, models: &[Arc<Mutex<Model>>]) -> usize {
+    let c = connect(addr).await;
+    let mut checked = 0;
+    for (k, m) in models.iter().enumerate() {
+        let actual = list(&c, &format!("/w{k}")).await;
+        let mut m = m.lock();
+        for name in &m.present {
+            assert!(
+                actual.contains(name) || m.unsure.contains(name),
+                "client {k}: acknowledged {name} is missing after restart"
+            );
+        }
+        for name in &actual {
+            assert!(
+                m.present.contains(name) || m.unsure.contains(name),
+                "client {k}: {name} exists but was never acknowledged"
+            );
+        }
+        let unsure = std::mem::take(&mut m.unsure);
+        for name in unsure {
+            if actual.contains(&name) {
+                m.present.insert(name);
+            } else {
+                m.present.remove(&name);
+            }
+        }
+        // Never applied twice: a create or rename replayed twice would fail or duplicate;
+        // the live directory must hold exactly the model's names.
+        assert_eq!(actual, m.present, "client {k}");
+        checked += actual.len();
+        // The next round starts after every name this client ever used.
+        let max = actual
+            .iter()
+            .filter_map(|n| n[1..].parse::<u64>().ok())
+            .max()
+            .unwrap_or(0);
+        m.next = m.next.max(max + 1);
+    }
+    // Invariant: the summary of the root agrees with the listings.
+    let top = list(&c, "/").await;
+    let cs: GetContentSummaryResponseProto = c
+        .call(
+            "getContentSummary",
+            &GetContentSummaryRequestProto { path: "/".into() },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        cs.summary.file_count as usize, checked,
+        "file count of / matches the listings"
+    );
+    assert_eq!(
+        cs.summary.directory_count as usize,
+        1 + top.len(),
+        "directory count of / matches the listings"
+    );
+    checked
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_operations_survive_kill_9() {
+    let data = tempfile::tempdir().unwrap();
+    let extra = tempfile::tempdir().unwrap();
+    let extra_dir = extra.path().to_str().unwrap().to_string();
+    // Small segments and frequent images, so rolls, checkpoints and purges happen mid-crash too.
+    let args = [
+        "--journal-dir",
+        extra_dir.as_str(),
+        "--conf",
+        "ferrite.journal.segment.txns=300",
+        "--conf",
+        "dfs.namenode.checkpoint.txns=1500",
+    ];
+    let clients = 6;
+    let models: Vec<_> = (0..clients)
+        .map(|_| Arc::new(Mutex::new(Model::default())))
+        .collect();
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+    let mut total = 0;
+    for round in 0..20 {
+        let server = start(data.path(), &args);
+        if round > 0 {
+            total = verify(server.addr, &models).await;
+        }
+        let tasks: Vec<_> = models
+            .iter()
+            .enumerate()
+            .map(|(k, m)| tokio::spawn(workload(server.addr, k, m.clone())))
+            .collect();
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        tokio::time::sleep(Duration::from_millis(150 + rng % 450)).await;
+        kill9(server);
+        for t in tasks {
+            tokio::time::timeout(Duration::from_secs(20), t)
+                .await
+                .expect("client stops when the server dies")
+                .unwrap();
+        }
+    }
+    let server = start(data.path(), &args);
+    total = total.max(verify(server.addr, &models).await);
+    let ops: u64 = models.iter().map(|m| m.lock().next).sum();
+    assert!(ops > 200, "the workload made progress ({ops} rounds)");
+    kill9(server);
+    eprintln!(
+        "20 kill -9 restarts; {ops} create/rename/delete rounds; {total} files checked at the end"
+    );
+}
+
+/// Runs the workload for a while, then stops cleanly, and returns the final models.
+async fn run_for(addr: SocketAddr, models: &[Arc<Mutex<Model>>], ms: u64) {
+    let tasks: Vec<_> = models
+        .iter()
+        .enumerate()
+        .map(|(k, m)| tokio::spawn(workload(addr, k, m.clone())))
+        .collect();
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    for t in &tasks {
+        t.abort();
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+}
+
+fn mount_tmpfs(at: &Path, size: &str) -> bool {
+    std::fs::create_dir_all(at).unwrap();
+    Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+        .arg(at)
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn umount(at: &Path) {
+    let _ = Command::new("umount").arg("-l").arg(at).status();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn losing_journal_directories_keeps_serving_until_none_is_left() {
+    let data = tempfile::tempdir().unwrap();
+    let gone = tempfile::tempdir().unwrap();
+    let ro = tempfile::tempdir().unwrap();
+    let full = tempfile::tempdir().unwrap();
+    let ro_mnt = ro.path().join("mnt");
+    let full_mnt = full.path().join("mnt");
+    if !mount_tmpfs(&ro_mnt, "64m") || !mount_tmpfs(&full_mnt, "256k") {
+        umount(&ro_mnt);
+        panic!(
+            "this test needs to mount tmpfs (root with CAP_SYS_ADMIN), as the CI machines allow"
+        );
+    }
+    let gone_dir = gone.path().join("j");
+    let (g, r, f) = (
+        gone_dir.to_str().unwrap().to_string(),
+        ro_mnt.to_str().unwrap().to_string(),
+        full_mnt.to_str().unwrap().to_string(),
+    );
+    let args = [
+        "--journal-dir",
+        g.as_str(),
+        "--journal-dir",
+        r.as_str(),
+        "--journal-dir",
+        f.as_str(),
+        "--conf",
+        "ferrite.journal.segment.txns=200",
+        "--conf",
+        "ferrite.journal.preallocate.bytes=64k",
+    ];
+    let models: Vec<_> = (0..4)
+        .map(|_| Arc::new(Mutex::new(Model::default())))
+        .collect();
+    let mut server = start(data.path(), &args);
+    run_for(server.addr, &models, 300).await;
+    // One directory disappears (its next segment cannot be created), one turns read-only;
+    // the small one fills up by itself.
+    std::fs::remove_dir_all(&gone_dir).unwrap();
+    assert!(Command::new("mount")
+        .args(["-o", "remount,ro"])
+        .arg(&ro_mnt)
+        .status()
+        .unwrap()
+        .success());
+    run_for(server.addr, &models, 1500).await;
+    assert!(
+        server.child.try_wait().unwrap().is_none(),
+        "the NameNode keeps serving while one directory works"
+    );
+    let c = connect(server.addr).await;
+    let r: MkdirsResponseProto = c
+        .call(
+            "mkdirs",
+            &MkdirsRequestProto {
+                src: "/still-ok".into(),
+                masked: FsPermissionProto { perm: 0o755 },
+                create_parent: true,
+                unmasked: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert!(r.result);
+    drop(c);
+    kill9(server);
+    // Everything acknowledged is in the surviving directory.
+    server = start(data.path(), &[]);
+    verify(server.addr, &models).await;
+    let c = connect(server.addr).await;
+    let st: GetFileInfoResponseProto = c
+        .call(
+            "getFileInfo",
+            &GetFileInfoRequestProto {
+                src: "/still-ok".into(),
+            },
+        )
+        .await
+        .unwrap();
+    assert!(st.fs.is_some());
+    drop(c);
+    kill9(server);
+
+    // Now with only the read-only directory: the NameNode must stop, loudly, without
+    // acknowledging the edit it could not make durable.
+    let lonely = tempfile::tempdir().unwrap();
+    let mnt = lonely.path().join("mnt");
+    assert!(mount_tmpfs(&mnt, "64m"));
+    let conf = format!("dfs.namenode.edits.dir={}", mnt.display());
+    let mut s = start(data.path(), &["--conf", &conf]);
+    assert!(Command::new("mount")
+        .args(["-o", "remount,ro"])
+        .arg(&mnt)
+        .status()
+        .unwrap()
+        .success());
+    let c = connect(s.addr).await;
+    let mk = MkdirsRequestProto {
+        src: "/never-acked".into(),
+        masked: FsPermissionProto { perm: 0o755 },
+        create_parent: true,
+        unmasked: None,
+    };
+    let e = c
+        .call::<_, MkdirsResponseProto>("mkdirs", &mk)
+        .await
+        .unwrap_err();
+    eprintln!("mkdirs after the last journal dir failed: {e}");
+    let status = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if let Some(st) = s.child.try_wait().unwrap() {
+                return st;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the NameNode stops when no journal directory is left");
+    assert!(!status.success());
+    for m in [&ro_mnt, &full_mnt, &mnt] {
+        umount(m);
+    }
+}

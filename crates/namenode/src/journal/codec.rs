@@ -1,0 +1,473 @@
+//! Binary encoding of operation records and journal records.
+//!
+//! A journal record is `u32 LE length | u32 LE crc32c | u64 LE txid | op bytes`, where the
+//! length counts the txid and op bytes and the checksum covers them. An op is a one-byte tag
+//! followed by its fields; strings are `u32 length + UTF-8`, options a presence byte.
+//! Decoding never trusts a length: every read is bounds-checked and errors name the problem.
+
+use crate::namespace::Op;
+
+/// Bytes before a record's payload: length and checksum.
+pub const RECORD_PREFIX: usize = 8;
+/// A record longer than this is corrupt by definition (ops are small).
+pub const MAX_RECORD: usize = 1 << 20;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    #[error("record runs past the end of the data ({need} bytes needed, {have} left)")]
+    Short { need: usize, have: usize },
+    #[error("record length {0} is out of range")]
+    BadLength(usize),
+    #[error("checksum mismatch (stored {stored:#010x}, computed {computed:#010x})")]
+    Checksum { stored: u32, computed: u32 },
+    #[error("unknown op tag {0}")]
+    BadTag(u8),
+    #[error("invalid UTF-8 in a path or name")]
+    BadUtf8,
+    #[error("{0} trailing bytes after the op")]
+    Trailing(usize),
+}
+
+struct Writer<'a>(&'a mut Vec<u8>);
+
+impl Writer<'_> {
+    fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    fn u16(&mut self, v: u16) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn i64(&mut self, v: i64) {
+        self.u64(v as u64);
+    }
+    fn str(&mut self, s: &str) {
+        self.0.extend_from_slice(&(s.len() as u32).to_le_bytes());
+        self.0.extend_from_slice(s.as_bytes());
+    }
+    fn opt_str(&mut self, s: &Option<String>) {
+        match s {
+            Some(s) => {
+                self.u8(1);
+                self.str(s);
+            }
+            None => self.u8(0),
+        }
+    }
+    fn opt_i64(&mut self, v: Option<i64>) {
+        match v {
+            Some(v) => {
+                self.u8(1);
+                self.i64(v);
+            }
+            None => self.u8(0),
+        }
+    }
+}
+
+/// A bounds-checked cursor over untrusted bytes.
+pub struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(buf: &'a [u8]) -> Self {
+        Reader { buf, pos: 0 }
+    }
+    pub fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+    pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        if self.remaining() < n {
+            return Err(DecodeError::Short {
+                need: n,
+                have: self.remaining(),
+            });
+        }
+        let out = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(out)
+    }
+    pub fn u8(&mut self) -> Result<u8, DecodeError> {
+        Ok(self.bytes(1)?[0])
+    }
+    pub fn u16(&mut self) -> Result<u16, DecodeError> {
+        Ok(u16::from_le_bytes(
+            self.bytes(2)?.try_into().expect("2 bytes"),
+        ))
+    }
+    pub fn u32(&mut self) -> Result<u32, DecodeError> {
+        Ok(u32::from_le_bytes(
+            self.bytes(4)?.try_into().expect("4 bytes"),
+        ))
+    }
+    pub fn u64(&mut self) -> Result<u64, DecodeError> {
+        Ok(u64::from_le_bytes(
+            self.bytes(8)?.try_into().expect("8 bytes"),
+        ))
+    }
+    pub fn i64(&mut self) -> Result<i64, DecodeError> {
+        Ok(self.u64()? as i64)
+    }
+    pub fn str(&mut self) -> Result<String, DecodeError> {
+        let n = self.u32()? as usize;
+        if n > MAX_RECORD {
+            return Err(DecodeError::BadLength(n));
+        }
+        String::from_utf8(self.bytes(n)?.to_vec()).map_err(|_| DecodeError::BadUtf8)
+    }
+    fn opt_str(&mut self) -> Result<Option<String>, DecodeError> {
+        Ok(if self.u8()? != 0 {
+            Some(self.str()?)
+        } else {
+            None
+        })
+    }
+    fn opt_i64(&mut self) -> Result<Option<i64>, DecodeError> {
+        Ok(if self.u8()? != 0 {
+            Some(self.i64()?)
+        } else {
+            None
+        })
+    }
+}
+
+mod tag {
+    pub const MKDIR: u8 = 1;
+    pub const CREATE: u8 = 2;
+    pub const CLOSE: u8 = 3;
+    pub const RENAME: u8 = 4;
+    pub const DELETE: u8 = 5;
+    pub const SET_PERMISSION: u8 = 6;
+    pub const SET_OWNER: u8 = 7;
+    pub const SET_TIMES: u8 = 8;
+    pub const SET_REPLICATION: u8 = 9;
+}
+
+pub fn encode_op(op: &Op, out: &mut Vec<u8>) {
+    let mut w = Writer(out);
+    match op {
+        Op::Mkdir {
+            path,
+            id,
+            perm,
+            owner,
+            group,
+            mtime,
+        } => {
+            w.u8(tag::MKDIR);
+            w.str(path);
+            w.u64(*id);
+            w.u16(*perm);
+            w.str(owner);
+            w.str(group);
+            w.i64(*mtime);
+        }
+        Op::Create {
+            path,
+            id,
+            perm,
+            owner,
+            group,
+            mtime,
+            replication,
+            block_size,
+            client_name,
+            client_machine,
+        } => {
+            w.u8(tag::CREATE);
+            w.str(path);
+            w.u64(*id);
+            w.u16(*perm);
+            w.str(owner);
+            w.str(group);
+            w.i64(*mtime);
+            w.u16(*replication);
+            w.u64(*block_size);
+            w.str(client_name);
+            w.str(client_machine);
+        }
+        Op::Close { path, mtime, len } => {
+            w.u8(tag::CLOSE);
+            w.str(path);
+            w.i64(*mtime);
+            w.u64(*len);
+        }
+        Op::Rename {
+            src,
+            dst,
+            mtime,
+            overwrite,
+        } => {
+            w.u8(tag::RENAME);
+            w.str(src);
+            w.str(dst);
+            w.i64(*mtime);
+            w.u8(*overwrite as u8);
+        }
+        Op::Delete { path, mtime } => {
+            w.u8(tag::DELETE);
+            w.str(path);
+            w.i64(*mtime);
+        }
+        Op::SetPermission { path, perm } => {
+            w.u8(tag::SET_PERMISSION);
+            w.str(path);
+            w.u16(*perm);
+        }
+        Op::SetOwner { path, owner, group } => {
+            w.u8(tag::SET_OWNER);
+            w.str(path);
+            w.opt_str(owner);
+            w.opt_str(group);
+        }
+        Op::SetTimes { path, mtime, atime } => {
+            w.u8(tag::SET_TIMES);
+            w.str(path);
+            w.opt_i64(*mtime);
+            w.opt_i64(*atime);
+        }
+        Op::SetReplication { path, replication } => {
+            w.u8(tag::SET_REPLICATION);
+            w.str(path);
+            w.u16(*replication);
+        }
+    }
+}
+
+pub fn decode_op(bytes: &[u8]) -> Result<Op, DecodeError> {
+    let mut r = Reader::new(bytes);
+    let op = match r.u8()? {
+        tag::MKDIR => Op::Mkdir {
+            path: r.str()?,
+            id: r.u64()?,
+            perm: r.u16()?,
+            owner: r.str()?,
+            group: r.str()?,
+            mtime: r.i64()?,
+        },
+        tag::CREATE => Op::Create {
+            path: r.str()?,
+            id: r.u64()?,
+            perm: r.u16()?,
+            owner: r.str()?,
+            group: r.str()?,
+            mtime: r.i64()?,
+            replication: r.u16()?,
+            block_size: r.u64()?,
+            client_name: r.str()?,
+            client_machine: r.str()?,
+        },
+        tag::CLOSE => Op::Close {
+            path: r.str()?,
+            mtime: r.i64()?,
+            len: r.u64()?,
+        },
+        tag::RENAME => Op::Rename {
+            src: r.str()?,
+            dst: r.str()?,
+            mtime: r.i64()?,
+            overwrite: r.u8()? != 0,
+        },
+        tag::DELETE => Op::Delete {
+            path: r.str()?,
+            mtime: r.i64()?,
+        },
+        tag::SET_PERMISSION => Op::SetPermission {
+            path: r.str()?,
+            perm: r.u16()?,
+        },
+        tag::SET_OWNER => Op::SetOwner {
+            path: r.str()?,
+            owner: r.opt_str()?,
+            group: r.opt_str()?,
+        },
+        tag::SET_TIMES => Op::SetTimes {
+            path: r.str()?,
+            mtime: r.opt_i64()?,
+            atime: r.opt_i64()?,
+        },
+        tag::SET_REPLICATION => Op::SetReplication {
+            path: r.str()?,
+            replication: r.u16()?,
+        },
+        other => return Err(DecodeError::BadTag(other)),
+    };
+    match r.remaining() {
+        0 => Ok(op),
+        n => Err(DecodeError::Trailing(n)),
+    }
+}
+
+/// Appends one journal record for `op` at `txid`.
+pub fn encode_record(txid: u64, op: &Op, out: &mut Vec<u8>) {
+    let start = out.len();
+    out.extend_from_slice(&[0; RECORD_PREFIX]);
+    out.extend_from_slice(&txid.to_le_bytes());
+    encode_op(op, out);
+    let payload = &out[start + RECORD_PREFIX..];
+    let len = payload.len() as u32;
+    let crc = crc32c::crc32c(payload);
+    out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+    out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// What sits at a position in a segment.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Next {
+    /// A valid record and its total size in bytes.
+    Record { txid: u64, op: Op, size: usize },
+    /// A zero length: the unwritten (preallocated) tail, or the end of the data.
+    End,
+}
+
+/// Decodes the record at the front of `buf`.
+pub fn decode_record(buf: &[u8]) -> Result<Next, DecodeError> {
+    if buf.len() < 4 {
+        return if buf.iter().all(|&b| b == 0) {
+            Ok(Next::End)
+        } else {
+            Err(DecodeError::Short {
+                need: 4,
+                have: buf.len(),
+            })
+        };
+    }
+    let mut r = Reader::new(buf);
+    let len = r.u32()? as usize;
+    if len == 0 {
+        return Ok(Next::End);
+    }
+    if !(8..=MAX_RECORD).contains(&len) {
+        return Err(DecodeError::BadLength(len));
+    }
+    let stored = r.u32()?;
+    let payload = r.bytes(len)?;
+    let computed = crc32c::crc32c(payload);
+    if stored != computed {
+        return Err(DecodeError::Checksum { stored, computed });
+    }
+    let txid = u64::from_le_bytes(payload[..8].try_into().expect("8 bytes"));
+    let op = decode_op(&payload[8..])?;
+    Ok(Next::Record {
+        txid,
+        op,
+        size: RECORD_PREFIX + len,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub fn sample_ops() -> Vec<Op> {
+        vec![
+            Op::Mkdir {
+                path: "/a".into(),
+                id: 16386,
+                perm: 0o755,
+                owner: "hdfs".into(),
+                group: "supergroup".into(),
+                mtime: 5,
+            },
+            Op::Create {
+                path: "/a/f".into(),
+                id: 16387,
+                perm: 0o644,
+                owner: "alice".into(),
+                group: "g".into(),
+                mtime: -1,
+                replication: 3,
+                block_size: 128 << 20,
+                client_name: "c".into(),
+                client_machine: "127.0.0.1".into(),
+            },
+            Op::Close {
+                path: "/a/f".into(),
+                mtime: 9,
+                len: 0,
+            },
+            Op::Rename {
+                src: "/a/f".into(),
+                dst: "/a/é".into(),
+                mtime: 10,
+                overwrite: true,
+            },
+            Op::Delete {
+                path: "/a".into(),
+                mtime: 11,
+            },
+            Op::SetPermission {
+                path: "/".into(),
+                perm: 0o1777,
+            },
+            Op::SetOwner {
+                path: "/".into(),
+                owner: None,
+                group: Some("g".into()),
+            },
+            Op::SetTimes {
+                path: "/".into(),
+                mtime: Some(1),
+                atime: None,
+            },
+            Op::SetReplication {
+                path: "/x".into(),
+                replication: 2,
+            },
+        ]
+    }
+
+    #[test]
+    fn every_op_round_trips() {
+        let mut buf = Vec::new();
+        for (i, op) in sample_ops().iter().enumerate() {
+            encode_record(i as u64 + 1, op, &mut buf);
+        }
+        let mut at = 0;
+        for (i, op) in sample_ops().into_iter().enumerate() {
+            match decode_record(&buf[at..]).unwrap() {
+                Next::Record {
+                    txid,
+                    op: got,
+                    size,
+                } => {
+                    assert_eq!((txid, got), (i as u64 + 1, op));
+                    at += size;
+                }
+                Next::End => panic!("early end"),
+            }
+        }
+        assert_eq!(decode_record(&buf[at..]), Ok(Next::End));
+        assert_eq!(decode_record(&[0; 64]), Ok(Next::End));
+    }
+
+    #[test]
+    fn damage_is_detected_not_trusted() {
+        let mut buf = Vec::new();
+        encode_record(7, &sample_ops()[1], &mut buf);
+        for cut in 1..buf.len() {
+            assert!(
+                decode_record(&buf[..cut]).is_err(),
+                "truncation at {cut} must fail"
+            );
+        }
+        for i in 0..buf.len() {
+            let mut bad = buf.clone();
+            bad[i] ^= 0x40;
+            assert!(
+                !matches!(decode_record(&bad), Ok(Next::Record { txid: 7, .. })) || bad == buf,
+                "flip at {i} undetected"
+            );
+        }
+        let mut huge = vec![0xff, 0xff, 0xff, 0x7f];
+        huge.extend_from_slice(&[0; 12]);
+        assert_eq!(
+            decode_record(&huge),
+            Err(DecodeError::BadLength(0x7fff_ffff))
+        );
+    }
+}

@@ -1,0 +1,317 @@
+//! The edit log: every namespace mutation, durable before it is acknowledged.
+//!
+//! [`Journal::append`] is called under the namespace write lock: it assigns the txid and
+//! copies the encoded record into an in-memory buffer, nothing more. A dedicated syncer
+//! thread swaps that buffer for an empty one, writes the batch to every journal directory in
+//! parallel, fdatasyncs, and publishes the synced txid; RPC handlers wait for it after the
+//! lock is released ([`Journal::wait_synced`]). One sync therefore carries every record that
+//! arrived while the previous one ran (group commit).
+//!
+//! A directory whose write or sync fails is taken out of service and logged; the journal
+//! fails (and the NameNode stops) only when no directory is left.
+
+pub mod codec;
+pub mod recover;
+pub mod segment;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex};
+use tokio::sync::watch;
+use tracing::{error, info, warn};
+
+use crate::namespace::Op;
+use segment::SegmentWriter;
+
+#[derive(Clone, Debug)]
+pub struct JournalConfig {
+    pub dirs: Vec<PathBuf>,
+    /// Roll to a new segment past this many bytes (`ferrite.journal.segment.bytes`).
+    pub segment_max_bytes: u64,
+    /// … or this many transactions (`ferrite.journal.segment.txns`).
+    pub segment_max_txns: u64,
+    /// Zeros laid down ahead of the writes, per step (`ferrite.journal.preallocate.bytes`).
+    pub prealloc_chunk: u64,
+}
+
+impl JournalConfig {
+    pub fn new(dirs: Vec<PathBuf>) -> Self {
+        JournalConfig {
+            dirs,
+            segment_max_bytes: 128 << 20,
+            segment_max_txns: 1_000_000,
+            prealloc_chunk: 4 << 20,
+        }
+    }
+}
+
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[error("journal failed: {0}")]
+pub struct JournalError(pub String);
+
+/// Counters for logs, metrics and the benchmark's sync accounting.
+#[derive(Default, Debug)]
+pub struct JournalMetrics {
+    pub syncs: AtomicU64,
+    pub txns_synced: AtomicU64,
+    pub bytes_synced: AtomicU64,
+    pub sync_micros: AtomicU64,
+    pub failed_dirs: AtomicU64,
+    pub segments_rolled: AtomicU64,
+}
+
+struct Pending {
+    buf: Vec<u8>,
+    /// Txid of the last appended record.
+    last_appended: u64,
+    closing: bool,
+}
+
+struct Shared {
+    pending: Mutex<Pending>,
+    wake: Condvar,
+    /// The last synced txid. `send_replace` only: a plain `send` is dropped while nobody
+    /// is subscribed, and a later waiter would then wait for a sync that already happened.
+    synced: watch::Sender<Result<u64, JournalError>>,
+    metrics: JournalMetrics,
+}
+
+pub struct Journal {
+    shared: Arc<Shared>,
+    syncer: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// One journal directory as the syncer sees it.
+struct DirWriter {
+    dir: PathBuf,
+    seg: Option<SegmentWriter>,
+}
+
+impl Journal {
+    /// Starts a journal whose next record is `last_txid + 1`, with a fresh in-progress
+    /// segment in every directory that can take one. `on_fatal` runs once if every
+    /// directory has failed.
+    pub fn start(
+        cfg: JournalConfig,
+        last_txid: u64,
+        on_fatal: impl FnOnce(String) + Send + 'static,
+    ) -> Result<Journal, JournalError> {
+        let mut writers = Vec::new();
+        for dir in &cfg.dirs {
+            let made = std::fs::create_dir_all(dir)
+                .and_then(|_| SegmentWriter::create(dir, last_txid + 1, cfg.prealloc_chunk));
+            match made {
+                Ok(seg) => writers.push(DirWriter {
+                    dir: dir.clone(),
+                    seg: Some(seg),
+                }),
+                Err(e) => {
+                    error!(dir = %dir.display(), error = %e, "journal directory unusable at start; taken out of service")
+                }
+            }
+        }
+        if writers.is_empty() {
+            return Err(JournalError(format!(
+                "no usable journal directory among {:?}",
+                cfg.dirs
+            )));
+        }
+        let (synced, _) = watch::channel(Ok(last_txid));
+        let shared = Arc::new(Shared {
+            pending: Mutex::new(Pending {
+                buf: Vec::with_capacity(1 << 16),
+                last_appended: last_txid,
+                closing: false,
+            }),
+            wake: Condvar::new(),
+            synced,
+            metrics: JournalMetrics::default(),
+        });
+        let s = shared.clone();
+        let handle = std::thread::Builder::new()
+            .name("journal-syncer".into())
+            .spawn(move || syncer(s, cfg, writers, last_txid, on_fatal))
+            .map_err(|e| JournalError(format!("spawning the syncer: {e}")))?;
+        Ok(Journal {
+            shared,
+            syncer: Mutex::new(Some(handle)),
+        })
+    }
+
+    /// Appends `op` and returns its txid. Call under the namespace write lock, so txids
+    /// follow the order in which operations were applied.
+    pub fn append(&self, op: &Op) -> u64 {
+        let mut p = self.shared.pending.lock();
+        let txid = p.last_appended + 1;
+        codec::encode_record(txid, op, &mut p.buf);
+        p.last_appended = txid;
+        drop(p);
+        self.shared.wake.notify_one();
+        txid
+    }
+
+    pub fn last_appended(&self) -> u64 {
+        self.shared.pending.lock().last_appended
+    }
+
+    pub fn last_synced(&self) -> Result<u64, JournalError> {
+        self.shared.synced.borrow().clone()
+    }
+
+    /// Waits until `txid` is on disk in every live directory.
+    pub async fn wait_synced(&self, txid: u64) -> Result<(), JournalError> {
+        let mut rx = self.shared.synced.subscribe();
+        let r = rx
+            .wait_for(|s| match s {
+                Ok(t) => *t >= txid,
+                Err(_) => true,
+            })
+            .await
+            .map_err(|_| JournalError("journal stopped".into()))?;
+        r.clone().map(|_| ())
+    }
+
+    pub fn metrics(&self) -> &JournalMetrics {
+        &self.shared.metrics
+    }
+
+    /// Syncs what is buffered, finalizes the segments and stops the syncer.
+    pub fn close(&self) {
+        self.shared.pending.lock().closing = true;
+        self.shared.wake.notify_one();
+        if let Some(h) = self.syncer.lock().take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Journal {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+fn syncer(
+    shared: Arc<Shared>,
+    cfg: JournalConfig,
+    mut dirs: Vec<DirWriter>,
+    start_txid: u64,
+    on_fatal: impl FnOnce(String),
+) {
+    let mut spare: Vec<u8> = Vec::with_capacity(1 << 16);
+    let mut synced = start_txid;
+    let mut seg_first = start_txid + 1;
+    let mut on_fatal = Some(on_fatal);
+    loop {
+        let (batch_last, closing) = {
+            let mut p = shared.pending.lock();
+            while p.buf.is_empty() && !p.closing {
+                shared.wake.wait(&mut p);
+            }
+            std::mem::swap(&mut p.buf, &mut spare);
+            (p.last_appended, p.closing)
+        };
+        if !spare.is_empty() {
+            let started = std::time::Instant::now();
+            write_everywhere(&mut dirs, &spare, &shared.metrics);
+            if dirs.iter().all(|d| d.seg.is_none()) {
+                let msg = format!(
+                    "every journal directory has failed ({:?}); no edit can be made durable",
+                    cfg.dirs
+                );
+                error!("{msg}");
+                shared.synced.send_replace(Err(JournalError(msg.clone())));
+                if let Some(f) = on_fatal.take() {
+                    f(msg);
+                }
+                return;
+            }
+            let m = &shared.metrics;
+            m.syncs.fetch_add(1, Ordering::Relaxed);
+            m.txns_synced
+                .fetch_add(batch_last - synced, Ordering::Relaxed);
+            m.bytes_synced
+                .fetch_add(spare.len() as u64, Ordering::Relaxed);
+            m.sync_micros
+                .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+            synced = batch_last;
+            shared.synced.send_replace(Ok(synced));
+            spare.clear();
+            if spare.capacity() > 16 << 20 {
+                spare = Vec::with_capacity(1 << 16); // do not keep a burst's buffer forever
+            }
+            let seg_bytes = dirs
+                .iter()
+                .filter_map(|d| d.seg.as_ref())
+                .map(|s| s.written)
+                .max()
+                .unwrap_or(0);
+            if seg_bytes >= cfg.segment_max_bytes || synced + 1 - seg_first >= cfg.segment_max_txns
+            {
+                roll(&mut dirs, synced, &cfg);
+                seg_first = synced + 1;
+                m.segments_rolled.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        if closing {
+            for d in &mut dirs {
+                if let Some(seg) = d.seg.take() {
+                    finish(seg, synced, &d.dir);
+                }
+            }
+            info!(last_txid = synced, "journal closed");
+            return;
+        }
+    }
+}
+
+/// Writes and fdatasyncs `batch` in every live directory, in parallel when there are several.
+fn write_everywhere(dirs: &mut [DirWriter], batch: &[u8], metrics: &JournalMetrics) {
+    let write = |d: &mut DirWriter| {
+        if let Some(seg) = d.seg.as_mut() {
+            if let Err(e) = seg.append(batch).and_then(|_| seg.sync()) {
+                error!(dir = %d.dir.display(), error = %e, "journal directory failed; taken out of service");
+                d.seg = None;
+                metrics.failed_dirs.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    };
+    if dirs.len() == 1 {
+        write(&mut dirs[0]);
+    } else {
+        std::thread::scope(|s| {
+            for d in dirs.iter_mut() {
+                s.spawn(|| write(d));
+            }
+        });
+    }
+}
+
+/// Finalizes every directory's segment at `last` and opens the next one.
+fn roll(dirs: &mut [DirWriter], last: u64, cfg: &JournalConfig) {
+    for d in dirs.iter_mut() {
+        let Some(seg) = d.seg.take() else { continue };
+        finish(seg, last, &d.dir);
+        match SegmentWriter::create(&d.dir, last + 1, cfg.prealloc_chunk) {
+            Ok(s) => d.seg = Some(s),
+            Err(e) => {
+                warn!(dir = %d.dir.display(), error = %e, "could not open a new segment; directory taken out of service")
+            }
+        }
+    }
+}
+
+fn finish(seg: SegmentWriter, last: u64, dir: &std::path::Path) {
+    let path = seg.path.clone();
+    if last < seg.first {
+        // Nothing was ever written to it.
+        let _ = std::fs::remove_file(&path);
+        return;
+    }
+    if let Err(e) = seg.finalize(last) {
+        warn!(dir = %dir.display(), segment = %path.display(), error = %e, "finalizing segment failed; it will be recovered at start-up");
+    }
+}

@@ -1,0 +1,398 @@
+//! Journal segment files: naming, scanning (with torn-tail and corruption rules) and writing
+//! (preallocated, so that fdatasync after each batch flushes data, not file-size metadata).
+//!
+//! A segment starts with a 16-byte header (`FERJRNL1` + first txid, little-endian), followed
+//! by records (see [`codec`](super::codec)). The unwritten rest of a preallocated segment is
+//! zeros, which read as the end of the log.
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use super::codec::{decode_record, DecodeError, Next, MAX_RECORD, RECORD_PREFIX};
+use crate::namespace::Op;
+
+pub const MAGIC: &[u8; 8] = b"FERJRNL1";
+pub const HEADER_LEN: usize = 16;
+
+pub fn inprogress_name(first: u64) -> String {
+    format!("edits_inprogress_{first:019}")
+}
+
+pub fn finalized_name(first: u64, last: u64) -> String {
+    format!("edits_{first:019}-{last:019}")
+}
+
+/// A segment found in a directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentFile {
+    pub path: PathBuf,
+    pub first: u64,
+    /// Known for finalized segments; in-progress ones must be scanned.
+    pub last: Option<u64>,
+}
+
+/// Every segment in `dir`, ordered by first txid.
+pub fn list(dir: &Path) -> io::Result<Vec<SegmentFile>> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(rest) = name.strip_prefix("edits_inprogress_") {
+            if let Ok(first) = rest.parse() {
+                out.push(SegmentFile {
+                    path: entry.path(),
+                    first,
+                    last: None,
+                });
+            }
+        } else if let Some(rest) = name.strip_prefix("edits_") {
+            if let Some((a, b)) = rest.split_once('-') {
+                if let (Ok(first), Ok(last)) = (a.parse(), b.parse()) {
+                    out.push(SegmentFile {
+                        path: entry.path(),
+                        first,
+                        last: Some(last),
+                    });
+                }
+            }
+        }
+    }
+    out.sort_by_key(|s| s.first);
+    Ok(out)
+}
+
+/// How a scanned segment ends.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Tail {
+    /// Records, then zeros or the end of the file.
+    Clean,
+    /// The last record is partial or damaged and nothing follows it: an unacknowledged write
+    /// cut short by a crash. Truncate at `offset`.
+    Torn { offset: usize, why: String },
+}
+
+#[derive(Debug)]
+pub struct Scan {
+    pub records: Vec<(u64, Op)>,
+    /// Bytes of header plus valid records.
+    pub valid_len: usize,
+    pub tail: Tail,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ScanError {
+    #[error("{path}: not a Ferrite journal segment (bad header)")]
+    BadHeader { path: String },
+    #[error("{path}: corrupt record at offset {offset}: {why}; valid records follow it, so it is not a torn tail")]
+    Corrupt {
+        path: String,
+        offset: usize,
+        why: String,
+    },
+    #[error("{path}: record at offset {offset} has txid {found}, expected {expected}")]
+    TxidGap {
+        path: String,
+        offset: usize,
+        found: u64,
+        expected: u64,
+    },
+}
+
+fn all_zero(b: &[u8]) -> bool {
+    b.iter().all(|&x| x == 0)
+}
+
+/// Scans a segment's bytes. `path` is only used in messages.
+pub fn scan(bytes: &[u8], path: &str) -> Result<Scan, ScanError> {
+    if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC {
+        return Err(ScanError::BadHeader { path: path.into() });
+    }
+    let first = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes"));
+    let mut pos = HEADER_LEN;
+    let mut records = Vec::new();
+    loop {
+        match decode_record(&bytes[pos..]) {
+            Ok(Next::End) => {
+                if !all_zero(&bytes[pos..]) {
+                    return Err(ScanError::Corrupt {
+                        path: path.into(),
+                        offset: pos,
+                        why: "zero length followed by data".into(),
+                    });
+                }
+                return Ok(Scan {
+                    records,
+                    valid_len: pos,
+                    tail: Tail::Clean,
+                });
+            }
+            Ok(Next::Record { txid, op, size }) => {
+                let expected = first + records.len() as u64;
+                if txid != expected {
+                    return Err(ScanError::TxidGap {
+                        path: path.into(),
+                        offset: pos,
+                        found: txid,
+                        expected,
+                    });
+                }
+                records.push((txid, op));
+                pos += size;
+            }
+            Err(e) => {
+                let extent = damaged_extent(&bytes[pos..], &e);
+                if all_zero(&bytes[pos + extent..]) {
+                    return Ok(Scan {
+                        records,
+                        valid_len: pos,
+                        tail: Tail::Torn {
+                            offset: pos,
+                            why: e.to_string(),
+                        },
+                    });
+                }
+                return Err(ScanError::Corrupt {
+                    path: path.into(),
+                    offset: pos,
+                    why: e.to_string(),
+                });
+            }
+        }
+    }
+}
+
+/// How many bytes a damaged record claims. Past them, a torn tail has only zeros.
+fn damaged_extent(rest: &[u8], e: &DecodeError) -> usize {
+    let declared = rest
+        .get(..4)
+        .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize);
+    match (e, declared) {
+        (DecodeError::BadLength(_), _) | (_, None) => rest.len().min(4),
+        (_, Some(len)) if len <= MAX_RECORD => (RECORD_PREFIX + len).min(rest.len()),
+        _ => rest.len().min(4),
+    }
+}
+
+/// The segment being appended to.
+pub struct SegmentWriter {
+    file: File,
+    pub path: PathBuf,
+    pub dir: PathBuf,
+    pub first: u64,
+    /// Bytes written (header + records).
+    pub written: u64,
+    /// Bytes of zeros laid down ahead of the writes.
+    allocated: u64,
+    chunk: u64,
+}
+
+impl SegmentWriter {
+    /// Creates `dir/edits_inprogress_<first>` with its header, synced.
+    pub fn create(dir: &Path, first: u64, prealloc_chunk: u64) -> io::Result<Self> {
+        let path = dir.join(inprogress_name(first));
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .read(true)
+            .write(true)
+            .open(&path)?;
+        let mut header = Vec::with_capacity(HEADER_LEN);
+        header.extend_from_slice(MAGIC);
+        header.extend_from_slice(&first.to_le_bytes());
+        let mut w = SegmentWriter {
+            file,
+            path,
+            dir: dir.to_path_buf(),
+            first,
+            written: 0,
+            allocated: 0,
+            chunk: prealloc_chunk.max(4096),
+        };
+        w.append(&header)?;
+        w.file.sync_all()?;
+        File::open(dir)?.sync_all()?;
+        Ok(w)
+    }
+
+    /// Reopens an in-progress segment to continue after its valid records (a torn tail past
+    /// `valid_len` is zeroed out first, so it can never be read again).
+    pub fn reopen(
+        dir: &Path,
+        seg: &SegmentFile,
+        valid_len: u64,
+        file_len: u64,
+        prealloc_chunk: u64,
+    ) -> io::Result<Self> {
+        let file = OpenOptions::new().read(true).write(true).open(&seg.path)?;
+        let w = SegmentWriter {
+            file,
+            path: seg.path.clone(),
+            dir: dir.to_path_buf(),
+            first: seg.first,
+            written: valid_len,
+            allocated: file_len,
+            chunk: prealloc_chunk.max(4096),
+        };
+        if file_len > valid_len {
+            let zeros = vec![0u8; (file_len - valid_len).min(1 << 20) as usize];
+            let mut at = valid_len;
+            while at < file_len {
+                let n = zeros.len().min((file_len - at) as usize);
+                w.file.write_all_at(&zeros[..n], at)?;
+                at += n as u64;
+            }
+            w.file.sync_data()?;
+        }
+        Ok(w)
+    }
+
+    /// Writes `bytes` at the end of the valid data, laying down zeros ahead first when needed.
+    pub fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let end = self.written + bytes.len() as u64;
+        if end > self.allocated {
+            self.preallocate(end)?;
+        }
+        self.file.write_all_at(bytes, self.written)?;
+        self.written = end;
+        Ok(())
+    }
+
+    /// Real zeros rather than a sparse extent: writing into already-written blocks later
+    /// changes no metadata, so each fdatasync flushes only data.
+    fn preallocate(&mut self, need: u64) -> io::Result<()> {
+        let target = need.div_ceil(self.chunk) * self.chunk;
+        let zeros = vec![0u8; (1 << 20).min(self.chunk as usize)];
+        let mut at = self.allocated;
+        while at < target {
+            let n = zeros.len().min((target - at) as usize);
+            self.file.write_all_at(&zeros[..n], at)?;
+            at += n as u64;
+        }
+        self.allocated = target;
+        self.file.sync_all()
+    }
+
+    pub fn sync(&self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+
+    /// Trims the preallocated zeros, syncs and renames to `edits_<first>-<last>`.
+    pub fn finalize(self, last: u64) -> io::Result<PathBuf> {
+        self.file.set_len(self.written)?;
+        self.file.sync_all()?;
+        let to = self.dir.join(finalized_name(self.first, last));
+        fs::rename(&self.path, &to)?;
+        File::open(&self.dir)?.sync_all()?;
+        Ok(to)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::codec::encode_record;
+    use super::*;
+
+    fn op(i: u64) -> Op {
+        Op::Delete {
+            path: format!("/x{i}"),
+            mtime: i as i64,
+        }
+    }
+
+    fn segment(first: u64, n: u64) -> Vec<u8> {
+        let mut b = MAGIC.to_vec();
+        b.extend_from_slice(&first.to_le_bytes());
+        for i in 0..n {
+            encode_record(first + i, &op(i), &mut b);
+        }
+        b
+    }
+
+    #[test]
+    fn clean_segment_with_preallocated_zeros() {
+        let mut b = segment(5, 3);
+        let len = b.len();
+        b.resize(len + 4096, 0);
+        let s = scan(&b, "s").unwrap();
+        assert_eq!(s.records.len(), 3);
+        assert_eq!(s.records[2].0, 7);
+        assert_eq!((s.valid_len, s.tail), (len, Tail::Clean));
+    }
+
+    #[test]
+    fn partial_last_record_is_a_torn_tail() {
+        let full = segment(1, 4);
+        let three = segment(1, 3).len();
+        for cut in three + 1..full.len() {
+            if all_zero(&full[cut..]) {
+                continue; // dropping trailing zeros changes nothing once zero-padded
+            }
+            let mut b = full[..cut].to_vec();
+            b.resize(full.len() + 100, 0);
+            let s = scan(&b, "s").unwrap();
+            assert_eq!(s.records.len(), 3, "cut at {cut}");
+            assert!(matches!(s.tail, Tail::Torn { offset, .. } if offset == three));
+        }
+    }
+
+    #[test]
+    fn damage_before_valid_records_is_corruption() {
+        let mut b = segment(1, 4);
+        let at = segment(1, 1).len() + RECORD_PREFIX + 3; // inside record 2's payload
+        b[at] ^= 0xff;
+        let e = scan(&b, "edits_x").unwrap_err();
+        assert!(
+            matches!(e, ScanError::Corrupt { ref path, offset, .. } if path == "edits_x" && offset == segment(1, 1).len()),
+            "{e}"
+        );
+        assert!(e.to_string().contains("offset"));
+    }
+
+    #[test]
+    fn txid_gap_and_bad_header() {
+        let mut b = segment(1, 2);
+        let mut extra = Vec::new();
+        encode_record(9, &op(9), &mut extra);
+        b.extend_from_slice(&extra);
+        assert!(matches!(
+            scan(&b, "s"),
+            Err(ScanError::TxidGap {
+                found: 9,
+                expected: 3,
+                ..
+            })
+        ));
+        assert!(matches!(
+            scan(b"nonsense-nonsense", "s"),
+            Err(ScanError::BadHeader { .. })
+        ));
+    }
+
+    #[test]
+    fn writer_preallocates_finalizes_and_lists() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = SegmentWriter::create(dir.path(), 1, 8192).unwrap();
+        let mut recs = Vec::new();
+        for i in 0..100 {
+            encode_record(1 + i, &op(i), &mut recs);
+        }
+        w.append(&recs).unwrap();
+        w.sync().unwrap();
+        let len = fs::metadata(&w.path).unwrap().len();
+        assert_eq!(len % 8192, 0, "file is preallocated in chunks");
+        let s = scan(&fs::read(&w.path).unwrap(), "s").unwrap();
+        assert_eq!(s.records.len(), 100);
+        let to = w.finalize(100).unwrap();
+        assert_eq!(
+            list(dir.path()).unwrap(),
+            vec![SegmentFile {
+                path: to.clone(),
+                first: 1,
+                last: Some(100)
+            }]
+        );
+        assert_eq!(fs::metadata(&to).unwrap().len() as usize, s.valid_len);
+    }
+}

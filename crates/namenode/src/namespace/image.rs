@@ -1,0 +1,375 @@
+//! Checkpoint image encoding: the whole namespace as checksummed sections.
+//!
+//! Layout: `FERIMG01 | u64 txid | u32 crc32c of the 16 bytes before | sections… | END`. A section is
+//! `u32 kind | u64 length | u32 crc32c | payload`. Inodes are written in pre-order with
+//! children in name order, so loading appends each child to its parent and never sorts.
+
+use std::collections::HashMap;
+
+use super::inode::{
+    Arena, Body, FileData, Inode, Slot, UnderConstruction, ROOT_INODE_ID, ROOT_SLOT,
+};
+use super::names::{Interner, NameArena};
+use super::Namespace;
+use crate::journal::codec::{DecodeError, Reader};
+
+pub const MAGIC: &[u8; 8] = b"FERIMG01";
+const STRINGS: u32 = 1;
+const INODES: u32 = 2;
+const META: u32 = 3;
+const END: u32 = 0xFFFF_FFFF;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ImageError {
+    #[error("not a Ferrite image (bad header)")]
+    BadHeader,
+    #[error("section {kind} at offset {offset}: checksum mismatch")]
+    Checksum { kind: u32, offset: usize },
+    #[error("section {kind}: {source}")]
+    Decode {
+        kind: u32,
+        #[source]
+        source: DecodeError,
+    },
+    #[error("image is inconsistent: {0}")]
+    Invalid(String),
+    #[error("image is missing its {0} section")]
+    Missing(&'static str),
+}
+
+fn put_str(out: &mut Vec<u8>, s: &[u8]) {
+    out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    out.extend_from_slice(s);
+}
+
+fn section(out: &mut Vec<u8>, kind: u32, payload: &[u8]) {
+    out.extend_from_slice(&kind.to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(&crc32c::crc32c(payload).to_le_bytes());
+    out.extend_from_slice(payload);
+}
+
+impl Namespace {
+    /// Encodes the whole namespace as of `txid`.
+    pub fn encode_image(&self, txid: u64) -> Vec<u8> {
+        let mut out = Vec::with_capacity(64 + self.arena.len() * 64);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&txid.to_le_bytes());
+        let header_crc = crc32c::crc32c(&out[..16]);
+        out.extend_from_slice(&header_crc.to_le_bytes());
+
+        let mut strings = Vec::new();
+        let users = self.users.all();
+        strings.extend_from_slice(&(users.len() as u32).to_le_bytes());
+        for u in users {
+            put_str(&mut strings, u.as_bytes());
+        }
+        section(&mut out, STRINGS, &strings);
+
+        let mut inodes = Vec::with_capacity(self.arena.len() * 64);
+        inodes.extend_from_slice(&(self.arena.len() as u64).to_le_bytes());
+        let mut stack = vec![ROOT_SLOT];
+        while let Some(s) = stack.pop() {
+            self.encode_inode(s, &mut inodes);
+            if let Some(children) = self.inode(s).children() {
+                // Reverse onto the stack so children come out in name order.
+                stack.extend(children.iter().rev().copied());
+            }
+        }
+        section(&mut out, INODES, &inodes);
+        section(&mut out, META, &self.next_inode_id.to_le_bytes());
+        section(&mut out, END, &[]);
+        out
+    }
+
+    fn encode_inode(&self, s: Slot, out: &mut Vec<u8>) {
+        let i = self.inode(s);
+        let parent_id = if s == ROOT_SLOT {
+            0
+        } else {
+            self.inode(i.parent).id
+        };
+        out.extend_from_slice(&i.id.to_le_bytes());
+        out.extend_from_slice(&parent_id.to_le_bytes());
+        put_str(out, self.name(s));
+        out.extend_from_slice(&i.perm.to_le_bytes());
+        out.extend_from_slice(&i.owner.to_le_bytes());
+        out.extend_from_slice(&i.group.to_le_bytes());
+        out.extend_from_slice(&i.mtime.to_le_bytes());
+        out.extend_from_slice(&i.atime.to_le_bytes());
+        match &i.body {
+            Body::Dir(_) => out.push(0),
+            Body::File(f) => {
+                out.push(1);
+                out.extend_from_slice(&f.len.to_le_bytes());
+                out.extend_from_slice(&f.block_size.to_le_bytes());
+                out.extend_from_slice(&f.replication.to_le_bytes());
+                out.extend_from_slice(&(f.blocks.len() as u32).to_le_bytes());
+                for b in &f.blocks {
+                    out.extend_from_slice(&b.to_le_bytes());
+                }
+                match &f.uc {
+                    Some(uc) => {
+                        out.push(1);
+                        put_str(out, uc.client_name.as_bytes());
+                        put_str(out, uc.client_machine.as_bytes());
+                    }
+                    None => out.push(0),
+                }
+            }
+        }
+    }
+
+    /// Decodes an image, verifying every section's checksum. Returns the namespace and the
+    /// txid it reflects.
+    pub fn decode_image(bytes: &[u8]) -> Result<(Namespace, u64), ImageError> {
+        if bytes.len() < 20 || &bytes[..8] != MAGIC {
+            return Err(ImageError::BadHeader);
+        }
+        if crc32c::crc32c(&bytes[..16])
+            != u32::from_le_bytes(bytes[16..20].try_into().expect("4 bytes"))
+        {
+            return Err(ImageError::BadHeader);
+        }
+        let txid = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes"));
+        let mut r = Reader::new(&bytes[20..]);
+        let mut sections: HashMap<u32, &[u8]> = HashMap::new();
+        loop {
+            let offset = bytes.len() - r.remaining();
+            let head = |e| ImageError::Decode { kind: 0, source: e };
+            let kind = r.u32().map_err(head)?;
+            let len = r.u64().map_err(head)? as usize;
+            let crc = r.u32().map_err(head)?;
+            let payload = r
+                .bytes(len)
+                .map_err(|e| ImageError::Decode { kind, source: e })?;
+            if crc32c::crc32c(payload) != crc {
+                return Err(ImageError::Checksum { kind, offset });
+            }
+            if kind == END {
+                break;
+            }
+            sections.insert(kind, payload);
+        }
+        let strings = sections
+            .get(&STRINGS)
+            .ok_or(ImageError::Missing("strings"))?;
+        let inodes = sections.get(&INODES).ok_or(ImageError::Missing("inodes"))?;
+        let meta = sections.get(&META).ok_or(ImageError::Missing("meta"))?;
+        let mut ns = Namespace {
+            arena: Arena::default(),
+            open_files: Default::default(),
+            names: NameArena::default(),
+            users: Interner::default(),
+            next_inode_id: 0,
+            files: 0,
+            dirs: 0,
+        };
+        let de = |kind| move |e| ImageError::Decode { kind, source: e };
+        let mut sr = Reader::new(strings);
+        let n = sr.u32().map_err(de(STRINGS))?;
+        for _ in 0..n {
+            let s = sr.str().map_err(de(STRINGS))?;
+            ns.users.intern(&s);
+        }
+        ns.load_inodes(inodes)?;
+        ns.next_inode_id = Reader::new(meta).u64().map_err(de(META))?;
+        Ok((ns, txid))
+    }
+
+    fn load_inodes(&mut self, payload: &[u8]) -> Result<(), ImageError> {
+        let de = |e| ImageError::Decode {
+            kind: INODES,
+            source: e,
+        };
+        let bad = |m: String| ImageError::Invalid(m);
+        let mut r = Reader::new(payload);
+        let count = r.u64().map_err(de)?;
+        let mut slot_of: HashMap<u64, Slot> = HashMap::with_capacity(count.min(1 << 24) as usize);
+        let users = self.users.len() as u32;
+        for k in 0..count {
+            let id = r.u64().map_err(de)?;
+            let parent_id = r.u64().map_err(de)?;
+            let n = r.u32().map_err(de)? as usize;
+            let name = r.bytes(n).map_err(de)?;
+            let perm = r.u16().map_err(de)?;
+            let owner = r.u32().map_err(de)?;
+            let group = r.u32().map_err(de)?;
+            let mtime = r.i64().map_err(de)?;
+            let atime = r.i64().map_err(de)?;
+            if owner >= users || group >= users {
+                return Err(bad(format!(
+                    "inode {id} names owner/group {owner}/{group} of {users} strings"
+                )));
+            }
+            let body = match r.u8().map_err(de)? {
+                0 => Body::Dir(Vec::new()),
+                1 => {
+                    let len = r.u64().map_err(de)?;
+                    let block_size = r.u64().map_err(de)?;
+                    let replication = r.u16().map_err(de)?;
+                    let nb = r.u32().map_err(de)? as usize;
+                    if nb > r.remaining() / 8 {
+                        return Err(bad(format!("inode {id} claims {nb} blocks")));
+                    }
+                    let blocks = (0..nb)
+                        .map(|_| r.u64())
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(de)?;
+                    let uc = match r.u8().map_err(de)? {
+                        0 => None,
+                        _ => Some(Box::new(UnderConstruction {
+                            client_name: r.str().map_err(de)?,
+                            client_machine: r.str().map_err(de)?,
+                        })),
+                    };
+                    Body::File(FileData {
+                        len,
+                        block_size,
+                        blocks,
+                        replication,
+                        uc,
+                    })
+                }
+                t => return Err(bad(format!("inode {id} has kind {t}"))),
+            };
+            let is_file_uc = matches!(&body, Body::File(f) if f.uc.is_some());
+            let is_dir = matches!(body, Body::Dir(_));
+            if k == 0 {
+                if id != ROOT_INODE_ID || parent_id != 0 {
+                    return Err(bad("the first inode is not the root".into()));
+                }
+                let slot = self.arena.insert(Inode {
+                    id,
+                    mtime,
+                    atime,
+                    body,
+                    name: Default::default(),
+                    parent: ROOT_SLOT,
+                    owner,
+                    group,
+                    perm,
+                });
+                slot_of.insert(id, slot);
+                self.dirs += 1;
+                continue;
+            }
+            let &parent = slot_of
+                .get(&parent_id)
+                .ok_or_else(|| bad(format!("inode {id} comes before its parent {parent_id}")))?;
+            let Some(siblings) = self.arena.get(parent).children() else {
+                return Err(bad(format!("inode {id}'s parent {parent_id} is a file")));
+            };
+            if let Some(&last) = siblings.last() {
+                if self.name(last) >= name {
+                    return Err(bad(format!(
+                        "children of inode {parent_id} are out of order"
+                    )));
+                }
+            }
+            let name = self.names.add(name);
+            let slot = self.arena.insert(Inode {
+                id,
+                mtime,
+                atime,
+                body,
+                name,
+                parent,
+                owner,
+                group,
+                perm,
+            });
+            if let Body::Dir(c) = &mut self.arena.get_mut(parent).body {
+                c.push(slot);
+            }
+            slot_of.insert(id, slot);
+            if is_dir {
+                self.dirs += 1;
+            } else {
+                self.files += 1;
+            }
+            if is_file_uc {
+                self.open_files.insert(id, slot);
+            }
+        }
+        if r.remaining() != 0 {
+            return Err(bad(format!("{} bytes after the last inode", r.remaining())));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::namespace::plan::CreateArgs;
+    use crate::namespace::Caller;
+
+    fn sample() -> Namespace {
+        let su = Caller::superuser("hdfs");
+        let mut ns = Namespace::new("hdfs", "supergroup", 1);
+        for p in ["/a/b/c", "/a/z", "/user/alice/.Trash"] {
+            for op in ns.plan_mkdirs(&su, p, 0o755, true, 7).unwrap() {
+                ns.apply(&op).unwrap();
+            }
+        }
+        for (i, p) in ["/a/f", "/a/b/g", "/open"].iter().enumerate() {
+            let args = CreateArgs {
+                src: p,
+                masked: 0o640,
+                client_name: "c",
+                client_machine: "m",
+                create: true,
+                overwrite: false,
+                create_parent: true,
+                replication: 2,
+                block_size: 1 << 20,
+            };
+            for op in ns.plan_create(&su, &args, 9).unwrap() {
+                ns.apply(&op).unwrap();
+            }
+            if i < 2 {
+                for op in ns.plan_complete(p, "c", 0, 10).unwrap().1 {
+                    ns.apply(&op).unwrap();
+                }
+            }
+        }
+        for op in ns
+            .plan_set_owner(&su, "/a/f", Some("alice"), Some("staff"))
+            .unwrap()
+        {
+            ns.apply(&op).unwrap();
+        }
+        ns
+    }
+
+    #[test]
+    fn image_round_trips_exactly() {
+        let ns = sample();
+        let img = ns.encode_image(42);
+        let (back, txid) = Namespace::decode_image(&img).unwrap();
+        assert_eq!(txid, 42);
+        assert_eq!(back.dump(), ns.dump());
+        assert_eq!(
+            (back.file_count(), back.dir_count(), back.next_inode_id()),
+            (ns.file_count(), ns.dir_count(), ns.next_inode_id())
+        );
+        assert_eq!(back.open_files().len(), 1);
+    }
+
+    #[test]
+    fn every_damage_is_caught() {
+        let img = sample().encode_image(1);
+        for i in (0..img.len()).step_by(7) {
+            let mut bad = img.clone();
+            bad[i] ^= 0x01;
+            assert!(
+                Namespace::decode_image(&bad).is_err(),
+                "flip at {i} undetected"
+            );
+        }
+        for cut in [10, 30, img.len() / 2, img.len() - 1] {
+            assert!(Namespace::decode_image(&img[..cut]).is_err());
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! Journal and image round trips at the state level: what the live operations built is
+//! exactly what start-up rebuilds, from the journal alone, from an image plus journal, and
+//! after a torn tail.
+
+use std::path::Path;
+
+use ferrite_namenode::namespace::plan::CreateArgs;
+use ferrite_namenode::namespace::Caller;
+use ferrite_namenode::server::load_storage;
+use ferrite_namenode::state::NnState;
+use ferrite_namenode::{groups::GroupMapping, identity::Identity, Config};
+use tokio_util::sync::CancellationToken;
+
+fn config(dir: &Path) -> Config {
+    Config {
+        name_dirs: vec![dir.join("name")],
+        journal_segment_txns: 97,
+        ..Default::default()
+    }
+}
+
+fn open(dir: &Path) -> NnState {
+    let cfg = config(dir);
+    let storage = load_storage(&cfg, "hdfs", CancellationToken::new()).unwrap();
+    NnState::new(
+        cfg,
+        "hdfs".into(),
+        GroupMapping::default(),
+        Identity::generate(1, 1),
+        storage,
+    )
+}
+
+/// A deterministic mixed workload (creates, closes, renames, deletes, attribute changes).
+async fn workload(st: &NnState, from: u64, to: u64) {
+    let su = Caller::superuser("hdfs");
+    for i in from..to {
+        let d = i % 13;
+        let f = format!("/d{d}/f{i}");
+        let args = CreateArgs {
+            src: &f,
+            masked: 0o644,
+            client_name: "c",
+            client_machine: "m",
+            create: true,
+            overwrite: false,
+            create_parent: true,
+            replication: 3,
+            block_size: 1 << 27,
+        };
+        st.commit(|ns| Ok(((), ns.plan_create(&su, &args, i as i64)?)))
+            .await
+            .unwrap();
+        if i % 4 != 0 {
+            st.commit(|ns| ns.plan_complete(&f, "c", 0, i as i64))
+                .await
+                .unwrap();
+        }
+        if i % 3 == 0 {
+            st.commit(|ns| {
+                Ok((
+                    (),
+                    ns.plan_rename2(&su, &f, &format!("/moved/r{i}"), false, i as i64)?,
+                ))
+            })
+            .await
+            .ok();
+        }
+        if i % 17 == 0 {
+            st.commit(|ns| {
+                Ok((
+                    (),
+                    ns.plan_delete(&su, &format!("/d{}", (i + 5) % 13), true, i as i64)?
+                        .unwrap_or_default(),
+                ))
+            })
+            .await
+            .unwrap();
+        }
+        if i % 11 == 0 {
+            st.commit(|ns| {
+                Ok((
+                    (),
+                    ns.plan_set_permission(&su, "/moved", 0o700 + (i % 8) as u16)?,
+                ))
+            })
+            .await
+            .ok();
+            st.commit(|ns| {
+                Ok((
+                    (),
+                    ns.plan_set_owner(&su, "/moved", Some(&format!("u{}", i % 3)), None)?,
+                ))
+            })
+            .await
+            .ok();
+        }
+    }
+}
+
+fn dump(st: &NnState) -> String {
+    st.ns.read().dump()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn journal_replay_rebuilds_the_live_namespace() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = open(dir.path());
+    workload(&st, 0, 600).await;
+    let live = dump(&st);
+    let last = st.journal.as_ref().unwrap().last_appended();
+    st.journal.as_ref().unwrap().close(); // no image: everything comes from the journal
+    drop(st);
+    let back = open(dir.path());
+    assert_eq!(dump(&back), live);
+    assert_eq!(back.startup.image_txid, 0);
+    assert_eq!(back.startup.edits_replayed, last);
+    assert_eq!(back.startup.last_txid, last);
+    // Open files got their leases back.
+    assert!(back.leases.lock().holder_count() > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn image_plus_journal_rebuilds_the_live_namespace() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = open(dir.path());
+    workload(&st, 0, 300).await;
+    let image_txid = st.save_namespace().unwrap();
+    workload(&st, 300, 500).await;
+    let live = dump(&st);
+    st.journal.as_ref().unwrap().close();
+    drop(st);
+    let back = open(dir.path());
+    assert_eq!(dump(&back), live);
+    assert_eq!(back.startup.image_txid, image_txid);
+    assert!(
+        back.startup.edits_replayed > 0 && back.startup.edits_replayed < back.startup.last_txid
+    );
+    // Segments wholly before the retained images are purged after the next checkpoints.
+    back.save_namespace().unwrap();
+    workload(&back, 500, 520).await;
+    back.save_namespace().unwrap();
+    let segs = std::fs::read_dir(dir.path().join("name"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("edits_"))
+        .count();
+    let images = std::fs::read_dir(dir.path().join("name"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("fsimage_"))
+        .count();
+    assert_eq!(images, 2, "two images retained");
+    assert!(segs <= 3, "old segments purged, {segs} left");
+    let live = dump(&back);
+    back.journal.as_ref().unwrap().close();
+    drop(back);
+    assert_eq!(dump(&open(dir.path())), live);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_torn_tail_is_truncated_and_corruption_in_the_middle_stops_startup() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = open(dir.path());
+    workload(&st, 0, 50).await;
+    let live = dump(&st);
+    let last = st.journal.as_ref().unwrap().last_appended();
+    st.journal.as_ref().unwrap().close();
+    drop(st);
+    let name = dir.path().join("name");
+    let mut segs: Vec<_> = std::fs::read_dir(&name)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("edits_")
+        })
+        .collect();
+    segs.sort();
+    let newest = segs.last().unwrap().clone();
+    // Append half a record (as a crash mid-write would leave) to the newest segment.
+    let mut bytes = std::fs::read(&newest).unwrap();
+    bytes.extend_from_slice(&[40, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7]);
+    std::fs::write(&newest, &bytes).unwrap();
+    let back = open(dir.path());
+    assert_eq!(
+        dump(&back),
+        live,
+        "the torn record is dropped, nothing else"
+    );
+    assert_eq!(back.startup.last_txid, last);
+    back.journal.as_ref().unwrap().close();
+    drop(back);
+
+    // Flip a byte inside the first segment's second record: records follow it, so start-up
+    // must refuse and name the file and offset.
+    let first = segs.first().unwrap().clone();
+    let mut bytes = std::fs::read(&first).unwrap();
+    let second_record = 16 + 8 + u32::from_le_bytes(bytes[16..20].try_into().unwrap()) as usize;
+    bytes[second_record + 12] ^= 0xff;
+    std::fs::write(&first, &bytes).unwrap();
+    let cfg = config(dir.path());
+    // With no image, replay starts at txid 1 and must read the damaged record.
+    for f in std::fs::read_dir(&name).unwrap().filter_map(|e| e.ok()) {
+        if f.file_name().to_string_lossy().starts_with("fsimage_") {
+            std::fs::remove_file(f.path()).unwrap();
+        }
+    }
+    let err = load_storage(&cfg, "hdfs", CancellationToken::new())
+        .err()
+        .expect("corruption must stop start-up")
+        .to_string();
+    assert!(
+        err.contains(&first.display().to_string())
+            && err.contains(&format!("offset {second_record}")),
+        "{err}"
+    );
+}
