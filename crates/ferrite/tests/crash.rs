@@ -22,6 +22,14 @@ struct Server {
     addr: SocketAddr,
 }
 
+impl Drop for Server {
+    fn drop(&mut self) {
+        // A failing test must not leave a NameNode behind.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 fn start(data: &Path, extra: &[&str]) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_ferrite"))
         .args(["namenode", "--port", "0", "--data"])
@@ -49,9 +57,8 @@ fn start(data: &Path, extra: &[&str]) -> Server {
     }
 }
 
-fn kill9(mut s: Server) {
-    s.child.kill().unwrap(); // SIGKILL
-    s.child.wait().unwrap();
+fn kill9(s: Server) {
+    drop(s); // SIGKILL, then reap
 }
 
 fn user() -> String {
@@ -171,8 +178,9 @@ async fn workload(addr: SocketAddr, k: usize, model: Arc<Mutex<Model>>) {
             m.unsure.remove(&f);
             m.unsure.remove(&g);
         }
-        if n >= 2 {
-            let old = format!("g{}", n - 2);
+        let old = format!("g{}", n.saturating_sub(2));
+        // g<n-2> exists only if its rename was acknowledged (or resolved as applied).
+        if n >= 2 && model.lock().present.contains(&old) {
             model.lock().unsure.insert(old.clone());
             let del = DeleteRequestProto {
                 src: format!("{dir}/{old}"),
@@ -330,8 +338,56 @@ fn mount_tmpfs(at: &Path, size: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-fn umount(at: &Path) {
-    let _ = Command::new("umount").arg("-l").arg(at).status();
+/// Unmounts on drop, so a failing test leaves no mount behind.
+struct Mount(std::path::PathBuf);
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// Makes a directory and everything in it immutable (`chattr +i`): writes to files already
+/// open fail with EPERM and nothing can be created, which is how a disk that turns read-only
+/// looks to the writer. Undone on drop.
+struct ReadOnly(std::path::PathBuf);
+impl ReadOnly {
+    fn set(dir: &Path) -> ReadOnly {
+        let ok = Command::new("chattr")
+            .args(["-R", "+i"])
+            .arg(dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            ok,
+            "chattr +i failed: this test needs root on a file system with the immutable flag"
+        );
+        ReadOnly(dir.to_path_buf())
+    }
+}
+impl Drop for ReadOnly {
+    fn drop(&mut self) {
+        let _ = Command::new("chattr")
+            .args(["-R", "-i"])
+            .arg(&self.0)
+            .status();
+    }
+}
+
+async fn mkdir(
+    addr: SocketAddr,
+    path: &str,
+) -> Result<MkdirsResponseProto, ferrite_ipc::client::ClientError> {
+    let c = connect(addr).await;
+    c.call(
+        "mkdirs",
+        &MkdirsRequestProto {
+            src: path.into(),
+            masked: FsPermissionProto { perm: 0o755 },
+            create_parent: true,
+            unmasked: None,
+        },
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -340,27 +396,22 @@ async fn losing_journal_directories_keeps_serving_until_none_is_left() {
     let gone = tempfile::tempdir().unwrap();
     let ro = tempfile::tempdir().unwrap();
     let full = tempfile::tempdir().unwrap();
-    let ro_mnt = ro.path().join("mnt");
     let full_mnt = full.path().join("mnt");
-    if !mount_tmpfs(&ro_mnt, "64m") || !mount_tmpfs(&full_mnt, "256k") {
-        umount(&ro_mnt);
-        panic!(
-            "this test needs to mount tmpfs (root with CAP_SYS_ADMIN), as the CI machines allow"
-        );
-    }
-    let gone_dir = gone.path().join("j");
-    let (g, r, f) = (
-        gone_dir.to_str().unwrap().to_string(),
-        ro_mnt.to_str().unwrap().to_string(),
-        full_mnt.to_str().unwrap().to_string(),
+    assert!(
+        mount_tmpfs(&full_mnt, "256k"),
+        "this test needs to mount a small tmpfs (root with CAP_SYS_ADMIN)"
     );
+    let _full_guard = Mount(full_mnt.clone());
+    let gone_dir = gone.path().join("j");
+    let ro_dir = ro.path().join("j");
+    let dirs = [&gone_dir, &ro_dir, &full_mnt].map(|p| p.to_str().unwrap().to_string());
     let args = [
         "--journal-dir",
-        g.as_str(),
+        dirs[0].as_str(),
         "--journal-dir",
-        r.as_str(),
+        dirs[1].as_str(),
         "--journal-dir",
-        f.as_str(),
+        dirs[2].as_str(),
         "--conf",
         "ferrite.journal.segment.txns=200",
         "--conf",
@@ -372,35 +423,17 @@ async fn losing_journal_directories_keeps_serving_until_none_is_left() {
     let mut server = start(data.path(), &args);
     run_for(server.addr, &models, 300).await;
     // One directory disappears (its next segment cannot be created), one turns read-only;
-    // the small one fills up by itself.
+    // the 256 KiB one fills up by itself.
     std::fs::remove_dir_all(&gone_dir).unwrap();
-    assert!(Command::new("mount")
-        .args(["-o", "remount,ro"])
-        .arg(&ro_mnt)
-        .status()
-        .unwrap()
-        .success());
+    let ro_guard = ReadOnly::set(&ro_dir);
     run_for(server.addr, &models, 1500).await;
     assert!(
         server.child.try_wait().unwrap().is_none(),
         "the NameNode keeps serving while one directory works"
     );
-    let c = connect(server.addr).await;
-    let r: MkdirsResponseProto = c
-        .call(
-            "mkdirs",
-            &MkdirsRequestProto {
-                src: "/still-ok".into(),
-                masked: FsPermissionProto { perm: 0o755 },
-                create_parent: true,
-                unmasked: None,
-            },
-        )
-        .await
-        .unwrap();
-    assert!(r.result);
-    drop(c);
+    assert!(mkdir(server.addr, "/still-ok").await.unwrap().result);
     kill9(server);
+    drop(ro_guard);
     // Everything acknowledged is in the surviving directory.
     server = start(data.path(), &[]);
     verify(server.addr, &models).await;
@@ -418,30 +451,13 @@ async fn losing_journal_directories_keeps_serving_until_none_is_left() {
     drop(c);
     kill9(server);
 
-    // Now with only the read-only directory: the NameNode must stop, loudly, without
-    // acknowledging the edit it could not make durable.
+    // Now with a single journal directory that turns read-only: the NameNode must not
+    // acknowledge the edit it could not make durable, and must stop with an error.
     let lonely = tempfile::tempdir().unwrap();
-    let mnt = lonely.path().join("mnt");
-    assert!(mount_tmpfs(&mnt, "64m"));
-    let conf = format!("dfs.namenode.edits.dir={}", mnt.display());
+    let conf = format!("dfs.namenode.edits.dir={}", lonely.path().display());
     let mut s = start(data.path(), &["--conf", &conf]);
-    assert!(Command::new("mount")
-        .args(["-o", "remount,ro"])
-        .arg(&mnt)
-        .status()
-        .unwrap()
-        .success());
-    let c = connect(s.addr).await;
-    let mk = MkdirsRequestProto {
-        src: "/never-acked".into(),
-        masked: FsPermissionProto { perm: 0o755 },
-        create_parent: true,
-        unmasked: None,
-    };
-    let e = c
-        .call::<_, MkdirsResponseProto>("mkdirs", &mk)
-        .await
-        .unwrap_err();
+    let _ro = ReadOnly::set(lonely.path());
+    let e = mkdir(s.addr, "/never-acked").await.unwrap_err();
     eprintln!("mkdirs after the last journal dir failed: {e}");
     let status = tokio::time::timeout(Duration::from_secs(10), async {
         loop {
@@ -454,7 +470,4 @@ async fn losing_journal_directories_keeps_serving_until_none_is_left() {
     .await
     .expect("the NameNode stops when no journal directory is left");
     assert!(!status.success());
-    for m in [&ro_mnt, &full_mnt, &mnt] {
-        umount(m);
-    }
 }

@@ -30,7 +30,7 @@ pub fn list(dirs: &[PathBuf]) -> Vec<(u64, PathBuf)> {
             }
         }
     }
-    out.sort_by(|a, b| b.0.cmp(&a.0));
+    out.sort_by_key(|e| std::cmp::Reverse(e.0));
     out
 }
 

@@ -223,7 +223,7 @@ fn syncer(
                     cfg.dirs
                 );
                 error!("{msg}");
-                shared.synced.send_replace(Err(JournalError(msg.clone())));
+                let _ = shared.synced.send_replace(Err(JournalError(msg.clone())));
                 if let Some(f) = on_fatal.take() {
                     f(msg);
                 }
@@ -238,7 +238,7 @@ fn syncer(
             m.sync_micros
                 .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
             synced = batch_last;
-            shared.synced.send_replace(Ok(synced));
+            let _ = shared.synced.send_replace(Ok(synced));
             spare.clear();
             if spare.capacity() > 16 << 20 {
                 spare = Vec::with_capacity(1 << 16); // do not keep a burst's buffer forever

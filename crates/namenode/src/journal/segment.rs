@@ -106,6 +106,17 @@ fn all_zero(b: &[u8]) -> bool {
 
 /// Scans a segment's bytes. `path` is only used in messages.
 pub fn scan(bytes: &[u8], path: &str) -> Result<Scan, ScanError> {
+    // A crash between creating a segment and syncing its header leaves it empty (or zeros):
+    // a segment with no records, not a damaged one.
+    if bytes.len() < HEADER_LEN && MAGIC.starts_with(&bytes[..bytes.len().min(8)])
+        || all_zero(&bytes[..bytes.len().min(HEADER_LEN)])
+    {
+        return Ok(Scan {
+            records: Vec::new(),
+            valid_len: 0,
+            tail: Tail::Clean,
+        });
+    }
     if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC {
         return Err(ScanError::BadHeader { path: path.into() });
     }

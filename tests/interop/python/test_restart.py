@@ -1,0 +1,59 @@
+"""The namespace survives NameNode restarts, clean (SIGTERM) and hard (kill -9), as seen by
+the real clients."""
+
+import signal
+
+from conftest import FsShell, start_ferrite, stop
+from hdfs_native import Client
+
+
+def snapshot(c):
+    return sorted((s.path, s.isdir, s.permission, s.owner, s.group, s.length) for s in c.list_status("/", recursive=True))
+
+
+def restart(server, workdir, hard):
+    if hard:
+        server.proc.send_signal(signal.SIGKILL)
+        server.proc.wait()
+    else:
+        assert stop(server) == 0
+    return start_ferrite(workdir)
+
+
+def test_hdfs_native_namespace_survives_restarts(workroot):
+    w = workroot / "restart-native"
+    w.mkdir()
+    s = start_ferrite(w)
+    c = Client(s.url)
+    c.mkdirs("/keep/a/b", create_parent=True)
+    for i in range(50):
+        c.create(f"/keep/a/f{i}").close()
+    c.rename("/keep/a/f0", "/keep/moved")
+    c.delete("/keep/a/f1")
+    c.set_permission("/keep/a", 0o700)
+    c.set_owner("/keep/moved", "alice", "staff")
+    before = snapshot(c)
+    for hard in (False, True, True, False):
+        s = restart(s, w, hard)
+        c = Client(s.url)
+        assert snapshot(c) == before
+        c.create(f"/keep/after-{len(before)}").close()
+        before = snapshot(c)
+    stop(s)
+
+
+def test_fsshell_sees_the_same_tree_after_restarts(workroot):
+    w = workroot / "restart-shell"
+    w.mkdir()
+    s = start_ferrite(w)
+    setup = [["-mkdir", "-p", "/r/x/y"], ["-touchz", "/r/x/f"], ["-chmod", "750", "/r/x"], ["-mv", "/r/x/f", "/r/g"]]
+    looks = [["-ls", "-R", "/"], ["-count", "/r"], ["-stat", "%n %F %a %u:%g", "/r/g"]]
+    out = FsShell(s, w).run(*setup, *looks)
+    assert all(r.rc == 0 for r in out)
+    want = [(r.out, r.rc) for r in out[len(setup):]]
+    assert "/r/g" in want[0][0]
+    for hard in (True, False):
+        s = restart(s, w, hard)
+        got = [(r.out, r.rc) for r in FsShell(s, w).run(*looks)]
+        assert got == want
+    stop(s)
