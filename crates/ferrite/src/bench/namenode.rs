@@ -320,15 +320,10 @@ async fn inode_memory(
         after as f64 / 1024.0,
         (after.saturating_sub(before) * 1024) as f64 / files as f64
     );
-    let _: DeleteResponseProto = admin
-        .call(
-            "delete",
-            &DeleteRequestProto {
-                src: format!("{BASE}/mem"),
-                recursive: true,
-            },
-        )
-        .await?;
+    if !args.keep {
+        let del = DeleteRequestProto { src: format!("{BASE}/mem"), recursive: true };
+        let _: DeleteResponseProto = admin.call("delete", &del).await?;
+    }
     Ok(())
 }
 
