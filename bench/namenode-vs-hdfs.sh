@@ -10,10 +10,12 @@
 #     -f 1000000  files for the memory-per-inode probe
 #     -s          skip the memory probes
 #
-# Two drivers: `ferrite bench namenode` (our Rust client over real RPC; mkdirs, create =
-# create+complete, fileStatus) and Hadoop's own NNThroughputBenchmark in remote mode (mkdirs,
-# fileStatus). Both run on this machine with the servers (2 cores shared), so client cost is
-# part of every figure.
+# Operations are NNThroughputBenchmark's: create (no close), mkdirs, open, fileStatus, rename,
+# delete. In-process: Hadoop's NNThroughputBenchmark with its own NameNode in the JVM, against
+# `ferrite bench namenode --inproc` (the real NameNode, called without sockets); both journal to
+# the same local disk. Remote: a fresh server per system, driven by `ferrite bench namenode`
+# (Rust, with the server's CPU seconds per operation from /proc/PID/stat) and by Hadoop's
+# NNThroughputBenchmark in remote mode. Clients share the 2 cores with the servers.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 REPS=3; THREADS=64; N=100000; FILES=1000000; SKIP_MEM=0
@@ -24,26 +26,49 @@ WORK="${TMPDIR:-/tmp}/ferrite-bench-nn"
 NNB=org.apache.hadoop.hdfs.server.namenode.NNThroughputBenchmark
 echo "# reps=$REPS threads=$THREADS ops=$N files=$FILES  $(nproc) cpus  $(date -u)" | tee "$OUT/params"
 
-nnbench() {  # nnbench SYSTEM URL OP COUNTFLAG
+nnbench() {  # nnbench SYSTEM URL OP  (Hadoop's NNThroughputBenchmark, remote mode)
   write_site "$WORK/client" core "fs.defaultFS=$2"
   write_site "$WORK/client" hdfs
   # NNThroughputBenchmark prints its results through its logger.
   echo "log4j.logger.org.apache.hadoop.hdfs.server.namenode.NNThroughputBenchmark=INFO" >> "$WORK/client/log4j.properties"
-  local r; r=$(java $JAVA_OPTS -cp "$WORK/client:$HADOOP_CP" $NNB -fs "$2" -op "$3" -threads "$THREADS" "$4" "$N" 2>&1 | tee -a "$OUT/nnbench-$1-$3.log" | grep -E "Ops per sec" | tail -1 | awk '{print $NF}' || true)
-  echo "system=$1 driver=nnthroughput op=$3 ops_per_s=${r:-FAILED} load=$(loadavg)" | tee -a "$OUT/results.txt"
+  local flag=-files; [ "$3" = mkdirs ] && flag=-dirs
+  local r; r=$(java $JAVA_OPTS -cp "$WORK/client:$HADOOP_CP" $NNB -fs "$2" -op "$3" -threads "$THREADS" $flag "$N" 2>&1 | tee -a "$OUT/nnbench-$1-$3.log" | grep -E "Ops per sec" | tail -1 | awk '{print $NF}' || true)
+  echo "system=$1 driver=nnthroughput-remote op=$3 ops_per_s=${r:-FAILED} load=$(loadavg)" | tee -a "$OUT/results.txt"
 }
 
+nnbench_inproc() {  # Hadoop's NNThroughputBenchmark with its NameNode inside the benchmark JVM
+  local w="$WORK/hdfs-inproc"; rm -rf "$w"; mkdir -p "$w"
+  write_site "$w/conf" core "hadoop.tmp.dir=$w/tmp"
+  write_site "$w/conf" hdfs "dfs.namenode.rpc-bind-host=127.0.0.1" "dfs.namenode.http-bind-host=127.0.0.1" "dfs.namenode.safemode.extension=0"
+  echo "log4j.logger.org.apache.hadoop.hdfs.server.namenode.NNThroughputBenchmark=INFO" >> "$w/conf/log4j.properties"
+  java $JAVA_OPTS -cp "$w/conf:$HADOOP_CP" org.apache.hadoop.hdfs.server.namenode.NameNode -format -force -nonInteractive > "$w/format.log" 2>&1
+  local flag=-files; [ "$1" = mkdirs ] && flag=-dirs
+  local r; r=$(java $JAVA_OPTS -cp "$w/conf:$HADOOP_CP" $NNB -op "$1" -threads "$THREADS" $flag "$N" 2>&1 | tee -a "$OUT/nnbench-inproc-$1.log" | grep -E "Ops per sec" | tail -1 | awk '{print $NF}' || true)
+  echo "system=hdfs driver=inproc op=$1 ops_per_s=${r:-FAILED} load=$(loadavg)" | tee -a "$OUT/results.txt"
+}
+
+OPS="create mkdirs open fileStatus rename delete"
+# The disk's own limit, in the same run: one 4 KiB write + fdatasync at a time.
+"$FERRITE" bench namenode --inproc --data "$WORK/fsync" --ops fsync-rate | grep '^mode=' | sed 's/^/system=disk /' | tee -a "$OUT/results.txt"
+
 for rep in $(seq 1 "$REPS"); do
+  # In-process: each NameNode called without sockets, journal on the same local disk.
+  for op in $OPS; do nnbench_inproc "$op"; done
+  "$FERRITE" bench namenode --inproc --data "$WORK/ferrite-inproc" --ops "${OPS// /,}" --threads "$THREADS" --count "$N" 2>/dev/null \
+    | grep '^mode=' | sed "s/^mode=inproc /system=ferrite driver=inproc rep=$rep /" | tee -a "$OUT/results.txt"
+  # Remote: fresh server per system; our client (with server CPU per op) and Hadoop's.
   for sys in hdfs ferrite; do
     "start_$sys" "$WORK/$sys"
-    "$FERRITE" bench namenode --fs "$URL" --pid "$PID" --ops mkdirs,create,fileStatus --threads "$THREADS" --count "$N" 2>&1 \
-      | grep '^op=' | sed "s/^/system=$sys driver=ferrite-bench rep=$rep /; s/\$/ load=$(loadavg)/" | tee -a "$OUT/results.txt"
-    nnbench "$sys" "$URL" mkdirs -dirs
-    nnbench "$sys" "$URL" fileStatus -files
-    echo "system=$sys rep=$rep rss_kib_after=$(awk '/VmRSS/{print $2}' /proc/$PID/status) threads=$(awk '/Threads/{print $2}' /proc/$PID/status)" | tee -a "$OUT/results.txt"
+    "$FERRITE" bench namenode --fs "$URL" --pid "$PID" --ops "${OPS// /,}" --threads "$THREADS" --count "$N" 2>&1 \
+      | grep '^mode=' | sed "s/^mode=rpc /system=$sys driver=ferrite-bench rep=$rep /" | tee -a "$OUT/results.txt"
+    for op in $OPS; do nnbench "$sys" "$URL" "$op"; done
+    echo "system=$sys rep=$rep rss_kib_after=$(awk '/VmRSS/{print $2}' /proc/$PID/status) peak_rss_kib=$(awk '/VmHWM/{print $2}' /proc/$PID/status) threads=$(awk '/Threads/{print $2}' /proc/$PID/status)" | tee -a "$OUT/results.txt"
     stop_server "$PID"
   done
 done
+
+# Restart: replay 1,000,000 journaled creates (no image), timed.
+"$FERRITE" bench namenode --inproc --data "$WORK/ferrite-restart" --ops restart --files "$FILES" --threads "$THREADS" 2>/dev/null | grep '^mode=' | sed 's/^mode=inproc /system=ferrite probe=restart /' | tee -a "$OUT/results.txt"
 
 if [ "$SKIP_MEM" = 0 ]; then
   # Memory per empty file. Ferrite: RSS growth of the server process. HDFS: live Java heap

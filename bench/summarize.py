@@ -12,23 +12,46 @@ def parse(path):
             yield kv
 
 
-def main(path):
-    runs = defaultdict(list)
-    for kv in parse(path):
-        if "ops_per_s" in kv and kv.get("ops_per_s") not in ("FAILED", ""):
-            runs[(kv["driver"], kv["op"], kv["system"])].append(float(kv["ops_per_s"]))
-    print("| driver | op | HDFS ops/s | Ferrite ops/s | Ferrite / HDFS |")
-    print("|---|---|---|---|---|")
+def cell(v, fmt="{:,.0f}"):
+    if not v:
+        return "–"
+    return f"{fmt.format(statistics.median(v))} [{fmt.format(min(v))}–{fmt.format(max(v))}] n={len(v)}"
+
+
+def table(runs, title, key, unit):
     keys = sorted({(d, o) for d, o, _ in runs})
+    if not keys:
+        return
+    print(f"\n### {title}\n")
+    print(f"| driver | op | HDFS {unit} | Ferrite {unit} | Ferrite / HDFS |")
+    print("|---|---|---|---|---|")
     for d, o in keys:
         h, f = runs.get((d, o, "hdfs"), []), runs.get((d, o, "ferrite"), [])
-        cell = lambda v: f"{statistics.median(v):,.0f} [{min(v):,.0f}–{max(v):,.0f}] n={len(v)}" if v else "–"
         ratio = f"{statistics.median(f) / statistics.median(h):.2f}x" if h and f else "–"
         print(f"| {d} | {o} | {cell(h)} | {cell(f)} | {ratio} |")
-    print()
+
+
+def main(path):
+    ops, cpu, sync = defaultdict(list), defaultdict(list), defaultdict(list)
+    rest = []
     for kv in parse(path):
-        if kv.get("probe", "").startswith("inode-memory") or kv.get("op") in ("listing", "inode-memory") or "rss_kib_after" in kv:
-            print("- " + " ".join(f"{k}={v}" for k, v in kv.items()))
+        if kv.get("ops_per_s") not in (None, "FAILED", ""):
+            ops[(kv.get("driver", "?"), kv["op"], kv["system"])].append(float(kv["ops_per_s"]))
+        if "server_cpu_us_per_op" in kv:
+            cpu[(kv["driver"], kv["op"], kv["system"])].append(float(kv["server_cpu_us_per_op"]))
+        if "txns_per_sync" in kv:
+            sync[kv["op"]].append(float(kv["txns_per_sync"]))
+        if "probe" in kv or "rss_kib_after" in kv or kv.get("system") == "disk" or kv.get("op") == "listing":
+            rest.append(kv)
+    table(ops, "Throughput (ops/s)", "ops_per_s", "ops/s")
+    table(cpu, "Server CPU per operation (µs, lower is better; ratio < 1 favours Ferrite)", "cpu", "µs/op")
+    if sync:
+        print("\n### Ferrite in-process journal: transactions per fdatasync\n")
+        for op, v in sorted(sync.items()):
+            print(f"- {op}: {cell(v, '{:.1f}')}")
+    print()
+    for kv in rest:
+        print("- " + " ".join(f"{k}={v}" for k, v in kv.items()))
 
 
 if __name__ == "__main__":

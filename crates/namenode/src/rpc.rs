@@ -14,6 +14,8 @@ use crate::namespace::plan::CreateArgs;
 use crate::namespace::query::FileStatus;
 use crate::state::NnState;
 
+// The handlers are public so that the in-process benchmark can call them directly, as
+// HDFS's NNThroughputBenchmark calls its NameNode's RPC methods without a socket.
 type Nn = Arc<NnState>;
 type Res<T> = Result<T, RpcError>;
 
@@ -106,7 +108,7 @@ fn perm_bits(p: &FsPermissionProto) -> u16 {
     (p.perm & 0o7777) as u16
 }
 
-async fn get_server_defaults(
+pub async fn get_server_defaults(
     nn: Nn,
     _: CallCtx,
     _: GetServerDefaultsRequestProto,
@@ -129,7 +131,7 @@ async fn get_server_defaults(
     })
 }
 
-async fn get_file_info(
+pub async fn get_file_info(
     nn: Nn,
     ctx: CallCtx,
     req: GetFileInfoRequestProto,
@@ -141,7 +143,7 @@ async fn get_file_info(
     })
 }
 
-async fn get_file_link_info(
+pub async fn get_file_link_info(
     nn: Nn,
     ctx: CallCtx,
     req: GetFileLinkInfoRequestProto,
@@ -154,7 +156,7 @@ async fn get_file_link_info(
     })
 }
 
-async fn get_listing(
+pub async fn get_listing(
     nn: Nn,
     ctx: CallCtx,
     req: GetListingRequestProto,
@@ -172,7 +174,7 @@ async fn get_listing(
     })
 }
 
-async fn get_block_locations(
+pub async fn get_block_locations(
     nn: Nn,
     ctx: CallCtx,
     req: GetBlockLocationsRequestProto,
@@ -194,7 +196,7 @@ async fn get_block_locations(
     })
 }
 
-async fn get_content_summary(
+pub async fn get_content_summary(
     nn: Nn,
     ctx: CallCtx,
     req: GetContentSummaryRequestProto,
@@ -214,7 +216,7 @@ async fn get_content_summary(
     })
 }
 
-async fn get_quota_usage(
+pub async fn get_quota_usage(
     nn: Nn,
     ctx: CallCtx,
     req: GetQuotaUsageRequestProto,
@@ -232,7 +234,7 @@ async fn get_quota_usage(
     })
 }
 
-async fn get_preferred_block_size(
+pub async fn get_preferred_block_size(
     nn: Nn,
     ctx: CallCtx,
     req: GetPreferredBlockSizeRequestProto,
@@ -244,7 +246,7 @@ async fn get_preferred_block_size(
     })
 }
 
-async fn is_file_closed(
+pub async fn is_file_closed(
     nn: Nn,
     ctx: CallCtx,
     req: IsFileClosedRequestProto,
@@ -256,7 +258,7 @@ async fn is_file_closed(
     })
 }
 
-async fn get_fs_stats(
+pub async fn get_fs_stats(
     _: Nn,
     _: CallCtx,
     _: GetFsStatusRequestProto,
@@ -275,7 +277,7 @@ async fn get_fs_stats(
     })
 }
 
-async fn get_datanode_report(
+pub async fn get_datanode_report(
     _: Nn,
     _: CallCtx,
     _: GetDatanodeReportRequestProto,
@@ -283,7 +285,7 @@ async fn get_datanode_report(
     Ok(GetDatanodeReportResponseProto { di: Vec::new() })
 }
 
-async fn get_data_encryption_key(
+pub async fn get_data_encryption_key(
     _: Nn,
     _: CallCtx,
     _: GetDataEncryptionKeyRequestProto,
@@ -291,7 +293,7 @@ async fn get_data_encryption_key(
     Ok(GetDataEncryptionKeyResponseProto {})
 }
 
-async fn get_ha_service_state(
+pub async fn get_ha_service_state(
     _: Nn,
     _: CallCtx,
     _: HaServiceStateRequestProto,
@@ -301,11 +303,11 @@ async fn get_ha_service_state(
     })
 }
 
-async fn msync(_: Nn, _: CallCtx, _: MsyncRequestProto) -> Res<MsyncResponseProto> {
+pub async fn msync(_: Nn, _: CallCtx, _: MsyncRequestProto) -> Res<MsyncResponseProto> {
     Ok(MsyncResponseProto {})
 }
 
-async fn set_safe_mode(
+pub async fn set_safe_mode(
     nn: Nn,
     ctx: CallCtx,
     req: SetSafeModeRequestProto,
@@ -335,7 +337,7 @@ async fn set_safe_mode(
     })
 }
 
-async fn mkdirs(nn: Nn, ctx: CallCtx, req: MkdirsRequestProto) -> Res<MkdirsResponseProto> {
+pub async fn mkdirs(nn: Nn, ctx: CallCtx, req: MkdirsRequestProto) -> Res<MkdirsResponseProto> {
     let caller = nn.caller(&ctx.user);
     let now = crate::state::now_ms();
     nn.commit(|ns| {
@@ -387,7 +389,7 @@ fn check_create_limits(
     Ok(replication as u16)
 }
 
-async fn create(nn: Nn, ctx: CallCtx, req: CreateRequestProto) -> Res<CreateResponseProto> {
+pub async fn create(nn: Nn, ctx: CallCtx, req: CreateRequestProto) -> Res<CreateResponseProto> {
     if req.create_flag & FLAG_APPEND != 0 {
         return Err(FsError::Unsupported("append is not supported yet".into()).into());
     }
@@ -414,7 +416,7 @@ async fn create(nn: Nn, ctx: CallCtx, req: CreateRequestProto) -> Res<CreateResp
     })
 }
 
-async fn complete(nn: Nn, _: CallCtx, req: CompleteRequestProto) -> Res<CompleteResponseProto> {
+pub async fn complete(nn: Nn, _: CallCtx, req: CompleteRequestProto) -> Res<CompleteResponseProto> {
     if req.last.is_some() {
         return Err(FsError::Io(format!(
             "complete of {}: blocks are not supported yet",
@@ -430,7 +432,11 @@ async fn complete(nn: Nn, _: CallCtx, req: CompleteRequestProto) -> Res<Complete
     Ok(CompleteResponseProto { result: done })
 }
 
-async fn add_block(nn: Nn, _: CallCtx, req: AddBlockRequestProto) -> Res<AddBlockResponseProto> {
+pub async fn add_block(
+    nn: Nn,
+    _: CallCtx,
+    req: AddBlockRequestProto,
+) -> Res<AddBlockResponseProto> {
     // Check the lease first, so a client without one gets the same answer as from HDFS.
     nn.ns
         .read()
@@ -442,14 +448,14 @@ async fn add_block(nn: Nn, _: CallCtx, req: AddBlockRequestProto) -> Res<AddBloc
     .into())
 }
 
-async fn fsync(nn: Nn, _: CallCtx, req: FsyncRequestProto) -> Res<FsyncResponseProto> {
+pub async fn fsync(nn: Nn, _: CallCtx, req: FsyncRequestProto) -> Res<FsyncResponseProto> {
     nn.ns
         .read()
         .open_file(&req.src, &req.client, req.file_id.unwrap_or(0))?;
     Ok(FsyncResponseProto {})
 }
 
-async fn rename(nn: Nn, ctx: CallCtx, req: RenameRequestProto) -> Res<RenameResponseProto> {
+pub async fn rename(nn: Nn, ctx: CallCtx, req: RenameRequestProto) -> Res<RenameResponseProto> {
     let caller = nn.caller(&ctx.user);
     let now = crate::state::now_ms();
     let ok = nn
@@ -463,7 +469,7 @@ async fn rename(nn: Nn, ctx: CallCtx, req: RenameRequestProto) -> Res<RenameResp
     Ok(RenameResponseProto { result: ok })
 }
 
-async fn rename2(nn: Nn, ctx: CallCtx, req: Rename2RequestProto) -> Res<Rename2ResponseProto> {
+pub async fn rename2(nn: Nn, ctx: CallCtx, req: Rename2RequestProto) -> Res<Rename2ResponseProto> {
     let caller = nn.caller(&ctx.user);
     let now = crate::state::now_ms();
     nn.commit(|ns| {
@@ -476,7 +482,7 @@ async fn rename2(nn: Nn, ctx: CallCtx, req: Rename2RequestProto) -> Res<Rename2R
     Ok(Rename2ResponseProto {})
 }
 
-async fn delete(nn: Nn, ctx: CallCtx, req: DeleteRequestProto) -> Res<DeleteResponseProto> {
+pub async fn delete(nn: Nn, ctx: CallCtx, req: DeleteRequestProto) -> Res<DeleteResponseProto> {
     let caller = nn.caller(&ctx.user);
     let now = crate::state::now_ms();
     let ok = nn
@@ -492,7 +498,7 @@ async fn delete(nn: Nn, ctx: CallCtx, req: DeleteRequestProto) -> Res<DeleteResp
     Ok(DeleteResponseProto { result: ok })
 }
 
-async fn set_permission(
+pub async fn set_permission(
     nn: Nn,
     ctx: CallCtx,
     req: SetPermissionRequestProto,
@@ -508,7 +514,11 @@ async fn set_permission(
     Ok(SetPermissionResponseProto {})
 }
 
-async fn set_owner(nn: Nn, ctx: CallCtx, req: SetOwnerRequestProto) -> Res<SetOwnerResponseProto> {
+pub async fn set_owner(
+    nn: Nn,
+    ctx: CallCtx,
+    req: SetOwnerRequestProto,
+) -> Res<SetOwnerResponseProto> {
     let caller = nn.caller(&ctx.user);
     let (owner, group) = (
         req.username.as_deref().filter(|s| !s.is_empty()),
@@ -522,7 +532,11 @@ async fn set_owner(nn: Nn, ctx: CallCtx, req: SetOwnerRequestProto) -> Res<SetOw
     Ok(SetOwnerResponseProto {})
 }
 
-async fn set_times(nn: Nn, ctx: CallCtx, req: SetTimesRequestProto) -> Res<SetTimesResponseProto> {
+pub async fn set_times(
+    nn: Nn,
+    ctx: CallCtx,
+    req: SetTimesRequestProto,
+) -> Res<SetTimesResponseProto> {
     let caller = nn.caller(&ctx.user);
     // -1 (sent as u64::MAX) leaves a time unchanged.
     let keep = |t: u64| (t as i64 >= 0).then_some(t as i64);
@@ -532,7 +546,7 @@ async fn set_times(nn: Nn, ctx: CallCtx, req: SetTimesRequestProto) -> Res<SetTi
     Ok(SetTimesResponseProto {})
 }
 
-async fn set_replication(
+pub async fn set_replication(
     nn: Nn,
     ctx: CallCtx,
     req: SetReplicationRequestProto,
@@ -550,7 +564,7 @@ async fn set_replication(
     Ok(SetReplicationResponseProto { result: ok })
 }
 
-async fn renew_lease(
+pub async fn renew_lease(
     nn: Nn,
     _: CallCtx,
     req: RenewLeaseRequestProto,
@@ -561,7 +575,7 @@ async fn renew_lease(
     Ok(RenewLeaseResponseProto {})
 }
 
-async fn recover_lease(
+pub async fn recover_lease(
     nn: Nn,
     ctx: CallCtx,
     req: RecoverLeaseRequestProto,
@@ -593,7 +607,11 @@ async fn recover_lease(
 /// The software version we report, in Hadoop's format (clients only display it).
 const SOFTWARE_VERSION: &str = "3.4.1";
 
-async fn version_request(nn: Nn, _: CallCtx, _: VersionRequestProto) -> Res<VersionResponseProto> {
+pub async fn version_request(
+    nn: Nn,
+    _: CallCtx,
+    _: VersionRequestProto,
+) -> Res<VersionResponseProto> {
     let id = &nn.identity;
     Ok(VersionResponseProto {
         info: NamespaceInfoProto {
@@ -613,7 +631,7 @@ async fn version_request(nn: Nn, _: CallCtx, _: VersionRequestProto) -> Res<Vers
     })
 }
 
-async fn save_namespace(
+pub async fn save_namespace(
     nn: Nn,
     _: CallCtx,
     _: SaveNamespaceRequestProto,

@@ -1,7 +1,10 @@
 //! `ferrite bench …`: workload generators that talk to a server over the real wire protocol,
 //! so the same run can target Ferrite or an Apache HDFS NameNode.
 
+mod conn;
+mod inproc;
 mod namenode;
+mod throughput;
 
 use clap::Subcommand;
 

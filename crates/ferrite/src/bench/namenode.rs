@@ -1,9 +1,9 @@
 //! NameNode throughput and memory, measured through ClientNamenodeProtocol.
 //!
 //! Without `--fs`, a fresh `ferrite namenode` is started as a child process on an ephemeral
-//! port (so its memory can be read from /proc without the benchmark's own). With `--fs`,
-//! any NameNode is measured, Apache HDFS included; `--pid` names its process for the memory
-//! probes.
+//! port (so its memory and CPU can be read from /proc without the benchmark's own). With
+//! `--fs`, any NameNode is measured, Apache HDFS included; `--pid` names its process. With
+//! `--inproc`, the NameNode runs inside the benchmark and is called without sockets.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -17,6 +17,10 @@ use ferrite_ipc::client::IpcClient;
 use ferrite_ipc::CLIENT_PROTOCOL;
 use ferrite_proto::hdfs::*;
 
+use super::conn::Conn;
+use super::inproc::{self, print_outcome};
+use super::throughput;
+
 #[derive(Args, Debug)]
 pub struct NamenodeArgs {
     /// Target NameNode (hdfs://HOST:PORT). Default: start a fresh Ferrite NameNode.
@@ -25,20 +29,27 @@ pub struct NamenodeArgs {
     /// Process id of the target, for the memory probes when --fs is given.
     #[arg(long)]
     pid: Option<u32>,
-    /// Comma-separated: mkdirs, create, fileStatus, inode-memory, listing.
+    /// Comma-separated: create, mkdirs, open, fileStatus, rename, delete (NNThroughputBenchmark's
+    /// operations), inode-memory, listing; with --inproc also fsync-rate and restart.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "mkdirs,create,fileStatus"
+        default_value = "create,mkdirs,open,fileStatus,rename,delete"
     )]
     ops: Vec<String>,
+    /// Run the NameNode in this process and call its RPC methods directly (no sockets).
+    #[arg(long)]
+    inproc: bool,
+    /// Data folder for --inproc (journal and images); default a fresh temp folder.
+    #[arg(long)]
+    data: Option<std::path::PathBuf>,
     /// Concurrent clients, each with its own connection.
     #[arg(long, default_value_t = 64)]
     threads: usize,
     /// Operations per throughput op.
     #[arg(long, default_value_t = 100_000)]
     count: usize,
-    /// Files for inode-memory.
+    /// Files for inode-memory and restart.
     #[arg(long, default_value_t = 1_000_000)]
     files: usize,
     /// Entries in the directory the listing probe lists again and again.
@@ -132,6 +143,9 @@ fn threads_of(pid: u32) -> Option<u64> {
 }
 
 pub async fn run(args: NamenodeArgs) -> anyhow::Result<()> {
+    if args.inproc {
+        return run_inproc(&args).await;
+    }
     let user = args
         .user
         .clone()
@@ -162,7 +176,7 @@ async fn run_ops(args: &NamenodeArgs, t: &Target, user: &str) -> anyhow::Result<
         .await?;
     for op in &args.ops {
         match op.as_str() {
-            "mkdirs" | "create" | "fileStatus" => throughput(args, t, user, op).await?,
+            o if throughput::OPS.contains(&o) => remote_throughput(args, t, user, op).await?,
             "inode-memory" => inode_memory(args, t, user, &admin).await?,
             "listing" => listing(args, t, user, &admin).await?,
             other => bail!("unknown op {other}"),
@@ -171,109 +185,81 @@ async fn run_ops(args: &NamenodeArgs, t: &Target, user: &str) -> anyhow::Result<
     Ok(())
 }
 
-fn path(kind: &str, client: usize, i: usize) -> String {
-    format!("{BASE}/{kind}/c{client}/g{}/n{i}", i / 1000)
+/// User plus system CPU time of a process, in seconds.
+fn cpu_secs(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may contain spaces) start at ") ".
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0) // USER_HZ is 100 on Linux
 }
 
-fn create_req(src: String, client: usize) -> CreateRequestProto {
-    CreateRequestProto {
-        src,
-        masked: FsPermissionProto { perm: 0o644 },
-        client_name: format!("ferrite-bench-{client}"),
-        create_flag: 0x03,
-        create_parent: true,
-        replication: 1,
-        block_size: 128 << 20,
-        ..Default::default()
+async fn remote_throughput(
+    args: &NamenodeArgs,
+    t: &Target,
+    user: &str,
+    op: &str,
+) -> anyhow::Result<()> {
+    let mut conns = Vec::new();
+    for _ in 0..args.threads {
+        conns.push(Arc::new(Conn::Rpc(
+            IpcClient::connect(t.addr, user, CLIENT_PROTOCOL).await?,
+        )));
     }
-}
-
-/// One call of `op` for item `i` of `client`.
-async fn one(c: &IpcClient, op: &str, client: usize, i: usize) -> anyhow::Result<()> {
-    match op {
-        "mkdirs" => {
-            let req = MkdirsRequestProto {
-                src: path("mkdirs", client, i),
-                masked: FsPermissionProto { perm: 0o755 },
-                create_parent: true,
-                unmasked: None,
-            };
-            let _: MkdirsResponseProto = c.call("mkdirs", &req).await?;
-        }
-        "create" => {
-            let src = path("create", client, i);
-            let _: CreateResponseProto = c.call("create", &create_req(src.clone(), client)).await?;
-            let done = CompleteRequestProto {
-                src,
-                client_name: format!("ferrite-bench-{client}"),
-                last: None,
-                file_id: None,
-            };
-            let r: CompleteResponseProto = c.call("complete", &done).await?;
-            if !r.result {
-                bail!("complete returned false");
-            }
-        }
-        "fileStatus" => {
-            let r: GetFileInfoResponseProto = c
-                .call(
-                    "getFileInfo",
-                    &GetFileInfoRequestProto {
-                        src: path("create", client, i),
-                    },
-                )
-                .await?;
-            if r.fs.is_none() {
-                bail!("file {} missing", path("create", client, i));
-            }
-        }
-        _ => unreachable!(),
+    let per = args.count.div_ceil(args.threads);
+    if throughput::needs_files(op) {
+        throughput::generate(&conns, op, per).await?;
     }
+    let cpu0 = t.pid.and_then(cpu_secs);
+    let out = throughput::timed(&conns, op, per).await?;
+    let cpu1 = t.pid.and_then(cpu_secs);
+    let cpu = match (cpu0, cpu1) {
+        (Some(a), Some(b)) => format!(
+            " server_cpu_us_per_op={:.1} server_threads={}",
+            (b - a) * 1e6 / out.ops as f64,
+            t.pid.and_then(threads_of).unwrap_or(0)
+        ),
+        _ => String::new(),
+    };
+    print_outcome("rpc", op, &out, &cpu);
     Ok(())
 }
 
-/// Runs `op` `count` times split over `threads` clients; prints ops/s and latency.
-async fn throughput(args: &NamenodeArgs, t: &Target, user: &str, op: &str) -> anyhow::Result<()> {
-    if op == "fileStatus" && !args.ops.iter().any(|o| o == "create") {
-        bail!("fileStatus reads the files `create` made: list create before fileStatus");
+async fn run_inproc(args: &NamenodeArgs) -> anyhow::Result<()> {
+    let scratch;
+    let dir = match &args.data {
+        Some(d) => d.clone(),
+        None => {
+            scratch = TempDir(
+                std::env::temp_dir().join(format!("ferrite-inproc-{}", std::process::id())),
+            );
+            scratch.0.clone()
+        }
+    };
+    let (mut plain, mut special) = (Vec::new(), Vec::new());
+    for op in &args.ops {
+        if throughput::OPS.contains(&op.as_str()) {
+            plain.push(op.clone());
+        } else {
+            special.push(op.clone());
+        }
     }
-    let per = args.count.div_ceil(args.threads);
-    let mut clients = Vec::new();
-    for _ in 0..args.threads {
-        clients.push(Arc::new(
-            IpcClient::connect(t.addr, user, CLIENT_PROTOCOL).await?,
-        ));
+    if !plain.is_empty() {
+        let _ = std::fs::remove_dir_all(&dir);
+        inproc::throughput(&dir, &plain, args.threads, args.count).await?;
     }
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for (k, c) in clients.into_iter().enumerate() {
-        let op = op.to_string();
-        tasks.push(tokio::spawn(async move {
-            let mut lat = Vec::with_capacity(per);
-            for i in 0..per {
-                let t0 = Instant::now();
-                one(&c, &op, k, i).await?;
-                lat.push(t0.elapsed().as_micros() as u32);
+    for op in special {
+        let _ = std::fs::remove_dir_all(&dir);
+        match op.as_str() {
+            "fsync-rate" => {
+                inproc::fsync_rate(&dir, 3)?;
             }
-            anyhow::Ok(lat)
-        }));
+            "restart" => inproc::replay(&dir, args.files, args.threads).await?,
+            other => bail!("{other} is not an in-process op"),
+        }
     }
-    let mut lat = Vec::new();
-    for task in tasks {
-        lat.extend(task.await??);
-    }
-    let elapsed = started.elapsed();
-    lat.sort_unstable();
-    let pct = |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)] as f64 / 1000.0;
-    println!(
-        "op={op} ops={} elapsed_ms={} ops_per_s={:.0} p50_ms={:.3} p99_ms={:.3} server_threads={:?}",
-        lat.len(),
-        elapsed.as_millis(),
-        lat.len() as f64 / elapsed.as_secs_f64(),
-        pct(0.5),
-        pct(0.99),
-        t.pid.and_then(threads_of)
-    );
+    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -292,18 +278,13 @@ async fn inode_memory(
     let per = args.files.div_ceil(clients);
     let mut tasks = Vec::new();
     for k in 0..clients {
-        let c = IpcClient::connect(t.addr, user, CLIENT_PROTOCOL).await?;
+        let c = Conn::Rpc(IpcClient::connect(t.addr, user, CLIENT_PROTOCOL).await?);
         tasks.push(tokio::spawn(async move {
+            let client = format!("ferrite-bench-{k}");
             for i in 0..per {
                 let src = format!("{BASE}/mem/c{k}/g{}/f{i}", i / 10_000);
-                let _: CreateResponseProto = c.call("create", &create_req(src.clone(), k)).await?;
-                let done = CompleteRequestProto {
-                    src,
-                    client_name: format!("ferrite-bench-{k}"),
-                    last: None,
-                    file_id: None,
-                };
-                let _: CompleteResponseProto = c.call("complete", &done).await?;
+                c.create(&src, &client).await?;
+                c.complete(&src, &client).await?;
             }
             anyhow::Ok(())
         }));
@@ -321,7 +302,10 @@ async fn inode_memory(
         (after.saturating_sub(before) * 1024) as f64 / files as f64
     );
     if !args.keep {
-        let del = DeleteRequestProto { src: format!("{BASE}/mem"), recursive: true };
+        let del = DeleteRequestProto {
+            src: format!("{BASE}/mem"),
+            recursive: true,
+        };
         let _: DeleteResponseProto = admin.call("delete", &del).await?;
     }
     Ok(())

@@ -1,0 +1,119 @@
+//! One connection of the NameNode benchmark: over RPC, or straight into the NameNode's RPC
+//! methods in this process (no socket, no encoding), as NNThroughputBenchmark's in-process
+//! mode does. The same workload code drives both.
+
+use std::sync::Arc;
+
+use anyhow::bail;
+use ferrite_ipc::client::IpcClient;
+use ferrite_ipc::CallCtx;
+use ferrite_namenode::rpc;
+use ferrite_namenode::state::NnState;
+use ferrite_proto::hdfs::*;
+
+pub enum Conn {
+    Rpc(IpcClient),
+    Local { nn: Arc<NnState>, ctx: CallCtx },
+}
+
+macro_rules! call {
+    ($conn:expr, $method:literal, $handler:path, $req:expr) => {
+        match $conn {
+            Conn::Rpc(c) => c.call($method, &$req).await?,
+            Conn::Local { nn, ctx } => $handler(nn.clone(), ctx.clone(), $req).await?,
+        }
+    };
+}
+
+fn perm(p: u32) -> FsPermissionProto {
+    FsPermissionProto { perm: p }
+}
+
+impl Conn {
+    /// `create` as NNThroughputBenchmark sends it: CREATE|OVERWRITE, createParent, 16-byte blocks.
+    pub async fn create(&self, src: &str, client: &str) -> anyhow::Result<()> {
+        let req = CreateRequestProto {
+            src: src.into(),
+            masked: perm(0o755),
+            client_name: client.into(),
+            create_flag: 0x03,
+            create_parent: true,
+            replication: 1,
+            block_size: 16,
+            ..Default::default()
+        };
+        let _: CreateResponseProto = call!(self, "create", rpc::create, req);
+        Ok(())
+    }
+
+    pub async fn complete(&self, src: &str, client: &str) -> anyhow::Result<()> {
+        let req = CompleteRequestProto {
+            src: src.into(),
+            client_name: client.into(),
+            last: None,
+            file_id: None,
+        };
+        let r: CompleteResponseProto = call!(self, "complete", rpc::complete, req);
+        if !r.result {
+            bail!("complete({src}) returned false");
+        }
+        Ok(())
+    }
+
+    pub async fn mkdirs(&self, src: &str) -> anyhow::Result<()> {
+        let req = MkdirsRequestProto {
+            src: src.into(),
+            masked: perm(0o755),
+            create_parent: true,
+            unmasked: None,
+        };
+        let _: MkdirsResponseProto = call!(self, "mkdirs", rpc::mkdirs, req);
+        Ok(())
+    }
+
+    /// `open`: getBlockLocations of the first 16 bytes.
+    pub async fn open(&self, src: &str) -> anyhow::Result<()> {
+        let req = GetBlockLocationsRequestProto {
+            src: src.into(),
+            offset: 0,
+            length: 16,
+        };
+        let r: GetBlockLocationsResponseProto =
+            call!(self, "getBlockLocations", rpc::get_block_locations, req);
+        if r.locations.is_none() {
+            bail!("{src} missing");
+        }
+        Ok(())
+    }
+
+    pub async fn stat(&self, src: &str) -> anyhow::Result<()> {
+        let req = GetFileInfoRequestProto { src: src.into() };
+        let r: GetFileInfoResponseProto = call!(self, "getFileInfo", rpc::get_file_info, req);
+        if r.fs.is_none() {
+            bail!("{src} missing");
+        }
+        Ok(())
+    }
+
+    /// The legacy `rename`, as NNThroughputBenchmark uses it.
+    pub async fn rename(&self, src: &str, dst: &str) -> anyhow::Result<()> {
+        let req = RenameRequestProto {
+            src: src.into(),
+            dst: dst.into(),
+        };
+        let r: RenameResponseProto = call!(self, "rename", rpc::rename, req);
+        if !r.result {
+            bail!("rename({src}) returned false");
+        }
+        Ok(())
+    }
+
+    pub async fn delete(&self, src: &str, recursive: bool) -> anyhow::Result<bool> {
+        let req = DeleteRequestProto {
+            src: src.into(),
+            recursive,
+        };
+        let r: DeleteResponseProto = call!(self, "delete", rpc::delete, req);
+        Ok(r.result)
+    }
+}

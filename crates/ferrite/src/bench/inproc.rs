@@ -1,0 +1,167 @@
+//! In-process NameNode benchmarks: the real NameNode (journal on local disk, group commit)
+//! driven through its RPC methods without sockets; the disk's fdatasync rate; and restart
+//! time after a large journal.
+
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ferrite_ipc::CallCtx;
+use ferrite_namenode::server::load_storage;
+use ferrite_namenode::{Config, NameNode};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use super::conn::Conn;
+use super::throughput::{self, Outcome};
+
+pub fn config(dir: &Path) -> Config {
+    Config {
+        name_dirs: vec![dir.join("name")],
+        min_block_size: 16,
+        // The benchmark's files stay open (create without close); keep their leases.
+        lease_hard_limit_sec: 86_400,
+        // No periodic image mid-run: the restart probe must replay the whole journal.
+        checkpoint_txns: u64::MAX,
+        ..Default::default()
+    }
+}
+
+fn ctx(user: &str) -> CallCtx {
+    CallCtx {
+        user: user.into(),
+        real_user: None,
+        peer: ([127, 0, 0, 1], 0).into(),
+        conn_id: 0,
+        call_id: 0,
+        client_id: Default::default(),
+        retry_count: 0,
+    }
+}
+
+/// Runs `ops` against a fresh in-process NameNode in `dir`, printing one line per op.
+pub async fn throughput(
+    dir: &Path,
+    ops: &[String],
+    threads: usize,
+    count: usize,
+) -> anyhow::Result<()> {
+    let nn = NameNode::start(config(dir), TcpListener::bind("127.0.0.1:0").await?).await?;
+    let state = nn.state.clone();
+    let user = state.superuser.clone();
+    let conns: Vec<Arc<Conn>> = (0..threads)
+        .map(|_| {
+            Arc::new(Conn::Local {
+                nn: state.clone(),
+                ctx: ctx(&user),
+            })
+        })
+        .collect();
+    let per = count.div_ceil(threads);
+    for op in ops {
+        if throughput::needs_files(op) {
+            throughput::generate(&conns, op, per).await?;
+        }
+        let m = state.journal.as_ref().expect("journal on disk").metrics();
+        let (s0, t0) = (
+            m.syncs.load(Ordering::Relaxed),
+            m.txns_synced.load(Ordering::Relaxed),
+        );
+        let out = throughput::timed(&conns, op, per).await?;
+        let (s1, t1) = (
+            m.syncs.load(Ordering::Relaxed),
+            m.txns_synced.load(Ordering::Relaxed),
+        );
+        let journal = if s1 > s0 {
+            format!(
+                " fdatasyncs={} txns_per_sync={:.1} syncs_per_s={:.0}",
+                s1 - s0,
+                (t1 - t0) as f64 / (s1 - s0) as f64,
+                (s1 - s0) as f64 / out.secs
+            )
+        } else {
+            String::new()
+        };
+        print_outcome("inproc", op, &out, &journal);
+    }
+    drop(conns);
+    nn.shutdown().await;
+    Ok(())
+}
+
+pub fn print_outcome(mode: &str, op: &str, o: &Outcome, extra: &str) {
+    println!(
+        "mode={mode} op={op} ops={} elapsed_ms={:.0} ops_per_s={:.0} p50_ms={:.3} p99_ms={:.3}{extra}",
+        o.ops,
+        o.secs * 1000.0,
+        o.ops_per_s(),
+        o.p50_ms,
+        o.p99_ms
+    );
+}
+
+/// The disk's rate of 4 KiB write + fdatasync in `dir`, one at a time, for `secs` seconds:
+/// the ceiling a journal without group commit would hit.
+pub fn fsync_rate(dir: &Path, secs: u64) -> anyhow::Result<f64> {
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join("fsync-probe");
+    let mut f = std::fs::File::create(&path)?;
+    f.write_all(&vec![0u8; 1 << 20])?;
+    f.sync_all()?;
+    let block = vec![7u8; 4096];
+    let started = Instant::now();
+    let mut n = 0u64;
+    while started.elapsed() < Duration::from_secs(secs) {
+        f.write_all_at(&block, (n % 256) * 4096)?;
+        f.sync_data()?;
+        n += 1;
+    }
+    let rate = n as f64 / started.elapsed().as_secs_f64();
+    drop(f);
+    std::fs::remove_file(&path)?;
+    println!("mode=disk op=fdatasync-4k syncs_per_s={rate:.0}");
+    Ok(rate)
+}
+
+/// Journals `files` creates in-process, closes the journal without an image, and times the
+/// start-up that replays them.
+pub async fn replay(dir: &Path, files: usize, threads: usize) -> anyhow::Result<()> {
+    {
+        let nn = NameNode::start(config(dir), TcpListener::bind("127.0.0.1:0").await?).await?;
+        let state = nn.state.clone();
+        let user = state.superuser.clone();
+        let conns: Vec<Arc<Conn>> = (0..threads)
+            .map(|_| {
+                Arc::new(Conn::Local {
+                    nn: state.clone(),
+                    ctx: ctx(&user),
+                })
+            })
+            .collect();
+        let out = throughput::timed(&conns, "create", files.div_ceil(threads)).await?;
+        print_outcome("inproc", "create", &out, "");
+        // Stop without the shutdown image, as after a crash: start-up must replay everything.
+        state.journal.as_ref().expect("journal").close();
+        drop(conns);
+        std::mem::forget(nn);
+    }
+    let cfg = config(dir);
+    let started = Instant::now();
+    let storage =
+        tokio::task::spawn_blocking(move || load_storage(&cfg, "bench", CancellationToken::new()))
+            .await??;
+    let ms = started.elapsed().as_millis();
+    println!(
+        "mode=inproc op=restart edits_replayed={} inodes={} startup_ms={ms} (image txid {})",
+        storage.startup.edits_replayed,
+        storage.ns.inode_count(),
+        storage.startup.image_txid
+    );
+    if let Some(j) = &storage.journal {
+        j.close();
+    }
+    Ok(())
+}
