@@ -103,12 +103,12 @@ impl Namespace {
                 out.push(1);
                 out.extend_from_slice(&f.len.to_le_bytes());
                 out.extend_from_slice(&f.block_size.to_le_bytes());
-                out.extend_from_slice(&f.replication.to_le_bytes());
-                out.extend_from_slice(&(f.blocks.len() as u32).to_le_bytes());
-                for b in &f.blocks {
+                out.extend_from_slice(&i.replication.to_le_bytes());
+                out.extend_from_slice(&(f.blocks().len() as u32).to_le_bytes());
+                for b in f.blocks() {
                     out.extend_from_slice(&b.to_le_bytes());
                 }
-                match &f.uc {
+                match f.uc() {
                     Some(uc) => {
                         out.push(1);
                         put_str(out, uc.client_name.as_bytes());
@@ -202,12 +202,13 @@ impl Namespace {
                     "inode {id} names owner/group {owner}/{group} of {users} strings"
                 )));
             }
+            let mut replication = 0;
             let body = match r.u8().map_err(de)? {
                 0 => Body::Dir(Vec::new()),
                 1 => {
                     let len = r.u64().map_err(de)?;
                     let block_size = r.u64().map_err(de)?;
-                    let replication = r.u16().map_err(de)?;
+                    replication = r.u16().map_err(de)?;
                     let nb = r.u32().map_err(de)? as usize;
                     if nb > r.remaining() / 8 {
                         return Err(bad(format!("inode {id} claims {nb} blocks")));
@@ -218,22 +219,16 @@ impl Namespace {
                         .map_err(de)?;
                     let uc = match r.u8().map_err(de)? {
                         0 => None,
-                        _ => Some(Box::new(UnderConstruction {
+                        _ => Some(UnderConstruction {
                             client_name: r.str().map_err(de)?,
                             client_machine: r.str().map_err(de)?,
-                        })),
+                        }),
                     };
-                    Body::File(FileData {
-                        len,
-                        block_size,
-                        blocks,
-                        replication,
-                        uc,
-                    })
+                    Body::File(FileData::new(len, block_size, blocks, uc))
                 }
                 t => return Err(bad(format!("inode {id} has kind {t}"))),
             };
-            let is_file_uc = matches!(&body, Body::File(f) if f.uc.is_some());
+            let is_file_uc = matches!(&body, Body::File(f) if f.uc().is_some());
             let is_dir = matches!(body, Body::Dir(_));
             if k == 0 {
                 if id != ROOT_INODE_ID || parent_id != 0 {
@@ -249,6 +244,7 @@ impl Namespace {
                     owner,
                     group,
                     perm,
+                    replication,
                 });
                 slot_of.insert(id, slot);
                 self.dirs += 1;
@@ -278,6 +274,7 @@ impl Namespace {
                 owner,
                 group,
                 perm,
+                replication,
             });
             if let Body::Dir(c) = &mut self.arena.get_mut(parent).body {
                 c.push(slot);

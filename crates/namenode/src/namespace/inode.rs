@@ -26,6 +26,9 @@ pub struct Inode {
     pub owner: u32,
     pub group: u32,
     pub perm: u16,
+    /// A file's replication factor (0 for directories). Kept here rather than in
+    /// [`FileData`] so that both `Body` variants are 24 bytes and the inode is 80.
+    pub replication: u16,
 }
 
 pub enum Body {
@@ -37,11 +40,50 @@ pub enum Body {
 pub struct FileData {
     pub len: u64,
     pub block_size: u64,
+    /// Blocks and the writer's lease, boxed together: an empty closed file pays 8 bytes.
+    pub extra: Option<Box<FileExtra>>,
+}
+
+pub struct FileExtra {
     /// Block ids in file order; their replicas live in the block map (DataNode issue).
     pub blocks: Vec<u64>,
-    pub replication: u16,
     /// Present while the file is open for write.
-    pub uc: Option<Box<UnderConstruction>>,
+    pub uc: Option<UnderConstruction>,
+}
+
+impl FileData {
+    pub fn new(len: u64, block_size: u64, blocks: Vec<u64>, uc: Option<UnderConstruction>) -> Self {
+        let extra =
+            (!blocks.is_empty() || uc.is_some()).then(|| Box::new(FileExtra { blocks, uc }));
+        FileData {
+            len,
+            block_size,
+            extra,
+        }
+    }
+
+    pub fn uc(&self) -> Option<&UnderConstruction> {
+        self.extra.as_ref()?.uc.as_ref()
+    }
+
+    pub fn blocks(&self) -> &[u64] {
+        self.extra
+            .as_ref()
+            .map(|e| e.blocks.as_slice())
+            .unwrap_or(&[])
+    }
+
+    /// Ends the write: drops the lease holder. Returns whether the file was open.
+    pub fn close(&mut self) -> bool {
+        let Some(extra) = self.extra.as_mut() else {
+            return false;
+        };
+        let was_open = extra.uc.take().is_some();
+        if extra.blocks.is_empty() {
+            self.extra = None;
+        }
+        was_open
+    }
 }
 
 pub struct UnderConstruction {
@@ -147,7 +189,7 @@ mod tests {
         // The per-file budget is well under 150 bytes including the name and the parent's
         // child slot; the record itself must not creep up unnoticed.
         assert!(
-            std::mem::size_of::<Option<Inode>>() <= 112,
+            std::mem::size_of::<Option<Inode>>() <= 80,
             "{}",
             std::mem::size_of::<Option<Inode>>()
         );

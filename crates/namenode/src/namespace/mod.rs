@@ -87,6 +87,7 @@ impl Namespace {
             owner,
             group,
             perm: 0o755,
+            replication: 0,
         });
         debug_assert_eq!(root, ROOT_SLOT);
         ns
@@ -212,17 +213,13 @@ impl Namespace {
                     }
                     self.remove_subtree(old, &mut fx);
                 }
-                let body = Body::File(FileData {
-                    len: 0,
-                    block_size: *block_size,
-                    blocks: Vec::new(),
-                    replication: *replication,
-                    uc: Some(Box::new(UnderConstruction {
-                        client_name: client_name.clone(),
-                        client_machine: client_machine.clone(),
-                    })),
-                });
+                let uc = UnderConstruction {
+                    client_name: client_name.clone(),
+                    client_machine: client_machine.clone(),
+                };
+                let body = Body::File(FileData::new(0, *block_size, Vec::new(), Some(uc)));
                 let slot = self.add_child(parent, name, *id, *perm, owner, group, *mtime, body)?;
+                self.arena.get_mut(slot).replication = *replication;
                 self.open_files.insert(*id, slot);
                 self.files += 1;
             }
@@ -233,7 +230,7 @@ impl Namespace {
                 inode.atime = *mtime;
                 match &mut inode.body {
                     Body::File(f) => {
-                        if f.uc.take().is_some() {
+                        if f.close() {
                             fx.closed_files.push(inode.id);
                         }
                         f.len = *len;
@@ -286,7 +283,7 @@ impl Namespace {
             Op::SetReplication { path, replication } => {
                 let slot = self.existing(path)?;
                 match &mut self.arena.get_mut(slot).body {
-                    Body::File(f) => f.replication = *replication,
+                    Body::File(_) => self.arena.get_mut(slot).replication = *replication,
                     Body::Dir(_) => return Err(FsError::Io(format!("{path} is a directory"))),
                 }
             }
@@ -402,6 +399,7 @@ impl Namespace {
             owner,
             group,
             perm: perm & inode::PERM_MASK,
+            replication: 0,
         });
         self.attach(parent, slot);
         self.arena.get_mut(parent).mtime = mtime;
@@ -472,7 +470,7 @@ impl Namespace {
                 }
                 Body::File(f) => {
                     self.files -= 1;
-                    if f.uc.is_some() {
+                    if f.uc().is_some() {
                         fx.closed_files.push(inode.id);
                     }
                 }
@@ -499,7 +497,7 @@ impl Namespace {
         self.open_files
             .iter()
             .filter_map(|(&id, &slot)| {
-                let uc = self.arena.get(slot).file()?.uc.as_ref()?;
+                let uc = self.arena.get(slot).file()?.uc()?;
                 Some((id, uc.client_name.clone()))
             })
             .collect()

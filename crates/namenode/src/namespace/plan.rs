@@ -123,7 +123,7 @@ impl Namespace {
                 }
                 Body::File(f) => f,
             };
-            if let Some(uc) = &file.uc {
+            if let Some(uc) = file.uc() {
                 return Err(FsError::AlreadyBeingCreated(format!(
                     "Failed to CREATE_FILE {src} for {} on {} because this file lease is currently owned by {} on {}",
                     a.client_name, a.client_machine, uc.client_name, uc.client_machine
@@ -205,7 +205,7 @@ impl Namespace {
         let Some(file) = self.inode(slot).file() else {
             return Err(FsError::NotFound(format!("Path is not a file: {src}")));
         };
-        if file.uc.is_none() {
+        if file.uc().is_none() {
             // A retried complete of a file this client already closed.
             return Ok((true, Vec::new()));
         }
@@ -234,7 +234,7 @@ impl Namespace {
         let Some(file) = inode.file() else {
             return Err(FsError::NotFound(format!("Path is not a file: {src}")));
         };
-        if let Some(uc) = &file.uc {
+        if let Some(uc) = file.uc() {
             if uc.client_name != client_name {
                 return Err(FsError::LeaseExpired(format!(
                     "Client (={client_name}) is not the lease owner (={}) of {src}",
