@@ -35,7 +35,7 @@ def main(path):
     ops, cpu, sync = defaultdict(list), defaultdict(list), defaultdict(list)
     rest = []
     for kv in parse(path):
-        if kv.get("ops_per_s") not in (None, "FAILED", ""):
+        if "driver" in kv and kv.get("ops_per_s") not in (None, "FAILED", ""):
             ops[(kv.get("driver", "?"), kv["op"], kv["system"])].append(float(kv["ops_per_s"]))
         if "server_cpu_us_per_op" in kv:
             cpu[(kv["driver"], kv["op"], kv["system"])].append(float(kv["server_cpu_us_per_op"]))

@@ -49,7 +49,9 @@ impl ClientError {
     }
 }
 
-type Pending = Arc<Mutex<HashMap<i32, oneshot::Sender<Result<Bytes, ClientError>>>>>;
+/// Calls waiting for replies. `None` once the reader has stopped: a call registered after
+/// that would wait forever, so it must fail at once instead.
+type Pending = Arc<Mutex<Option<HashMap<i32, oneshot::Sender<Result<Bytes, ClientError>>>>>>;
 
 pub struct IpcClient {
     writer: tokio::sync::Mutex<OwnedWriteHalf>,
@@ -81,7 +83,7 @@ impl IpcClient {
         let mut hello = frame::preamble(AuthProtocol::None).to_vec();
         hello.extend_from_slice(&frame::encode_frame(&[&ctx_header, &ctx]));
         wr.write_all(&hello).await?;
-        let pending: Pending = Arc::default();
+        let pending: Pending = Arc::new(Mutex::new(Some(HashMap::new())));
         tokio::spawn(read_loop(rd, pending.clone()));
         Ok(IpcClient {
             writer: tokio::sync::Mutex::new(wr),
@@ -119,11 +121,16 @@ impl IpcClient {
         };
         let frame = frame::encode_frame(&[&header, &mh, req as &dyn Body]);
         let (tx, rx) = oneshot::channel();
-        self.pending.lock().insert(call_id, tx);
+        match self.pending.lock().as_mut() {
+            Some(p) => p.insert(call_id, tx),
+            None => return Err(ClientError::Closed),
+        };
         {
             let mut w = self.writer.lock().await;
             if let Err(e) = w.write_all(&frame).await {
-                self.pending.lock().remove(&call_id);
+                if let Some(p) = self.pending.lock().as_mut() {
+                    p.remove(&call_id);
+                }
                 return Err(e.into());
             }
         }
@@ -175,7 +182,8 @@ async fn read_loop(rd: OwnedReadHalf, pending: Pending) {
             })
         };
         let fatal = header.status == RpcStatusProto::Fatal as i32;
-        if let Some(tx) = pending.lock().remove(&call_id) {
+        let waiter = pending.lock().as_mut().and_then(|p| p.remove(&call_id));
+        if let Some(tx) = waiter {
             let _ = tx.send(result);
         }
         if fatal {
@@ -183,7 +191,8 @@ async fn read_loop(rd: OwnedReadHalf, pending: Pending) {
         }
     };
     // Fail everyone still waiting.
-    for (_, tx) in pending.lock().drain() {
+    let waiting = pending.lock().take().unwrap_or_default();
+    for (_, tx) in waiting {
         let _ = tx.send(Err(match &err {
             ClientError::Io(e) => ClientError::Io(std::io::Error::new(e.kind(), e.to_string())),
             _ => ClientError::Closed,

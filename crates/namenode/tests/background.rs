@@ -66,6 +66,19 @@ async fn trash_emptier_checkpoints_then_expires() {
     nn.shutdown().await;
 }
 
+fn create_req(src: &str, client: &str) -> CreateRequestProto {
+    CreateRequestProto {
+        src: src.into(),
+        masked: FsPermissionProto { perm: 0o644 },
+        client_name: client.into(),
+        create_flag: 1,
+        create_parent: true,
+        replication: 1,
+        block_size: 128 << 20,
+        ..Default::default()
+    }
+}
+
 #[tokio::test]
 async fn an_abandoned_writer_loses_its_file_after_the_hard_limit() {
     let cfg = Config {
@@ -78,16 +91,7 @@ async fn an_abandoned_writer_loses_its_file_after_the_hard_limit() {
     let c = IpcClient::connect(nn.addr, &nn.state.superuser, CLIENT_PROTOCOL)
         .await
         .unwrap();
-    let create = CreateRequestProto {
-        src: "/abandoned".into(),
-        masked: FsPermissionProto { perm: 0o644 },
-        client_name: "gone-client".into(),
-        create_flag: 1,
-        create_parent: true,
-        replication: 1,
-        block_size: 128 << 20,
-        ..Default::default()
-    };
+    let create = create_req("/abandoned", "gone-client");
     let _: CreateResponseProto = c.call("create", &create).await.unwrap();
     let closed = || async {
         let r: IsFileClosedResponseProto = c
@@ -127,16 +131,7 @@ async fn renewing_keeps_the_lease() {
     let c = IpcClient::connect(nn.addr, &nn.state.superuser, CLIENT_PROTOCOL)
         .await
         .unwrap();
-    let create = CreateRequestProto {
-        src: "/kept".into(),
-        masked: FsPermissionProto { perm: 0o644 },
-        client_name: "live-client".into(),
-        create_flag: 1,
-        create_parent: true,
-        replication: 1,
-        block_size: 128 << 20,
-        ..Default::default()
-    };
+    let create = create_req("/kept", "live-client");
     let _: CreateResponseProto = c.call("create", &create).await.unwrap();
     for _ in 0..10 {
         tokio::time::sleep(Duration::from_millis(500)).await;

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use ferrite_ipc::CallCtx;
 use ferrite_namenode::server::load_storage;
-use ferrite_namenode::{Config, NameNode};
+use ferrite_namenode::{Config, NameNode, NameNodeHandle};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -42,6 +42,24 @@ fn ctx(user: &str) -> CallCtx {
     }
 }
 
+/// A NameNode on `dir` in this process, and `threads` socket-free connections to it.
+async fn start_local(
+    dir: &Path,
+    threads: usize,
+) -> anyhow::Result<(NameNodeHandle, Vec<Arc<Conn>>)> {
+    let nn = NameNode::start(config(dir), TcpListener::bind("127.0.0.1:0").await?).await?;
+    let user = nn.state.superuser.clone();
+    let conns = (0..threads)
+        .map(|_| {
+            Arc::new(Conn::Local {
+                nn: nn.state.clone(),
+                ctx: ctx(&user),
+            })
+        })
+        .collect();
+    Ok((nn, conns))
+}
+
 /// Runs `ops` against a fresh in-process NameNode in `dir`, printing one line per op.
 pub async fn throughput(
     dir: &Path,
@@ -49,17 +67,8 @@ pub async fn throughput(
     threads: usize,
     count: usize,
 ) -> anyhow::Result<()> {
-    let nn = NameNode::start(config(dir), TcpListener::bind("127.0.0.1:0").await?).await?;
+    let (nn, conns) = start_local(dir, threads).await?;
     let state = nn.state.clone();
-    let user = state.superuser.clone();
-    let conns: Vec<Arc<Conn>> = (0..threads)
-        .map(|_| {
-            Arc::new(Conn::Local {
-                nn: state.clone(),
-                ctx: ctx(&user),
-            })
-        })
-        .collect();
     let per = count.div_ceil(threads);
     for op in ops {
         if throughput::needs_files(op) {
@@ -130,17 +139,8 @@ pub fn fsync_rate(dir: &Path, secs: u64) -> anyhow::Result<f64> {
 /// start-up that replays them.
 pub async fn replay(dir: &Path, files: usize, threads: usize) -> anyhow::Result<()> {
     {
-        let nn = NameNode::start(config(dir), TcpListener::bind("127.0.0.1:0").await?).await?;
+        let (nn, conns) = start_local(dir, threads).await?;
         let state = nn.state.clone();
-        let user = state.superuser.clone();
-        let conns: Vec<Arc<Conn>> = (0..threads)
-            .map(|_| {
-                Arc::new(Conn::Local {
-                    nn: state.clone(),
-                    ctx: ctx(&user),
-                })
-            })
-            .collect();
         let out = throughput::timed(&conns, "create", files.div_ceil(threads)).await?;
         print_outcome("inproc", "create", &out, "");
         // Stop without the shutdown image, as after a crash: start-up must replay everything.

@@ -409,7 +409,12 @@ impl Namespace {
         }]))
     }
 
-    fn resolve_checked(&self, caller: &Caller, src: &str) -> Result<(Slot, String), FsError> {
+    /// The existing inode `src` names, after the traverse check, with its normalized path.
+    pub(crate) fn resolve_checked(
+        &self,
+        caller: &Caller,
+        src: &str,
+    ) -> Result<(Slot, String), FsError> {
         let comps = components(src)?;
         let walk = self.walk(&comps)?;
         self.check_traverse(caller, &walk)?;

@@ -110,12 +110,7 @@ impl Namespace {
 
     /// An exact walk of the subtree. Needs READ_EXECUTE on every directory in it, as in HDFS.
     pub fn content_summary(&self, caller: &Caller, src: &str) -> Result<ContentSummary, FsError> {
-        let comps = components(src)?;
-        let walk = self.walk(&comps)?;
-        self.check_traverse(caller, &walk)?;
-        let t = walk
-            .target()
-            .ok_or_else(|| FsError::NotFound(format!("File does not exist: {src}")))?;
+        let (t, _) = self.resolve_checked(caller, src)?;
         self.check_subtree(caller, t, READ | EXECUTE)?;
         let mut sum = ContentSummary::default();
         let mut stack = vec![t];
