@@ -4,6 +4,9 @@
 //! attempt inserts a cell; the retry finds it and waits for (or immediately gets) the first
 //! attempt's encoded reply instead of running the operation again. Entries expire after a
 //! configurable time (Hadoop: 10 minutes) and the map is capped, evicting oldest first.
+//!
+//! Every create, rename and delete leaves an entry behind for those 10 minutes, so a finished
+//! entry is stored compactly: the reply's exact bytes, no synchronisation state.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -19,6 +22,43 @@ use crate::RpcError;
 pub type CachedReply = Result<Bytes, RpcError>;
 pub type Cell = Arc<OnceCell<CachedReply>>;
 
+enum Entry {
+    /// The first attempt is still running; retries wait on the cell.
+    Running(Cell),
+    Done(Stored),
+}
+
+/// A finished reply, as small as it can be kept.
+enum Stored {
+    Ok(Box<[u8]>),
+    Err(Box<RpcError>),
+}
+
+impl Stored {
+    fn of(reply: &CachedReply) -> Self {
+        match reply {
+            Ok(b) => Stored::Ok(b.as_ref().into()),
+            Err(e) => Stored::Err(Box::new(e.clone())),
+        }
+    }
+    fn reply(&self) -> CachedReply {
+        match self {
+            Stored::Ok(b) => Ok(Bytes::copy_from_slice(b)),
+            Stored::Err(e) => Err((**e).clone()),
+        }
+    }
+}
+
+/// What the cache knows about a call.
+pub enum Lookup {
+    /// First attempt: run it through the cell, then [`RetryCache::finish`].
+    Fresh(Cell),
+    /// A retry while the first attempt runs: wait on the cell.
+    InFlight(Cell),
+    /// A retry after the first attempt finished: its reply.
+    Done(CachedReply),
+}
+
 type Key = ([u8; 16], i32);
 
 pub struct RetryCache {
@@ -28,7 +68,7 @@ pub struct RetryCache {
 }
 
 struct Inner {
-    map: HashMap<Key, Cell>,
+    map: HashMap<Key, Entry>,
     order: VecDeque<(Instant, Key)>,
 }
 
@@ -45,23 +85,44 @@ impl RetryCache {
         }
     }
 
-    /// Returns the cell for this call, creating it if this is the first attempt. `None` when
-    /// the call cannot be deduplicated (no 16-byte clientId, or a negative callId).
-    pub fn cell(&self, client_id: &[u8], call_id: i32, now: Instant) -> Option<Cell> {
+    fn key(&self, client_id: &[u8], call_id: i32) -> Option<Key> {
         let id: [u8; 16] = client_id.try_into().ok()?;
-        if call_id < 0 || self.capacity == 0 {
-            return None;
-        }
-        let key = (id, call_id);
+        (call_id >= 0 && self.capacity > 0).then_some((id, call_id))
+    }
+
+    /// Looks the call up, registering it if this is the first attempt. `None` when the call
+    /// cannot be deduplicated (no 16-byte clientId, a negative callId, or the cache is off).
+    pub fn begin(&self, client_id: &[u8], call_id: i32, now: Instant) -> Option<Lookup> {
+        let key = self.key(client_id, call_id)?;
         let mut inner = self.inner.lock();
         inner.expire(now, self.ttl, self.capacity);
-        if let Some(cell) = inner.map.get(&key) {
-            return Some(cell.clone());
+        match inner.map.get(&key) {
+            Some(Entry::Running(cell)) => return Some(Lookup::InFlight(cell.clone())),
+            Some(Entry::Done(stored)) => return Some(Lookup::Done(stored.reply())),
+            None => {}
         }
         let cell: Cell = Arc::new(OnceCell::new());
-        inner.map.insert(key, cell.clone());
+        inner.map.insert(key, Entry::Running(cell.clone()));
         inner.order.push_back((now, key));
-        Some(cell)
+        Some(Lookup::Fresh(cell))
+    }
+
+    /// Records the first attempt's reply in its compact form.
+    pub fn finish(&self, client_id: &[u8], call_id: i32, reply: &CachedReply) {
+        let Some(key) = self.key(client_id, call_id) else {
+            return;
+        };
+        if let Some(e) = self.inner.lock().map.get_mut(&key) {
+            *e = Entry::Done(Stored::of(reply));
+        }
+    }
+
+    /// The same as [`begin`](Self::begin), returning a cell to run or wait on (tests).
+    pub fn cell(&self, client_id: &[u8], call_id: i32, now: Instant) -> Option<Cell> {
+        match self.begin(client_id, call_id, now)? {
+            Lookup::Fresh(c) | Lookup::InFlight(c) => Some(c),
+            Lookup::Done(r) => Some(Arc::new(OnceCell::new_with(Some(r)))),
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -116,6 +177,26 @@ mod tests {
         assert_eq!(r1, r2);
         // A different call id is a different call.
         assert!(c.cell(&id, 2, now).unwrap().get().is_none());
+    }
+
+    #[test]
+    fn finished_entries_replay_their_reply() {
+        let c = RetryCache::new(Duration::from_secs(600), 100);
+        let now = Instant::now();
+        let id = [3u8; 16];
+        let Some(Lookup::Fresh(cell)) = c.begin(&id, 5, now) else { panic!("first attempt is fresh") };
+        assert!(matches!(c.begin(&id, 5, now), Some(Lookup::InFlight(_))));
+        let reply: CachedReply = Ok(Bytes::from_static(b"reply"));
+        let _ = cell.set(reply.clone());
+        c.finish(&id, 5, &reply);
+        match c.begin(&id, 5, now) {
+            Some(Lookup::Done(r)) => assert_eq!(r, reply),
+            _ => panic!("a finished call replays its stored reply"),
+        }
+        let err: CachedReply = Err(RpcError::io("boom"));
+        let Some(Lookup::Fresh(_)) = c.begin(&id, 6, now) else { panic!() };
+        c.finish(&id, 6, &err);
+        assert!(matches!(c.begin(&id, 6, now), Some(Lookup::Done(Err(e))) if e.message == "boom"));
     }
 
     #[test]

@@ -18,7 +18,7 @@ use tracing::{debug, debug_span, Instrument};
 
 use crate::frame::{Body, RawBody};
 use crate::metrics::{MethodMetrics, MethodSnapshot};
-use crate::retry_cache::RetryCache;
+use crate::retry_cache::{Lookup, RetryCache};
 use crate::RpcError;
 
 /// Who is calling and which call this is.
@@ -190,25 +190,35 @@ impl<S: Service> Router<S> {
     ) -> Result<Box<dyn Body>, RpcError> {
         self.state.admit(&ctx, entry.name, entry.kind)?;
         if entry.kind.at_most_once {
-            if let Some(cell) = self
-                .retry_cache
-                .cell(&ctx.client_id, ctx.call_id, Instant::now())
-            {
-                if cell.initialized() {
-                    entry
-                        .metrics
-                        .retry_cache_hits
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                }
-                let reply = cell
-                    .get_or_init(|| async {
-                        let out = (entry.handler)(self.state.clone(), ctx, body).await?;
-                        let mut buf = BytesMut::with_capacity(out.encoded_len());
-                        out.encode_into(&mut buf);
-                        Ok(buf.freeze())
-                    })
-                    .await
-                    .clone();
+            let (client_id, call_id) = (ctx.client_id.clone(), ctx.call_id);
+            if let Some(lookup) = self.retry_cache.begin(&client_id, call_id, Instant::now()) {
+                let run = || async {
+                    let out = (entry.handler)(self.state.clone(), ctx, body).await?;
+                    let mut buf = BytesMut::with_capacity(out.encoded_len());
+                    out.encode_into(&mut buf);
+                    Ok(buf.freeze())
+                };
+                let reply = match lookup {
+                    Lookup::Fresh(cell) => {
+                        let reply = cell.get_or_init(run).await.clone();
+                        self.retry_cache.finish(&client_id, call_id, &reply);
+                        reply
+                    }
+                    Lookup::InFlight(cell) => {
+                        entry
+                            .metrics
+                            .retry_cache_hits
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        cell.get_or_init(run).await.clone()
+                    }
+                    Lookup::Done(reply) => {
+                        entry
+                            .metrics
+                            .retry_cache_hits
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        reply
+                    }
+                };
                 return reply.map(|b| Box::new(RawBody(b)) as Box<dyn Body>);
             }
         }
