@@ -184,7 +184,9 @@ mod tests {
         let c = RetryCache::new(Duration::from_secs(600), 100);
         let now = Instant::now();
         let id = [3u8; 16];
-        let Some(Lookup::Fresh(cell)) = c.begin(&id, 5, now) else { panic!("first attempt is fresh") };
+        let Some(Lookup::Fresh(cell)) = c.begin(&id, 5, now) else {
+            panic!("first attempt is fresh")
+        };
         assert!(matches!(c.begin(&id, 5, now), Some(Lookup::InFlight(_))));
         let reply: CachedReply = Ok(Bytes::from_static(b"reply"));
         let _ = cell.set(reply.clone());
@@ -194,7 +196,9 @@ mod tests {
             _ => panic!("a finished call replays its stored reply"),
         }
         let err: CachedReply = Err(RpcError::io("boom"));
-        let Some(Lookup::Fresh(_)) = c.begin(&id, 6, now) else { panic!() };
+        let Some(Lookup::Fresh(_)) = c.begin(&id, 6, now) else {
+            panic!()
+        };
         c.finish(&id, 6, &err);
         assert!(matches!(c.begin(&id, 6, now), Some(Lookup::Done(Err(e))) if e.message == "boom"));
     }

@@ -265,16 +265,7 @@ impl<S: Service> Connection<S> {
                         }
                         SaslOutcome::Done => phase = Phase::AwaitContext,
                         SaslOutcome::Refuse(msg) => {
-                            self.fatal_class(
-                                tx,
-                                call_id,
-                                &client_id,
-                                RpcErrorCodeProto::FatalUnauthorized,
-                                crate::error::class::ACCESS_CONTROL,
-                                &msg,
-                            )
-                            .await;
-                            return Err(ConnError::Fatal(msg));
+                            return Err(self.unauthorized(tx, call_id, &client_id, msg).await);
                         }
                     }
                 }
@@ -291,16 +282,7 @@ impl<S: Service> Connection<S> {
                     let info = ctx.user_info.unwrap_or_default();
                     let Some(user) = info.effective_user.filter(|u| !u.is_empty()) else {
                         let msg = "Connection context carries no effective user".to_string();
-                        self.fatal_class(
-                            tx,
-                            call_id,
-                            &client_id,
-                            RpcErrorCodeProto::FatalUnauthorized,
-                            crate::error::class::ACCESS_CONTROL,
-                            &msg,
-                        )
-                        .await;
-                        return Err(ConnError::Fatal(msg));
+                        return Err(self.unauthorized(tx, call_id, &client_id, msg).await);
                     };
                     debug!(conn = self.id, peer = %self.peer, %user, protocol = ?ctx.protocol, "connection context");
                     phase = Phase::Ready {
@@ -410,6 +392,23 @@ impl<S: Service> Connection<S> {
             msg,
         )
         .await
+    }
+
+    /// Refuses the connection's identity: FATAL AccessControlException, then close.
+    async fn unauthorized(
+        &self,
+        tx: &mpsc::Sender<Bytes>,
+        call_id: i32,
+        client_id: &Bytes,
+        msg: String,
+    ) -> ConnError {
+        let (code, class) = (
+            RpcErrorCodeProto::FatalUnauthorized,
+            crate::error::class::ACCESS_CONTROL,
+        );
+        self.fatal_class(tx, call_id, client_id, code, class, &msg)
+            .await;
+        ConnError::Fatal(msg)
     }
 
     async fn fatal_class(

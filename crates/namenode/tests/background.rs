@@ -66,6 +66,21 @@ async fn trash_emptier_checkpoints_then_expires() {
     nn.shutdown().await;
 }
 
+/// A NameNode whose leases expire after `secs`, and a superuser client of it.
+async fn with_hard_limit(secs: u64) -> (ferrite_namenode::NameNodeHandle, IpcClient) {
+    let cfg = Config {
+        lease_hard_limit_sec: secs,
+        ..Default::default()
+    };
+    let nn = NameNode::start(cfg, TcpListener::bind("127.0.0.1:0").await.unwrap())
+        .await
+        .unwrap();
+    let c = IpcClient::connect(nn.addr, &nn.state.superuser, CLIENT_PROTOCOL)
+        .await
+        .unwrap();
+    (nn, c)
+}
+
 fn create_req(src: &str, client: &str) -> CreateRequestProto {
     CreateRequestProto {
         src: src.into(),
@@ -81,16 +96,7 @@ fn create_req(src: &str, client: &str) -> CreateRequestProto {
 
 #[tokio::test]
 async fn an_abandoned_writer_loses_its_file_after_the_hard_limit() {
-    let cfg = Config {
-        lease_hard_limit_sec: 1,
-        ..Default::default()
-    };
-    let nn = NameNode::start(cfg, TcpListener::bind("127.0.0.1:0").await.unwrap())
-        .await
-        .unwrap();
-    let c = IpcClient::connect(nn.addr, &nn.state.superuser, CLIENT_PROTOCOL)
-        .await
-        .unwrap();
+    let (nn, c) = with_hard_limit(1).await;
     let create = create_req("/abandoned", "gone-client");
     let _: CreateResponseProto = c.call("create", &create).await.unwrap();
     let closed = || async {
@@ -121,16 +127,7 @@ async fn an_abandoned_writer_loses_its_file_after_the_hard_limit() {
 
 #[tokio::test]
 async fn renewing_keeps_the_lease() {
-    let cfg = Config {
-        lease_hard_limit_sec: 2,
-        ..Default::default()
-    };
-    let nn = NameNode::start(cfg, TcpListener::bind("127.0.0.1:0").await.unwrap())
-        .await
-        .unwrap();
-    let c = IpcClient::connect(nn.addr, &nn.state.superuser, CLIENT_PROTOCOL)
-        .await
-        .unwrap();
+    let (nn, c) = with_hard_limit(2).await;
     let create = create_req("/kept", "live-client");
     let _: CreateResponseProto = c.call("create", &create).await.unwrap();
     for _ in 0..10 {
