@@ -57,3 +57,32 @@ def test_fsshell_sees_the_same_tree_after_restarts(workroot):
         got = [(r.out, r.rc) for r in FsShell(s, w).run(*looks)]
         assert got == want
     stop(s)
+
+
+def test_admin_safemode_and_save_namespace(workroot):
+    import subprocess
+
+    from conftest import FERRITE_BIN
+
+    w = workroot / "admin"
+    w.mkdir()
+    s = start_ferrite(w)
+    admin = lambda *a: subprocess.run([str(FERRITE_BIN), "admin", "--fs", s.url, *a], capture_output=True, text=True, timeout=60)
+    assert admin("safemode", "get").stdout.strip() == "Safe mode is OFF"
+    assert admin("safemode", "enter").stdout.strip() == "Safe mode is ON"
+    c = Client(s.url)
+    try:
+        c.mkdirs("/blocked")
+        raise AssertionError("mkdirs must fail in safe mode")
+    except Exception as e:
+        assert "SafeModeException" in str(e) or "safe mode" in str(e)
+    assert admin("safemode", "leave").stdout.strip() == "Safe mode is OFF"
+    c.mkdirs("/saved/d", create_parent=True)
+    r = admin("save-namespace")
+    assert r.returncode == 0 and "successful" in r.stdout, r.stderr
+    images = sorted(p.name for p in (w / "data" / "name").iterdir() if p.name.startswith("fsimage_"))
+    assert images, "an image was written"
+    assert admin("safemode", "get").stdout.strip() == "Safe mode is OFF", "save-namespace left safe mode again"
+    s = restart(s, w, hard=True)
+    assert Client(s.url).get_file_info("/saved/d").isdir
+    stop(s)
