@@ -4,10 +4,13 @@
 //! reading the files happens once at start-up.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 #[derive(Default, Clone, Debug)]
 pub struct GroupMapping {
-    by_user: HashMap<String, Vec<String>>,
+    /// Shared lists, so resolving a caller (once per RPC) allocates nothing.
+    by_user: HashMap<String, Arc<[String]>>,
+    none: Arc<[String]>,
 }
 
 impl GroupMapping {
@@ -65,12 +68,19 @@ impl GroupMapping {
                 by_user.insert(user.trim().to_string(), list);
             }
         }
-        GroupMapping { by_user }
+        let by_user = by_user
+            .into_iter()
+            .map(|(u, g)| (u, Arc::from(g)))
+            .collect();
+        GroupMapping {
+            by_user,
+            none: Arc::from(Vec::new()),
+        }
     }
 
     /// The user's groups, primary first; empty for users this host does not know.
-    pub fn groups(&self, user: &str) -> Vec<String> {
-        self.by_user.get(user).cloned().unwrap_or_default()
+    pub fn groups(&self, user: &str) -> Arc<[String]> {
+        self.by_user.get(user).unwrap_or(&self.none).clone()
     }
 }
 
@@ -83,9 +93,9 @@ mod tests {
         let passwd = "root:x:0:0::/root:/bin/sh\nalice:x:1000:1000::/home/alice:/bin/sh\n";
         let group = "root:x:0:\nalice:x:1000:\nstaff:x:50:alice,bob\n";
         let m = GroupMapping::parse(passwd, group, "carol=eng,ops;dr.who=");
-        assert_eq!(m.groups("alice"), vec!["alice", "staff"]);
-        assert_eq!(m.groups("bob"), vec!["staff"]);
-        assert_eq!(m.groups("carol"), vec!["eng", "ops"]);
+        assert_eq!(&*m.groups("alice"), ["alice", "staff"]);
+        assert_eq!(&*m.groups("bob"), ["staff"]);
+        assert_eq!(&*m.groups("carol"), ["eng", "ops"]);
         assert!(m.groups("dr.who").is_empty());
         assert!(m.groups("nobody-here").is_empty());
     }

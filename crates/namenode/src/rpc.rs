@@ -408,12 +408,17 @@ pub async fn create(nn: Nn, ctx: CallCtx, req: CreateRequestProto) -> Res<Create
         block_size: req.block_size,
     };
     let now = crate::state::now_ms();
-    nn.commit(|ns| Ok(((), ns.plan_create(&caller, &args, now)?)))
+    let fs = nn
+        .commit_then(
+            |ns| Ok(((), ns.plan_create(&caller, &args, now)?)),
+            |ns, ()| {
+                ns.existing(&req.src)
+                    .ok()
+                    .map(|slot| status_proto(&ns.status(slot, false)))
+            },
+        )
         .await?;
-    let st = nn.ns.read().get_file_info(&caller, &req.src)?;
-    Ok(CreateResponseProto {
-        fs: st.as_ref().map(status_proto),
-    })
+    Ok(CreateResponseProto { fs })
 }
 
 pub async fn complete(nn: Nn, _: CallCtx, req: CompleteRequestProto) -> Res<CompleteResponseProto> {

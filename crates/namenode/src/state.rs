@@ -122,6 +122,16 @@ impl NnState {
         &self,
         plan: impl FnOnce(&Namespace) -> Result<(T, Vec<Op>), FsError>,
     ) -> Result<T, FsError> {
+        self.commit_then(plan, |_, out| out).await
+    }
+
+    /// [`commit`](Self::commit), then `after` reads the result under the same lock (create
+    /// answers with the new file's status without walking the path again).
+    pub async fn commit_then<T, R>(
+        &self,
+        plan: impl FnOnce(&Namespace) -> Result<(T, Vec<Op>), FsError>,
+        after: impl FnOnce(&Namespace, T) -> R,
+    ) -> Result<R, FsError> {
         let (out, wait_for) = {
             let now = now_ms();
             let mut ns = self.ns.write();
@@ -139,7 +149,10 @@ impl NnState {
             }
             // Even an answer that changed nothing may rest on records not yet durable (another
             // client's mkdir, say), so wait for everything appended so far.
-            (out, self.journal.as_ref().map(|j| j.last_appended()))
+            (
+                after(&ns, out),
+                self.journal.as_ref().map(|j| j.last_appended()),
+            )
         };
         if let (Some(j), Some(txid)) = (&self.journal, wait_for) {
             j.wait_synced(txid)

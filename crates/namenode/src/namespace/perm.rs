@@ -13,7 +13,7 @@ pub const EXECUTE: u16 = 1;
 #[derive(Clone, Debug)]
 pub struct Caller {
     pub user: String,
-    pub groups: Vec<String>,
+    pub groups: std::sync::Arc<[String]>,
     /// The NameNode's own user, or a member of the superuser group.
     pub superuser: bool,
     /// `dfs.permissions.enabled=false` turns every check off.
@@ -24,7 +24,7 @@ impl Caller {
     pub fn superuser(user: &str) -> Self {
         Caller {
             user: user.into(),
-            groups: Vec::new(),
+            groups: Vec::new().into(),
             superuser: true,
             checks_enabled: true,
         }

@@ -10,7 +10,7 @@ fn su() -> Caller {
 fn user(name: &str) -> Caller {
     Caller {
         user: name.into(),
-        groups: vec![name.into()],
+        groups: vec![name.to_string()].into(),
         superuser: false,
         checks_enabled: true,
     }
