@@ -53,6 +53,9 @@ pub struct NnState {
     pub journal_dirs: Vec<PathBuf>,
     pub startup: StartupReport,
     last_image_txid: AtomicU64,
+    /// One checkpoint at a time: the periodic one and saveNamespace must not write the same
+    /// image file concurrently.
+    saving: Mutex<()>,
     safe_mode: AtomicBool,
 }
 
@@ -89,6 +92,7 @@ impl NnState {
             name_dirs: storage.name_dirs,
             journal_dirs: storage.journal_dirs,
             startup: storage.startup,
+            saving: Mutex::new(()),
             safe_mode: AtomicBool::new(false),
         }
     }
@@ -169,6 +173,7 @@ impl NnState {
         let Some(journal) = &self.journal else {
             return Ok(0);
         };
+        let _one_at_a_time = self.saving.lock();
         let started = std::time::Instant::now();
         let (image, txid) = {
             // Appends happen under the write lock, so while we hold the read lock the
