@@ -19,6 +19,11 @@ need java openjdk-17-jdk-headless
 need mvn maven
 need python3 python3-venv
 command -v cargo >/dev/null || { echo "cargo (rustup) is required" >&2; exit 1; }
+# The gates need rustfmt and clippy; a minimal rustup profile lacks them.
+if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+  step "installing rustfmt and clippy"
+  rustup component add rustfmt clippy
+fi
 
 step "python venv with pinned clients"
 [ -x .venv/bin/python ] || python3 -m venv .venv
