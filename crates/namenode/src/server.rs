@@ -69,11 +69,7 @@ pub fn load_storage(
     fatal: CancellationToken,
 ) -> std::io::Result<Storage> {
     let name_dirs = cfg.name_dirs.clone();
-    let journal_dirs = if cfg.edits_dirs.is_empty() {
-        name_dirs.clone()
-    } else {
-        cfg.edits_dirs.clone()
-    };
+    let journal_dirs = journal_dirs(cfg);
     if name_dirs.is_empty() {
         let ns = Namespace::new(superuser, &cfg.superuser_group, now_ms());
         return Ok(Storage {
@@ -322,7 +318,7 @@ async fn checkpointer(nn: Arc<NnState>, cancel: CancellationToken) {
     }
 }
 
-/// Every journal directory the configuration names (for tools and tests).
+/// Every journal directory the configuration names: `dfs.namenode.edits.dir`, else the name dirs.
 pub fn journal_dirs(cfg: &Config) -> Vec<PathBuf> {
     if cfg.edits_dirs.is_empty() {
         cfg.name_dirs.clone()
