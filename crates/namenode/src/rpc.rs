@@ -367,6 +367,19 @@ fn check_create_limits(
     replication: u32,
     block_size: u64,
 ) -> Result<u16, FsError> {
+    let replication = check_replication(nn, src, replication)?;
+    let c = &nn.cfg;
+    if block_size < c.min_block_size {
+        return Err(FsError::Io(format!(
+            "Specified block size is less than configured minimum value (dfs.namenode.fs-limits.min-block-size): {block_size} < {}",
+            c.min_block_size
+        )));
+    }
+    Ok(replication)
+}
+
+/// Checks a replication factor against `dfs.namenode.replication.min` and `dfs.replication.max`.
+fn check_replication(nn: &NnState, src: &str, replication: u32) -> Result<u16, FsError> {
     let c = &nn.cfg;
     if replication < c.min_replication as u32 {
         return Err(FsError::Io(format!(
@@ -378,12 +391,6 @@ fn check_create_limits(
         return Err(FsError::Io(format!(
             "Requested replication factor of {replication} exceeds maximum of {} for {src}",
             c.max_replication
-        )));
-    }
-    if block_size < c.min_block_size {
-        return Err(FsError::Io(format!(
-            "Specified block size is less than configured minimum value (dfs.namenode.fs-limits.min-block-size): {block_size} < {}",
-            c.min_block_size
         )));
     }
     Ok(replication as u16)
@@ -557,7 +564,7 @@ pub async fn set_replication(
     req: SetReplicationRequestProto,
 ) -> Res<SetReplicationResponseProto> {
     let caller = nn.caller(&ctx.user);
-    let r = check_create_limits(&nn, &req.src, req.replication, nn.cfg.min_block_size)?;
+    let r = check_replication(&nn, &req.src, req.replication)?;
     let ok = nn
         .commit(|ns| {
             Ok(match ns.plan_set_replication(&caller, &req.src, r)? {
