@@ -181,9 +181,9 @@ pub async fn get_block_locations(
 ) -> Res<GetBlockLocationsResponseProto> {
     let caller = nn.caller(&ctx.user);
     let ns = nn.ns.read();
-    let st = ns.file_status(&caller, &req.src)?;
-    let slot = ns.existing(&req.src)?;
+    let slot = ns.file_slot(&caller, &req.src)?;
     ns.check_access(&caller, slot, crate::namespace::perm::READ)?;
+    let st = ns.status(slot, false);
     // Blocks arrive with the DataNode issue; until then every file is empty.
     Ok(GetBlockLocationsResponseProto {
         locations: Some(LocatedBlocksProto {
@@ -596,11 +596,11 @@ pub async fn recover_lease(
     let now = crate::state::now_ms();
     let closed = nn
         .commit(|ns| {
-            let st = ns.file_status(&caller, &req.src)?;
+            let slot = ns.file_slot(&caller, &req.src)?;
+            let st = ns.status(slot, false);
             if !st.under_construction {
                 return Ok((true, Vec::new()));
             }
-            let slot = ns.existing(&req.src)?;
             ns.check_access(&caller, slot, crate::namespace::perm::WRITE)?;
             // Files have no blocks yet, so recovery closes them at once.
             Ok((

@@ -132,11 +132,17 @@ impl Namespace {
 
     /// The file status at `src`, which must be a file (for block-size and closed queries).
     pub fn file_status(&self, caller: &Caller, src: &str) -> Result<FileStatus, FsError> {
-        match self.get_file_info(caller, src)? {
-            Some(s) if !s.is_dir => Ok(s),
-            Some(_) => Err(FsError::NotFound(format!("Path is not a file: {src}"))),
-            None => Err(FsError::NotFound(format!("File does not exist: {src}"))),
+        self.file_slot(caller, src)
+            .map(|slot| self.status(slot, false))
+    }
+
+    /// The file at `src` after the traverse check; HDFS's errors for a missing path or a directory.
+    pub fn file_slot(&self, caller: &Caller, src: &str) -> Result<Slot, FsError> {
+        let (slot, _) = self.resolve_checked(caller, src)?;
+        if self.inode(slot).is_dir() {
+            return Err(FsError::NotFound(format!("Path is not a file: {src}")));
         }
+        Ok(slot)
     }
 
     /// Every (path, status) under `dir`, depth first; used by the trash emptier and tests.
