@@ -122,24 +122,23 @@ fn start_target(args: &NamenodeArgs) -> anyhow::Result<Target> {
     })
 }
 
-fn rss_kib(pid: u32) -> Option<u64> {
+/// A numeric field of `/proc/PID/status` (`VmRSS:` in KiB, `Threads:`, …).
+fn proc_status(pid: u32, field: &str) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     s.lines()
-        .find(|l| l.starts_with("VmRSS:"))?
+        .find(|l| l.starts_with(field))?
         .split_whitespace()
         .nth(1)?
         .parse()
         .ok()
 }
 
+fn rss_kib(pid: u32) -> Option<u64> {
+    proc_status(pid, "VmRSS:")
+}
+
 fn threads_of(pid: u32) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    s.lines()
-        .find(|l| l.starts_with("Threads:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
+    proc_status(pid, "Threads:")
 }
 
 pub async fn run(args: NamenodeArgs) -> anyhow::Result<()> {
