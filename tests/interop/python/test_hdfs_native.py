@@ -1,5 +1,6 @@
 """The pinned hdfs-native Python client against a running Ferrite NameNode."""
 
+import getpass
 import os
 import stat
 
@@ -20,7 +21,9 @@ def test_mkdirs_and_file_info(client):
     client.mkdirs("/hn/a/b", create_parent=True)
     st = client.get_file_info("/hn/a/b")
     assert st.isdir and st.permission == 0o755 and st.length == 0
-    assert st.owner == os.environ.get("USER", "root") or st.owner
+    # The owner is the user the client sent (SIMPLE auth: HADOOP_USER_NAME, else the login user).
+    assert st.owner == (os.environ.get("HADOOP_USER_NAME") or getpass.getuser())
+    assert st.group == "supergroup", "a new directory takes its parent's group"
     # mkdirs without create_parent under a missing parent fails.
     with pytest.raises(FileNotFoundError):
         client.mkdirs("/hn/missing/x")
