@@ -117,8 +117,9 @@ impl RetryCache {
         }
     }
 
-    /// The same as [`begin`](Self::begin), returning a cell to run or wait on (tests).
-    pub fn cell(&self, client_id: &[u8], call_id: i32, now: Instant) -> Option<Cell> {
+    /// The same as [`begin`](Self::begin), returning a cell to run or wait on.
+    #[cfg(test)]
+    fn cell(&self, client_id: &[u8], call_id: i32, now: Instant) -> Option<Cell> {
         match self.begin(client_id, call_id, now)? {
             Lookup::Fresh(c) | Lookup::InFlight(c) => Some(c),
             Lookup::Done(r) => Some(Arc::new(OnceCell::new_with(Some(r)))),

@@ -50,7 +50,7 @@ impl Leases {
     }
 
     /// Keeps the lease table in step with a namespace operation that was just applied.
-    /// `created_id` is the inode id a Create produced.
+    /// `closed_ids` are the open files the operation closed, deleted or replaced.
     pub fn on_op(&mut self, op: &Op, closed_ids: &[u64], now_ms: i64) {
         if let Op::Create {
             client_name, id, ..
