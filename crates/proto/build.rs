@@ -11,6 +11,8 @@ fn main() {
         "proto/hdfs.proto",
         "proto/ClientNamenodeProtocol.proto",
         "proto/HdfsServer.proto",
+        "proto/DatanodeProtocol.proto",
+        "proto/datatransfer.proto",
     ];
     for f in &files {
         println!("cargo:rerun-if-changed={f}");

@@ -43,6 +43,8 @@ pub mod class {
     pub const ALREADY_BEING_CREATED: &str =
         "org.apache.hadoop.hdfs.protocol.AlreadyBeingCreatedException";
     pub const LEASE_EXPIRED: &str = "org.apache.hadoop.hdfs.server.namenode.LeaseExpiredException";
+    pub const NOT_REPLICATED_YET: &str =
+        "org.apache.hadoop.hdfs.server.namenode.NotReplicatedYetException";
     pub const UNSUPPORTED_OPERATION: &str = "java.lang.UnsupportedOperationException";
     pub const NO_SUCH_METHOD: &str = "org.apache.hadoop.ipc.RpcNoSuchMethodException";
     pub const NO_SUCH_PROTOCOL: &str = "org.apache.hadoop.ipc.RpcNoSuchProtocolException";

@@ -65,6 +65,19 @@ pub struct Config {
     pub journal_segment_txns: u64,
     /// `ferrite.journal.preallocate.bytes`
     pub journal_prealloc_bytes: u64,
+    /// `dfs.heartbeat.interval` (seconds), also what DataNodes are told to use.
+    pub heartbeat_interval_sec: u64,
+    /// `dfs.namenode.heartbeat.recheck-interval` (ms): a DataNode is dead after twice this
+    /// plus ten heartbeat intervals without a heartbeat.
+    pub heartbeat_recheck_ms: u64,
+    /// `dfs.namenode.stale.datanode.interval` (ms): stale nodes are read from last.
+    pub stale_interval_ms: u64,
+    /// `dfs.namenode.safemode.threshold-pct`: the share of blocks that must be reported.
+    pub safemode_threshold: f64,
+    /// `dfs.namenode.safemode.extension` (ms) to wait once the threshold is reached.
+    pub safemode_extension_ms: u64,
+    /// `dfs.namenode.safemode.min.datanodes`
+    pub safemode_min_datanodes: usize,
 }
 
 impl Default for Config {
@@ -98,6 +111,12 @@ impl Default for Config {
             journal_segment_bytes: 128 << 20,
             journal_segment_txns: 1_000_000,
             journal_prealloc_bytes: 4 << 20,
+            heartbeat_interval_sec: 3,
+            heartbeat_recheck_ms: 300_000,
+            stale_interval_ms: 30_000,
+            safemode_threshold: 0.999,
+            safemode_extension_ms: 30_000,
+            safemode_min_datanodes: 0,
         }
     }
 }
@@ -140,6 +159,11 @@ pub fn parse_size(s: &str) -> Option<u64> {
 }
 
 impl Config {
+    /// How long a DataNode may stay silent before it is declared dead (HDFS's formula).
+    pub fn dead_interval_ms(&self) -> u64 {
+        2 * self.heartbeat_recheck_ms + 10 * 1000 * self.heartbeat_interval_sec
+    }
+
     /// Applies `pairs` on top of `self`; returns the keys that mean nothing to Ferrite.
     pub fn apply<'a>(
         &mut self,
@@ -201,6 +225,20 @@ impl Config {
                 "ferrite.journal.segment.txns" => self.journal_segment_txns = num()?.max(1),
                 "ferrite.journal.preallocate.bytes" => {
                     self.journal_prealloc_bytes = size()?.max(4096)
+                }
+                "dfs.heartbeat.interval" => self.heartbeat_interval_sec = num()?.max(1),
+                "dfs.namenode.heartbeat.recheck-interval" => self.heartbeat_recheck_ms = num()?,
+                "dfs.namenode.stale.datanode.interval" => self.stale_interval_ms = num()?,
+                "dfs.namenode.safemode.threshold-pct" => {
+                    self.safemode_threshold = value
+                        .trim()
+                        .trim_end_matches('f')
+                        .parse::<f64>()
+                        .map_err(|_| bad("expected a fraction such as 0.999"))?
+                }
+                "dfs.namenode.safemode.extension" => self.safemode_extension_ms = num()?,
+                "dfs.namenode.safemode.min.datanodes" => {
+                    self.safemode_min_datanodes = num()? as usize
                 }
                 "fs.defaultFS" | "fs.default.name" => self.default_fs = Some(value.trim().into()),
                 "dfs.namenode.enable.retrycache" => self.retry_cache_enabled = boolean()?,

@@ -23,6 +23,9 @@ pub enum FsError {
     LeaseExpired(String),
     #[error("{0}")]
     SafeMode(String),
+    /// The previous block has too few finished replicas yet; the client retries.
+    #[error("{0}")]
+    NotReplicatedYet(String),
     #[error("{0}")]
     Unsupported(String),
     #[error("{0}")]
@@ -45,6 +48,7 @@ impl FsError {
             FsError::AlreadyBeingCreated(_) => class::ALREADY_BEING_CREATED,
             FsError::LeaseExpired(_) => class::LEASE_EXPIRED,
             FsError::SafeMode(_) => class::SAFE_MODE,
+            FsError::NotReplicatedYet(_) => class::NOT_REPLICATED_YET,
             FsError::Unsupported(_) => class::UNSUPPORTED_OPERATION,
             FsError::IllegalArgument(_) => class::HADOOP_ILLEGAL_ARGUMENT,
             FsError::Io(_) => class::IO,

@@ -11,9 +11,17 @@ pub mod common {
     include!(concat!(env!("OUT_DIR"), "/hadoop.common.rs"));
 }
 
-/// `hadoop.hdfs`: shared HDFS structures and ClientNamenodeProtocol messages.
+/// `hadoop.hdfs`: shared HDFS structures, ClientNamenodeProtocol and DataTransferProtocol messages.
 pub mod hdfs {
     include!(concat!(env!("OUT_DIR"), "/hadoop.hdfs.rs"));
+
+    // Nested so that prost's `super::` paths to `hadoop.hdfs` types resolve.
+    pub mod datanode {
+        include!(concat!(env!("OUT_DIR"), "/hadoop.hdfs.datanode.rs"));
+    }
 }
+
+/// `hadoop.hdfs.datanode`: DatanodeProtocol (DataNode → NameNode) messages.
+pub use hdfs::datanode;
 
 pub use prost::Message;

@@ -145,6 +145,8 @@ mod tag {
     pub const SET_OWNER: u8 = 7;
     pub const SET_TIMES: u8 = 8;
     pub const SET_REPLICATION: u8 = 9;
+    pub const ADD_BLOCK: u8 = 10;
+    pub const ABANDON_BLOCK: u8 = 11;
 }
 
 pub fn encode_op(op: &Op, out: &mut Vec<u8>) {
@@ -189,6 +191,23 @@ pub fn encode_op(op: &Op, out: &mut Vec<u8>) {
             w.u64(*block_size);
             w.str(client_name);
             w.str(client_machine);
+        }
+        Op::AddBlock {
+            path,
+            id,
+            gs,
+            prev_len,
+        } => {
+            w.u8(tag::ADD_BLOCK);
+            w.str(path);
+            w.u64(*id);
+            w.u64(*gs);
+            w.u64(*prev_len);
+        }
+        Op::AbandonBlock { path, id } => {
+            w.u8(tag::ABANDON_BLOCK);
+            w.str(path);
+            w.u64(*id);
         }
         Op::Close { path, mtime, len } => {
             w.u8(tag::CLOSE);
@@ -260,6 +279,16 @@ pub fn decode_op(bytes: &[u8]) -> Result<Op, DecodeError> {
             block_size: r.u64()?,
             client_name: r.str()?,
             client_machine: r.str()?,
+        },
+        tag::ADD_BLOCK => Op::AddBlock {
+            path: r.str()?,
+            id: r.u64()?,
+            gs: r.u64()?,
+            prev_len: r.u64()?,
+        },
+        tag::ABANDON_BLOCK => Op::AbandonBlock {
+            path: r.str()?,
+            id: r.u64()?,
         },
         tag::CLOSE => Op::Close {
             path: r.str()?,
@@ -385,10 +414,26 @@ mod tests {
                 client_name: "c".into(),
                 client_machine: "127.0.0.1".into(),
             },
+            Op::AddBlock {
+                path: "/a/f".into(),
+                id: (1 << 30) + 1,
+                gs: 1001,
+                prev_len: 0,
+            },
+            Op::AddBlock {
+                path: "/a/f".into(),
+                id: (1 << 30) + 2,
+                gs: 1002,
+                prev_len: 512,
+            },
+            Op::AbandonBlock {
+                path: "/a/f".into(),
+                id: (1 << 30) + 2,
+            },
             Op::Close {
                 path: "/a/f".into(),
                 mtime: 9,
-                len: 0,
+                len: 700,
             },
             Op::Rename {
                 src: "/a/f".into(),

@@ -7,13 +7,13 @@
 use std::collections::HashMap;
 
 use super::inode::{
-    Arena, Body, FileData, Inode, Slot, UnderConstruction, ROOT_INODE_ID, ROOT_SLOT,
+    Arena, Block, Body, FileData, Inode, Slot, UnderConstruction, ROOT_INODE_ID, ROOT_SLOT,
 };
 use super::names::{Interner, NameArena};
 use super::Namespace;
 use crate::journal::codec::{DecodeError, Reader};
 
-pub const MAGIC: &[u8; 8] = b"FERIMG01";
+pub const MAGIC: &[u8; 8] = b"FERIMG02";
 const STRINGS: u32 = 1;
 const INODES: u32 = 2;
 const META: u32 = 3;
@@ -77,7 +77,11 @@ impl Namespace {
             }
         }
         section(&mut out, INODES, &inodes);
-        section(&mut out, META, &self.next_inode_id.to_le_bytes());
+        let mut meta = Vec::with_capacity(24);
+        for v in [self.next_inode_id, self.next_block_id, self.next_gs] {
+            meta.extend_from_slice(&v.to_le_bytes());
+        }
+        section(&mut out, META, &meta);
         section(&mut out, END, &[]);
         out
     }
@@ -106,7 +110,9 @@ impl Namespace {
                 out.extend_from_slice(&i.replication.to_le_bytes());
                 out.extend_from_slice(&(f.blocks().len() as u32).to_le_bytes());
                 for b in f.blocks() {
-                    out.extend_from_slice(&b.to_le_bytes());
+                    for v in [b.id, b.gs, b.len] {
+                        out.extend_from_slice(&v.to_le_bytes());
+                    }
                 }
                 match f.uc() {
                     Some(uc) => {
@@ -161,7 +167,10 @@ impl Namespace {
             open_files: Default::default(),
             names: NameArena::default(),
             users: Interner::default(),
+            block_files: Default::default(),
             next_inode_id: 0,
+            next_block_id: 0,
+            next_gs: 0,
             files: 0,
             dirs: 0,
         };
@@ -173,7 +182,10 @@ impl Namespace {
             ns.users.intern(&s);
         }
         ns.load_inodes(inodes)?;
-        ns.next_inode_id = Reader::new(meta).u64().map_err(de(META))?;
+        let mut mr = Reader::new(meta);
+        ns.next_inode_id = mr.u64().map_err(de(META))?;
+        ns.next_block_id = mr.u64().map_err(de(META))?;
+        ns.next_gs = mr.u64().map_err(de(META))?;
         Ok((ns, txid))
     }
 
@@ -210,11 +222,17 @@ impl Namespace {
                     let block_size = r.u64().map_err(de)?;
                     replication = r.u16().map_err(de)?;
                     let nb = r.u32().map_err(de)? as usize;
-                    if nb > r.remaining() / 8 {
+                    if nb > r.remaining() / 24 {
                         return Err(bad(format!("inode {id} claims {nb} blocks")));
                     }
                     let blocks = (0..nb)
-                        .map(|_| r.u64())
+                        .map(|_| {
+                            Ok(Block {
+                                id: r.u64()?,
+                                gs: r.u64()?,
+                                len: r.u64()?,
+                            })
+                        })
                         .collect::<Result<Vec<_>, _>>()
                         .map_err(de)?;
                     let uc = match r.u8().map_err(de)? {
@@ -287,6 +305,11 @@ impl Namespace {
             }
             if is_file_uc {
                 self.open_files.insert(id, slot);
+            }
+            if let Some(f) = self.arena.get(slot).file() {
+                for b in f.blocks() {
+                    self.block_files.insert(b.id, slot);
+                }
             }
         }
         if r.remaining() != 0 {

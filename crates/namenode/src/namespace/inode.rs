@@ -44,15 +44,33 @@ pub struct FileData {
     pub extra: Option<Box<FileExtra>>,
 }
 
+/// One block of a file as the namespace records it. Where its replicas live is volatile
+/// state (learned from DataNode reports) and is kept by the block manager, not here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Block {
+    pub id: u64,
+    /// Generation stamp: bumped whenever the block is (re)allocated, so that stale
+    /// replicas of an older incarnation can be told apart.
+    pub gs: u64,
+    /// Bytes in the block: 0 while it is being written, fixed when the next block is
+    /// allocated or the file is closed.
+    pub len: u64,
+}
+
 pub struct FileExtra {
-    /// Block ids in file order; their replicas live in the block map (DataNode issue).
-    pub blocks: Vec<u64>,
+    /// Blocks in file order.
+    pub blocks: Vec<Block>,
     /// Present while the file is open for write.
     pub uc: Option<UnderConstruction>,
 }
 
 impl FileData {
-    pub fn new(len: u64, block_size: u64, blocks: Vec<u64>, uc: Option<UnderConstruction>) -> Self {
+    pub fn new(
+        len: u64,
+        block_size: u64,
+        blocks: Vec<Block>,
+        uc: Option<UnderConstruction>,
+    ) -> Self {
         let extra =
             (!blocks.is_empty() || uc.is_some()).then(|| Box::new(FileExtra { blocks, uc }));
         FileData {
@@ -66,11 +84,24 @@ impl FileData {
         self.extra.as_ref()?.uc.as_ref()
     }
 
-    pub fn blocks(&self) -> &[u64] {
+    pub fn blocks(&self) -> &[Block] {
         self.extra
             .as_ref()
             .map(|e| e.blocks.as_slice())
             .unwrap_or(&[])
+    }
+
+    /// The block list, created on first use (an open file always has `extra`).
+    pub fn blocks_mut(&mut self) -> &mut Vec<Block> {
+        &mut self
+            .extra
+            .get_or_insert_with(|| {
+                Box::new(FileExtra {
+                    blocks: Vec::new(),
+                    uc: None,
+                })
+            })
+            .blocks
     }
 
     /// Ends the write: drops the lease holder. Returns whether the file was open.

@@ -5,6 +5,7 @@
 //! [`Namespace::apply`] then performs each record. The RPC layer runs both under the
 //! namespace write lock and hands the records to the journal; replay calls `apply` alone.
 
+pub mod blocks;
 pub mod image;
 pub mod inode;
 pub mod names;
@@ -17,7 +18,7 @@ pub mod query;
 #[cfg(test)]
 mod tests;
 
-use inode::{Arena, Body, FileData, Inode, Slot, UnderConstruction, ROOT_INODE_ID, ROOT_SLOT};
+use inode::{Arena, Block, Body, FileData, Inode, Slot, UnderConstruction, ROOT_INODE_ID, ROOT_SLOT};
 use names::{Interner, NameArena};
 pub use ops::Op;
 pub use perm::Caller;
@@ -30,7 +31,14 @@ pub struct Effects {
     /// Inode ids of files that were open for write and no longer are (closed, deleted,
     /// or replaced); their leases end.
     pub closed_files: Vec<u64>,
+    /// Blocks (id, generation stamp) that no longer belong to any file; their replicas
+    /// are to be deleted.
+    pub removed_blocks: Vec<(u64, u64)>,
 }
+
+/// Java's first allocated block id (ids up to 2^30 are reserved) and generation stamp.
+pub const FIRST_BLOCK_ID: u64 = (1 << 30) + 1;
+pub const FIRST_GENERATION_STAMP: u64 = 1001;
 
 pub struct Namespace {
     arena: Arena,
@@ -38,7 +46,12 @@ pub struct Namespace {
     open_files: std::collections::HashMap<u64, Slot>,
     names: NameArena,
     users: Interner,
+    /// Block id → the file that holds it: how block reports find their files.
+    block_files: std::collections::HashMap<u64, Slot>,
     next_inode_id: u64,
+    /// Never reused, even after a delete: a DataNode may still hold replicas of a dead block.
+    next_block_id: u64,
+    next_gs: u64,
     files: u64,
     dirs: u64,
 }
@@ -71,7 +84,10 @@ impl Namespace {
             open_files: Default::default(),
             names: NameArena::default(),
             users: Interner::default(),
+            block_files: Default::default(),
             next_inode_id: ROOT_INODE_ID + 1,
+            next_block_id: FIRST_BLOCK_ID,
+            next_gs: FIRST_GENERATION_STAMP,
             files: 0,
             dirs: 1,
         };
@@ -223,6 +239,43 @@ impl Namespace {
                 self.open_files.insert(*id, slot);
                 self.files += 1;
             }
+            Op::AddBlock {
+                path,
+                id,
+                gs,
+                prev_len,
+            } => {
+                let slot = self.existing(path)?;
+                let f = self.open_file_data(slot, path)?;
+                let blocks = f.blocks_mut();
+                if let Some(prev) = blocks.last_mut() {
+                    prev.len = *prev_len;
+                }
+                blocks.push(Block {
+                    id: *id,
+                    gs: *gs,
+                    len: 0,
+                });
+                let written = blocks.iter().map(|b| b.len).sum();
+                f.len = written;
+                self.block_files.insert(*id, slot);
+                self.next_block_id = self.next_block_id.max(id + 1);
+                self.next_gs = self.next_gs.max(gs + 1);
+            }
+            Op::AbandonBlock { path, id } => {
+                let slot = self.existing(path)?;
+                let f = self.open_file_data(slot, path)?;
+                let blocks = f.blocks_mut();
+                if blocks.last().map(|b| b.id) != Some(*id) {
+                    return Err(FsError::Io(format!(
+                        "block {id} is not the last block of {path}"
+                    )));
+                }
+                if let Some(b) = blocks.pop() {
+                    fx.removed_blocks.push((b.id, b.gs));
+                }
+                self.block_files.remove(id);
+            }
             Op::Close { path, mtime, len } => {
                 let slot = self.existing(path)?;
                 let inode = self.arena.get_mut(slot);
@@ -230,6 +283,11 @@ impl Namespace {
                 inode.atime = *mtime;
                 match &mut inode.body {
                     Body::File(f) => {
+                        let blocks = f.blocks_mut();
+                        if let Some((last, earlier)) = blocks.split_last_mut() {
+                            let before: u64 = earlier.iter().map(|b| b.len).sum();
+                            last.len = len.saturating_sub(before);
+                        }
                         if f.close() {
                             fx.closed_files.push(inode.id);
                         }
@@ -473,6 +531,10 @@ impl Namespace {
                     if f.uc().is_some() {
                         fx.closed_files.push(inode.id);
                     }
+                    for b in f.blocks() {
+                        self.block_files.remove(&b.id);
+                        fx.removed_blocks.push((b.id, b.gs));
+                    }
                 }
             }
         }
@@ -485,6 +547,34 @@ impl Namespace {
         for (s, r) in slots.into_iter().zip(fresh) {
             self.arena.get_mut(s).name = r;
         }
+    }
+
+    /// The data of a file that must be open for write (block records apply only to those).
+    fn open_file_data(&mut self, slot: Slot, path: &str) -> Result<&mut FileData, FsError> {
+        match &mut self.arena.get_mut(slot).body {
+            Body::File(f) if f.uc().is_some() => Ok(f),
+            _ => Err(FsError::Io(format!("{path} is not a file open for write"))),
+        }
+    }
+
+    /// The file that holds a block, if any does.
+    pub fn block_file(&self, id: u64) -> Option<Slot> {
+        self.block_files.get(&id).copied()
+    }
+
+    /// The number of blocks in the namespace.
+    pub fn block_count(&self) -> usize {
+        self.block_files.len()
+    }
+
+    /// The id and generation stamp the next allocated block gets.
+    pub fn next_block(&self) -> (u64, u64) {
+        (self.next_block_id, self.next_gs)
+    }
+
+    /// A fresh generation stamp after `next_block`'s (for pipeline recovery).
+    pub fn next_gs(&self) -> u64 {
+        self.next_gs
     }
 
     /// The slot of a file open for write, by inode id.

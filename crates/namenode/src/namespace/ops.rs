@@ -28,7 +28,21 @@ pub enum Op {
         client_name: String,
         client_machine: String,
     },
-    /// Close a file that was open for write (complete, or lease recovery).
+    /// Allocate a new last block of an open file. The block before it (if any) is
+    /// finished with `prev_len` bytes.
+    AddBlock {
+        path: String,
+        id: u64,
+        gs: u64,
+        prev_len: u64,
+    },
+    /// Drop the last block of an open file (a writer that could not set up its pipeline).
+    AbandonBlock {
+        path: String,
+        id: u64,
+    },
+    /// Close a file that was open for write (complete, or lease recovery). `len` is the
+    /// file's final length; the last block gets whatever the earlier blocks do not hold.
     Close {
         path: String,
         mtime: i64,

@@ -1,0 +1,292 @@
+//! Planning and reading a file's blocks: addBlock, abandonBlock and complete as operation
+//! records, and the block list of a byte range for getBlockLocations. Where replicas live
+//! is not the namespace's business (see `crate::blocks`).
+
+use super::inode::{Block, Slot};
+use super::{Namespace, Op};
+use crate::error::FsError;
+
+/// A block with its offset in the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placed {
+    pub block: Block,
+    pub offset: u64,
+}
+
+/// What addBlock decided.
+#[derive(Debug, PartialEq, Eq)]
+pub enum NewBlock {
+    /// Allocate this block (the ops carry it).
+    Fresh(Placed),
+    /// A retried addBlock whose block was already allocated: hand out the same one.
+    Retry(Placed),
+}
+
+/// The client's view of the previous block: id, generation stamp and final length.
+#[derive(Clone, Copy, Debug)]
+pub struct Previous {
+    pub id: u64,
+    pub len: u64,
+}
+
+/// The blocks of a byte range, for getBlockLocations.
+#[derive(Debug, Default)]
+pub struct BlockRange {
+    pub file_len: u64,
+    pub blocks: Vec<Placed>,
+    pub under_construction: bool,
+    pub last: Option<Placed>,
+}
+
+fn placed(blocks: &[Block]) -> impl Iterator<Item = Placed> + '_ {
+    blocks.iter().scan(0u64, |off, b| {
+        let p = Placed {
+            block: *b,
+            offset: *off,
+        };
+        *off += b.len;
+        Some(p)
+    })
+}
+
+impl Namespace {
+    /// Plans addBlock for `src`, whose writer holds the lease. `previous` is the block the
+    /// client just finished (None for the first). A retry of an addBlock that already
+    /// happened gets the same block back and changes nothing.
+    pub fn plan_add_block(
+        &self,
+        src: &str,
+        client_name: &str,
+        file_id: u64,
+        previous: Option<Previous>,
+    ) -> Result<(NewBlock, Vec<Op>), FsError> {
+        let slot = self.writable_file(src, client_name, file_id)?;
+        let blocks = self.inode(slot).file().map(|f| f.blocks()).unwrap_or(&[]);
+        let last = blocks.last();
+        let prev_id = previous.map(|p| p.id);
+        if last.map(|b| b.id) != prev_id {
+            // The client's "previous" is our second-to-last: its first try succeeded and
+            // the answer was lost. HDFS answers such a retry with the same block.
+            let penultimate = blocks.len().checked_sub(2).map(|i| blocks[i].id);
+            let is_retry = match prev_id {
+                None => blocks.len() == 1,
+                Some(id) => penultimate == Some(id),
+            };
+            if is_retry && last.map(|b| b.len) == Some(0) {
+                let p = placed(blocks).last().expect("a last block");
+                return Ok((NewBlock::Retry(p), Vec::new()));
+            }
+            return Err(FsError::Io(format!(
+                "addBlock of {src}: previous block {prev_id:?} is not the file's last block {:?}",
+                last.map(|b| b.id)
+            )));
+        }
+        let (id, gs) = self.next_block();
+        let prev_len = previous.map(|p| p.len).unwrap_or(0);
+        let offset = blocks.iter().map(|b| b.len).sum::<u64>() - last.map(|b| b.len).unwrap_or(0)
+            + prev_len;
+        let op = Op::AddBlock {
+            path: src.to_string(),
+            id,
+            gs,
+            prev_len,
+        };
+        let block = Block { id, gs, len: 0 };
+        Ok((NewBlock::Fresh(Placed { block, offset }), vec![op]))
+    }
+
+    /// Plans abandonBlock: only the last block of a file the caller writes can go.
+    pub fn plan_abandon_block(
+        &self,
+        src: &str,
+        client_name: &str,
+        file_id: u64,
+        block_id: u64,
+    ) -> Result<((), Vec<Op>), FsError> {
+        let slot = self.writable_file(src, client_name, file_id)?;
+        let blocks = self.inode(slot).file().map(|f| f.blocks()).unwrap_or(&[]);
+        if blocks.last().map(|b| b.id) != Some(block_id) {
+            // Already abandoned (a retry) or never ours: nothing to do, as in HDFS.
+            return Ok(((), Vec::new()));
+        }
+        Ok((
+            (),
+            vec![Op::AbandonBlock {
+                path: src.to_string(),
+                id: block_id,
+            }],
+        ))
+    }
+
+    /// The length the file has once its last block holds `last_len` bytes.
+    pub fn length_with_last(&self, slot: Slot, last_len: u64) -> u64 {
+        let blocks = self.inode(slot).file().map(|f| f.blocks()).unwrap_or(&[]);
+        match blocks.split_last() {
+            Some((_, earlier)) => earlier.iter().map(|b| b.len).sum::<u64>() + last_len,
+            None => 0,
+        }
+    }
+
+    /// The file's last block, if it has any.
+    pub fn last_block(&self, slot: Slot) -> Option<Block> {
+        self.inode(slot).file()?.blocks().last().copied()
+    }
+
+    /// The blocks of a file that overlap `[offset, offset + len)`, with the file's last
+    /// block separately (clients use it to see whether the file is still being written).
+    pub fn block_range(&self, slot: Slot, offset: u64, len: u64) -> BlockRange {
+        let Some(f) = self.inode(slot).file() else {
+            return BlockRange::default();
+        };
+        let end = offset.saturating_add(len);
+        let uc = f.uc().is_some();
+        let all: Vec<Placed> = placed(f.blocks()).collect();
+        let blocks = all
+            .iter()
+            .filter(|p| {
+                let b_end = p.offset + p.block.len;
+                // Empty blocks (a file being written) count when they sit in the range.
+                p.offset < end && (b_end > offset || (p.block.len == 0 && p.offset >= offset))
+            })
+            .copied()
+            .collect();
+        BlockRange {
+            file_len: f.len,
+            blocks,
+            under_construction: uc,
+            last: all.last().copied(),
+        }
+    }
+
+    /// The file open for write by `client_name` (by inode id when the client gives one,
+    /// else by path), for the block calls.
+    fn writable_file(&self, src: &str, client_name: &str, file_id: u64) -> Result<Slot, FsError> {
+        let slot = self.open_file(src, client_name, file_id)?;
+        if self.inode(slot).file().and_then(|f| f.uc()).is_none() {
+            return Err(FsError::LeaseExpired(format!(
+                "No lease on {src} (inode {file_id}): File is not open for writing. Holder {client_name} does not have any open files."
+            )));
+        }
+        Ok(slot)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::namespace::Namespace;
+
+    fn open_file() -> Namespace {
+        let mut ns = Namespace::new("hdfs", "supergroup", 0);
+        ns.apply(&Op::Create {
+            path: "/f".into(),
+            id: 20000,
+            perm: 0o644,
+            owner: "hdfs".into(),
+            group: "supergroup".into(),
+            mtime: 1,
+            replication: 3,
+            block_size: 1024,
+            client_name: "c".into(),
+            client_machine: "127.0.0.1".into(),
+        })
+        .unwrap();
+        ns
+    }
+
+    fn add(ns: &mut Namespace, prev: Option<Previous>) -> NewBlock {
+        let (nb, ops) = ns.plan_add_block("/f", "c", 0, prev).unwrap();
+        for op in &ops {
+            ns.apply(op).unwrap();
+        }
+        nb
+    }
+
+    #[test]
+    fn blocks_are_added_committed_and_retried_idempotently() {
+        let mut ns = open_file();
+        let NewBlock::Fresh(b1) = add(&mut ns, None) else {
+            panic!("fresh")
+        };
+        assert_eq!(b1.offset, 0);
+        // A lost reply: the same call again gets the same block.
+        assert_eq!(add(&mut ns, None), NewBlock::Retry(b1));
+        let p1 = Previous {
+            id: b1.block.id,
+            len: 1024,
+        };
+        let NewBlock::Fresh(b2) = add(&mut ns, Some(p1)) else {
+            panic!("fresh")
+        };
+        assert_eq!(b2.offset, 1024);
+        assert_ne!(b2.block.id, b1.block.id);
+        assert!(b2.block.gs > b1.block.gs);
+        assert_eq!(add(&mut ns, Some(p1)), NewBlock::Retry(b2));
+        // Someone else's previous block is refused, and so is another client.
+        assert!(ns
+            .plan_add_block("/f", "c", 0, Some(Previous { id: 1, len: 0 }))
+            .is_err());
+        assert!(matches!(
+            ns.plan_add_block("/f", "other", 0, Some(p1)),
+            Err(FsError::LeaseExpired(_))
+        ));
+    }
+
+    #[test]
+    fn close_fixes_the_last_length_and_ranges_follow_offsets() {
+        let mut ns = open_file();
+        let NewBlock::Fresh(b1) = add(&mut ns, None) else {
+            panic!()
+        };
+        add(
+            &mut ns,
+            Some(Previous {
+                id: b1.block.id,
+                len: 1024,
+            }),
+        );
+        let slot = ns.existing("/f").unwrap();
+        assert_eq!(ns.length_with_last(slot, 100), 1124);
+        ns.apply(&Op::Close {
+            path: "/f".into(),
+            mtime: 2,
+            len: 1124,
+        })
+        .unwrap();
+        let r = ns.block_range(slot, 0, u64::MAX);
+        assert_eq!(r.file_len, 1124);
+        assert_eq!(r.blocks.len(), 2);
+        assert_eq!(r.blocks[1].block.len, 100);
+        assert_eq!(r.blocks[1].offset, 1024);
+        assert_eq!(ns.block_range(slot, 1024, 1).blocks.len(), 1);
+        assert_eq!(ns.block_range(slot, 1000, 100).blocks.len(), 2);
+        assert!(!r.under_construction);
+        // Deleting the file frees both blocks.
+        let fx = ns
+            .apply(&Op::Delete {
+                path: "/f".into(),
+                mtime: 3,
+            })
+            .unwrap();
+        assert_eq!(fx.removed_blocks.len(), 2);
+        assert_eq!(ns.block_count(), 0);
+    }
+
+    #[test]
+    fn abandon_drops_only_the_last_block() {
+        let mut ns = open_file();
+        let NewBlock::Fresh(b1) = add(&mut ns, None) else {
+            panic!()
+        };
+        let (_, ops) = ns.plan_abandon_block("/f", "c", 0, 12345).unwrap();
+        assert!(ops.is_empty());
+        let (_, ops) = ns.plan_abandon_block("/f", "c", 0, b1.block.id).unwrap();
+        let fx = ns.apply(&ops[0]).unwrap();
+        assert_eq!(fx.removed_blocks, vec![(b1.block.id, b1.block.gs)]);
+        // The id is not reused.
+        let NewBlock::Fresh(b) = add(&mut ns, None) else {
+            panic!()
+        };
+        assert!(b.block.id > b1.block.id);
+    }
+}
