@@ -14,6 +14,8 @@ pub mod journal;
 pub mod leases;
 pub mod namespace;
 pub mod rpc;
+pub mod rpc_blocks;
+pub mod rpc_datanode;
 pub mod server;
 pub mod state;
 pub mod trash;

@@ -12,6 +12,7 @@ use ferrite_proto::hdfs::*;
 use crate::error::FsError;
 use crate::namespace::plan::CreateArgs;
 use crate::namespace::query::FileStatus;
+use crate::rpc_blocks as rb;
 use crate::state::NnState;
 
 // The handlers are public so that the in-process benchmark can call them directly, as
@@ -35,7 +36,7 @@ pub fn router(state: Nn) -> Router<NnState> {
         .method(p, "getFileInfo", K::READ, get_file_info)
         .method(p, "getFileLinkInfo", K::READ, get_file_link_info)
         .method(p, "getListing", K::READ, get_listing)
-        .method(p, "getBlockLocations", K::READ, get_block_locations)
+        .method(p, "getBlockLocations", K::READ, rb::get_block_locations)
         .method(p, "getContentSummary", K::READ, get_content_summary)
         .method(p, "getQuotaUsage", K::READ, get_quota_usage)
         .method(
@@ -45,8 +46,8 @@ pub fn router(state: Nn) -> Router<NnState> {
             get_preferred_block_size,
         )
         .method(p, "isFileClosed", K::READ, is_file_closed)
-        .method(p, "getFsStats", K::READ, get_fs_stats)
-        .method(p, "getDatanodeReport", K::READ, get_datanode_report)
+        .method(p, "getFsStats", K::READ, rb::get_fs_stats)
+        .method(p, "getDatanodeReport", K::READ, rb::get_datanode_report)
         .method(p, "getDataEncryptionKey", K::READ, get_data_encryption_key)
         .method(p, "getHAServiceState", K::READ, get_ha_service_state)
         .method(p, "msync", K::READ, msync)
@@ -54,8 +55,10 @@ pub fn router(state: Nn) -> Router<NnState> {
         .method(p, "setSafeMode", K::READ, set_safe_mode)
         .method(p, "mkdirs", K::WRITE, mkdirs)
         .method(p, "create", K::WRITE_ONCE, create)
-        .method(p, "complete", K::WRITE, complete)
-        .method(p, "addBlock", K::WRITE, add_block)
+        .method(p, "complete", K::WRITE, rb::complete)
+        .method(p, "addBlock", K::WRITE, rb::add_block)
+        .method(p, "abandonBlock", K::WRITE, rb::abandon_block)
+        .method(p, "reportBadBlocks", K::READ, rb::report_bad_blocks)
         .method(p, "fsync", K::WRITE, fsync)
         .method(p, "rename", K::WRITE_ONCE, rename)
         .method(p, "rename2", K::WRITE_ONCE, rename2)
@@ -67,6 +70,7 @@ pub fn router(state: Nn) -> Router<NnState> {
         .method(p, "renewLease", K::WRITE, renew_lease)
         .method(p, "recoverLease", K::WRITE, recover_lease);
     r.method(p, "saveNamespace", K::ADMIN, save_namespace);
+    crate::rpc_datanode::register(&mut r);
     // NamenodeProtocol: NNThroughputBenchmark asks for the block pool id this way.
     r.method(
         NAMENODE_PROTOCOL,
@@ -174,28 +178,6 @@ pub async fn get_listing(
     })
 }
 
-pub async fn get_block_locations(
-    nn: Nn,
-    ctx: CallCtx,
-    req: GetBlockLocationsRequestProto,
-) -> Res<GetBlockLocationsResponseProto> {
-    let caller = nn.caller(&ctx.user);
-    let ns = nn.ns.read();
-    let slot = ns.file_slot(&caller, &req.src)?;
-    ns.check_access(&caller, slot, crate::namespace::perm::READ)?;
-    let st = ns.status(slot, false);
-    // Blocks arrive with the DataNode issue; until then every file is empty.
-    Ok(GetBlockLocationsResponseProto {
-        locations: Some(LocatedBlocksProto {
-            file_length: st.len,
-            blocks: Vec::new(),
-            under_construction: st.under_construction,
-            last_block: None,
-            is_last_block_complete: false,
-        }),
-    })
-}
-
 pub async fn get_content_summary(
     nn: Nn,
     ctx: CallCtx,
@@ -256,33 +238,6 @@ pub async fn is_file_closed(
     Ok(IsFileClosedResponseProto {
         result: !st.under_construction,
     })
-}
-
-pub async fn get_fs_stats(
-    _: Nn,
-    _: CallCtx,
-    _: GetFsStatusRequestProto,
-) -> Res<GetFsStatsResponseProto> {
-    // No DataNodes yet: no capacity, no blocks.
-    Ok(GetFsStatsResponseProto {
-        capacity: 0,
-        used: 0,
-        remaining: 0,
-        under_replicated: 0,
-        corrupt_blocks: 0,
-        missing_blocks: 0,
-        missing_repl_one_blocks: Some(0),
-        blocks_in_future: Some(0),
-        pending_deletion_blocks: Some(0),
-    })
-}
-
-pub async fn get_datanode_report(
-    _: Nn,
-    _: CallCtx,
-    _: GetDatanodeReportRequestProto,
-) -> Res<GetDatanodeReportResponseProto> {
-    Ok(GetDatanodeReportResponseProto { di: Vec::new() })
 }
 
 pub async fn get_data_encryption_key(
@@ -428,38 +383,6 @@ pub async fn create(nn: Nn, ctx: CallCtx, req: CreateRequestProto) -> Res<Create
     Ok(CreateResponseProto { fs })
 }
 
-pub async fn complete(nn: Nn, _: CallCtx, req: CompleteRequestProto) -> Res<CompleteResponseProto> {
-    if req.last.is_some() {
-        return Err(FsError::Io(format!(
-            "complete of {}: blocks are not supported yet",
-            req.src
-        ))
-        .into());
-    }
-    let now = crate::state::now_ms();
-    let file_id = req.file_id.unwrap_or(0);
-    let done = nn
-        .commit(|ns| ns.plan_complete(&req.src, &req.client_name, file_id, now))
-        .await?;
-    Ok(CompleteResponseProto { result: done })
-}
-
-pub async fn add_block(
-    nn: Nn,
-    _: CallCtx,
-    req: AddBlockRequestProto,
-) -> Res<AddBlockResponseProto> {
-    // Check the lease first, so a client without one gets the same answer as from HDFS.
-    nn.ns
-        .read()
-        .open_file(&req.src, &req.client_name, req.file_id.unwrap_or(0))?;
-    Err(FsError::Io(format!(
-        "File {} could only be written to 0 of the {} minReplication nodes. There are 0 datanode(s) running and 0 node(s) are excluded in this operation.",
-        req.src, nn.cfg.min_replication
-    ))
-    .into())
-}
-
 pub async fn fsync(nn: Nn, _: CallCtx, req: FsyncRequestProto) -> Res<FsyncResponseProto> {
     nn.ns
         .read()
@@ -594,6 +517,7 @@ pub async fn recover_lease(
 ) -> Res<RecoverLeaseResponseProto> {
     let caller = nn.caller(&ctx.user);
     let now = crate::state::now_ms();
+    let nn2 = nn.clone();
     let closed = nn
         .commit(|ns| {
             let slot = ns.file_slot(&caller, &req.src)?;
@@ -602,15 +526,9 @@ pub async fn recover_lease(
                 return Ok((true, Vec::new()));
             }
             ns.check_access(&caller, slot, crate::namespace::perm::WRITE)?;
-            // Files have no blocks yet, so recovery closes them at once.
-            Ok((
-                true,
-                vec![crate::namespace::Op::Close {
-                    path: req.src.clone(),
-                    mtime: now,
-                    len: st.len,
-                }],
-            ))
+            // Without DataNode block recovery, the file closes at once at the length its
+            // finished replicas reported.
+            Ok((true, vec![nn2.recovery_close(ns, slot, now)]))
         })
         .await?;
     Ok(RecoverLeaseResponseProto { result: closed })

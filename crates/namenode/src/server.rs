@@ -19,7 +19,7 @@ use crate::config::Config;
 use crate::groups::GroupMapping;
 use crate::identity::Identity;
 use crate::journal::{recover, Journal, JournalConfig};
-use crate::namespace::{Caller, Namespace, Op};
+use crate::namespace::{Caller, Namespace};
 use crate::state::{now_ms, NnState, StartupReport, Storage};
 use crate::trash::{self, TrashAction};
 
@@ -162,7 +162,10 @@ impl NameNode {
         let router = Arc::new(crate::rpc::router(state.clone()));
         let ipc = server::spawn(listener, router.clone(), ipc_cfg);
         let cancel = CancellationToken::new();
-        let mut tasks = vec![tokio::spawn(lease_monitor(state.clone(), cancel.clone()))];
+        let mut tasks = vec![
+            tokio::spawn(lease_monitor(state.clone(), cancel.clone())),
+            tokio::spawn(datanode_monitor(state.clone(), cancel.clone())),
+        ];
         if state.cfg.trash_interval_min > 0 {
             tasks.push(tokio::spawn(trash_emptier(state.clone(), cancel.clone())));
         }
@@ -223,15 +226,7 @@ async fn lease_monitor(nn: Arc<NnState>, cancel: CancellationToken) {
                         let Some(slot) = ns.open_file_slot(id) else {
                             return Ok(((), Vec::new()));
                         };
-                        let len = ns.inode(slot).file().map(|f| f.len).unwrap_or(0);
-                        Ok((
-                            (),
-                            vec![Op::Close {
-                                path: ns.path_of(slot),
-                                mtime: now,
-                                len,
-                            }],
-                        ))
+                        Ok(((), vec![nn.recovery_close(ns, slot, now)]))
                     })
                     .await;
                 match result {
@@ -241,6 +236,26 @@ async fn lease_monitor(nn: Arc<NnState>, cancel: CancellationToken) {
                 nn.leases.lock().remove_file(id);
             }
         }
+    }
+}
+
+/// Declares silent DataNodes dead (their replicas stop counting) and ends start-up safe
+/// mode once enough blocks are reported.
+async fn datanode_monitor(nn: Arc<NnState>, cancel: CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            _ = cancel.cancelled() => return,
+        }
+        let now = now_ms();
+        {
+            let mut mgr = nn.blocks.lock();
+            for ix in mgr.reg.newly_dead(now, nn.cfg.dead_interval_ms()) {
+                warn!(node = ix, uuid = %mgr.reg.get(ix).id.uuid, "DataNode declared dead");
+                mgr.node_lost(ix);
+            }
+        }
+        nn.check_startup_safe_mode(now);
     }
 }
 

@@ -13,6 +13,7 @@ use ferrite_ipc::{CallCtx, MethodKind, RpcError, Service};
 use parking_lot::{Mutex, RwLock};
 use tracing::{error, info};
 
+use crate::blocks::BlockManager;
 use crate::checkpoint;
 use crate::config::Config;
 use crate::error::FsError;
@@ -56,7 +57,14 @@ pub struct NnState {
     /// One checkpoint at a time: the periodic one and saveNamespace must not write the same
     /// image file concurrently.
     saving: Mutex<()>,
+    /// Safe mode entered by an administrator.
     safe_mode: AtomicBool,
+    /// Start-up safe mode: on until enough blocks are reported (see `check_startup_safe_mode`).
+    startup_safe_mode: AtomicBool,
+    /// When the start-up threshold was first met (the extension counts from there).
+    threshold_met_at: Mutex<Option<i64>>,
+    /// Replica locations and DataNodes. Lock order: `ns` first, then `blocks`.
+    pub blocks: Mutex<BlockManager>,
 }
 
 pub struct Storage {
@@ -77,6 +85,8 @@ impl NnState {
     ) -> Self {
         let mut leases = Leases::default();
         let now = now_ms();
+        // As HDFS: a NameNode that knows of blocks waits in safe mode for their reports.
+        let startup_safe = storage.ns.block_count() > 0;
         for (id, holder) in storage.ns.open_files() {
             leases.add(&holder, id, now);
         }
@@ -94,6 +104,9 @@ impl NnState {
             startup: storage.startup,
             saving: Mutex::new(()),
             safe_mode: AtomicBool::new(false),
+            startup_safe_mode: AtomicBool::new(startup_safe),
+            threshold_met_at: Mutex::new(None),
+            blocks: Mutex::new(BlockManager::default()),
         }
     }
 
@@ -113,11 +126,75 @@ impl NnState {
     }
 
     pub fn in_safe_mode(&self) -> bool {
-        self.safe_mode.load(Ordering::SeqCst)
+        self.safe_mode.load(Ordering::SeqCst) || self.startup_safe_mode.load(Ordering::SeqCst)
     }
 
+    /// The administrator's switch. Leaving also ends start-up safe mode, as
+    /// `hdfs dfsadmin -safemode leave` does.
     pub fn set_safe_mode(&self, on: bool) {
         self.safe_mode.store(on, Ordering::SeqCst);
+        if !on {
+            self.startup_safe_mode.store(false, Ordering::SeqCst);
+        }
+    }
+
+    /// Why mutations are refused right now, in HDFS's words.
+    pub fn safe_mode_reason(&self) -> String {
+        if self.safe_mode.load(Ordering::SeqCst) {
+            return "It was turned on manually. Use \"hdfs dfsadmin -safemode leave\" to turn safe mode off.".into();
+        }
+        let total = self.ns.read().block_count();
+        let safe = self.blocks.lock().safe_blocks();
+        let needed = self.safe_threshold_blocks(total);
+        if safe < needed {
+            format!(
+                "The reported blocks {safe} needs additional {} blocks to reach the threshold {:.4} of total blocks {total}.\nThe minimum number of live datanodes is not required. Safe mode will be turned off automatically once the thresholds have been reached.",
+                needed - safe,
+                self.cfg.safemode_threshold
+            )
+        } else {
+            format!(
+                "The reported blocks {safe} has reached the threshold {:.4} of total blocks {total}. In safe mode extension. Safe mode will be turned off automatically soon.",
+                self.cfg.safemode_threshold
+            )
+        }
+    }
+
+    fn safe_threshold_blocks(&self, total: usize) -> usize {
+        (self.cfg.safemode_threshold * total as f64).ceil() as usize
+    }
+
+    /// Ends start-up safe mode once enough blocks have a reported replica, enough DataNodes
+    /// are live, and the extension has passed. Called periodically and after reports.
+    pub fn check_startup_safe_mode(&self, now: i64) {
+        if !self.startup_safe_mode.load(Ordering::SeqCst) {
+            return;
+        }
+        let total = self.ns.read().block_count();
+        let (safe, live) = {
+            let b = self.blocks.lock();
+            let live = b
+                .reg
+                .iter()
+                .filter(|(_, n)| {
+                    n.liveness(now, u64::MAX, self.cfg.dead_interval_ms())
+                        != crate::blocks::registry::Liveness::Dead
+                })
+                .count();
+            (b.safe_blocks(), live)
+        };
+        let met = safe >= self.safe_threshold_blocks(total)
+            && live >= self.cfg.safemode_min_datanodes;
+        let mut since = self.threshold_met_at.lock();
+        if !met {
+            *since = None;
+            return;
+        }
+        let started = *since.get_or_insert(now);
+        if now - started >= self.cfg.safemode_extension_ms as i64 {
+            self.startup_safe_mode.store(false, Ordering::SeqCst);
+            info!(safe, total, live, "start-up safe mode is off");
+        }
     }
 
     /// Plans a mutation under the write lock, applies and journals the records it returns,
@@ -150,6 +227,9 @@ impl NnState {
                     j.append(op);
                 }
                 self.leases.lock().on_op(op, &fx.closed_files, now);
+                if !fx.removed_blocks.is_empty() {
+                    self.blocks.lock().blocks_removed(&fx.removed_blocks);
+                }
             }
             // Even an answer that changed nothing may rest on records not yet durable (another
             // client's mkdir, say), so wait for everything appended so far.
@@ -203,6 +283,20 @@ impl NnState {
         Ok(txid)
     }
 
+    /// The record that closes an abandoned file (lease recovery): its last block keeps
+    /// what DataNodes reported as finished for it.
+    pub fn recovery_close(&self, ns: &Namespace, slot: crate::namespace::inode::Slot, now: i64) -> Op {
+        let last_len = ns
+            .last_block(slot)
+            .and_then(|b| self.blocks.lock().entry(b.id).map(|e| e.reported_len))
+            .unwrap_or(0);
+        Op::Close {
+            path: ns.path_of(slot),
+            mtime: now,
+            len: ns.length_with_last(slot, last_len),
+        }
+    }
+
     /// Transactions journaled since the last image.
     pub fn txns_since_image(&self) -> u64 {
         let last = self
@@ -228,8 +322,8 @@ impl Service for NnState {
         }
         if kind.mutating && self.in_safe_mode() {
             return Err(FsError::SafeMode(format!(
-                "Cannot {method}. Name node is in safe mode.\nIt was turned on manually. \
-                 Use \"hdfs dfsadmin -safemode leave\" to turn safe mode off."
+                "Cannot {method}. Name node is in safe mode.\n{}",
+                self.safe_mode_reason()
             ))
             .into());
         }

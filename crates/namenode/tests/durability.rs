@@ -52,7 +52,7 @@ async fn workload(st: &NnState, from: u64, to: u64) {
             .await
             .unwrap();
         if i % 4 != 0 {
-            st.commit(|ns| ns.plan_complete(&f, "c", 0, i as i64))
+            st.commit(|ns| ns.plan_complete(&f, "c", 0, None, i as i64, |_| true))
                 .await
                 .unwrap();
         }

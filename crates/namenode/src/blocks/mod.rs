@@ -16,12 +16,14 @@ use smallvec::SmallVec;
 use registry::{NodeIx, Registry};
 use report::{ReplicaState, Reported};
 
-/// One replica: where it is and whether it is finished. Four bytes.
+/// One replica: where it is, whether it is finished, and whether a reader found it
+/// corrupt (kept, unread, while it is the only copy). Six bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Replica {
     pub node: NodeIx,
     pub storage: u8,
     pub finalized: bool,
+    pub corrupt: bool,
 }
 
 /// The replicas of one block, inline for the usual three.
@@ -88,6 +90,7 @@ impl BlockManager {
                 node,
                 storage,
                 finalized,
+                corrupt: false,
             }),
         }
         if finalized {
@@ -111,6 +114,15 @@ impl BlockManager {
         }
         if e.replicas.is_empty() {
             self.entries.remove(&id);
+        }
+    }
+
+    /// Stops handing out a replica that a reader found corrupt.
+    pub fn mark_corrupt(&mut self, id: u64, node: NodeIx) {
+        if let Some(e) = self.entries.get_mut(&id) {
+            for r in e.replicas.iter_mut().filter(|r| r.node == node) {
+                r.corrupt = true;
+            }
         }
     }
 

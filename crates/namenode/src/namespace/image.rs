@@ -349,7 +349,7 @@ mod tests {
                 ns.apply(&op).unwrap();
             }
             if i < 2 {
-                for op in ns.plan_complete(p, "c", 0, 10).unwrap().1 {
+                for op in ns.plan_complete(p, "c", 0, None, 10, |_| true).unwrap().1 {
                     ns.apply(&op).unwrap();
                 }
             }

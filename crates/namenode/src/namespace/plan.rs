@@ -6,6 +6,7 @@ use super::inode::{Body, Slot, ROOT_SLOT};
 use super::path::{components, join};
 use super::perm::{Caller, EXECUTE, WRITE};
 use super::{Namespace, Op};
+use super::blocks::Previous;
 use crate::error::FsError;
 
 /// The arguments of `create` after the RPC layer has checked them against configuration.
@@ -194,12 +195,17 @@ impl Namespace {
     }
 
     /// `complete` for a file with no blocks: returns whether the file is closed, and the ops.
+    /// Plans complete. `last` is the client's final view of the last block; the file
+    /// closes only once `replicated` says that block has its minimum of finished replicas
+    /// (otherwise the answer is false and the client asks again).
     pub fn plan_complete(
         &self,
         src: &str,
         client_name: &str,
         file_id: u64,
+        last: Option<Previous>,
         now: i64,
+        replicated: impl Fn(u64) -> bool,
     ) -> Result<(bool, Vec<Op>), FsError> {
         let slot = self.open_file(src, client_name, file_id)?;
         let Some(file) = self.inode(slot).file() else {
@@ -209,12 +215,24 @@ impl Namespace {
             // A retried complete of a file this client already closed.
             return Ok((true, Vec::new()));
         }
+        let ours = file.blocks().last().map(|b| b.id);
+        if ours != last.map(|l| l.id) {
+            return Err(FsError::Io(format!(
+                "complete of {src}: last block {:?} does not match the file's last block {ours:?}",
+                last.map(|l| l.id)
+            )));
+        }
+        let len = match last {
+            Some(l) if !replicated(l.id) => return Ok((false, Vec::new())),
+            Some(l) => self.length_with_last(slot, l.len),
+            None => 0,
+        };
         Ok((
             true,
             vec![Op::Close {
                 path: src.to_string(),
                 mtime: now,
-                len: file.len,
+                len,
             }],
         ))
     }

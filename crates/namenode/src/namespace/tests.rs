@@ -65,7 +65,7 @@ impl Harness {
 
     fn touch(&mut self, c: &Caller, p: &str) {
         self.create(c, p, false).unwrap();
-        let (ok, ops) = self.ns.plan_complete(p, "cli", 0, self.now).unwrap();
+        let (ok, ops) = self.ns.plan_complete(p, "cli", 0, None, self.now, |_| true).unwrap();
         assert!(ok);
         self.commit(ops);
     }
@@ -133,7 +133,7 @@ fn create_rules() {
         Err(FsError::AlreadyBeingCreated(_))
     ));
     assert!(matches!(
-        h.ns.plan_complete("/d/f", "other", 0, 0),
+        h.ns.plan_complete("/d/f", "other", 0, None, 0, |_| true),
         Err(FsError::LeaseExpired(_))
     ));
     // Implicit parent of a 0644 file gets u+wx, as in HDFS.

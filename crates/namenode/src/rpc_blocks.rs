@@ -1,0 +1,368 @@
+//! The block half of ClientNamenodeProtocol: addBlock, abandonBlock, complete,
+//! getBlockLocations, reportBadBlocks and the DataNode reports clients ask for. The
+//! namespace plans the journaled part; the block manager supplies replica locations.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use ferrite_ipc::{CallCtx, RpcError};
+use ferrite_proto::common::TokenProto;
+use ferrite_proto::hdfs::*;
+
+use crate::blocks::placement::{choose_targets, sort_for_reader, PlacementRequest, Target};
+use crate::blocks::registry::{Liveness, Node, NodeIx};
+use crate::blocks::BlockManager;
+use crate::error::FsError;
+use crate::namespace::blocks::{NewBlock, Placed, Previous};
+use crate::namespace::inode::Block;
+use crate::state::{now_ms, NnState};
+
+type Nn = Arc<NnState>;
+type Res<T> = Result<T, RpcError>;
+
+/// A per-process counter that varies placement and reader order between calls.
+fn seed() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(0x9e37_79b9_7f4a_7c15);
+    NEXT.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed)
+}
+
+pub fn extended(pool: &str, b: &Block) -> ExtendedBlockProto {
+    ExtendedBlockProto {
+        pool_id: pool.to_string(),
+        block_id: b.id,
+        generation_stamp: b.gs,
+        num_bytes: Some(b.len),
+    }
+}
+
+pub fn datanode_id(n: &Node) -> DatanodeIdProto {
+    DatanodeIdProto {
+        ip_addr: n.id.ip.clone(),
+        host_name: n.id.host.clone(),
+        datanode_uuid: n.id.uuid.clone(),
+        xfer_port: n.id.xfer_port,
+        info_port: n.id.info_port,
+        ipc_port: n.id.ipc_port,
+        info_secure_port: Some(0),
+    }
+}
+
+pub fn datanode_info(n: &Node) -> DatanodeInfoProto {
+    DatanodeInfoProto {
+        id: datanode_id(n),
+        capacity: Some(n.capacity()),
+        dfs_used: Some(n.dfs_used()),
+        remaining: Some(n.remaining()),
+        block_pool_used: Some(n.dfs_used()),
+        last_update: Some(n.last_heartbeat_ms.max(0) as u64),
+        xceiver_count: Some(n.xceivers),
+        location: Some("/default-rack".into()),
+        non_dfs_used: Some(0),
+        admin_state: Some(0),
+        ..Default::default()
+    }
+}
+
+/// Block tokens are off until the token issue: an empty token, as HDFS sends then.
+fn empty_token() -> TokenProto {
+    TokenProto {
+        identifier: Vec::new(),
+        password: Vec::new(),
+        kind: String::new(),
+        service: String::new(),
+    }
+}
+
+/// A LocatedBlock for `locs` in the given order.
+fn located(pool: &str, p: &Placed, mgr: &BlockManager, locs: &[(NodeIx, u8)]) -> LocatedBlockProto {
+    let nodes: Vec<&Node> = locs.iter().map(|&(ix, _)| mgr.reg.get(ix)).collect();
+    LocatedBlockProto {
+        b: extended(pool, &p.block),
+        offset: p.offset,
+        locs: nodes.iter().map(|n| datanode_info(n)).collect(),
+        corrupt: false,
+        block_token: empty_token(),
+        is_cached: vec![false; locs.len()],
+        storage_types: vec![StorageTypeProto::Disk as i32; locs.len()],
+        storage_i_ds: locs
+            .iter()
+            .zip(&nodes)
+            .map(|(&(_, s), n)| {
+                n.storages
+                    .get(s as usize)
+                    .map(|st| st.uuid.clone())
+                    .unwrap_or_default()
+            })
+            .collect(),
+        block_indices: None,
+        block_tokens: Vec::new(),
+    }
+}
+
+/// The readable replicas of a block, closest to `reader_ip` first.
+fn reader_locations(nn: &NnState, mgr: &BlockManager, id: u64, reader_ip: &str) -> Vec<(NodeIx, u8)> {
+    let now = now_ms();
+    let dead_ms = nn.cfg.dead_interval_ms();
+    let mut locs: Vec<(NodeIx, u8)> = mgr
+        .entry(id)
+        .map(|e| {
+            e.replicas
+                .iter()
+                .filter(|r| {
+                    !r.corrupt
+                        && mgr.reg.get(r.node).liveness(now, u64::MAX, dead_ms) != Liveness::Dead
+                })
+                .map(|r| (r.node, r.storage))
+                .collect()
+        })
+        .unwrap_or_default();
+    sort_for_reader(
+        &mgr.reg,
+        &mut locs,
+        reader_ip,
+        now,
+        nn.cfg.stale_interval_ms,
+        seed(),
+    );
+    locs
+}
+
+fn xfer_addr(d: &DatanodeInfoProto) -> String {
+    format!("{}:{}", d.id.ip_addr, d.id.xfer_port)
+}
+
+pub async fn add_block(nn: Nn, ctx: CallCtx, req: AddBlockRequestProto) -> Res<AddBlockResponseProto> {
+    let excluded: HashSet<String> = req.exclude_nodes.iter().map(xfer_addr).collect();
+    let previous = req.previous.as_ref().map(|b| Previous {
+        id: b.block_id,
+        len: b.num_bytes.unwrap_or(0),
+    });
+    let writer_ip = ctx.peer.ip().to_string();
+    let file_id = req.file_id.unwrap_or(0);
+    let min = nn.cfg.min_replication as usize;
+    let pool = nn.identity.block_pool_id.clone();
+    let nn2 = nn.clone();
+    let block = nn
+        .commit(|ns| {
+            let mgr = nn2.blocks.lock();
+            if let Some(p) = previous {
+                if mgr.finalized_replicas(p.id) < min {
+                    return Err(FsError::NotReplicatedYet(format!(
+                        "Not replicated yet: {}",
+                        req.src
+                    )));
+                }
+            }
+            let (nb, ops) = ns.plan_add_block(&req.src, &req.client_name, file_id, previous)?;
+            let slot = ns.existing(&req.src)?;
+            let inode = ns.inode(slot);
+            let block_size = inode.file().map(|f| f.block_size).unwrap_or(0);
+            let targets = choose_targets(
+                &mgr.reg,
+                &PlacementRequest {
+                    replicas: inode.replication as usize,
+                    block_size,
+                    writer_ip: &writer_ip,
+                    excluded: &excluded,
+                    existing: &[],
+                    now_ms: now_ms(),
+                    stale_ms: nn2.cfg.stale_interval_ms,
+                    dead_ms: nn2.cfg.dead_interval_ms(),
+                    seed: seed(),
+                },
+            );
+            if targets.len() < min.max(1) {
+                let running = mgr
+                    .reg
+                    .iter()
+                    .filter(|(_, n)| {
+                        n.liveness(now_ms(), u64::MAX, nn2.cfg.dead_interval_ms())
+                            != Liveness::Dead
+                    })
+                    .count();
+                return Err(FsError::Io(format!(
+                    "File {} could only be written to {} of the {min} minReplication nodes. There are {running} datanode(s) running and {} node(s) are excluded in this operation.",
+                    req.src,
+                    targets.len(),
+                    excluded.len()
+                )));
+            }
+            let placed = match nb {
+                NewBlock::Fresh(p) | NewBlock::Retry(p) => p,
+            };
+            let lb = located(
+                &pool,
+                &placed,
+                &mgr,
+                &targets
+                    .iter()
+                    .map(|t: &Target| (t.node, t.storage))
+                    .collect::<Vec<_>>(),
+            );
+            Ok((lb, ops))
+        })
+        .await?;
+    Ok(AddBlockResponseProto { block })
+}
+
+pub async fn abandon_block(
+    nn: Nn,
+    _: CallCtx,
+    req: AbandonBlockRequestProto,
+) -> Res<AbandonBlockResponseProto> {
+    let file_id = req.file_id.unwrap_or(0);
+    nn.commit(|ns| ns.plan_abandon_block(&req.src, &req.holder, file_id, req.b.block_id))
+        .await?;
+    Ok(AbandonBlockResponseProto {})
+}
+
+pub async fn complete(nn: Nn, _: CallCtx, req: CompleteRequestProto) -> Res<CompleteResponseProto> {
+    let now = now_ms();
+    let file_id = req.file_id.unwrap_or(0);
+    let last = req.last.as_ref().map(|b| Previous {
+        id: b.block_id,
+        len: b.num_bytes.unwrap_or(0),
+    });
+    let min = nn.cfg.min_replication as usize;
+    let nn2 = nn.clone();
+    let done = nn
+        .commit(|ns| {
+            ns.plan_complete(&req.src, &req.client_name, file_id, last, now, |id| {
+                nn2.blocks.lock().finalized_replicas(id) >= min
+            })
+        })
+        .await?;
+    Ok(CompleteResponseProto { result: done })
+}
+
+pub async fn get_block_locations(
+    nn: Nn,
+    ctx: CallCtx,
+    req: GetBlockLocationsRequestProto,
+) -> Res<GetBlockLocationsResponseProto> {
+    let caller = nn.caller(&ctx.user);
+    let reader_ip = ctx.peer.ip().to_string();
+    let ns = nn.ns.read();
+    let slot = ns.file_slot(&caller, &req.src)?;
+    ns.check_access(&caller, slot, crate::namespace::perm::READ)?;
+    let range = ns.block_range(slot, req.offset, req.length);
+    let pool = &nn.identity.block_pool_id;
+    let mgr = nn.blocks.lock();
+    let locate = |p: &Placed| {
+        let mut p = *p;
+        if range.under_construction && Some(p.block.id) == range.last.map(|l| l.block.id) {
+            // The block being written: as long as its finished replicas say.
+            p.block.len = mgr.entry(p.block.id).map(|e| e.reported_len).unwrap_or(0);
+        }
+        let locs = reader_locations(&nn, &mgr, p.block.id, &reader_ip);
+        located(pool, &p, &mgr, &locs)
+    };
+    let blocks = range.blocks.iter().map(locate).collect();
+    let last_block = range.last.as_ref().map(locate);
+    Ok(GetBlockLocationsResponseProto {
+        locations: Some(LocatedBlocksProto {
+            file_length: range.file_len,
+            blocks,
+            under_construction: range.under_construction,
+            last_block,
+            is_last_block_complete: !range.under_construction,
+        }),
+    })
+}
+
+/// A client or DataNode found a corrupt replica. It stops being handed out and, while a
+/// good copy exists elsewhere, is deleted (re-replication restores the count).
+pub fn mark_bad_blocks(nn: &NnState, blocks: &[LocatedBlockProto]) {
+    let ns = nn.ns.read();
+    let mut mgr = nn.blocks.lock();
+    for lb in blocks {
+        let id = lb.b.block_id;
+        if ns.block_file(id).is_none() {
+            continue;
+        }
+        for d in &lb.locs {
+            let Some(node) = mgr.reg.lookup(&d.id.datanode_uuid) else {
+                continue;
+            };
+            let others = mgr
+                .entry(id)
+                .map(|e| e.replicas.iter().filter(|r| r.node != node && r.finalized).count())
+                .unwrap_or(0);
+            tracing::warn!(
+                block = id,
+                datanode = %d.id.datanode_uuid,
+                good_copies_left = others,
+                "replica reported corrupt"
+            );
+            if others > 0 {
+                mgr.invalidate(node, id, lb.b.generation_stamp);
+            } else {
+                mgr.mark_corrupt(id, node);
+            }
+        }
+    }
+}
+
+pub async fn report_bad_blocks(
+    nn: Nn,
+    _: CallCtx,
+    req: ReportBadBlocksRequestProto,
+) -> Res<ReportBadBlocksResponseProto> {
+    mark_bad_blocks(&nn, &req.blocks);
+    Ok(ReportBadBlocksResponseProto {})
+}
+
+pub async fn get_datanode_report(
+    nn: Nn,
+    _: CallCtx,
+    req: GetDatanodeReportRequestProto,
+) -> Res<GetDatanodeReportResponseProto> {
+    let now = now_ms();
+    let mgr = nn.blocks.lock();
+    let want = DatanodeReportTypeProto::try_from(req.r#type).unwrap_or(DatanodeReportTypeProto::All);
+    let di = mgr
+        .reg
+        .iter()
+        .filter(|(_, n)| {
+            let dead = n.liveness(now, u64::MAX, nn.cfg.dead_interval_ms()) == Liveness::Dead;
+            match want {
+                DatanodeReportTypeProto::Live => !dead,
+                DatanodeReportTypeProto::Dead => dead,
+                DatanodeReportTypeProto::All => true,
+                _ => false,
+            }
+        })
+        .map(|(_, n)| datanode_info(n))
+        .collect();
+    Ok(GetDatanodeReportResponseProto { di })
+}
+
+pub async fn get_fs_stats(
+    nn: Nn,
+    _: CallCtx,
+    _: GetFsStatusRequestProto,
+) -> Res<GetFsStatsResponseProto> {
+    let now = now_ms();
+    let mgr = nn.blocks.lock();
+    let live: Vec<&Node> = mgr
+        .reg
+        .iter()
+        .map(|(_, n)| n)
+        .filter(|n| n.liveness(now, u64::MAX, nn.cfg.dead_interval_ms()) != Liveness::Dead)
+        .collect();
+    let missing = (nn.ns.read().block_count() as u64).saturating_sub(mgr.block_entries() as u64);
+    Ok(GetFsStatsResponseProto {
+        capacity: live.iter().map(|n| n.capacity()).sum(),
+        used: live.iter().map(|n| n.dfs_used()).sum(),
+        remaining: live.iter().map(|n| n.remaining()).sum(),
+        under_replicated: 0,
+        corrupt_blocks: 0,
+        missing_blocks: missing,
+        missing_repl_one_blocks: Some(0),
+        blocks_in_future: Some(0),
+        pending_deletion_blocks: Some(
+            mgr.reg.iter().map(|(_, n)| n.invalidate.len() as u64).sum(),
+        ),
+    })
+}

@@ -1,0 +1,341 @@
+//! DatanodeProtocol on the NameNode: registration, heartbeats (which carry commands back),
+//! full and incremental block reports, and error reports.
+
+use std::sync::Arc;
+
+use ferrite_ipc::{CallCtx, MethodKind, Router, RpcError, DATANODE_PROTOCOL};
+use ferrite_proto::datanode::datanode_command_proto::Type as CmdType;
+use ferrite_proto::datanode::received_deleted_block_info_proto::BlockStatus;
+use ferrite_proto::datanode::*;
+use ferrite_proto::hdfs::{BlockKeyProto, BlockProto, ExportedBlockKeysProto, NnhaStatusHeartbeatProto};
+use tracing::{debug, info, warn};
+
+use crate::blocks::registry::{NodeId, NodeIx};
+use crate::blocks::report::{self, ReplicaState, Reported};
+use crate::blocks::{Expected, ReportOutcome};
+use crate::error::FsError;
+use crate::namespace::Namespace;
+use crate::state::{now_ms, NnState};
+
+type Nn = Arc<NnState>;
+type Res<T> = Result<T, RpcError>;
+
+/// Blocks to delete per heartbeat, as HDFS's `dfs.block.invalidate.limit` (1000).
+const INVALIDATE_PER_HEARTBEAT: usize = 1000;
+
+pub fn register(r: &mut Router<NnState>) {
+    let p = DATANODE_PROTOCOL;
+    use MethodKind as K;
+    r.method(p, "versionRequest", K::READ, crate::rpc::version_request)
+        .method(p, "registerDatanode", K::READ, register_datanode)
+        .method(p, "sendHeartbeat", K::READ, send_heartbeat)
+        .method(p, "blockReport", K::READ, block_report)
+        .method(p, "blockReceivedAndDeleted", K::READ, block_received_and_deleted)
+        .method(p, "errorReport", K::READ, error_report)
+        .method(p, "reportBadBlocks", K::READ, report_bad_blocks)
+        .method(p, "commitBlockSynchronization", K::READ, commit_block_sync);
+}
+
+/// What the namespace expects of block `id`, for checking a reported replica.
+pub fn expected(ns: &Namespace, id: u64) -> Option<Expected> {
+    let slot = ns.block_file(id)?;
+    let f = ns.inode(slot).file()?;
+    let blocks = f.blocks();
+    let i = blocks.iter().rposition(|b| b.id == id)?;
+    let b = blocks[i];
+    let being_written = f.uc().is_some() && i + 1 == blocks.len();
+    Some(Expected {
+        gs: b.gs,
+        len: b.len,
+        complete: !being_written,
+    })
+}
+
+fn no_keys() -> ExportedBlockKeysProto {
+    ExportedBlockKeysProto {
+        is_block_token_enabled: false,
+        key_update_interval: 0,
+        token_lifetime: 0,
+        current_key: BlockKeyProto {
+            key_id: 0,
+            expiry_date: 0,
+            key_bytes: Some(Vec::new()),
+        },
+        all_keys: Vec::new(),
+    }
+}
+
+fn unregistered(uuid: &str) -> RpcError {
+    RpcError::app(
+        "org.apache.hadoop.hdfs.protocol.UnregisteredNodeException",
+        format!("Unregistered server: DatanodeRegistration({uuid})"),
+    )
+}
+
+fn node_of(nn: &NnState, reg: &DatanodeRegistrationProto) -> Result<NodeIx, RpcError> {
+    let uuid = &reg.datanode_id.datanode_uuid;
+    nn.blocks
+        .lock()
+        .reg
+        .lookup(uuid)
+        .ok_or_else(|| unregistered(uuid))
+}
+
+pub async fn register_datanode(
+    nn: Nn,
+    ctx: CallCtx,
+    req: RegisterDatanodeRequestProto,
+) -> Res<RegisterDatanodeResponseProto> {
+    let mut reg = req.registration;
+    let si = &reg.storage_info;
+    if si.cluster_id != nn.identity.cluster_id && !si.cluster_id.is_empty() {
+        return Err(FsError::Io(format!(
+            "DataNode {} belongs to cluster {}, this NameNode to {}",
+            reg.datanode_id.datanode_uuid, si.cluster_id, nn.identity.cluster_id
+        ))
+        .into());
+    }
+    // As a Java NameNode does: the address the node connects from is its address.
+    reg.datanode_id.ip_addr = ctx.peer.ip().to_string();
+    let d = &reg.datanode_id;
+    let id = NodeId {
+        ip: d.ip_addr.clone(),
+        host: d.host_name.clone(),
+        uuid: d.datanode_uuid.clone(),
+        xfer_port: d.xfer_port,
+        info_port: d.info_port,
+        ipc_port: d.ipc_port,
+    };
+    let ix = nn
+        .blocks
+        .lock()
+        .reg
+        .register(id, now_ms())
+        .map_err(|_| FsError::Io("too many DataNodes".into()))?;
+    info!(node = ix, uuid = %d.datanode_uuid, addr = %format!("{}:{}", d.ip_addr, d.xfer_port), "DataNode registered");
+    reg.keys = no_keys();
+    Ok(RegisterDatanodeResponseProto { registration: reg })
+}
+
+pub async fn send_heartbeat(
+    nn: Nn,
+    _: CallCtx,
+    req: HeartbeatRequestProto,
+) -> Res<HeartbeatResponseProto> {
+    let txid = nn.journal.as_ref().map(|j| j.last_appended()).unwrap_or(0);
+    let ha_status = NnhaStatusHeartbeatProto {
+        state: 0,
+        txid,
+    };
+    let mut mgr = nn.blocks.lock();
+    let Some(ix) = mgr.reg.lookup(&req.registration.datanode_id.datanode_uuid) else {
+        // Unknown (for example after a NameNode restart): ask it to register again.
+        return Ok(HeartbeatResponseProto {
+            cmds: vec![DatanodeCommandProto {
+                cmd_type: CmdType::RegisterCommand as i32,
+                register_cmd: Some(RegisterCommandProto {}),
+                ..Default::default()
+            }],
+            ha_status,
+            full_block_report_lease_id: None,
+        });
+    };
+    let node = mgr.reg.get_mut(ix);
+    if node.dead {
+        // Its replicas were forgotten; it must register and report them again.
+        return Ok(HeartbeatResponseProto {
+            cmds: vec![DatanodeCommandProto {
+                cmd_type: CmdType::RegisterCommand as i32,
+                register_cmd: Some(RegisterCommandProto {}),
+                ..Default::default()
+            }],
+            ha_status,
+            full_block_report_lease_id: None,
+        });
+    }
+    node.last_heartbeat_ms = now_ms();
+    node.xceivers = req.xceiver_count.unwrap_or(0);
+    for r in &req.reports {
+        let uuid = r
+            .storage
+            .as_ref()
+            .map(|s| s.storage_uuid.as_str())
+            .unwrap_or(&r.storage_uuid);
+        let s = node.storage_ix(uuid) as usize;
+        let st = &mut node.storages[s];
+        st.failed = r.failed.unwrap_or(false);
+        st.capacity = r.capacity.unwrap_or(0);
+        st.dfs_used = r.dfs_used.unwrap_or(0);
+        st.remaining = r.remaining.unwrap_or(0);
+    }
+    let mut cmds = Vec::new();
+    if !node.invalidate.is_empty() {
+        let n = node.invalidate.len().min(INVALIDATE_PER_HEARTBEAT);
+        let blocks = node
+            .invalidate
+            .drain(..n)
+            .map(|(id, gs)| BlockProto {
+                block_id: id,
+                gen_stamp: gs,
+                num_bytes: Some(0),
+            })
+            .collect();
+        cmds.push(block_command(
+            &nn.identity.block_pool_id,
+            block_command_proto::Action::Invalidate,
+            blocks,
+        ));
+    }
+    Ok(HeartbeatResponseProto {
+        cmds,
+        ha_status,
+        // Any non-zero id grants the full report the node asked for; we never throttle.
+        full_block_report_lease_id: req
+            .request_full_block_report_lease
+            .unwrap_or(false)
+            .then_some(1),
+    })
+}
+
+pub fn block_command(
+    pool: &str,
+    action: block_command_proto::Action,
+    blocks: Vec<BlockProto>,
+) -> DatanodeCommandProto {
+    DatanodeCommandProto {
+        cmd_type: CmdType::BlockCommand as i32,
+        blk_cmd: Some(BlockCommandProto {
+            action: action as i32,
+            block_pool_id: pool.to_string(),
+            blocks,
+            targets: Vec::new(),
+            target_storage_uuids: Vec::new(),
+            target_storage_types: Vec::new(),
+        }),
+        ..Default::default()
+    }
+}
+
+pub async fn block_report(
+    nn: Nn,
+    _: CallCtx,
+    req: BlockReportRequestProto,
+) -> Res<BlockReportResponseProto> {
+    let ix = node_of(&nn, &req.registration)?;
+    // Decode everything first, so a malformed report changes nothing.
+    let mut decoded = Vec::with_capacity(req.reports.len());
+    for r in &req.reports {
+        let replicas = report::decode(r).map_err(|e| {
+            FsError::Io(format!(
+                "malformed block report for storage {}: {e}",
+                r.storage.storage_uuid
+            ))
+        })?;
+        decoded.push((r.storage.storage_uuid.clone(), replicas));
+    }
+    let mut total = ReportOutcome::default();
+    {
+        let ns = nn.ns.read();
+        let mut mgr = nn.blocks.lock();
+        for (uuid, replicas) in &decoded {
+            let s = mgr.reg.get_mut(ix).storage_ix(uuid);
+            let o = mgr.full_report(ix, s, replicas, |id| expected(&ns, id));
+            total.accepted += o.accepted;
+            total.invalidated += o.invalidated;
+            total.forgotten += o.forgotten;
+        }
+    }
+    info!(
+        node = ix,
+        accepted = total.accepted,
+        invalidated = total.invalidated,
+        forgotten = total.forgotten,
+        "full block report processed"
+    );
+    nn.check_startup_safe_mode(now_ms());
+    Ok(BlockReportResponseProto { cmd: None })
+}
+
+pub async fn block_received_and_deleted(
+    nn: Nn,
+    _: CallCtx,
+    req: BlockReceivedAndDeletedRequestProto,
+) -> Res<BlockReceivedAndDeletedResponseProto> {
+    let ix = node_of(&nn, &req.registration)?;
+    {
+        let ns = nn.ns.read();
+        let mut mgr = nn.blocks.lock();
+        let mut out = ReportOutcome::default();
+        for s in &req.blocks {
+            let uuid = s
+                .storage
+                .as_ref()
+                .map(|st| st.storage_uuid.as_str())
+                .unwrap_or(&s.storage_uuid);
+            let six = mgr.reg.get_mut(ix).storage_ix(uuid);
+            for b in &s.blocks {
+                let r = Reported {
+                    id: b.block.block_id,
+                    len: b.block.num_bytes.unwrap_or(0),
+                    gs: b.block.gen_stamp,
+                    state: ReplicaState::Finalized,
+                };
+                match BlockStatus::try_from(b.status) {
+                    Ok(BlockStatus::Received) => {
+                        mgr.one_replica(ix, six, &r, &|id| expected(&ns, id), &mut out)
+                    }
+                    Ok(BlockStatus::Receiving) => {
+                        let r = Reported {
+                            state: ReplicaState::Unfinished,
+                            ..r
+                        };
+                        mgr.one_replica(ix, six, &r, &|id| expected(&ns, id), &mut out)
+                    }
+                    Ok(BlockStatus::Deleted) => mgr.remove_replica(r.id, ix),
+                    Err(_) => warn!(node = ix, status = b.status, "unknown IBR status"),
+                }
+            }
+        }
+        debug!(node = ix, accepted = out.accepted, invalidated = out.invalidated, "IBR");
+    }
+    nn.check_startup_safe_mode(now_ms());
+    Ok(BlockReceivedAndDeletedResponseProto {})
+}
+
+pub async fn error_report(
+    nn: Nn,
+    _: CallCtx,
+    req: ErrorReportRequestProto,
+) -> Res<ErrorReportResponseProto> {
+    let uuid = &req.registartion.datanode_id.datanode_uuid;
+    warn!(datanode = %uuid, code = req.error_code, msg = %req.msg, "DataNode error report");
+    if req.error_code == error_report_request_proto::ErrorCode::FatalDiskError as u32 {
+        let mut mgr = nn.blocks.lock();
+        if let Some(ix) = mgr.reg.lookup(uuid) {
+            mgr.reg.get_mut(ix).dead = true;
+            mgr.node_lost(ix);
+        }
+    }
+    Ok(ErrorReportResponseProto {})
+}
+
+pub async fn report_bad_blocks(
+    nn: Nn,
+    _: CallCtx,
+    req: ReportBadBlocksRequestProto,
+) -> Res<ReportBadBlocksResponseProto> {
+    crate::rpc_blocks::mark_bad_blocks(&nn, &req.blocks);
+    Ok(ReportBadBlocksResponseProto {})
+}
+
+pub async fn commit_block_sync(
+    _: Nn,
+    _: CallCtx,
+    req: CommitBlockSynchronizationRequestProto,
+) -> Res<CommitBlockSynchronizationResponseProto> {
+    Err(FsError::Unsupported(format!(
+        "block recovery is not supported yet (block {})",
+        req.block.block_id
+    ))
+    .into())
+}
