@@ -19,10 +19,12 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Everything in one process over one data folder (today: the NameNode).
+    /// Everything in one process over one data folder: a NameNode and N DataNodes.
     Local(serve::ServeArgs),
     /// A NameNode on its own.
     Namenode(serve::ServeArgs),
+    /// A DataNode on its own, joining a NameNode.
+    Datanode(serve::DataNodeArgs),
     /// Operator commands (safe mode, checkpoint).
     Admin(admin::AdminArgs),
     /// Benchmarks.
@@ -48,6 +50,7 @@ fn main() -> anyhow::Result<()> {
         match cli.cmd {
             Cmd::Local(a) => serve::run(a, serve::Role::Local).await,
             Cmd::Namenode(a) => serve::run(a, serve::Role::NameNode).await,
+            Cmd::Datanode(a) => serve::run_datanode(a).await,
             Cmd::Admin(a) => admin::run(a).await,
             Cmd::Bench { what } => bench::run(what).await,
         }

@@ -1,18 +1,20 @@
-//! `ferrite local` and `ferrite namenode`: load configuration, bind, print the ready line,
-//! serve until SIGTERM or Ctrl-C.
+//! `ferrite local`, `ferrite namenode` and `ferrite datanode`: load configuration, bind,
+//! print the ready line, serve until SIGTERM or Ctrl-C.
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
+use ferrite_datanode::{DataNode, DataNodeHandle, DnConfig};
 use ferrite_namenode::{Config, NameNode};
 use tokio::net::TcpListener;
-use tracing::{info, warn};
+use tracing::info;
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// Data folder (NameNode metadata now; DataNode volumes join it later).
+    /// Data folder: `name/` holds the NameNode's metadata, `dn<N>/` each local DataNode's
+    /// volume.
     #[arg(long)]
     pub data: PathBuf,
     /// NameNode RPC port; 0 picks a free one.
@@ -21,7 +23,7 @@ pub struct ServeArgs {
     /// HTTP port (accepted now; the HTTP server arrives in a later issue).
     #[arg(long = "http-port", default_value_t = 9870)]
     pub http_port: u16,
-    /// DataNodes to run in `local` (accepted now; DataNodes arrive in a later issue).
+    /// DataNodes to run in `local`.
     #[arg(long, default_value_t = 3)]
     pub datanodes: u32,
     /// An extra journal directory (repeatable), for example on another disk or NFS.
@@ -41,17 +43,50 @@ pub enum Role {
     NameNode,
 }
 
-/// Defaults, then `$HADOOP_CONF_DIR/{core,hdfs}-site.xml`, then `--conf`.
-pub fn load_config(args: &ServeArgs) -> anyhow::Result<Config> {
-    let mut cfg = Config::default();
-    let mut unknown = Vec::new();
+/// Every configuration pair in force: `$HADOOP_CONF_DIR/{core,hdfs}-site.xml`, then
+/// `--conf` (later wins).
+fn config_pairs(conf: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    let mut pairs = Vec::new();
     if let Some(dir) = std::env::var_os("HADOOP_CONF_DIR") {
-        unknown.extend(cfg.apply_site_dir(std::path::Path::new(&dir))?);
+        for f in ["core-site.xml", "hdfs-site.xml"] {
+            let path = std::path::Path::new(&dir).join(f);
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                let kv = ferrite_namenode::config::parse_site_xml(&text)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                pairs.extend(kv);
+            }
+        }
     }
-    unknown.extend(cfg.apply_cli(&args.conf)?);
+    for p in conf {
+        let (k, v) = p
+            .split_once('=')
+            .ok_or_else(|| anyhow::anyhow!("--conf expects KEY=VALUE, got {p:?}"))?;
+        pairs.push((k.trim().to_string(), v.to_string()));
+    }
+    Ok(pairs)
+}
+
+/// Logs keys that neither the NameNode nor the DataNode uses.
+fn log_unknown(nn: Vec<String>, dn: Option<Vec<String>>) {
+    let unknown: Vec<String> = match dn {
+        Some(dn) => nn.into_iter().filter(|k| dn.contains(k)).collect(),
+        None => nn,
+    };
     if !unknown.is_empty() {
         info!(keys = ?unknown, "configuration keys Ferrite does not use (ignored)");
     }
+}
+
+/// NameNode configuration: defaults, then the site files, then `--conf`.
+fn nn_config(args: &ServeArgs, local: bool) -> anyhow::Result<(Config, Vec<String>)> {
+    let mut cfg = Config::default();
+    if local {
+        // The DataNodes start in the same process and report at once: no need to wait
+        // out HDFS's 30 s safe-mode extension after a restart.
+        cfg.safemode_extension_ms = 0;
+    }
+    let pairs = config_pairs(&args.conf)?;
+    let unknown = cfg.apply(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
     if cfg.name_dirs.is_empty() {
         cfg.name_dirs.push(args.data.join("name"));
     }
@@ -62,25 +97,47 @@ pub fn load_config(args: &ServeArgs) -> anyhow::Result<Config> {
         }
         cfg.edits_dirs.extend(args.journal_dirs.iter().cloned());
     }
-    Ok(cfg)
+    Ok((cfg, unknown))
 }
 
 pub async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
-    let cfg = load_config(&args)?;
+    let local = matches!(role, Role::Local);
+    let (cfg, unknown) = nn_config(&args, local)?;
+    let dn_template = DnConfig::new(Vec::new(), "127.0.0.1:0".parse()?);
+    let mut dn_unknown = None;
+    let mut dn_cfg = dn_template.clone();
+    if local {
+        let pairs = config_pairs(&args.conf)?;
+        dn_unknown = Some(
+            dn_cfg
+                .apply(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                .map_err(|e| anyhow::anyhow!(e))?,
+        );
+    }
+    log_unknown(unknown, dn_unknown);
     for d in &cfg.name_dirs {
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
-    }
-    if matches!(role, Role::Local) && args.datanodes > 0 {
-        warn!(
-            datanodes = args.datanodes,
-            "DataNodes are not implemented yet; serving metadata only"
-        );
     }
     let listener = TcpListener::bind((args.bind.as_str(), args.port))
         .await
         .with_context(|| format!("binding {}:{}", args.bind, args.port))?;
     let nn = NameNode::start(cfg, listener).await?;
     let port = nn.addr.port();
+    let mut datanodes: Vec<DataNodeHandle> = Vec::new();
+    if local {
+        for i in 0..args.datanodes {
+            let mut c = dn_cfg.clone();
+            c.namenode = nn.addr;
+            c.bind = format!("{}:0", args.bind).parse()?;
+            if c.data_dirs.is_empty() || args.datanodes > 1 {
+                c.data_dirs = vec![args.data.join(format!("dn{i}"))];
+            }
+            datanodes.push(DataNode::start(c).await?);
+        }
+        if args.datanodes > 0 {
+            info!(datanodes = args.datanodes, "local DataNodes serving");
+        }
+    }
     {
         // Exactly one line on stdout, so scripts can wait for it and read the port.
         let mut out = std::io::stdout().lock();
@@ -94,6 +151,9 @@ pub async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
     }
     let failed = nn.fatal.is_cancelled();
     info!("shutting down");
+    for dn in datanodes {
+        dn.shutdown().await;
+    }
     nn.shutdown().await;
     if failed {
         anyhow::bail!("the NameNode stopped because no journal directory is usable");
@@ -108,4 +168,53 @@ async fn wait_for_signal() {
         _ = term.recv() => {}
         _ = tokio::signal::ctrl_c() => {}
     }
+}
+
+#[derive(Args, Debug)]
+pub struct DataNodeArgs {
+    /// The NameNode's RPC address, HOST:PORT.
+    #[arg(long)]
+    pub namenode: String,
+    /// Volume directories, comma separated (one per disk).
+    #[arg(long)]
+    pub data: String,
+    /// Data-transfer port; 0 picks a free one.
+    #[arg(long, default_value_t = 9866)]
+    pub port: u16,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: String,
+    /// Configuration override, Hadoop key names (repeatable).
+    #[arg(long = "conf", value_name = "KEY=VALUE")]
+    pub conf: Vec<String>,
+}
+
+/// `ferrite datanode`: one DataNode that joins a NameNode.
+pub async fn run_datanode(args: DataNodeArgs) -> anyhow::Result<()> {
+    use std::net::ToSocketAddrs;
+    let nn_addr = args
+        .namenode
+        .trim_start_matches("hdfs://")
+        .to_socket_addrs()
+        .with_context(|| format!("resolving {}", args.namenode))?
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("{} resolves to nothing", args.namenode))?;
+    let dirs = args.data.split(',').map(PathBuf::from).collect();
+    let mut cfg = DnConfig::new(dirs, nn_addr);
+    cfg.bind = format!("{}:{}", args.bind, args.port).parse()?;
+    let pairs = config_pairs(&args.conf)?;
+    let unknown = cfg
+        .apply(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .map_err(|e| anyhow::anyhow!(e))?;
+    log_unknown(unknown, None);
+    let dn = DataNode::start(cfg).await?;
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "ready {}", dn.xfer_addr)?;
+        out.flush()?;
+    }
+    wait_for_signal().await;
+    info!("shutting down");
+    dn.shutdown().await;
+    Ok(())
 }

@@ -101,7 +101,12 @@ fn located(pool: &str, p: &Placed, mgr: &BlockManager, locs: &[(NodeIx, u8)]) ->
 }
 
 /// The readable replicas of a block, closest to `reader_ip` first.
-fn reader_locations(nn: &NnState, mgr: &BlockManager, id: u64, reader_ip: &str) -> Vec<(NodeIx, u8)> {
+fn reader_locations(
+    nn: &NnState,
+    mgr: &BlockManager,
+    id: u64,
+    reader_ip: &str,
+) -> Vec<(NodeIx, u8)> {
     let now = now_ms();
     let dead_ms = nn.cfg.dead_interval_ms();
     let mut locs: Vec<(NodeIx, u8)> = mgr
@@ -132,7 +137,11 @@ fn xfer_addr(d: &DatanodeInfoProto) -> String {
     format!("{}:{}", d.id.ip_addr, d.id.xfer_port)
 }
 
-pub async fn add_block(nn: Nn, ctx: CallCtx, req: AddBlockRequestProto) -> Res<AddBlockResponseProto> {
+pub async fn add_block(
+    nn: Nn,
+    ctx: CallCtx,
+    req: AddBlockRequestProto,
+) -> Res<AddBlockResponseProto> {
     let excluded: HashSet<String> = req.exclude_nodes.iter().map(xfer_addr).collect();
     let previous = req.previous.as_ref().map(|b| Previous {
         id: b.block_id,
@@ -287,7 +296,12 @@ pub fn mark_bad_blocks(nn: &NnState, blocks: &[LocatedBlockProto]) {
             };
             let others = mgr
                 .entry(id)
-                .map(|e| e.replicas.iter().filter(|r| r.node != node && r.finalized).count())
+                .map(|e| {
+                    e.replicas
+                        .iter()
+                        .filter(|r| r.node != node && r.finalized)
+                        .count()
+                })
                 .unwrap_or(0);
             tracing::warn!(
                 block = id,
@@ -320,7 +334,8 @@ pub async fn get_datanode_report(
 ) -> Res<GetDatanodeReportResponseProto> {
     let now = now_ms();
     let mgr = nn.blocks.lock();
-    let want = DatanodeReportTypeProto::try_from(req.r#type).unwrap_or(DatanodeReportTypeProto::All);
+    let want =
+        DatanodeReportTypeProto::try_from(req.r#type).unwrap_or(DatanodeReportTypeProto::All);
     let di = mgr
         .reg
         .iter()
@@ -361,8 +376,6 @@ pub async fn get_fs_stats(
         missing_blocks: missing,
         missing_repl_one_blocks: Some(0),
         blocks_in_future: Some(0),
-        pending_deletion_blocks: Some(
-            mgr.reg.iter().map(|(_, n)| n.invalidate.len() as u64).sum(),
-        ),
+        pending_deletion_blocks: Some(mgr.reg.iter().map(|(_, n)| n.invalidate.len() as u64).sum()),
     })
 }

@@ -7,7 +7,9 @@ use ferrite_ipc::{CallCtx, MethodKind, Router, RpcError, DATANODE_PROTOCOL};
 use ferrite_proto::datanode::datanode_command_proto::Type as CmdType;
 use ferrite_proto::datanode::received_deleted_block_info_proto::BlockStatus;
 use ferrite_proto::datanode::*;
-use ferrite_proto::hdfs::{BlockKeyProto, BlockProto, ExportedBlockKeysProto, NnhaStatusHeartbeatProto};
+use ferrite_proto::hdfs::{
+    BlockKeyProto, BlockProto, ExportedBlockKeysProto, NnhaStatusHeartbeatProto,
+};
 use tracing::{debug, info, warn};
 
 use crate::blocks::registry::{NodeId, NodeIx};
@@ -30,7 +32,12 @@ pub fn register(r: &mut Router<NnState>) {
         .method(p, "registerDatanode", K::READ, register_datanode)
         .method(p, "sendHeartbeat", K::READ, send_heartbeat)
         .method(p, "blockReport", K::READ, block_report)
-        .method(p, "blockReceivedAndDeleted", K::READ, block_received_and_deleted)
+        .method(
+            p,
+            "blockReceivedAndDeleted",
+            K::READ,
+            block_received_and_deleted,
+        )
         .method(p, "errorReport", K::READ, error_report)
         .method(p, "reportBadBlocks", K::READ, report_bad_blocks)
         .method(p, "commitBlockSynchronization", K::READ, commit_block_sync);
@@ -123,10 +130,7 @@ pub async fn send_heartbeat(
     req: HeartbeatRequestProto,
 ) -> Res<HeartbeatResponseProto> {
     let txid = nn.journal.as_ref().map(|j| j.last_appended()).unwrap_or(0);
-    let ha_status = NnhaStatusHeartbeatProto {
-        state: 0,
-        txid,
-    };
+    let ha_status = NnhaStatusHeartbeatProto { state: 0, txid };
     let mut mgr = nn.blocks.lock();
     let Some(ix) = mgr.reg.lookup(&req.registration.datanode_id.datanode_uuid) else {
         // Unknown (for example after a NameNode restart): ask it to register again.
@@ -296,7 +300,12 @@ pub async fn block_received_and_deleted(
                 }
             }
         }
-        debug!(node = ix, accepted = out.accepted, invalidated = out.invalidated, "IBR");
+        debug!(
+            node = ix,
+            accepted = out.accepted,
+            invalidated = out.invalidated,
+            "IBR"
+        );
     }
     nn.check_startup_safe_mode(now_ms());
     Ok(BlockReceivedAndDeletedResponseProto {})

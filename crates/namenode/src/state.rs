@@ -183,8 +183,8 @@ impl NnState {
                 .count();
             (b.safe_blocks(), live)
         };
-        let met = safe >= self.safe_threshold_blocks(total)
-            && live >= self.cfg.safemode_min_datanodes;
+        let met =
+            safe >= self.safe_threshold_blocks(total) && live >= self.cfg.safemode_min_datanodes;
         let mut since = self.threshold_met_at.lock();
         if !met {
             *since = None;
@@ -285,7 +285,12 @@ impl NnState {
 
     /// The record that closes an abandoned file (lease recovery): its last block keeps
     /// what DataNodes reported as finished for it.
-    pub fn recovery_close(&self, ns: &Namespace, slot: crate::namespace::inode::Slot, now: i64) -> Op {
+    pub fn recovery_close(
+        &self,
+        ns: &Namespace,
+        slot: crate::namespace::inode::Slot,
+        now: i64,
+    ) -> Op {
         let last_len = ns
             .last_block(slot)
             .and_then(|b| self.blocks.lock().entry(b.id).map(|e| e.reported_len))

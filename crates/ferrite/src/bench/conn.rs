@@ -53,7 +53,12 @@ impl Conn {
             last: None,
             file_id: None,
         };
-        let r: CompleteResponseProto = call!(self, "complete", rpc::complete, req);
+        let r: CompleteResponseProto = call!(
+            self,
+            "complete",
+            ferrite_namenode::rpc_blocks::complete,
+            req
+        );
         if !r.result {
             bail!("complete({src}) returned false");
         }
@@ -78,8 +83,12 @@ impl Conn {
             offset: 0,
             length: 16,
         };
-        let r: GetBlockLocationsResponseProto =
-            call!(self, "getBlockLocations", rpc::get_block_locations, req);
+        let r: GetBlockLocationsResponseProto = call!(
+            self,
+            "getBlockLocations",
+            ferrite_namenode::rpc_blocks::get_block_locations,
+            req
+        );
         if r.locations.is_none() {
             bail!("{src} missing");
         }

@@ -83,8 +83,8 @@ impl Namespace {
         }
         let (id, gs) = self.next_block();
         let prev_len = previous.map(|p| p.len).unwrap_or(0);
-        let offset = blocks.iter().map(|b| b.len).sum::<u64>() - last.map(|b| b.len).unwrap_or(0)
-            + prev_len;
+        let offset =
+            blocks.iter().map(|b| b.len).sum::<u64>() - last.map(|b| b.len).unwrap_or(0) + prev_len;
         let op = Op::AddBlock {
             path: src.to_string(),
             id,

@@ -18,7 +18,9 @@ pub mod query;
 #[cfg(test)]
 mod tests;
 
-use inode::{Arena, Block, Body, FileData, Inode, Slot, UnderConstruction, ROOT_INODE_ID, ROOT_SLOT};
+use inode::{
+    Arena, Block, Body, FileData, Inode, Slot, UnderConstruction, ROOT_INODE_ID, ROOT_SLOT,
+};
 use names::{Interner, NameArena};
 pub use ops::Op;
 pub use perm::Caller;

@@ -2,11 +2,11 @@
 //! permissions and returns the [`Op`] records that carry it out. Nothing here mutates.
 //! Messages and exception kinds follow what an HDFS NameNode answers.
 
+use super::blocks::Previous;
 use super::inode::{Body, Slot, ROOT_SLOT};
 use super::path::{components, join};
 use super::perm::{Caller, EXECUTE, WRITE};
 use super::{Namespace, Op};
-use super::blocks::Previous;
 use crate::error::FsError;
 
 /// The arguments of `create` after the RPC layer has checked them against configuration.

@@ -65,7 +65,10 @@ impl Harness {
 
     fn touch(&mut self, c: &Caller, p: &str) {
         self.create(c, p, false).unwrap();
-        let (ok, ops) = self.ns.plan_complete(p, "cli", 0, None, self.now, |_| true).unwrap();
+        let (ok, ops) = self
+            .ns
+            .plan_complete(p, "cli", 0, None, self.now, |_| true)
+            .unwrap();
         assert!(ok);
         self.commit(ops);
     }

@@ -1,0 +1,170 @@
+//! The Ferrite DataNode.
+//!
+//! [`storage`] keeps replicas on volumes; [`xceiver`] serves DataTransferProtocol (write
+//! pipeline, reads, checksums, replication); [`nn_link`] registers with the NameNode,
+//! heartbeats, reports blocks and carries out the commands that come back.
+//! [`DataNode::start`] wires them together.
+
+pub mod nn_link;
+pub mod storage;
+pub mod xceiver;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+
+use nn_link::{Identity, NnLink};
+use storage::Dataset;
+use xceiver::{Xceiver, XceiverConfig};
+
+#[derive(Clone, Debug)]
+pub struct DnConfig {
+    /// `dfs.datanode.data.dir`: one directory per volume.
+    pub data_dirs: Vec<PathBuf>,
+    pub namenode: SocketAddr,
+    /// Address to serve data transfer on (`dfs.datanode.address`); port 0 picks one.
+    pub bind: SocketAddr,
+    /// `dfs.heartbeat.interval`
+    pub heartbeat_interval: Duration,
+    /// `dfs.blockreport.intervalMsec`
+    pub block_report_interval: Duration,
+    pub xceiver: XceiverConfig,
+    /// The user the DataNode talks to the NameNode as.
+    pub user: String,
+}
+
+impl DnConfig {
+    pub fn new(data_dirs: Vec<PathBuf>, namenode: SocketAddr) -> Self {
+        DnConfig {
+            data_dirs,
+            namenode,
+            bind: "127.0.0.1:0".parse().expect("literal"),
+            heartbeat_interval: Duration::from_secs(3),
+            block_report_interval: Duration::from_secs(6 * 3600),
+            xceiver: XceiverConfig::default(),
+            user: std::env::var("USER").unwrap_or_else(|_| "root".into()),
+        }
+    }
+
+    /// Applies Hadoop keys; returns the ones that mean nothing to a DataNode.
+    pub fn apply<'a>(
+        &mut self,
+        pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Vec<String>, String> {
+        let mut unknown = Vec::new();
+        for (k, v) in pairs {
+            let num = || {
+                v.trim()
+                    .parse::<u64>()
+                    .map_err(|_| format!("bad number {v:?} for {k}"))
+            };
+            match k {
+                "dfs.datanode.data.dir" => {
+                    self.data_dirs = v
+                        .split(',')
+                        .map(|d| PathBuf::from(d.trim().trim_start_matches("file://")))
+                        .filter(|p| !p.as_os_str().is_empty())
+                        .collect()
+                }
+                "dfs.heartbeat.interval" => {
+                    self.heartbeat_interval = Duration::from_secs(num()?.max(1))
+                }
+                "dfs.blockreport.intervalMsec" => {
+                    self.block_report_interval = Duration::from_millis(num()?.max(1000))
+                }
+                "dfs.datanode.socket.reuse.keepalive" => {
+                    self.xceiver.keepalive = Duration::from_millis(num()?)
+                }
+                "dfs.client.socket-timeout" => {
+                    self.xceiver.socket_timeout = Duration::from_millis(num()?.max(1000))
+                }
+                "dfs.data.transfer.max.packet.size" => self.xceiver.max_packet = num()? as usize,
+                "ferrite.datanode.read.packet.bytes" => {
+                    self.xceiver.read_packet_bytes = (num()? as usize).clamp(512, 8 << 20)
+                }
+                _ => unknown.push(k.to_string()),
+            }
+        }
+        Ok(unknown)
+    }
+}
+
+pub struct DataNodeHandle {
+    pub xfer_addr: SocketAddr,
+    pub uuid: String,
+    pub dataset: Arc<Dataset>,
+    cancel: CancellationToken,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl DataNodeHandle {
+    pub async fn shutdown(self) {
+        self.cancel.cancel();
+        for t in self.tasks {
+            let _ = t.await;
+        }
+    }
+
+    pub fn cancel_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+}
+
+pub struct DataNode;
+
+impl DataNode {
+    /// Starts a DataNode: waits for its NameNode, opens the volumes, starts serving, then
+    /// registers and sends its first full block report.
+    pub async fn start(cfg: DnConfig) -> anyhow::Result<DataNodeHandle> {
+        let cancel = CancellationToken::new();
+        let Some(ns) = nn_link::handshake(cfg.namenode, &cfg.user, &cancel).await else {
+            anyhow::bail!("cancelled before the NameNode answered");
+        };
+        let dirs = cfg.data_dirs.clone();
+        let pool = ns.block_pool_id.clone();
+        let cluster = ns.storage_info.cluster_id.clone();
+        let (ds, uuid) =
+            tokio::task::spawn_blocking(move || Dataset::open(&dirs, &pool, &cluster)).await??;
+        let ds = Arc::new(ds);
+        let listener = TcpListener::bind(cfg.bind).await?;
+        let xfer_addr = listener.local_addr()?;
+        let me = Identity {
+            uuid: uuid.clone(),
+            ip: xfer_addr.ip().to_string(),
+            host: "localhost".into(),
+            xfer_port: xfer_addr.port() as u32,
+            info_port: 0,
+            ipc_port: 0,
+        };
+        let link = NnLink::new(cfg.namenode, &cfg.user, &ns, &me);
+        let x = Arc::new(Xceiver {
+            ds: ds.clone(),
+            link: link.clone(),
+            cfg: cfg.xceiver.clone(),
+        });
+        let mut tasks = vec![tokio::spawn(xceiver::serve(x, listener, cancel.clone()))];
+        tasks.push(tokio::spawn(link.clone().run_ibr_sender(cancel.clone())));
+        link.register().await?;
+        link.full_report(&ds).await?;
+        tasks.push(tokio::spawn(link.clone().run_heartbeats(
+            ds.clone(),
+            cfg.heartbeat_interval,
+            cfg.block_report_interval,
+            cancel.clone(),
+        )));
+        info!(%xfer_addr, %uuid, volumes = ds.volumes.len(), "DataNode serving");
+        Ok(DataNodeHandle {
+            xfer_addr,
+            uuid,
+            dataset: ds,
+            cancel,
+            tasks,
+        })
+    }
+}

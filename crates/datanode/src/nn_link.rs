@@ -1,0 +1,453 @@
+//! The DataNode's side of DatanodeProtocol: handshake (versionRequest, registerDatanode),
+//! full block reports, heartbeats and the commands they bring back, and incremental block
+//! reports. The connection is re-made, and the node re-registers, whenever it breaks.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferrite_ipc::client::{ClientError, IpcClient};
+use ferrite_ipc::DATANODE_PROTOCOL;
+use ferrite_proto::datanode::block_command_proto::Action;
+use ferrite_proto::datanode::datanode_command_proto::Type as CmdType;
+use ferrite_proto::datanode::received_deleted_block_info_proto::BlockStatus;
+use ferrite_proto::datanode::*;
+use ferrite_proto::hdfs::{
+    BlockKeyProto, BlockProto, DatanodeIdProto, DatanodeStorageProto, ExportedBlockKeysProto,
+    NamespaceInfoProto, StorageInfoProto, StorageReportProto, VersionRequestProto,
+    VersionResponseProto,
+};
+use parking_lot::Mutex;
+use prost::Message;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn};
+
+use crate::storage::{Dataset, State};
+
+/// One incremental report entry, with an optional waiter for the NameNode's answer.
+struct Ibr {
+    storage_uuid: String,
+    info: ReceivedDeletedBlockInfoProto,
+    done: Option<oneshot::Sender<()>>,
+}
+
+pub struct NnLink {
+    addr: SocketAddr,
+    user: String,
+    client: tokio::sync::Mutex<Option<Arc<IpcClient>>>,
+    registration: Mutex<DatanodeRegistrationProto>,
+    pub pool: String,
+    ibr_tx: mpsc::UnboundedSender<Ibr>,
+    ibr_rx: Mutex<Option<mpsc::UnboundedReceiver<Ibr>>>,
+    /// Active data transfers, reported in heartbeats as the xceiver count.
+    pub xceivers: std::sync::atomic::AtomicU32,
+}
+
+/// Who this DataNode is, for registration.
+pub struct Identity {
+    pub uuid: String,
+    pub ip: String,
+    pub host: String,
+    pub xfer_port: u32,
+    pub info_port: u32,
+    pub ipc_port: u32,
+}
+
+async fn connect(addr: SocketAddr, user: &str) -> Result<IpcClient, ClientError> {
+    IpcClient::connect(addr, user, DATANODE_PROTOCOL).await
+}
+
+/// Asks the NameNode who it is, retrying until it answers or `cancel` fires.
+pub async fn handshake(
+    addr: SocketAddr,
+    user: &str,
+    cancel: &CancellationToken,
+) -> Option<NamespaceInfoProto> {
+    let mut wait = Duration::from_millis(100);
+    loop {
+        let attempt = async {
+            let c = connect(addr, user).await?;
+            let r: VersionResponseProto = c.call("versionRequest", &VersionRequestProto {}).await?;
+            Ok::<_, ClientError>(r.info)
+        };
+        match attempt.await {
+            Ok(info) => return Some(info),
+            Err(e) => debug!(%addr, error = %e, "NameNode not reachable yet"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = cancel.cancelled() => return None,
+        }
+        wait = (wait * 2).min(Duration::from_secs(3));
+    }
+}
+
+fn no_keys() -> ExportedBlockKeysProto {
+    ExportedBlockKeysProto {
+        is_block_token_enabled: false,
+        key_update_interval: 0,
+        token_lifetime: 0,
+        current_key: BlockKeyProto {
+            key_id: 0,
+            expiry_date: 0,
+            key_bytes: None,
+        },
+        all_keys: Vec::new(),
+    }
+}
+
+impl NnLink {
+    pub fn new(addr: SocketAddr, user: &str, ns: &NamespaceInfoProto, me: &Identity) -> Arc<Self> {
+        let (ibr_tx, ibr_rx) = mpsc::unbounded_channel();
+        let registration = DatanodeRegistrationProto {
+            datanode_id: DatanodeIdProto {
+                ip_addr: me.ip.clone(),
+                host_name: me.host.clone(),
+                datanode_uuid: me.uuid.clone(),
+                xfer_port: me.xfer_port,
+                info_port: me.info_port,
+                ipc_port: me.ipc_port,
+                info_secure_port: Some(0),
+            },
+            storage_info: StorageInfoProto {
+                layout_version: (-57i32) as u32,
+                namespce_id: ns.storage_info.namespce_id,
+                cluster_id: ns.storage_info.cluster_id.clone(),
+                c_time: ns.storage_info.c_time,
+            },
+            keys: no_keys(),
+            software_version: "3.4.1".into(),
+        };
+        Arc::new(NnLink {
+            addr,
+            user: user.to_string(),
+            client: tokio::sync::Mutex::new(None),
+            registration: Mutex::new(registration),
+            pool: ns.block_pool_id.clone(),
+            ibr_tx,
+            ibr_rx: Mutex::new(Some(ibr_rx)),
+            xceivers: Default::default(),
+        })
+    }
+
+    /// Calls the NameNode, reconnecting once if the connection had died.
+    async fn call<Req: Message, Resp: Message + Default>(
+        &self,
+        method: &str,
+        req: &Req,
+    ) -> Result<Resp, ClientError> {
+        for attempt in 0..2 {
+            let c = {
+                let mut guard = self.client.lock().await;
+                match guard.as_ref() {
+                    Some(c) => c.clone(),
+                    None => {
+                        let c = Arc::new(connect(self.addr, &self.user).await?);
+                        *guard = Some(c.clone());
+                        c
+                    }
+                }
+            };
+            match c.call(method, req).await {
+                Err(e @ (ClientError::Io(_) | ClientError::Closed)) => {
+                    *self.client.lock().await = None;
+                    if attempt == 1 {
+                        return Err(e);
+                    }
+                }
+                other => return other,
+            }
+        }
+        unreachable!("the loop returns")
+    }
+
+    fn registration(&self) -> DatanodeRegistrationProto {
+        self.registration.lock().clone()
+    }
+
+    pub async fn register(&self) -> Result<(), ClientError> {
+        let req = RegisterDatanodeRequestProto {
+            registration: self.registration(),
+        };
+        let resp: RegisterDatanodeResponseProto = self.call("registerDatanode", &req).await?;
+        // Keep what the NameNode corrected (our address as it sees it, its keys).
+        *self.registration.lock() = resp.registration;
+        info!(namenode = %self.addr, "registered with the NameNode");
+        Ok(())
+    }
+
+    pub async fn full_report(&self, ds: &Dataset) -> Result<(), ClientError> {
+        let reports = ds
+            .report()
+            .into_iter()
+            .map(|(uuid, _failed, replicas)| {
+                let mut buf = Vec::with_capacity(replicas.len() * 16);
+                for r in &replicas {
+                    let zz = ((r.id as i64) << 1 ^ ((r.id as i64) >> 63)) as u64;
+                    prost::encoding::encode_varint(zz, &mut buf);
+                    prost::encoding::encode_varint(r.len, &mut buf);
+                    prost::encoding::encode_varint(r.gs, &mut buf);
+                    let st = if r.state == State::Finalized { 0 } else { 1 };
+                    prost::encoding::encode_varint(st, &mut buf);
+                }
+                StorageBlockReportProto {
+                    storage: storage(&uuid),
+                    blocks: Vec::new(),
+                    number_of_blocks: Some(replicas.len() as u64),
+                    blocks_buffers: vec![buf],
+                }
+            })
+            .collect();
+        let req = BlockReportRequestProto {
+            registration: self.registration(),
+            block_pool_id: self.pool.clone(),
+            reports,
+            context: Some(BlockReportContextProto {
+                total_rpcs: 1,
+                cur_rpc: 0,
+                id: rand_id(),
+                lease_id: Some(0),
+                sorted: Some(false),
+            }),
+        };
+        let _: BlockReportResponseProto = self.call("blockReport", &req).await?;
+        Ok(())
+    }
+
+    /// Queues an incremental report. For RECEIVED, the returned receiver fires once the
+    /// NameNode has it, so the writer can wait before acking the last packet (then the
+    /// client's complete() succeeds at its first try).
+    pub fn report_block(
+        &self,
+        storage_uuid: &str,
+        id: u64,
+        gs: u64,
+        len: u64,
+        status: BlockStatus,
+    ) -> oneshot::Receiver<()> {
+        let (tx, rx) = oneshot::channel();
+        let _ = self.ibr_tx.send(Ibr {
+            storage_uuid: storage_uuid.to_string(),
+            info: ReceivedDeletedBlockInfoProto {
+                block: BlockProto {
+                    block_id: id,
+                    gen_stamp: gs,
+                    num_bytes: Some(len),
+                },
+                delete_hint: None,
+                status: status as i32,
+            },
+            done: Some(tx),
+        });
+        rx
+    }
+
+    /// Sends queued incremental reports, batching whatever piled up during a call.
+    pub async fn run_ibr_sender(self: Arc<Self>, cancel: CancellationToken) {
+        let Some(mut rx) = self.ibr_rx.lock().take() else {
+            return;
+        };
+        loop {
+            let first = tokio::select! {
+                m = rx.recv() => match m { Some(m) => m, None => return },
+                _ = cancel.cancelled() => return,
+            };
+            let mut batch = vec![first];
+            while let Ok(m) = rx.try_recv() {
+                batch.push(m);
+            }
+            let mut by_storage: Vec<StorageReceivedDeletedBlocksProto> = Vec::new();
+            for m in &batch {
+                match by_storage
+                    .iter_mut()
+                    .find(|s| s.storage_uuid == m.storage_uuid)
+                {
+                    Some(s) => s.blocks.push(m.info.clone()),
+                    None => by_storage.push(StorageReceivedDeletedBlocksProto {
+                        storage_uuid: m.storage_uuid.clone(),
+                        blocks: vec![m.info.clone()],
+                        storage: Some(storage(&m.storage_uuid)),
+                    }),
+                }
+            }
+            let req = BlockReceivedAndDeletedRequestProto {
+                registration: self.registration(),
+                block_pool_id: self.pool.clone(),
+                blocks: by_storage,
+            };
+            let mut backoff = Duration::from_millis(50);
+            loop {
+                match self
+                    .call::<_, BlockReceivedAndDeletedResponseProto>(
+                        "blockReceivedAndDeleted",
+                        &req,
+                    )
+                    .await
+                {
+                    Ok(_) => break,
+                    Err(e) => {
+                        warn!(error = %e, "incremental block report failed; retrying");
+                        tokio::select! {
+                            _ = tokio::time::sleep(backoff) => {}
+                            _ = cancel.cancelled() => return,
+                        }
+                        backoff = (backoff * 2).min(Duration::from_secs(3));
+                    }
+                }
+            }
+            for m in batch {
+                if let Some(tx) = m.done {
+                    let _ = tx.send(());
+                }
+            }
+        }
+    }
+
+    /// Heartbeats until cancelled, carrying out the commands that come back.
+    pub async fn run_heartbeats(
+        self: Arc<Self>,
+        ds: Arc<Dataset>,
+        interval: Duration,
+        report_interval: Duration,
+        cancel: CancellationToken,
+    ) {
+        let mut last_report = tokio::time::Instant::now();
+        let mut need_register = false;
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(interval) => {}
+                _ = cancel.cancelled() => return,
+            }
+            if need_register {
+                match self.register().await {
+                    Ok(()) => need_register = false,
+                    Err(e) => {
+                        warn!(error = %e, "re-registration failed");
+                        continue;
+                    }
+                }
+                if let Err(e) = self.full_report(&ds).await {
+                    warn!(error = %e, "block report failed");
+                }
+                last_report = tokio::time::Instant::now();
+            }
+            let req = self.heartbeat_request(&ds);
+            let resp: HeartbeatResponseProto = match self.call("sendHeartbeat", &req).await {
+                Ok(r) => r,
+                Err(e) => {
+                    warn!(error = %e, "heartbeat failed");
+                    // A NameNode that restarted does not know us; register again.
+                    need_register = true;
+                    continue;
+                }
+            };
+            for cmd in resp.cmds {
+                if self.execute(&ds, cmd).await {
+                    need_register = true;
+                }
+            }
+            if !need_register && last_report.elapsed() >= report_interval {
+                if let Err(e) = self.full_report(&ds).await {
+                    warn!(error = %e, "periodic block report failed");
+                }
+                last_report = tokio::time::Instant::now();
+            }
+        }
+    }
+
+    fn heartbeat_request(&self, ds: &Dataset) -> HeartbeatRequestProto {
+        let reports = ds
+            .volumes
+            .iter()
+            .enumerate()
+            .map(|(vi, v)| {
+                let (capacity, remaining) = if v.is_failed() { (0, 0) } else { v.space() };
+                StorageReportProto {
+                    storage_uuid: v.storage_uuid.clone(),
+                    failed: Some(v.is_failed()),
+                    capacity: Some(capacity),
+                    dfs_used: Some(ds.used(vi)),
+                    remaining: Some(remaining),
+                    block_pool_used: Some(ds.used(vi)),
+                    storage: Some(storage(&v.storage_uuid)),
+                    non_dfs_used: Some(0),
+                    mount: None,
+                }
+            })
+            .collect();
+        HeartbeatRequestProto {
+            registration: self.registration(),
+            reports,
+            xmits_in_progress: Some(0),
+            xceiver_count: Some(self.xceivers.load(std::sync::atomic::Ordering::Relaxed)),
+            failed_volumes: Some(ds.failed_volumes() as u32),
+            cache_capacity: Some(0),
+            cache_used: Some(0),
+            volume_failure_summary: None,
+            request_full_block_report_lease: Some(false),
+        }
+    }
+
+    /// Carries out one command. Returns true if the NameNode wants us to register again.
+    async fn execute(self: &Arc<Self>, ds: &Arc<Dataset>, cmd: DatanodeCommandProto) -> bool {
+        match CmdType::try_from(cmd.cmd_type) {
+            Ok(CmdType::RegisterCommand) => return true,
+            Ok(CmdType::BlockCommand) => {
+                let Some(bc) = cmd.blk_cmd else { return false };
+                match Action::try_from(bc.action) {
+                    Ok(Action::Invalidate) => {
+                        for b in &bc.blocks {
+                            let Some(r) = ds.get(b.block_id) else {
+                                continue;
+                            };
+                            let uuid = ds.volumes[r.volume].storage_uuid.clone();
+                            let ds2 = ds.clone();
+                            let (id, gs) = (b.block_id, b.gen_stamp);
+                            let deleted =
+                                tokio::task::spawn_blocking(move || ds2.invalidate(id, gs))
+                                    .await
+                                    .unwrap_or(false);
+                            if deleted {
+                                drop(self.report_block(&uuid, id, gs, 0, BlockStatus::Deleted));
+                            }
+                        }
+                        debug!(blocks = bc.blocks.len(), "invalidated");
+                    }
+                    Ok(Action::Transfer) => {
+                        for (i, b) in bc.blocks.iter().enumerate() {
+                            let targets = bc
+                                .targets
+                                .get(i)
+                                .map(|t| t.datanodes.clone())
+                                .unwrap_or_default();
+                            let (ds, link, b) = (ds.clone(), self.clone(), b.clone());
+                            tokio::spawn(async move {
+                                if let Err(e) =
+                                    crate::xceiver::transfer::send(&ds, &link, &b, &targets).await
+                                {
+                                    warn!(block = b.block_id, error = %e, "replication transfer failed");
+                                }
+                            });
+                        }
+                    }
+                    _ => debug!(action = bc.action, "block command ignored"),
+                }
+            }
+            _ => debug!(cmd = cmd.cmd_type, "command ignored"),
+        }
+        false
+    }
+}
+
+fn storage(uuid: &str) -> DatanodeStorageProto {
+    DatanodeStorageProto {
+        storage_uuid: uuid.to_string(),
+        state: Some(0),
+        storage_type: Some(1),
+    }
+}
+
+fn rand_id() -> i64 {
+    (uuid::Uuid::new_v4().as_u128() as i64).abs()
+}

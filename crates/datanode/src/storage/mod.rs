@@ -1,0 +1,380 @@
+//! The DataNode's replicas across its volumes: creating replicas for writers, finalizing
+//! them, finding them for readers, deleting them when the NameNode says so, and taking a
+//! failed volume out of service.
+
+pub mod volume;
+
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use ferrite_transfer::checksum::{meta_header, Checksum, META_HEADER_LEN};
+use parking_lot::Mutex;
+use tracing::{info, warn};
+
+pub use volume::{State, Volume};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Replica {
+    pub id: u64,
+    pub gs: u64,
+    /// Bytes written (and checksummed) so far; the final length once finalized.
+    pub len: u64,
+    pub state: State,
+    pub volume: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error("replica blk_{0} already exists")]
+    Exists(u64),
+    #[error("replica blk_{0} not found")]
+    NotFound(u64),
+    #[error("no volume can take a new block (all failed or full)")]
+    NoVolume,
+    #[error("volume {volume}: {source}")]
+    Io {
+        volume: usize,
+        #[source]
+        source: io::Error,
+    },
+}
+
+pub struct Dataset {
+    pub volumes: Vec<Volume>,
+    replicas: Mutex<HashMap<u64, Replica>>,
+    next_volume: AtomicUsize,
+}
+
+/// Files of a replica being written. Data and checksums are appended in step.
+pub struct RbwFiles {
+    pub id: u64,
+    pub volume: usize,
+    data: File,
+    meta: File,
+}
+
+impl RbwFiles {
+    /// Stores `data` at `offset` in the block and its checksums at the matching place in
+    /// the meta file. `offset` is chunk-aligned, so a writer that re-sends a partial last
+    /// chunk (after an hflush) overwrites it in place.
+    pub fn write_at(&self, offset: u64, data: &[u8], sums: &[u8], c: &Checksum) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        self.data.write_all_at(data, offset)?;
+        let chunk = offset / c.bytes_per_checksum as u64;
+        let at = META_HEADER_LEN as u64 + chunk * c.kind.size() as u64;
+        self.meta.write_all_at(sums, at)?;
+        Ok(())
+    }
+
+    /// Cuts both files to exactly `len` bytes of data (a final partial chunk re-sent
+    /// shorter must not leave stale bytes behind).
+    pub fn truncate(&self, len: u64, c: &Checksum) -> io::Result<()> {
+        self.data.set_len(len)?;
+        let sums = c.chunks(len as usize) as u64 * c.kind.size() as u64;
+        self.meta.set_len(META_HEADER_LEN as u64 + sums)
+    }
+}
+
+impl Dataset {
+    /// Opens every volume and scans it. A volume that cannot be opened is left out and
+    /// logged; the node runs as long as one volume works.
+    pub fn open(dirs: &[PathBuf], pool: &str, cluster_id: &str) -> io::Result<(Dataset, String)> {
+        let mut volumes = Vec::new();
+        let mut datanode_uuid = None;
+        for dir in dirs {
+            let proposed = datanode_uuid
+                .clone()
+                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+            match Volume::open(dir, pool, &proposed, cluster_id) {
+                Ok((v, ver)) => {
+                    datanode_uuid.get_or_insert(ver.datanode_uuid);
+                    volumes.push(v);
+                }
+                Err(e) => warn!(dir = %dir.display(), error = %e, "volume left out"),
+            }
+        }
+        let Some(uuid) = datanode_uuid else {
+            return Err(io::Error::other("no usable data directory"));
+        };
+        let mut replicas = HashMap::new();
+        for (vi, v) in volumes.iter().enumerate() {
+            let found = v.scan();
+            let rbw = found.iter().filter(|f| f.state == State::Rbw).count();
+            info!(
+                volume = %v.root.display(),
+                replicas = found.len(),
+                partial = rbw,
+                "volume scanned"
+            );
+            for f in found {
+                replicas.insert(
+                    f.id,
+                    Replica {
+                        id: f.id,
+                        gs: f.gs,
+                        len: f.len,
+                        state: f.state,
+                        volume: vi,
+                    },
+                );
+            }
+        }
+        Ok((
+            Dataset {
+                volumes,
+                replicas: Mutex::new(replicas),
+                next_volume: AtomicUsize::new(0),
+            },
+            uuid,
+        ))
+    }
+
+    pub fn get(&self, id: u64) -> Option<Replica> {
+        self.replicas.lock().get(&id).cloned()
+    }
+
+    pub fn paths(&self, r: &Replica) -> (PathBuf, PathBuf) {
+        let v = &self.volumes[r.volume];
+        match r.state {
+            State::Rbw => v.rbw_paths(r.id, r.gs),
+            State::Finalized => v.finalized_paths(r.id, r.gs),
+        }
+    }
+
+    /// Picks a working volume with room, round-robin among those.
+    fn pick_volume(&self, need: u64) -> Option<usize> {
+        let n = self.volumes.len();
+        let start = self.next_volume.fetch_add(1, Ordering::Relaxed);
+        (0..n).map(|k| (start + k) % n).find(|&i| {
+            let v = &self.volumes[i];
+            !v.is_failed() && v.space().1 >= need
+        })
+    }
+
+    /// Creates a new replica being written. An existing replica of the same block is an
+    /// error unless it is an unfinished leftover of an older generation, which is replaced.
+    pub fn create_rbw(
+        &self,
+        id: u64,
+        gs: u64,
+        checksum: &Checksum,
+    ) -> Result<RbwFiles, StorageError> {
+        if let Some(old) = self.get(id) {
+            if old.state == State::Finalized || old.gs >= gs {
+                return Err(StorageError::Exists(id));
+            }
+            self.delete_files(&old);
+        }
+        let vi = self.pick_volume(0).ok_or(StorageError::NoVolume)?;
+        let io_err = |source| StorageError::Io { volume: vi, source };
+        let (dp, mp) = self.volumes[vi].rbw_paths(id, gs);
+        let open = |p: &Path| {
+            OpenOptions::new()
+                .create(true)
+                .truncate(true)
+                .write(true)
+                .open(p)
+        };
+        let data = open(&dp).map_err(io_err)?;
+        let mut meta = open(&mp).map_err(io_err)?;
+        meta.write_all(&meta_header(checksum)).map_err(io_err)?;
+        self.replicas.lock().insert(
+            id,
+            Replica {
+                id,
+                gs,
+                len: 0,
+                state: State::Rbw,
+                volume: vi,
+            },
+        );
+        Ok(RbwFiles {
+            id,
+            volume: vi,
+            data,
+            meta,
+        })
+    }
+
+    /// Records bytes a writer has stored (readers of a block being written see them).
+    pub fn set_len(&self, id: u64, len: u64) {
+        if let Some(r) = self.replicas.lock().get_mut(&id) {
+            r.len = len;
+        }
+    }
+
+    /// Moves a finished replica into the finalized tree.
+    pub fn finalize(&self, files: RbwFiles, len: u64) -> Result<Replica, StorageError> {
+        let RbwFiles {
+            id,
+            volume,
+            data,
+            meta,
+        } = files;
+        let io_err = |source| StorageError::Io { volume, source };
+        drop((data, meta));
+        let mut r = self.get(id).ok_or(StorageError::NotFound(id))?;
+        let v = &self.volumes[volume];
+        let (src_d, src_m) = v.rbw_paths(id, r.gs);
+        let (dst_d, dst_m) = v.finalized_paths(id, r.gs);
+        fs::create_dir_all(v.finalized_dir(id)).map_err(io_err)?;
+        // Meta first: a crash between the renames leaves a data file without meta in rbw,
+        // which the scan ignores, rather than a finalized block without checksums.
+        fs::rename(&src_m, &dst_m).map_err(io_err)?;
+        fs::rename(&src_d, &dst_d).map_err(io_err)?;
+        r.len = len;
+        r.state = State::Finalized;
+        self.replicas.lock().insert(id, r.clone());
+        Ok(r)
+    }
+
+    /// Deletes a replica (NameNode invalidation). A different generation stamp than the
+    /// one named means the block was reallocated: that replica is kept.
+    pub fn invalidate(&self, id: u64, gs: u64) -> bool {
+        let Some(r) = self.get(id) else {
+            return false;
+        };
+        if gs != 0 && r.gs != gs {
+            warn!(
+                block = id,
+                ours = r.gs,
+                asked = gs,
+                "invalidate of another generation ignored"
+            );
+            return false;
+        }
+        self.replicas.lock().remove(&id);
+        self.delete_files(&r);
+        true
+    }
+
+    fn delete_files(&self, r: &Replica) {
+        let (d, m) = self.paths(r);
+        for p in [d, m] {
+            if let Err(e) = fs::remove_file(&p) {
+                if e.kind() != io::ErrorKind::NotFound {
+                    warn!(path = %p.display(), error = %e, "could not delete replica file");
+                }
+            }
+        }
+    }
+
+    /// Replicas per volume, for full block reports. Failed volumes report nothing.
+    pub fn report(&self) -> Vec<(String, bool, Vec<Replica>)> {
+        let reps = self.replicas.lock();
+        self.volumes
+            .iter()
+            .enumerate()
+            .map(|(vi, v)| {
+                let list = if v.is_failed() {
+                    Vec::new()
+                } else {
+                    reps.values().filter(|r| r.volume == vi).cloned().collect()
+                };
+                (v.storage_uuid.clone(), v.is_failed(), list)
+            })
+            .collect()
+    }
+
+    /// Takes a volume out of service after an I/O error, if it really is broken. Returns
+    /// the blocks lost with it (empty if the volume still works or was already out).
+    pub fn check_volume(&self, vi: usize) -> Vec<u64> {
+        let v = &self.volumes[vi];
+        if v.is_failed() || v.check() || !v.mark_failed() {
+            return Vec::new();
+        }
+        let mut reps = self.replicas.lock();
+        let lost: Vec<u64> = reps
+            .values()
+            .filter(|r| r.volume == vi)
+            .map(|r| r.id)
+            .collect();
+        for id in &lost {
+            reps.remove(id);
+        }
+        warn!(volume = %v.root.display(), lost = lost.len(), "volume failed; taken out of service");
+        lost
+    }
+
+    pub fn failed_volumes(&self) -> usize {
+        self.volumes.iter().filter(|v| v.is_failed()).count()
+    }
+
+    /// Bytes of replicas on a volume.
+    pub fn used(&self, vi: usize) -> u64 {
+        self.replicas
+            .lock()
+            .values()
+            .filter(|r| r.volume == vi)
+            .map(|r| r.len)
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_finalize_find_after_restart_and_invalidate() {
+        let d = tempfile::tempdir().unwrap();
+        let dirs = vec![d.path().join("v1"), d.path().join("v2")];
+        let (ds, uuid) = Dataset::open(&dirs, "BP-1", "C").unwrap();
+        let c = Checksum::CRC32C_512;
+        let f = ds.create_rbw(10, 1001, &c).unwrap();
+        let data = vec![3u8; 600];
+        let mut sums = Vec::new();
+        c.compute_into(&data, &mut sums);
+        // A partial chunk first, then the whole again from its chunk start (hflush).
+        f.write_at(0, &data[..100], &sums[..4], &c).unwrap();
+        f.write_at(0, &data, &sums, &c).unwrap();
+        f.truncate(600, &c).unwrap();
+        assert!(matches!(
+            ds.create_rbw(10, 1001, &c),
+            Err(StorageError::Exists(10))
+        ));
+        let r = ds.finalize(f, 600).unwrap();
+        assert_eq!(r.state, State::Finalized);
+        let (dp, mp) = ds.paths(&r);
+        assert_eq!(fs::read(&dp).unwrap(), data);
+        assert_eq!(fs::metadata(&mp).unwrap().len(), 7 + 8);
+        // An unfinished replica stays apart and is found again after a restart.
+        let g = ds.create_rbw(11, 1002, &c).unwrap();
+        g.write_at(0, &data[..512], &sums[..4], &c).unwrap();
+        drop(g);
+        drop(ds);
+        let (ds, uuid2) = Dataset::open(&dirs, "BP-1", "C").unwrap();
+        assert_eq!(uuid, uuid2);
+        assert_eq!(ds.get(10).unwrap().len, 600);
+        let p = ds.get(11).unwrap();
+        assert_eq!((p.state, p.len), (State::Rbw, 512));
+        // An older-generation leftover is replaced by a new writer.
+        assert!(ds.create_rbw(11, 1003, &c).is_ok());
+        assert!(!ds.invalidate(10, 999));
+        assert!(ds.invalidate(10, 1001));
+        assert!(ds.get(10).is_none());
+        assert!(!dp.exists());
+    }
+
+    #[test]
+    fn a_broken_volume_is_taken_out_and_its_blocks_reported_lost() {
+        let d = tempfile::tempdir().unwrap();
+        let dirs = vec![d.path().join("v1")];
+        let (ds, _) = Dataset::open(&dirs, "BP-1", "C").unwrap();
+        let c = Checksum::CRC32C_512;
+        let f = ds.create_rbw(10, 1001, &c).unwrap();
+        ds.finalize(f, 0).unwrap();
+        assert!(ds.check_volume(0).is_empty(), "a healthy volume stays");
+        fs::remove_dir_all(&dirs[0]).unwrap();
+        assert_eq!(ds.check_volume(0), vec![10]);
+        assert_eq!(ds.failed_volumes(), 1);
+        assert!(ds.report()[0].2.is_empty());
+        assert!(matches!(
+            ds.create_rbw(12, 1, &c),
+            Err(StorageError::NoVolume)
+        ));
+    }
+}

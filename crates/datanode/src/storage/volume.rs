@@ -1,0 +1,284 @@
+//! One volume (one disk): a directory holding a block pool's replicas in HDFS's layout,
+//!
+//! ```text
+//! <root>/current/VERSION                       datanode and storage ids
+//! <root>/current/<pool>/current/rbw/           replicas being written
+//! <root>/current/<pool>/current/finalized/subdirA/subdirB/
+//!     blk_<id>                                 the data
+//!     blk_<id>_<genstamp>.meta                 7-byte header + one CRC per chunk
+//! ```
+//!
+//! Replicas being written live apart from finalized ones, so a crash can never make a
+//! half-written block look finished.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use ferrite_transfer::checksum::{parse_meta_header, META_HEADER_LEN};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// Being written (or left by a writer that went away): not readable as final.
+    Rbw,
+    Finalized,
+}
+
+/// A replica found on disk by a scan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Found {
+    pub id: u64,
+    pub gs: u64,
+    pub len: u64,
+    pub state: State,
+}
+
+pub struct Volume {
+    pub root: PathBuf,
+    pub storage_uuid: String,
+    pool_dir: PathBuf,
+    failed: AtomicBool,
+}
+
+/// What a volume's VERSION file records.
+pub struct VersionFile {
+    pub datanode_uuid: String,
+    pub storage_uuid: String,
+    pub cluster_id: String,
+}
+
+impl Volume {
+    /// Opens (creating if needed) a volume for block pool `pool`. `datanode_uuid` and
+    /// `cluster_id` are written into a new VERSION file; an existing one keeps its own.
+    pub fn open(
+        root: &Path,
+        pool: &str,
+        datanode_uuid: &str,
+        cluster_id: &str,
+    ) -> io::Result<(Volume, VersionFile)> {
+        let current = root.join("current");
+        fs::create_dir_all(&current)?;
+        let version_path = current.join("VERSION");
+        let version = match fs::read_to_string(&version_path) {
+            Ok(text) => parse_version(&text).ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{} is malformed", version_path.display()),
+                )
+            })?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let v = VersionFile {
+                    datanode_uuid: datanode_uuid.to_string(),
+                    storage_uuid: format!("DS-{}", uuid::Uuid::new_v4()),
+                    cluster_id: cluster_id.to_string(),
+                };
+                let text = format!(
+                    "datanodeUuid={}\nstorageID={}\nclusterID={}\nstorageType=DATA_NODE\n",
+                    v.datanode_uuid, v.storage_uuid, v.cluster_id
+                );
+                let tmp = current.join("VERSION.tmp");
+                fs::write(&tmp, text)?;
+                fs::File::open(&tmp)?.sync_all()?;
+                fs::rename(&tmp, &version_path)?;
+                v
+            }
+            Err(e) => return Err(e),
+        };
+        let pool_dir = current.join(pool).join("current");
+        fs::create_dir_all(pool_dir.join("rbw"))?;
+        fs::create_dir_all(pool_dir.join("finalized"))?;
+        Ok((
+            Volume {
+                root: root.to_path_buf(),
+                storage_uuid: version.storage_uuid.clone(),
+                pool_dir,
+                failed: AtomicBool::new(false),
+            },
+            version,
+        ))
+    }
+
+    pub fn is_failed(&self) -> bool {
+        self.failed.load(Ordering::SeqCst)
+    }
+
+    pub fn mark_failed(&self) -> bool {
+        !self.failed.swap(true, Ordering::SeqCst)
+    }
+
+    /// Can the volume still be written? (A disk that went away or read-only fails this.)
+    pub fn check(&self) -> bool {
+        let probe = self.pool_dir.join(".probe");
+        let ok = fs::write(&probe, b"ok").is_ok();
+        let _ = fs::remove_file(&probe);
+        ok && self.pool_dir.join("finalized").is_dir()
+    }
+
+    pub fn rbw_paths(&self, id: u64, gs: u64) -> (PathBuf, PathBuf) {
+        let dir = self.pool_dir.join("rbw");
+        (
+            dir.join(format!("blk_{id}")),
+            dir.join(format!("blk_{id}_{gs}.meta")),
+        )
+    }
+
+    pub fn finalized_dir(&self, id: u64) -> PathBuf {
+        self.pool_dir
+            .join("finalized")
+            .join(format!("subdir{}", (id >> 16) & 0x1f))
+            .join(format!("subdir{}", (id >> 8) & 0x1f))
+    }
+
+    pub fn finalized_paths(&self, id: u64, gs: u64) -> (PathBuf, PathBuf) {
+        let dir = self.finalized_dir(id);
+        (
+            dir.join(format!("blk_{id}")),
+            dir.join(format!("blk_{id}_{gs}.meta")),
+        )
+    }
+
+    /// (capacity, remaining) of the file system holding the volume.
+    pub fn space(&self) -> (u64, u64) {
+        fs_space(&self.root).unwrap_or((0, 0))
+    }
+
+    /// Every replica on the volume. Unreadable or inconsistent entries are skipped with a
+    /// warning rather than stopping the node: the NameNode re-replicates what is missing.
+    pub fn scan(&self) -> Vec<Found> {
+        let mut out = Vec::new();
+        scan_dir(&self.pool_dir.join("rbw"), State::Rbw, &mut out);
+        let fin = self.pool_dir.join("finalized");
+        for a in read_dirs(&fin) {
+            for b in read_dirs(&a) {
+                scan_dir(&b, State::Finalized, &mut out);
+            }
+        }
+        out
+    }
+}
+
+fn read_dirs(dir: &Path) -> Vec<PathBuf> {
+    fs::read_dir(dir)
+        .map(|it| {
+            it.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Finds `blk_<id>` + `blk_<id>_<gs>.meta` pairs. A replica being written may have a data
+/// file longer than its checksums cover (the crash came between the two writes), so its
+/// length is what both agree on.
+fn scan_dir(dir: &Path, state: State, out: &mut Vec<Found>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.filter_map(|e| e.ok()) {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(rest) = name
+            .strip_prefix("blk_")
+            .and_then(|r| r.strip_suffix(".meta"))
+        else {
+            continue;
+        };
+        let Some((id, gs)) = rest.split_once('_') else {
+            continue;
+        };
+        let (Ok(id), Ok(gs)) = (id.parse::<u64>(), gs.parse::<u64>()) else {
+            continue;
+        };
+        let data = dir.join(format!("blk_{id}"));
+        let Ok(data_len) = fs::metadata(&data).map(|m| m.len()) else {
+            tracing::warn!(meta = %e.path().display(), "meta file without its block file");
+            continue;
+        };
+        let len = match state {
+            State::Finalized => data_len,
+            State::Rbw => covered_len(&e.path(), data_len).unwrap_or(0),
+        };
+        out.push(Found { id, gs, len, state });
+    }
+}
+
+/// The prefix of a data file that the meta file has checksums for.
+fn covered_len(meta: &Path, data_len: u64) -> Option<u64> {
+    let bytes = fs::read(meta).ok()?;
+    let c = parse_meta_header(&bytes).ok()?;
+    let sums = (bytes.len() - META_HEADER_LEN) as u64 / c.kind.size().max(1) as u64;
+    Some(data_len.min(sums * c.bytes_per_checksum as u64))
+}
+
+fn parse_version(text: &str) -> Option<VersionFile> {
+    let get = |k: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(k)?.strip_prefix('='))
+            .map(|v| v.trim().to_string())
+    };
+    Some(VersionFile {
+        datanode_uuid: get("datanodeUuid")?,
+        storage_uuid: get("storageID")?,
+        cluster_id: get("clusterID").unwrap_or_default(),
+    })
+}
+
+/// (total, available) bytes of the file system at `path`.
+fn fs_space(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a valid NUL-terminated path and `st` a properly sized out-parameter.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    let frsize = st.f_frsize as u64;
+    Some((st.f_blocks as u64 * frsize, st.f_bavail as u64 * frsize))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_persists_and_scan_finds_both_states() {
+        let dir = tempfile::tempdir().unwrap();
+        let (v, ver) = Volume::open(dir.path(), "BP-1", "dn-1", "CID").unwrap();
+        let (v2, ver2) = Volume::open(dir.path(), "BP-1", "dn-other", "CID").unwrap();
+        assert_eq!(ver.datanode_uuid, ver2.datanode_uuid);
+        assert_eq!(v.storage_uuid, v2.storage_uuid);
+
+        let (d, m) = v.finalized_paths(1 << 30 | 0x1234, 1001);
+        fs::create_dir_all(d.parent().unwrap()).unwrap();
+        fs::write(&d, vec![1u8; 700]).unwrap();
+        fs::write(&m, [0, 1, 2, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0]).unwrap();
+        let (d, m) = v.rbw_paths(5, 1002);
+        fs::write(&d, vec![1u8; 900]).unwrap();
+        // One checksum only: 512 bytes are covered.
+        fs::write(&m, [0, 1, 2, 0, 0, 2, 0, 9, 9, 9, 9]).unwrap();
+        let mut found = v.scan();
+        found.sort_by_key(|f| f.id);
+        assert_eq!(
+            found,
+            vec![
+                Found {
+                    id: 5,
+                    gs: 1002,
+                    len: 512,
+                    state: State::Rbw
+                },
+                Found {
+                    id: 1 << 30 | 0x1234,
+                    gs: 1001,
+                    len: 700,
+                    state: State::Finalized
+                },
+            ]
+        );
+        assert!(v.check());
+        let (cap, free) = v.space();
+        assert!(cap > 0 && free <= cap);
+    }
+}

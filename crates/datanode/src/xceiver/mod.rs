@@ -1,0 +1,162 @@
+//! The data-transfer server: one task per connection, reading ops until the peer closes,
+//! an op fails, or a kept-alive connection stays idle too long.
+
+pub mod block_checksum;
+pub mod read;
+pub mod transfer;
+pub mod write;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferrite_proto::hdfs::{BlockOpResponseProto, Status};
+use ferrite_transfer::io::{read_op, write_delimited};
+use ferrite_transfer::{op, TransferError};
+use tokio::io::{AsyncRead, AsyncWrite, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, warn};
+
+use crate::nn_link::NnLink;
+use crate::storage::Dataset;
+
+#[derive(Clone, Debug)]
+pub struct XceiverConfig {
+    /// `dfs.datanode.socket.reuse.keepalive`: how long a connection waits for its next op.
+    pub keepalive: Duration,
+    /// `dfs.client.socket-timeout` / `dfs.datanode.socket.write.timeout`: a peer silent
+    /// this long mid-operation is dropped.
+    pub socket_timeout: Duration,
+    /// `dfs.data.transfer.max.packet.size`
+    pub max_packet: usize,
+    /// Data bytes per read packet (`ferrite.datanode.read.packet.bytes`).
+    pub read_packet_bytes: usize,
+}
+
+impl Default for XceiverConfig {
+    fn default() -> Self {
+        XceiverConfig {
+            keepalive: Duration::from_millis(4000),
+            socket_timeout: Duration::from_secs(60),
+            max_packet: ferrite_transfer::packet::MAX_PACKET,
+            read_packet_bytes: 64 << 10,
+        }
+    }
+}
+
+pub struct Xceiver {
+    pub ds: Arc<Dataset>,
+    pub link: Arc<NnLink>,
+    pub cfg: XceiverConfig,
+}
+
+/// Counts a connection as an active transfer for as long as it lives.
+struct Active<'a>(&'a NnLink);
+
+impl<'a> Active<'a> {
+    fn new(link: &'a NnLink) -> Self {
+        link.xceivers.fetch_add(1, Ordering::Relaxed);
+        Active(link)
+    }
+}
+
+impl Drop for Active<'_> {
+    fn drop(&mut self) {
+        self.0.xceivers.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+pub async fn serve(x: Arc<Xceiver>, listener: TcpListener, cancel: CancellationToken) {
+    loop {
+        let (stream, peer) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(s) => s,
+                Err(e) => {
+                    warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = cancel.cancelled() => return,
+        };
+        let x = x.clone();
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                r = connection(&x, stream) => if let Err(e) = r {
+                    debug!(%peer, error = %e, "data connection ended with an error");
+                },
+                _ = cancel.cancelled() => {}
+            }
+        });
+    }
+}
+
+async fn connection(x: &Xceiver, stream: TcpStream) -> Result<(), TransferError> {
+    stream.set_nodelay(true)?;
+    let _active = Active::new(&x.link);
+    let (rd, mut wr) = stream.into_split();
+    let mut rd = BufReader::with_capacity(128 << 10, rd);
+    let mut wait = x.cfg.socket_timeout;
+    loop {
+        let code = match tokio::time::timeout(wait, read_op(&mut rd)).await {
+            Err(_) | Ok(Ok(None)) => return Ok(()),
+            Ok(Err(TransferError::Version(v))) => {
+                let msg = format!(
+                    "Version Mismatch (Expected: {}, Received: {v} )",
+                    ferrite_transfer::DATA_TRANSFER_VERSION
+                );
+                refuse(&mut wr, Status::Error, &msg).await;
+                return Err(TransferError::Version(v));
+            }
+            Ok(Err(e)) => return Err(e),
+            Ok(Ok(Some(code))) => code,
+        };
+        match code {
+            op::READ_BLOCK => {
+                if !read::serve(x, &mut rd, &mut wr).await? {
+                    return Ok(());
+                }
+            }
+            op::WRITE_BLOCK => return write::serve(x, rd, wr).await,
+            op::BLOCK_CHECKSUM => block_checksum::serve(x, &mut rd, &mut wr).await?,
+            other => {
+                let msg = format!("Unknown op {other} in data stream");
+                warn!("{msg}");
+                refuse(&mut wr, Status::ErrorUnsupported, &msg).await;
+                return Ok(());
+            }
+        }
+        wait = x.cfg.keepalive;
+    }
+}
+
+/// Answers an op with an error status and a message (best effort: the peer may be gone).
+pub async fn refuse<W: AsyncWrite + Unpin>(w: &mut W, status: Status, message: &str) {
+    let resp = BlockOpResponseProto {
+        status: status as i32,
+        message: Some(message.to_string()),
+        ..Default::default()
+    };
+    let _ = write_delimited(w, &resp).await;
+}
+
+/// Reads with the per-operation timeout.
+pub async fn timed<T>(
+    d: Duration,
+    f: impl std::future::Future<Output = Result<T, TransferError>>,
+) -> Result<T, TransferError> {
+    tokio::time::timeout(d, f).await.map_err(|_| {
+        TransferError::Io(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("no data from the peer for {d:?}"),
+        ))
+    })?
+}
+
+/// Just the stream types the ops use.
+pub trait Reader: AsyncRead + Unpin + Send {}
+impl<T: AsyncRead + Unpin + Send> Reader for T {}
+pub trait Writer: AsyncWrite + Unpin + Send {}
+impl<T: AsyncWrite + Unpin + Send> Writer for T {}

@@ -1,0 +1,377 @@
+//! WRITE_BLOCK: one node of a write pipeline. Packets are forwarded to the next node
+//! first, then (on the last node) verified, then stored; a responder passes acks upstream
+//! with one status per node from here to the tail. The last packet finalizes the replica
+//! and reports it to the NameNode before it is acked.
+
+use std::time::Duration;
+
+use ferrite_proto::datanode::received_deleted_block_info_proto::BlockStatus;
+use ferrite_proto::hdfs::op_write_block_proto::BlockConstructionStage as Stage;
+use ferrite_proto::hdfs::{BlockOpResponseProto, OpWriteBlockProto, PipelineAckProto, Status};
+use ferrite_transfer::checksum::{Checksum, Kind};
+use ferrite_transfer::io::{read_delimited, write_delimited, write_op};
+use ferrite_transfer::packet::{self, Packet};
+use ferrite_transfer::{op, TransferError};
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tracing::{debug, info, warn};
+
+use super::{refuse, timed, Xceiver};
+use crate::storage::{RbwFiles, StorageError};
+
+/// How long the last packet's ack waits for the NameNode to take the RECEIVED report.
+const IBR_WAIT: Duration = Duration::from_secs(10);
+
+/// What the responder acks for one packet.
+struct Ack {
+    seqno: i64,
+    status: Status,
+}
+
+pub async fn serve(
+    x: &Xceiver,
+    mut rd: BufReader<OwnedReadHalf>,
+    mut wr: OwnedWriteHalf,
+) -> Result<(), TransferError> {
+    let op: OpWriteBlockProto = timed(x.cfg.socket_timeout, read_delimited(&mut rd)).await?;
+    let blk = op.header.base_header.block.clone();
+    let from_client = !op.header.client_name.is_empty();
+    let stage = Stage::try_from(op.stage).unwrap_or(Stage::DataStreaming);
+    if !matches!(
+        stage,
+        Stage::PipelineSetupCreate | Stage::TransferRbw | Stage::TransferFinalized
+    ) {
+        let msg = format!("write stage {stage:?} is not supported yet (append, pipeline recovery)");
+        refuse(&mut wr, Status::ErrorUnsupported, &msg).await;
+        return Ok(());
+    }
+    let rc = &op.requested_checksum;
+    let checksum = match Kind::from_proto(rc.r#type) {
+        Some(kind) if rc.bytes_per_checksum > 0 && rc.bytes_per_checksum <= 1 << 20 => Checksum {
+            kind,
+            bytes_per_checksum: rc.bytes_per_checksum,
+        },
+        _ => {
+            let msg = format!("unsupported checksum {:?}", rc);
+            refuse(&mut wr, Status::ErrorInvalid, &msg).await;
+            return Ok(());
+        }
+    };
+    let ds = x.ds.clone();
+    let (id, gs) = (blk.block_id, blk.generation_stamp);
+    let files = match tokio::task::block_in_place(|| ds.create_rbw(id, gs, &checksum)) {
+        Ok(f) => f,
+        Err(e) => {
+            let status = match e {
+                StorageError::Exists(_) => Status::ErrorExists,
+                _ => Status::Error,
+            };
+            refuse(&mut wr, status, &e.to_string()).await;
+            return Ok(());
+        }
+    };
+    let storage_uuid = x.ds.volumes[files.volume].storage_uuid.clone();
+    drop(
+        x.link
+            .report_block(&storage_uuid, id, gs, 0, BlockStatus::Receiving),
+    );
+
+    // Set up the rest of the pipeline before answering.
+    let mut mirror: Option<(BufReader<OwnedReadHalf>, OwnedWriteHalf)> = None;
+    let mut status = Status::Success;
+    let mut first_bad_link = String::new();
+    if let Some(next) = op.targets.first() {
+        let addr = format!("{}:{}", next.id.ip_addr, next.id.xfer_port);
+        match connect_mirror(x, &op, &addr, from_client).await {
+            Ok((m, resp)) => {
+                if let Some(resp) = resp {
+                    if resp.status != Status::Success as i32 {
+                        status = Status::try_from(resp.status).unwrap_or(Status::Error);
+                        first_bad_link = resp.first_bad_link.unwrap_or_default();
+                        if first_bad_link.is_empty() {
+                            first_bad_link = addr.clone();
+                        }
+                    }
+                }
+                mirror = Some(m);
+            }
+            Err(e) => {
+                warn!(%addr, error = %e, "pipeline: next DataNode unreachable");
+                status = Status::Error;
+                first_bad_link = addr;
+            }
+        }
+    }
+    if from_client {
+        let resp = BlockOpResponseProto {
+            status: status as i32,
+            first_bad_link: Some(first_bad_link),
+            ..Default::default()
+        };
+        write_delimited(&mut wr, &resp).await?;
+    }
+    if status != Status::Success {
+        return Ok(());
+    }
+
+    let (mirror_rd, mut mirror_wr) = match mirror {
+        Some((r, w)) => (Some(r), Some(w)),
+        None => (None, None),
+    };
+    let (ack_tx, ack_rx) = mpsc::channel::<Ack>(1024);
+    let responder =
+        from_client.then(|| tokio::spawn(respond(ack_rx, mirror_rd, wr, x.cfg.socket_timeout)));
+    let is_tail = op.targets.is_empty();
+    let mut written = 0u64;
+    let mut files = Some(files);
+    let outcome: Result<bool, TransferError> = async {
+        loop {
+            let pkt = timed(
+                x.cfg.socket_timeout,
+                packet::read(&mut rd, x.cfg.max_packet),
+            )
+            .await?;
+            if let Some(m) = mirror_wr.as_mut() {
+                m.write_all(&pkt.raw).await?;
+            }
+            let h = pkt.header;
+            if h.is_heartbeat() {
+                let _ = ack_tx
+                    .send(Ack {
+                        seqno: h.seqno,
+                        status: Status::Success,
+                    })
+                    .await;
+                continue;
+            }
+            let own = store(
+                x,
+                files.as_ref().expect("open until the last packet"),
+                &pkt,
+                written,
+                is_tail,
+                &checksum,
+            );
+            if let Err(st) = own {
+                let _ = ack_tx
+                    .send(Ack {
+                        seqno: h.seqno,
+                        status: st,
+                    })
+                    .await;
+                return Ok(false);
+            }
+            written = written.max(h.offset_in_block as u64 + h.data_len as u64);
+            x.ds.set_len(id, written);
+            if h.last {
+                let f = files.take().expect("finalized once");
+                f_truncate(&f, written, &checksum)?;
+                let ds = x.ds.clone();
+                let fin = tokio::task::block_in_place(|| ds.finalize(f, written));
+                if let Err(e) = fin {
+                    warn!(block = id, error = %e, "finalize failed");
+                    let _ = ack_tx
+                        .send(Ack {
+                            seqno: h.seqno,
+                            status: Status::Error,
+                        })
+                        .await;
+                    return Ok(false);
+                }
+                let done =
+                    x.link
+                        .report_block(&storage_uuid, id, gs, written, BlockStatus::Received);
+                if tokio::time::timeout(IBR_WAIT, done).await.is_err() {
+                    warn!(
+                        block = id,
+                        "NameNode slow to take the RECEIVED report; acking anyway"
+                    );
+                }
+                let _ = ack_tx
+                    .send(Ack {
+                        seqno: h.seqno,
+                        status: Status::Success,
+                    })
+                    .await;
+                return Ok(true);
+            }
+            let _ = ack_tx
+                .send(Ack {
+                    seqno: h.seqno,
+                    status: Status::Success,
+                })
+                .await;
+        }
+    }
+    .await;
+    drop(ack_tx);
+    if let Some(m) = mirror_wr.as_mut() {
+        let _ = m.shutdown().await;
+    }
+    if let Some(r) = responder {
+        let _ = r.await;
+    }
+    match outcome {
+        Ok(true) => {
+            debug!(block = id, bytes = written, "replica finalized");
+            Ok(())
+        }
+        Ok(false) => Ok(()),
+        Err(e) => {
+            // The writer went away mid-block: the replica stays unfinished (never
+            // finalized) until the NameNode decides its fate.
+            info!(block = id, bytes = written, error = %e, "write ended before the last packet");
+            Ok(())
+        }
+    }
+}
+
+fn f_truncate(f: &RbwFiles, len: u64, c: &Checksum) -> std::io::Result<()> {
+    tokio::task::block_in_place(|| f.truncate(len, c))
+}
+
+/// Checks and stores one data packet. Only the tail verifies checksums, as HDFS does:
+/// every byte still crosses a verification before the client hears SUCCESS.
+fn store(
+    x: &Xceiver,
+    files: &RbwFiles,
+    pkt: &Packet,
+    written: u64,
+    is_tail: bool,
+    c: &Checksum,
+) -> Result<(), Status> {
+    let h = pkt.header;
+    let offset = h.offset_in_block;
+    let bpc = c.bytes_per_checksum as u64;
+    if offset < 0 || offset as u64 > written || offset as u64 % bpc != 0 && h.data_len > 0 {
+        warn!(
+            block = files.id,
+            offset, written, "packet at an unexpected offset"
+        );
+        return Err(Status::ErrorInvalid);
+    }
+    if pkt.sums.len() != c.chunks(pkt.data.len()) * c.kind.size() {
+        warn!(
+            block = files.id,
+            "packet checksum length does not match its data"
+        );
+        return Err(Status::ErrorChecksum);
+    }
+    if is_tail {
+        if let Err(chunk) = c.verify(&pkt.data, &pkt.sums) {
+            warn!(
+                block = files.id,
+                offset, chunk, "checksum error in a received packet"
+            );
+            return Err(Status::ErrorChecksum);
+        }
+    }
+    if pkt.data.is_empty() {
+        return Ok(());
+    }
+    let r = tokio::task::block_in_place(|| files.write_at(offset as u64, &pkt.data, &pkt.sums, c));
+    if let Err(e) = r {
+        warn!(block = files.id, error = %e, "write to disk failed");
+        if let Some(rep) = x.ds.get(files.id) {
+            let lost = x.ds.check_volume(rep.volume);
+            super::read::report_lost(x, &rep, &lost);
+        }
+        return Err(Status::Error);
+    }
+    Ok(())
+}
+
+/// Connects to the next node and sends it the op with itself removed from the targets.
+/// For client writes, also reads its setup answer.
+async fn connect_mirror(
+    x: &Xceiver,
+    op: &OpWriteBlockProto,
+    addr: &str,
+    from_client: bool,
+) -> Result<
+    (
+        (BufReader<OwnedReadHalf>, OwnedWriteHalf),
+        Option<BlockOpResponseProto>,
+    ),
+    TransferError,
+> {
+    let stream = tokio::time::timeout(x.cfg.socket_timeout, TcpStream::connect(addr))
+        .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out"))??;
+    stream.set_nodelay(true)?;
+    let (r, mut w) = stream.into_split();
+    let mut next = op.clone();
+    next.targets = op.targets[1..].to_vec();
+    next.storage_type = op.target_storage_types.first().copied();
+    next.target_storage_types = op.target_storage_types.iter().skip(1).copied().collect();
+    next.storage_id = op.target_storage_ids.first().cloned();
+    next.target_storage_ids = op.target_storage_ids.iter().skip(1).cloned().collect();
+    write_op(&mut w, op::WRITE_BLOCK, &next).await?;
+    let mut r = BufReader::new(r);
+    let resp = if from_client {
+        Some(
+            timed(
+                x.cfg.socket_timeout,
+                read_delimited::<BlockOpResponseProto, _>(&mut r),
+            )
+            .await?,
+        )
+    } else {
+        None
+    };
+    Ok(((r, w), resp))
+}
+
+/// Sends acks upstream in packet order: this node's status, then what the rest of the
+/// pipeline said about the same packet.
+async fn respond(
+    mut acks: mpsc::Receiver<Ack>,
+    mut mirror: Option<BufReader<OwnedReadHalf>>,
+    mut up: OwnedWriteHalf,
+    timeout: Duration,
+) {
+    while let Some(a) = acks.recv().await {
+        let mut replies = vec![a.status as i32];
+        if a.status == Status::Success {
+            if let Some(m) = mirror.as_mut() {
+                match timed(timeout, read_delimited::<PipelineAckProto, _>(m)).await {
+                    Ok(down) if down.seqno == a.seqno => replies.extend(downstream(&down)),
+                    Ok(down) => {
+                        warn!(
+                            want = a.seqno,
+                            got = down.seqno,
+                            "downstream ack out of order"
+                        );
+                        replies.push(Status::Error as i32);
+                    }
+                    Err(e) => {
+                        debug!(error = %e, "no ack from downstream");
+                        replies.push(Status::Error as i32);
+                    }
+                }
+            }
+        }
+        let failed = replies.iter().any(|&s| s != Status::Success as i32);
+        let ack = PipelineAckProto {
+            seqno: a.seqno,
+            flag: replies.iter().map(|&s| s as u32).collect(),
+            reply: replies,
+            downstream_ack_time_nanos: Some(0),
+        };
+        if write_delimited(&mut up, &ack).await.is_err() || failed {
+            break;
+        }
+    }
+    let _ = up.shutdown().await;
+}
+
+/// The per-node statuses of a downstream ack (from `flag` when present, as Java reads it).
+fn downstream(a: &PipelineAckProto) -> Vec<i32> {
+    if !a.flag.is_empty() {
+        a.flag.iter().map(|f| (f & 0xf) as i32).collect()
+    } else {
+        a.reply.clone()
+    }
+}
