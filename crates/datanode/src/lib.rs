@@ -151,6 +151,8 @@ impl DataNode {
         let mut tasks = vec![tokio::spawn(xceiver::serve(x, listener, cancel.clone()))];
         tasks.push(tokio::spawn(link.clone().run_ibr_sender(cancel.clone())));
         link.register().await?;
+        // Storage space first, so the NameNode can place blocks here at once.
+        link.heartbeat(&ds).await?;
         link.full_report(&ds).await?;
         tasks.push(tokio::spawn(link.clone().run_heartbeats(
             ds.clone(),

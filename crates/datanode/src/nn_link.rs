@@ -332,19 +332,13 @@ impl NnLink {
                 }
                 last_report = tokio::time::Instant::now();
             }
-            let req = self.heartbeat_request(&ds);
-            let resp: HeartbeatResponseProto = match self.call("sendHeartbeat", &req).await {
-                Ok(r) => r,
+            match self.heartbeat(&ds).await {
+                Ok(again) => need_register |= again,
                 Err(e) => {
                     warn!(error = %e, "heartbeat failed");
                     // A NameNode that restarted does not know us; register again.
                     need_register = true;
                     continue;
-                }
-            };
-            for cmd in resp.cmds {
-                if self.execute(&ds, cmd).await {
-                    need_register = true;
                 }
             }
             if !need_register && last_report.elapsed() >= report_interval {
@@ -354,6 +348,18 @@ impl NnLink {
                 last_report = tokio::time::Instant::now();
             }
         }
+    }
+
+    /// One heartbeat, carrying out the commands in the answer. Returns whether the
+    /// NameNode asked us to register again.
+    pub async fn heartbeat(self: &Arc<Self>, ds: &Arc<Dataset>) -> Result<bool, ClientError> {
+        let req = self.heartbeat_request(ds);
+        let resp: HeartbeatResponseProto = self.call("sendHeartbeat", &req).await?;
+        let mut again = false;
+        for cmd in resp.cmds {
+            again |= self.execute(ds, cmd).await;
+        }
+        Ok(again)
     }
 
     fn heartbeat_request(&self, ds: &Dataset) -> HeartbeatRequestProto {

@@ -1,0 +1,445 @@
+//! The FileSystem entry point: a NameNode connection, the client's name (its lease
+//! identity), lease renewal while files are open, and the namespace calls.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferrite_ipc::client::IpcClient;
+use ferrite_ipc::CLIENT_PROTOCOL;
+use ferrite_proto::hdfs::*;
+use md5::{Digest, Md5};
+use tokio::io::BufReader;
+use tokio::net::TcpStream;
+
+use crate::error::{Error, Result};
+use crate::reader::FileReader;
+use crate::writer::FileWriter;
+
+pub(crate) struct Inner {
+    pub nn: IpcClient,
+    pub client_name: String,
+    pub user: String,
+    pub open_writers: AtomicUsize,
+}
+
+#[derive(Clone)]
+pub struct FileSystem {
+    inner: Arc<Inner>,
+    pub addr: SocketAddr,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileStatus {
+    /// The full path for getFileInfo; the entry name for listings.
+    pub path: String,
+    pub is_dir: bool,
+    pub len: u64,
+    pub perm: u16,
+    pub owner: String,
+    pub group: String,
+    pub mtime: u64,
+    pub atime: u64,
+    pub replication: u16,
+    pub block_size: u64,
+    pub file_id: u64,
+    pub children: i32,
+}
+
+impl FileStatus {
+    fn from_proto(p: HdfsFileStatusProto, path: String) -> Self {
+        FileStatus {
+            path,
+            is_dir: p.file_type == hdfs_file_status_proto::FileType::IsDir as i32,
+            len: p.length,
+            perm: p.permission.perm as u16,
+            owner: p.owner,
+            group: p.group,
+            mtime: p.modification_time,
+            atime: p.access_time,
+            replication: p.block_replication.unwrap_or(0) as u16,
+            block_size: p.blocksize.unwrap_or(0),
+            file_id: p.file_id.unwrap_or(0),
+            children: p.children_num.unwrap_or(-1),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ContentSummary {
+    pub length: u64,
+    pub files: u64,
+    pub dirs: u64,
+    pub space_consumed: u64,
+    pub quota: i64,
+    pub space_quota: i64,
+}
+
+#[derive(Clone, Debug)]
+pub struct CreateOptions {
+    pub overwrite: bool,
+    /// None: the server default.
+    pub replication: Option<u16>,
+    pub block_size: Option<u64>,
+    pub perm: u16,
+    pub create_parent: bool,
+}
+
+impl Default for CreateOptions {
+    fn default() -> Self {
+        CreateOptions {
+            overwrite: false,
+            replication: None,
+            block_size: None,
+            perm: 0o644,
+            create_parent: true,
+        }
+    }
+}
+
+/// Parses `hdfs://host:port` (or `host:port`).
+pub fn parse_url(url: &str) -> Result<SocketAddr> {
+    let hostport = url
+        .trim_start_matches("hdfs://")
+        .split('/')
+        .next()
+        .unwrap_or_default();
+    let hostport = if hostport.contains(':') {
+        hostport.to_string()
+    } else {
+        format!("{hostport}:8020")
+    };
+    hostport
+        .to_socket_addrs()
+        .map_err(|e| Error::Invalid(format!("bad file system address {url}: {e}")))?
+        .next()
+        .ok_or_else(|| Error::Invalid(format!("{url} resolves to nothing")))
+}
+
+/// The user a client acts as: `HADOOP_USER_NAME`, else the login user.
+pub fn default_user() -> String {
+    std::env::var("HADOOP_USER_NAME")
+        .or_else(|_| std::env::var("USER"))
+        .unwrap_or_else(|_| "root".into())
+}
+
+impl FileSystem {
+    pub async fn connect(url: &str) -> Result<FileSystem> {
+        Self::connect_as(url, &default_user()).await
+    }
+
+    pub async fn connect_as(url: &str, user: &str) -> Result<FileSystem> {
+        let addr = parse_url(url)?;
+        let nn = IpcClient::connect(addr, user, CLIENT_PROTOCOL).await?;
+        let inner = Arc::new(Inner {
+            nn,
+            client_name: format!("ferrite_client_{}", uuid::Uuid::new_v4().simple()),
+            user: user.to_string(),
+            open_writers: AtomicUsize::new(0),
+        });
+        tokio::spawn(renew_leases(Arc::downgrade(&inner)));
+        Ok(FileSystem { inner, addr })
+    }
+
+    pub fn user(&self) -> &str {
+        &self.inner.user
+    }
+
+    async fn call<Req: prost::Message, Resp: prost::Message + Default>(
+        &self,
+        method: &str,
+        req: &Req,
+    ) -> Result<Resp> {
+        Ok(self.inner.nn.call(method, req).await?)
+    }
+
+    pub async fn server_defaults(&self) -> Result<FsServerDefaultsProto> {
+        let r: GetServerDefaultsResponseProto = self
+            .call("getServerDefaults", &GetServerDefaultsRequestProto {})
+            .await?;
+        Ok(r.server_defaults)
+    }
+
+    pub async fn status(&self, path: &str) -> Result<Option<FileStatus>> {
+        let r: GetFileInfoResponseProto = self
+            .call("getFileInfo", &GetFileInfoRequestProto { src: path.into() })
+            .await?;
+        Ok(r.fs.map(|p| FileStatus::from_proto(p, path.to_string())))
+    }
+
+    /// Every entry of a directory (all pages), or the file itself.
+    pub async fn list(&self, path: &str) -> Result<Vec<FileStatus>> {
+        let mut out = Vec::new();
+        let mut after = Vec::new();
+        loop {
+            let req = GetListingRequestProto {
+                src: path.into(),
+                start_after: after.clone(),
+                need_location: false,
+            };
+            let r: GetListingResponseProto = self.call("getListing", &req).await?;
+            let Some(list) = r.dir_list else {
+                return Err(Error::NotFound(format!("File {path} does not exist.")));
+            };
+            for p in list.partial_listing {
+                after = p.path.clone();
+                let name = String::from_utf8_lossy(&p.path).into_owned();
+                out.push(FileStatus::from_proto(p, name));
+            }
+            if list.remaining_entries == 0 {
+                return Ok(out);
+            }
+        }
+    }
+
+    pub async fn mkdirs(&self, path: &str, perm: u16, create_parent: bool) -> Result<bool> {
+        let req = MkdirsRequestProto {
+            src: path.into(),
+            masked: FsPermissionProto { perm: perm as u32 },
+            create_parent,
+            unmasked: None,
+        };
+        let r: MkdirsResponseProto = self.call("mkdirs", &req).await?;
+        Ok(r.result)
+    }
+
+    pub async fn delete(&self, path: &str, recursive: bool) -> Result<bool> {
+        let req = DeleteRequestProto {
+            src: path.into(),
+            recursive,
+        };
+        let r: DeleteResponseProto = self.call("delete", &req).await?;
+        Ok(r.result)
+    }
+
+    /// Legacy rename (false when it cannot be done), as `hdfs dfs -mv` uses.
+    pub async fn rename(&self, src: &str, dst: &str) -> Result<bool> {
+        let req = RenameRequestProto {
+            src: src.into(),
+            dst: dst.into(),
+        };
+        let r: RenameResponseProto = self.call("rename", &req).await?;
+        Ok(r.result)
+    }
+
+    pub async fn rename_to_trash(&self, src: &str, dst: &str) -> Result<()> {
+        let req = Rename2RequestProto {
+            src: src.into(),
+            dst: dst.into(),
+            overwrite_dest: false,
+            move_to_trash: Some(true),
+        };
+        let _: Rename2ResponseProto = self.call("rename2", &req).await?;
+        Ok(())
+    }
+
+    pub async fn set_replication(&self, path: &str, replication: u16) -> Result<bool> {
+        let req = SetReplicationRequestProto {
+            src: path.into(),
+            replication: replication as u32,
+        };
+        let r: SetReplicationResponseProto = self.call("setReplication", &req).await?;
+        Ok(r.result)
+    }
+
+    pub async fn set_permission(&self, path: &str, perm: u16) -> Result<()> {
+        let req = SetPermissionRequestProto {
+            src: path.into(),
+            permission: FsPermissionProto { perm: perm as u32 },
+        };
+        let _: SetPermissionResponseProto = self.call("setPermission", &req).await?;
+        Ok(())
+    }
+
+    pub async fn set_owner(
+        &self,
+        path: &str,
+        owner: Option<&str>,
+        group: Option<&str>,
+    ) -> Result<()> {
+        let req = SetOwnerRequestProto {
+            src: path.into(),
+            username: owner.map(str::to_string),
+            groupname: group.map(str::to_string),
+        };
+        let _: SetOwnerResponseProto = self.call("setOwner", &req).await?;
+        Ok(())
+    }
+
+    pub async fn content_summary(&self, path: &str) -> Result<ContentSummary> {
+        let req = GetContentSummaryRequestProto { path: path.into() };
+        let r: GetContentSummaryResponseProto = self.call("getContentSummary", &req).await?;
+        let s = r.summary;
+        Ok(ContentSummary {
+            length: s.length,
+            files: s.file_count,
+            dirs: s.directory_count,
+            space_consumed: s.space_consumed,
+            quota: s.quota as i64,
+            space_quota: s.space_quota as i64,
+        })
+    }
+
+    /// The located blocks of a whole file.
+    pub async fn block_locations(&self, path: &str) -> Result<LocatedBlocksProto> {
+        let req = GetBlockLocationsRequestProto {
+            src: path.into(),
+            offset: 0,
+            length: i64::MAX as u64,
+        };
+        let r: GetBlockLocationsResponseProto = self.call("getBlockLocations", &req).await?;
+        r.locations
+            .ok_or_else(|| Error::NotFound(format!("File does not exist: {path}")))
+    }
+
+    pub async fn create(&self, path: &str, opts: &CreateOptions) -> Result<FileWriter> {
+        let defaults = self.server_defaults().await?;
+        let block_size = opts.block_size.unwrap_or(defaults.block_size);
+        if block_size == 0 || block_size % defaults.bytes_per_checksum.max(1) as u64 != 0 {
+            return Err(Error::Invalid(format!(
+                "block size {block_size} is not a multiple of the checksum chunk {}",
+                defaults.bytes_per_checksum
+            )));
+        }
+        let flags = 1 | if opts.overwrite { 2 } else { 0 };
+        let req = CreateRequestProto {
+            src: path.into(),
+            masked: FsPermissionProto {
+                perm: opts.perm as u32,
+            },
+            client_name: self.inner.client_name.clone(),
+            create_flag: flags,
+            create_parent: opts.create_parent,
+            replication: opts
+                .replication
+                .map(u32::from)
+                .unwrap_or(defaults.replication),
+            block_size,
+            crypto_protocol_version: Vec::new(),
+            unmasked: None,
+            ec_policy_name: None,
+            storage_policy: None,
+        };
+        let r: CreateResponseProto = self.call("create", &req).await?;
+        let file_id = r.fs.and_then(|f| f.file_id).unwrap_or(0);
+        Ok(FileWriter::new(
+            self.inner.clone(),
+            path,
+            file_id,
+            block_size,
+        ))
+    }
+
+    pub async fn open(&self, path: &str) -> Result<FileReader> {
+        let lbs = self.block_locations(path).await?;
+        let mut blocks = lbs.blocks;
+        if let Some(last) = lbs.last_block {
+            if !blocks.iter().any(|b| b.b.block_id == last.b.block_id) {
+                blocks.push(last);
+            }
+        }
+        let len = blocks
+            .iter()
+            .map(|b| b.offset + b.b.num_bytes.unwrap_or(0))
+            .max()
+            .unwrap_or(0)
+            .max(lbs.file_length);
+        Ok(FileReader::new(self.inner.clone(), path, len, blocks))
+    }
+
+    /// HDFS's file checksum (MD5 of the per-block MD5s of chunk CRCs), as
+    /// `hdfs dfs -checksum` prints it: (algorithm name, bytes).
+    pub async fn file_checksum(&self, path: &str) -> Result<(String, Vec<u8>)> {
+        let lbs = self.block_locations(path).await?;
+        let mut block_md5s = Vec::new();
+        let mut bytes_per_crc = 0;
+        let mut crc_per_block = 0;
+        let mut crc_type = 2;
+        for (i, lb) in lbs.blocks.iter().enumerate() {
+            let mut last_err = None;
+            let mut got = None;
+            for dn in &lb.locs {
+                match block_checksum(dn, lb).await {
+                    Ok(r) => {
+                        got = Some(r);
+                        break;
+                    }
+                    Err(e) => last_err = Some(e),
+                }
+            }
+            let r = got.ok_or_else(|| {
+                last_err.unwrap_or_else(|| {
+                    Error::DataNode(format!("no replica of blk_{}", lb.b.block_id))
+                })
+            })?;
+            if i == 0 {
+                bytes_per_crc = r.bytes_per_crc;
+                crc_type = r.crc_type.unwrap_or(2);
+            }
+            // Java records the chunk count only when the file has several blocks.
+            if i == 0 && lbs.blocks.len() > 1 {
+                crc_per_block = r.crc_per_block;
+            }
+            block_md5s.extend_from_slice(&r.block_checksum);
+        }
+        let md5 = Md5::digest(&block_md5s);
+        let kind = if crc_type == 1 { "CRC32" } else { "CRC32C" };
+        let name = format!("MD5-of-{crc_per_block}MD5-of-{bytes_per_crc}{kind}");
+        let mut bytes = Vec::with_capacity(28);
+        bytes.extend_from_slice(&bytes_per_crc.to_be_bytes());
+        bytes.extend_from_slice(&crc_per_block.to_be_bytes());
+        bytes.extend_from_slice(&md5);
+        Ok((name, bytes))
+    }
+}
+
+async fn block_checksum(
+    dn: &DatanodeInfoProto,
+    lb: &LocatedBlockProto,
+) -> Result<OpBlockChecksumResponseProto> {
+    let addr = format!("{}:{}", dn.id.ip_addr, dn.id.xfer_port);
+    let mut s = TcpStream::connect(&addr).await?;
+    let op = OpBlockChecksumProto {
+        header: BaseHeaderProto {
+            block: lb.b.clone(),
+            token: Some(lb.block_token.clone()),
+            trace_info: None,
+        },
+        block_checksum_options: None,
+    };
+    ferrite_transfer::io::write_op(&mut s, ferrite_transfer::op::BLOCK_CHECKSUM, &op).await?;
+    let mut rd = BufReader::new(s);
+    let r: BlockOpResponseProto = ferrite_transfer::io::read_delimited(&mut rd).await?;
+    if r.status != Status::Success as i32 {
+        return Err(Error::DataNode(format!(
+            "{addr}: BLOCK_CHECKSUM refused: {}",
+            r.message.unwrap_or_default()
+        )));
+    }
+    r.checksum_response
+        .ok_or_else(|| Error::DataNode(format!("{addr}: no checksum in the answer")))
+}
+
+/// Renews the client's lease while it has files open (HDFS clients renew about every
+/// 30 s; the soft limit is 60 s).
+async fn renew_leases(inner: std::sync::Weak<Inner>) {
+    loop {
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        let Some(inner) = inner.upgrade() else { return };
+        if inner.open_writers.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            continue;
+        }
+        let req = RenewLeaseRequestProto {
+            client_name: inner.client_name.clone(),
+            namespaces: Vec::new(),
+        };
+        if let Err(e) = inner
+            .nn
+            .call::<_, RenewLeaseResponseProto>("renewLease", &req)
+            .await
+        {
+            tracing::warn!(error = %e, "lease renewal failed");
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! Writing a file: data is cut into packets of whole chunks, blocks are allocated with
+//! addBlock as each fills, and close() finishes the last block and completes the file.
+//! A pipeline that cannot be set up is abandoned and the bad DataNode excluded.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferrite_proto::hdfs::*;
+use ferrite_transfer::checksum::Checksum;
+use tracing::warn;
+
+use crate::block_writer::BlockWriter;
+use crate::error::{Error, Result};
+use crate::fs::Inner;
+
+/// Attempts to set up a block's pipeline (`dfs.client.block.write.retries` is 3).
+const SETUP_ATTEMPTS: usize = 3;
+
+pub struct FileWriter {
+    fs: Arc<Inner>,
+    path: String,
+    file_id: u64,
+    block_size: u64,
+    packet_bytes: usize,
+    checksum: Checksum,
+    buf: Vec<u8>,
+    block: Option<(BlockWriter, ExtendedBlockProto)>,
+    previous: Option<ExtendedBlockProto>,
+    written: u64,
+    closed: bool,
+}
+
+impl FileWriter {
+    pub(crate) fn new(fs: Arc<Inner>, path: &str, file_id: u64, block_size: u64) -> Self {
+        fs.open_writers.fetch_add(1, Ordering::SeqCst);
+        let checksum = Checksum::CRC32C_512;
+        // As Java sizes packets: whole chunks within the 64 KiB write packet.
+        let chunks = ((64 << 10) - 33) / (checksum.bytes_per_checksum as usize + 4);
+        FileWriter {
+            fs,
+            path: path.to_string(),
+            file_id,
+            block_size,
+            packet_bytes: chunks * checksum.bytes_per_checksum as usize,
+            checksum,
+            buf: Vec::with_capacity(64 << 10),
+            block: None,
+            previous: None,
+            written: 0,
+            closed: false,
+        }
+    }
+
+    pub fn bytes_written(&self) -> u64 {
+        self.written + self.buf.len() as u64
+    }
+
+    pub async fn write(&mut self, mut data: &[u8]) -> Result<()> {
+        while !data.is_empty() {
+            let in_block = self.written % self.block_size;
+            let room_block = (self.block_size - in_block) as usize - self.buf.len();
+            let room = (self.packet_bytes - self.buf.len()).min(room_block);
+            let take = room.min(data.len());
+            self.buf.extend_from_slice(&data[..take]);
+            data = &data[take..];
+            if self.buf.len() == self.packet_bytes || take == room_block {
+                self.flush_packet().await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn flush_packet(&mut self) -> Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        if self.block.is_none() {
+            self.start_block().await?;
+        }
+        let (bw, _) = self.block.as_mut().expect("started");
+        bw.send(&self.buf).await?;
+        self.written += self.buf.len() as u64;
+        self.buf.clear();
+        if self.written % self.block_size == 0 {
+            self.end_block().await?;
+        }
+        Ok(())
+    }
+
+    async fn start_block(&mut self) -> Result<()> {
+        let mut excluded: Vec<DatanodeInfoProto> = Vec::new();
+        for attempt in 1..=SETUP_ATTEMPTS {
+            let lb = self.add_block(&excluded).await?;
+            match BlockWriter::open(&lb, &self.fs.client_name, self.checksum).await {
+                Ok(bw) => {
+                    self.block = Some((bw, lb.b));
+                    return Ok(());
+                }
+                Err(f) => {
+                    warn!(attempt, bad = %f.bad_node, error = %f.error, "pipeline setup failed; abandoning the block");
+                    let req = AbandonBlockRequestProto {
+                        b: lb.b.clone(),
+                        src: self.path.clone(),
+                        holder: self.fs.client_name.clone(),
+                        file_id: Some(self.file_id),
+                    };
+                    self.fs
+                        .nn
+                        .call::<_, AbandonBlockResponseProto>("abandonBlock", &req)
+                        .await?;
+                    if let Some(d) = lb
+                        .locs
+                        .iter()
+                        .find(|d| format!("{}:{}", d.id.ip_addr, d.id.xfer_port) == f.bad_node)
+                    {
+                        excluded.push(d.clone());
+                    }
+                    if attempt == SETUP_ATTEMPTS {
+                        return Err(f.error);
+                    }
+                }
+            }
+        }
+        unreachable!("the loop returns")
+    }
+
+    /// addBlock, waiting out NotReplicatedYetException as HDFS clients do.
+    async fn add_block(&self, excluded: &[DatanodeInfoProto]) -> Result<LocatedBlockProto> {
+        let req = AddBlockRequestProto {
+            src: self.path.clone(),
+            client_name: self.fs.client_name.clone(),
+            previous: self.previous.clone(),
+            exclude_nodes: excluded.to_vec(),
+            file_id: Some(self.file_id),
+            favored_nodes: Vec::new(),
+            flags: Vec::new(),
+        };
+        let mut wait = Duration::from_millis(100);
+        for _ in 0..8 {
+            match self
+                .fs
+                .nn
+                .call::<_, AddBlockResponseProto>("addBlock", &req)
+                .await
+            {
+                Ok(r) => return Ok(r.block),
+                Err(e)
+                    if e.class()
+                        .is_some_and(|c| c.ends_with("NotReplicatedYetException")) =>
+                {
+                    tokio::time::sleep(wait).await;
+                    wait *= 2;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(Error::DataNode(format!(
+            "{}: previous block never reached its minimum replication",
+            self.path
+        )))
+    }
+
+    async fn end_block(&mut self) -> Result<()> {
+        if let Some((bw, mut b)) = self.block.take() {
+            let n = bw.finish().await?;
+            b.num_bytes = Some(n);
+            self.previous = Some(b);
+        }
+        Ok(())
+    }
+
+    /// Finishes the last block and completes the file (retrying while the NameNode waits
+    /// for replicas, as HDFS clients do).
+    pub async fn close(mut self) -> Result<()> {
+        self.flush_packet().await?;
+        self.end_block().await?;
+        let req = CompleteRequestProto {
+            src: self.path.clone(),
+            client_name: self.fs.client_name.clone(),
+            last: self.previous.clone(),
+            file_id: Some(self.file_id),
+        };
+        let mut wait = Duration::from_millis(100);
+        for _ in 0..10 {
+            let r: CompleteResponseProto = self.fs.nn.call("complete", &req).await?;
+            if r.result {
+                self.closed = true;
+                return Ok(());
+            }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(Duration::from_secs(2));
+        }
+        Err(Error::DataNode(format!(
+            "Unable to close file {} because the last block does not have enough number of replicas",
+            self.path
+        )))
+    }
+}
+
+impl Drop for FileWriter {
+    fn drop(&mut self) {
+        self.fs.open_writers.fetch_sub(1, Ordering::SeqCst);
+        if !self.closed {
+            tracing::debug!(path = %self.path, "writer dropped before close; the lease will expire");
+        }
+    }
+}

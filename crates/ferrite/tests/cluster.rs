@@ -1,0 +1,413 @@
+//! The data path against a cluster of real processes: a `ferrite namenode` and three
+//! `ferrite datanode`s on ephemeral loopback ports, driven by Ferrite's own client and by
+//! hand-made data-transfer frames for the fault cases.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use ferrite_client::{CreateOptions, FileSystem};
+use ferrite_proto::hdfs::*;
+use ferrite_transfer::checksum::Checksum;
+use ferrite_transfer::io::{read_delimited, write_op};
+use ferrite_transfer::packet::{self, Header};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader as TokioBufReader};
+use tokio::net::TcpStream;
+
+const BLOCK: u64 = 1024;
+
+struct Proc {
+    child: Child,
+    ready: String,
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn spawn(args: &[String]) -> Proc {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ferrite"))
+        .args(args)
+        .env("FERRITE_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn ferrite");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("ready "), "unexpected first line {line:?}");
+    Proc {
+        child,
+        ready: line.trim().trim_start_matches("ready ").to_string(),
+    }
+}
+
+struct Cluster {
+    root: PathBuf,
+    nn: Option<Proc>,
+    dns: Vec<Proc>,
+    url: String,
+}
+
+impl Cluster {
+    fn start(root: &Path, nn_port: u16) -> Cluster {
+        let conf = |k: &str| vec!["--conf".to_string(), k.to_string()];
+        let mut args = vec![
+            "namenode".to_string(),
+            "--port".into(),
+            nn_port.to_string(),
+            "--data".into(),
+            root.join("nn").display().to_string(),
+        ];
+        args.extend(conf("dfs.namenode.fs-limits.min-block-size=0"));
+        args.extend(conf("dfs.namenode.safemode.extension=0"));
+        args.extend(conf("dfs.heartbeat.interval=1"));
+        let nn = spawn(&args);
+        let url = nn.ready.clone();
+        let nn_addr = url.trim_start_matches("hdfs://").to_string();
+        let dns = (0..3)
+            .map(|i| {
+                let mut a = vec![
+                    "datanode".to_string(),
+                    "--namenode".into(),
+                    nn_addr.clone(),
+                    "--port".into(),
+                    "0".into(),
+                    "--data".into(),
+                    root.join(format!("dn{i}")).display().to_string(),
+                ];
+                a.extend(conf("dfs.heartbeat.interval=1"));
+                spawn(&a)
+            })
+            .collect();
+        Cluster {
+            root: root.to_path_buf(),
+            nn: Some(nn),
+            dns,
+            url,
+        }
+    }
+
+    fn port(&self) -> u16 {
+        self.url.rsplit(':').next().unwrap().parse().unwrap()
+    }
+
+    fn stop(mut self) {
+        for mut d in self.dns.drain(..) {
+            term(&mut d.child);
+        }
+        if let Some(mut nn) = self.nn.take() {
+            term(&mut nn.child);
+        }
+    }
+
+    fn dn_addr(&self, i: usize) -> SocketAddr {
+        self.dns[i].ready.parse().unwrap()
+    }
+
+    /// The block file of `id` on every DataNode that has one.
+    fn block_files(&self, id: u64) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        find(&self.root, &format!("blk_{id}"), &mut out);
+        out.retain(|p| p.to_string_lossy().contains("/finalized/"));
+        out
+    }
+}
+
+fn term(c: &mut Child) {
+    unsafe_kill(c.id(), 15);
+    for _ in 0..100 {
+        if let Ok(Some(_)) = c.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = c.kill();
+    let _ = c.wait();
+}
+
+fn unsafe_kill(pid: u32, sig: i32) {
+    let _ = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status();
+}
+
+fn find(dir: &Path, name: &str, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            find(&p, name, out);
+        } else if p.file_name().and_then(|n| n.to_str()) == Some(name) {
+            out.push(p);
+        }
+    }
+}
+
+fn data(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e3779b97f4a7c15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+async fn put(fs: &FileSystem, path: &str, bytes: &[u8]) {
+    let opts = CreateOptions {
+        block_size: Some(BLOCK),
+        overwrite: true,
+        ..Default::default()
+    };
+    let mut w = fs.create(path, &opts).await.unwrap();
+    // Odd-sized writes, so packets and blocks are cut independently of the caller.
+    for piece in bytes.chunks(777) {
+        w.write(piece).await.unwrap();
+    }
+    w.close().await.unwrap();
+}
+
+async fn get(fs: &FileSystem, path: &str) -> Vec<u8> {
+    fs.open(path).await.unwrap().read_to_end().await.unwrap()
+}
+
+const SIZES: [usize; 8] = [0, 1, 511, 512, 513, 1024, 5 * 1024 + 77, 64 * 1024 + 3];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn write_read_replicate_restart() {
+    let root = tempfile::tempdir().unwrap();
+    let cluster = Cluster::start(root.path(), 0);
+    let fs = FileSystem::connect(&cluster.url).await.unwrap();
+    for (i, &n) in SIZES.iter().enumerate() {
+        let bytes = data(n, i as u64);
+        let path = format!("/d/f{n}");
+        put(&fs, &path, &bytes).await;
+        assert_eq!(get(&fs, &path).await, bytes, "size {n}");
+        let st = fs.status(&path).await.unwrap().unwrap();
+        assert_eq!(st.len, n as u64);
+        // Every block has three replicas on three distinct DataNodes.
+        let lbs = fs.block_locations(&path).await.unwrap();
+        assert_eq!(lbs.blocks.len(), n.div_ceil(BLOCK as usize));
+        for lb in &lbs.blocks {
+            let mut nodes: Vec<_> = lb.locs.iter().map(|d| d.id.xfer_port).collect();
+            nodes.sort();
+            nodes.dedup();
+            assert_eq!(nodes.len(), 3, "block {} of {path}", lb.b.block_id);
+            assert_eq!(lb.storage_i_ds.len(), 3);
+        }
+    }
+    // Positional reads at random offsets, across block boundaries.
+    let big = data(64 * 1024 + 3, 7);
+    let r = fs.open("/d/f65539").await.unwrap();
+    let mut x = 12345u64;
+    for _ in 0..200 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let off = (x >> 33) as usize % big.len();
+        let len = ((x >> 13) as usize % 3000).min(big.len() - off);
+        assert_eq!(
+            r.pread(off as u64, len).await.unwrap(),
+            &big[off..off + len]
+        );
+    }
+    // The whole cluster restarts on the same folders and ports: everything is there.
+    let port = cluster.port();
+    cluster.stop();
+    let cluster = Cluster::start(root.path(), port);
+    let fs = FileSystem::connect(&cluster.url).await.unwrap();
+    for (i, &n) in SIZES.iter().enumerate() {
+        let path = format!("/d/f{n}");
+        assert_eq!(
+            get(&fs, &path).await,
+            data(n, i as u64),
+            "after restart, size {n}"
+        );
+    }
+    cluster.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corrupt_replica_is_skipped_and_reported() {
+    let root = tempfile::tempdir().unwrap();
+    let cluster = Cluster::start(root.path(), 0);
+    let fs = FileSystem::connect(&cluster.url).await.unwrap();
+    let bytes = data(3000, 99);
+    put(&fs, "/c", &bytes).await;
+    let lbs = fs.block_locations("/c").await.unwrap();
+    let first = lbs.blocks[0].clone();
+    // Damage the copy on the DataNode that readers are sent to first.
+    let victim = first.locs[0].id.xfer_port;
+    let files = cluster.block_files(first.b.block_id);
+    assert_eq!(files.len(), 3);
+    let dn_dir = (0..3)
+        .find(|&i| cluster.dn_addr(i).port() as u32 == victim)
+        .map(|i| root.path().join(format!("dn{i}")))
+        .unwrap();
+    let file = files.iter().find(|p| p.starts_with(&dn_dir)).unwrap();
+    let mut raw = std::fs::read(file).unwrap();
+    raw[100] ^= 0xff;
+    std::fs::write(file, raw).unwrap();
+    // Reads still return the right bytes, from another replica...
+    assert_eq!(get(&fs, "/c").await, bytes);
+    assert_eq!(
+        fs.open("/c").await.unwrap().pread(50, 100).await.unwrap(),
+        &bytes[50..150]
+    );
+    // ...and the NameNode no longer hands out the bad one.
+    let lbs = fs.block_locations("/c").await.unwrap();
+    let ports: Vec<u32> = lbs.blocks[0].locs.iter().map(|d| d.id.xfer_port).collect();
+    assert!(
+        !ports.contains(&victim),
+        "corrupt replica still listed: {ports:?}"
+    );
+    cluster.stop();
+}
+
+/// Creates `path` and opens a WRITE_BLOCK for its first block on one DataNode, by hand,
+/// as a client named "raw" (so the test controls every packet).
+async fn raw_write(cluster: &Cluster, path: &str) -> (TcpStream, LocatedBlockProto) {
+    let nn = ferrite_ipc::client::IpcClient::connect(
+        cluster.url.trim_start_matches("hdfs://").parse().unwrap(),
+        "root",
+        ferrite_ipc::CLIENT_PROTOCOL,
+    )
+    .await
+    .unwrap();
+    let create = CreateRequestProto {
+        src: path.to_string(),
+        masked: FsPermissionProto { perm: 0o644 },
+        client_name: "raw".into(),
+        create_flag: 1,
+        create_parent: true,
+        replication: 1,
+        block_size: BLOCK,
+        ..Default::default()
+    };
+    let c: CreateResponseProto = nn.call("create", &create).await.unwrap();
+    let add = AddBlockRequestProto {
+        src: path.to_string(),
+        client_name: "raw".into(),
+        file_id: c.fs.unwrap().file_id,
+        ..Default::default()
+    };
+    let lb = nn
+        .call::<_, AddBlockResponseProto>("addBlock", &add)
+        .await
+        .unwrap()
+        .block;
+    let dn = &lb.locs[0];
+    let mut s = TcpStream::connect(format!("{}:{}", dn.id.ip_addr, dn.id.xfer_port))
+        .await
+        .unwrap();
+    let op = OpWriteBlockProto {
+        header: ClientOperationHeaderProto {
+            base_header: BaseHeaderProto {
+                block: lb.b.clone(),
+                token: Some(lb.block_token.clone()),
+                trace_info: None,
+            },
+            client_name: "raw".into(),
+        },
+        stage: 6,
+        pipeline_size: 1,
+        latest_generation_stamp: lb.b.generation_stamp,
+        requested_checksum: ChecksumProto {
+            r#type: 2,
+            bytes_per_checksum: 512,
+        },
+        ..Default::default()
+    };
+    write_op(&mut s, ferrite_transfer::op::WRITE_BLOCK, &op)
+        .await
+        .unwrap();
+    let resp: BlockOpResponseProto = read_delimited(&mut s).await.unwrap();
+    assert_eq!(resp.status, Status::Success as i32);
+    (s, lb)
+}
+
+fn packet_bytes(seqno: i64, offset: u64, payload: &[u8], corrupt: bool, last: bool) -> Vec<u8> {
+    let mut sums = Vec::new();
+    Checksum::CRC32C_512.compute_into(payload, &mut sums);
+    if corrupt {
+        sums[0] ^= 1;
+    }
+    let mut out = bytes::BytesMut::new();
+    let h = Header {
+        offset_in_block: offset as i64,
+        seqno,
+        last,
+        data_len: payload.len() as i32,
+        sync: false,
+    };
+    packet::encode(&h, &sums, payload, &mut out);
+    out.to_vec()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_on_the_data_port() {
+    let root = tempfile::tempdir().unwrap();
+    let cluster = Cluster::start(root.path(), 0);
+    let fs = FileSystem::connect(&cluster.url).await.unwrap();
+    put(&fs, "/keep", &data(2500, 5)).await;
+
+    // A packet whose checksum does not match: an error ack, and no finalized replica.
+    let (mut s, lb) = raw_write(&cluster, "/bad").await;
+    s.write_all(&packet_bytes(0, 0, &[9u8; 512], true, false))
+        .await
+        .unwrap();
+    let ack: PipelineAckProto = read_delimited(&mut s).await.unwrap();
+    assert_eq!(ack.seqno, 0);
+    assert_eq!(ack.reply, vec![Status::ErrorChecksum as i32]);
+    drop(s);
+    assert!(cluster.block_files(lb.b.block_id).is_empty());
+
+    // A writer that disconnects mid-block leaves no finalized replica behind.
+    let (mut s, lb) = raw_write(&cluster, "/gone").await;
+    s.write_all(&packet_bytes(0, 0, &[1u8; 512], false, false))
+        .await
+        .unwrap();
+    let ack: PipelineAckProto = read_delimited(&mut s).await.unwrap();
+    assert_eq!(ack.reply, vec![Status::Success as i32]);
+    drop(s);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(cluster.block_files(lb.b.block_id).is_empty());
+
+    // An unknown op code: an error response, then the connection closes.
+    let mut s = TcpStream::connect(cluster.dn_addr(0)).await.unwrap();
+    s.write_all(&[0, 28, 99]).await.unwrap();
+    let mut rd = TokioBufReader::new(s);
+    let resp: BlockOpResponseProto = read_delimited(&mut rd).await.unwrap();
+    assert_eq!(resp.status, Status::ErrorUnsupported as i32);
+    assert!(resp.message.unwrap().contains("99"));
+    let mut rest = Vec::new();
+    assert_eq!(rd.read_to_end(&mut rest).await.unwrap(), 0);
+
+    // A wrong protocol version and a truncated op are refused too.
+    let mut s = TcpStream::connect(cluster.dn_addr(1)).await.unwrap();
+    s.write_all(&[0, 27, 81]).await.unwrap();
+    let resp: BlockOpResponseProto = read_delimited(&mut s).await.unwrap();
+    assert_eq!(resp.status, Status::Error as i32);
+    let mut s = TcpStream::connect(cluster.dn_addr(2)).await.unwrap();
+    s.write_all(&[0, 28, 81, 0x7f]).await.unwrap();
+    drop(s);
+
+    // Every DataNode still serves, and the other file is intact.
+    assert_eq!(get(&fs, "/keep").await, data(2500, 5));
+    put(&fs, "/after", &data(1500, 6)).await;
+    assert_eq!(get(&fs, "/after").await, data(1500, 6));
+    cluster.stop();
+}
