@@ -69,6 +69,7 @@ impl Cluster {
         args.extend(conf("dfs.namenode.fs-limits.min-block-size=0"));
         args.extend(conf("dfs.namenode.safemode.extension=0"));
         args.extend(conf("dfs.heartbeat.interval=1"));
+        args.extend(conf("dfs.namenode.redundancy.interval.seconds=1"));
         let nn = spawn(&args);
         let url = nn.ready.clone();
         let nn_addr = url.trim_start_matches("hdfs://").to_string();
@@ -274,6 +275,50 @@ async fn corrupt_replica_is_skipped_and_reported() {
         !ports.contains(&victim),
         "corrupt replica still listed: {ports:?}"
     );
+    // Re-replication replaces the bad copy: three good replicas again, all readable.
+    wait_for_replicas(&fs, "/c", 3).await;
+    let file = cluster
+        .block_files(first.b.block_id)
+        .into_iter()
+        .find(|p| p.starts_with(&dn_dir))
+        .expect("a fresh copy on the victim");
+    assert_eq!(std::fs::read(file).unwrap(), &bytes[..1024]);
+    cluster.stop();
+}
+
+/// Waits (bounded) until every block of `path` has `n` listed replicas.
+async fn wait_for_replicas(fs: &FileSystem, path: &str, n: usize) {
+    for _ in 0..200 {
+        let lbs = fs.block_locations(path).await.unwrap();
+        if lbs.blocks.iter().all(|b| b.locs.len() == n) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{path} did not reach {n} replicas");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_replication_adds_and_removes_copies() {
+    let root = tempfile::tempdir().unwrap();
+    let cluster = Cluster::start(root.path(), 0);
+    let fs = FileSystem::connect(&cluster.url).await.unwrap();
+    let bytes = data(2100, 3);
+    put(&fs, "/r", &bytes).await;
+    assert!(fs.set_replication("/r", 1).await.unwrap());
+    wait_for_replicas(&fs, "/r", 1).await;
+    let id = fs.block_locations("/r").await.unwrap().blocks[0].b.block_id;
+    for _ in 0..100 {
+        if cluster.block_files(id).len() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(cluster.block_files(id).len(), 1, "surplus replicas deleted");
+    assert!(fs.set_replication("/r", 3).await.unwrap());
+    wait_for_replicas(&fs, "/r", 3).await;
+    assert_eq!(cluster.block_files(id).len(), 3);
+    assert_eq!(get(&fs, "/r").await, bytes);
     cluster.stop();
 }
 

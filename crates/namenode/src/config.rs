@@ -78,6 +78,8 @@ pub struct Config {
     pub safemode_extension_ms: u64,
     /// `dfs.namenode.safemode.min.datanodes`
     pub safemode_min_datanodes: usize,
+    /// `dfs.namenode.redundancy.interval.seconds`: how often replication is checked.
+    pub replication_interval_sec: u64,
 }
 
 impl Default for Config {
@@ -117,6 +119,7 @@ impl Default for Config {
             safemode_threshold: 0.999,
             safemode_extension_ms: 30_000,
             safemode_min_datanodes: 0,
+            replication_interval_sec: 3,
         }
     }
 }
@@ -235,6 +238,10 @@ impl Config {
                         .trim_end_matches('f')
                         .parse::<f64>()
                         .map_err(|_| bad("expected a fraction such as 0.999"))?
+                }
+                "dfs.namenode.redundancy.interval.seconds"
+                | "dfs.namenode.replication.interval" => {
+                    self.replication_interval_sec = num()?.max(1)
                 }
                 "dfs.namenode.safemode.extension" => self.safemode_extension_ms = num()?,
                 "dfs.namenode.safemode.min.datanodes" => {

@@ -280,8 +280,8 @@ pub async fn get_block_locations(
     })
 }
 
-/// A client or DataNode found a corrupt replica. It stops being handed out and, while a
-/// good copy exists elsewhere, is deleted (re-replication restores the count).
+/// A client or DataNode found a corrupt replica. It stops being handed out, and is deleted
+/// once re-replication has restored enough good copies.
 pub fn mark_bad_blocks(nn: &NnState, blocks: &[LocatedBlockProto]) {
     let ns = nn.ns.read();
     let mut mgr = nn.blocks.lock();
@@ -309,11 +309,9 @@ pub fn mark_bad_blocks(nn: &NnState, blocks: &[LocatedBlockProto]) {
                 good_copies_left = others,
                 "replica reported corrupt"
             );
-            if others > 0 {
-                mgr.invalidate(node, id, lb.b.generation_stamp);
-            } else {
-                mgr.mark_corrupt(id, node);
-            }
+            // Kept (unread) until re-replication has made enough good copies.
+            mgr.mark_corrupt(id, node);
+            mgr.needs_scan = true;
         }
     }
 }

@@ -8,7 +8,8 @@ use ferrite_proto::datanode::datanode_command_proto::Type as CmdType;
 use ferrite_proto::datanode::received_deleted_block_info_proto::BlockStatus;
 use ferrite_proto::datanode::*;
 use ferrite_proto::hdfs::{
-    BlockKeyProto, BlockProto, ExportedBlockKeysProto, NnhaStatusHeartbeatProto,
+    BlockKeyProto, BlockProto, DatanodeInfosProto, ExportedBlockKeysProto,
+    NnhaStatusHeartbeatProto, StorageTypeProto, StorageTypesProto, StorageUuidsProto,
 };
 use tracing::{debug, info, warn};
 
@@ -190,6 +191,10 @@ pub async fn send_heartbeat(
             blocks,
         ));
     }
+    let transfers = std::mem::take(&mut node.transfers);
+    for t in transfers {
+        cmds.push(transfer_command(&mgr, &nn.identity.block_pool_id, t));
+    }
     Ok(HeartbeatResponseProto {
         cmds,
         ha_status,
@@ -199,6 +204,47 @@ pub async fn send_heartbeat(
             .unwrap_or(false)
             .then_some(1),
     })
+}
+
+fn transfer_command(
+    mgr: &crate::blocks::BlockManager,
+    pool: &str,
+    t: crate::blocks::registry::Transfer,
+) -> DatanodeCommandProto {
+    let mut cmd = block_command(
+        pool,
+        block_command_proto::Action::Transfer,
+        vec![BlockProto {
+            block_id: t.id,
+            gen_stamp: t.gs,
+            num_bytes: Some(t.len),
+        }],
+    );
+    let bc = cmd.blk_cmd.as_mut().expect("just built");
+    let nodes: Vec<_> = t.targets.iter().map(|&(n, _)| mgr.reg.get(n)).collect();
+    bc.targets = vec![DatanodeInfosProto {
+        datanodes: nodes
+            .iter()
+            .map(|n| crate::rpc_blocks::datanode_info(n))
+            .collect(),
+    }];
+    bc.target_storage_uuids = vec![StorageUuidsProto {
+        storage_uuids: t
+            .targets
+            .iter()
+            .zip(&nodes)
+            .map(|(&(_, s), n)| {
+                n.storages
+                    .get(s as usize)
+                    .map(|st| st.uuid.clone())
+                    .unwrap_or_default()
+            })
+            .collect(),
+    }];
+    bc.target_storage_types = vec![StorageTypesProto {
+        storage_types: vec![StorageTypeProto::Disk as i32; nodes.len()],
+    }];
+    cmd
 }
 
 pub fn block_command(
@@ -248,6 +294,7 @@ pub async fn block_report(
             total.invalidated += o.invalidated;
             total.forgotten += o.forgotten;
         }
+        mgr.needs_scan = true;
     }
     info!(
         node = ix,

@@ -165,6 +165,7 @@ impl NameNode {
         let mut tasks = vec![
             tokio::spawn(lease_monitor(state.clone(), cancel.clone())),
             tokio::spawn(datanode_monitor(state.clone(), cancel.clone())),
+            tokio::spawn(replication_monitor(state.clone(), cancel.clone())),
         ];
         if state.cfg.trash_interval_min > 0 {
             tasks.push(tokio::spawn(trash_emptier(state.clone(), cancel.clone())));
@@ -253,9 +254,33 @@ async fn datanode_monitor(nn: Arc<NnState>, cancel: CancellationToken) {
             for ix in mgr.reg.newly_dead(now, nn.cfg.dead_interval_ms()) {
                 warn!(node = ix, uuid = %mgr.reg.get(ix).id.uuid, "DataNode declared dead");
                 mgr.node_lost(ix);
+                mgr.needs_scan = true;
             }
         }
         nn.check_startup_safe_mode(now);
+    }
+}
+
+/// Keeps every block at its file's replication: orders copies for blocks with too few
+/// good replicas and deletions for surplus ones. Scans when something changed (a
+/// setReplication, a lost node, a corrupt replica, a block report) and otherwise every
+/// tenth interval.
+async fn replication_monitor(nn: Arc<NnState>, cancel: CancellationToken) {
+    let every = Duration::from_secs(nn.cfg.replication_interval_sec.max(1));
+    let mut round = 0u64;
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = cancel.cancelled() => return,
+        }
+        round += 1;
+        if nn.in_safe_mode() {
+            continue;
+        }
+        let (ordered, deleted) = nn.replication_scan(round % 10 == 0);
+        if ordered + deleted > 0 {
+            info!(ordered, deleted, "replication work scheduled");
+        }
     }
 }
 

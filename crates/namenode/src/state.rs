@@ -230,6 +230,9 @@ impl NnState {
                 if !fx.removed_blocks.is_empty() {
                     self.blocks.lock().blocks_removed(&fx.removed_blocks);
                 }
+                if matches!(op, Op::SetReplication { .. }) {
+                    self.blocks.lock().needs_scan = true;
+                }
             }
             // Even an answer that changed nothing may rest on records not yet durable (another
             // client's mkdir, say), so wait for everything appended so far.
@@ -300,6 +303,42 @@ impl NnState {
             mtime: now,
             len: ns.length_with_last(slot, last_len),
         }
+    }
+
+    /// One replication pass over every block (when `force` or something changed).
+    /// Returns (copies ordered, replicas to delete).
+    pub fn replication_scan(&self, force: bool) -> (usize, usize) {
+        use crate::blocks::{Decision, ReplicationCtx};
+        let ns = self.ns.read();
+        let mut mgr = self.blocks.lock();
+        if !force && !mgr.needs_scan {
+            return (0, 0);
+        }
+        mgr.needs_scan = false;
+        let ctx = ReplicationCtx {
+            now_ms: now_ms(),
+            stale_ms: self.cfg.stale_interval_ms,
+            dead_ms: self.cfg.dead_interval_ms(),
+            pending_timeout_ms: 60_000,
+            seed: now_ms() as u64,
+        };
+        let (mut ordered, mut deleted) = (0, 0);
+        for (id, slot) in ns.blocks() {
+            let Some(e) = crate::rpc_datanode::expected(&ns, id) else {
+                continue;
+            };
+            if !e.complete {
+                continue; // still being written: its pipeline decides
+            }
+            let want = ns.inode(slot).replication as usize;
+            match mgr.check_replication(id, want, &e, &ctx) {
+                Decision::Replicate { targets, .. } => ordered += targets,
+                Decision::Excess(nodes) => deleted += nodes.len(),
+                Decision::Waiting => mgr.needs_scan = true,
+                Decision::Fine => {}
+            }
+        }
+        (ordered, deleted)
     }
 
     /// Transactions journaled since the last image.

@@ -58,6 +58,34 @@ pub struct BlockManager {
     entries: HashMap<u64, Entry>,
     /// Blocks with at least one finalized replica.
     safe: usize,
+    /// Blocks being copied, with the time after which the copy is given up on.
+    pending: HashMap<u64, i64>,
+    /// Something changed that may leave blocks with too few or too many replicas.
+    pub needs_scan: bool,
+}
+
+/// The cluster facts a replication decision needs.
+pub struct ReplicationCtx {
+    pub now_ms: i64,
+    pub stale_ms: u64,
+    pub dead_ms: u64,
+    pub pending_timeout_ms: i64,
+    pub seed: u64,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Decision {
+    Fine,
+    /// Copies ordered from `source`.
+    Replicate {
+        source: NodeIx,
+        targets: usize,
+    },
+    /// Too many good copies: these nodes delete theirs.
+    Excess(Vec<NodeIx>),
+    /// Under-replicated but nothing can be done now (no source, no target, or a copy
+    /// is already under way).
+    Waiting,
 }
 
 impl BlockManager {
@@ -95,6 +123,7 @@ impl BlockManager {
         }
         if finalized {
             e.reported_len = e.reported_len.max(len);
+            self.pending.remove(&id);
         }
         if !was_safe && finalized {
             self.safe += 1;
@@ -226,6 +255,101 @@ impl BlockManager {
     pub fn block_entries(&self) -> usize {
         self.entries.len()
     }
+
+    /// Brings one block towards `want` good replicas: orders a copy when there are too
+    /// few, deletes the surplus (fullest nodes first) when there are too many, and drops
+    /// corrupt copies once enough good ones exist.
+    pub fn check_replication(
+        &mut self,
+        id: u64,
+        want: usize,
+        block: &Expected,
+        ctx: &ReplicationCtx,
+    ) -> Decision {
+        let Some(e) = self.entries.get(&id) else {
+            return Decision::Waiting;
+        };
+        let live = |n: NodeIx| {
+            self.reg.get(n).liveness(ctx.now_ms, u64::MAX, ctx.dead_ms) != registry::Liveness::Dead
+        };
+        let good: Vec<Replica> = e
+            .replicas
+            .iter()
+            .filter(|r| r.finalized && !r.corrupt && live(r.node))
+            .copied()
+            .collect();
+        let corrupt: Vec<NodeIx> = e
+            .replicas
+            .iter()
+            .filter(|r| r.corrupt)
+            .map(|r| r.node)
+            .collect();
+        let holders: Vec<NodeIx> = e.replicas.iter().map(|r| r.node).collect();
+        if good.len() >= want && !corrupt.is_empty() {
+            for n in corrupt {
+                self.invalidate(n, id, block.gs);
+            }
+        }
+        if good.len() > want {
+            let mut by_fullness: Vec<NodeIx> = good.iter().map(|r| r.node).collect();
+            by_fullness.sort_by_key(|&n| self.reg.get(n).remaining());
+            let surplus: Vec<NodeIx> = by_fullness.into_iter().take(good.len() - want).collect();
+            for &n in &surplus {
+                self.invalidate(n, id, block.gs);
+            }
+            return Decision::Excess(surplus);
+        }
+        if good.len() == want {
+            return Decision::Fine;
+        }
+        if good.is_empty() || self.pending.get(&id).is_some_and(|&t| t > ctx.now_ms) {
+            return Decision::Waiting;
+        }
+        let excluded = std::collections::HashSet::new();
+        let targets = placement::choose_targets(
+            &self.reg,
+            &placement::PlacementRequest {
+                replicas: want - good.len(),
+                block_size: block.len,
+                writer_ip: "",
+                excluded: &excluded,
+                existing: &holders,
+                now_ms: ctx.now_ms,
+                stale_ms: ctx.stale_ms,
+                dead_ms: ctx.dead_ms,
+                seed: ctx.seed,
+            },
+        );
+        if targets.is_empty() {
+            // Perhaps the only free nodes hold corrupt copies: with a good copy elsewhere
+            // those can go, which frees the node for a fresh copy on the next pass.
+            let corrupt: Vec<NodeIx> = self.entries[&id]
+                .replicas
+                .iter()
+                .filter(|r| r.corrupt)
+                .map(|r| r.node)
+                .collect();
+            for n in corrupt {
+                self.invalidate(n, id, block.gs);
+            }
+            return Decision::Waiting;
+        }
+        // The least busy good holder sends.
+        let source = good
+            .iter()
+            .map(|r| r.node)
+            .min_by_key(|&n| self.reg.get(n).xceivers)
+            .expect("good is not empty");
+        let n = targets.len();
+        self.reg.get_mut(source).transfers.push(registry::Transfer {
+            id,
+            gs: block.gs,
+            len: block.len,
+            targets: targets.iter().map(|t| (t.node, t.storage)).collect(),
+        });
+        self.pending.insert(id, ctx.now_ms + ctx.pending_timeout_ms);
+        Decision::Replicate { source, targets: n }
+    }
 }
 
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -294,6 +418,94 @@ mod tests {
         assert_eq!(out.forgotten, 1);
         assert_eq!(m.safe_blocks(), 0);
         assert!(m.entry(1).is_none());
+    }
+
+    fn ctx(now: i64) -> ReplicationCtx {
+        ReplicationCtx {
+            now_ms: now,
+            stale_ms: 30_000,
+            dead_ms: 600_000,
+            pending_timeout_ms: 60_000,
+            seed: 1,
+        }
+    }
+
+    fn with_space(m: &mut BlockManager) {
+        for i in 0..m.reg.iter().count() {
+            let n = m.reg.get_mut(i as NodeIx);
+            n.storages.push(registry::StorageState {
+                uuid: format!("s{i}"),
+                failed: false,
+                capacity: 1 << 40,
+                dfs_used: 0,
+                remaining: (i as u64 + 1) << 30,
+            });
+        }
+    }
+
+    #[test]
+    fn under_replicated_blocks_are_copied_once_and_surplus_deleted() {
+        let mut m = mgr(4);
+        with_space(&mut m);
+        let b = Expected {
+            gs: 5,
+            len: 10,
+            complete: true,
+        };
+        m.add_replica(1, 0, 0, true, 10);
+        let d = m.check_replication(1, 3, &b, &ctx(0));
+        assert_eq!(
+            d,
+            Decision::Replicate {
+                source: 0,
+                targets: 2
+            }
+        );
+        let t = &m.reg.get(0).transfers[0];
+        assert_eq!(t.targets.len(), 2);
+        assert!(t.targets.iter().all(|&(n, _)| n != 0));
+        // While the copy is under way nothing more is ordered...
+        assert_eq!(m.check_replication(1, 3, &b, &ctx(1)), Decision::Waiting);
+        // ...until it times out.
+        assert!(matches!(
+            m.check_replication(1, 3, &b, &ctx(100_000)),
+            Decision::Replicate { .. }
+        ));
+        // Four good copies for a replication of 2: the two fullest nodes delete theirs.
+        for n in 1..4 {
+            m.add_replica(1, n, 0, true, 10);
+        }
+        assert_eq!(
+            m.check_replication(1, 2, &b, &ctx(0)),
+            Decision::Excess(vec![0, 1])
+        );
+        assert_eq!(m.finalized_replicas(1), 2);
+        assert_eq!(m.reg.get(0).invalidate, vec![(1, 5)]);
+    }
+
+    #[test]
+    fn corrupt_copies_go_once_good_ones_suffice() {
+        let mut m = mgr(3);
+        with_space(&mut m);
+        let b = Expected {
+            gs: 5,
+            len: 10,
+            complete: true,
+        };
+        for n in 0..3 {
+            m.add_replica(2, n, 0, true, 10);
+        }
+        m.mark_corrupt(2, 0);
+        assert!(matches!(
+            m.check_replication(2, 3, &b, &ctx(0)),
+            Decision::Waiting | Decision::Replicate { .. }
+        ));
+        assert!(
+            m.reg.get(0).invalidate.is_empty(),
+            "kept while it is needed"
+        );
+        assert_eq!(m.check_replication(2, 2, &b, &ctx(0)), Decision::Fine);
+        assert_eq!(m.reg.get(0).invalidate, vec![(2, 5)]);
     }
 
     #[test]

@@ -41,6 +41,15 @@ pub enum Liveness {
     Dead,
 }
 
+/// A replication order: copy this block to these nodes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transfer {
+    pub id: u64,
+    pub gs: u64,
+    pub len: u64,
+    pub targets: Vec<(NodeIx, u8)>,
+}
+
 #[derive(Clone, Debug)]
 pub struct Node {
     pub id: NodeId,
@@ -49,6 +58,8 @@ pub struct Node {
     pub xceivers: u32,
     /// Blocks (id, generation stamp) this node should delete, sent with the next heartbeat.
     pub invalidate: Vec<(u64, u64)>,
+    /// Replicas this node should copy to other nodes, sent with the next heartbeat.
+    pub transfers: Vec<Transfer>,
     /// Set once the node has been declared dead and its replicas forgotten.
     pub dead: bool,
 }
@@ -131,6 +142,7 @@ impl Registry {
             last_heartbeat_ms: now_ms,
             xceivers: 0,
             invalidate: Vec::new(),
+            transfers: Vec::new(),
             dead: false,
         });
         Ok(ix)

@@ -564,6 +564,11 @@ impl Namespace {
         self.block_files.get(&id).copied()
     }
 
+    /// Every block with the file that holds it.
+    pub fn blocks(&self) -> impl Iterator<Item = (u64, Slot)> + '_ {
+        self.block_files.iter().map(|(&b, &s)| (b, s))
+    }
+
     /// The number of blocks in the namespace.
     pub fn block_count(&self) -> usize {
         self.block_files.len()
