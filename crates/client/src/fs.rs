@@ -383,6 +383,14 @@ impl FileSystem {
             }
             block_md5s.extend_from_slice(&r.block_checksum);
         }
+        // Java digests the whole backing array of its DataOutputBuffer, which starts at
+        // 32 bytes and doubles: the block MD5s padded with zeros to that capacity. Clients
+        // compare checksums across systems (distcp), so ours must match byte for byte.
+        let mut cap = 32;
+        while cap < block_md5s.len() {
+            cap *= 2;
+        }
+        block_md5s.resize(cap, 0);
         let md5 = Md5::digest(&block_md5s);
         let kind = if crc_type == 1 { "CRC32" } else { "CRC32C" };
         let name = format!("MD5-of-{crc_per_block}MD5-of-{bytes_per_crc}{kind}");

@@ -427,7 +427,7 @@ impl NnLink {
                                 .get(i)
                                 .map(|t| t.datanodes.clone())
                                 .unwrap_or_default();
-                            let (ds, link, b) = (ds.clone(), self.clone(), b.clone());
+                            let (ds, link, b) = (ds.clone(), self.clone(), *b);
                             tokio::spawn(async move {
                                 if let Err(e) =
                                     crate::xceiver::transfer::send(&ds, &link, &b, &targets).await

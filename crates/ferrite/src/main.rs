@@ -2,6 +2,7 @@
 
 mod admin;
 mod bench;
+mod dfs;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -25,6 +26,12 @@ enum Cmd {
     Namenode(serve::ServeArgs),
     /// A DataNode on its own, joining a NameNode.
     Datanode(serve::DataNodeArgs),
+    /// Hadoop's file system shell: -ls, -put, -get, -cat, ... (`ferrite dfs -help`).
+    #[command(disable_help_flag = true)]
+    Dfs {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Operator commands (safe mode, checkpoint).
     Admin(admin::AdminArgs),
     /// Benchmarks.
@@ -52,6 +59,10 @@ fn main() -> anyhow::Result<()> {
             Cmd::Namenode(a) => serve::run(a, serve::Role::NameNode).await,
             Cmd::Datanode(a) => serve::run_datanode(a).await,
             Cmd::Admin(a) => admin::run(a).await,
+            Cmd::Dfs { args } => {
+                let code = dfs::run(args).await?;
+                std::process::exit(code)
+            }
             Cmd::Bench { what } => bench::run(what).await,
         }
     })

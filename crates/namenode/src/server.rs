@@ -277,7 +277,7 @@ async fn replication_monitor(nn: Arc<NnState>, cancel: CancellationToken) {
         if nn.in_safe_mode() {
             continue;
         }
-        let (ordered, deleted) = nn.replication_scan(round % 10 == 0);
+        let (ordered, deleted) = nn.replication_scan(round.is_multiple_of(10));
         if ordered + deleted > 0 {
             info!(ordered, deleted, "replication work scheduled");
         }
