@@ -9,10 +9,11 @@ import socket
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from hdfs_native import WriteOptions
 
 REPO = Path(__file__).resolve().parents[3]
 JAVA_DIR = REPO / "tests" / "interop" / "java"
@@ -25,6 +26,8 @@ class Server:
     port: int
     proc: subprocess.Popen
     workdir: Path
+    # Further processes of the same cluster (DataNodes), stopped before `proc`.
+    others: list = field(default_factory=list)
 
 
 def free_port() -> int:
@@ -33,8 +36,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_ferrite(workdir: Path, conf=()) -> Server:
-    args = [str(FERRITE_BIN), "local", "--data", str(workdir / "data"), "--port", "0"]
+def start_ferrite(workdir: Path, conf=(), datanodes=3) -> Server:
+    args = [str(FERRITE_BIN), "local", "--data", str(workdir / "data"), "--port", "0", "--datanodes", str(datanodes)]
     for c in conf:
         args += ["--conf", c]
     log = open(workdir / "ferrite.log", "w")
@@ -47,6 +50,13 @@ def start_ferrite(workdir: Path, conf=()) -> Server:
 
 
 def stop(server: Server):
+    for p in server.others:
+        p.send_signal(signal.SIGTERM)
+    for p in server.others:
+        try:
+            p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
     server.proc.send_signal(signal.SIGTERM)
     try:
         rc = server.proc.wait(timeout=20)
@@ -124,6 +134,71 @@ def start_hdfs(workdir: Path, trash_minutes: int) -> Server:
     return Server(f"hdfs://127.0.0.1:{port}", port, proc, workdir)
 
 
+def start_hdfs_cluster(workdir: Path, datanodes=1) -> Server:
+    """A real Apache HDFS 3.4.1 NameNode and DataNode(s), each its own JVM, on loopback."""
+    port = free_port()
+    common = {
+        "dfs.namenode.rpc-address": f"127.0.0.1:{port}",
+        "dfs.namenode.rpc-bind-host": "127.0.0.1",
+        "dfs.namenode.http-address": "127.0.0.1:0",
+        "dfs.namenode.secondary.http-address": "127.0.0.1:0",
+        "dfs.replication": min(datanodes, 3),
+        "dfs.namenode.safemode.extension": 0,
+        "dfs.namenode.fs-limits.min-block-size": 0,
+    }
+    core = {"fs.defaultFS": f"hdfs://127.0.0.1:{port}", "hadoop.tmp.dir": str(workdir / "tmp")}
+    procs = []
+
+    def launch(name, conf_dir, hdfs, main, *extra):
+        write_site(conf_dir, core, {**common, **hdfs})
+        for app in ("hdfs", "static", "datanode"):
+            (conf_dir / "webapps" / app).mkdir(parents=True, exist_ok=True)
+        java = ["java", "-Djava.net.preferIPv4Stack=true", "-Xmx512m", "-cp", java_cp(conf_dir)]
+        if extra:
+            with open(workdir / "format.log", "w") as log:
+                subprocess.run(java + [main, *extra], stdout=log, stderr=log, check=True)
+            return None
+        log = open(workdir / f"{name}.log", "w")
+        p = subprocess.Popen(java + [main], stdout=log, stderr=log)
+        procs.append(p)
+        return p
+
+    nn_main = "org.apache.hadoop.hdfs.server.namenode.NameNode"
+    nn_conf = {"dfs.namenode.name.dir": f"file://{workdir}/nn"}
+    launch("nn", workdir / "conf-nn", nn_conf, nn_main, "-format", "-force", "-nonInteractive")
+    nn = launch("nn", workdir / "conf-nn", nn_conf, nn_main)
+    for i in range(datanodes):
+        launch(
+            f"dn{i}",
+            workdir / f"conf-dn{i}",
+            {
+                "dfs.datanode.data.dir": f"file://{workdir}/dn{i}",
+                "dfs.datanode.address": f"127.0.0.1:{free_port()}",
+                "dfs.datanode.http.address": f"127.0.0.1:{free_port()}",
+                "dfs.datanode.ipc.address": f"127.0.0.1:{free_port()}",
+            },
+            "org.apache.hadoop.hdfs.server.datanode.DataNode",
+        )
+    from hdfs_native import Client
+
+    # Ready when a one-byte file can be written: the NameNode is out of safe mode and
+    # DataNodes have registered.
+    deadline = time.time() + 180
+    while True:
+        for p in procs:
+            assert p.poll() is None, f"an HDFS process died; see {workdir}"
+        try:
+            c = Client(f"hdfs://127.0.0.1:{port}")
+            with c.create("/.ready-probe", WriteOptions(overwrite=True)) as w:
+                w.write(b"x")
+            c.delete("/.ready-probe")
+            break
+        except Exception:
+            assert time.time() < deadline, f"HDFS cluster did not start; see {workdir}"
+            time.sleep(0.5)
+    return Server(f"hdfs://127.0.0.1:{port}", port, nn, workdir, procs[1:])
+
+
 @dataclass
 class ShellResult:
     out: str
@@ -134,9 +209,9 @@ class ShellResult:
 class FsShell:
     """Hadoop's own FsShell, many commands per JVM (see ShellBatch.java)."""
 
-    def __init__(self, server: Server, workdir: Path, user=None):
+    def __init__(self, server: Server, workdir: Path, user=None, hdfs=None):
         self.conf = workdir / f"conf-client-{server.port}"
-        write_site(self.conf, {"fs.defaultFS": server.url}, {})
+        write_site(self.conf, {"fs.defaultFS": server.url}, hdfs or {})
         self.env = dict(os.environ)
         if user:
             self.env["HADOOP_USER_NAME"] = user
@@ -180,6 +255,11 @@ def ferrite_trash(workroot):
 @pytest.fixture(scope="session")
 def hdfs(workroot):
     yield from _server(workroot, "hdfs", lambda w: start_hdfs(w, 0))
+
+
+@pytest.fixture(scope="session")
+def hdfs_cluster(workroot):
+    yield from _server(workroot, "hdfs-cluster", lambda w: start_hdfs_cluster(w, 1))
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,7 @@ import stat
 
 import pytest
 from hdfs_native import Client, WriteOptions
+from conftest import start_ferrite, stop
 
 
 @pytest.fixture(scope="module")
@@ -127,13 +128,19 @@ def test_lease_recovery_closes_an_open_file(client, ferrite):
         w.close()  # the first writer lost its lease
 
 
-def test_writing_data_fails_clearly_until_datanodes_exist(client):
-    w = client.create("/hn/data")
+def test_writing_data_fails_clearly_without_datanodes(workroot):
+    w = workroot / "no-datanodes"
+    w.mkdir()
+    s = start_ferrite(w, datanodes=0)
+    client = Client(s.url)
+    client.mkdirs("/hn", create_parent=True)
+    f = client.create("/hn/data")
     with pytest.raises(Exception, match="could only be written to 0"):
-        w.write(b"x" * 1024)
-        w.close()
+        f.write(b"x" * 1024)
+        f.close()
     # The server keeps serving.
     assert client.get_file_info("/hn").isdir
+    assert stop(s) == 0
 
 
 def test_trash_moves_into_dot_trash(ferrite_trash):

@@ -1,0 +1,182 @@
+"""Data through real clients: hdfs-native (Rust, via Python) and Hadoop 3.4.1's FsShell
+write and read files on a `ferrite local` cluster (a NameNode and three DataNodes), and
+Ferrite's own shell talks to a real HDFS 3.4.1 cluster, so compatibility is shown in both
+directions. Checksums are compared with an independent computation and with real HDFS."""
+
+import hashlib
+import os
+import random
+import subprocess
+
+import crc32c
+import pytest
+from conftest import FERRITE_BIN, FsShell, _server, start_ferrite
+from hdfs_native import Client, WriteOptions
+
+MIB = 1 << 20
+
+
+def sha(b):
+    return hashlib.sha256(b).hexdigest()
+
+
+def hdfs_file_checksum(data, block_size, bpc=512):
+    """HDFS's MD5-of-MD5-of-CRC32C, computed here from the bytes alone."""
+    block_md5s = b""
+    blocks = [data[i : i + block_size] for i in range(0, len(data), block_size)]
+    for blk in blocks:
+        crcs = b"".join(crc32c.crc32c(blk[i : i + bpc]).to_bytes(4, "big") for i in range(0, len(blk), bpc))
+        block_md5s += hashlib.md5(crcs).digest()
+    # Java digests its whole DataOutputBuffer: capacity 32, doubling, zero padded.
+    cap = 32
+    while cap < len(block_md5s):
+        cap *= 2
+    md5 = hashlib.md5(block_md5s.ljust(cap, b"\0")).hexdigest()
+    crc_per_block = (block_size // bpc) if len(blocks) > 1 else 0
+    return f"MD5-of-{crc_per_block}MD5-of-{bpc}CRC32C", f"{bpc:08x}{crc_per_block:016x}{md5}"
+
+
+@pytest.fixture(scope="module")
+def ferrite(workroot):
+    """This module's own cluster, so its files stay out of the namespace comparisons."""
+    yield from _server(workroot, "ferrite-datapath", lambda w: start_ferrite(w))
+
+
+@pytest.fixture(scope="module")
+def payload():
+    return random.Random(42).randbytes(100 * MIB)
+
+
+def test_hdfs_native_64mib_with_4mib_blocks(ferrite, payload):
+    c = Client(ferrite.url)
+    data = payload[: 64 * MIB]
+    with c.create("/dp/native.bin", WriteOptions(block_size=4 * MIB)) as w:
+        for i in range(0, len(data), 3 * MIB + 17):
+            w.write(data[i : i + 3 * MIB + 17])
+    st = c.get_file_info("/dp/native.bin")
+    assert (st.length, st.blocksize, st.replication) == (len(data), 4 * MIB, 3)
+    with c.read("/dp/native.bin") as r:
+        assert sha(r.read()) == sha(data)
+    rnd = random.Random(7)
+    with c.read("/dp/native.bin") as r:
+        for _ in range(64):
+            off = rnd.randrange(len(data))
+            n = min(rnd.randrange(1, 300_000), len(data) - off)
+            assert r.read_range(off, n) == data[off : off + n]
+
+
+def test_fsshell_put_cat_get_checksum_setrep_tail(ferrite, payload, workroot):
+    local = workroot / "payload.bin"
+    local.write_bytes(payload)
+    got = workroot / "got.bin"
+    sh = FsShell(ferrite, workroot)
+    out = sh.run(
+        ["-mkdir", "-p", "/dp"],
+        ["-put", str(local), "/dp/big.bin"],
+        ["-get", "/dp/big.bin", str(got)],
+        ["-checksum", "/dp/big.bin"],
+        ["-setrep", "-w", "2", "/dp/big.bin"],
+        ["-stat", "%r %b %o", "/dp/big.bin"],
+    )
+    assert [r.rc for r in out] == [0] * len(out), [r.err for r in out]
+    assert sha(got.read_bytes()) == sha(payload)
+    name, hexval = hdfs_file_checksum(payload, 128 * MIB)
+    assert out[3].out.split() == ["/dp/big.bin", name, hexval]
+    assert "Replication 2 set: /dp/big.bin" in out[4].out
+    assert out[5].out.strip() == f"2 {len(payload)} {128 * MIB}"
+    # -cat and -tail through a pipe: every byte, and the last kilobyte.
+    cat = subprocess.run(
+        ["java", "-Djava.net.preferIPv4Stack=true", "-cp", _cp(sh), "org.apache.hadoop.fs.FsShell", "-cat", "/dp/big.bin"],
+        capture_output=True,
+        env=sh.env,
+        timeout=300,
+    )
+    assert cat.returncode == 0, cat.stderr[-2000:]
+    assert sha(cat.stdout) == sha(payload)
+    tail = subprocess.run(
+        ["java", "-Djava.net.preferIPv4Stack=true", "-cp", _cp(sh), "org.apache.hadoop.fs.FsShell", "-tail", "/dp/big.bin"],
+        capture_output=True,
+        env=sh.env,
+        timeout=300,
+    )
+    assert tail.stdout == payload[-1024:]
+
+
+def _cp(sh):
+    from conftest import java_cp
+
+    return java_cp(sh.conf)
+
+
+def test_small_sizes_and_block_edges_with_fsshell(ferrite, workroot):
+    sizes = [0, 1, 511, 512, 513, MIB, 3 * MIB + 5]
+    cmds = []
+    for n in sizes:
+        f = workroot / f"s{n}"
+        f.write_bytes(random.Random(n).randbytes(n))
+        cmds.append(["-put", "-f", str(f), f"/dp/s{n}"])
+    # 1 MiB blocks (the NameNode's minimum by default), so the larger files span blocks.
+    sh = FsShell(ferrite, workroot, hdfs={"dfs.blocksize": MIB})
+    out = sh.run(*cmds)
+    assert all(r.rc == 0 for r in out), [r.err for r in out]
+    c = Client(ferrite.url)
+    for n in sizes:
+        with c.read(f"/dp/s{n}") as r:
+            assert r.read() == (workroot / f"s{n}").read_bytes(), n
+
+
+def ferrite_dfs(url, *args, check=True):
+    p = subprocess.run([str(FERRITE_BIN), "dfs", "-fs", url, *args], capture_output=True, timeout=300)
+    if check:
+        assert p.returncode == 0, p.stderr.decode()[-3000:]
+    return p
+
+
+def test_ferrite_shell_against_real_hdfs(hdfs_cluster, payload, workroot):
+    """Ferrite's own client (through `ferrite dfs`) writes, reads and checksums on a real
+    HDFS 3.4.1 NameNode + DataNode; the HDFS-side FsShell agrees on every byte."""
+    data = payload[: 20 * MIB + 12345]
+    local = workroot / "to-hdfs.bin"
+    local.write_bytes(data)
+    url = hdfs_cluster.url
+    ferrite_dfs(url, "-mkdir", "-p", "/fx")
+    ferrite_dfs(url, "-put", str(local), "/fx/a.bin")
+    back = ferrite_dfs(url, "-cat", "/fx/a.bin").stdout
+    assert sha(back) == sha(data)
+    ours = ferrite_dfs(url, "-checksum", "/fx/a.bin").stdout.decode().split()
+    theirs = FsShell(hdfs_cluster, workroot).run(["-checksum", "/fx/a.bin"])[0].out.split()
+    assert ours == theirs == ["/fx/a.bin", *hdfs_file_checksum(data, 128 * MIB)]
+    # Written by HDFS's client, read by ours.
+    c = Client(url)
+    with c.create("/fx/b.bin", WriteOptions(block_size=MIB)) as w:
+        w.write(data[: 5 * MIB + 3])
+    assert sha(ferrite_dfs(url, "-cat", "/fx/b.bin").stdout) == sha(data[: 5 * MIB + 3])
+    ls = ferrite_dfs(url, "-ls", "/fx").stdout.decode()
+    assert "Found 2 items" in ls and "/fx/b.bin" in ls
+
+
+def test_ferrite_shell_against_ferrite(ferrite, payload, workroot):
+    data = payload[: 3 * MIB + 1]
+    local = workroot / "fs.bin"
+    local.write_bytes(data)
+    url = ferrite.url
+    ferrite_dfs(url, "-put", str(local), "/dp/shell.bin")
+    assert ferrite_dfs(url, "-put", str(local), "/dp/shell.bin", check=False).returncode == 1
+    got = workroot / "fs-got.bin"
+    ferrite_dfs(url, "-get", "/dp/shell.bin", str(got))
+    assert got.read_bytes() == data
+    assert ferrite_dfs(url, "-tail", "/dp/shell.bin").stdout == data[-1024:]
+    out = ferrite_dfs(url, "-checksum", "/dp/shell.bin").stdout.decode().split()
+    assert out == ["/dp/shell.bin", *hdfs_file_checksum(data, 128 * MIB)]
+    st = ferrite_dfs(url, "-stat", "%b %r %F", "/dp/shell.bin").stdout.decode().strip()
+    assert st == f"{len(data)} 3 regular file"
+    ferrite_dfs(url, "-cp", "/dp/shell.bin", "/dp/shell2.bin")
+    ferrite_dfs(url, "-mv", "/dp/shell2.bin", "/dp/shell3.bin")
+    assert ferrite_dfs(url, "-cat", "/dp/shell3.bin").stdout == data
+    assert ferrite_dfs(url, "-test", "-f", "/dp/shell3.bin", check=False).returncode == 0
+    assert ferrite_dfs(url, "-test", "-d", "/dp/shell3.bin", check=False).returncode == 1
+    du = ferrite_dfs(url, "-du", "-s", "/dp/shell3.bin").stdout.decode().split()
+    assert du == [str(len(data)), str(3 * len(data)), "/dp/shell3.bin"]
+    missing = ferrite_dfs(url, "-cat", "/dp/nope", check=False)
+    assert missing.returncode == 1
+    assert b"cat: `/dp/nope': No such file or directory" in missing.stderr
