@@ -70,3 +70,51 @@ start_ferrite() {
 stop_server() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# start_hdfs_cluster WORKDIR N: a fresh Apache HDFS 3.4.1 NameNode and N DataNode JVMs on
+# loopback. Sets URL, PID (the NameNode) and DN_PIDS. Returns once a file can be written.
+start_hdfs_cluster() {
+  local w=$1 n=$2 port i; port=$(free_port)
+  rm -rf "$w"; mkdir -p "$w"
+  local common=("dfs.namenode.rpc-address=127.0.0.1:$port" "dfs.namenode.rpc-bind-host=127.0.0.1"
+    "dfs.namenode.http-address=127.0.0.1:0" "dfs.namenode.secondary.http-address=127.0.0.1:0"
+    "dfs.namenode.safemode.extension=0" "dfs.namenode.fs-limits.min-block-size=16")
+  write_site "$w/conf-nn" core "fs.defaultFS=hdfs://127.0.0.1:$port" "hadoop.tmp.dir=$w/tmp-nn"
+  write_site "$w/conf-nn" hdfs "${common[@]}" "dfs.namenode.name.dir=file://$w/nn"
+  mkdir -p "$w/conf-nn/webapps/hdfs" "$w/conf-nn/webapps/static"
+  java $JAVA_OPTS -cp "$w/conf-nn:$HADOOP_CP" org.apache.hadoop.hdfs.server.namenode.NameNode -format -force -nonInteractive > "$w/format.log" 2>&1
+  java $JAVA_OPTS -cp "$w/conf-nn:$HADOOP_CP" org.apache.hadoop.hdfs.server.namenode.NameNode > "$w/nn.log" 2>&1 &
+  PID=$!
+  DN_PIDS=""
+  for i in $(seq 0 $((n - 1))); do
+    write_site "$w/conf-dn$i" core "fs.defaultFS=hdfs://127.0.0.1:$port" "hadoop.tmp.dir=$w/tmp-dn$i"
+    write_site "$w/conf-dn$i" hdfs "${common[@]}" "dfs.datanode.data.dir=file://$w/dn$i" \
+      "dfs.datanode.address=127.0.0.1:$(free_port)" "dfs.datanode.http.address=127.0.0.1:$(free_port)" \
+      "dfs.datanode.ipc.address=127.0.0.1:$(free_port)"
+    mkdir -p "$w/conf-dn$i/webapps/datanode" "$w/conf-dn$i/webapps/static"
+    java $JAVA_OPTS -cp "$w/conf-dn$i:$HADOOP_CP" org.apache.hadoop.hdfs.server.datanode.DataNode > "$w/dn$i.log" 2>&1 &
+    DN_PIDS="$DN_PIDS $!"
+  done
+  URL="hdfs://127.0.0.1:$port"
+  wait_port "$port" "$PID" || { echo "HDFS NameNode did not start; see $w/nn.log" >&2; return 1; }
+  write_site "$w/conf-probe" core "fs.defaultFS=$URL"
+  for _ in $(seq 1 120); do
+    if echo x | java $JAVA_OPTS -cp "$w/conf-probe:$HADOOP_CP" org.apache.hadoop.fs.FsShell -put -f - /.probe > /dev/null 2>&1; then
+      local live; live=$(java $JAVA_OPTS -cp "$w/conf-probe:$HADOOP_CP" org.apache.hadoop.hdfs.tools.DFSAdmin -report -live 2>/dev/null | grep -c '^Name:' || true)
+      [ "$live" -ge "$n" ] && return 0
+    fi
+    sleep 1
+  done
+  echo "HDFS cluster did not come up; see $w" >&2; return 1
+}
+
+# start_ferrite_local WORKDIR N: `ferrite local` with N DataNodes. Sets URL and PID.
+start_ferrite_local() {
+  local w=$1 n=$2
+  rm -rf "$w"; mkdir -p "$w"
+  FERRITE_LOG=warn "$FERRITE" local --data "$w/data" --port 0 --datanodes "$n" --conf dfs.namenode.fs-limits.min-block-size=16 > "$w/ready" 2> "$w/local.log" &
+  PID=$!
+  for _ in $(seq 1 100); do [ -s "$w/ready" ] && break; sleep 0.1; done
+  URL="$(sed 's/^ready //' "$w/ready")"
+  [ -n "$URL" ] || { echo "ferrite did not start; see $w/local.log" >&2; return 1; }
+}
