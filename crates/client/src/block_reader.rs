@@ -120,6 +120,13 @@ impl BlockReader {
             self.last_seqno = h.seqno;
             if h.last || h.data_len == 0 {
                 self.finish_status().await;
+                if self.next < self.end {
+                    // The replica ended before the range did: try another one.
+                    return Err(Error::DataNode(format!(
+                        "{}: replica ended at {} before {}",
+                        self.datanode, self.next, self.end
+                    )));
+                }
                 return Ok(None);
             }
             if h.offset_in_block as u64 != self.next {

@@ -332,6 +332,7 @@ impl NnLink {
                 }
                 last_report = tokio::time::Instant::now();
             }
+            self.check_volumes(&ds).await;
             match self.heartbeat(&ds).await {
                 Ok(again) => need_register |= again,
                 Err(e) => {
@@ -346,6 +347,24 @@ impl NnLink {
                     warn!(error = %e, "periodic block report failed");
                 }
                 last_report = tokio::time::Instant::now();
+            }
+        }
+    }
+
+    /// Probes every volume still in service (as HDFS's disk checker does); one that fails is
+    /// taken out and its replicas are reported deleted, so the NameNode copies them elsewhere.
+    pub async fn check_volumes(&self, ds: &Arc<Dataset>) {
+        for vi in 0..ds.volumes.len() {
+            if ds.volumes[vi].is_failed() {
+                continue;
+            }
+            let ds2 = ds.clone();
+            let lost = tokio::task::spawn_blocking(move || ds2.check_volume(vi))
+                .await
+                .unwrap_or_default();
+            let uuid = &ds.volumes[vi].storage_uuid;
+            for id in lost {
+                drop(self.report_block(uuid, id, 0, 0, BlockStatus::Deleted));
             }
         }
     }

@@ -58,6 +58,10 @@ struct Cluster {
 
 impl Cluster {
     fn start(root: &Path, nn_port: u16) -> Cluster {
+        Self::start_with(root, nn_port, &[])
+    }
+
+    fn start_with(root: &Path, nn_port: u16, nn_conf: &[&str]) -> Cluster {
         let conf = |k: &str| vec!["--conf".to_string(), k.to_string()];
         let mut args = vec![
             "namenode".to_string(),
@@ -70,6 +74,9 @@ impl Cluster {
         args.extend(conf("dfs.namenode.safemode.extension=0"));
         args.extend(conf("dfs.heartbeat.interval=1"));
         args.extend(conf("dfs.namenode.redundancy.interval.seconds=1"));
+        for c in nn_conf {
+            args.extend(conf(c));
+        }
         let nn = spawn(&args);
         let url = nn.ready.clone();
         let nn_addr = url.trim_start_matches("hdfs://").to_string();
@@ -454,5 +461,72 @@ async fn bad_input_on_the_data_port() {
     assert_eq!(get(&fs, "/keep").await, data(2500, 5));
     put(&fs, "/after", &data(1500, 6)).await;
     assert_eq!(get(&fs, "/after").await, data(1500, 6));
+    cluster.stop();
+}
+
+/// The DataNodes holding the first block of `path`, by index in the cluster.
+async fn holders(fs: &FileSystem, cluster: &Cluster, path: &str) -> Vec<usize> {
+    let lbs = fs.block_locations(path).await.unwrap();
+    lbs.blocks[0]
+        .locs
+        .iter()
+        .map(|d| {
+            (0..cluster.dns.len())
+                .find(|&i| cluster.dn_addr(i).port() as u32 == d.id.xfer_port)
+                .unwrap()
+        })
+        .collect()
+}
+
+/// Waits (bounded) until the first block of `path` sits on `n` nodes, none of them `gone`.
+async fn wait_for_holders(fs: &FileSystem, cluster: &Cluster, path: &str, n: usize, gone: usize) {
+    for _ in 0..600 {
+        let h = holders(fs, cluster, path).await;
+        if h.len() == n && !h.contains(&gone) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{path} never left DataNode {gone}");
+}
+
+/// A cluster and a 1,500-byte file at `path` with replication 2 (so a third node is free).
+async fn two_replica_file(root: &Path, path: &str) -> (Cluster, FileSystem, Vec<u8>) {
+    // Dead after 2 x 1 s + 10 heartbeats of 1 s.
+    let cluster = Cluster::start_with(root, 0, &["dfs.namenode.heartbeat.recheck-interval=1000"]);
+    let fs = FileSystem::connect(&cluster.url).await.unwrap();
+    let opts = CreateOptions {
+        block_size: Some(BLOCK),
+        replication: Some(2),
+        ..Default::default()
+    };
+    let bytes = data(1500, 11);
+    let mut w = fs.create(path, &opts).await.unwrap();
+    w.write(&bytes).await.unwrap();
+    w.close().await.unwrap();
+    (cluster, fs, bytes)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_volume_is_taken_out_and_its_blocks_copied() {
+    let root = tempfile::tempdir().unwrap();
+    let (cluster, fs, bytes) = two_replica_file(root.path(), "/vol").await;
+    // The volume disappears under a running DataNode: its replicas are reported lost and
+    // copied to the node that did not have one.
+    let victim = holders(&fs, &cluster, "/vol").await[0];
+    std::fs::remove_dir_all(root.path().join(format!("dn{victim}")).join("current")).unwrap();
+    wait_for_holders(&fs, &cluster, "/vol", 2, victim).await;
+    assert_eq!(get(&fs, "/vol").await, bytes);
+    cluster.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_datanode_is_declared_and_its_blocks_copied() {
+    let root = tempfile::tempdir().unwrap();
+    let (mut cluster, fs, bytes) = two_replica_file(root.path(), "/dead").await;
+    let victim = holders(&fs, &cluster, "/dead").await[0];
+    let _ = cluster.dns[victim].child.kill();
+    wait_for_holders(&fs, &cluster, "/dead", 2, victim).await;
+    assert_eq!(get(&fs, "/dead").await, bytes);
     cluster.stop();
 }
