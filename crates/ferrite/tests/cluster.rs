@@ -58,10 +58,10 @@ struct Cluster {
 
 impl Cluster {
     fn start(root: &Path, nn_port: u16) -> Cluster {
-        Self::start_with(root, nn_port, &[])
+        Self::start_with(root, nn_port, &[], true)
     }
 
-    fn start_with(root: &Path, nn_port: u16, nn_conf: &[&str]) -> Cluster {
+    fn start_with(root: &Path, nn_port: u16, nn_conf: &[&str], datanodes: bool) -> Cluster {
         let conf = |k: &str| vec!["--conf".to_string(), k.to_string()];
         let mut args = vec![
             "namenode".to_string(),
@@ -79,28 +79,40 @@ impl Cluster {
         }
         let nn = spawn(&args);
         let url = nn.ready.clone();
-        let nn_addr = url.trim_start_matches("hdfs://").to_string();
-        let dns = (0..3)
+        let mut c = Cluster {
+            root: root.to_path_buf(),
+            nn: Some(nn),
+            dns: Vec::new(),
+            url,
+        };
+        if datanodes {
+            c.start_datanodes();
+        }
+        c
+    }
+
+    /// Starts the three DataNodes (on their folders from any earlier run).
+    fn start_datanodes(&mut self) {
+        let nn_addr = self.url.trim_start_matches("hdfs://").to_string();
+        self.dns = (0..3)
             .map(|i| {
-                let mut a = vec![
-                    "datanode".to_string(),
-                    "--namenode".into(),
-                    nn_addr.clone(),
-                    "--port".into(),
-                    "0".into(),
-                    "--data".into(),
-                    root.join(format!("dn{i}")).display().to_string(),
-                ];
-                a.extend(conf("dfs.heartbeat.interval=1"));
+                let a: Vec<String> = [
+                    "datanode",
+                    "--namenode",
+                    &nn_addr,
+                    "--port",
+                    "0",
+                    "--data",
+                    &self.root.join(format!("dn{i}")).display().to_string(),
+                    "--conf",
+                    "dfs.heartbeat.interval=1",
+                ]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
                 spawn(&a)
             })
             .collect();
-        Cluster {
-            root: root.to_path_buf(),
-            nn: Some(nn),
-            dns,
-            url,
-        }
     }
 
     fn port(&self) -> u16 {
@@ -232,11 +244,33 @@ async fn write_read_replicate_restart() {
             &big[off..off + len]
         );
     }
-    // The whole cluster restarts on the same folders and ports: everything is there.
+    // The whole cluster restarts on the same folders and ports. Until the DataNodes have
+    // reported the blocks, the NameNode stays in start-up safe mode and refuses changes.
     let port = cluster.port();
     cluster.stop();
-    let cluster = Cluster::start(root.path(), port);
+    let mut cluster = Cluster::start_with(root.path(), port, &[], false);
     let fs = FileSystem::connect(&cluster.url).await.unwrap();
+    let err = fs.mkdirs("/after", 0o755, true).await.unwrap_err();
+    assert_eq!(
+        err.class(),
+        Some("org.apache.hadoop.hdfs.server.namenode.SafeModeException")
+    );
+    assert!(
+        err.to_string()
+            .contains("The reported blocks 0 needs additional"),
+        "{err}"
+    );
+    cluster.start_datanodes();
+    let mut left = false;
+    for _ in 0..100 {
+        if fs.mkdirs("/after", 0o755, true).await.is_ok() {
+            left = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(left, "safe mode did not end once the blocks were reported");
+    // Everything is there.
     for (i, &n) in SIZES.iter().enumerate() {
         let path = format!("/d/f{n}");
         assert_eq!(
@@ -493,7 +527,12 @@ async fn wait_for_holders(fs: &FileSystem, cluster: &Cluster, path: &str, n: usi
 /// A cluster and a 1,500-byte file at `path` with replication 2 (so a third node is free).
 async fn two_replica_file(root: &Path, path: &str) -> (Cluster, FileSystem, Vec<u8>) {
     // Dead after 2 x 1 s + 10 heartbeats of 1 s.
-    let cluster = Cluster::start_with(root, 0, &["dfs.namenode.heartbeat.recheck-interval=1000"]);
+    let cluster = Cluster::start_with(
+        root,
+        0,
+        &["dfs.namenode.heartbeat.recheck-interval=1000"],
+        true,
+    );
     let fs = FileSystem::connect(&cluster.url).await.unwrap();
     let opts = CreateOptions {
         block_size: Some(BLOCK),

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use ferrite_namenode::namespace::blocks::{NewBlock, Previous};
 use ferrite_namenode::namespace::plan::CreateArgs;
 use ferrite_namenode::namespace::Caller;
 use ferrite_namenode::server::load_storage;
@@ -51,8 +52,27 @@ async fn workload(st: &NnState, from: u64, to: u64) {
         st.commit(|ns| Ok(((), ns.plan_create(&su, &args, i as i64)?)))
             .await
             .unwrap();
+        // Zero to two blocks; sometimes a lone block is abandoned, as a failed pipeline does.
+        let mut prev: Option<Previous> = None;
+        for k in 0..i % 3 {
+            let nb = st
+                .commit(|ns| ns.plan_add_block(&f, "c", 0, prev))
+                .await
+                .unwrap();
+            let (NewBlock::Fresh(p) | NewBlock::Retry(p)) = nb;
+            prev = Some(Previous {
+                id: p.block.id,
+                len: 1000 + k,
+            });
+        }
+        if i % 3 == 1 && i % 7 == 1 {
+            let id = prev.take().expect("one block").id;
+            st.commit(|ns| ns.plan_abandon_block(&f, "c", 0, id))
+                .await
+                .unwrap();
+        }
         if i % 4 != 0 {
-            st.commit(|ns| ns.plan_complete(&f, "c", 0, None, i as i64, |_| true))
+            st.commit(|ns| ns.plan_complete(&f, "c", 0, prev, i as i64, |_| true))
                 .await
                 .unwrap();
         }

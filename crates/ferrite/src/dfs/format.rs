@@ -185,7 +185,8 @@ mod tests {
         assert_eq!(human(1536), "1.5 K");
         assert_eq!(human(100 << 20), "100.0 M");
         assert_eq!(chmod("640", 0, false).unwrap(), 0o640);
-        assert_eq!(chmod("u+x,go-r", 0o644, false).unwrap(), 0o740);
+        assert_eq!(chmod("u+x,go-r", 0o644, false).unwrap(), 0o700);
+        assert_eq!(chmod("g+w", 0o644, false).unwrap(), 0o664);
         assert_eq!(chmod("a=r", 0o777, false).unwrap(), 0o444);
         assert_eq!(chmod("+t", 0o777, true).unwrap(), 0o1777);
         assert!(chmod("q+x", 0, false).is_err());

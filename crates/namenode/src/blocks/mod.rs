@@ -485,6 +485,33 @@ mod tests {
 
     #[test]
     fn corrupt_copies_go_once_good_ones_suffice() {
+        let mut m = mgr(4);
+        with_space(&mut m);
+        let b = Expected {
+            gs: 5,
+            len: 10,
+            complete: true,
+        };
+        for n in 0..3 {
+            m.add_replica(2, n, 0, true, 10);
+        }
+        m.mark_corrupt(2, 0);
+        // A fresh copy goes to the free node; the corrupt one stays until it exists.
+        assert!(matches!(
+            m.check_replication(2, 3, &b, &ctx(0)),
+            Decision::Replicate { targets: 1, .. }
+        ));
+        assert!(
+            m.reg.get(0).invalidate.is_empty(),
+            "kept while it is needed"
+        );
+        m.add_replica(2, 3, 0, true, 10);
+        assert_eq!(m.check_replication(2, 3, &b, &ctx(0)), Decision::Fine);
+        assert_eq!(m.reg.get(0).invalidate, vec![(2, 5)]);
+    }
+
+    #[test]
+    fn a_corrupt_copy_on_the_only_free_node_makes_room_but_a_last_copy_stays() {
         let mut m = mgr(3);
         with_space(&mut m);
         let b = Expected {
@@ -496,16 +523,17 @@ mod tests {
             m.add_replica(2, n, 0, true, 10);
         }
         m.mark_corrupt(2, 0);
-        assert!(matches!(
-            m.check_replication(2, 3, &b, &ctx(0)),
-            Decision::Waiting | Decision::Replicate { .. }
-        ));
-        assert!(
-            m.reg.get(0).invalidate.is_empty(),
-            "kept while it is needed"
+        assert_eq!(m.check_replication(2, 3, &b, &ctx(0)), Decision::Waiting);
+        assert_eq!(
+            m.reg.get(0).invalidate,
+            vec![(2, 5)],
+            "node 0 is freed for a copy"
         );
-        assert_eq!(m.check_replication(2, 2, &b, &ctx(0)), Decision::Fine);
-        assert_eq!(m.reg.get(0).invalidate, vec![(2, 5)]);
+        // The only copy, even if corrupt, is never deleted.
+        m.add_replica(9, 1, 0, true, 10);
+        m.mark_corrupt(9, 1);
+        assert_eq!(m.check_replication(9, 3, &b, &ctx(0)), Decision::Waiting);
+        assert!(!m.reg.get(1).invalidate.contains(&(9, 5)));
     }
 
     #[test]

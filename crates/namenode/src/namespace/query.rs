@@ -165,8 +165,18 @@ impl Namespace {
         let mut lines = Vec::new();
         while let Some((path, s)) = stack.pop() {
             let st = self.status(s, false);
+            let blocks: Vec<String> = self
+                .inode(s)
+                .file()
+                .map(|f| {
+                    f.blocks()
+                        .iter()
+                        .map(|b| format!("{}:{}:{}", b.id, b.gs, b.len))
+                        .collect()
+                })
+                .unwrap_or_default();
             lines.push(format!(
-                "{path} id={} dir={} len={} perm={:o} {}:{} m={} a={} r={} bs={} uc={}",
+                "{path} id={} dir={} len={} perm={:o} {}:{} m={} a={} r={} bs={} uc={} blocks=[{}]",
                 st.file_id,
                 st.is_dir,
                 st.len,
@@ -177,7 +187,8 @@ impl Namespace {
                 st.atime,
                 st.replication,
                 st.block_size,
-                st.under_construction
+                st.under_construction,
+                blocks.join(",")
             ));
             for (name, c) in self.children_names(s) {
                 let p = if path == "/" {
