@@ -124,21 +124,40 @@ pub fn default_user() -> String {
         .unwrap_or_else(|_| "root".into())
 }
 
+/// How a client behaves; the defaults are HDFS's.
+#[derive(Clone, Debug)]
+pub struct ClientOptions {
+    /// The user to act as (SIMPLE authentication).
+    pub user: String,
+    /// How often the lease is renewed while files are open (HDFS: half the 60 s soft
+    /// limit, about 30 s).
+    pub lease_renewal: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            user: default_user(),
+            lease_renewal: Duration::from_secs(20),
+        }
+    }
+}
+
 impl FileSystem {
     pub async fn connect(url: &str) -> Result<FileSystem> {
-        Self::connect_as(url, &default_user()).await
+        Self::connect_with(url, &ClientOptions::default()).await
     }
 
-    pub async fn connect_as(url: &str, user: &str) -> Result<FileSystem> {
+    pub async fn connect_with(url: &str, opts: &ClientOptions) -> Result<FileSystem> {
         let addr = parse_url(url)?;
-        let nn = IpcClient::connect(addr, user, CLIENT_PROTOCOL).await?;
+        let nn = IpcClient::connect(addr, &opts.user, CLIENT_PROTOCOL).await?;
         let inner = Arc::new(Inner {
             nn,
             client_name: format!("ferrite_client_{}", uuid::Uuid::new_v4().simple()),
-            user: user.to_string(),
+            user: opts.user.clone(),
             open_writers: AtomicUsize::new(0),
         });
-        tokio::spawn(renew_leases(Arc::downgrade(&inner)));
+        tokio::spawn(renew_leases(Arc::downgrade(&inner), opts.lease_renewal));
         Ok(FileSystem { inner, addr })
     }
 
@@ -431,9 +450,9 @@ async fn block_checksum(
 
 /// Renews the client's lease while it has files open (HDFS clients renew about every
 /// 30 s; the soft limit is 60 s).
-async fn renew_leases(inner: std::sync::Weak<Inner>) {
+async fn renew_leases(inner: std::sync::Weak<Inner>, every: Duration) {
     loop {
-        tokio::time::sleep(Duration::from_secs(20)).await;
+        tokio::time::sleep(every).await;
         let Some(inner) = inner.upgrade() else { return };
         if inner.open_writers.load(std::sync::atomic::Ordering::SeqCst) == 0 {
             continue;

@@ -13,6 +13,6 @@ pub mod reader;
 pub mod writer;
 
 pub use error::{Error, Result};
-pub use fs::{ContentSummary, CreateOptions, FileStatus, FileSystem};
+pub use fs::{ClientOptions, ContentSummary, CreateOptions, FileStatus, FileSystem};
 pub use reader::FileReader;
 pub use writer::FileWriter;

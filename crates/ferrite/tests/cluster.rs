@@ -569,3 +569,49 @@ async fn dead_datanode_is_declared_and_its_blocks_copied() {
     assert_eq!(get(&fs, "/dead").await, bytes);
     cluster.stop();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_files_keep_their_lease_while_the_client_renews_it() {
+    let root = tempfile::tempdir().unwrap();
+    let cluster = Cluster::start_with(
+        root.path(),
+        0,
+        &["dfs.namenode.lease-hard-limit-sec=2"],
+        true,
+    );
+    let renewing = ferrite_client::ClientOptions {
+        lease_renewal: Duration::from_millis(300),
+        ..Default::default()
+    };
+    let fs = FileSystem::connect_with(&cluster.url, &renewing)
+        .await
+        .unwrap();
+    let opts = CreateOptions {
+        block_size: Some(BLOCK),
+        ..Default::default()
+    };
+    let mut w = fs.create("/slow", &opts).await.unwrap();
+    w.write(&data(700, 1)).await.unwrap();
+    // Well past the hard limit: the lease holds because it is renewed.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    w.write(&data(700, 2)).await.unwrap();
+    w.close().await.unwrap();
+    assert_eq!(fs.status("/slow").await.unwrap().unwrap().len, 1400);
+
+    // A client that does not renew loses the file to lease recovery.
+    let lazy = ferrite_client::ClientOptions {
+        lease_renewal: Duration::from_secs(3600),
+        ..Default::default()
+    };
+    let fs2 = FileSystem::connect_with(&cluster.url, &lazy).await.unwrap();
+    let mut w = fs2.create("/abandoned", &opts).await.unwrap();
+    w.write(&data(700, 3)).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let err = w.close().await.unwrap_err();
+    assert_eq!(
+        err.class(),
+        Some("org.apache.hadoop.hdfs.server.namenode.LeaseExpiredException"),
+        "{err}"
+    );
+    cluster.stop();
+}

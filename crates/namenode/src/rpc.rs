@@ -528,7 +528,7 @@ pub async fn recover_lease(
             ns.check_access(&caller, slot, crate::namespace::perm::WRITE)?;
             // Without DataNode block recovery, the file closes at once at the length its
             // finished replicas reported.
-            Ok((true, vec![nn2.recovery_close(ns, slot, now)]))
+            Ok((true, nn2.recovery_close(ns, slot, now)))
         })
         .await?;
     Ok(RecoverLeaseResponseProto { result: closed })

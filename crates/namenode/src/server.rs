@@ -227,7 +227,7 @@ async fn lease_monitor(nn: Arc<NnState>, cancel: CancellationToken) {
                         let Some(slot) = ns.open_file_slot(id) else {
                             return Ok(((), Vec::new()));
                         };
-                        Ok(((), vec![nn.recovery_close(ns, slot, now)]))
+                        Ok(((), nn.recovery_close(ns, slot, now)))
                     })
                     .await;
                 match result {

@@ -14,6 +14,9 @@ use super::Namespace;
 use crate::journal::codec::{DecodeError, Reader};
 
 pub const MAGIC: &[u8; 8] = b"FERIMG02";
+/// Images from before blocks existed: identical except that files never had blocks and
+/// the meta section holds only the next inode id. Still read, so old data dirs open.
+const MAGIC_V1: &[u8; 8] = b"FERIMG01";
 const STRINGS: u32 = 1;
 const INODES: u32 = 2;
 const META: u32 = 3;
@@ -129,7 +132,7 @@ impl Namespace {
     /// Decodes an image, verifying every section's checksum. Returns the namespace and the
     /// txid it reflects.
     pub fn decode_image(bytes: &[u8]) -> Result<(Namespace, u64), ImageError> {
-        if bytes.len() < 20 || &bytes[..8] != MAGIC {
+        if bytes.len() < 20 || (&bytes[..8] != MAGIC && &bytes[..8] != MAGIC_V1) {
             return Err(ImageError::BadHeader);
         }
         if crc32c::crc32c(&bytes[..16])
@@ -184,8 +187,12 @@ impl Namespace {
         ns.load_inodes(inodes)?;
         let mut mr = Reader::new(meta);
         ns.next_inode_id = mr.u64().map_err(de(META))?;
-        ns.next_block_id = mr.u64().map_err(de(META))?;
-        ns.next_gs = mr.u64().map_err(de(META))?;
+        if mr.remaining() == 0 {
+            (ns.next_block_id, ns.next_gs) = (super::FIRST_BLOCK_ID, super::FIRST_GENERATION_STAMP);
+        } else {
+            ns.next_block_id = mr.u64().map_err(de(META))?;
+            ns.next_gs = mr.u64().map_err(de(META))?;
+        }
         Ok((ns, txid))
     }
 
@@ -322,6 +329,7 @@ impl Namespace {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::namespace::blocks::{NewBlock, Previous};
     use crate::namespace::plan::CreateArgs;
     use crate::namespace::Caller;
 
@@ -348,8 +356,19 @@ mod tests {
             for op in ns.plan_create(&su, &args, 9).unwrap() {
                 ns.apply(&op).unwrap();
             }
+            // /a/b/g gets one block; /open two, the second still being written.
+            let mut last = None;
+            for _ in 0..i {
+                let (nb, ops) = ns.plan_add_block(p, "c", 0, last).unwrap();
+                ops.iter().for_each(|op| drop(ns.apply(op).unwrap()));
+                let (NewBlock::Fresh(b) | NewBlock::Retry(b)) = nb;
+                last = Some(Previous {
+                    id: b.block.id,
+                    len: 1 << 20,
+                });
+            }
             if i < 2 {
-                for op in ns.plan_complete(p, "c", 0, None, 10, |_| true).unwrap().1 {
+                for op in ns.plan_complete(p, "c", 0, last, 10, |_| true).unwrap().1 {
                     ns.apply(&op).unwrap();
                 }
             }
@@ -375,6 +394,49 @@ mod tests {
             (ns.file_count(), ns.dir_count(), ns.next_inode_id())
         );
         assert_eq!(back.open_files().len(), 1);
+        assert_eq!(back.block_count(), 3);
+        assert_eq!(back.next_block(), ns.next_block());
+        let g = back.existing("/a/b/g").unwrap();
+        assert_eq!(back.block_range(g, 0, u64::MAX).file_len, 1 << 20);
+        let open = back.existing("/open").unwrap();
+        assert_eq!(back.block_range(open, 0, u64::MAX).blocks.len(), 2);
+        let g_live = ns.existing("/a/b/g").unwrap();
+        assert_eq!(back.block_file(ns.last_block(g_live).unwrap().id), Some(g));
+    }
+
+    /// Rewrites a block-free image in the first format (old magic, 8-byte meta section).
+    fn as_v1(img: &[u8]) -> Vec<u8> {
+        let mut out = MAGIC_V1.to_vec();
+        out.extend_from_slice(&img[8..16]);
+        out.extend_from_slice(&crc32c::crc32c(&out[..16]).to_le_bytes());
+        let mut r = Reader::new(&img[20..]);
+        loop {
+            let kind = r.u32().unwrap();
+            let len = r.u64().unwrap() as usize;
+            r.u32().unwrap();
+            let mut payload = r.bytes(len).unwrap().to_vec();
+            if kind == META {
+                payload.truncate(8);
+            }
+            section(&mut out, kind, &payload);
+            if kind == END {
+                return out;
+            }
+        }
+    }
+
+    #[test]
+    fn images_from_before_blocks_still_load() {
+        let ns = Namespace::new("hdfs", "supergroup", 1);
+        let (back, _) = Namespace::decode_image(&as_v1(&ns.encode_image(5))).unwrap();
+        assert_eq!(back.dump(), ns.dump());
+        assert_eq!(
+            back.next_block(),
+            (
+                super::super::FIRST_BLOCK_ID,
+                super::super::FIRST_GENERATION_STAMP
+            )
+        );
     }
 
     #[test]
