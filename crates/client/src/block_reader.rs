@@ -17,6 +17,32 @@ use crate::error::{Error, Result};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
+/// `ip:xferPort` of a DataNode.
+pub fn xfer_addr(dn: &DatanodeInfoProto) -> String {
+    format!("{}:{}", dn.id.ip_addr, dn.id.xfer_port)
+}
+
+/// A data-transfer connection, bounded in time.
+pub async fn connect(addr: &str) -> Result<TcpStream> {
+    let stream = tokio::time::timeout(TIMEOUT, TcpStream::connect(addr))
+        .await
+        .map_err(|_| Error::DataNode(format!("connect to {addr} timed out")))??;
+    stream.set_nodelay(true)?;
+    Ok(stream)
+}
+
+/// The header every client op carries: the block, its token, who is asking.
+pub fn op_header(lb: &LocatedBlockProto, client_name: &str) -> ClientOperationHeaderProto {
+    ClientOperationHeaderProto {
+        base_header: BaseHeaderProto {
+            block: lb.b.clone(),
+            token: Some(lb.block_token.clone()),
+            trace_info: None,
+        },
+        client_name: client_name.to_string(),
+    }
+}
+
 pub struct BlockReader {
     rd: BufReader<OwnedReadHalf>,
     wr: OwnedWriteHalf,
@@ -40,21 +66,10 @@ impl BlockReader {
         offset: u64,
         len: u64,
     ) -> Result<BlockReader> {
-        let addr = format!("{}:{}", dn.id.ip_addr, dn.id.xfer_port);
-        let stream = tokio::time::timeout(TIMEOUT, TcpStream::connect(&addr))
-            .await
-            .map_err(|_| Error::DataNode(format!("connect to {addr} timed out")))??;
-        stream.set_nodelay(true)?;
-        let (rd, mut wr) = stream.into_split();
+        let addr = xfer_addr(dn);
+        let (rd, mut wr) = connect(&addr).await?.into_split();
         let op = OpReadBlockProto {
-            header: ClientOperationHeaderProto {
-                base_header: BaseHeaderProto {
-                    block: lb.b.clone(),
-                    token: Some(lb.block_token.clone()),
-                    trace_info: None,
-                },
-                client_name: client_name.to_string(),
-            },
+            header: op_header(lb, client_name),
             offset,
             len,
             send_checksums: Some(true),

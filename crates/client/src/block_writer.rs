@@ -13,10 +13,10 @@ use ferrite_transfer::op;
 use ferrite_transfer::packet::{self, Header};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::tcp::OwnedWriteHalf;
-use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use crate::block_reader::{connect, op_header, xfer_addr};
 use crate::error::{Error, Result};
 
 /// Unacknowledged packets allowed in flight (Java's default is 80).
@@ -51,27 +51,15 @@ impl BlockWriter {
             bad_node: String::new(),
             error: Error::DataNode("addBlock returned no DataNodes".into()),
         })?;
-        let addr = format!("{}:{}", first.id.ip_addr, first.id.xfer_port);
+        let addr = xfer_addr(first);
         let fail = |e: Error| SetupFailure {
             bad_node: addr.clone(),
             error: e,
         };
-        let stream = tokio::time::timeout(TIMEOUT, TcpStream::connect(&addr))
-            .await
-            .map_err(|_| fail(Error::DataNode(format!("connect to {addr} timed out"))))?
-            .map_err(|e| fail(e.into()))?;
-        stream.set_nodelay(true).map_err(|e| fail(e.into()))?;
-        let (rd, mut wr) = stream.into_split();
+        let (rd, mut wr) = connect(&addr).await.map_err(fail)?.into_split();
         let n = lb.locs.len();
         let op = OpWriteBlockProto {
-            header: ClientOperationHeaderProto {
-                base_header: BaseHeaderProto {
-                    block: lb.b.clone(),
-                    token: Some(lb.block_token.clone()),
-                    trace_info: None,
-                },
-                client_name: client_name.to_string(),
-            },
+            header: op_header(lb, client_name),
             targets: lb.locs[1..].to_vec(),
             source: None,
             stage: Stage::PipelineSetupCreate as i32,

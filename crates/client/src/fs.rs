@@ -13,6 +13,7 @@ use md5::{Digest, Md5};
 use tokio::io::BufReader;
 use tokio::net::TcpStream;
 
+use crate::block_reader::xfer_addr;
 use crate::error::{Error, Result};
 use crate::reader::FileReader;
 use crate::writer::FileWriter;
@@ -425,7 +426,7 @@ async fn block_checksum(
     dn: &DatanodeInfoProto,
     lb: &LocatedBlockProto,
 ) -> Result<OpBlockChecksumResponseProto> {
-    let addr = format!("{}:{}", dn.id.ip_addr, dn.id.xfer_port);
+    let addr = xfer_addr(dn);
     let mut s = TcpStream::connect(&addr).await?;
     let op = OpBlockChecksumProto {
         header: BaseHeaderProto {

@@ -10,7 +10,7 @@ use ferrite_proto::hdfs::{
 };
 use tracing::warn;
 
-use crate::block_reader::BlockReader;
+use crate::block_reader::{xfer_addr, BlockReader};
 use crate::error::{Error, Result};
 use crate::fs::Inner;
 
@@ -88,11 +88,7 @@ impl FileReader {
                         self.pos, self.path
                     ))
                 })?;
-                lb.locs.retain(|d| {
-                    !self
-                        .failed
-                        .contains(&format!("{}:{}", d.id.ip_addr, d.id.xfer_port))
-                });
+                lb.locs.retain(|d| !self.failed.contains(&xfer_addr(d)));
                 let in_block = self.pos - lb.offset;
                 let len = lb.b.num_bytes.unwrap_or(0) - in_block;
                 let r = self.open_any(&lb, in_block, len).await?;
@@ -191,7 +187,7 @@ impl FileReader {
                     last_err = Some(Error::DataNode(format!("short read: {} of {len}", v.len())))
                 }
                 Err(e) => {
-                    let addr = format!("{}:{}", dn.id.ip_addr, dn.id.xfer_port);
+                    let addr = xfer_addr(dn);
                     warn!(datanode = %addr, error = %e, "read failed; trying another replica");
                     if matches!(e, Error::Checksum(_)) {
                         self.report_bad(lb, &addr).await;
@@ -220,8 +216,7 @@ impl FileReader {
     /// Tells the NameNode that the replica on `addr` is corrupt.
     async fn report_bad(&self, lb: &LocatedBlockProto, addr: &str) {
         let mut bad = lb.clone();
-        bad.locs
-            .retain(|d| format!("{}:{}", d.id.ip_addr, d.id.xfer_port) == addr);
+        bad.locs.retain(|d| xfer_addr(d) == addr);
         let req = ReportBadBlocksRequestProto { blocks: vec![bad] };
         if let Err(e) = self
             .fs

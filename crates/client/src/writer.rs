@@ -10,6 +10,7 @@ use ferrite_proto::hdfs::*;
 use ferrite_transfer::checksum::Checksum;
 use tracing::warn;
 
+use crate::block_reader::xfer_addr;
 use crate::block_writer::BlockWriter;
 use crate::error::{Error, Result};
 use crate::fs::Inner;
@@ -109,11 +110,7 @@ impl FileWriter {
                         .nn
                         .call::<_, AbandonBlockResponseProto>("abandonBlock", &req)
                         .await?;
-                    if let Some(d) = lb
-                        .locs
-                        .iter()
-                        .find(|d| format!("{}:{}", d.id.ip_addr, d.id.xfer_port) == f.bad_node)
-                    {
+                    if let Some(d) = lb.locs.iter().find(|d| xfer_addr(d) == f.bad_node) {
                         excluded.push(d.clone());
                     }
                     if attempt == SETUP_ATTEMPTS {

@@ -88,12 +88,7 @@ fn located(pool: &str, p: &Placed, mgr: &BlockManager, locs: &[(NodeIx, u8)]) ->
         storage_i_ds: locs
             .iter()
             .zip(&nodes)
-            .map(|(&(_, s), n)| {
-                n.storages
-                    .get(s as usize)
-                    .map(|st| st.uuid.clone())
-                    .unwrap_or_default()
-            })
+            .map(|(&(_, s), n)| n.storage_uuid(s))
             .collect(),
         block_indices: None,
         block_tokens: Vec::new(),

@@ -133,30 +133,23 @@ pub async fn send_heartbeat(
     let txid = nn.journal.as_ref().map(|j| j.last_appended()).unwrap_or(0);
     let ha_status = NnhaStatusHeartbeatProto { state: 0, txid };
     let mut mgr = nn.blocks.lock();
+    let register_again = || HeartbeatResponseProto {
+        cmds: vec![DatanodeCommandProto {
+            cmd_type: CmdType::RegisterCommand as i32,
+            register_cmd: Some(RegisterCommandProto {}),
+            ..Default::default()
+        }],
+        ha_status,
+        full_block_report_lease_id: None,
+    };
+    // Unknown (after a NameNode restart, say), or declared dead and its replicas
+    // forgotten: it must register and report its blocks again.
     let Some(ix) = mgr.reg.lookup(&req.registration.datanode_id.datanode_uuid) else {
-        // Unknown (for example after a NameNode restart): ask it to register again.
-        return Ok(HeartbeatResponseProto {
-            cmds: vec![DatanodeCommandProto {
-                cmd_type: CmdType::RegisterCommand as i32,
-                register_cmd: Some(RegisterCommandProto {}),
-                ..Default::default()
-            }],
-            ha_status,
-            full_block_report_lease_id: None,
-        });
+        return Ok(register_again());
     };
     let node = mgr.reg.get_mut(ix);
     if node.dead {
-        // Its replicas were forgotten; it must register and report them again.
-        return Ok(HeartbeatResponseProto {
-            cmds: vec![DatanodeCommandProto {
-                cmd_type: CmdType::RegisterCommand as i32,
-                register_cmd: Some(RegisterCommandProto {}),
-                ..Default::default()
-            }],
-            ha_status,
-            full_block_report_lease_id: None,
-        });
+        return Ok(register_again());
     }
     node.last_heartbeat_ms = now_ms();
     node.xceivers = req.xceiver_count.unwrap_or(0);
@@ -233,12 +226,7 @@ fn transfer_command(
             .targets
             .iter()
             .zip(&nodes)
-            .map(|(&(_, s), n)| {
-                n.storages
-                    .get(s as usize)
-                    .map(|st| st.uuid.clone())
-                    .unwrap_or_default()
-            })
+            .map(|(&(_, s), n)| n.storage_uuid(s))
             .collect(),
     }];
     bc.target_storage_types = vec![StorageTypesProto {

@@ -183,6 +183,27 @@ impl Shell {
         }
     }
 
+    /// The status of `p`, or None after reporting why there is none (the command goes on
+    /// with its other paths).
+    pub async fn found(&mut self, p: &str) -> Option<FileStatus> {
+        match self.need(p).await {
+            Ok(st) => Some(st),
+            Err(e) => {
+                self.fail(e);
+                None
+            }
+        }
+    }
+
+    pub async fn exists(&self, abs: &str) -> Result<bool, Failed> {
+        Ok(self
+            .fs
+            .status(abs)
+            .await
+            .map_err(|e| self.err(e))?
+            .is_some())
+    }
+
     pub fn err(&self, e: ClientError) -> Failed {
         remote(&self.cmd, e)
     }
@@ -207,12 +228,8 @@ impl Shell {
             paths.to_vec()
         };
         for p in &paths {
-            let st = match self.need(p).await {
-                Ok(st) => st,
-                Err(e) => {
-                    self.fail(e);
-                    continue;
-                }
+            let Some(st) = self.found(p).await else {
+                continue;
             };
             let shown = if p.starts_with('/') {
                 self.abs(p)
@@ -341,12 +358,8 @@ impl Shell {
 
     async fn checksum(&mut self, args: &[String]) -> Res {
         for p in args {
-            let st = match self.need(p).await {
-                Ok(st) => st,
-                Err(e) => {
-                    self.fail(e);
-                    continue;
-                }
+            let Some(st) = self.found(p).await else {
+                continue;
             };
             if st.is_dir {
                 self.fail(Failed(format!("checksum: `{p}': Is a directory")));
@@ -435,12 +448,8 @@ impl Shell {
 
     async fn rmdir(&mut self, args: &[String]) -> Res {
         for p in args {
-            let st = match self.need(p).await {
-                Ok(s) => s,
-                Err(e) => {
-                    self.fail(e);
-                    continue;
-                }
+            let Some(st) = self.found(p).await else {
+                continue;
             };
             if !st.is_dir {
                 self.fail(Failed(format!("rmdir: `{p}': Is not a directory")));
@@ -467,8 +476,7 @@ impl Shell {
             return Err(Failed(format!("mv: `{}': Is not a directory", dst[0])));
         }
         for s in srcs {
-            if let Err(e) = self.need(s).await {
-                self.fail(e);
+            if self.found(s).await.is_none() {
                 continue;
             }
             let src_abs = self.abs(s);
@@ -515,12 +523,8 @@ impl Shell {
             paths.to_vec()
         };
         for p in &paths {
-            let st = match self.need(p).await {
-                Ok(s) => s,
-                Err(e) => {
-                    self.fail(e);
-                    continue;
-                }
+            let Some(st) = self.found(p).await else {
+                continue;
             };
             let abs = self.abs(p);
             let mut rows = Vec::new();
@@ -558,8 +562,7 @@ impl Shell {
         let h = f.iter().any(|x| x == "-h");
         let size = |n: u64| if h { human(n) } else { n.to_string() };
         for p in paths {
-            if let Err(e) = self.need(p).await {
-                self.fail(e);
+            if self.found(p).await.is_none() {
                 continue;
             }
             let cs = self
@@ -614,12 +617,8 @@ impl Shell {
             ))
         })?;
         for p in paths {
-            let st = match self.need(p).await {
-                Ok(s) => s,
-                Err(e) => {
-                    self.fail(e);
-                    continue;
-                }
+            let Some(st) = self.found(p).await else {
+                continue;
             };
             let abs = self.abs(p);
             let files = if st.is_dir {
@@ -701,12 +700,9 @@ impl Shell {
         };
         for p in paths {
             let targets = if f.is_empty() {
-                match self.need(p).await {
-                    Ok(st) => vec![(self.abs(p), st)],
-                    Err(e) => {
-                        self.fail(e);
-                        continue;
-                    }
+                match self.found(p).await {
+                    Some(st) => vec![(self.abs(p), st)],
+                    None => continue,
                 }
             } else {
                 self.tree(p).await?
@@ -736,12 +732,9 @@ impl Shell {
         };
         for p in paths {
             let targets = if f.is_empty() {
-                match self.need(p).await {
-                    Ok(st) => vec![(self.abs(p), st)],
-                    Err(e) => {
-                        self.fail(e);
-                        continue;
-                    }
+                match self.found(p).await {
+                    Some(st) => vec![(self.abs(p), st)],
+                    None => continue,
                 }
             } else {
                 self.tree(p).await?

@@ -59,14 +59,7 @@ pub async fn put(sh: &mut Shell, args: &[String]) -> Res {
         } else {
             dst_abs.clone()
         };
-        if !force
-            && sh
-                .fs
-                .status(&target)
-                .await
-                .map_err(|e| sh.err(e))?
-                .is_some()
-        {
+        if !force && sh.exists(&target).await? {
             sh.fail(Failed(format!("put: `{target}': File exists")));
             continue;
         }
@@ -138,12 +131,8 @@ pub async fn get(sh: &mut Shell, args: &[String]) -> Res {
     let (srcs, dst) = rest.split_at(rest.len() - 1);
     let dst = std::path::PathBuf::from(&dst[0]);
     for src in srcs {
-        let st = match sh.need(src).await {
-            Ok(s) => s,
-            Err(e) => {
-                sh.fail(e);
-                continue;
-            }
+        let Some(st) = sh.found(src).await else {
+            continue;
         };
         if st.is_dir {
             sh.fail(Failed(format!(
@@ -193,12 +182,8 @@ pub async fn get(sh: &mut Shell, args: &[String]) -> Res {
 pub async fn cat(sh: &mut Shell, args: &[String]) -> Res {
     let mut stdout = tokio::io::stdout();
     for p in args {
-        let st = match sh.need(p).await {
-            Ok(s) => s,
-            Err(e) => {
-                sh.fail(e);
-                continue;
-            }
+        let Some(st) = sh.found(p).await else {
+            continue;
         };
         if st.is_dir {
             sh.fail(Failed(format!("cat: `{p}': Is a directory")));
@@ -264,12 +249,8 @@ pub async fn cp(sh: &mut Shell, args: &[String]) -> Res {
     let dst_is_dir =
         matches!(sh.fs.status(&dst_abs).await.map_err(|e| sh.err(e))?, Some(s) if s.is_dir);
     for src in srcs {
-        let st = match sh.need(src).await {
-            Ok(s) => s,
-            Err(e) => {
-                sh.fail(e);
-                continue;
-            }
+        let Some(st) = sh.found(src).await else {
+            continue;
         };
         if st.is_dir {
             sh.fail(Failed(format!(
@@ -287,14 +268,7 @@ pub async fn cp(sh: &mut Shell, args: &[String]) -> Res {
         } else {
             dst_abs.clone()
         };
-        if !force
-            && sh
-                .fs
-                .status(&target)
-                .await
-                .map_err(|e| sh.err(e))?
-                .is_some()
-        {
+        if !force && sh.exists(&target).await? {
             sh.fail(Failed(format!("cp: `{target}': File exists")));
             continue;
         }

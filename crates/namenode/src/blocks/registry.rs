@@ -92,6 +92,13 @@ impl Node {
         self.storages.iter().map(|s| s.dfs_used).sum()
     }
 
+    pub fn storage_uuid(&self, ix: u8) -> String {
+        self.storages
+            .get(ix as usize)
+            .map(|s| s.uuid.clone())
+            .unwrap_or_default()
+    }
+
     /// The index of a storage by uuid, adding it if it is new.
     pub fn storage_ix(&mut self, uuid: &str) -> u8 {
         if let Some(i) = self.storages.iter().position(|s| s.uuid == uuid) {
