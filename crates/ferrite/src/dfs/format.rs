@@ -23,18 +23,8 @@ pub fn perm_string(is_dir: bool, perm: u16) -> String {
 /// Civil date and time (UTC) of a millisecond timestamp: (y, m, d, H, M, S).
 pub fn civil(ms: u64) -> (i64, u32, u32, u32, u32, u32) {
     let secs = (ms / 1000) as i64;
-    let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400) as u32;
-    // Howard Hinnant's days-from-civil, inverted.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
+    let (y, m, d) = ferrite_namenode::trash::civil_from_days(secs.div_euclid(86_400));
     (y, m, d, rem / 3600, rem / 60 % 60, rem % 60)
 }
 
