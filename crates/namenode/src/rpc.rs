@@ -58,6 +58,19 @@ pub fn router(state: Nn) -> Router<NnState> {
         .method(p, "complete", K::WRITE, rb::complete)
         .method(p, "addBlock", K::WRITE, rb::add_block)
         .method(p, "abandonBlock", K::WRITE, rb::abandon_block)
+        .method(
+            p,
+            "updateBlockForPipeline",
+            K::WRITE,
+            rb::update_block_for_pipeline,
+        )
+        .method(p, "updatePipeline", K::WRITE, rb::update_pipeline)
+        .method(
+            p,
+            "getAdditionalDatanode",
+            K::READ,
+            rb::get_additional_datanode,
+        )
         .method(p, "reportBadBlocks", K::READ, rb::report_bad_blocks)
         .method(p, "fsync", K::WRITE, fsync)
         .method(p, "rename", K::WRITE_ONCE, rename)

@@ -210,6 +210,125 @@ pub async fn add_block(
     Ok(AddBlockResponseProto { block })
 }
 
+/// Pipeline recovery, step 1: a new generation stamp for the block being written.
+pub async fn update_block_for_pipeline(
+    nn: Nn,
+    _: CallCtx,
+    req: UpdateBlockForPipelineRequestProto,
+) -> Res<UpdateBlockForPipelineResponseProto> {
+    let pool = nn.identity.block_pool_id.clone();
+    let placed = nn
+        .commit(|ns| ns.plan_bump_gs(req.block.block_id, &req.client_name))
+        .await?;
+    let mgr = nn.blocks.lock();
+    Ok(UpdateBlockForPipelineResponseProto {
+        block: located(&pool, &placed, &mgr, &[]),
+    })
+}
+
+/// Pipeline recovery, last step: the client names the nodes that carry on. Replicas on
+/// nodes that dropped out are forgotten (they are stale; their reports are refused).
+pub async fn update_pipeline(
+    nn: Nn,
+    _: CallCtx,
+    req: UpdatePipelineRequestProto,
+) -> Res<UpdatePipelineResponseProto> {
+    let nb = &req.new_block;
+    if nb.block_id != req.old_block.block_id {
+        return Err(FsError::Io(format!(
+            "updatePipeline: blk_{} cannot become blk_{}",
+            req.old_block.block_id, nb.block_id
+        ))
+        .into());
+    }
+    let ns = nn.ns.read();
+    ns.check_update_pipeline(&req.client_name, nb.block_id, nb.generation_stamp)?;
+    let mut mgr = nn.blocks.lock();
+    let keep: Vec<_> = req
+        .new_nodes
+        .iter()
+        .filter_map(|d| mgr.reg.lookup(&d.datanode_uuid))
+        .collect();
+    let gone: Vec<_> = mgr
+        .entry(nb.block_id)
+        .map(|e| {
+            e.replicas
+                .iter()
+                .map(|r| r.node)
+                .filter(|n| !keep.contains(n))
+                .collect()
+        })
+        .unwrap_or_default();
+    for n in gone {
+        mgr.remove_replica(nb.block_id, n);
+    }
+    Ok(UpdatePipelineResponseProto {})
+}
+
+/// More targets for a pipeline that lost nodes (the client then copies the block there).
+pub async fn get_additional_datanode(
+    nn: Nn,
+    ctx: CallCtx,
+    req: GetAdditionalDatanodeRequestProto,
+) -> Res<GetAdditionalDatanodeResponseProto> {
+    let excluded: HashSet<String> = req.excludes.iter().map(xfer_addr).collect();
+    let ns = nn.ns.read();
+    let slot = ns
+        .block_file(req.blk.block_id)
+        .ok_or_else(|| FsError::Io(format!("Block blk_{} does not exist", req.blk.block_id)))?;
+    let block_size = ns.inode(slot).file().map(|f| f.block_size).unwrap_or(0);
+    let offset = ns.length_with_last(slot, 0);
+    let mgr = nn.blocks.lock();
+    let mut locs: Vec<(NodeIx, u8)> = Vec::new();
+    for (d, uuid) in req.existings.iter().zip(
+        req.existing_storage_uuids
+            .iter()
+            .chain(std::iter::repeat(&String::new())),
+    ) {
+        if let Some(ix) = mgr.reg.lookup(&d.id.datanode_uuid) {
+            let n = mgr.reg.get(ix);
+            let s = n
+                .storages
+                .iter()
+                .position(|st| &st.uuid == uuid)
+                .unwrap_or(0);
+            locs.push((ix, s as u8));
+        }
+    }
+    let existing: Vec<NodeIx> = locs.iter().map(|l| l.0).collect();
+    let more = choose_targets(
+        &mgr.reg,
+        &PlacementRequest {
+            replicas: req.num_additional_nodes as usize,
+            block_size,
+            writer_ip: &ctx.peer.ip().to_string(),
+            excluded: &excluded,
+            existing: &existing,
+            now_ms: now_ms(),
+            stale_ms: nn.cfg.stale_interval_ms,
+            dead_ms: nn.cfg.dead_interval_ms(),
+            seed: seed(),
+        },
+    );
+    // As HDFS: fewer (even no) new nodes is an answer, not an error; the client decides
+    // whether it can go on with what it has.
+    if more.is_empty() {
+        tracing::warn!(block = req.blk.block_id, src = %req.src, "no additional DataNode available");
+    }
+    locs.extend(more.iter().map(|t| (t.node, t.storage)));
+    let placed = Placed {
+        block: Block {
+            id: req.blk.block_id,
+            gs: req.blk.generation_stamp,
+            len: req.blk.num_bytes.unwrap_or(0),
+        },
+        offset,
+    };
+    Ok(GetAdditionalDatanodeResponseProto {
+        block: located(&nn.identity.block_pool_id, &placed, &mgr, &locs),
+    })
+}
+
 pub async fn abandon_block(
     nn: Nn,
     _: CallCtx,

@@ -180,3 +180,72 @@ def test_ferrite_shell_against_ferrite(ferrite, payload, workroot):
     missing = ferrite_dfs(url, "-cat", "/dp/nope", check=False)
     assert missing.returncode == 1
     assert b"cat: `/dp/nope': No such file or directory" in missing.stderr
+
+
+def spawn_ready(args, log):
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True)
+    line = p.stdout.readline().strip()
+    assert line.startswith("ready "), f"unexpected first line {line!r}"
+    return p, line[len("ready ") :]
+
+
+def test_java_writer_survives_a_datanode_dying_mid_block(workroot):
+    """A NameNode and three DataNodes as separate processes; one DataNode is killed while
+    Hadoop's client streams a block through it. The client recovers the pipeline
+    (updateBlockForPipeline, a recovery WRITE_BLOCK to the survivors, updatePipeline) and
+    the file comes out whole."""
+    import signal
+    import time
+
+    w = workroot / "pipeline-recovery"
+    w.mkdir()
+    log = open(w / "cluster.log", "w")
+    ferrite = str(FERRITE_BIN)
+    nn, url = spawn_ready([ferrite, "namenode", "--port", "0", "--data", str(w / "nn"), "--conf", "dfs.heartbeat.interval=1"], log)
+    dns = [
+        spawn_ready([ferrite, "datanode", "--namenode", url[len("hdfs://") :], "--port", "0", "--data", str(w / f"dn{i}"), "--conf", "dfs.heartbeat.interval=1"], log)[0]
+        for i in range(3)
+    ]
+    procs = [nn, *dns]
+    try:
+        data = random.Random(9).randbytes(48 * MIB)
+
+        class Url:
+            pass
+
+        srv = Url()
+        srv.url, srv.port = url, int(url.rsplit(":", 1)[1])
+        sh = FsShell(srv, w)
+        err_path = w / "put.err"
+        put = subprocess.Popen(
+            ["java", "-Djava.net.preferIPv4Stack=true", "-cp", _cp(sh), "org.apache.hadoop.fs.FsShell", "-put", "-", "/recover.bin"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=open(err_path, "wb"),
+            env=sh.env,
+        )
+        put.stdin.write(data[: 16 * MIB])
+        put.stdin.flush()
+        time.sleep(3)  # the block is open on all three DataNodes now
+        dns[1].send_signal(signal.SIGKILL)
+        time.sleep(0.5)
+        put.stdin.write(data[16 * MIB :])
+        put.stdin.close()
+        put.wait(timeout=300)
+        err = err_path.read_bytes()
+        # The client really lost a node and recovered, rather than never noticing.
+        assert b"Error Recovery for" in err, err.decode()[-3000:]
+        assert put.returncode == 0, err.decode()[-3000:]
+        c = Client(url)
+        assert c.get_file_info("/recover.bin").length == len(data)
+        with c.read("/recover.bin") as r:
+            assert sha(r.read()) == sha(data)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()

@@ -34,6 +34,8 @@ pub enum StorageError {
     NotFound(u64),
     #[error("no volume can take a new block (all failed or full)")]
     NoVolume,
+    #[error("cannot recover blk_{id}: {why}")]
+    Recovery { id: u64, why: String },
     #[error("volume {volume}: {source}")]
     Io {
         volume: usize,
@@ -199,6 +201,69 @@ impl Dataset {
         })
     }
 
+    /// Pipeline recovery: reopens a replica for the writer under generation stamp `new_gs`,
+    /// cut back to the `acked` bytes the client knows every node had (it resends the rest).
+    /// A finalized replica (the failure came while closing) only takes the new stamp.
+    /// Returns the files (None when finalized), the length kept and the replica's checksum.
+    pub fn recover(
+        &self,
+        id: u64,
+        new_gs: u64,
+        acked: u64,
+    ) -> Result<(Option<RbwFiles>, u64, Checksum), StorageError> {
+        let old = self.get(id).ok_or(StorageError::NotFound(id))?;
+        let fail = |why: String| StorageError::Recovery { id, why };
+        if old.gs > new_gs {
+            return Err(fail(format!(
+                "replica stamp {} is newer than {new_gs}",
+                old.gs
+            )));
+        }
+        if old.state == State::Rbw && acked > old.len {
+            return Err(fail(format!(
+                "{acked} bytes acknowledged but only {} on disk",
+                old.len
+            )));
+        }
+        let vi = old.volume;
+        let io_err = |source| StorageError::Io { volume: vi, source };
+        let v = &self.volumes[vi];
+        let (data_path, meta_old) = self.paths(&old);
+        let meta_new = match old.state {
+            State::Rbw => v.rbw_paths(id, new_gs).1,
+            State::Finalized => v.finalized_paths(id, new_gs).1,
+        };
+        fs::rename(&meta_old, &meta_new).map_err(io_err)?;
+        let mut head = [0u8; META_HEADER_LEN];
+        let meta = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&meta_new)
+            .map_err(io_err)?;
+        std::os::unix::fs::FileExt::read_exact_at(&meta, &mut head, 0).map_err(io_err)?;
+        let checksum = ferrite_transfer::checksum::parse_meta_header(&head).map_err(fail)?;
+        let mut r = old.clone();
+        r.gs = new_gs;
+        if old.state == State::Finalized {
+            self.replicas.lock().insert(id, r.clone());
+            return Ok((None, r.len, checksum));
+        }
+        let data = OpenOptions::new()
+            .write(true)
+            .open(&data_path)
+            .map_err(io_err)?;
+        let files = RbwFiles {
+            id,
+            volume: vi,
+            data,
+            meta,
+        };
+        files.truncate(acked, &checksum).map_err(io_err)?;
+        r.len = acked;
+        self.replicas.lock().insert(id, r);
+        Ok((Some(files), acked, checksum))
+    }
+
     /// Records bytes a writer has stored (readers of a block being written see them).
     pub fn set_len(&self, id: u64, len: u64) {
         if let Some(r) = self.replicas.lock().get_mut(&id) {
@@ -357,6 +422,43 @@ mod tests {
         assert!(ds.invalidate(10, 1001));
         assert!(ds.get(10).is_none());
         assert!(!dp.exists());
+    }
+
+    #[test]
+    fn recovery_renames_the_stamp_and_cuts_back_to_the_acknowledged_bytes() {
+        let d = tempfile::tempdir().unwrap();
+        let (ds, _) = Dataset::open(&[d.path().join("v")], "BP-1", "C").unwrap();
+        let c = Checksum::CRC32C_512;
+        let f = ds.create_rbw(7, 1001, &c).unwrap();
+        let data = vec![5u8; 1536];
+        let mut sums = Vec::new();
+        c.compute_into(&data, &mut sums);
+        f.write_at(0, &data, &sums, &c).unwrap();
+        ds.set_len(7, 1536);
+        drop(f);
+        assert!(ds.recover(7, 1000, 0).is_err(), "an older stamp is refused");
+        assert!(
+            ds.recover(7, 1002, 4096).is_err(),
+            "more acked than on disk"
+        );
+        let (files, len, got) = ds.recover(7, 1002, 1024).unwrap();
+        assert_eq!((len, got), (1024, c));
+        let r = ds.get(7).unwrap();
+        assert_eq!((r.gs, r.len, r.state), (1002, 1024, State::Rbw));
+        let (dp, mp) = ds.paths(&r);
+        assert_eq!(fs::metadata(&dp).unwrap().len(), 1024);
+        assert_eq!(fs::metadata(&mp).unwrap().len(), 7 + 8);
+        // The writer goes on from the acknowledged offset and finishes.
+        let files = files.unwrap();
+        files.write_at(1024, &data[..512], &sums[..4], &c).unwrap();
+        let r = ds.finalize(files, 1536).unwrap();
+        // A finalized replica in close recovery only takes the new stamp.
+        let (none, len, _) = ds.recover(7, 1003, 0).unwrap();
+        assert!(none.is_none());
+        assert_eq!(len, 1536);
+        assert_eq!(ds.get(7).unwrap().gs, 1003);
+        assert!(ds.paths(&ds.get(7).unwrap()).1.exists());
+        assert!(!ds.paths(&r).1.exists());
     }
 
     #[test]

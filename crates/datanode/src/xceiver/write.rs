@@ -39,30 +39,45 @@ pub async fn serve(
     let blk = op.header.base_header.block.clone();
     let from_client = !op.header.client_name.is_empty();
     let stage = Stage::try_from(op.stage).unwrap_or(Stage::DataStreaming);
-    if !matches!(
+    let recovering = matches!(
         stage,
-        Stage::PipelineSetupCreate | Stage::TransferRbw | Stage::TransferFinalized
-    ) {
-        let msg = format!("write stage {stage:?} is not supported yet (append, pipeline recovery)");
+        Stage::PipelineSetupStreamingRecovery | Stage::PipelineCloseRecovery
+    );
+    if !recovering
+        && !matches!(
+            stage,
+            Stage::PipelineSetupCreate | Stage::TransferRbw | Stage::TransferFinalized
+        )
+    {
+        let msg = format!("write stage {stage:?} is not supported yet (append)");
         refuse(&mut wr, Status::ErrorUnsupported, &msg).await;
         return Ok(());
     }
-    let rc = &op.requested_checksum;
-    let checksum = match Kind::from_proto(rc.r#type) {
-        Some(kind) if rc.bytes_per_checksum > 0 && rc.bytes_per_checksum <= 1 << 20 => Checksum {
-            kind,
-            bytes_per_checksum: rc.bytes_per_checksum,
-        },
-        _ => {
-            let msg = format!("unsupported checksum {:?}", rc);
-            refuse(&mut wr, Status::ErrorInvalid, &msg).await;
-            return Ok(());
+    let ds = x.ds.clone();
+    let id = blk.block_id;
+    // A new replica, or (pipeline recovery) the one this node had, under the new stamp
+    // and cut back to what every node acknowledged. `files` is None for a replica that
+    // was already finalized (the failure came while closing).
+    let opened = if recovering {
+        let gs = op.latest_generation_stamp;
+        tokio::task::block_in_place(|| ds.recover(id, gs, op.min_bytes_rcvd))
+            .map(|(f, len, c)| (f, len, c, gs))
+    } else {
+        match requested_checksum(&op) {
+            Some(c) => {
+                let gs = blk.generation_stamp;
+                tokio::task::block_in_place(|| ds.create_rbw(id, gs, &c))
+                    .map(|f| (Some(f), 0, c, gs))
+            }
+            None => {
+                let msg = format!("unsupported checksum {:?}", op.requested_checksum);
+                refuse(&mut wr, Status::ErrorInvalid, &msg).await;
+                return Ok(());
+            }
         }
     };
-    let ds = x.ds.clone();
-    let (id, gs) = (blk.block_id, blk.generation_stamp);
-    let files = match tokio::task::block_in_place(|| ds.create_rbw(id, gs, &checksum)) {
-        Ok(f) => f,
+    let (files, mut written, checksum, gs) = match opened {
+        Ok(v) => v,
         Err(e) => {
             let status = match e {
                 StorageError::Exists(_) => Status::ErrorExists,
@@ -72,10 +87,11 @@ pub async fn serve(
             return Ok(());
         }
     };
-    let storage_uuid = x.ds.volumes[files.volume].storage_uuid.clone();
+    let volume = x.ds.get(id).map(|r| r.volume).unwrap_or(0);
+    let storage_uuid = x.ds.volumes[volume].storage_uuid.clone();
     drop(
         x.link
-            .report_block(&storage_uuid, id, gs, 0, BlockStatus::Receiving),
+            .report_block(&storage_uuid, id, gs, written, BlockStatus::Receiving),
     );
 
     // Set up the rest of the pipeline before answering.
@@ -124,8 +140,7 @@ pub async fn serve(
     let responder =
         from_client.then(|| tokio::spawn(respond(ack_rx, mirror_rd, wr, x.cfg.socket_timeout)));
     let is_tail = op.targets.is_empty();
-    let mut written = 0u64;
-    let mut files = Some(files);
+    let mut files = files;
     let outcome: Result<bool, TransferError> = async {
         loop {
             let pkt = timed(
@@ -230,6 +245,16 @@ pub async fn serve(
 
 fn f_truncate(f: &RbwFiles, len: u64, c: &Checksum) -> std::io::Result<()> {
     tokio::task::block_in_place(|| f.truncate(len, c))
+}
+
+/// The checksum a writer asked for, if we support it.
+fn requested_checksum(op: &OpWriteBlockProto) -> Option<Checksum> {
+    let rc = &op.requested_checksum;
+    let kind = Kind::from_proto(rc.r#type)?;
+    (rc.bytes_per_checksum > 0 && rc.bytes_per_checksum <= 1 << 20).then_some(Checksum {
+        kind,
+        bytes_per_checksum: rc.bytes_per_checksum,
+    })
 }
 
 /// Checks and stores one data packet. Only the tail verifies checksums, as HDFS does:

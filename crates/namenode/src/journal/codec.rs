@@ -147,6 +147,7 @@ mod tag {
     pub const SET_REPLICATION: u8 = 9;
     pub const ADD_BLOCK: u8 = 10;
     pub const ABANDON_BLOCK: u8 = 11;
+    pub const BUMP_GENERATION_STAMP: u8 = 12;
 }
 
 pub fn encode_op(op: &Op, out: &mut Vec<u8>) {
@@ -203,6 +204,12 @@ pub fn encode_op(op: &Op, out: &mut Vec<u8>) {
             w.u64(*id);
             w.u64(*gs);
             w.u64(*prev_len);
+        }
+        Op::BumpGenerationStamp { path, id, gs } => {
+            w.u8(tag::BUMP_GENERATION_STAMP);
+            w.str(path);
+            w.u64(*id);
+            w.u64(*gs);
         }
         Op::AbandonBlock { path, id } => {
             w.u8(tag::ABANDON_BLOCK);
@@ -285,6 +292,11 @@ pub fn decode_op(bytes: &[u8]) -> Result<Op, DecodeError> {
             id: r.u64()?,
             gs: r.u64()?,
             prev_len: r.u64()?,
+        },
+        tag::BUMP_GENERATION_STAMP => Op::BumpGenerationStamp {
+            path: r.str()?,
+            id: r.u64()?,
+            gs: r.u64()?,
         },
         tag::ABANDON_BLOCK => Op::AbandonBlock {
             path: r.str()?,
@@ -425,6 +437,11 @@ mod tests {
                 id: (1 << 30) + 2,
                 gs: 1002,
                 prev_len: 512,
+            },
+            Op::BumpGenerationStamp {
+                path: "/a/f".into(),
+                id: (1 << 30) + 2,
+                gs: 1003,
             },
             Op::AbandonBlock {
                 path: "/a/f".into(),

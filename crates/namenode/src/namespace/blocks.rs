@@ -118,6 +118,48 @@ impl Namespace {
         ))
     }
 
+    /// Plans updateBlockForPipeline: the block `client_name` is writing gets a new
+    /// generation stamp. Returns the block as it will be, and where it starts.
+    pub fn plan_bump_gs(&self, id: u64, client_name: &str) -> Result<(Placed, Vec<Op>), FsError> {
+        let slot = self
+            .block_file(id)
+            .ok_or_else(|| FsError::Io(format!("Block blk_{id} does not exist")))?;
+        let path = self.path_of(slot);
+        self.writable_file(&path, client_name, 0)?;
+        let last = self
+            .last_block(slot)
+            .filter(|b| b.id == id)
+            .ok_or_else(|| FsError::Io(format!("blk_{id} is not the block {path} is writing")))?;
+        let gs = self.next_gs();
+        let placed = Placed {
+            block: Block { gs, ..last },
+            offset: self.length_with_last(slot, 0),
+        };
+        Ok((placed, vec![Op::BumpGenerationStamp { path, id, gs }]))
+    }
+
+    /// Checks updatePipeline: the client's new block must be the one it is writing, with
+    /// the generation stamp updateBlockForPipeline handed out.
+    pub fn check_update_pipeline(
+        &self,
+        client_name: &str,
+        id: u64,
+        gs: u64,
+    ) -> Result<(), FsError> {
+        let slot = self
+            .block_file(id)
+            .ok_or_else(|| FsError::Io(format!("Block blk_{id} does not exist")))?;
+        self.writable_file(&self.path_of(slot), client_name, 0)?;
+        match self.last_block(slot) {
+            Some(b) if b.id == id && b.gs == gs => Ok(()),
+            Some(b) => Err(FsError::Io(format!(
+                "updatePipeline of blk_{id}_{gs}: the file is writing blk_{}_{}",
+                b.id, b.gs
+            ))),
+            None => Err(FsError::Io(format!("updatePipeline of blk_{id}: no block"))),
+        }
+    }
+
     /// The length the file has once its last block holds `last_len` bytes.
     pub fn length_with_last(&self, slot: Slot, last_len: u64) -> u64 {
         let blocks = self.inode(slot).file().map(|f| f.blocks()).unwrap_or(&[]);
@@ -270,6 +312,39 @@ mod tests {
             .unwrap();
         assert_eq!(fx.removed_blocks.len(), 2);
         assert_eq!(ns.block_count(), 0);
+    }
+
+    #[test]
+    fn pipeline_recovery_bumps_the_generation_stamp_of_the_last_block_only() {
+        let mut ns = open_file();
+        let NewBlock::Fresh(b1) = add(&mut ns, None) else {
+            panic!()
+        };
+        let (p, ops) = ns.plan_bump_gs(b1.block.id, "c").unwrap();
+        assert!(p.block.gs > b1.block.gs);
+        ns.apply(&ops[0]).unwrap();
+        assert!(ns
+            .check_update_pipeline("c", b1.block.id, p.block.gs)
+            .is_ok());
+        assert!(ns
+            .check_update_pipeline("c", b1.block.id, b1.block.gs)
+            .is_err());
+        assert!(ns.plan_bump_gs(b1.block.id, "intruder").is_err());
+        // The next block's stamp stays above every stamp handed out.
+        let NewBlock::Fresh(b2) = add(
+            &mut ns,
+            Some(Previous {
+                id: b1.block.id,
+                len: 1024,
+            }),
+        ) else {
+            panic!()
+        };
+        assert!(b2.block.gs > p.block.gs);
+        assert!(
+            ns.plan_bump_gs(b1.block.id, "c").is_err(),
+            "no longer the last block"
+        );
     }
 
     #[test]

@@ -264,6 +264,19 @@ impl Namespace {
                 self.next_block_id = self.next_block_id.max(id + 1);
                 self.next_gs = self.next_gs.max(gs + 1);
             }
+            Op::BumpGenerationStamp { path, id, gs } => {
+                let slot = self.existing(path)?;
+                let f = self.open_file_data(slot, path)?;
+                match f.blocks_mut().last_mut() {
+                    Some(b) if b.id == *id => b.gs = *gs,
+                    _ => {
+                        return Err(FsError::Io(format!(
+                            "block {id} is not the last block of {path}"
+                        )))
+                    }
+                }
+                self.next_gs = self.next_gs.max(gs + 1);
+            }
             Op::AbandonBlock { path, id } => {
                 let slot = self.existing(path)?;
                 let f = self.open_file_data(slot, path)?;

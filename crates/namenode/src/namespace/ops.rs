@@ -36,6 +36,13 @@ pub enum Op {
         gs: u64,
         prev_len: u64,
     },
+    /// Give the last block of an open file a new generation stamp (pipeline recovery), so
+    /// replicas left by the failed pipeline can be told from the recovered ones.
+    BumpGenerationStamp {
+        path: String,
+        id: u64,
+        gs: u64,
+    },
     /// Drop the last block of an open file (a writer that could not set up its pipeline).
     AbandonBlock {
         path: String,
