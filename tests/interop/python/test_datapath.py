@@ -3,14 +3,17 @@ write and read files on a `ferrite local` cluster (a NameNode and three DataNode
 Ferrite's own shell talks to a real HDFS 3.4.1 cluster, so compatibility is shown in both
 directions. Checksums are compared with an independent computation and with real HDFS."""
 
+import contextlib
 import hashlib
 import os
 import random
+import signal
 import subprocess
+import time
 
 import crc32c
 import pytest
-from conftest import FERRITE_BIN, FsShell, _server, start_ferrite
+from conftest import FERRITE_BIN, FsShell, Server, _server, start_ferrite
 from hdfs_native import Client, WriteOptions
 
 MIB = 1 << 20
@@ -189,32 +192,37 @@ def spawn_ready(args, log):
     return p, line[len("ready ") :]
 
 
-def test_java_writer_survives_a_datanode_dying_mid_block(workroot):
-    """A NameNode and three DataNodes as separate processes; one DataNode is killed while
-    Hadoop's client streams a block through it. The client recovers the pipeline
-    (updateBlockForPipeline, a recovery WRITE_BLOCK to the survivors, updatePipeline) and
-    the file comes out whole."""
-    import signal
-    import time
-
-    w = workroot / "pipeline-recovery"
+@contextlib.contextmanager
+def process_cluster(w, datanodes):
+    """A `ferrite namenode` and `datanodes` `ferrite datanode` processes (so one can be
+    killed). Yields (url, datanode processes, their data dirs)."""
     w.mkdir()
     log = open(w / "cluster.log", "w")
     ferrite = str(FERRITE_BIN)
-    nn, url = spawn_ready([ferrite, "namenode", "--port", "0", "--data", str(w / "nn"), "--conf", "dfs.heartbeat.interval=1"], log)
-    dns = [
-        spawn_ready([ferrite, "datanode", "--namenode", url[len("hdfs://") :], "--port", "0", "--data", str(w / f"dn{i}"), "--conf", "dfs.heartbeat.interval=1"], log)[0]
-        for i in range(3)
-    ]
-    procs = [nn, *dns]
+    hb = ["--conf", "dfs.heartbeat.interval=1"]
+    nn, url = spawn_ready([ferrite, "namenode", "--port", "0", "--data", str(w / "nn"), *hb], log)
+    dirs = [w / f"dn{i}" for i in range(datanodes)]
+    dns = [spawn_ready([ferrite, "datanode", "--namenode", url[len("hdfs://") :], "--port", "0", "--data", str(d), *hb], log)[0] for d in dirs]
     try:
+        yield url, dns, dirs
+    finally:
+        for p in [*dns, nn]:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def test_java_writer_survives_a_datanode_dying_mid_block(workroot):
+    """One DataNode process is killed while Hadoop's client streams a block through it.
+    The client recovers the pipeline (updateBlockForPipeline, a recovery WRITE_BLOCK to the
+    survivors, updatePipeline) and the file comes out whole."""
+    w = workroot / "pipeline-recovery-java"
+    with process_cluster(w, 3) as (url, dns, _):
         data = random.Random(9).randbytes(48 * MIB)
-
-        class Url:
-            pass
-
-        srv = Url()
-        srv.url, srv.port = url, int(url.rsplit(":", 1)[1])
+        srv = Server(url, int(url.rsplit(":", 1)[1]), None, w)
         sh = FsShell(srv, w)
         err_path = w / "put.err"
         put = subprocess.Popen(
@@ -233,19 +241,33 @@ def test_java_writer_survives_a_datanode_dying_mid_block(workroot):
         put.stdin.close()
         put.wait(timeout=300)
         err = err_path.read_bytes()
+        assert put.returncode == 0, err.decode()[-3000:]
         # The client really lost a node and recovered, rather than never noticing.
         assert b"Error Recovery for" in err, err.decode()[-3000:]
-        assert put.returncode == 0, err.decode()[-3000:]
         c = Client(url)
         assert c.get_file_info("/recover.bin").length == len(data)
         with c.read("/recover.bin") as r:
             assert sha(r.read()) == sha(data)
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
+
+
+def test_hdfs_native_writer_replaces_a_dead_datanode(workroot):
+    """hdfs-native insists on a replacement node: getAdditionalDatanode, then TRANSFER_BLOCK
+    copies the half-written replica from a survivor to the new node, then the recovered
+    pipeline goes on. Four DataNodes, so a replacement exists."""
+    w = workroot / "pipeline-recovery-native"
+    with process_cluster(w, 4) as (url, dns, dirs):
+        data = random.Random(10).randbytes(48 * MIB)
+        c = Client(url)
+        f = c.create("/native-recover.bin")
+        f.write(data[: 16 * MIB])
+        time.sleep(2)
+        holders = [i for i, d in enumerate(dirs) if any(d.rglob("rbw/blk_*"))]
+        assert len(holders) == 3
+        dns[holders[0]].send_signal(signal.SIGKILL)
+        time.sleep(0.5)
+        f.write(data[16 * MIB :])
+        f.close()
+        spare = next(i for i in range(4) if i not in holders)
+        assert any(dirs[spare].rglob("finalized/**/blk_*")), "the replacement node got the block"
+        with c.read("/native-recover.bin") as r:
+            assert sha(r.read()) == sha(data)

@@ -121,6 +121,7 @@ async fn connection(x: &Xceiver, stream: TcpStream) -> Result<(), TransferError>
             }
             op::WRITE_BLOCK => return write::serve(x, rd, wr).await,
             op::BLOCK_CHECKSUM => block_checksum::serve(x, &mut rd, &mut wr).await?,
+            op::TRANSFER_BLOCK => return transfer::serve(x, &mut rd, &mut wr).await,
             other => {
                 let msg = format!("Unknown op {other} in data stream");
                 warn!("{msg}");

@@ -1,6 +1,9 @@
-//! DN-to-DN replication (the NameNode's TRANSFER command): stream a finalized replica to
-//! the targets as a WRITE_BLOCK with an empty client name, which receivers take as a
-//! transfer (no setup answer, no acks; they finalize and report on the last packet).
+//! Copying a replica to other DataNodes as a WRITE_BLOCK stream:
+//! - replication (the NameNode's TRANSFER command): a finalized replica, sent with an empty
+//!   client name, which receivers take as DN-to-DN (no answers at all; they finalize);
+//! - TRANSFER_BLOCK (op 86, pipeline recovery adding a node): the writer's half-written
+//!   replica, sent with stage TRANSFER_RBW; the receiver keeps it unfinished for the
+//!   recovered pipeline and answers once, at the end.
 
 use std::os::unix::fs::FileExt;
 
@@ -8,25 +11,35 @@ use bytes::BytesMut;
 use ferrite_proto::common::TokenProto;
 use ferrite_proto::hdfs::op_write_block_proto::BlockConstructionStage as Stage;
 use ferrite_proto::hdfs::*;
-use ferrite_transfer::checksum::META_HEADER_LEN;
-use ferrite_transfer::io::write_op;
+use ferrite_transfer::checksum::{parse_meta_header, META_HEADER_LEN};
+use ferrite_transfer::io::{read_delimited, write_delimited, write_op};
 use ferrite_transfer::packet::{self, Header};
 use ferrite_transfer::{op, TransferError};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
+use super::{refuse, timed, Reader, Writer, Xceiver};
 use crate::nn_link::NnLink;
-use crate::storage::{Dataset, State};
+use crate::storage::{Dataset, Replica, State};
 
+/// What to send and how the receiver should treat it.
+struct Copy<'a> {
+    replica: Replica,
+    /// Bytes to send (a half-written replica: what the client knows was acknowledged).
+    len: u64,
+    client_name: &'a str,
+    stage: Stage,
+    token: TokenProto,
+    pool: &'a str,
+}
+
+/// Replication ordered by the NameNode.
 pub async fn send(
     ds: &Dataset,
     link: &NnLink,
     b: &BlockProto,
     targets: &[DatanodeInfoProto],
 ) -> Result<(), TransferError> {
-    let Some(first) = targets.first() else {
-        return Ok(());
-    };
     let r = ds
         .get(b.block_id)
         .filter(|r| r.state == State::Finalized && r.gs == b.gen_stamp)
@@ -36,40 +49,104 @@ pub async fn send(
                 format!("no finalized replica of blk_{}", b.block_id),
             )
         })?;
-    let (dp, mp) = ds.paths(&r);
+    let copy = Copy {
+        len: r.len,
+        replica: r,
+        client_name: "",
+        stage: Stage::PipelineSetupCreate,
+        token: TokenProto {
+            identifier: vec![],
+            password: vec![],
+            kind: String::new(),
+            service: String::new(),
+        },
+        pool: &link.pool,
+    };
+    stream(ds, &copy, targets).await
+}
+
+/// TRANSFER_BLOCK: copy this node's replica of the block to `targets`, then answer.
+pub async fn serve<R: Reader, W: Writer>(
+    x: &Xceiver,
+    rd: &mut R,
+    wr: &mut W,
+) -> Result<(), TransferError> {
+    let op: OpTransferBlockProto = timed(x.cfg.socket_timeout, read_delimited(rd)).await?;
+    let blk = &op.header.base_header.block;
+    let Some(r) =
+        x.ds.get(blk.block_id)
+            .filter(|r| r.gs >= blk.generation_stamp)
+    else {
+        let msg = format!(
+            "Replica not found for blk_{}_{}",
+            blk.block_id, blk.generation_stamp
+        );
+        refuse(wr, Status::Error, &msg).await;
+        return Ok(());
+    };
+    let copy = Copy {
+        len: blk.num_bytes.unwrap_or(r.len).min(r.len),
+        stage: if r.state == State::Finalized {
+            Stage::TransferFinalized
+        } else {
+            Stage::TransferRbw
+        },
+        replica: r,
+        client_name: &op.header.client_name,
+        token: op.header.base_header.token.clone().unwrap_or_default(),
+        pool: &blk.pool_id,
+    };
+    match stream(&x.ds, &copy, &op.targets).await {
+        Ok(()) => {
+            let ok = BlockOpResponseProto {
+                status: Status::Success as i32,
+                ..Default::default()
+            };
+            write_delimited(wr, &ok).await?;
+        }
+        Err(e) => refuse(wr, Status::Error, &format!("transfer failed: {e}")).await,
+    }
+    Ok(())
+}
+
+/// Streams `copy` to the first target (which forwards to the rest).
+async fn stream(
+    ds: &Dataset,
+    copy: &Copy<'_>,
+    targets: &[DatanodeInfoProto],
+) -> Result<(), TransferError> {
+    let Some(first) = targets.first() else {
+        return Ok(());
+    };
+    let r = &copy.replica;
+    let (dp, mp) = ds.paths(r);
     let data = std::fs::File::open(dp)?;
     let meta = std::fs::File::open(mp)?;
     let mut head = [0u8; META_HEADER_LEN];
     meta.read_exact_at(&mut head, 0)?;
-    let c = ferrite_transfer::checksum::parse_meta_header(&head)
-        .map_err(|e| TransferError::malformed("meta header", e))?;
-    let mut s = TcpStream::connect(format!("{}:{}", first.id.ip_addr, first.id.xfer_port)).await?;
+    let c = parse_meta_header(&head).map_err(|e| TransferError::malformed("meta header", e))?;
+    let s = TcpStream::connect(format!("{}:{}", first.id.ip_addr, first.id.xfer_port)).await?;
     s.set_nodelay(true)?;
+    let (rd, mut s) = s.into_split();
     let opw = OpWriteBlockProto {
         header: ClientOperationHeaderProto {
             base_header: BaseHeaderProto {
                 block: ExtendedBlockProto {
-                    pool_id: link.pool.clone(),
+                    pool_id: copy.pool.to_string(),
                     block_id: r.id,
                     generation_stamp: r.gs,
-                    num_bytes: Some(r.len),
+                    num_bytes: Some(copy.len),
                 },
-                token: Some(TokenProto {
-                    identifier: vec![],
-                    password: vec![],
-                    kind: String::new(),
-                    service: String::new(),
-                }),
+                token: Some(copy.token.clone()),
                 trace_info: None,
             },
-            client_name: String::new(),
+            client_name: copy.client_name.to_string(),
         },
         targets: targets[1..].to_vec(),
-        source: None,
-        stage: Stage::PipelineSetupCreate as i32,
+        stage: copy.stage as i32,
         pipeline_size: targets.len() as u32,
-        min_bytes_rcvd: 0,
-        max_bytes_rcvd: 0,
+        min_bytes_rcvd: copy.len,
+        max_bytes_rcvd: copy.len,
         latest_generation_stamp: r.gs,
         requested_checksum: ChecksumProto {
             r#type: c.kind.to_proto(),
@@ -86,15 +163,13 @@ pub async fn send(
     let mut buf = vec![0u8; per as usize];
     let mut sums = vec![0u8; (per / bpc) as usize * c.kind.size()];
     loop {
-        let n = (r.len - pos).min(per) as usize;
+        let n = (copy.len - pos).min(per) as usize;
         let last = n == 0;
         let sl = c.chunks(n) * c.kind.size();
         if n > 0 {
             data.read_exact_at(&mut buf[..n], pos)?;
-            meta.read_exact_at(
-                &mut sums[..sl],
-                META_HEADER_LEN as u64 + pos / bpc * c.kind.size() as u64,
-            )?;
+            let at = META_HEADER_LEN as u64 + pos / bpc * c.kind.size() as u64;
+            meta.read_exact_at(&mut sums[..sl], at)?;
         }
         out.clear();
         let h = Header {
@@ -113,12 +188,26 @@ pub async fn send(
         seqno += 1;
     }
     s.flush().await?;
-    // Wait for the receiver to close: it finalizes and reports before that.
-    let mut sink = [0u8; 64];
-    let _ = tokio::time::timeout(
-        std::time::Duration::from_secs(60),
-        tokio::io::AsyncReadExt::read(&mut s, &mut sink),
-    )
-    .await;
+    let mut rd = BufReader::new(rd);
+    let timeout = std::time::Duration::from_secs(60);
+    if copy.client_name.is_empty() {
+        // Replication: the receiver finalizes, reports and closes; wait for the close.
+        let mut sink = [0u8; 64];
+        let _ =
+            tokio::time::timeout(timeout, tokio::io::AsyncReadExt::read(&mut rd, &mut sink)).await;
+        return Ok(());
+    }
+    // A client's transfer: the receiver answers once it has everything.
+    let ack: BlockOpResponseProto = timed(timeout, read_delimited(&mut rd)).await?;
+    if ack.status != Status::Success as i32 {
+        return Err(TransferError::malformed(
+            "transfer",
+            format!(
+                "target answered {}: {}",
+                ack.status,
+                ack.message.unwrap_or_default()
+            ),
+        ));
+    }
     Ok(())
 }

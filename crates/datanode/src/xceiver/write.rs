@@ -76,7 +76,7 @@ pub async fn serve(
             }
         }
     };
-    let (files, mut written, checksum, gs) = match opened {
+    let (files, written, checksum, gs) = match opened {
         Ok(v) => v,
         Err(e) => {
             let status = match e {
@@ -120,7 +120,11 @@ pub async fn serve(
             }
         }
     }
-    if from_client {
+    // Only a client's own pipeline gets a setup answer and per-packet acks; transfers
+    // (replication, and TRANSFER_BLOCK's copies) do not.
+    let is_transfer = matches!(stage, Stage::TransferRbw | Stage::TransferFinalized);
+    let acked = from_client && !is_transfer;
+    if acked {
         let resp = BlockOpResponseProto {
             status: status as i32,
             first_bad_link: Some(first_bad_link),
@@ -131,106 +135,52 @@ pub async fn serve(
     if status != Status::Success {
         return Ok(());
     }
-
-    let (mirror_rd, mut mirror_wr) = match mirror {
+    let (mirror_rd, mirror_wr) = match mirror {
         Some((r, w)) => (Some(r), Some(w)),
         None => (None, None),
     };
     let (ack_tx, ack_rx) = mpsc::channel::<Ack>(1024);
-    let responder =
-        from_client.then(|| tokio::spawn(respond(ack_rx, mirror_rd, wr, x.cfg.socket_timeout)));
-    let is_tail = op.targets.is_empty();
-    let mut files = files;
-    let outcome: Result<bool, TransferError> = async {
-        loop {
-            let pkt = timed(
-                x.cfg.socket_timeout,
-                packet::read(&mut rd, x.cfg.max_packet),
-            )
-            .await?;
-            if let Some(m) = mirror_wr.as_mut() {
-                m.write_all(&pkt.raw).await?;
-            }
-            let h = pkt.header;
-            if h.is_heartbeat() {
-                let _ = ack_tx
-                    .send(Ack {
-                        seqno: h.seqno,
-                        status: Status::Success,
-                    })
-                    .await;
-                continue;
-            }
-            let own = store(
-                x,
-                files.as_ref().expect("open until the last packet"),
-                &pkt,
-                written,
-                is_tail,
-                &checksum,
-            );
-            if let Err(st) = own {
-                let _ = ack_tx
-                    .send(Ack {
-                        seqno: h.seqno,
-                        status: st,
-                    })
-                    .await;
-                return Ok(false);
-            }
-            written = written.max(h.offset_in_block as u64 + h.data_len as u64);
-            x.ds.set_len(id, written);
-            if h.last {
-                let f = files.take().expect("finalized once");
-                f_truncate(&f, written, &checksum)?;
-                let ds = x.ds.clone();
-                let fin = tokio::task::block_in_place(|| ds.finalize(f, written));
-                if let Err(e) = fin {
-                    warn!(block = id, error = %e, "finalize failed");
-                    let _ = ack_tx
-                        .send(Ack {
-                            seqno: h.seqno,
-                            status: Status::Error,
-                        })
-                        .await;
-                    return Ok(false);
-                }
-                let done =
-                    x.link
-                        .report_block(&storage_uuid, id, gs, written, BlockStatus::Received);
-                if tokio::time::timeout(IBR_WAIT, done).await.is_err() {
-                    warn!(
-                        block = id,
-                        "NameNode slow to take the RECEIVED report; acking anyway"
-                    );
-                }
-                let _ = ack_tx
-                    .send(Ack {
-                        seqno: h.seqno,
-                        status: Status::Success,
-                    })
-                    .await;
-                return Ok(true);
-            }
-            let _ = ack_tx
-                .send(Ack {
-                    seqno: h.seqno,
-                    status: Status::Success,
-                })
-                .await;
-        }
-    }
-    .await;
-    drop(ack_tx);
-    if let Some(m) = mirror_wr.as_mut() {
-        let _ = m.shutdown().await;
-    }
+    let mut upstream = Some(wr);
+    let responder = acked.then(|| {
+        let up = upstream.take().expect("not taken yet");
+        tokio::spawn(respond(ack_rx, mirror_rd, up, x.cfg.socket_timeout))
+    });
+    let mut rx = Receive {
+        x,
+        id,
+        gs,
+        stage,
+        files,
+        written,
+        checksum,
+        storage_uuid,
+        is_tail: op.targets.is_empty(),
+        mirror: mirror_wr,
+        acks: ack_tx,
+    };
+    let outcome = rx.run(&mut rd).await;
+    let written = rx.written;
+    // Dropping closes the ack queue and half-closes the mirror (no more packets).
+    drop(rx);
     if let Some(r) = responder {
         let _ = r.await;
     }
+    if let (Some(up), true) = (upstream.as_mut(), from_client && is_transfer) {
+        // TRANSFER_BLOCK's copy: one answer once everything is stored.
+        let status = if matches!(outcome, Ok(true)) {
+            Status::Success
+        } else {
+            Status::Error
+        };
+        let resp = BlockOpResponseProto {
+            status: status as i32,
+            ..Default::default()
+        };
+        let _ = write_delimited(up, &resp).await;
+    }
     match outcome {
         Ok(true) => {
-            debug!(block = id, bytes = written, "replica finalized");
+            debug!(block = id, bytes = written, ?stage, "replica received");
             Ok(())
         }
         Ok(false) => Ok(()),
@@ -240,6 +190,95 @@ pub async fn serve(
             info!(block = id, bytes = written, error = %e, "write ended before the last packet");
             Ok(())
         }
+    }
+}
+
+/// The receiving side of one block write: packets in, stored, forwarded, acks queued.
+struct Receive<'a> {
+    x: &'a Xceiver,
+    id: u64,
+    gs: u64,
+    stage: Stage,
+    /// None for a replica that was already finalized (close recovery).
+    files: Option<RbwFiles>,
+    written: u64,
+    checksum: Checksum,
+    storage_uuid: String,
+    is_tail: bool,
+    mirror: Option<OwnedWriteHalf>,
+    acks: mpsc::Sender<Ack>,
+}
+
+impl Receive<'_> {
+    async fn ack(&self, seqno: i64, status: Status) {
+        let _ = self.acks.send(Ack { seqno, status }).await;
+    }
+
+    /// Returns Ok(true) once the last packet is stored, Ok(false) after an error ack.
+    async fn run(&mut self, rd: &mut BufReader<OwnedReadHalf>) -> Result<bool, TransferError> {
+        let x = self.x;
+        loop {
+            let pkt = timed(x.cfg.socket_timeout, packet::read(rd, x.cfg.max_packet)).await?;
+            if let Some(m) = self.mirror.as_mut() {
+                m.write_all(&pkt.raw).await?;
+            }
+            let h = pkt.header;
+            if h.is_heartbeat() {
+                self.ack(h.seqno, Status::Success).await;
+                continue;
+            }
+            let stored = match self.files.as_ref() {
+                Some(f) => store(x, f, &pkt, self.written, self.is_tail, &self.checksum),
+                None if pkt.data.is_empty() => Ok(()),
+                None => Err(Status::ErrorInvalid), // data for a finalized replica
+            };
+            if let Err(st) = stored {
+                self.ack(h.seqno, st).await;
+                return Ok(false);
+            }
+            self.written = self
+                .written
+                .max(h.offset_in_block as u64 + h.data_len as u64);
+            x.ds.set_len(self.id, self.written);
+            if !h.last {
+                self.ack(h.seqno, Status::Success).await;
+                continue;
+            }
+            let status = self.finish().await;
+            self.ack(h.seqno, status).await;
+            return Ok(status == Status::Success);
+        }
+    }
+
+    /// The last packet: finalize (or, for TRANSFER_RBW, keep the replica unfinished for
+    /// the recovered pipeline) and report it before it is acked.
+    async fn finish(&mut self) -> Status {
+        let (id, len) = (self.id, self.written);
+        if let Some(f) = self.files.take() {
+            if let Err(e) = f_truncate(&f, len, &self.checksum) {
+                warn!(block = id, error = %e, "truncate failed");
+                return Status::Error;
+            }
+            if self.stage == Stage::TransferRbw {
+                return Status::Success;
+            }
+            let ds = self.x.ds.clone();
+            if let Err(e) = tokio::task::block_in_place(|| ds.finalize(f, len)) {
+                warn!(block = id, error = %e, "finalize failed");
+                return Status::Error;
+            }
+        }
+        let done =
+            self.x
+                .link
+                .report_block(&self.storage_uuid, id, self.gs, len, BlockStatus::Received);
+        if tokio::time::timeout(IBR_WAIT, done).await.is_err() {
+            warn!(
+                block = id,
+                "NameNode slow to take the RECEIVED report; acking anyway"
+            );
+        }
+        Status::Success
     }
 }
 
