@@ -87,14 +87,18 @@ pub async fn serve<R: Reader, W: Writer>(
     let mut sums = vec![0u8; (per_packet / bpc) as usize * checksum.kind.size()];
     while pos < end {
         let n = (end - pos).min(per_packet) as usize;
-        data.read_exact_at(&mut buf[..n], pos)?;
         let sum_len = if send_sums {
             checksum.chunks(n) * checksum.kind.size()
         } else {
             0
         };
         let sum_at = META_HEADER_LEN as u64 + (pos / bpc) * checksum.kind.size() as u64;
-        meta.read_exact_at(&mut sums[..sum_len], sum_at)?;
+        // Blocking reads (usually from the page cache): tell the runtime, so other tasks
+        // move to another worker meanwhile. The event-driven read server replaces this.
+        tokio::task::block_in_place(|| {
+            data.read_exact_at(&mut buf[..n], pos)?;
+            meta.read_exact_at(&mut sums[..sum_len], sum_at)
+        })?;
         out.clear();
         let h = Header {
             offset_in_block: pos as i64,

@@ -53,6 +53,10 @@ pub async fn serve(
         refuse(&mut wr, Status::ErrorUnsupported, &msg).await;
         return Ok(());
     }
+    // Only a client's own pipeline gets a setup answer and per-packet acks; transfers
+    // (replication, and TRANSFER_BLOCK's copies) do not.
+    let is_transfer = matches!(stage, Stage::TransferRbw | Stage::TransferFinalized);
+    let acked = from_client && !is_transfer;
     let ds = x.ds.clone();
     let id = blk.block_id;
     // A new replica, or (pipeline recovery) the one this node had, under the new stamp
@@ -94,36 +98,7 @@ pub async fn serve(
             .report_block(&storage_uuid, id, gs, written, BlockStatus::Receiving),
     );
 
-    // Set up the rest of the pipeline before answering.
-    let mut mirror: Option<(BufReader<OwnedReadHalf>, OwnedWriteHalf)> = None;
-    let mut status = Status::Success;
-    let mut first_bad_link = String::new();
-    if let Some(next) = op.targets.first() {
-        let addr = format!("{}:{}", next.id.ip_addr, next.id.xfer_port);
-        match connect_mirror(x, &op, &addr, from_client).await {
-            Ok((m, resp)) => {
-                if let Some(resp) = resp {
-                    if resp.status != Status::Success as i32 {
-                        status = Status::try_from(resp.status).unwrap_or(Status::Error);
-                        first_bad_link = resp.first_bad_link.unwrap_or_default();
-                        if first_bad_link.is_empty() {
-                            first_bad_link = addr.clone();
-                        }
-                    }
-                }
-                mirror = Some(m);
-            }
-            Err(e) => {
-                warn!(%addr, error = %e, "pipeline: next DataNode unreachable");
-                status = Status::Error;
-                first_bad_link = addr;
-            }
-        }
-    }
-    // Only a client's own pipeline gets a setup answer and per-packet acks; transfers
-    // (replication, and TRANSFER_BLOCK's copies) do not.
-    let is_transfer = matches!(stage, Stage::TransferRbw | Stage::TransferFinalized);
-    let acked = from_client && !is_transfer;
+    let (mirror, status, first_bad_link) = setup_mirror(x, &op, acked).await;
     if acked {
         let resp = BlockOpResponseProto {
             status: status as i32,
@@ -282,6 +257,36 @@ impl Receive<'_> {
     }
 }
 
+type Mirror = (BufReader<OwnedReadHalf>, OwnedWriteHalf);
+
+/// Sets up the rest of the pipeline before this node answers: the mirror connection, and
+/// the status (with the first node that failed) to pass upstream.
+async fn setup_mirror(
+    x: &Xceiver,
+    op: &OpWriteBlockProto,
+    acked: bool,
+) -> (Option<Mirror>, Status, String) {
+    let Some(next) = op.targets.first() else {
+        return (None, Status::Success, String::new());
+    };
+    let addr = format!("{}:{}", next.id.ip_addr, next.id.xfer_port);
+    match connect_mirror(x, op, &addr, acked).await {
+        Ok((m, Some(resp))) if resp.status != Status::Success as i32 => {
+            let status = Status::try_from(resp.status).unwrap_or(Status::Error);
+            let bad = resp
+                .first_bad_link
+                .filter(|b| !b.is_empty())
+                .unwrap_or(addr);
+            (Some(m), status, bad)
+        }
+        Ok((m, _)) => (Some(m), Status::Success, String::new()),
+        Err(e) => {
+            warn!(%addr, error = %e, "pipeline: next DataNode unreachable");
+            (None, Status::Error, addr)
+        }
+    }
+}
+
 fn f_truncate(f: &RbwFiles, len: u64, c: &Checksum) -> std::io::Result<()> {
     tokio::task::block_in_place(|| f.truncate(len, c))
 }
@@ -348,19 +353,13 @@ fn store(
 }
 
 /// Connects to the next node and sends it the op with itself removed from the targets.
-/// For client writes, also reads its setup answer.
+/// For a client's own pipeline (`answered`), also reads its setup answer.
 async fn connect_mirror(
     x: &Xceiver,
     op: &OpWriteBlockProto,
     addr: &str,
-    from_client: bool,
-) -> Result<
-    (
-        (BufReader<OwnedReadHalf>, OwnedWriteHalf),
-        Option<BlockOpResponseProto>,
-    ),
-    TransferError,
-> {
+    answered: bool,
+) -> Result<(Mirror, Option<BlockOpResponseProto>), TransferError> {
     let stream = tokio::time::timeout(x.cfg.socket_timeout, TcpStream::connect(addr))
         .await
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out"))??;
@@ -374,7 +373,7 @@ async fn connect_mirror(
     next.target_storage_ids = op.target_storage_ids.iter().skip(1).cloned().collect();
     write_op(&mut w, op::WRITE_BLOCK, &next).await?;
     let mut r = BufReader::new(r);
-    let resp = if from_client {
+    let resp = if answered {
         Some(
             timed(
                 x.cfg.socket_timeout,
