@@ -6,12 +6,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferrite_proto::hdfs::op_write_block_proto::BlockConstructionStage as Stage;
 use ferrite_proto::hdfs::*;
 use ferrite_transfer::checksum::Checksum;
 use tracing::warn;
 
 use crate::block_reader::xfer_addr;
-use crate::block_writer::BlockWriter;
+use crate::block_writer::{BlockWriter, Failure, Setup};
 use crate::error::{Error, Result};
 use crate::fs::Inner;
 
@@ -26,7 +27,8 @@ pub struct FileWriter {
     packet_bytes: usize,
     checksum: Checksum,
     buf: Vec<u8>,
-    block: Option<(BlockWriter, ExtendedBlockProto)>,
+    /// The block being written and the pipeline writing it.
+    block: Option<(BlockWriter, LocatedBlockProto)>,
     previous: Option<ExtendedBlockProto>,
     written: u64,
     closed: bool,
@@ -80,7 +82,9 @@ impl FileWriter {
             self.start_block().await?;
         }
         let (bw, _) = self.block.as_mut().expect("started");
-        bw.send(&self.buf).await?;
+        if let Err(f) = bw.send(&self.buf).await {
+            self.recover(f).await?;
+        }
         self.written += self.buf.len() as u64;
         self.buf.clear();
         if self.written % self.block_size == 0 {
@@ -93,9 +97,10 @@ impl FileWriter {
         let mut excluded: Vec<DatanodeInfoProto> = Vec::new();
         for attempt in 1..=SETUP_ATTEMPTS {
             let lb = self.add_block(&excluded).await?;
-            match BlockWriter::open(&lb, &self.fs.client_name, self.checksum).await {
+            let setup = Setup::create(&lb);
+            match BlockWriter::open(&lb, &self.fs.client_name, self.checksum, setup).await {
                 Ok(bw) => {
-                    self.block = Some((bw, lb.b));
+                    self.block = Some((bw, lb));
                     return Ok(());
                 }
                 Err(f) => {
@@ -159,12 +164,94 @@ impl FileWriter {
     }
 
     async fn end_block(&mut self) -> Result<()> {
-        if let Some((bw, mut b)) = self.block.take() {
-            let n = bw.finish().await?;
-            b.num_bytes = Some(n);
-            self.previous = Some(b);
+        // After a recovery the last packet is among those sent again.
+        let mut last_sent = false;
+        while let Some((bw, _)) = self.block.as_mut() {
+            match bw.finish(last_sent).await {
+                Ok(n) => {
+                    let (_, lb) = self.block.take().expect("present");
+                    let mut b = lb.b;
+                    b.num_bytes = Some(n);
+                    self.previous = Some(b);
+                }
+                Err(f) => {
+                    self.recover(f).await?;
+                    last_sent = true;
+                }
+            }
         }
         Ok(())
+    }
+
+    /// Pipeline recovery, as HDFS clients do it: drop the failed node, get a new
+    /// generation stamp, set the pipeline up again on the survivors (they cut their
+    /// replicas back to what all of them acknowledged), send the unacknowledged packets
+    /// again, and tell the NameNode the new pipeline. A node that fails during recovery
+    /// is dropped too, while at least one remains.
+    async fn recover(&mut self, failure: Failure) -> Result<()> {
+        let (bw, mut lb) = self.block.take().expect("a pipeline to recover");
+        let (mut packets, mut acked) = bw.leftovers();
+        drop(bw);
+        let (mut bad, mut error) = (failure.bad_index, failure.error);
+        while lb.locs.len() > 1 {
+            let i = bad.unwrap_or(0).min(lb.locs.len() - 1);
+            warn!(path = %self.path, dropped = %xfer_addr(&lb.locs[i]), %error, "recovering the write pipeline");
+            lb.locs.remove(i);
+            for v in [
+                &mut lb.storage_types as &mut dyn VecRemove,
+                &mut lb.storage_i_ds,
+                &mut lb.is_cached,
+            ] {
+                v.remove_at(i);
+            }
+            let req = UpdateBlockForPipelineRequestProto {
+                block: lb.b.clone(),
+                client_name: self.fs.client_name.clone(),
+            };
+            let ub: UpdateBlockForPipelineResponseProto =
+                self.fs.nn.call("updateBlockForPipeline", &req).await?;
+            let gs = ub.block.b.generation_stamp;
+            lb.block_token = ub.block.block_token;
+            let closing = packets.last().is_some_and(|p| p.last);
+            let setup = Setup {
+                stage: if closing {
+                    Stage::PipelineCloseRecovery
+                } else {
+                    Stage::PipelineSetupStreamingRecovery
+                },
+                acked,
+                sent: packets.last().map(|p| p.end).unwrap_or(acked),
+                gs,
+            };
+            let mut bw =
+                match BlockWriter::open(&lb, &self.fs.client_name, self.checksum, setup).await {
+                    Ok(bw) => bw,
+                    Err(sf) => {
+                        bad = lb.locs.iter().position(|d| xfer_addr(d) == sf.bad_node);
+                        error = sf.error;
+                        continue;
+                    }
+                };
+            if let Err(f) = bw.resend(packets.clone()).await {
+                (packets, acked) = bw.leftovers();
+                (bad, error) = (f.bad_index, f.error);
+                continue;
+            }
+            let old = lb.b.clone();
+            lb.b.generation_stamp = gs;
+            lb.b.num_bytes = Some(acked);
+            let req = UpdatePipelineRequestProto {
+                client_name: self.fs.client_name.clone(),
+                old_block: old,
+                new_block: lb.b.clone(),
+                new_nodes: lb.locs.iter().map(|d| d.id.clone()).collect(),
+                storage_i_ds: lb.storage_i_ds.clone(),
+            };
+            let _: UpdatePipelineResponseProto = self.fs.nn.call("updatePipeline", &req).await?;
+            self.block = Some((bw, lb));
+            return Ok(());
+        }
+        Err(error)
     }
 
     /// Finishes the last block and completes the file (retrying while the NameNode waits
@@ -200,6 +287,20 @@ impl Drop for FileWriter {
         self.fs.open_writers.fetch_sub(1, Ordering::SeqCst);
         if !self.closed {
             tracing::debug!(path = %self.path, "writer dropped before close; the lease will expire");
+        }
+    }
+}
+
+/// Removing the entry of a dropped node from a LocatedBlock's per-node lists (which may
+/// be shorter than `locs`).
+trait VecRemove {
+    fn remove_at(&mut self, i: usize);
+}
+
+impl<T> VecRemove for Vec<T> {
+    fn remove_at(&mut self, i: usize) {
+        if i < self.len() {
+            self.remove(i);
         }
     }
 }

@@ -615,3 +615,29 @@ async fn open_files_keep_their_lease_while_the_client_renews_it() {
     );
     cluster.stop();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_writer_recovers_its_pipeline_when_a_datanode_dies() {
+    let root = tempfile::tempdir().unwrap();
+    let mut cluster = Cluster::start(root.path(), 0);
+    let fs = FileSystem::connect(&cluster.url).await.unwrap();
+    let opts = CreateOptions {
+        block_size: Some(8 << 20),
+        ..Default::default()
+    };
+    let bytes = data(6 << 20, 21);
+    let mut w = fs.create("/survivor", &opts).await.unwrap();
+    w.write(&bytes[..2 << 20]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Every node of the pipeline holds the block now; one of them dies.
+    let _ = cluster.dns[1].child.kill();
+    let _ = cluster.dns[1].child.wait();
+    w.write(&bytes[2 << 20..]).await.unwrap();
+    w.close().await.unwrap();
+    assert_eq!(get(&fs, "/survivor").await, bytes);
+    let lbs = fs.block_locations("/survivor").await.unwrap();
+    let dead = cluster.dn_addr(1).port() as u32;
+    assert_eq!(lbs.blocks[0].locs.len(), 2);
+    assert!(lbs.blocks[0].locs.iter().all(|d| d.id.xfer_port != dead));
+    cluster.stop();
+}
