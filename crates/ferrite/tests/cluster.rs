@@ -115,6 +115,11 @@ impl Cluster {
             .collect();
     }
 
+    /// The NameNode process alone (for a cluster started without DataNodes).
+    fn into_namenode(mut self) -> Proc {
+        self.nn.take().expect("a NameNode")
+    }
+
     fn port(&self) -> u16 {
         self.url.rsplit(':').next().unwrap().parse().unwrap()
     }
@@ -142,7 +147,7 @@ impl Cluster {
 }
 
 fn term(c: &mut Child) {
-    unsafe_kill(c.id(), 15);
+    send_signal(c.id(), 15);
     for _ in 0..100 {
         if let Ok(Some(_)) = c.try_wait() {
             return;
@@ -153,10 +158,12 @@ fn term(c: &mut Child) {
     let _ = c.wait();
 }
 
-fn unsafe_kill(pid: u32, sig: i32) {
+/// Sends a signal (the process may already be gone: a test killed it).
+fn send_signal(pid: u32, sig: i32) {
     let _ = Command::new("kill")
         .arg(format!("-{sig}"))
         .arg(pid.to_string())
+        .stderr(Stdio::null())
         .status();
 }
 
@@ -639,5 +646,37 @@ async fn our_writer_recovers_its_pipeline_when_a_datanode_dies() {
     let dead = cluster.dn_addr(1).port() as u32;
     assert_eq!(lbs.blocks[0].locs.len(), 2);
     assert!(lbs.blocks[0].locs.iter().all(|d| d.id.xfer_port != dead));
+    cluster.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn datanodes_rejoin_a_restarted_namenode() {
+    let root = tempfile::tempdir().unwrap();
+    let mut cluster = Cluster::start(root.path(), 0);
+    let fs = FileSystem::connect(&cluster.url).await.unwrap();
+    let bytes = data(5000, 31);
+    put(&fs, "/kept", &bytes).await;
+    // Only the NameNode restarts; the DataNodes keep running, reconnect, are asked to
+    // register again, and report their blocks, which ends start-up safe mode.
+    let port = cluster.port();
+    let mut nn = cluster.nn.take().unwrap();
+    term(&mut nn.child);
+    drop(nn);
+    let fresh = Cluster::start_with(root.path(), port, &[], false);
+    cluster.nn = Some(fresh.into_namenode());
+    let fs = FileSystem::connect(&cluster.url).await.unwrap();
+    let mut ok = false;
+    for _ in 0..100 {
+        if fs.mkdirs("/after", 0o755, true).await.is_ok() {
+            ok = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(ok, "the DataNodes did not report to the restarted NameNode");
+    assert_eq!(get(&fs, "/kept").await, bytes);
+    wait_for_replicas(&fs, "/kept", 3).await;
+    put(&fs, "/new", &bytes).await;
+    assert_eq!(get(&fs, "/new").await, bytes);
     cluster.stop();
 }
