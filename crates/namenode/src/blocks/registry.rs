@@ -135,10 +135,12 @@ impl Registry {
             n.dead = false;
             return Ok(ix);
         }
+        // The old identity stops counting at once; the dead-node monitor then forgets its
+        // replicas as for any node that went silent.
         let addr = id.xfer_addr();
         for n in &mut self.nodes {
             if n.id.xfer_addr() == addr {
-                n.dead = true;
+                n.last_heartbeat_ms = i64::MIN / 2;
             }
         }
         let ix = NodeIx::try_from(self.nodes.len()).map_err(|_| RegisterError::TooMany)?;
@@ -229,6 +231,11 @@ mod tests {
         let mut r = Registry::default();
         let a = r.register(id("a", 1), 0).unwrap();
         r.register(id("a2", 1), 0).unwrap();
-        assert!(r.get(a).dead);
+        assert_eq!(r.get(a).liveness(0, 100, 1000), Liveness::Dead);
+        assert_eq!(
+            r.newly_dead(0, 1000),
+            vec![a],
+            "so its replicas get forgotten"
+        );
     }
 }
