@@ -13,6 +13,7 @@ fn main() {
         "proto/HdfsServer.proto",
         "proto/DatanodeProtocol.proto",
         "proto/datatransfer.proto",
+        "proto/ClientDatanodeProtocol.proto",
     ];
     for f in &files {
         println!("cargo:rerun-if-changed={f}");

@@ -5,6 +5,7 @@
 //! heartbeats, reports blocks and carries out the commands that come back.
 //! [`DataNode::start`] wires them together.
 
+pub mod ipc;
 pub mod nn_link;
 pub mod storage;
 pub mod xceiver;
@@ -30,6 +31,8 @@ pub struct DnConfig {
     pub namenode: SocketAddr,
     /// Address to serve data transfer on (`dfs.datanode.address`); port 0 picks one.
     pub bind: SocketAddr,
+    /// Address of the IPC port (`dfs.datanode.ipc.address`); port 0 picks one.
+    pub ipc_bind: SocketAddr,
     /// `dfs.heartbeat.interval`
     pub heartbeat_interval: Duration,
     /// `dfs.blockreport.intervalMsec`
@@ -45,6 +48,7 @@ impl DnConfig {
             data_dirs,
             namenode,
             bind: "127.0.0.1:0".parse().expect("literal"),
+            ipc_bind: "127.0.0.1:0".parse().expect("literal"),
             heartbeat_interval: Duration::from_secs(3),
             block_report_interval: Duration::from_secs(6 * 3600),
             xceiver: XceiverConfig::default(),
@@ -83,6 +87,12 @@ impl DnConfig {
                 }
                 "dfs.client.socket-timeout" => {
                     self.xceiver.socket_timeout = Duration::from_millis(num()?.max(1000))
+                }
+                "dfs.datanode.ipc.address" => {
+                    self.ipc_bind = v
+                        .trim()
+                        .parse()
+                        .map_err(|_| format!("bad address {v:?} for {k}"))?
                 }
                 "dfs.data.transfer.max.packet.size" => self.xceiver.max_packet = num()? as usize,
                 "ferrite.datanode.read.packet.bytes" => {
@@ -134,13 +144,20 @@ impl DataNode {
         let ds = Arc::new(ds);
         let listener = TcpListener::bind(cfg.bind).await?;
         let xfer_addr = listener.local_addr()?;
+        let ipc_listener = TcpListener::bind(cfg.ipc_bind).await?;
+        let ipc_addr = ipc_listener.local_addr()?;
+        let ipc = ferrite_ipc::server::spawn(
+            ipc_listener,
+            Arc::new(ipc::router(ds.clone())),
+            Default::default(),
+        );
         let me = Identity {
             uuid: uuid.clone(),
             ip: xfer_addr.ip().to_string(),
             host: "localhost".into(),
             xfer_port: xfer_addr.port() as u32,
             info_port: 0,
-            ipc_port: 0,
+            ipc_port: ipc_addr.port() as u32,
         };
         let link = NnLink::new(cfg.namenode, &cfg.user, &ns, &me);
         let x = Arc::new(Xceiver {
@@ -149,6 +166,14 @@ impl DataNode {
             cfg: cfg.xceiver.clone(),
         });
         let mut tasks = vec![tokio::spawn(xceiver::serve(x, listener, cancel.clone()))];
+        {
+            // The IPC server stops with everything else.
+            let cancel = cancel.clone();
+            tasks.push(tokio::spawn(async move {
+                cancel.cancelled().await;
+                ipc.shutdown().await;
+            }));
+        }
         tasks.push(tokio::spawn(link.clone().run_ibr_sender(cancel.clone())));
         link.register().await?;
         // Storage space first, so the NameNode can place blocks here at once.
@@ -160,7 +185,7 @@ impl DataNode {
             cfg.block_report_interval,
             cancel.clone(),
         )));
-        info!(%xfer_addr, %uuid, volumes = ds.volumes.len(), "DataNode serving");
+        info!(%xfer_addr, %ipc_addr, %uuid, volumes = ds.volumes.len(), "DataNode serving");
         Ok(DataNodeHandle {
             xfer_addr,
             uuid,

@@ -129,6 +129,7 @@ pub async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
             let mut c = dn_cfg.clone();
             c.namenode = nn.addr;
             c.bind = format!("{}:0", args.bind).parse()?;
+            c.ipc_bind = format!("{}:0", args.bind).parse()?;
             if c.data_dirs.is_empty() || args.datanodes > 1 {
                 c.data_dirs = vec![args.data.join(format!("dn{i}"))];
             }
@@ -181,6 +182,9 @@ pub struct DataNodeArgs {
     /// Data-transfer port; 0 picks a free one.
     #[arg(long, default_value_t = 9866)]
     pub port: u16,
+    /// IPC port (ClientDatanodeProtocol); 0 picks a free one.
+    #[arg(long = "ipc-port", default_value_t = 9867)]
+    pub ipc_port: u16,
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     pub bind: String,
@@ -202,6 +206,7 @@ pub async fn run_datanode(args: DataNodeArgs) -> anyhow::Result<()> {
     let dirs = args.data.split(',').map(PathBuf::from).collect();
     let mut cfg = DnConfig::new(dirs, nn_addr);
     cfg.bind = format!("{}:{}", args.bind, args.port).parse()?;
+    cfg.ipc_bind = format!("{}:{}", args.bind, args.ipc_port).parse()?;
     let pairs = config_pairs(&args.conf)?;
     let unknown = cfg
         .apply(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))

@@ -102,6 +102,8 @@ impl Cluster {
                     &nn_addr,
                     "--port",
                     "0",
+                    "--ipc-port",
+                    "0",
                     "--data",
                     &self.root.join(format!("dn{i}")).display().to_string(),
                     "--conf",

@@ -29,3 +29,5 @@ pub const CLIENT_PROTOCOL: &str = "org.apache.hadoop.hdfs.protocol.ClientProtoco
 pub const NAMENODE_PROTOCOL: &str = "org.apache.hadoop.hdfs.server.protocol.NamenodeProtocol";
 /// `declaringClassProtocolName` of DatanodeProtocol.
 pub const DATANODE_PROTOCOL: &str = "org.apache.hadoop.hdfs.server.protocol.DatanodeProtocol";
+/// `declaringClassProtocolName` of ClientDatanodeProtocol (a DataNode's IPC port).
+pub const CLIENT_DATANODE_PROTOCOL: &str = "org.apache.hadoop.hdfs.protocol.ClientDatanodeProtocol";

@@ -202,7 +202,7 @@ def process_cluster(w, datanodes):
     hb = ["--conf", "dfs.heartbeat.interval=1"]
     nn, url = spawn_ready([ferrite, "namenode", "--port", "0", "--data", str(w / "nn"), *hb], log)
     dirs = [w / f"dn{i}" for i in range(datanodes)]
-    dns = [spawn_ready([ferrite, "datanode", "--namenode", url[len("hdfs://") :], "--port", "0", "--data", str(d), *hb], log)[0] for d in dirs]
+    dns = [spawn_ready([ferrite, "datanode", "--namenode", url[len("hdfs://") :], "--port", "0", "--ipc-port", "0", "--data", str(d), *hb], log)[0] for d in dirs]
     try:
         yield url, dns, dirs
     finally:
@@ -250,24 +250,66 @@ def test_java_writer_survives_a_datanode_dying_mid_block(workroot):
             assert sha(r.read()) == sha(data)
 
 
+WRITER = """
+import random, sys
+from hdfs_native import Client
+data = random.Random(10).randbytes(48 << 20)
+f = Client(sys.argv[1]).create("/native-recover.bin")
+f.write(data[: 16 << 20])
+print("half", flush=True)
+sys.stdin.readline()
+f.write(data[16 << 20 :])
+f.close()
+print("closed", flush=True)
+"""
+
+
 def test_hdfs_native_writer_replaces_a_dead_datanode(workroot):
     """hdfs-native insists on a replacement node: getAdditionalDatanode, then TRANSFER_BLOCK
     copies the half-written replica from a survivor to the new node, then the recovered
-    pipeline goes on. Four DataNodes, so a replacement exists."""
+    pipeline goes on. Four DataNodes, so a replacement exists. The writer runs in its own
+    process, so a client that hangs fails the test instead of stalling the suite."""
+    import sys
+
     w = workroot / "pipeline-recovery-native"
     with process_cluster(w, 4) as (url, dns, dirs):
         data = random.Random(10).randbytes(48 * MIB)
-        c = Client(url)
-        f = c.create("/native-recover.bin")
-        f.write(data[: 16 * MIB])
-        time.sleep(2)
-        holders = [i for i, d in enumerate(dirs) if any(d.rglob("rbw/blk_*"))]
-        assert len(holders) == 3
-        dns[holders[0]].send_signal(signal.SIGKILL)
-        time.sleep(0.5)
-        f.write(data[16 * MIB :])
-        f.close()
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, url], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            assert writer.stdout.readline().strip() == "half"
+            time.sleep(2)
+            holders = [i for i, d in enumerate(dirs) if any(d.rglob("rbw/blk_*"))]
+            assert len(holders) == 3
+            dns[holders[0]].send_signal(signal.SIGKILL)
+            time.sleep(0.5)
+            out, _ = writer.communicate("go\n", timeout=120)
+        finally:
+            if writer.poll() is None:
+                writer.kill()
+        assert writer.returncode == 0 and "closed" in out
         spare = next(i for i in range(4) if i not in holders)
         assert any(dirs[spare].rglob("finalized/**/blk_*")), "the replacement node got the block"
-        with c.read("/native-recover.bin") as r:
+        with Client(url).read("/native-recover.bin") as r:
             assert sha(r.read()) == sha(data)
+
+
+def test_java_reads_a_file_while_it_is_being_written(ferrite, workroot):
+    """The last block of an open file: Hadoop's client asks a DataNode's IPC port
+    (getReplicaVisibleLength) how much it may read, and reads that much."""
+    c = Client(ferrite.url)
+    data = random.Random(12).randbytes(5 * MIB // 2)
+    f = c.create("/dp/growing.bin", WriteOptions(block_size=MIB))
+    f.write(data)
+    time.sleep(1)  # full packets have reached the DataNodes
+    sh = FsShell(ferrite, workroot)
+    cat = subprocess.run(
+        ["java", "-Djava.net.preferIPv4Stack=true", "-cp", _cp(sh), "org.apache.hadoop.fs.FsShell", "-cat", "/dp/growing.bin"],
+        capture_output=True,
+        env=sh.env,
+        timeout=300,
+    )
+    f.close()
+    assert cat.returncode == 0, cat.stderr.decode()[-3000:]
+    # Two finished blocks and most of the third (the client still holds a partial packet).
+    assert 2 * MIB < len(cat.stdout) <= len(data)
+    assert cat.stdout == data[: len(cat.stdout)]
