@@ -470,8 +470,7 @@ impl Shell {
         }
         let (srcs, dst) = args.split_at(args.len() - 1);
         let dst_abs = self.abs(&dst[0]);
-        let dst_is_dir =
-            matches!(self.fs.status(&dst_abs).await.map_err(|e| self.err(e))?, Some(s) if s.is_dir);
+        let dst_is_dir = self.is_dir(&dst_abs).await?;
         if srcs.len() > 1 && !dst_is_dir {
             return Err(Failed(format!("mv: `{}': Is not a directory", dst[0])));
         }
@@ -480,15 +479,7 @@ impl Shell {
                 continue;
             }
             let src_abs = self.abs(s);
-            let target = if dst_is_dir {
-                format!(
-                    "{}/{}",
-                    dst_abs.trim_end_matches('/'),
-                    src_abs.rsplit('/').next().unwrap_or("")
-                )
-            } else {
-                dst_abs.clone()
-            };
+            let target = Self::landing(&dst_abs, dst_is_dir, &src_abs);
             if dst_is_dir
                 && self
                     .fs
@@ -673,6 +664,37 @@ impl Shell {
         Ok(out)
     }
 
+    /// The paths a command acts on: `p` itself, or with `recursive` everything under it
+    /// too. Empty (after reporting why) when `p` does not exist.
+    async fn targets(
+        &mut self,
+        p: &str,
+        recursive: bool,
+    ) -> Result<Vec<(String, FileStatus)>, Failed> {
+        if recursive {
+            return self.tree(p).await;
+        }
+        Ok(self
+            .found(p)
+            .await
+            .map(|st| vec![(self.abs(p), st)])
+            .unwrap_or_default())
+    }
+
+    /// Where `src` lands: inside `dst` when it is a directory, else at `dst`.
+    pub fn landing(dst_abs: &str, dst_is_dir: bool, src_abs: &str) -> String {
+        if dst_is_dir {
+            let name = src_abs.rsplit('/').next().unwrap_or("");
+            format!("{}/{name}", dst_abs.trim_end_matches('/'))
+        } else {
+            dst_abs.to_string()
+        }
+    }
+
+    pub async fn is_dir(&self, abs: &str) -> Result<bool, Failed> {
+        Ok(matches!(self.fs.status(abs).await.map_err(|e| self.err(e))?, Some(s) if s.is_dir))
+    }
+
     /// Every path at and under `p` (for -R).
     async fn tree(&self, p: &str) -> Result<Vec<(String, FileStatus)>, Failed> {
         let st = self.need(p).await?;
@@ -699,14 +721,7 @@ impl Shell {
             return Err(self.usage("Not enough arguments"));
         };
         for p in paths {
-            let targets = if f.is_empty() {
-                match self.found(p).await {
-                    Some(st) => vec![(self.abs(p), st)],
-                    None => continue,
-                }
-            } else {
-                self.tree(p).await?
-            };
+            let targets = self.targets(p, !f.is_empty()).await?;
             for (path, st) in targets {
                 let perm = format::chmod(mode, st.perm, st.is_dir).map_err(Failed)?;
                 if let Err(e) = self.fs.set_permission(&path, perm).await {
@@ -731,14 +746,7 @@ impl Shell {
             }
         };
         for p in paths {
-            let targets = if f.is_empty() {
-                match self.found(p).await {
-                    Some(st) => vec![(self.abs(p), st)],
-                    None => continue,
-                }
-            } else {
-                self.tree(p).await?
-            };
+            let targets = self.targets(p, !f.is_empty()).await?;
             for (path, _) in targets {
                 if let Err(e) = self.fs.set_owner(&path, owner, group).await {
                     self.fail(self.err(e));

@@ -246,8 +246,7 @@ pub async fn cp(sh: &mut Shell, args: &[String]) -> Res {
     }
     let (srcs, dst) = rest.split_at(rest.len() - 1);
     let dst_abs = sh.abs(&dst[0]);
-    let dst_is_dir =
-        matches!(sh.fs.status(&dst_abs).await.map_err(|e| sh.err(e))?, Some(s) if s.is_dir);
+    let dst_is_dir = sh.is_dir(&dst_abs).await?;
     for src in srcs {
         let Some(st) = sh.found(src).await else {
             continue;
@@ -259,15 +258,7 @@ pub async fn cp(sh: &mut Shell, args: &[String]) -> Res {
             continue;
         }
         let src_abs = sh.abs(src);
-        let target = if dst_is_dir {
-            format!(
-                "{}/{}",
-                dst_abs.trim_end_matches('/'),
-                src_abs.rsplit('/').next().unwrap_or("")
-            )
-        } else {
-            dst_abs.clone()
-        };
+        let target = Shell::landing(&dst_abs, dst_is_dir, &src_abs);
         if !force && sh.exists(&target).await? {
             sh.fail(Failed(format!("cp: `{target}': File exists")));
             continue;
