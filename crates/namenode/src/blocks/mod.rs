@@ -187,7 +187,11 @@ impl BlockManager {
         for id in ids {
             self.remove_replica(id, node);
         }
-        self.reg.get_mut(node).invalidate.clear();
+        // Orders it will never carry out; copies it was to send are re-planned once their
+        // pending time runs out.
+        let n = self.reg.get_mut(node);
+        n.invalidate.clear();
+        n.transfers.clear();
     }
 
     /// Applies a full report of one storage: replicas it no longer lists are forgotten,
