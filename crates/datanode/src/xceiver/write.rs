@@ -28,6 +28,9 @@ const IBR_WAIT: Duration = Duration::from_secs(10);
 struct Ack {
     seqno: i64,
     status: Status,
+    /// The packet could not be forwarded: report the next node as failed without waiting
+    /// for an ack from it, so the client knows which node to drop.
+    downstream_lost: bool,
 }
 
 pub async fn serve(
@@ -186,7 +189,15 @@ struct Receive<'a> {
 
 impl Receive<'_> {
     async fn ack(&self, seqno: i64, status: Status) {
-        let _ = self.acks.send(Ack { seqno, status }).await;
+        let downstream_lost = false;
+        let _ = self
+            .acks
+            .send(Ack {
+                seqno,
+                status,
+                downstream_lost,
+            })
+            .await;
     }
 
     /// Returns Ok(true) once the last packet is stored, Ok(false) after an error ack.
@@ -194,10 +205,22 @@ impl Receive<'_> {
         let x = self.x;
         loop {
             let pkt = timed(x.cfg.socket_timeout, packet::read(rd, x.cfg.max_packet)).await?;
-            if let Some(m) = self.mirror.as_mut() {
-                m.write_all(&pkt.raw).await?;
-            }
             let h = pkt.header;
+            if let Some(m) = self.mirror.as_mut() {
+                if let Err(e) = m.write_all(&pkt.raw).await {
+                    // As HDFS's DataNode: the next node is gone. Say so in this packet's
+                    // ack (closing without one would leave the client guessing which node
+                    // failed), and stop; the client recovers the pipeline without it.
+                    warn!(block = self.id, error = %e, "pipeline: next DataNode lost");
+                    let lost = Ack {
+                        seqno: h.seqno,
+                        status: Status::Success,
+                        downstream_lost: true,
+                    };
+                    let _ = self.acks.send(lost).await;
+                    return Ok(false);
+                }
+            }
             if h.is_heartbeat() {
                 self.ack(h.seqno, Status::Success).await;
                 continue;
@@ -397,7 +420,9 @@ async fn respond(
 ) {
     while let Some(a) = acks.recv().await {
         let mut replies = vec![a.status as i32];
-        if a.status == Status::Success {
+        if a.downstream_lost {
+            replies.push(Status::Error as i32);
+        } else if a.status == Status::Success {
             if let Some(m) = mirror.as_mut() {
                 match timed(timeout, read_delimited::<PipelineAckProto, _>(m)).await {
                     Ok(down) if down.seqno == a.seqno => replies.extend(downstream(&down)),
