@@ -28,7 +28,11 @@ pub async fn serve<R: Reader, W: Writer>(
     // A client may ask for a prefix of the block (its view of the length).
     let len = blk.num_bytes.unwrap_or(replica.len).min(replica.len);
     let result = (|| -> std::io::Result<(u32, u64, Vec<u8>, i32)> {
-        let (data, meta, c) = super::read::open(x, &replica)?;
+        let super::read::ReplicaFiles {
+            data,
+            meta,
+            checksum: c,
+        } = super::read::open(&x.ds, &replica)?;
         let bpc = c.bytes_per_checksum as u64;
         let size = c.kind.size();
         let chunks = c.chunks(len as usize);

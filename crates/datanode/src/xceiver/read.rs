@@ -16,7 +16,7 @@ use ferrite_transfer::TransferError;
 use tokio::io::AsyncWriteExt;
 
 use super::{refuse, timed, Reader, Writer, Xceiver};
-use crate::storage::Replica;
+use crate::storage::{Dataset, Replica};
 
 /// Serves one READ_BLOCK. Returns whether the connection may carry another op.
 pub async fn serve<R: Reader, W: Writer>(
@@ -46,7 +46,7 @@ pub async fn serve<R: Reader, W: Writer>(
         refuse(wr, Status::ErrorInvalid, &msg).await;
         return Ok(false);
     }
-    let (data, meta, checksum) = match open(x, &replica) {
+    let files = match open(&x.ds, &replica) {
         Ok(v) => v,
         Err(e) => {
             let lost = x.ds.check_volume(replica.volume);
@@ -60,6 +60,7 @@ pub async fn serve<R: Reader, W: Writer>(
             return Ok(false);
         }
     };
+    let checksum = files.checksum;
     let bpc = checksum.bytes_per_checksum as u64;
     let chunk_offset = op.offset - op.offset % bpc;
     let end = (op.offset + op.len)
@@ -78,50 +79,9 @@ pub async fn serve<R: Reader, W: Writer>(
         ..Default::default()
     };
     write_delimited(wr, &resp).await?;
-    let send_sums = op.send_checksums.unwrap_or(true);
     let per_packet = (x.cfg.read_packet_bytes as u64 / bpc).max(1) * bpc;
-    let mut pos = chunk_offset;
-    let mut seqno = 0i64;
-    let mut out = BytesMut::with_capacity(per_packet as usize + 1024);
-    let mut buf = vec![0u8; per_packet as usize];
-    let mut sums = vec![0u8; (per_packet / bpc) as usize * checksum.kind.size()];
-    while pos < end {
-        let n = (end - pos).min(per_packet) as usize;
-        let sum_len = if send_sums {
-            checksum.chunks(n) * checksum.kind.size()
-        } else {
-            0
-        };
-        let sum_at = META_HEADER_LEN as u64 + (pos / bpc) * checksum.kind.size() as u64;
-        // Blocking reads (usually from the page cache): tell the runtime, so other tasks
-        // move to another worker meanwhile. The event-driven read server replaces this.
-        tokio::task::block_in_place(|| {
-            data.read_exact_at(&mut buf[..n], pos)?;
-            meta.read_exact_at(&mut sums[..sum_len], sum_at)
-        })?;
-        out.clear();
-        let h = Header {
-            offset_in_block: pos as i64,
-            seqno,
-            last: false,
-            data_len: n as i32,
-            sync: false,
-        };
-        packet::encode(&h, &sums[..sum_len], &buf[..n], &mut out);
-        wr.write_all(&out).await?;
-        pos += n as u64;
-        seqno += 1;
-    }
-    out.clear();
-    let h = Header {
-        offset_in_block: end as i64,
-        seqno,
-        last: true,
-        data_len: 0,
-        sync: false,
-    };
-    packet::encode(&h, &[], &[], &mut out);
-    wr.write_all(&out).await?;
+    let with_sums = op.send_checksums.unwrap_or(true);
+    send_range(wr, &files, chunk_offset, end, per_packet, with_sums).await?;
     wr.flush().await?;
     // The reader says whether the checksums matched; without it the connection is over.
     match timed(
@@ -135,16 +95,80 @@ pub async fn serve<R: Reader, W: Writer>(
     }
 }
 
+/// A replica's open files and the checksum its meta header declares.
+pub struct ReplicaFiles {
+    pub data: File,
+    pub meta: File,
+    pub checksum: Checksum,
+}
+
 /// Opens a replica's data and meta files and reads the meta header.
-pub fn open(x: &Xceiver, r: &Replica) -> std::io::Result<(File, File, Checksum)> {
-    let (dp, mp) = x.ds.paths(r);
+pub fn open(ds: &Dataset, r: &Replica) -> std::io::Result<ReplicaFiles> {
+    let (dp, mp) = ds.paths(r);
     let data = File::open(dp)?;
     let meta = File::open(mp)?;
     let mut head = [0u8; META_HEADER_LEN];
     meta.read_exact_at(&mut head, 0)?;
-    let c = parse_meta_header(&head)
+    let checksum = parse_meta_header(&head)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-    Ok((data, meta, c))
+    Ok(ReplicaFiles {
+        data,
+        meta,
+        checksum,
+    })
+}
+
+/// Sends `[from, to)` of a replica (`from` chunk-aligned) as packets of at most
+/// `per_packet` data bytes, seqnos from 0, then the empty last packet. Used by reads and
+/// by copies to other DataNodes.
+pub async fn send_range<W: Writer>(
+    wr: &mut W,
+    f: &ReplicaFiles,
+    from: u64,
+    to: u64,
+    per_packet: u64,
+    with_sums: bool,
+) -> Result<(), TransferError> {
+    let c = &f.checksum;
+    let bpc = c.bytes_per_checksum as u64;
+    let mut pos = from;
+    let mut seqno = 0i64;
+    let mut out = BytesMut::with_capacity(per_packet as usize + 1024);
+    let mut buf = vec![0u8; per_packet as usize];
+    let mut sums = vec![0u8; (per_packet / bpc) as usize * c.kind.size()];
+    loop {
+        let n = (to - pos).min(per_packet) as usize;
+        let sum_len = if with_sums {
+            c.chunks(n) * c.kind.size()
+        } else {
+            0
+        };
+        if n > 0 {
+            let sum_at = META_HEADER_LEN as u64 + (pos / bpc) * c.kind.size() as u64;
+            // Blocking reads (usually from the page cache): tell the runtime, so other
+            // tasks move to another worker meanwhile. The event-driven read server
+            // replaces this.
+            tokio::task::block_in_place(|| {
+                f.data.read_exact_at(&mut buf[..n], pos)?;
+                f.meta.read_exact_at(&mut sums[..sum_len], sum_at)
+            })?;
+        }
+        out.clear();
+        let h = Header {
+            offset_in_block: pos as i64,
+            seqno,
+            last: n == 0,
+            data_len: n as i32,
+            sync: false,
+        };
+        packet::encode(&h, &sums[..sum_len], &buf[..n], &mut out);
+        wr.write_all(&out).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        pos += n as u64;
+        seqno += 1;
+    }
 }
 
 /// Tells the NameNode about replicas lost with a failed volume.

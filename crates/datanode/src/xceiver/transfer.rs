@@ -5,15 +5,10 @@
 //!   replica, sent with stage TRANSFER_RBW; the receiver keeps it unfinished for the
 //!   recovered pipeline and answers once, at the end.
 
-use std::os::unix::fs::FileExt;
-
-use bytes::BytesMut;
 use ferrite_proto::common::TokenProto;
 use ferrite_proto::hdfs::op_write_block_proto::BlockConstructionStage as Stage;
 use ferrite_proto::hdfs::*;
-use ferrite_transfer::checksum::{parse_meta_header, META_HEADER_LEN};
 use ferrite_transfer::io::{read_delimited, write_delimited, write_op};
-use ferrite_transfer::packet::{self, Header};
 use ferrite_transfer::{op, TransferError};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
@@ -119,12 +114,8 @@ async fn stream(
         return Ok(());
     };
     let r = &copy.replica;
-    let (dp, mp) = ds.paths(r);
-    let data = std::fs::File::open(dp)?;
-    let meta = std::fs::File::open(mp)?;
-    let mut head = [0u8; META_HEADER_LEN];
-    meta.read_exact_at(&mut head, 0)?;
-    let c = parse_meta_header(&head).map_err(|e| TransferError::malformed("meta header", e))?;
+    let files = super::read::open(ds, r)?;
+    let c = files.checksum;
     let s = TcpStream::connect(format!("{}:{}", first.id.ip_addr, first.id.xfer_port)).await?;
     s.set_nodelay(true)?;
     let (rd, mut s) = s.into_split();
@@ -155,38 +146,8 @@ async fn stream(
         ..Default::default()
     };
     write_op(&mut s, op::WRITE_BLOCK, &opw).await?;
-    let bpc = c.bytes_per_checksum as u64;
-    let per = (64 << 10) / bpc * bpc;
-    let mut pos = 0u64;
-    let mut seqno = 0;
-    let mut out = BytesMut::new();
-    let mut buf = vec![0u8; per as usize];
-    let mut sums = vec![0u8; (per / bpc) as usize * c.kind.size()];
-    loop {
-        let n = (copy.len - pos).min(per) as usize;
-        let last = n == 0;
-        let sl = c.chunks(n) * c.kind.size();
-        if n > 0 {
-            data.read_exact_at(&mut buf[..n], pos)?;
-            let at = META_HEADER_LEN as u64 + pos / bpc * c.kind.size() as u64;
-            meta.read_exact_at(&mut sums[..sl], at)?;
-        }
-        out.clear();
-        let h = Header {
-            offset_in_block: pos as i64,
-            seqno,
-            last,
-            data_len: n as i32,
-            sync: false,
-        };
-        packet::encode(&h, &sums[..sl], &buf[..n], &mut out);
-        s.write_all(&out).await?;
-        if last {
-            break;
-        }
-        pos += n as u64;
-        seqno += 1;
-    }
+    let per = (64 << 10) / c.bytes_per_checksum as u64 * c.bytes_per_checksum as u64;
+    super::read::send_range(&mut s, &files, 0, copy.len, per, true).await?;
     s.flush().await?;
     let mut rd = BufReader::new(rd);
     let timeout = std::time::Duration::from_secs(60);
