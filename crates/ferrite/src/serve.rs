@@ -46,23 +46,12 @@ pub enum Role {
 /// Every configuration pair in force: `$HADOOP_CONF_DIR/{core,hdfs}-site.xml`, then
 /// `--conf` (later wins).
 fn config_pairs(conf: &[String]) -> anyhow::Result<Vec<(String, String)>> {
-    let mut pairs = Vec::new();
-    if let Some(dir) = std::env::var_os("HADOOP_CONF_DIR") {
-        for f in ["core-site.xml", "hdfs-site.xml"] {
-            let path = std::path::Path::new(&dir).join(f);
-            if let Ok(text) = std::fs::read_to_string(&path) {
-                let kv = ferrite_namenode::config::parse_site_xml(&text)
-                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-                pairs.extend(kv);
-            }
-        }
-    }
-    for p in conf {
-        let (k, v) = p
-            .split_once('=')
-            .ok_or_else(|| anyhow::anyhow!("--conf expects KEY=VALUE, got {p:?}"))?;
-        pairs.push((k.trim().to_string(), v.to_string()));
-    }
+    use ferrite_namenode::config::{cli_pairs, site_pairs};
+    let mut pairs = match std::env::var_os("HADOOP_CONF_DIR") {
+        Some(dir) => site_pairs(std::path::Path::new(&dir))?,
+        None => Vec::new(),
+    };
+    pairs.extend(cli_pairs(conf)?);
     Ok(pairs)
 }
 

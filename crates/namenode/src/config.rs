@@ -261,32 +261,45 @@ impl Config {
 
     /// Applies `--conf KEY=VALUE` strings.
     pub fn apply_cli(&mut self, pairs: &[String]) -> Result<Vec<String>, ConfigError> {
-        let mut kv = Vec::new();
-        for p in pairs {
-            let (k, v) = p
-                .split_once('=')
-                .ok_or_else(|| ConfigError::BadPair(p.clone()))?;
-            kv.push((k.trim(), v));
-        }
-        self.apply(kv)
+        let kv = cli_pairs(pairs)?;
+        self.apply(kv.iter().map(|(k, v)| (k.as_str(), v.as_str())))
     }
 
     /// Applies `core-site.xml` then `hdfs-site.xml` from `dir` (files that are absent are skipped).
     pub fn apply_site_dir(&mut self, dir: &Path) -> Result<Vec<String>, ConfigError> {
-        let mut unknown = Vec::new();
-        for name in ["core-site.xml", "hdfs-site.xml"] {
-            let path = dir.join(name);
-            let Ok(text) = std::fs::read_to_string(&path) else {
-                continue;
-            };
-            let props = parse_site_xml(&text).map_err(|why| ConfigError::File {
-                path: path.clone(),
-                why,
-            })?;
-            unknown.extend(self.apply(props.iter().map(|(k, v)| (k.as_str(), v.as_str())))?);
-        }
-        Ok(unknown)
+        let kv = site_pairs(dir)?;
+        self.apply(kv.iter().map(|(k, v)| (k.as_str(), v.as_str())))
     }
+}
+
+/// `--conf KEY=VALUE` strings as pairs. The DataNode reads the same pairs as the NameNode.
+pub fn cli_pairs(pairs: &[String]) -> Result<Vec<(String, String)>, ConfigError> {
+    pairs
+        .iter()
+        .map(|p| {
+            let (k, v) = p
+                .split_once('=')
+                .ok_or_else(|| ConfigError::BadPair(p.clone()))?;
+            Ok((k.trim().to_string(), v.to_string()))
+        })
+        .collect()
+}
+
+/// The pairs of `core-site.xml` then `hdfs-site.xml` in `dir` (absent files are skipped).
+pub fn site_pairs(dir: &Path) -> Result<Vec<(String, String)>, ConfigError> {
+    let mut out = Vec::new();
+    for name in ["core-site.xml", "hdfs-site.xml"] {
+        let path = dir.join(name);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let props = parse_site_xml(&text).map_err(|why| ConfigError::File {
+            path: path.clone(),
+            why,
+        })?;
+        out.extend(props);
+    }
+    Ok(out)
 }
 
 /// Reads the `<property><name/><value/></property>` pairs of a Hadoop site file.
