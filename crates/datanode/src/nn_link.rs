@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use ferrite_ipc::client::{ClientError, IpcClient};
 use ferrite_ipc::DATANODE_PROTOCOL;
+use ferrite_proto::block_list;
 use ferrite_proto::datanode::block_command_proto::Action;
 use ferrite_proto::datanode::datanode_command_proto::Type as CmdType;
 use ferrite_proto::datanode::received_deleted_block_info_proto::BlockStatus;
@@ -184,12 +185,11 @@ impl NnLink {
             .map(|(uuid, _failed, replicas)| {
                 let mut buf = Vec::with_capacity(replicas.len() * 16);
                 for r in &replicas {
-                    let zz = ((r.id as i64) << 1 ^ ((r.id as i64) >> 63)) as u64;
-                    prost::encoding::encode_varint(zz, &mut buf);
-                    prost::encoding::encode_varint(r.len, &mut buf);
-                    prost::encoding::encode_varint(r.gs, &mut buf);
-                    let st = if r.state == State::Finalized { 0 } else { 1 };
-                    prost::encoding::encode_varint(st, &mut buf);
+                    let st = match r.state {
+                        State::Finalized => block_list::FINALIZED,
+                        State::Rbw => block_list::RBW,
+                    };
+                    block_list::push(&mut buf, r.id, r.len, r.gs, st);
                 }
                 StorageBlockReportProto {
                     storage: storage(&uuid),

@@ -25,3 +25,19 @@ pub mod hdfs {
 pub use hdfs::datanode;
 
 pub use prost::Message;
+
+/// The compact block-list form of block reports (`BlockListAsLongs` buffers), written by
+/// DataNodes and read by the NameNode: per replica, four varints.
+pub mod block_list {
+    /// Replica states as the buffers carry them.
+    pub const FINALIZED: u64 = 0;
+    pub const RBW: u64 = 1;
+
+    /// Appends one replica: zigzag block id, length, generation stamp, state.
+    pub fn push(buf: &mut Vec<u8>, id: u64, len: u64, gs: u64, state: u64) {
+        let zigzag = ((id as i64) << 1 ^ ((id as i64) >> 63)) as u64;
+        for v in [zigzag, len, gs, state] {
+            prost::encoding::encode_varint(v, buf);
+        }
+    }
+}

@@ -96,19 +96,17 @@ fn decode_longs(v: &[u64]) -> Result<Vec<Reported>, String> {
     Ok(out)
 }
 
-/// Encodes replicas in the compact buffer form (what Ferrite's DataNodes send).
-pub fn encode_buffers(replicas: &[Reported]) -> (u64, Vec<Vec<u8>>) {
+/// Encodes replicas in the compact buffer form, as DataNodes send them.
+#[cfg(test)]
+fn encode_buffers(replicas: &[Reported]) -> (u64, Vec<Vec<u8>>) {
+    use ferrite_proto::block_list;
     let mut buf = Vec::with_capacity(replicas.len() * 16);
     for r in replicas {
-        let zz = ((r.id as i64) << 1 ^ ((r.id as i64) >> 63)) as u64;
-        prost::encoding::encode_varint(zz, &mut buf);
-        prost::encoding::encode_varint(r.len, &mut buf);
-        prost::encoding::encode_varint(r.gs, &mut buf);
         let state = match r.state {
-            ReplicaState::Finalized => 0,
-            ReplicaState::Unfinished => 1,
+            ReplicaState::Finalized => block_list::FINALIZED,
+            ReplicaState::Unfinished => block_list::RBW,
         };
-        prost::encoding::encode_varint(state, &mut buf);
+        block_list::push(&mut buf, r.id, r.len, r.gs, state);
     }
     (replicas.len() as u64, vec![buf])
 }
