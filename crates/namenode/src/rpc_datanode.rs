@@ -46,11 +46,10 @@ pub fn register(r: &mut Router<NnState>) {
 
 /// What the namespace expects of block `id`, for checking a reported replica.
 pub fn expected(ns: &Namespace, id: u64) -> Option<Expected> {
-    let slot = ns.block_file(id)?;
+    let (slot, i) = ns.block_position(id)?;
     let f = ns.inode(slot).file()?;
     let blocks = f.blocks();
-    let i = blocks.iter().rposition(|b| b.id == id)?;
-    let b = blocks[i];
+    let b = *blocks.get(i).filter(|b| b.id == id)?;
     let being_written = f.uc().is_some() && i + 1 == blocks.len();
     Some(Expected {
         gs: b.gs,

@@ -314,8 +314,8 @@ impl Namespace {
                 self.open_files.insert(id, slot);
             }
             if let Some(f) = self.arena.get(slot).file() {
-                for b in f.blocks() {
-                    self.block_files.insert(b.id, slot);
+                for (i, b) in f.blocks().iter().enumerate() {
+                    self.block_files.insert(b.id, (slot, i as u32));
                 }
             }
         }

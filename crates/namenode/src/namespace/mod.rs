@@ -49,7 +49,9 @@ pub struct Namespace {
     names: NameArena,
     users: Interner,
     /// Block id → the file that holds it: how block reports find their files.
-    block_files: std::collections::HashMap<u64, Slot>,
+    /// (A block's index in its file never changes: blocks are only appended, and only the
+    /// last is ever abandoned.)
+    block_files: std::collections::HashMap<u64, (Slot, u32)>,
     next_inode_id: u64,
     /// Never reused, even after a delete: a DataNode may still hold replicas of a dead block.
     next_block_id: u64,
@@ -250,17 +252,21 @@ impl Namespace {
                 let slot = self.existing(path)?;
                 let f = self.open_file_data(slot, path)?;
                 let blocks = f.blocks_mut();
+                // The file grows by what the previous block turned out to hold (its
+                // recorded length was 0 while it was being written).
+                let mut was = 0;
                 if let Some(prev) = blocks.last_mut() {
+                    was = prev.len;
                     prev.len = *prev_len;
                 }
+                let index = blocks.len() as u32;
                 blocks.push(Block {
                     id: *id,
                     gs: *gs,
                     len: 0,
                 });
-                let written = blocks.iter().map(|b| b.len).sum();
-                f.len = written;
-                self.block_files.insert(*id, slot);
+                f.len = f.len.saturating_sub(was) + prev_len;
+                self.block_files.insert(*id, (slot, index));
                 self.next_block_id = self.next_block_id.max(id + 1);
                 self.next_gs = self.next_gs.max(gs + 1);
             }
@@ -574,12 +580,17 @@ impl Namespace {
 
     /// The file that holds a block, if any does.
     pub fn block_file(&self, id: u64) -> Option<Slot> {
-        self.block_files.get(&id).copied()
+        self.block_files.get(&id).map(|&(s, _)| s)
+    }
+
+    /// The file that holds a block and the block's index in it.
+    pub fn block_position(&self, id: u64) -> Option<(Slot, usize)> {
+        self.block_files.get(&id).map(|&(s, i)| (s, i as usize))
     }
 
     /// Every block with the file that holds it.
     pub fn blocks(&self) -> impl Iterator<Item = (u64, Slot)> + '_ {
-        self.block_files.iter().map(|(&b, &s)| (b, s))
+        self.block_files.iter().map(|(&b, &(s, _))| (b, s))
     }
 
     /// The number of blocks in the namespace.
