@@ -388,13 +388,14 @@ impl NnLink {
             .enumerate()
             .map(|(vi, v)| {
                 let (capacity, remaining) = if v.is_failed() { (0, 0) } else { v.space() };
+                let used = ds.used(vi);
                 StorageReportProto {
                     storage_uuid: v.storage_uuid.clone(),
                     failed: Some(v.is_failed()),
                     capacity: Some(capacity),
-                    dfs_used: Some(ds.used(vi)),
+                    dfs_used: Some(used),
                     remaining: Some(remaining),
-                    block_pool_used: Some(ds.used(vi)),
+                    block_pool_used: Some(used),
                     storage: Some(storage(&v.storage_uuid)),
                     non_dfs_used: Some(0),
                     mount: None,
