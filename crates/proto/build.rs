@@ -14,12 +14,15 @@ fn main() {
         "proto/DatanodeProtocol.proto",
         "proto/datatransfer.proto",
         "proto/ClientDatanodeProtocol.proto",
+        "proto/FerriteBlockToken.proto",
     ];
     for f in &files {
         println!("cargo:rerun-if-changed={f}");
     }
     let fds = protox::compile(files, ["proto"]).expect("parse .proto files");
     prost_build::Config::new()
+        // Token bytes are shared by every block of a reply: Bytes clones without copying.
+        .bytes([".hadoop.common.TokenProto"])
         .compile_fds(fds)
         .expect("generate Rust from .proto files");
 }

@@ -81,12 +81,17 @@ impl BlockReader {
             .await
             .map_err(|_| Error::DataNode(format!("{addr}: no answer to READ_BLOCK")))??;
         if resp.status != Status::Success as i32 {
-            return Err(Error::DataNode(format!(
+            let msg = format!(
                 "{addr}: READ_BLOCK of blk_{} refused (status {}): {}",
                 lb.b.block_id,
                 resp.status,
                 resp.message.unwrap_or_default()
-            )));
+            );
+            return Err(if resp.status == Status::ErrorAccessToken as i32 {
+                Error::AccessToken(msg)
+            } else {
+                Error::DataNode(msg)
+            });
         }
         let info = resp
             .read_op_checksum_info

@@ -16,6 +16,10 @@ pub enum Error {
     /// A DataNode refused an operation or broke the protocol.
     #[error("{0}")]
     DataNode(String),
+    /// A DataNode refused the block token (expired, or signed with a key it lacks):
+    /// fetch fresh locations, with fresh tokens, and try again.
+    #[error("{0}")]
+    AccessToken(String),
     #[error("{0}")]
     Checksum(String),
     #[error("{0}")]

@@ -303,14 +303,7 @@ impl FileSystem {
 
     /// The located blocks of a whole file.
     pub async fn block_locations(&self, path: &str) -> Result<LocatedBlocksProto> {
-        let req = GetBlockLocationsRequestProto {
-            src: path.into(),
-            offset: 0,
-            length: i64::MAX as u64,
-        };
-        let r: GetBlockLocationsResponseProto = self.call("getBlockLocations", &req).await?;
-        r.locations
-            .ok_or_else(|| Error::NotFound(format!("File does not exist: {path}")))
+        crate::reader::block_locations(&self.inner, path).await
     }
 
     pub async fn create(&self, path: &str, opts: &CreateOptions) -> Result<FileWriter> {
@@ -352,20 +345,8 @@ impl FileSystem {
     }
 
     pub async fn open(&self, path: &str) -> Result<FileReader> {
-        let lbs = self.block_locations(path).await?;
-        let mut blocks = lbs.blocks;
-        if let Some(last) = lbs.last_block {
-            if !blocks.iter().any(|b| b.b.block_id == last.b.block_id) {
-                blocks.push(last);
-            }
-        }
-        let len = blocks
-            .iter()
-            .map(|b| b.offset + b.b.num_bytes.unwrap_or(0))
-            .max()
-            .unwrap_or(0)
-            .max(lbs.file_length);
-        Ok(FileReader::new(self.inner.clone(), path, len, blocks))
+        let blocks = crate::reader::locate(&self.inner, path).await?;
+        Ok(FileReader::new(self.inner.clone(), path, blocks))
     }
 
     /// HDFS's file checksum (MD5 of the per-block MD5s of chunk CRCs), as

@@ -6,13 +6,44 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use ferrite_proto::hdfs::{
-    LocatedBlockProto, ReportBadBlocksRequestProto, ReportBadBlocksResponseProto,
+    GetBlockLocationsRequestProto, GetBlockLocationsResponseProto, LocatedBlockProto,
+    LocatedBlocksProto, ReportBadBlocksRequestProto, ReportBadBlocksResponseProto,
 };
 use tracing::warn;
 
 use crate::block_reader::{xfer_addr, BlockReader};
 use crate::error::{Error, Result};
 use crate::fs::Inner;
+
+/// The located blocks of a whole file, with fresh block tokens.
+pub(crate) async fn block_locations(fs: &Inner, path: &str) -> Result<LocatedBlocksProto> {
+    let req = GetBlockLocationsRequestProto {
+        src: path.into(),
+        offset: 0,
+        length: i64::MAX as u64,
+    };
+    let r: GetBlockLocationsResponseProto = fs.nn.call("getBlockLocations", &req).await?;
+    r.locations
+        .ok_or_else(|| Error::NotFound(format!("File does not exist: {path}")))
+}
+
+/// A file's readable length and its blocks (the one being written included).
+pub(crate) async fn locate(fs: &Inner, path: &str) -> Result<(u64, Vec<LocatedBlockProto>)> {
+    let lbs = block_locations(fs, path).await?;
+    let mut blocks = lbs.blocks;
+    if let Some(last) = lbs.last_block {
+        if !blocks.iter().any(|b| b.b.block_id == last.b.block_id) {
+            blocks.push(last);
+        }
+    }
+    let len = blocks
+        .iter()
+        .map(|b| b.offset + b.b.num_bytes.unwrap_or(0))
+        .max()
+        .unwrap_or(0)
+        .max(lbs.file_length);
+    Ok((len, blocks))
+}
 
 pub struct FileReader {
     fs: Arc<Inner>,
@@ -24,14 +55,15 @@ pub struct FileReader {
     pending: Bytes,
     /// Replicas of the current block that failed us; never retried for it.
     failed: Vec<String>,
+    /// The offset at which tokens were last refreshed: once per block, not in a loop.
+    refreshed_at: Option<u64>,
 }
 
 impl FileReader {
     pub(crate) fn new(
         fs: Arc<Inner>,
         path: &str,
-        len: u64,
-        blocks: Vec<LocatedBlockProto>,
+        (len, blocks): (u64, Vec<LocatedBlockProto>),
     ) -> Self {
         FileReader {
             fs,
@@ -42,6 +74,7 @@ impl FileReader {
             current: None,
             pending: Bytes::new(),
             failed: Vec::new(),
+            refreshed_at: None,
         }
     }
 
@@ -91,7 +124,17 @@ impl FileReader {
                 lb.locs.retain(|d| !self.failed.contains(&xfer_addr(d)));
                 let in_block = self.pos - lb.offset;
                 let len = lb.b.num_bytes.unwrap_or(0) - in_block;
-                let r = self.open_any(&lb, in_block, len).await?;
+                let r = match self.open_any(&lb, in_block, len).await {
+                    Err(Error::AccessToken(e)) if self.refreshed_at != Some(self.pos) => {
+                        // As Java's DFSInputStream: tokens ran out (a long read), so fetch
+                        // fresh ones and try this block again.
+                        warn!(path = %self.path, error = %e, "block token refused; fetching fresh tokens");
+                        self.refreshed_at = Some(self.pos);
+                        self.blocks = locate(&self.fs, &self.path).await?.1;
+                        continue;
+                    }
+                    r => r?,
+                };
                 self.current = Some((r, lb.offset));
             }
             let (r, _) = self.current.as_mut().expect("opened above");
@@ -162,7 +205,17 @@ impl FileReader {
                 .ok_or_else(|| Error::Invalid(format!("no block holds offset {pos}")))?;
             let in_block = pos - lb.offset;
             let n = (lb.offset + lb.b.num_bytes.unwrap_or(0)).min(end) - pos;
-            let data = self.read_range(&lb, in_block, n).await?;
+            let data = match self.read_range(&lb, in_block, n).await {
+                Err(Error::AccessToken(_)) => {
+                    let fresh = locate(&self.fs, &self.path).await?.1;
+                    let lb = fresh
+                        .into_iter()
+                        .find(|b| b.b.block_id == lb.b.block_id)
+                        .ok_or_else(|| no_replica(&lb))?;
+                    self.read_range(&lb, in_block, n).await?
+                }
+                r => r?,
+            };
             out.extend_from_slice(&data);
             pos += n;
         }
@@ -192,7 +245,7 @@ impl FileReader {
                     if matches!(e, Error::Checksum(_)) {
                         self.report_bad(lb, &addr).await;
                     }
-                    last_err = Some(e);
+                    keep_worst(&mut last_err, e);
                 }
             }
         }
@@ -206,7 +259,7 @@ impl FileReader {
                 Ok(r) => return Ok(r),
                 Err(e) => {
                     warn!(datanode = %dn.id.ip_addr, error = %e, "cannot read from replica");
-                    last_err = Some(e);
+                    keep_worst(&mut last_err, e);
                 }
             }
         }
@@ -226,6 +279,14 @@ impl FileReader {
         {
             warn!(error = %e, "reportBadBlocks failed");
         }
+    }
+}
+
+/// The error to report after trying every replica: a refused token wins, because fresh
+/// tokens may then succeed where the other replicas' errors say nothing more.
+fn keep_worst(last: &mut Option<Error>, e: Error) {
+    if !matches!(last, Some(Error::AccessToken(_))) {
+        *last = Some(e);
     }
 }
 

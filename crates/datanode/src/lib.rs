@@ -24,6 +24,14 @@ use nn_link::{Identity, NnLink};
 use storage::Dataset;
 use xceiver::{Xceiver, XceiverConfig};
 
+/// Wall-clock ms, for token expiry (tokens carry absolute times).
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
 #[derive(Clone, Debug)]
 pub struct DnConfig {
     /// `dfs.datanode.data.dir`: one directory per volume.

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferrite_blocktoken::KeyRing;
 use ferrite_ipc::client::{ClientError, IpcClient};
 use ferrite_ipc::DATANODE_PROTOCOL;
 use ferrite_proto::block_list;
@@ -18,7 +19,7 @@ use ferrite_proto::hdfs::{
     NamespaceInfoProto, StorageInfoProto, StorageReportProto, VersionRequestProto,
     VersionResponseProto,
 };
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use prost::Message;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -43,6 +44,8 @@ pub struct NnLink {
     ibr_rx: Mutex<Option<mpsc::UnboundedReceiver<Ibr>>>,
     /// Active data transfers, reported in heartbeats as the xceiver count.
     pub xceivers: std::sync::atomic::AtomicU32,
+    /// Block keys from the NameNode (registration and key updates), for token checks.
+    pub keys: RwLock<KeyRing>,
 }
 
 /// Who this DataNode is, for registration.
@@ -129,6 +132,7 @@ impl NnLink {
             ibr_tx,
             ibr_rx: Mutex::new(Some(ibr_rx)),
             xceivers: Default::default(),
+            keys: RwLock::new(KeyRing::default()),
         })
     }
 
@@ -163,6 +167,22 @@ impl NnLink {
         unreachable!("the loop returns")
     }
 
+    fn update_keys(&self, keys: &ExportedBlockKeysProto) {
+        let mut ring = self.keys.write();
+        ring.update(keys, crate::now_ms());
+        debug!(
+            enabled = ring.enabled(),
+            keys = ring.key_count(),
+            "block keys updated"
+        );
+    }
+
+    /// This node's data-transfer address as the NameNode knows it (`ip:port`).
+    pub fn xfer_addr(&self) -> String {
+        let r = self.registration.lock();
+        format!("{}:{}", r.datanode_id.ip_addr, r.datanode_id.xfer_port)
+    }
+
     fn registration(&self) -> DatanodeRegistrationProto {
         self.registration.lock().clone()
     }
@@ -171,8 +191,11 @@ impl NnLink {
         let req = RegisterDatanodeRequestProto {
             registration: self.registration(),
         };
-        let resp: RegisterDatanodeResponseProto = self.call("registerDatanode", &req).await?;
-        // Keep what the NameNode corrected (our address as it sees it, its keys).
+        let mut resp: RegisterDatanodeResponseProto = self.call("registerDatanode", &req).await?;
+        // The keys go to the key ring; the secrets are not sent back with every heartbeat.
+        let keys = std::mem::replace(&mut resp.registration.keys, no_keys());
+        self.update_keys(&keys);
+        // Keep what the NameNode corrected (our address as it sees it).
         *self.registration.lock() = resp.registration;
         info!(namenode = %self.addr, "registered with the NameNode");
         Ok(())
@@ -458,6 +481,11 @@ impl NnLink {
                         }
                     }
                     _ => debug!(action = bc.action, "block command ignored"),
+                }
+            }
+            Ok(CmdType::KeyUpdateCommand) => {
+                if let Some(k) = cmd.key_update_cmd {
+                    self.update_keys(&k.keys);
                 }
             }
             _ => debug!(cmd = cmd.cmd_type, "command ignored"),

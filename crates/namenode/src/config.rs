@@ -80,6 +80,11 @@ pub struct Config {
     pub safemode_min_datanodes: usize,
     /// `dfs.namenode.redundancy.interval.seconds`: how often replication is checked.
     pub replication_interval_sec: u64,
+    /// `dfs.block.access.token.enable`: on by default in Ferrite (off in HDFS).
+    pub block_tokens: bool,
+    /// `dfs.block.access.key.update.interval` and `dfs.block.access.token.lifetime`
+    /// (minutes, as HDFS reads them; the `ferrite.block.access.*.ms` forms take milliseconds).
+    pub block_key_times: ferrite_blocktoken::KeyTimes,
 }
 
 impl Default for Config {
@@ -120,6 +125,8 @@ impl Default for Config {
             safemode_extension_ms: 30_000,
             safemode_min_datanodes: 0,
             replication_interval_sec: 3,
+            block_tokens: true,
+            block_key_times: ferrite_blocktoken::KeyTimes::default(),
         }
     }
 }
@@ -246,6 +253,19 @@ impl Config {
                 "dfs.namenode.safemode.extension" => self.safemode_extension_ms = num()?,
                 "dfs.namenode.safemode.min.datanodes" => {
                     self.safemode_min_datanodes = num()? as usize
+                }
+                "dfs.block.access.token.enable" => self.block_tokens = boolean()?,
+                "dfs.block.access.key.update.interval" => {
+                    self.block_key_times.update_interval_ms = num()?.max(1) * 60_000
+                }
+                "dfs.block.access.token.lifetime" => {
+                    self.block_key_times.lifetime_ms = num()?.max(1) * 60_000
+                }
+                "ferrite.block.access.key.update.interval.ms" => {
+                    self.block_key_times.update_interval_ms = num()?.max(1)
+                }
+                "ferrite.block.access.token.lifetime.ms" => {
+                    self.block_key_times.lifetime_ms = num()?.max(1)
                 }
                 "fs.defaultFS" | "fs.default.name" => self.default_fs = Some(value.trim().into()),
                 "dfs.namenode.enable.retrycache" => self.retry_cache_enabled = boolean()?,

@@ -18,6 +18,7 @@ pub mod rpc_blocks;
 pub mod rpc_datanode;
 pub mod server;
 pub mod state;
+pub mod tokens;
 pub mod trash;
 
 pub use config::Config;

@@ -17,6 +17,7 @@ use crate::error::FsError;
 use crate::namespace::blocks::{NewBlock, Placed, Previous};
 use crate::namespace::inode::Block;
 use crate::state::{now_ms, NnState};
+use ferrite_blocktoken::Modes;
 
 type Nn = Arc<NnState>;
 type Res<T> = Result<T, RpcError>;
@@ -64,25 +65,21 @@ pub fn datanode_info(n: &Node) -> DatanodeInfoProto {
     }
 }
 
-/// Block tokens are off until the token issue: an empty token, as HDFS sends then.
-fn empty_token() -> TokenProto {
-    TokenProto {
-        identifier: Vec::new(),
-        password: Vec::new(),
-        kind: String::new(),
-        service: String::new(),
-    }
-}
-
-/// A LocatedBlock for `locs` in the given order.
-fn located(pool: &str, p: &Placed, mgr: &BlockManager, locs: &[(NodeIx, u8)]) -> LocatedBlockProto {
+/// A LocatedBlock for `locs` in the given order, carrying `token`.
+fn located(
+    pool: &str,
+    p: &Placed,
+    mgr: &BlockManager,
+    locs: &[(NodeIx, u8)],
+    token: TokenProto,
+) -> LocatedBlockProto {
     let nodes: Vec<&Node> = locs.iter().map(|&(ix, _)| mgr.reg.get(ix)).collect();
     LocatedBlockProto {
         b: extended(pool, &p.block),
         offset: p.offset,
         locs: nodes.iter().map(|n| datanode_info(n)).collect(),
         corrupt: false,
-        block_token: empty_token(),
+        block_token: token,
         is_cached: vec![false; locs.len()],
         storage_types: vec![StorageTypeProto::Disk as i32; locs.len()],
         storage_i_ds: locs
@@ -143,6 +140,7 @@ pub async fn add_block(
         len: b.num_bytes.unwrap_or(0),
     });
     let writer_ip = ctx.peer.ip().to_string();
+    let user = ctx.user.clone();
     let file_id = req.file_id.unwrap_or(0);
     let min = nn.cfg.min_replication as usize;
     let pool = nn.identity.block_pool_id.clone();
@@ -195,6 +193,9 @@ pub async fn add_block(
             let placed = match nb {
                 NewBlock::Fresh(p) | NewBlock::Retry(p) => p,
             };
+            let token = nn2
+                .tokens
+                .for_block(&user, &pool, Modes::WRITE, placed.block.id);
             let lb = located(
                 &pool,
                 &placed,
@@ -203,6 +204,7 @@ pub async fn add_block(
                     .iter()
                     .map(|t: &Target| (t.node, t.storage))
                     .collect::<Vec<_>>(),
+                token,
             );
             Ok((lb, ops))
         })
@@ -213,16 +215,19 @@ pub async fn add_block(
 /// Pipeline recovery, step 1: a new generation stamp for the block being written.
 pub async fn update_block_for_pipeline(
     nn: Nn,
-    _: CallCtx,
+    ctx: CallCtx,
     req: UpdateBlockForPipelineRequestProto,
 ) -> Res<UpdateBlockForPipelineResponseProto> {
     let pool = nn.identity.block_pool_id.clone();
     let placed = nn
         .commit(|ns| ns.plan_bump_gs(req.block.block_id, &req.client_name))
         .await?;
+    let token = nn
+        .tokens
+        .for_block(&ctx.user, &pool, Modes::WRITE, placed.block.id);
     let mgr = nn.blocks.lock();
     Ok(UpdateBlockForPipelineResponseProto {
-        block: located(&pool, &placed, &mgr, &[]),
+        block: located(&pool, &placed, &mgr, &[], token),
     })
 }
 
@@ -324,8 +329,14 @@ pub async fn get_additional_datanode(
         },
         offset,
     };
+    // As HDFS: the client hands this token to an existing node, which copies the
+    // replica to the new ones (TRANSFER_BLOCK needs COPY).
+    let pool = &nn.identity.block_pool_id;
+    let token = nn
+        .tokens
+        .for_block(&ctx.user, pool, Modes::COPY, placed.block.id);
     Ok(GetAdditionalDatanodeResponseProto {
-        block: located(&nn.identity.block_pool_id, &placed, &mgr, &locs),
+        block: located(pool, &placed, &mgr, &locs, token),
     })
 }
 
@@ -371,17 +382,28 @@ pub async fn get_block_locations(
     ns.check_access(&caller, slot, crate::namespace::perm::READ)?;
     let range = ns.block_range(slot, req.offset, req.length);
     let pool = &nn.identity.block_pool_id;
+    // One token, signed once, for every block of the reply (HDFS signs one per block).
+    let ids: Vec<u64> = range
+        .blocks
+        .iter()
+        .chain(range.last.as_ref())
+        .map(|p| p.block.id)
+        .collect();
+    let mut tokens = nn
+        .tokens
+        .for_reply(&ctx.user, pool, Modes::READ, &ids)
+        .into_iter();
     let mgr = nn.blocks.lock();
-    let locate = |p: &Placed| {
+    let mut locate = |p: &Placed| {
         let mut p = *p;
         if range.under_construction && Some(p.block.id) == range.last.map(|l| l.block.id) {
             // The block being written: as long as its finished replicas say.
             p.block.len = mgr.entry(p.block.id).map(|e| e.reported_len).unwrap_or(0);
         }
         let locs = reader_locations(&nn, &mgr, p.block.id, &reader_ip);
-        located(pool, &p, &mgr, &locs)
+        located(pool, &p, &mgr, &locs, tokens.next().unwrap_or_default())
     };
-    let blocks = range.blocks.iter().map(locate).collect();
+    let blocks = range.blocks.iter().map(&mut locate).collect();
     let last_block = range.last.as_ref().map(locate);
     Ok(GetBlockLocationsResponseProto {
         locations: Some(LocatedBlocksProto {

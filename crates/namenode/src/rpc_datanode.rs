@@ -8,8 +8,8 @@ use ferrite_proto::datanode::datanode_command_proto::Type as CmdType;
 use ferrite_proto::datanode::received_deleted_block_info_proto::BlockStatus;
 use ferrite_proto::datanode::*;
 use ferrite_proto::hdfs::{
-    BlockKeyProto, BlockProto, DatanodeInfosProto, ExportedBlockKeysProto,
-    NnhaStatusHeartbeatProto, StorageTypeProto, StorageTypesProto, StorageUuidsProto,
+    BlockProto, DatanodeInfosProto, NnhaStatusHeartbeatProto, StorageTypeProto, StorageTypesProto,
+    StorageUuidsProto,
 };
 use tracing::{debug, info, warn};
 
@@ -56,20 +56,6 @@ pub fn expected(ns: &Namespace, id: u64) -> Option<Expected> {
         len: b.len,
         complete: !being_written,
     })
-}
-
-fn no_keys() -> ExportedBlockKeysProto {
-    ExportedBlockKeysProto {
-        is_block_token_enabled: false,
-        key_update_interval: 0,
-        token_lifetime: 0,
-        current_key: BlockKeyProto {
-            key_id: 0,
-            expiry_date: 0,
-            key_bytes: Some(Vec::new()),
-        },
-        all_keys: Vec::new(),
-    }
 }
 
 fn unregistered(uuid: &str) -> RpcError {
@@ -120,7 +106,11 @@ pub async fn register_datanode(
         .register(id, now_ms())
         .map_err(|_| FsError::Io("too many DataNodes".into()))?;
     info!(node = ix, uuid = %d.datanode_uuid, addr = %format!("{}:{}", d.ip_addr, d.xfer_port), "DataNode registered");
-    reg.keys = no_keys();
+    // The generation first, then the keys: a roll in between is sent again at the next
+    // heartbeat rather than missed.
+    let generation = nn.tokens.generation();
+    reg.keys = nn.tokens.export();
+    nn.blocks.lock().reg.get_mut(ix).keys_generation = generation;
     Ok(RegisterDatanodeResponseProto { registration: reg })
 }
 
@@ -166,6 +156,17 @@ pub async fn send_heartbeat(
         st.remaining = r.remaining.unwrap_or(0);
     }
     let mut cmds = Vec::new();
+    let generation = nn.tokens.generation();
+    if node.keys_generation < generation {
+        node.keys_generation = generation;
+        cmds.push(DatanodeCommandProto {
+            cmd_type: CmdType::KeyUpdateCommand as i32,
+            key_update_cmd: Some(KeyUpdateCommandProto {
+                keys: nn.tokens.export(),
+            }),
+            ..Default::default()
+        });
+    }
     if !node.invalidate.is_empty() {
         let n = node.invalidate.len().min(INVALIDATE_PER_HEARTBEAT);
         let blocks = node

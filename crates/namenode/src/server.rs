@@ -240,8 +240,8 @@ async fn lease_monitor(nn: Arc<NnState>, cancel: CancellationToken) {
     }
 }
 
-/// Declares silent DataNodes dead (their replicas stop counting) and ends start-up safe
-/// mode once enough blocks are reported.
+/// Declares silent DataNodes dead (their replicas stop counting), ends start-up safe
+/// mode once enough blocks are reported, and rolls block keys when due.
 async fn datanode_monitor(nn: Arc<NnState>, cancel: CancellationToken) {
     loop {
         tokio::select! {
@@ -258,6 +258,7 @@ async fn datanode_monitor(nn: Arc<NnState>, cancel: CancellationToken) {
             }
         }
         nn.check_startup_safe_mode(now);
+        nn.tokens.roll_if_due();
     }
 }
 

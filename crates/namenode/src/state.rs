@@ -22,6 +22,7 @@ use crate::identity::Identity;
 use crate::journal::{recover, Journal};
 use crate::leases::Leases;
 use crate::namespace::{Caller, Namespace, Op};
+use crate::tokens::BlockTokens;
 
 /// Wall-clock milliseconds: the only clock the namespace ever sees, read at the edge.
 pub fn now_ms() -> i64 {
@@ -65,6 +66,8 @@ pub struct NnState {
     threshold_met_at: Mutex<Option<i64>>,
     /// Replica locations and DataNodes. Lock order: `ns` first, then `blocks`.
     pub blocks: Mutex<BlockManager>,
+    /// Block access tokens: keys, signing, and the keys DataNodes get.
+    pub tokens: BlockTokens,
 }
 
 pub struct Storage {
@@ -90,6 +93,7 @@ impl NnState {
         for (id, holder) in storage.ns.open_files() {
             leases.add(&holder, id, now);
         }
+        let tokens = BlockTokens::new(cfg.block_tokens, cfg.block_key_times);
         NnState {
             last_image_txid: AtomicU64::new(storage.startup.image_txid),
             ns: RwLock::new(storage.ns),
@@ -107,6 +111,7 @@ impl NnState {
             startup_safe_mode: AtomicBool::new(startup_safe),
             threshold_met_at: Mutex::new(None),
             blocks: Mutex::new(BlockManager::default()),
+            tokens,
         }
     }
 

@@ -24,6 +24,11 @@ pub mod hdfs {
 /// `hadoop.hdfs.datanode`: DatanodeProtocol (DataNode → NameNode) messages.
 pub use hdfs::datanode;
 
+/// `ferrite`: Ferrite's own messages (the block token identifier).
+pub mod ferrite {
+    include!(concat!(env!("OUT_DIR"), "/ferrite.rs"));
+}
+
 pub use prost::Message;
 
 /// The compact block-list form of block reports (`BlockListAsLongs` buffers), written by

@@ -3,6 +3,7 @@
 
 use std::os::unix::fs::FileExt;
 
+use ferrite_blocktoken::Modes;
 use ferrite_proto::hdfs::{
     BlockOpResponseProto, OpBlockChecksumProto, OpBlockChecksumResponseProto, Status,
 };
@@ -11,6 +12,7 @@ use ferrite_transfer::io::{read_delimited, write_delimited};
 use ferrite_transfer::TransferError;
 use md5::{Digest, Md5};
 
+use super::access::allowed;
 use super::{refuse, timed, Reader, Writer, Xceiver};
 
 pub async fn serve<R: Reader, W: Writer>(
@@ -20,6 +22,10 @@ pub async fn serve<R: Reader, W: Writer>(
 ) -> Result<(), TransferError> {
     let op: OpBlockChecksumProto = timed(x.cfg.socket_timeout, read_delimited(rd)).await?;
     let blk = &op.header.block;
+    let token = op.header.token.as_ref();
+    if !allowed(x, wr, "BLOCK_CHECKSUM", blk, token, Modes::READ, None).await {
+        return Ok(());
+    }
     let Some(replica) = x.ds.get(blk.block_id) else {
         let msg = format!("Replica not found for blk_{}", blk.block_id);
         refuse(wr, Status::Error, &msg).await;

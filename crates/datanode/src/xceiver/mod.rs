@@ -1,6 +1,7 @@
 //! The data-transfer server: one task per connection, reading ops until the peer closes,
 //! an op fails, or a kept-alive connection stays idle too long.
 
+pub mod access;
 pub mod block_checksum;
 pub mod read;
 pub mod transfer;

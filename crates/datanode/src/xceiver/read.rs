@@ -5,6 +5,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 
 use bytes::BytesMut;
+use ferrite_blocktoken::Modes;
 use ferrite_proto::hdfs::{
     BlockOpResponseProto, ChecksumProto, ClientReadStatusProto, OpReadBlockProto,
     ReadOpChecksumInfoProto, Status,
@@ -15,6 +16,7 @@ use ferrite_transfer::packet::{self, Header};
 use ferrite_transfer::TransferError;
 use tokio::io::AsyncWriteExt;
 
+use super::access::allowed;
 use super::{refuse, timed, Reader, Writer, Xceiver};
 use crate::storage::{Dataset, Replica};
 
@@ -26,6 +28,10 @@ pub async fn serve<R: Reader, W: Writer>(
 ) -> Result<bool, TransferError> {
     let op: OpReadBlockProto = timed(x.cfg.socket_timeout, read_delimited(rd)).await?;
     let blk = &op.header.base_header.block;
+    let token = op.header.base_header.token.as_ref();
+    if !allowed(x, wr, "READ_BLOCK", blk, token, Modes::READ, None).await {
+        return Ok(false);
+    }
     let replica = match x.ds.get(blk.block_id) {
         Some(r) if r.gs >= blk.generation_stamp => r,
         _ => {

@@ -5,6 +5,8 @@
 //!   replica, sent with stage TRANSFER_RBW; the receiver keeps it unfinished for the
 //!   recovered pipeline and answers once, at the end.
 
+use ferrite_blocktoken::keys::Grant;
+use ferrite_blocktoken::Modes;
 use ferrite_proto::common::TokenProto;
 use ferrite_proto::hdfs::op_write_block_proto::BlockConstructionStage as Stage;
 use ferrite_proto::hdfs::*;
@@ -13,6 +15,7 @@ use ferrite_transfer::{op, TransferError};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
+use super::access::allowed;
 use super::{refuse, timed, Reader, Writer, Xceiver};
 use crate::nn_link::NnLink;
 use crate::storage::{Dataset, Replica, State};
@@ -49,12 +52,7 @@ pub async fn send(
         replica: r,
         client_name: "",
         stage: Stage::PipelineSetupCreate,
-        token: TokenProto {
-            identifier: vec![],
-            password: vec![],
-            kind: String::new(),
-            service: String::new(),
-        },
+        token: copy_token(link, b.block_id)?,
         pool: &link.pool,
     };
     stream(ds, &copy, targets).await
@@ -68,6 +66,10 @@ pub async fn serve<R: Reader, W: Writer>(
 ) -> Result<(), TransferError> {
     let op: OpTransferBlockProto = timed(x.cfg.socket_timeout, read_delimited(rd)).await?;
     let blk = &op.header.base_header.block;
+    let token = op.header.base_header.token.as_ref();
+    if !allowed(x, wr, "TRANSFER_BLOCK", blk, token, Modes::COPY, None).await {
+        return Ok(());
+    }
     let Some(r) =
         x.ds.get(blk.block_id)
             .filter(|r| r.gs >= blk.generation_stamp)
@@ -88,7 +90,7 @@ pub async fn serve<R: Reader, W: Writer>(
         },
         replica: r,
         client_name: &op.header.client_name,
-        token: op.header.base_header.token.clone().unwrap_or_default(),
+        token: copy_token(&x.link, blk.block_id)?,
         pool: &blk.pool_id,
     };
     match stream(&x.ds, &copy, &op.targets).await {
@@ -102,6 +104,20 @@ pub async fn serve<R: Reader, W: Writer>(
         Err(e) => refuse(wr, Status::Error, &format!("transfer failed: {e}")).await,
     }
     Ok(())
+}
+
+/// The token a copy carries: signed by this node for WRITE, as HDFS DataNodes sign the
+/// copies they start (the client's token, if any, allowed COPY here, not WRITE there).
+fn copy_token(link: &NnLink, block_id: u64) -> Result<TokenProto, TransferError> {
+    let grant = Grant {
+        user: "datanode",
+        pool: &link.pool,
+        modes: Modes::WRITE,
+    };
+    link.keys
+        .read()
+        .issue(crate::now_ms(), grant, block_id)
+        .map_err(|e| TransferError::malformed("transfer", e.to_string()))
 }
 
 /// Streams `copy` to the first target (which forwards to the rest).

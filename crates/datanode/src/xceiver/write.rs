@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use ferrite_blocktoken::Modes;
 use ferrite_proto::datanode::received_deleted_block_info_proto::BlockStatus;
 use ferrite_proto::hdfs::op_write_block_proto::BlockConstructionStage as Stage;
 use ferrite_proto::hdfs::{BlockOpResponseProto, OpWriteBlockProto, PipelineAckProto, Status};
@@ -18,6 +19,7 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
 
+use super::access::allowed;
 use super::{refuse, timed, Xceiver};
 use crate::storage::{RbwFiles, StorageError};
 
@@ -40,6 +42,11 @@ pub async fn serve(
 ) -> Result<(), TransferError> {
     let op: OpWriteBlockProto = timed(x.cfg.socket_timeout, read_delimited(&mut rd)).await?;
     let blk = op.header.base_header.block.clone();
+    let token = op.header.base_header.token.as_ref();
+    let me = Some(x.link.xfer_addr());
+    if !allowed(x, &mut wr, "WRITE_BLOCK", &blk, token, Modes::WRITE, me).await {
+        return Ok(());
+    }
     let from_client = !op.header.client_name.is_empty();
     let stage = Stage::try_from(op.stage).unwrap_or(Stage::DataStreaming);
     let recovering = matches!(

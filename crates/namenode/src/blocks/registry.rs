@@ -62,6 +62,8 @@ pub struct Node {
     pub transfers: Vec<Transfer>,
     /// Set once the node has been declared dead and its replicas forgotten.
     pub dead: bool,
+    /// The block-key generation this node was last sent (see `tokens::BlockTokens`).
+    pub keys_generation: u64,
 }
 
 impl Node {
@@ -153,6 +155,7 @@ impl Registry {
             invalidate: Vec::new(),
             transfers: Vec::new(),
             dead: false,
+            keys_generation: 0,
         });
         Ok(ix)
     }
