@@ -78,7 +78,7 @@ start_hdfs_cluster() {
   rm -rf "$w"; mkdir -p "$w"
   local common=("dfs.namenode.rpc-address=127.0.0.1:$port" "dfs.namenode.rpc-bind-host=127.0.0.1"
     "dfs.namenode.http-address=127.0.0.1:0" "dfs.namenode.secondary.http-address=127.0.0.1:0"
-    "dfs.namenode.safemode.extension=0" "dfs.namenode.fs-limits.min-block-size=16")
+    "dfs.namenode.safemode.extension=0" "dfs.namenode.fs-limits.min-block-size=16" ${NN_EXTRA:-})
   write_site "$w/conf-nn" core "fs.defaultFS=hdfs://127.0.0.1:$port" "hadoop.tmp.dir=$w/tmp-nn"
   write_site "$w/conf-nn" hdfs "${common[@]}" "dfs.namenode.name.dir=file://$w/nn"
   mkdir -p "$w/conf-nn/webapps/hdfs" "$w/conf-nn/webapps/static"
@@ -106,6 +106,23 @@ start_hdfs_cluster() {
     sleep 1
   done
   echo "HDFS cluster did not come up; see $w" >&2; return 1
+}
+
+# start_ferrite_cluster WORKDIR N: a Ferrite NameNode and N DataNode processes (so that the
+# NameNode's own CPU can be read from its pid). Sets URL, PID (the NameNode) and DN_PIDS.
+start_ferrite_cluster() {
+  local w=$1 n=$2 i
+  start_ferrite "$w" || return 1
+  DN_PIDS=""
+  for i in $(seq 0 $((n - 1))); do
+    FERRITE_LOG=warn "$FERRITE" datanode --namenode "${URL#hdfs://}" --port 0 --ipc-port 0 --data "$w/dn$i" > "$w/dn$i.ready" 2> "$w/dn$i.log" &
+    DN_PIDS="$DN_PIDS $!"
+  done
+  for i in $(seq 0 $((n - 1))); do
+    for _ in $(seq 1 100); do [ -s "$w/dn$i.ready" ] && break; sleep 0.1; done
+    [ -s "$w/dn$i.ready" ] || { echo "ferrite datanode $i did not start; see $w/dn$i.log" >&2; return 1; }
+  done
+  sleep 1   # the first heartbeat and block report
 }
 
 # start_ferrite_local WORKDIR N: `ferrite local` with N DataNodes. Sets URL and PID.
