@@ -45,6 +45,22 @@ impl BlockKey {
     }
 }
 
+/// What a NameNode with tokens off exports (and a DataNode sends before it has keys):
+/// the required fields, empty.
+pub fn tokens_off() -> ExportedBlockKeysProto {
+    ExportedBlockKeysProto {
+        is_block_token_enabled: false,
+        key_update_interval: 0,
+        token_lifetime: 0,
+        current_key: BlockKeyProto {
+            key_id: 0,
+            expiry_date: 0,
+            key_bytes: Some(Vec::new()),
+        },
+        all_keys: Vec::new(),
+    }
+}
+
 /// `dfs.block.access.key.update.interval` and `dfs.block.access.token.lifetime`, in ms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KeyTimes {
@@ -456,9 +472,7 @@ mod tests {
     #[test]
     fn tokens_off_checks_nothing_and_issues_empty_tokens() {
         let mut ring = KeyRing::default();
-        let mut off = KeyManager::new(KeyTimes::default(), 0, 1, &mut counter()).export();
-        off.is_block_token_enabled = false;
-        ring.update(&off, 0);
+        ring.update(&tokens_off(), 0);
         assert!(ring.check(None, 0, POOL, 5, Modes::WRITE).is_ok());
         let t = ring.issue(0, read("u"), 5).unwrap();
         assert!(t.identifier.is_empty());

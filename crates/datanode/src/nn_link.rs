@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferrite_blocktoken::keys::tokens_off;
 use ferrite_blocktoken::KeyRing;
 use ferrite_ipc::client::{ClientError, IpcClient};
 use ferrite_ipc::DATANODE_PROTOCOL;
@@ -15,9 +16,8 @@ use ferrite_proto::datanode::datanode_command_proto::Type as CmdType;
 use ferrite_proto::datanode::received_deleted_block_info_proto::BlockStatus;
 use ferrite_proto::datanode::*;
 use ferrite_proto::hdfs::{
-    BlockKeyProto, BlockProto, DatanodeIdProto, DatanodeStorageProto, ExportedBlockKeysProto,
-    NamespaceInfoProto, StorageInfoProto, StorageReportProto, VersionRequestProto,
-    VersionResponseProto,
+    BlockProto, DatanodeIdProto, DatanodeStorageProto, ExportedBlockKeysProto, NamespaceInfoProto,
+    StorageInfoProto, StorageReportProto, VersionRequestProto, VersionResponseProto,
 };
 use parking_lot::{Mutex, RwLock};
 use prost::Message;
@@ -87,20 +87,6 @@ pub async fn handshake(
     }
 }
 
-fn no_keys() -> ExportedBlockKeysProto {
-    ExportedBlockKeysProto {
-        is_block_token_enabled: false,
-        key_update_interval: 0,
-        token_lifetime: 0,
-        current_key: BlockKeyProto {
-            key_id: 0,
-            expiry_date: 0,
-            key_bytes: None,
-        },
-        all_keys: Vec::new(),
-    }
-}
-
 impl NnLink {
     pub fn new(addr: SocketAddr, user: &str, ns: &NamespaceInfoProto, me: &Identity) -> Arc<Self> {
         let (ibr_tx, ibr_rx) = mpsc::unbounded_channel();
@@ -120,7 +106,7 @@ impl NnLink {
                 cluster_id: ns.storage_info.cluster_id.clone(),
                 c_time: ns.storage_info.c_time,
             },
-            keys: no_keys(),
+            keys: tokens_off(),
             software_version: "3.4.1".into(),
         };
         Arc::new(NnLink {
@@ -193,7 +179,7 @@ impl NnLink {
         };
         let mut resp: RegisterDatanodeResponseProto = self.call("registerDatanode", &req).await?;
         // The keys go to the key ring; the secrets are not sent back with every heartbeat.
-        let keys = std::mem::replace(&mut resp.registration.keys, no_keys());
+        let keys = std::mem::replace(&mut resp.registration.keys, tokens_off());
         self.update_keys(&keys);
         // Keep what the NameNode corrected (our address as it sees it).
         *self.registration.lock() = resp.registration;

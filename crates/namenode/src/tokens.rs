@@ -2,10 +2,10 @@
 //! and hands keys to DataNodes. Keys are not persisted: a restarted NameNode starts a new
 //! key series at a random id, and DataNodes merge the new keys with those they hold.
 
-use ferrite_blocktoken::keys::Grant;
+use ferrite_blocktoken::keys::{self, Grant};
 use ferrite_blocktoken::{KeyManager, KeyTimes, Modes};
 use ferrite_proto::common::TokenProto;
-use ferrite_proto::hdfs::{BlockKeyProto, ExportedBlockKeysProto};
+use ferrite_proto::hdfs::ExportedBlockKeysProto;
 use parking_lot::RwLock;
 use tracing::info;
 
@@ -58,17 +58,7 @@ impl BlockTokens {
     pub fn export(&self) -> ExportedBlockKeysProto {
         match &self.keys {
             Some(k) => k.read().export(),
-            None => ExportedBlockKeysProto {
-                is_block_token_enabled: false,
-                key_update_interval: 0,
-                token_lifetime: 0,
-                current_key: BlockKeyProto {
-                    key_id: 0,
-                    expiry_date: 0,
-                    key_bytes: Some(Vec::new()),
-                },
-                all_keys: Vec::new(),
-            },
+            None => keys::tokens_off(),
         }
     }
 
