@@ -78,10 +78,14 @@ impl BlockTokens {
         out
     }
 
-    /// The token for one block.
+    /// The token for one block (addBlock, pipeline recovery).
     pub fn for_block(&self, user: &str, pool: &str, modes: Modes, id: u64) -> TokenProto {
-        self.for_reply(user, pool, modes, &[id])
-            .pop()
-            .unwrap_or_default()
+        let Some(k) = &self.keys else {
+            return TokenProto::default();
+        };
+        let grant = Grant { user, pool, modes };
+        k.read()
+            .issue_one(now_ms().max(0) as u64, grant, id)
+            .to_proto()
     }
 }
