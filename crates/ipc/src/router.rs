@@ -130,7 +130,7 @@ impl<S: Service> Router<S> {
     ) -> &mut Self
     where
         Req: Message + Default + 'static,
-        Resp: Message + 'static,
+        Resp: Body + 'static,
         F: Fn(Arc<S>, CallCtx, Req) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Resp, RpcError>> + Send + 'static,
     {

@@ -12,6 +12,7 @@ pub mod groups;
 pub mod identity;
 pub mod journal;
 pub mod leases;
+pub mod located_reply;
 pub mod namespace;
 pub mod rpc;
 pub mod rpc_blocks;

@@ -11,9 +11,10 @@ use ferrite_proto::common::TokenProto;
 use ferrite_proto::hdfs::*;
 
 use crate::blocks::placement::{choose_targets, sort_for_reader, PlacementRequest, Target};
-use crate::blocks::registry::{Liveness, Node, NodeIx};
+use crate::blocks::registry::{Liveness, Node, NodeIx, Registry};
 use crate::blocks::BlockManager;
 use crate::error::FsError;
+use crate::located_reply::LocatedReply;
 use crate::namespace::blocks::{NewBlock, Placed, Previous};
 use crate::namespace::inode::Block;
 use crate::state::{now_ms, NnState};
@@ -66,14 +67,14 @@ pub fn datanode_info(n: &Node) -> DatanodeInfoProto {
 }
 
 /// A LocatedBlock for `locs` in the given order, carrying `token`.
-fn located(
+pub(crate) fn located(
     pool: &str,
     p: &Placed,
-    mgr: &BlockManager,
+    reg: &Registry,
     locs: &[(NodeIx, u8)],
     token: TokenProto,
 ) -> LocatedBlockProto {
-    let nodes: Vec<&Node> = locs.iter().map(|&(ix, _)| mgr.reg.get(ix)).collect();
+    let nodes: Vec<&Node> = locs.iter().map(|&(ix, _)| reg.get(ix)).collect();
     LocatedBlockProto {
         b: extended(pool, &p.block),
         offset: p.offset,
@@ -92,37 +93,36 @@ fn located(
     }
 }
 
-/// The readable replicas of a block, closest to `reader_ip` first.
+/// The readable replicas of a block, closest to `reader_ip` first, into `locs`.
 fn reader_locations(
     nn: &NnState,
     mgr: &BlockManager,
     id: u64,
     reader_ip: &str,
-) -> Vec<(NodeIx, u8)> {
-    let now = now_ms();
+    now: i64,
+    locs: &mut Vec<(NodeIx, u8)>,
+) {
     let dead_ms = nn.cfg.dead_interval_ms();
-    let mut locs: Vec<(NodeIx, u8)> = mgr
-        .entry(id)
-        .map(|e| {
+    locs.clear();
+    if let Some(e) = mgr.entry(id) {
+        locs.extend(
             e.replicas
                 .iter()
                 .filter(|r| {
                     !r.corrupt
                         && mgr.reg.get(r.node).liveness(now, u64::MAX, dead_ms) != Liveness::Dead
                 })
-                .map(|r| (r.node, r.storage))
-                .collect()
-        })
-        .unwrap_or_default();
+                .map(|r| (r.node, r.storage)),
+        );
+    }
     sort_for_reader(
         &mgr.reg,
-        &mut locs,
+        locs,
         reader_ip,
         now,
         nn.cfg.stale_interval_ms,
         seed(),
     );
-    locs
 }
 
 fn xfer_addr(d: &DatanodeInfoProto) -> String {
@@ -199,7 +199,7 @@ pub async fn add_block(
             let lb = located(
                 &pool,
                 &placed,
-                &mgr,
+                &mgr.reg,
                 &targets
                     .iter()
                     .map(|t: &Target| (t.node, t.storage))
@@ -227,7 +227,7 @@ pub async fn update_block_for_pipeline(
         .for_block(&ctx.user, &pool, Modes::WRITE, placed.block.id);
     let mgr = nn.blocks.lock();
     Ok(UpdateBlockForPipelineResponseProto {
-        block: located(&pool, &placed, &mgr, &[], token),
+        block: located(&pool, &placed, &mgr.reg, &[], token),
     })
 }
 
@@ -336,7 +336,7 @@ pub async fn get_additional_datanode(
         .tokens
         .for_block(&ctx.user, pool, Modes::COPY, placed.block.id);
     Ok(GetAdditionalDatanodeResponseProto {
-        block: located(pool, &placed, &mgr, &locs, token),
+        block: located(pool, &placed, &mgr.reg, &locs, token),
     })
 }
 
@@ -374,46 +374,40 @@ pub async fn get_block_locations(
     nn: Nn,
     ctx: CallCtx,
     req: GetBlockLocationsRequestProto,
-) -> Res<GetBlockLocationsResponseProto> {
+) -> Res<LocatedReply> {
     let caller = nn.caller(&ctx.user);
     let reader_ip = ctx.peer.ip().to_string();
     let ns = nn.ns.read();
     let slot = ns.file_slot(&caller, &req.src)?;
     ns.check_access(&caller, slot, crate::namespace::perm::READ)?;
     let range = ns.block_range(slot, req.offset, req.length);
+    drop(ns);
     let pool = &nn.identity.block_pool_id;
-    // One token, signed once, for every block of the reply (HDFS signs one per block).
-    let ids: Vec<u64> = range
+    let placed: Vec<Placed> = range
         .blocks
         .iter()
         .chain(range.last.as_ref())
-        .map(|p| p.block.id)
+        .copied()
         .collect();
-    let mut tokens = nn
-        .tokens
-        .for_reply(&ctx.user, pool, Modes::READ, &ids)
-        .into_iter();
+    // One token, signed once, for every block of the reply (HDFS signs one per block).
+    let ids: Vec<u64> = placed.iter().map(|p| p.block.id).collect();
+    let tokens = nn.tokens.for_reply(&ctx.user, pool, Modes::READ, &ids);
+    let mut reply = LocatedReply::new(pool, range.file_len, range.under_construction, &tokens);
     let mgr = nn.blocks.lock();
-    let mut locate = |p: &Placed| {
+    let now = now_ms();
+    let mut locs = Vec::new();
+    let last_id = range.last.map(|l| l.block.id);
+    for (i, p) in placed.iter().enumerate() {
+        let is_last = last_id.is_some() && i + 1 == placed.len();
         let mut p = *p;
-        if range.under_construction && Some(p.block.id) == range.last.map(|l| l.block.id) {
+        if range.under_construction && Some(p.block.id) == last_id {
             // The block being written: as long as its finished replicas say.
             p.block.len = mgr.entry(p.block.id).map(|e| e.reported_len).unwrap_or(0);
         }
-        let locs = reader_locations(&nn, &mgr, p.block.id, &reader_ip);
-        located(pool, &p, &mgr, &locs, tokens.next().unwrap_or_default())
-    };
-    let blocks = range.blocks.iter().map(&mut locate).collect();
-    let last_block = range.last.as_ref().map(locate);
-    Ok(GetBlockLocationsResponseProto {
-        locations: Some(LocatedBlocksProto {
-            file_length: range.file_len,
-            blocks,
-            under_construction: range.under_construction,
-            last_block,
-            is_last_block_complete: !range.under_construction,
-        }),
-    })
+        reader_locations(&nn, &mgr, p.block.id, &reader_ip, now, &mut locs);
+        reply.push(&p, &locs, &mgr.reg, is_last);
+    }
+    Ok(reply.finish())
 }
 
 /// A client or DataNode found a corrupt replica. It stops being handed out, and is deleted

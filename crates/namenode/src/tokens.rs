@@ -2,6 +2,8 @@
 //! and hands keys to DataNodes. Keys are not persisted: a restarted NameNode starts a new
 //! key series at a random id, and DataNodes merge the new keys with those they hold.
 
+use std::ops::Range;
+
 use ferrite_blocktoken::keys::{self, Grant};
 use ferrite_blocktoken::{KeyManager, KeyTimes, Modes};
 use ferrite_proto::common::TokenProto;
@@ -62,20 +64,25 @@ impl BlockTokens {
         }
     }
 
-    /// One token per block of a reply, in `ids` order; the blocks share one signed token
-    /// (a few groups only for scattered ids). Empty tokens, as HDFS sends, when off.
-    pub fn for_reply(&self, user: &str, pool: &str, modes: Modes, ids: &[u64]) -> Vec<TokenProto> {
+    /// The tokens of a reply over `ids`: consecutive index ranges, each sharing one signed
+    /// token (a single range unless the ids are scattered). One empty token, as HDFS sends,
+    /// when tokens are off.
+    pub fn for_reply(
+        &self,
+        user: &str,
+        pool: &str,
+        modes: Modes,
+        ids: &[u64],
+    ) -> Vec<(Range<usize>, TokenProto)> {
         let Some(k) = &self.keys else {
-            return vec![TokenProto::default(); ids.len()];
+            return vec![(0..ids.len(), TokenProto::default())];
         };
         let grant = Grant { user, pool, modes };
         let groups = k.read().issue(now_ms().max(0) as u64, grant, ids);
-        let mut out = Vec::with_capacity(ids.len());
-        for (range, token) in groups {
-            let proto = token.to_proto();
-            out.extend(std::iter::repeat_n(proto, range.len()));
-        }
-        out
+        groups
+            .into_iter()
+            .map(|(range, token)| (range, token.to_proto()))
+            .collect()
     }
 
     /// The token for one block (addBlock, pipeline recovery).

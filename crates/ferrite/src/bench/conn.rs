@@ -83,14 +83,19 @@ impl Conn {
             offset: 0,
             length: 16,
         };
-        let r: GetBlockLocationsResponseProto = call!(
-            self,
-            "getBlockLocations",
-            ferrite_namenode::rpc_blocks::get_block_locations,
-            req
-        );
-        if r.locations.is_none() {
-            bail!("{src} missing");
+        match self {
+            Conn::Rpc(c) => {
+                let r: GetBlockLocationsResponseProto = c.call("getBlockLocations", &req).await?;
+                if r.locations.is_none() {
+                    bail!("{src} missing");
+                }
+            }
+            // In process the reply is built but, as in NNThroughputBenchmark, not serialized;
+            // a missing file is an error here too.
+            Conn::Local { nn, ctx } => {
+                ferrite_namenode::rpc_blocks::get_block_locations(nn.clone(), ctx.clone(), req)
+                    .await?;
+            }
         }
         Ok(())
     }
