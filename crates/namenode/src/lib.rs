@@ -19,6 +19,7 @@ pub mod rpc_blocks;
 pub mod rpc_datanode;
 pub mod server;
 pub mod state;
+pub mod summary;
 pub mod tokens;
 pub mod trash;
 

@@ -1,0 +1,163 @@
+//! The summary checkpoint: the tree's shape and per-entry figures with the txid they
+//! reflect, under one CRC32C. Totals are not stored: loading recounts them bottom-up,
+//! which costs less than reading them would and cannot disagree with the entries.
+//!
+//! Layout (little-endian): `FSUM` v1, txid u64, clock i64, then the root directory:
+//! a directory is perm u16, updated i64, child count u32, then per child its name
+//! (u32 length + UTF-8) and kind: 0 file (len u64, repl u16, open u8 [, block count u32,
+//! lengths u64…]) or 1 directory (recursively). Last, CRC32C of everything before it.
+
+use std::path::{Path, PathBuf};
+
+use super::tree::{Dir, File, Node, Tree};
+use super::Summary;
+use crate::journal::codec::{DecodeError, Reader};
+
+const MAGIC: &[u8; 4] = b"FSUM";
+const VERSION: u8 = 1;
+/// The checkpoint's file name in the summary directory.
+pub const FILE_NAME: &str = "summary.ckpt";
+
+pub fn encode(s: &Summary) -> Vec<u8> {
+    let tree = s.tree();
+    let mut out = Vec::with_capacity(64 + tree.root.tot.files as usize * 32);
+    out.extend_from_slice(MAGIC);
+    out.push(VERSION);
+    out.extend_from_slice(&s.txid().to_le_bytes());
+    out.extend_from_slice(&tree.clock.to_le_bytes());
+    encode_dir(&tree.root, &mut out);
+    let crc = crc32c::crc32c(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+fn encode_dir(d: &Dir, out: &mut Vec<u8>) {
+    out.extend_from_slice(&d.perm.to_le_bytes());
+    out.extend_from_slice(&d.updated.to_le_bytes());
+    out.extend_from_slice(&(d.children.len() as u32).to_le_bytes());
+    for (name, node) in &d.children {
+        out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+        out.extend_from_slice(name.as_bytes());
+        match node {
+            Node::File(f) => {
+                out.push(0);
+                out.extend_from_slice(&f.len.to_le_bytes());
+                out.extend_from_slice(&f.repl.to_le_bytes());
+                match &f.open {
+                    None => out.push(0),
+                    Some(blocks) => {
+                        out.push(1);
+                        out.extend_from_slice(&(blocks.len() as u32).to_le_bytes());
+                        for b in blocks.iter() {
+                            out.extend_from_slice(&b.to_le_bytes());
+                        }
+                    }
+                }
+            }
+            Node::Dir(c) => {
+                out.push(1);
+                encode_dir(c, out);
+            }
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    #[error("{path}: not a summary checkpoint (bad magic or version)")]
+    NotACheckpoint { path: String },
+    #[error("{path}: checksum mismatch (stored {stored:#010x}, computed {computed:#010x})")]
+    Checksum {
+        path: String,
+        stored: u32,
+        computed: u32,
+    },
+    #[error("{path}: malformed at byte {offset}: {why}")]
+    Malformed {
+        path: String,
+        offset: usize,
+        why: DecodeError,
+    },
+}
+
+pub fn decode(bytes: &[u8], path: &str) -> Result<Summary, CheckpointError> {
+    if bytes.len() < 4 + 1 + 16 + 4 || &bytes[..4] != MAGIC || bytes[4] != VERSION {
+        return Err(CheckpointError::NotACheckpoint { path: path.into() });
+    }
+    let (body, crc) = bytes.split_at(bytes.len() - 4);
+    let stored = u32::from_le_bytes(crc.try_into().expect("4 bytes"));
+    let computed = crc32c::crc32c(body);
+    if stored != computed {
+        return Err(CheckpointError::Checksum {
+            path: path.into(),
+            stored,
+            computed,
+        });
+    }
+    let mut r = Reader::new(&body[5..]);
+    let malformed = |r: &Reader, why| CheckpointError::Malformed {
+        path: path.into(),
+        offset: body.len() - r.remaining(),
+        why,
+    };
+    let head = (|| Ok::<_, DecodeError>((r.u64()?, r.i64()?)))();
+    let (txid, clock) = head.map_err(|e| malformed(&r, e))?;
+    let root = decode_dir(&mut r).map_err(|e| malformed(&r, e))?;
+    if r.remaining() != 0 {
+        return Err(malformed(&r, DecodeError::Trailing(r.remaining())));
+    }
+    Ok(Summary::from_parts(Tree { root, clock }, txid))
+}
+
+fn decode_dir(r: &mut Reader) -> Result<Dir, DecodeError> {
+    let perm = r.u16()?;
+    let updated = r.i64()?;
+    let n = r.u32()? as usize;
+    let mut d = Dir::new(perm, updated);
+    // Every child takes at least 6 bytes: a lying count cannot make us reserve much.
+    d.children.reserve(n.min(r.remaining() / 6));
+    for _ in 0..n {
+        let name = r.str()?;
+        let node = match r.u8()? {
+            0 => {
+                let len = r.u64()?;
+                let repl = r.u16()?;
+                let open = match r.u8()? {
+                    0 => None,
+                    _ => {
+                        let k = r.u32()? as usize;
+                        if k > r.remaining() / 8 {
+                            return Err(DecodeError::BadLength(k));
+                        }
+                        Some(Box::new((0..k).map(|_| r.u64()).collect::<Result<_, _>>()?))
+                    }
+                };
+                Node::File(File { len, repl, open })
+            }
+            1 => Node::Dir(Box::new(decode_dir(r)?)),
+            k => return Err(DecodeError::BadTag(k)),
+        };
+        d.children.insert(name.into(), node);
+    }
+    d.recount();
+    Ok(d)
+}
+
+/// Writes the checkpoint atomically into `dir`.
+pub fn save(dir: &Path, s: &Summary) -> std::io::Result<PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    crate::identity::write_atomic(dir, FILE_NAME, &encode(s))?;
+    Ok(dir.join(FILE_NAME))
+}
+
+/// The checkpoint in `dir`, `Ok(None)` if there is none.
+pub fn load(dir: &Path) -> Result<Option<Summary>, String> {
+    let path = dir.join(FILE_NAME);
+    match std::fs::read(&path) {
+        Ok(bytes) => decode(&bytes, &path.display().to_string())
+            .map(Some)
+            .map_err(|e| e.to_string()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("reading {}: {e}", path.display())),
+    }
+}

@@ -1,0 +1,212 @@
+//! The namespace summary: for every directory, file and directory counts (direct and
+//! subtree), logical and raw bytes, and a file-size histogram, kept current from the
+//! stream of operation records (HDDS-15335's Recon NSSummary, for HDFS).
+//!
+//! [`Summary`] is pure state: records go in with their txids, answers come out. The task
+//! that feeds it from the journal lives in [`follow`]; its checkpoint format in [`codec`].
+
+pub mod codec;
+
+pub mod totals;
+pub mod tree;
+
+#[cfg(test)]
+mod tests;
+
+use crate::namespace::inode::{Body, ROOT_SLOT};
+use crate::namespace::{Namespace, Op};
+use totals::{Totals, BUCKETS};
+use tree::{Dir, File, Found, Node, Tree};
+
+pub use tree::Tree as SummaryTree;
+
+/// What the summary knows about one path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathSummary {
+    pub is_dir: bool,
+    pub direct_files: u64,
+    pub direct_dirs: u64,
+    /// Subtree totals, the path itself included (a directory counts itself in `dirs`).
+    pub tot: Totals,
+    pub updated: i64,
+}
+
+/// One child's usage, for "largest children" listings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChildUsage {
+    pub name: String,
+    pub is_dir: bool,
+    pub files: u64,
+    pub bytes: u64,
+    pub raw: u64,
+}
+
+pub struct Summary {
+    tree: Tree,
+    txid: u64,
+}
+
+impl Summary {
+    /// An empty namespace (only the root) before txid 1.
+    pub fn empty(root_perm: u16) -> Summary {
+        Summary {
+            tree: Tree::new(root_perm, 0),
+            txid: 0,
+        }
+    }
+
+    /// A full rebuild from a namespace that reflects every txid up to `txid`.
+    pub fn from_namespace(ns: &Namespace, txid: u64) -> Summary {
+        let root = build_dir(ns, ROOT_SLOT);
+        let clock = root.updated;
+        Summary {
+            tree: Tree { root, clock },
+            txid,
+        }
+    }
+
+    pub(crate) fn from_parts(tree: Tree, txid: u64) -> Summary {
+        Summary { tree, txid }
+    }
+
+    pub(crate) fn tree(&self) -> &Tree {
+        &self.tree
+    }
+
+    /// The last txid applied.
+    pub fn txid(&self) -> u64 {
+        self.txid
+    }
+
+    /// Applies the record with `txid`. Records at or below the current txid are skipped
+    /// (a replayed stretch); a gap or a record that does not fit is an error, after which
+    /// the summary must be rebuilt.
+    pub fn apply(&mut self, txid: u64, op: &Op) -> Result<(), String> {
+        if txid <= self.txid {
+            return Ok(());
+        }
+        if txid != self.txid + 1 {
+            return Err(format!(
+                "txid {txid} follows {}: records are missing",
+                self.txid
+            ));
+        }
+        self.tree
+            .apply(op)
+            .map_err(|e| format!("txid {txid} ({op:?}): {e}"))?;
+        self.txid = txid;
+        Ok(())
+    }
+
+    pub fn get(&self, path: &str) -> Option<PathSummary> {
+        Some(match self.tree.find(path)? {
+            Found::Dir(d) => PathSummary {
+                is_dir: true,
+                direct_files: d.direct_files,
+                direct_dirs: d.direct_dirs,
+                tot: d.tot.clone(),
+                updated: d.updated,
+            },
+            Found::File(f) => {
+                let mut tot = Totals {
+                    files: 1,
+                    bytes: f.len,
+                    raw: f.len * u64::from(f.repl),
+                    ..Default::default()
+                };
+                tot.hist[totals::bucket(f.len)] = 1;
+                PathSummary {
+                    is_dir: false,
+                    direct_files: 0,
+                    direct_dirs: 0,
+                    tot,
+                    updated: 0,
+                }
+            }
+        })
+    }
+
+    /// The `top` largest children of a directory by logical bytes (ties by name).
+    pub fn largest_children(&self, path: &str, top: usize) -> Option<Vec<ChildUsage>> {
+        let Found::Dir(d) = self.tree.find(path)? else {
+            return Some(Vec::new());
+        };
+        let mut out: Vec<ChildUsage> = d
+            .children
+            .iter()
+            .map(|(name, node)| match node {
+                Node::Dir(c) => ChildUsage {
+                    name: name.to_string(),
+                    is_dir: true,
+                    files: c.tot.files,
+                    bytes: c.tot.bytes,
+                    raw: c.tot.raw,
+                },
+                Node::File(f) => ChildUsage {
+                    name: name.to_string(),
+                    is_dir: false,
+                    files: 1,
+                    bytes: f.len,
+                    raw: f.len * u64::from(f.repl),
+                },
+            })
+            .collect();
+        out.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name)));
+        out.truncate(top);
+        Some(out)
+    }
+
+    /// The number of directories (for sizing and logs).
+    pub fn dirs(&self) -> u64 {
+        self.tree.root.tot.dirs
+    }
+
+    pub fn files(&self) -> u64 {
+        self.tree.root.tot.files
+    }
+}
+
+/// Builds a directory's summary bottom-up from the namespace.
+fn build_dir(ns: &Namespace, slot: u32) -> Dir {
+    let inode = ns.inode(slot);
+    let mut dir = Dir::new(inode.perm, inode.mtime);
+    if let Body::Dir(children) = &inode.body {
+        dir.children.reserve(children.len());
+        for &c in children {
+            let child = ns.inode(c);
+            let node = match &child.body {
+                Body::Dir(_) => {
+                    let d = build_dir(ns, c);
+                    dir.updated = dir.updated.max(d.updated);
+                    Node::Dir(Box::new(d))
+                }
+                Body::File(f) => {
+                    dir.updated = dir.updated.max(child.mtime);
+                    Node::File(File {
+                        len: f.len,
+                        repl: child.replication,
+                        open: f
+                            .uc()
+                            .map(|_| Box::new(f.blocks().iter().map(|b| b.len).collect())),
+                    })
+                }
+            };
+            let name = String::from_utf8_lossy(ns.name(c));
+            dir.children.insert(name.into(), node);
+        }
+    }
+    dir.recount();
+    dir
+}
+
+/// Bucket bounds for display: (lower, upper-exclusive) bytes of each histogram bucket.
+pub fn bucket_bounds() -> impl Iterator<Item = (u64, u64)> {
+    (0..BUCKETS).map(|i| {
+        let lo = if i == 0 {
+            0
+        } else {
+            totals::bucket_limit(i - 1)
+        };
+        (lo, totals::bucket_limit(i))
+    })
+}

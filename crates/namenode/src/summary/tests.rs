@@ -1,0 +1,413 @@
+//! Property tests: long random operation sequences, applied to the namespace (which
+//! rejects what a journal could never hold) and, when accepted, to the summary. The
+//! summary of every directory must equal a recomputation from the namespace, after the
+//! sequence, after a rebuild, and after a checkpoint round trip.
+
+use super::totals::{bucket, restricts, Totals};
+use super::*;
+use crate::namespace::inode::Slot;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+        xs[self.below(xs.len() as u64) as usize]
+    }
+}
+
+/// A path of 1..=3 components over a small alphabet, so that names collide often.
+/// Directories are mostly named a..c and files f..h, so that deep paths stay reachable.
+fn path(r: &mut Rng, file: bool) -> String {
+    let depth = 1 + r.below(3);
+    let mut p: String = (1..depth)
+        .map(|_| format!("/{}", r.pick(&["a", "b", "c"])))
+        .collect();
+    let last = if file || r.below(8) == 0 {
+        r.pick(&["f", "g", "h"])
+    } else {
+        r.pick(&["a", "b", "c"])
+    };
+    p.push('/');
+    p.push_str(last);
+    p
+}
+
+const PERMS: [u16; 4] = [0o755, 0o700, 0o555, 0o751];
+
+/// A random operation; those that act on an existing entry mostly pick one of `made`
+/// (paths created earlier), so that most of them are valid.
+fn random_op(r: &mut Rng, ns: &Namespace, made: &[String], n: u64) -> Op {
+    let kind = r.below(20);
+    let p = if kind >= 8 && !made.is_empty() && r.below(4) != 0 {
+        made[r.below(made.len() as u64) as usize].clone()
+    } else {
+        path(r, (4..=12).contains(&kind))
+    };
+    let mtime = 1_000 + n as i64;
+    match kind {
+        0..=3 => Op::Mkdir {
+            path: p,
+            id: 20_000 + n,
+            perm: PERMS[r.below(4) as usize],
+            owner: "u".into(),
+            group: "g".into(),
+            mtime,
+        },
+        4..=7 => Op::Create {
+            path: p,
+            id: 20_000 + n,
+            perm: 0o644,
+            owner: "u".into(),
+            group: "g".into(),
+            mtime,
+            replication: 1 + r.below(3) as u16,
+            block_size: 1 << 20,
+            client_name: "c".into(),
+            client_machine: "m".into(),
+        },
+        8..=9 => {
+            let bits = r.below(40);
+            Op::AddBlock {
+                path: p,
+                id: (1 << 30) + n,
+                gs: 1_001 + n,
+                prev_len: r.below(1 << bits),
+            }
+        }
+        10 => {
+            let last = ns.existing(&p).ok().and_then(|s| {
+                ns.inode(s)
+                    .file()
+                    .and_then(|f| f.blocks().last().map(|b| b.id))
+            });
+            Op::AbandonBlock {
+                path: p,
+                id: last.unwrap_or(0),
+            }
+        }
+        11..=12 => {
+            let bits = r.below(45);
+            Op::Close {
+                path: p,
+                mtime,
+                len: r.below(1 << bits),
+            }
+        }
+        13..=15 => {
+            let file = r.below(2) == 0;
+            let dst = path(r, file);
+            Op::Rename {
+                src: p,
+                dst,
+                mtime,
+                overwrite: r.below(2) == 0,
+            }
+        }
+        16..=17 => Op::Delete { path: p, mtime },
+        18 => Op::SetPermission {
+            path: p,
+            perm: PERMS[r.below(4) as usize],
+        },
+        _ => Op::SetReplication {
+            path: p,
+            replication: 1 + r.below(5) as u16,
+        },
+    }
+}
+
+/// Whether the namespace would take `op` from a journal: renames into their own subtree
+/// or over one of their ancestors are refused by the planner before they get there.
+fn plannable(op: &Op) -> bool {
+    match op {
+        Op::Rename { src, dst, .. } => {
+            !dst.starts_with(&format!("{src}/")) && !src.starts_with(&format!("{dst}/"))
+        }
+        _ => true,
+    }
+}
+
+fn remember(op: &Op, made: &mut Vec<String>) {
+    if let Op::Create { path, .. } | Op::Mkdir { path, .. } = op {
+        if made.len() < 8 {
+            made.push(path.clone());
+        } else {
+            let i = (made.len() * 7 + path.len()) % made.len();
+            made[i] = path.clone();
+        }
+    }
+}
+
+/// Recomputes a directory's summary from the namespace by walking it.
+fn exact(ns: &Namespace, slot: Slot) -> (Totals, u64, u64) {
+    let inode = ns.inode(slot);
+    let mut tot = Totals::of_dir(inode.perm);
+    let (mut files, mut dirs) = (0, 0);
+    for &c in inode.children().expect("a directory") {
+        let child = ns.inode(c);
+        match child.file() {
+            Some(f) => {
+                files += 1;
+                tot.files += 1;
+                tot.bytes += f.len;
+                tot.raw += f.len * u64::from(child.replication);
+                tot.hist[bucket(f.len)] += 1;
+            }
+            None => {
+                dirs += 1;
+                tot.add(&exact(ns, c).0);
+            }
+        }
+    }
+    (tot, files, dirs)
+}
+
+fn all_dirs(ns: &Namespace) -> Vec<Slot> {
+    let mut out = vec![ROOT_SLOT];
+    let mut i = 0;
+    while i < out.len() {
+        let kids = ns.inode(out[i]).children().cloned().unwrap_or_default();
+        out.extend(kids.into_iter().filter(|&c| ns.inode(c).is_dir()));
+        i += 1;
+    }
+    out
+}
+
+fn assert_matches(ns: &Namespace, s: &Summary, when: &str) {
+    for slot in all_dirs(ns) {
+        let path = ns.path_of(slot);
+        let got = s
+            .get(&path)
+            .unwrap_or_else(|| panic!("{when}: {path} missing"));
+        let (tot, files, dirs) = exact(ns, slot);
+        assert!(got.is_dir, "{when}: {path}");
+        assert_eq!(got.tot, tot, "{when}: totals of {path}");
+        assert_eq!(
+            (got.direct_files, got.direct_dirs),
+            (files, dirs),
+            "{when}: {path}"
+        );
+        let cs = ns
+            .content_summary(&crate::namespace::perm::Caller::superuser("hdfs"), &path)
+            .unwrap();
+        assert_eq!(
+            (cs.files, cs.dirs, cs.length, cs.space_consumed),
+            (got.tot.files, got.tot.dirs, got.tot.bytes, got.tot.raw),
+            "{when}: getContentSummary of {path}"
+        );
+        assert_eq!(got.tot.restricted > 0, {
+            let mut any = false;
+            let mut stack = vec![slot];
+            while let Some(d) = stack.pop() {
+                any |= restricts(ns.inode(d).perm);
+                for &c in ns.inode(d).children().unwrap() {
+                    if ns.inode(c).is_dir() {
+                        stack.push(c);
+                    }
+                }
+            }
+            any
+        });
+    }
+    assert_eq!(s.files(), ns.file_count(), "{when}: file count");
+}
+
+fn run(seed: u64, steps: u64) {
+    let mut r = Rng(seed);
+    let mut ns = Namespace::new("hdfs", "supergroup", 1);
+    let mut s = Summary::from_namespace(&ns, 0);
+    let mut txid = 0;
+    let mut made = Vec::new();
+    for n in 0..steps {
+        let op = random_op(&mut r, &ns, &made, n);
+        if !plannable(&op) {
+            continue;
+        }
+        if ns.apply(&op).is_err() {
+            continue;
+        }
+        remember(&op, &mut made);
+        txid += 1;
+        s.apply(txid, &op).unwrap_or_else(|e| {
+            panic!("seed {seed}: the summary refused what the namespace took: {e}")
+        });
+        if n % 500 == 0 {
+            assert_matches(&ns, &s, &format!("seed {seed} step {n}"));
+        }
+    }
+    assert!(
+        txid > steps / 4,
+        "the generator should mostly produce valid ops ({txid})"
+    );
+    assert_matches(&ns, &s, &format!("seed {seed} end"));
+    let rebuilt = Summary::from_namespace(&ns, txid);
+    assert_matches(&ns, &rebuilt, &format!("seed {seed} rebuilt"));
+    let bytes = codec::encode(&s);
+    let loaded = codec::decode(&bytes, "mem").unwrap();
+    assert_eq!(loaded.txid(), txid);
+    assert_matches(&ns, &loaded, &format!("seed {seed} reloaded"));
+}
+
+#[test]
+fn random_sequences_match_a_recomputation() {
+    for seed in 1..=12u64 {
+        run(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15), 6_000);
+    }
+}
+
+#[test]
+fn the_summary_carries_on_after_a_checkpoint_round_trip() {
+    let mut r = Rng(77);
+    let mut ns = Namespace::new("hdfs", "supergroup", 1);
+    let mut s = Summary::from_namespace(&ns, 0);
+    let mut txid = 0;
+    let mut made = Vec::new();
+    for n in 0..8_000 {
+        if n == 4_000 {
+            s = codec::decode(&codec::encode(&s), "mem").unwrap();
+        }
+        let op = random_op(&mut r, &ns, &made, n);
+        if plannable(&op) && ns.apply(&op).is_ok() {
+            remember(&op, &mut made);
+            txid += 1;
+            s.apply(txid, &op).unwrap();
+        }
+    }
+    assert_matches(&ns, &s, "after restart");
+}
+
+#[test]
+fn gaps_and_replays_are_told_apart() {
+    let mut s = Summary::empty(0o755);
+    let mk = |p: &str| Op::Mkdir {
+        path: p.into(),
+        id: 1,
+        perm: 0o755,
+        owner: "u".into(),
+        group: "g".into(),
+        mtime: 5,
+    };
+    s.apply(1, &mk("/a")).unwrap();
+    s.apply(1, &mk("/a")).unwrap(); // replayed: skipped
+    assert!(s.apply(3, &mk("/b")).unwrap_err().contains("missing"));
+    assert!(s.apply(2, &mk("/a")).is_err(), "a record that does not fit");
+    assert_eq!(s.get("/").unwrap().tot.dirs, 2);
+}
+
+#[test]
+fn damaged_checkpoints_are_refused_with_the_reason() {
+    let mut s = Summary::empty(0o755);
+    s.apply(
+        1,
+        &Op::Mkdir {
+            path: "/d".into(),
+            id: 1,
+            perm: 0o755,
+            owner: "u".into(),
+            group: "g".into(),
+            mtime: 5,
+        },
+    )
+    .unwrap();
+    let good = codec::encode(&s);
+    let mut bad = good.clone();
+    bad[10] ^= 1;
+    let e = codec::decode(&bad, "x").err().unwrap().to_string();
+    assert!(e.contains("checksum"), "{e}");
+    let e = codec::decode(&good[..8], "x").err().unwrap().to_string();
+    assert!(e.contains("not a summary"), "{e}");
+    assert_eq!(
+        codec::decode(&good, "x")
+            .unwrap()
+            .get("/d")
+            .unwrap()
+            .tot
+            .dirs,
+        1
+    );
+}
+
+#[test]
+fn largest_children_sorted_by_bytes() {
+    let mut ns = Namespace::new("hdfs", "supergroup", 1);
+    let ops = [("/x", 10u64), ("/y", 3000), ("/z", 70)];
+    for (i, (p, len)) in ops.iter().enumerate() {
+        for op in [
+            Op::Create {
+                path: p.to_string(),
+                id: 100 + i as u64,
+                perm: 0o644,
+                owner: "u".into(),
+                group: "g".into(),
+                mtime: 1,
+                replication: 2,
+                block_size: 1 << 20,
+                client_name: "c".into(),
+                client_machine: "m".into(),
+            },
+            Op::Close {
+                path: p.to_string(),
+                mtime: 2,
+                len: *len,
+            },
+        ] {
+            ns.apply(&op).unwrap();
+        }
+    }
+    let s = Summary::from_namespace(&ns, 6);
+    let top = s.largest_children("/", 2).unwrap();
+    let names: Vec<_> = top
+        .iter()
+        .map(|c| (c.name.as_str(), c.bytes, c.raw))
+        .collect();
+    assert_eq!(names, [("y", 3000, 6000), ("z", 70, 140)]);
+    assert_eq!(s.get("/").unwrap().tot.hist[bucket(3000)], 1);
+}
+
+#[test]
+fn an_abandoned_block_gives_back_the_length_rule_of_the_namespace() {
+    let mut ns = Namespace::new("hdfs", "supergroup", 1);
+    let mut s = Summary::from_namespace(&ns, 0);
+    let add = |id: u64, prev_len: u64| Op::AddBlock {
+        path: "/w".into(),
+        id,
+        gs: 2_000 + id,
+        prev_len,
+    };
+    let ops = [
+        Op::Create {
+            path: "/w".into(),
+            id: 500,
+            perm: 0o644,
+            owner: "u".into(),
+            group: "g".into(),
+            mtime: 1,
+            replication: 3,
+            block_size: 1 << 20,
+            client_name: "c".into(),
+            client_machine: "m".into(),
+        },
+        add(1 << 30, 0),
+        add((1 << 30) + 1, 1 << 20),
+        Op::AbandonBlock {
+            path: "/w".into(),
+            id: (1 << 30) + 1,
+        },
+        // The client retries, reporting the first block's length again, a little longer.
+        add((1 << 30) + 2, (1 << 20) + 5),
+    ];
+    for (i, op) in ops.iter().enumerate() {
+        ns.apply(op).unwrap();
+        s.apply(i as u64 + 1, op).unwrap();
+        assert_matches(&ns, &s, &format!("after {op:?}"));
+    }
+    assert_eq!(s.get("/w").unwrap().tot.bytes, (1 << 20) + 5);
+}

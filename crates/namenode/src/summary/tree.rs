@@ -1,0 +1,395 @@
+//! The summary's own tree: the namespace's shape, with for every directory its subtree
+//! totals kept current as operation records arrive. Pure: no clock, no I/O.
+//!
+//! An event walks from the root to its parent directory, one hash probe per level, changes
+//! the entry there, and adds the resulting [`Patch`] to every directory on the way back up.
+//! Subtrees are owned by their parents, so a rename or delete of a whole subtree moves or
+//! drops one map entry and patches the two ancestor chains by the subtree's totals.
+
+use std::collections::HashMap;
+
+use smallvec::SmallVec;
+
+use super::totals::{restricts, Part, Patch, Totals};
+use crate::namespace::Op;
+
+pub type Children = HashMap<Box<str>, Node, foldhash::fast::RandomState>;
+
+pub struct Dir {
+    pub perm: u16,
+    /// The time of the last change anywhere below (the newest operation time seen).
+    pub updated: i64,
+    pub direct_files: u64,
+    pub direct_dirs: u64,
+    pub tot: Totals,
+    pub children: Children,
+}
+
+pub struct File {
+    pub len: u64,
+    pub repl: u16,
+    /// While open for write, the recorded length of each block (the namespace's rule for
+    /// how an added or abandoned block changes the file's length needs the last one).
+    pub open: Option<Box<Vec<u64>>>,
+}
+
+pub enum Node {
+    Dir(Box<Dir>),
+    File(File),
+}
+
+impl Dir {
+    pub fn new(perm: u16, updated: i64) -> Dir {
+        Dir {
+            perm,
+            updated,
+            direct_files: 0,
+            direct_dirs: 0,
+            tot: Totals::of_dir(perm),
+            children: Children::default(),
+        }
+    }
+
+    fn take(&mut self, name: &str) -> Option<Node> {
+        let node = self.children.remove(name)?;
+        match &node {
+            Node::Dir(_) => self.direct_dirs -= 1,
+            Node::File(_) => self.direct_files -= 1,
+        }
+        Some(node)
+    }
+
+    fn put(&mut self, name: &str, node: Node) {
+        match &node {
+            Node::Dir(_) => self.direct_dirs += 1,
+            Node::File(_) => self.direct_files += 1,
+        }
+        self.children.insert(name.into(), node);
+    }
+
+    /// Recomputes this directory's counters from its children, whose own counters must
+    /// already be right (used when building or loading bottom-up).
+    pub fn recount(&mut self) {
+        let (mut files, mut dirs) = (0, 0);
+        let mut tot = Totals::of_dir(self.perm);
+        for node in self.children.values() {
+            match node {
+                Node::Dir(_) => dirs += 1,
+                Node::File(_) => files += 1,
+            }
+            Patch {
+                sub: Part::Nothing,
+                add: part(node),
+            }
+            .apply(&mut tot);
+        }
+        (self.direct_files, self.direct_dirs, self.tot) = (files, dirs, tot);
+    }
+}
+
+/// What `node` contributes to the totals above it.
+pub fn part(node: &Node) -> Part {
+    match node {
+        Node::File(f) => Part::File {
+            len: f.len,
+            repl: f.repl,
+        },
+        Node::Dir(d) => Part::Tree(Box::new(d.tot.clone())),
+    }
+}
+
+type Comps<'p> = SmallVec<[&'p str; 16]>;
+
+fn comps(path: &str) -> Comps<'_> {
+    path.split('/').filter(|c| !c.is_empty()).collect()
+}
+
+/// Walks from `dir` to the parent of `comps`' last name, runs `leaf` there, and applies
+/// the patch it returns to every directory on the way back up, the parent included.
+fn descend<R>(
+    dir: &mut Dir,
+    comps: &[&str],
+    now: i64,
+    leaf: impl FnOnce(&mut Dir, &str) -> Result<(Patch, R), String>,
+) -> Result<(Patch, R), String> {
+    let (first, rest) = comps
+        .split_first()
+        .ok_or_else(|| "the root has no parent".to_string())?;
+    let out = if rest.is_empty() {
+        leaf(dir, first)?
+    } else {
+        match dir.children.get_mut(*first) {
+            Some(Node::Dir(child)) => descend(child, rest, now, leaf)?,
+            Some(Node::File(_)) => return Err(format!("{first} is a file")),
+            None => return Err(format!("{first} does not exist")),
+        }
+    };
+    out.0.apply(&mut dir.tot);
+    dir.updated = dir.updated.max(now);
+    Ok(out)
+}
+
+fn file_mut<'a>(dir: &'a mut Dir, name: &str) -> Result<&'a mut File, String> {
+    match dir.children.get_mut(name) {
+        Some(Node::File(f)) => Ok(f),
+        Some(Node::Dir(_)) => Err(format!("{name} is a directory")),
+        None => Err(format!("{name} does not exist")),
+    }
+}
+
+/// Changes one file in place; the patch moves it from its old figures to its new ones.
+fn change_file(
+    dir: &mut Dir,
+    name: &str,
+    f: impl FnOnce(&mut File) -> Result<(), String>,
+) -> Result<(Patch, ()), String> {
+    let file = file_mut(dir, name)?;
+    let sub = Part::File {
+        len: file.len,
+        repl: file.repl,
+    };
+    f(file)?;
+    let add = Part::File {
+        len: file.len,
+        repl: file.repl,
+    };
+    Ok((Patch { sub, add }, ()))
+}
+
+/// The whole summary tree.
+pub struct Tree {
+    pub root: Dir,
+    /// The newest operation time seen: the clock of `updated` for events that carry none.
+    pub clock: i64,
+}
+
+pub enum Found<'a> {
+    Dir(&'a Dir),
+    File(&'a File),
+}
+
+impl Tree {
+    pub fn new(root_perm: u16, mtime: i64) -> Tree {
+        Tree {
+            root: Dir::new(root_perm, mtime),
+            clock: mtime,
+        }
+    }
+
+    pub fn find(&self, path: &str) -> Option<Found<'_>> {
+        let mut dir = &self.root;
+        let c = comps(path);
+        let Some((last, parents)) = c.split_last() else {
+            return Some(Found::Dir(&self.root));
+        };
+        for name in parents {
+            match dir.children.get(*name)? {
+                Node::Dir(d) => dir = d,
+                Node::File(_) => return None,
+            }
+        }
+        match dir.children.get(*last)? {
+            Node::Dir(d) => Some(Found::Dir(d)),
+            Node::File(f) => Some(Found::File(f)),
+        }
+    }
+
+    /// Applies one operation record. An error means the record does not fit this tree
+    /// (the summary has diverged from the namespace and must be rebuilt).
+    pub fn apply(&mut self, op: &Op) -> Result<(), String> {
+        let now = op_time(op).map_or(self.clock, |t| t.max(self.clock));
+        self.clock = now;
+        match op {
+            Op::Mkdir {
+                path, perm, mtime, ..
+            } => {
+                let (perm, mtime) = (*perm, *mtime);
+                descend(&mut self.root, &comps(path), now, |dir, name| {
+                    if dir.children.contains_key(name) {
+                        return Err(format!("{path} already exists"));
+                    }
+                    dir.put(name, Node::Dir(Box::new(Dir::new(perm, mtime))));
+                    let add = Part::Tree(Box::new(Totals::of_dir(perm)));
+                    Ok((
+                        Patch {
+                            sub: Part::Nothing,
+                            add,
+                        },
+                        (),
+                    ))
+                })?;
+            }
+            Op::Create {
+                path, replication, ..
+            } => {
+                let repl = *replication;
+                descend(&mut self.root, &comps(path), now, |dir, name| {
+                    let sub = match dir.children.get(name) {
+                        Some(Node::Dir(_)) => return Err(format!("{path} is a directory")),
+                        Some(old) => {
+                            let p = part(old);
+                            dir.take(name);
+                            p
+                        }
+                        None => Part::Nothing,
+                    };
+                    let file = File {
+                        len: 0,
+                        repl,
+                        open: Some(Box::default()),
+                    };
+                    dir.put(name, Node::File(file));
+                    let add = Part::File { len: 0, repl };
+                    Ok((Patch { sub, add }, ()))
+                })?;
+            }
+            Op::AddBlock { path, prev_len, .. } => {
+                let prev_len = *prev_len;
+                descend(&mut self.root, &comps(path), now, |dir, name| {
+                    change_file(dir, name, |f| {
+                        let blocks = f.open.as_mut().ok_or("not open for write")?;
+                        let mut was = 0;
+                        if let Some(last) = blocks.last_mut() {
+                            was = *last;
+                            *last = prev_len;
+                        }
+                        blocks.push(0);
+                        f.len = f.len.saturating_sub(was) + prev_len;
+                        Ok(())
+                    })
+                })?;
+            }
+            Op::AbandonBlock { path, .. } => {
+                descend(&mut self.root, &comps(path), now, |dir, name| {
+                    change_file(dir, name, |f| {
+                        let blocks = f.open.as_mut().ok_or("not open for write")?;
+                        blocks.pop().ok_or("no block to abandon")?;
+                        Ok(())
+                    })
+                })?;
+            }
+            Op::Close { path, len, .. } => {
+                let len = *len;
+                descend(&mut self.root, &comps(path), now, |dir, name| {
+                    change_file(dir, name, |f| {
+                        f.len = len;
+                        f.open = None;
+                        Ok(())
+                    })
+                })?;
+            }
+            Op::SetReplication { path, replication } => {
+                let repl = *replication;
+                descend(&mut self.root, &comps(path), now, |dir, name| {
+                    change_file(dir, name, |f| {
+                        f.repl = repl;
+                        Ok(())
+                    })
+                })?;
+            }
+            Op::SetPermission { path, perm } => self.set_permission(path, *perm, now)?,
+            Op::Delete { path, .. } => {
+                self.detach(path, now)?;
+            }
+            Op::Rename {
+                src,
+                dst,
+                overwrite,
+                ..
+            } => self.rename(src, dst, *overwrite, now)?,
+            Op::BumpGenerationStamp { .. } | Op::SetOwner { .. } | Op::SetTimes { .. } => {}
+        }
+        Ok(())
+    }
+
+    fn set_permission(&mut self, path: &str, perm: u16, now: i64) -> Result<(), String> {
+        let c = comps(path);
+        let flip = |d: &mut Dir| {
+            let was = restricts(d.perm);
+            d.perm = perm;
+            let is = restricts(perm);
+            let unit = || {
+                Part::Tree(Box::new(Totals {
+                    restricted: 1,
+                    ..Default::default()
+                }))
+            };
+            let patch = match (was, is) {
+                (false, true) => Patch {
+                    sub: Part::Nothing,
+                    add: unit(),
+                },
+                (true, false) => Patch {
+                    sub: unit(),
+                    add: Part::Nothing,
+                },
+                _ => Patch::default(),
+            };
+            patch.apply(&mut d.tot);
+            patch
+        };
+        if c.is_empty() {
+            flip(&mut self.root);
+            return Ok(());
+        }
+        descend(&mut self.root, &c, now, |dir, name| {
+            match dir.children.get_mut(name) {
+                Some(Node::Dir(d)) => Ok((flip(d), ())),
+                Some(Node::File(_)) => Ok((Patch::default(), ())),
+                None => Err(format!("{path} does not exist")),
+            }
+        })?;
+        Ok(())
+    }
+
+    /// Removes the entry at `path` with its subtree and returns it.
+    fn detach(&mut self, path: &str, now: i64) -> Result<Node, String> {
+        let (_, node) = descend(&mut self.root, &comps(path), now, |dir, name| {
+            let node = dir
+                .take(name)
+                .ok_or_else(|| format!("{path} does not exist"))?;
+            let sub = part(&node);
+            Ok((
+                Patch {
+                    sub,
+                    add: Part::Nothing,
+                },
+                node,
+            ))
+        })?;
+        Ok(node)
+    }
+
+    fn rename(&mut self, src: &str, dst: &str, overwrite: bool, now: i64) -> Result<(), String> {
+        let (s, d) = (comps(src), comps(dst));
+        if s == d {
+            return Ok(());
+        }
+        if self.find(dst).is_some() && !overwrite {
+            return Err(format!("rename destination {dst} already exists"));
+        }
+        let node = self.detach(src, now)?;
+        descend(&mut self.root, &d, now, |dir, name| {
+            let sub = match dir.take(name) {
+                Some(old) => part(&old),
+                None => Part::Nothing,
+            };
+            let add = part(&node);
+            dir.put(name, node);
+            Ok((Patch { sub, add }, ()))
+        })?;
+        Ok(())
+    }
+}
+
+/// The time an operation carries, if any.
+fn op_time(op: &Op) -> Option<i64> {
+    match op {
+        Op::Mkdir { mtime, .. }
+        | Op::Create { mtime, .. }
+        | Op::Close { mtime, .. }
+        | Op::Rename { mtime, .. }
+        | Op::Delete { mtime, .. } => Some(*mtime),
+        _ => None,
+    }
+}
