@@ -18,6 +18,7 @@ use ferrite_ipc::frame::Body;
 use ferrite_proto::common::TokenProto;
 use ferrite_proto::hdfs::StorageTypeProto;
 use prost::encoding::{encode_key, encode_varint, encoded_len_varint, key_len, WireType};
+use smallvec::SmallVec;
 
 use prost::Message;
 
@@ -31,8 +32,8 @@ struct Row {
     gs: u64,
     len: u64,
     offset: u64,
-    token: usize,
-    replicas: Range<usize>,
+    /// Index into `LocatedReply::tails`.
+    tail: usize,
     ext_len: usize,
     body_len: usize,
 }
@@ -44,6 +45,11 @@ struct Replica {
     storage: Vec<u8>,
 }
 
+/// Which replicas, in reader order, and which token: everything a LocatedBlock holds after
+/// its block and offset. Blocks with the same key share one encoded tail.
+type TailKey = (SmallVec<[usize; 4]>, usize);
+type Fold = foldhash::fast::RandomState;
+
 /// A getBlockLocations reply under construction: `push` each block in file order (the
 /// last block of a file being written last, with `is_last`), then `finish`.
 pub struct LocatedReply {
@@ -53,8 +59,10 @@ pub struct LocatedReply {
     token_fields: Vec<Vec<u8>>,
     token_ends: Vec<usize>,
     replicas: Vec<Replica>,
-    replica_of: HashMap<(NodeIx, u8), usize>,
-    slots: Vec<usize>,
+    replica_of: HashMap<(NodeIx, u8), usize, Fold>,
+    /// Fields 3..8 of a LocatedBlockProto, encoded once per distinct [`TailKey`].
+    tails: Vec<Vec<u8>>,
+    tail_of: HashMap<TailKey, usize, Fold>,
     rows: Vec<Row>,
     last: Option<Row>,
     locations_len: usize,
@@ -101,8 +109,9 @@ impl LocatedReply {
                 .collect(),
             token_ends: tokens.iter().map(|(r, _)| r.end).collect(),
             replicas: Vec::new(),
-            replica_of: HashMap::new(),
-            slots: Vec::new(),
+            replica_of: HashMap::default(),
+            tails: Vec::new(),
+            tail_of: HashMap::default(),
             rows: Vec::new(),
             last: None,
             locations_len: 0,
@@ -110,9 +119,9 @@ impl LocatedReply {
     }
 
     /// Adds the next block with its replicas in reader order. Each (node, storage) is
-    /// encoded the first time it appears in the reply.
+    /// encoded the first time it appears in the reply, each distinct tail likewise.
     pub fn push(&mut self, p: &Placed, locs: &[(NodeIx, u8)], reg: &Registry, is_last: bool) {
-        let start = self.slots.len();
+        let mut slots = SmallVec::<[usize; 4]>::new();
         for &(ix, storage) in locs {
             let next = self.replicas.len();
             let slot = *self.replica_of.entry((ix, storage)).or_insert(next);
@@ -122,7 +131,7 @@ impl LocatedReply {
                     storage: delimited(8, reg.get(ix).storage_uuid(storage).as_bytes()),
                 });
             }
-            self.slots.push(slot);
+            slots.push(slot);
         }
         let index = self.rows.len() + usize::from(self.last.is_some());
         let token = self
@@ -130,17 +139,22 @@ impl LocatedReply {
             .iter()
             .position(|&end| index < end)
             .unwrap_or(0);
-        let mut row = Row {
+        let tail = self.tail(slots, token);
+        let ext_len = self.pool_field.len()
+            + varint_field(2, p.block.id)
+            + varint_field(3, p.block.gs)
+            + varint_field(4, p.block.len);
+        let row = Row {
             id: p.block.id,
             gs: p.block.gs,
             len: p.block.len,
             offset: p.offset,
-            token,
-            replicas: start..self.slots.len(),
-            ext_len: 0,
-            body_len: 0,
+            tail,
+            ext_len,
+            body_len: delimited_len(1, ext_len)
+                + varint_field(2, p.offset)
+                + self.tails[tail].len(),
         };
-        self.measure(&mut row);
         if is_last {
             self.last = Some(row);
         } else {
@@ -148,24 +162,37 @@ impl LocatedReply {
         }
     }
 
-    fn measure(&self, row: &mut Row) {
-        row.ext_len = self.pool_field.len()
-            + varint_field(2, row.id)
-            + varint_field(3, row.gs)
-            + varint_field(4, row.len);
-        let n = row.replicas.len();
-        let replicas: usize = self.slots[row.replicas.clone()]
-            .iter()
-            .map(|&s| self.replicas[s].info.len() + self.replicas[s].storage.len())
-            .sum();
-        let cached = if n == 0 { 0 } else { delimited_len(6, n) };
-        row.body_len = delimited_len(1, row.ext_len)
-            + varint_field(2, row.offset)
-            + replicas
-            + varint_field(4, 0)
-            + self.token_fields.get(row.token).map_or(0, Vec::len)
-            + cached
-            + n * varint_field(7, DISK);
+    /// The tail for these replicas and token, encoded the first time it is asked for.
+    fn tail(&mut self, slots: SmallVec<[usize; 4]>, token: usize) -> usize {
+        let key = (slots, token);
+        if let Some(&t) = self.tail_of.get(&key) {
+            return t;
+        }
+        let (slots, token) = &key;
+        let mut out = Vec::new();
+        for &s in slots {
+            out.extend_from_slice(&self.replicas[s].info);
+        }
+        encode_key(4, WireType::Varint, &mut out);
+        out.push(0); // corrupt: replicas marked corrupt are never handed out
+        if let Some(t) = self.token_fields.get(*token) {
+            out.extend_from_slice(t);
+        }
+        if !slots.is_empty() {
+            encode_key(6, WireType::LengthDelimited, &mut out);
+            encode_varint(slots.len() as u64, &mut out);
+            out.resize(out.len() + slots.len(), 0); // isCached: no caching
+        }
+        for _ in slots {
+            encode_key(7, WireType::Varint, &mut out);
+            encode_varint(DISK, &mut out);
+        }
+        for &s in slots {
+            out.extend_from_slice(&self.replicas[s].storage);
+        }
+        self.tails.push(out);
+        self.tail_of.insert(key, self.tails.len() - 1);
+        self.tails.len() - 1
     }
 
     /// Computes the outer lengths; the reply is ready to encode.
@@ -190,34 +217,14 @@ impl LocatedReply {
         encode_varint(row.body_len as u64, buf);
         encode_key(1, WireType::LengthDelimited, buf);
         encode_varint(row.ext_len as u64, buf);
-        buf.put_slice(&self.pool_field);
+        buf.extend_from_slice(&self.pool_field);
         for (t, v) in [(2, row.id), (3, row.gs), (4, row.len)] {
             encode_key(t, WireType::Varint, buf);
             encode_varint(v, buf);
         }
         encode_key(2, WireType::Varint, buf);
         encode_varint(row.offset, buf);
-        let slots = &self.slots[row.replicas.clone()];
-        for &s in slots {
-            buf.put_slice(&self.replicas[s].info);
-        }
-        encode_key(4, WireType::Varint, buf);
-        buf.put_u8(0); // corrupt: replicas marked corrupt are never handed out
-        if let Some(token) = self.token_fields.get(row.token) {
-            buf.put_slice(token);
-        }
-        if !slots.is_empty() {
-            encode_key(6, WireType::LengthDelimited, buf);
-            encode_varint(slots.len() as u64, buf);
-            buf.put_bytes(0, slots.len()); // isCached: no caching
-        }
-        for _ in slots {
-            encode_key(7, WireType::Varint, buf);
-            encode_varint(DISK, buf);
-        }
-        for &s in slots {
-            buf.put_slice(&self.replicas[s].storage);
-        }
+        buf.extend_from_slice(&self.tails[row.tail]);
     }
 }
 
