@@ -65,6 +65,18 @@ pub struct Config {
     pub journal_segment_txns: u64,
     /// `ferrite.journal.preallocate.bytes`
     pub journal_prealloc_bytes: u64,
+    /// `ferrite.journal.tail.bytes`: synced records kept in memory for journal followers.
+    pub journal_tail_bytes: u64,
+    /// `ferrite.summary.enabled`: keep the namespace summary and answer
+    /// getContentSummary from it.
+    pub summary_enabled: bool,
+    /// `ferrite.summary.checkpoint.txns`: checkpoint the summary after this many records …
+    pub summary_checkpoint_txns: u64,
+    /// `ferrite.summary.checkpoint.period` (seconds): … or this long after the last one.
+    pub summary_checkpoint_period_sec: u64,
+    /// `ferrite.summary.wait.ms`: how long getContentSummary waits for the summary to
+    /// catch up with the namespace before it walks the tree instead.
+    pub summary_wait_ms: u64,
     /// `dfs.heartbeat.interval` (seconds), also what DataNodes are told to use.
     pub heartbeat_interval_sec: u64,
     /// `dfs.namenode.heartbeat.recheck-interval` (ms): a DataNode is dead after twice this
@@ -118,6 +130,11 @@ impl Default for Config {
             journal_segment_bytes: 128 << 20,
             journal_segment_txns: 1_000_000,
             journal_prealloc_bytes: 4 << 20,
+            journal_tail_bytes: 64 << 20,
+            summary_enabled: true,
+            summary_checkpoint_txns: 1_000_000,
+            summary_checkpoint_period_sec: 600,
+            summary_wait_ms: 100,
             heartbeat_interval_sec: 3,
             heartbeat_recheck_ms: 300_000,
             stale_interval_ms: 30_000,
@@ -236,6 +253,13 @@ impl Config {
                 "ferrite.journal.preallocate.bytes" => {
                     self.journal_prealloc_bytes = size()?.max(4096)
                 }
+                "ferrite.journal.tail.bytes" => self.journal_tail_bytes = size()?,
+                "ferrite.summary.enabled" => self.summary_enabled = boolean()?,
+                "ferrite.summary.checkpoint.txns" => self.summary_checkpoint_txns = num()?.max(1),
+                "ferrite.summary.checkpoint.period" => {
+                    self.summary_checkpoint_period_sec = num()?.max(1)
+                }
+                "ferrite.summary.wait.ms" => self.summary_wait_ms = num()?,
                 "dfs.heartbeat.interval" => self.heartbeat_interval_sec = num()?.max(1),
                 "dfs.namenode.heartbeat.recheck-interval" => self.heartbeat_recheck_ms = num()?,
                 "dfs.namenode.stale.datanode.interval" => self.stale_interval_ms = num()?,

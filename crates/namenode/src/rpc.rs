@@ -2,7 +2,9 @@
 //! translation between protobuf messages and `plan_*`/query calls. Admission (safe mode,
 //! superuser), the retry cache, metrics and logging are applied by the router's wrapper.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 use ferrite_ipc::{CallCtx, MethodKind, Router, RpcError, CLIENT_PROTOCOL, NAMENODE_PROTOCOL};
 use ferrite_proto::common::HaServiceStateProto;
@@ -11,7 +13,9 @@ use ferrite_proto::hdfs::*;
 
 use crate::error::FsError;
 use crate::namespace::plan::CreateArgs;
+use crate::namespace::query::ContentSummary;
 use crate::namespace::query::FileStatus;
+use crate::namespace::Caller;
 use crate::rpc_blocks as rb;
 use crate::state::NnState;
 
@@ -197,7 +201,7 @@ pub async fn get_content_summary(
     req: GetContentSummaryRequestProto,
 ) -> Res<GetContentSummaryResponseProto> {
     let caller = nn.caller(&ctx.user);
-    let cs = nn.ns.read().content_summary(&caller, &req.path)?;
+    let cs = content_summary(&nn, &caller, &req.path).await?;
     Ok(GetContentSummaryResponseProto {
         summary: ContentSummaryProto {
             length: cs.length,
@@ -217,7 +221,7 @@ pub async fn get_quota_usage(
     req: GetQuotaUsageRequestProto,
 ) -> Res<GetQuotaUsageResponseProto> {
     let caller = nn.caller(&ctx.user);
-    let cs = nn.ns.read().content_summary(&caller, &req.path)?;
+    let cs = content_summary(&nn, &caller, &req.path).await?;
     Ok(GetQuotaUsageResponseProto {
         usage: QuotaUsageProto {
             file_and_directory_count: cs.files + cs.dirs,
@@ -227,6 +231,38 @@ pub async fn get_quota_usage(
             type_quota_infos: None,
         },
     })
+}
+
+/// A subtree's content summary: from the summary service when it has applied everything
+/// the namespace had at the time of the call and the caller's permissions cannot make the
+/// answer differ (nothing in the subtree withholds r-x from anyone, or the caller bypasses
+/// checks); otherwise by HDFS's exact, permission-checked walk.
+async fn content_summary(
+    nn: &NnState,
+    caller: &Caller,
+    src: &str,
+) -> Result<ContentSummary, FsError> {
+    if let (Some(svc), Some(journal)) = (&nn.summary, &nn.journal) {
+        // Errors (missing path, a directory on the way that cannot be traversed) come from
+        // the namespace, exactly as the walk would give them.
+        let (_, path) = nn.ns.read().resolve_checked(caller, src)?;
+        let seen = journal.last_appended();
+        let wait = Duration::from_millis(nn.cfg.summary_wait_ms);
+        if svc.caught_up(seen, wait).await {
+            let found = svc.read(|s| s.get(&path));
+            if let Some(p) = found.filter(|p| p.tot.restricted == 0 || caller.bypass()) {
+                svc.metrics.answered.fetch_add(1, Ordering::Relaxed);
+                return Ok(ContentSummary {
+                    length: p.tot.bytes,
+                    files: p.tot.files,
+                    dirs: p.tot.dirs,
+                    space_consumed: p.tot.raw,
+                });
+            }
+        }
+        svc.metrics.walked.fetch_add(1, Ordering::Relaxed);
+    }
+    nn.ns.read().content_summary(caller, src)
 }
 
 pub async fn get_preferred_block_size(

@@ -21,6 +21,8 @@ use crate::identity::Identity;
 use crate::journal::{recover, Journal, JournalConfig};
 use crate::namespace::{Caller, Namespace};
 use crate::state::{now_ms, NnState, StartupReport, Storage};
+use crate::summary::follow::{Rebuild, SummaryService};
+use crate::summary::Summary;
 use crate::trash::{self, TrashAction};
 
 pub struct NameNode;
@@ -34,6 +36,7 @@ pub struct NameNodeHandle {
     ipc: ServerHandle,
     cancel: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
+    summary_task: Option<std::thread::JoinHandle<()>>,
 }
 
 /// The user this process runs as: `$USER`, else the name of our uid in `/etc/passwd`.
@@ -78,6 +81,7 @@ pub fn load_storage(
             name_dirs,
             journal_dirs,
             startup: StartupReport::default(),
+            summary: None,
         });
     }
     let started = Instant::now();
@@ -113,18 +117,28 @@ pub fn load_storage(
         segment_max_bytes: cfg.journal_segment_bytes,
         segment_max_txns: cfg.journal_segment_txns,
         prealloc_chunk: cfg.journal_prealloc_bytes,
+        tail_bytes: cfg.journal_tail_bytes as usize,
     };
     let journal = Journal::start(jcfg, replayed.last_txid, move |msg| {
         error!("stopping the NameNode: {msg}");
         fatal.cancel();
     })
     .map_err(io_err)?;
+    // The summary resumes from its checkpoint (the follower then reads the segments after
+    // it) or, without a usable one, is built from the namespace just loaded.
+    let summary = cfg.summary_enabled.then(|| {
+        let last = replayed.last_txid;
+        SummaryService::load_or_rebuild(&summary_dir(&name_dirs), last, || {
+            Summary::from_namespace(&ns, last)
+        })
+    });
     Ok(Storage {
         ns,
         journal: Some(journal),
         name_dirs,
         journal_dirs,
         startup,
+        summary,
     })
 }
 
@@ -173,6 +187,7 @@ impl NameNode {
         if state.journal.is_some() {
             tasks.push(tokio::spawn(checkpointer(state.clone(), cancel.clone())));
         }
+        let summary_task = start_summary_task(&state)?;
         info!(%addr, %superuser, "NameNode serving");
         Ok(NameNodeHandle {
             addr,
@@ -182,14 +197,61 @@ impl NameNode {
             ipc,
             cancel,
             tasks,
+            summary_task,
         })
     }
+}
+
+/// Where the summary checkpoint lives: beside the images in the first name directory.
+pub fn summary_dir(name_dirs: &[PathBuf]) -> PathBuf {
+    name_dirs
+        .first()
+        .map(|d| d.join("summary"))
+        .unwrap_or_default()
+}
+
+/// Starts the thread that keeps the summary in step with the journal.
+fn start_summary_task(
+    state: &Arc<NnState>,
+) -> std::io::Result<Option<std::thread::JoinHandle<()>>> {
+    let (Some(svc), Some(_)) = (state.summary.clone(), &state.journal) else {
+        return Ok(None);
+    };
+    let nn = state.clone();
+    std::thread::Builder::new()
+        .name("summary".into())
+        .spawn(move || {
+            let for_rebuild = nn.clone();
+            let rebuild: Rebuild = Box::new(move || {
+                // Under the namespace lock, the journal's last appended txid is exactly
+                // the state the namespace shows.
+                let ns = for_rebuild.ns.read();
+                let txid = for_rebuild
+                    .journal
+                    .as_ref()
+                    .map_or(0, |j| j.last_appended());
+                Summary::from_namespace(&ns, txid)
+            });
+            let journal = nn.journal.as_ref().expect("checked above");
+            let every = Duration::from_secs(nn.cfg.summary_checkpoint_period_sec);
+            svc.run(
+                journal,
+                &nn.journal_dirs,
+                rebuild,
+                nn.cfg.summary_checkpoint_txns,
+                every,
+            );
+        })
+        .map(Some)
 }
 
 impl NameNodeHandle {
     /// Stops serving, syncs and closes the journal, and saves a checkpoint image.
     pub async fn shutdown(self) {
         self.cancel.cancel();
+        if let Some(s) = &self.state.summary {
+            s.stop();
+        }
         self.ipc.shutdown().await;
         for t in self.tasks {
             let _ = t.await;
@@ -207,6 +269,10 @@ impl NameNodeHandle {
             }
         })
         .await;
+        // The journal is closed: the summary task applies what is left, checkpoints, ends.
+        if let Some(t) = self.summary_task {
+            let _ = tokio::task::spawn_blocking(move || t.join()).await;
+        }
     }
 }
 

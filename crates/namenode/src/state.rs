@@ -7,6 +7,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use ferrite_ipc::{CallCtx, MethodKind, RpcError, Service};
@@ -22,6 +23,8 @@ use crate::identity::Identity;
 use crate::journal::{recover, Journal};
 use crate::leases::Leases;
 use crate::namespace::{Caller, Namespace, Op};
+use crate::summary::follow::SummaryService;
+use crate::summary::Summary;
 use crate::tokens::BlockTokens;
 
 /// Wall-clock milliseconds: the only clock the namespace ever sees, read at the edge.
@@ -68,6 +71,8 @@ pub struct NnState {
     pub blocks: Mutex<BlockManager>,
     /// Block access tokens: keys, signing, and the keys DataNodes get.
     pub tokens: BlockTokens,
+    /// Per-directory usage kept from the journal (`None` when off or without a journal).
+    pub summary: Option<Arc<SummaryService>>,
 }
 
 pub struct Storage {
@@ -76,6 +81,8 @@ pub struct Storage {
     pub name_dirs: Vec<PathBuf>,
     pub journal_dirs: Vec<PathBuf>,
     pub startup: StartupReport,
+    /// The initial namespace summary, when the summary is on.
+    pub summary: Option<Summary>,
 }
 
 impl NnState {
@@ -94,6 +101,10 @@ impl NnState {
             leases.add(&holder, id, now);
         }
         let tokens = BlockTokens::new(cfg.block_tokens, cfg.block_key_times);
+        let summary_dir = crate::server::summary_dir(&storage.name_dirs);
+        let summary = storage
+            .summary
+            .map(|s| SummaryService::new(s, Some(summary_dir)));
         NnState {
             last_image_txid: AtomicU64::new(storage.startup.image_txid),
             ns: RwLock::new(storage.ns),
@@ -112,6 +123,7 @@ impl NnState {
             threshold_met_at: Mutex::new(None),
             blocks: Mutex::new(BlockManager::default()),
             tokens,
+            summary,
         }
     }
 

@@ -13,11 +13,13 @@
 pub mod codec;
 pub mod recover;
 pub mod segment;
+pub mod tail;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 use tokio::sync::watch;
@@ -25,6 +27,7 @@ use tracing::{error, info, warn};
 
 use crate::namespace::Op;
 use segment::SegmentWriter;
+pub use tail::Batch;
 
 #[derive(Clone, Debug)]
 pub struct JournalConfig {
@@ -35,6 +38,9 @@ pub struct JournalConfig {
     pub segment_max_txns: u64,
     /// Zeros laid down ahead of the writes, per step (`ferrite.journal.preallocate.bytes`).
     pub prealloc_chunk: u64,
+    /// Synced records kept in memory for subscribers (`ferrite.journal.tail.bytes`); one
+    /// further behind catches up from the segments.
+    pub tail_bytes: usize,
 }
 
 impl JournalConfig {
@@ -44,6 +50,7 @@ impl JournalConfig {
             segment_max_bytes: 128 << 20,
             segment_max_txns: 1_000_000,
             prealloc_chunk: 4 << 20,
+            tail_bytes: 64 << 20,
         }
     }
 }
@@ -77,6 +84,8 @@ struct Shared {
     /// is subscribed, and a later waiter would then wait for a sync that already happened.
     synced: watch::Sender<Result<u64, JournalError>>,
     metrics: JournalMetrics,
+    /// Recently synced batches, for subscribers following the journal.
+    tail: tail::Tail,
 }
 
 pub struct Journal {
@@ -129,6 +138,7 @@ impl Journal {
             wake: Condvar::new(),
             synced,
             metrics: JournalMetrics::default(),
+            tail: tail::Tail::new(cfg.tail_bytes, last_txid),
         });
         let s = shared.clone();
         let handle = std::thread::Builder::new()
@@ -176,6 +186,12 @@ impl Journal {
 
     pub fn metrics(&self) -> &JournalMetrics {
         &self.shared.metrics
+    }
+
+    /// Synced records from `from` on, as the syncer wrote them, waiting up to `wait` for
+    /// some to arrive. `None` when `from` has left the in-memory tail: read the segments.
+    pub fn read_from(&self, from: u64, max_bytes: usize, wait: Duration) -> Option<Vec<Batch>> {
+        self.shared.tail.read_from(from, max_bytes, wait)
     }
 
     /// Syncs what is buffered, finalizes the segments and stops the syncer.
@@ -237,12 +253,13 @@ fn syncer(
                 .fetch_add(spare.len() as u64, Ordering::Relaxed);
             m.sync_micros
                 .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+            let first = synced + 1;
             synced = batch_last;
             let _ = shared.synced.send_replace(Ok(synced));
-            spare.clear();
-            if spare.capacity() > 16 << 20 {
-                spare = Vec::with_capacity(1 << 16); // do not keep a burst's buffer forever
-            }
+            // The batch's bytes go to the subscribers' tail as they are; the syncer takes a
+            // fresh buffer (also the way a burst's large buffer is let go).
+            let batch = std::mem::replace(&mut spare, Vec::with_capacity(1 << 16));
+            shared.tail.publish(first, synced, batch.into());
             let seg_bytes = dirs
                 .iter()
                 .filter_map(|d| d.seg.as_ref())
@@ -257,6 +274,7 @@ fn syncer(
             }
         }
         if closing {
+            shared.tail.close();
             for d in &mut dirs {
                 if let Some(seg) = d.seg.take() {
                     finish(seg, synced, &d.dir);

@@ -48,6 +48,25 @@ fn read(path: &Path) -> Result<Vec<u8>, RecoverError> {
 pub fn replay(
     dirs: &[PathBuf],
     after: u64,
+    apply: impl FnMut(u64, &Op) -> Result<(), String>,
+) -> Result<Replayed, RecoverError> {
+    read_after(dirs, after, true, apply)
+}
+
+/// [`replay`] for a follower reading while the journal is live: the in-progress segment's
+/// end may be a record still being written, which is not worth a warning.
+pub fn follow(
+    dirs: &[PathBuf],
+    after: u64,
+    apply: impl FnMut(u64, &Op) -> Result<(), String>,
+) -> Result<Replayed, RecoverError> {
+    read_after(dirs, after, false, apply)
+}
+
+fn read_after(
+    dirs: &[PathBuf],
+    after: u64,
+    warn_torn: bool,
     mut apply: impl FnMut(u64, &Op) -> Result<(), String>,
 ) -> Result<Replayed, RecoverError> {
     let mut candidates: Vec<SegmentFile> = Vec::new();
@@ -120,7 +139,7 @@ pub fn replay(
             // Every copy of this stretch ends before `expected`: nothing further exists.
             return Ok(out);
         }
-        if let Tail::Torn { offset, why } = &scan.tail {
+        if let (true, Tail::Torn { offset, why }) = (warn_torn, &scan.tail) {
             warn!(segment = %seg.path.display(), offset, %why, "torn tail: the last record was cut short by a crash; it is dropped");
         }
         let path = seg.path.display().to_string();

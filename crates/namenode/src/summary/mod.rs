@@ -6,7 +6,7 @@
 //! that feeds it from the journal lives in [`follow`]; its checkpoint format in [`codec`].
 
 pub mod codec;
-
+pub mod follow;
 pub mod totals;
 pub mod tree;
 

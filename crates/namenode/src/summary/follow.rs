@@ -1,0 +1,238 @@
+//! The summary task: follows the journal and keeps a [`Summary`] current.
+//!
+//! It reads synced batches from the journal's in-memory tail, and when it is further behind
+//! than the tail reaches (at start-up, from a checkpoint), from the segments on disk. A
+//! batch is decoded and applied under the summary's write lock as one unit; readers see
+//! whole batches. A record that does not fit means the summary has diverged: it is rebuilt
+//! from the namespace, and the failure is logged and counted. The state is checkpointed
+//! every so many records or seconds, and at shutdown.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::RwLock;
+use tokio::sync::watch;
+use tracing::{error, info, warn};
+
+use super::{codec, Summary};
+use crate::journal::codec::{decode_record, Next};
+use crate::journal::{recover, Journal};
+
+/// Counters for logs, `ferrite summary --stats` and the benchmark.
+#[derive(Default, Debug)]
+pub struct SummaryMetrics {
+    pub events: AtomicU64,
+    pub batches: AtomicU64,
+    pub rebuilds: AtomicU64,
+    pub checkpoints: AtomicU64,
+    /// Answers given from the summary / by walking the tree instead.
+    pub answered: AtomicU64,
+    pub walked: AtomicU64,
+}
+
+pub struct SummaryService {
+    state: RwLock<Summary>,
+    applied: watch::Sender<u64>,
+    /// Where the checkpoint lives (`<first name dir>/summary`).
+    pub dir: Option<PathBuf>,
+    pub metrics: SummaryMetrics,
+    stop: AtomicBool,
+}
+
+/// How the task gets a fresh summary when it has to rebuild: a namespace snapshot and the
+/// txid it reflects, taken together under the namespace lock.
+pub type Rebuild = Box<dyn Fn() -> Summary + Send + Sync>;
+
+impl SummaryService {
+    pub fn new(initial: Summary, dir: Option<PathBuf>) -> Arc<SummaryService> {
+        let (applied, _) = watch::channel(initial.txid());
+        Arc::new(SummaryService {
+            state: RwLock::new(initial),
+            applied,
+            dir,
+            metrics: SummaryMetrics::default(),
+            stop: AtomicBool::new(false),
+        })
+    }
+
+    /// The checkpoint in `dir` if it is usable (not beyond `last_txid`), else a rebuild by
+    /// `rebuild`. Logs which, and why.
+    pub fn load_or_rebuild(
+        dir: &std::path::Path,
+        last_txid: u64,
+        rebuild: impl FnOnce() -> Summary,
+    ) -> Summary {
+        let started = Instant::now();
+        match codec::load(dir) {
+            Ok(Some(s)) if s.txid() <= last_txid => {
+                info!(
+                    txid = s.txid(),
+                    files = s.files(),
+                    millis = started.elapsed().as_millis() as u64,
+                    "summary checkpoint loaded"
+                );
+                return s;
+            }
+            Ok(Some(s)) => warn!(
+                checkpoint_txid = s.txid(),
+                last_txid, "summary checkpoint is ahead of the journal; rebuilding"
+            ),
+            Ok(None) => info!("no summary checkpoint; building the summary from the namespace"),
+            Err(e) => warn!(error = %e, "summary checkpoint unusable; rebuilding"),
+        }
+        let s = rebuild();
+        info!(
+            txid = s.txid(),
+            files = s.files(),
+            dirs = s.dirs(),
+            millis = started.elapsed().as_millis() as u64,
+            "summary built from the namespace"
+        );
+        s
+    }
+
+    pub fn txid(&self) -> u64 {
+        *self.applied.borrow()
+    }
+
+    /// Reads the summary.
+    pub fn read<R>(&self, f: impl FnOnce(&Summary) -> R) -> R {
+        f(&self.state.read())
+    }
+
+    /// Waits up to `wait` until the summary has applied `txid`; whether it has.
+    pub async fn caught_up(&self, txid: u64, wait: Duration) -> bool {
+        if self.txid() >= txid {
+            return true;
+        }
+        let mut rx = self.applied.subscribe();
+        tokio::time::timeout(wait, rx.wait_for(|&t| t >= txid))
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+
+    /// Asks the task to checkpoint and stop once the journal closes.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+
+    /// Applies encoded records (a journal batch or a stretch of a segment).
+    fn apply_bytes(&self, mut bytes: &[u8]) -> Result<(), String> {
+        let mut s = self.state.write();
+        let mut n = 0;
+        while !bytes.is_empty() {
+            match decode_record(bytes).map_err(|e| e.to_string())? {
+                Next::Record { txid, op, size } => {
+                    s.apply(txid, &op)?;
+                    bytes = &bytes[size..];
+                    n += 1;
+                }
+                Next::End => break,
+            }
+        }
+        let txid = s.txid();
+        drop(s);
+        self.published(txid, n);
+        Ok(())
+    }
+
+    fn published(&self, txid: u64, events: u64) {
+        self.metrics.events.fetch_add(events, Ordering::Relaxed);
+        self.metrics.batches.fetch_add(1, Ordering::Relaxed);
+        self.applied.send_replace(txid);
+    }
+
+    fn replace(&self, s: Summary) {
+        let txid = s.txid();
+        *self.state.write() = s;
+        self.metrics.rebuilds.fetch_add(1, Ordering::Relaxed);
+        self.applied.send_replace(txid);
+    }
+
+    /// Catches up from the segments, up to `limit` (the synced txid).
+    fn catch_up(&self, dirs: &[PathBuf], limit: u64) -> Result<(), String> {
+        let after = self.txid();
+        let mut s = self.state.write();
+        let mut n = 0;
+        recover::follow(dirs, after, |txid, op| {
+            if txid <= limit {
+                s.apply(txid, op)?;
+                n += 1;
+            }
+            Ok(())
+        })
+        .map_err(|e| e.to_string())?;
+        let txid = s.txid();
+        drop(s);
+        self.published(txid, n);
+        Ok(())
+    }
+
+    fn checkpoint(&self) {
+        let Some(dir) = &self.dir else { return };
+        let started = Instant::now();
+        let (bytes, txid) = {
+            let s = self.state.read();
+            (codec::encode(&s), s.txid())
+        };
+        match std::fs::create_dir_all(dir)
+            .and_then(|_| crate::identity::write_atomic(dir, codec::FILE_NAME, &bytes))
+        {
+            Ok(()) => {
+                self.metrics.checkpoints.fetch_add(1, Ordering::Relaxed);
+                info!(
+                    txid,
+                    bytes = bytes.len(),
+                    millis = started.elapsed().as_millis() as u64,
+                    "summary checkpoint saved"
+                );
+            }
+            Err(e) => {
+                warn!(dir = %dir.display(), error = %e, "summary checkpoint failed; the next one retries")
+            }
+        }
+    }
+
+    /// The task's loop; runs on its own thread until [`stop`](Self::stop) and the journal's
+    /// close. `every_txns`/`every` set the checkpoint cadence.
+    pub fn run(
+        self: Arc<Self>,
+        journal: &Journal,
+        dirs: &[PathBuf],
+        rebuild: Rebuild,
+        every_txns: u64,
+        every: Duration,
+    ) {
+        let mut saved_txid = self.txid();
+        let mut saved_at = Instant::now();
+        loop {
+            let stopping = self.stop.load(Ordering::SeqCst);
+            let from = self.txid() + 1;
+            let result = match journal.read_from(from, 8 << 20, Duration::from_millis(200)) {
+                Some(batches) => batches.iter().try_for_each(|b| self.apply_bytes(&b.bytes)),
+                None => {
+                    let limit = journal.last_synced().unwrap_or(0);
+                    self.catch_up(dirs, limit)
+                }
+            };
+            if let Err(e) = result {
+                error!(error = %e, "the summary cannot follow the journal; rebuilding it from the namespace");
+                self.replace(rebuild());
+            }
+            let behind = self.txid() - saved_txid;
+            if behind >= every_txns || (behind > 0 && saved_at.elapsed() >= every) {
+                self.checkpoint();
+                (saved_txid, saved_at) = (self.txid(), Instant::now());
+            }
+            // A failed journal syncs nothing more: stop with what was applied.
+            if stopping && journal.last_synced().map_or(true, |t| t <= self.txid()) {
+                if self.txid() > saved_txid {
+                    self.checkpoint();
+                }
+                return;
+            }
+        }
+    }
+}
