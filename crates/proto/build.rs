@@ -15,6 +15,7 @@ fn main() {
         "proto/datatransfer.proto",
         "proto/ClientDatanodeProtocol.proto",
         "proto/FerriteBlockToken.proto",
+        "proto/FerriteSummary.proto",
     ];
     for f in &files {
         println!("cargo:rerun-if-changed={f}");
@@ -22,7 +23,10 @@ fn main() {
     let fds = protox::compile(files, ["proto"]).expect("parse .proto files");
     prost_build::Config::new()
         // Token bytes are shared by every block of a reply: Bytes clones without copying.
-        .bytes([".hadoop.common.TokenProto"])
+        .bytes([
+            ".hadoop.common.TokenProto",
+            ".ferrite.ReadEditsResponseProto",
+        ])
         .compile_fds(fds)
         .expect("generate Rust from .proto files");
 }

@@ -45,7 +45,7 @@ pub fn default_fs(explicit: Option<String>) -> anyhow::Result<std::net::SocketAd
         .with_context(|| format!("resolving {url}"))
 }
 
-fn user() -> String {
+pub fn user() -> String {
     std::env::var("HADOOP_USER_NAME")
         .or_else(|_| std::env::var("USER"))
         .unwrap_or_else(|_| "root".into())

@@ -4,6 +4,7 @@ mod admin;
 mod bench;
 mod dfs;
 mod serve;
+mod summary;
 
 use clap::{Parser, Subcommand};
 
@@ -34,6 +35,8 @@ enum Cmd {
     },
     /// Operator commands (safe mode, checkpoint).
     Admin(admin::AdminArgs),
+    /// A path's namespace summary: totals, largest children, size histogram.
+    Summary(summary::SummaryArgs),
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -64,6 +67,7 @@ fn main() -> anyhow::Result<()> {
                 std::process::exit(code)
             }
             Cmd::Bench { what } => bench::run(what).await,
+            Cmd::Summary(a) => summary::run(a).await,
         }
     })
 }

@@ -31,3 +31,5 @@ pub const NAMENODE_PROTOCOL: &str = "org.apache.hadoop.hdfs.server.protocol.Name
 pub const DATANODE_PROTOCOL: &str = "org.apache.hadoop.hdfs.server.protocol.DatanodeProtocol";
 /// `declaringClassProtocolName` of ClientDatanodeProtocol (a DataNode's IPC port).
 pub const CLIENT_DATANODE_PROTOCOL: &str = "org.apache.hadoop.hdfs.protocol.ClientDatanodeProtocol";
+/// Ferrite's own summary protocol (per-directory usage, and the journal stream).
+pub const SUMMARY_PROTOCOL: &str = "org.ferrite.SummaryProtocol";

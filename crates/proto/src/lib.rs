@@ -24,7 +24,7 @@ pub mod hdfs {
 /// `hadoop.hdfs.datanode`: DatanodeProtocol (DataNode → NameNode) messages.
 pub use hdfs::datanode;
 
-/// `ferrite`: Ferrite's own messages (the block token identifier).
+/// `ferrite`: Ferrite's own messages (the block token identifier, the summary protocol).
 pub mod ferrite {
     include!(concat!(env!("OUT_DIR"), "/ferrite.rs"));
 }

@@ -1,7 +1,7 @@
 //! `ferrite dfs`: Hadoop's shell commands with Hadoop's option style and messages, on top
 //! of ferrite-client. Works against Ferrite and against Apache HDFS.
 
-mod format;
+pub mod format;
 mod transfer;
 
 use std::io::Write;
