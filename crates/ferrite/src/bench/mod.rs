@@ -4,6 +4,7 @@
 mod conn;
 mod inproc;
 mod namenode;
+mod summary;
 mod throughput;
 
 use clap::Subcommand;
@@ -13,10 +14,13 @@ pub enum BenchCmd {
     /// NameNode operations over real RPC (mkdirs, create, fileStatus), plus memory probes
     /// (inode-memory, listing).
     Namenode(namenode::NamenodeArgs),
+    /// The namespace summary's event rate (1 worker and all cores), rebuild and checkpoint.
+    Summary(summary::SummaryArgs),
 }
 
 pub async fn run(cmd: BenchCmd) -> anyhow::Result<()> {
     match cmd {
         BenchCmd::Namenode(a) => namenode::run(a).await,
+        BenchCmd::Summary(a) => summary::run(a),
     }
 }

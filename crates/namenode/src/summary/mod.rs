@@ -7,6 +7,7 @@
 
 pub mod codec;
 pub mod follow;
+pub mod shard;
 pub mod totals;
 pub mod tree;
 
@@ -71,6 +72,11 @@ impl Summary {
 
     pub(crate) fn tree(&self) -> &Tree {
         &self.tree
+    }
+
+    /// The tree alone, to split over shards.
+    pub fn into_tree(self) -> Tree {
+        self.tree
     }
 
     /// The last txid applied.

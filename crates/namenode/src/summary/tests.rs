@@ -411,3 +411,34 @@ fn an_abandoned_block_gives_back_the_length_rule_of_the_namespace() {
     }
     assert_eq!(s.get("/w").unwrap().tot.bytes, (1 << 20) + 5);
 }
+
+#[test]
+fn a_sharded_summary_equals_the_single_one() {
+    use super::shard::Sharded;
+    for seed in [3u64, 99, 12345] {
+        let mut r = Rng(seed);
+        let mut ns = Namespace::new("hdfs", "supergroup", 1);
+        let mut made = Vec::new();
+        let mut ops = Vec::new();
+        for n in 0..6_000 {
+            let op = random_op(&mut r, &ns, &made, n);
+            if plannable(&op) && ns.apply(&op).is_ok() {
+                remember(&op, &mut made);
+                ops.push(op);
+            }
+        }
+        let mut sharded = Sharded::split(Summary::empty(0o755).tree, 3);
+        // In uneven batches, so that parallel runs and spanning events interleave.
+        for chunk in ops.chunks(701) {
+            sharded.apply_all(chunk).unwrap();
+        }
+        for slot in all_dirs(&ns) {
+            let path = ns.path_of(slot);
+            assert_eq!(
+                sharded.totals(&path),
+                Some(exact(&ns, slot).0),
+                "seed {seed}: {path}"
+            );
+        }
+    }
+}

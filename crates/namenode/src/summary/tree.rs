@@ -98,9 +98,9 @@ pub fn part(node: &Node) -> Part {
     }
 }
 
-type Comps<'p> = SmallVec<[&'p str; 16]>;
+pub type Comps<'p> = SmallVec<[&'p str; 16]>;
 
-fn comps(path: &str) -> Comps<'_> {
+pub fn comps(path: &str) -> Comps<'_> {
     path.split('/').filter(|c| !c.is_empty()).collect()
 }
 
@@ -343,7 +343,7 @@ impl Tree {
     }
 
     /// Removes the entry at `path` with its subtree and returns it.
-    fn detach(&mut self, path: &str, now: i64) -> Result<Node, String> {
+    pub fn detach(&mut self, path: &str, now: i64) -> Result<Node, String> {
         let (_, node) = descend(&mut self.root, &comps(path), now, |dir, name| {
             let node = dir
                 .take(name)
@@ -360,16 +360,9 @@ impl Tree {
         Ok(node)
     }
 
-    fn rename(&mut self, src: &str, dst: &str, overwrite: bool, now: i64) -> Result<(), String> {
-        let (s, d) = (comps(src), comps(dst));
-        if s == d {
-            return Ok(());
-        }
-        if self.find(dst).is_some() && !overwrite {
-            return Err(format!("rename destination {dst} already exists"));
-        }
-        let node = self.detach(src, now)?;
-        descend(&mut self.root, &d, now, |dir, name| {
+    /// Puts `node` at `path`, replacing what is there.
+    pub fn attach(&mut self, path: &str, node: Node, now: i64) -> Result<(), String> {
+        descend(&mut self.root, &comps(path), now, |dir, name| {
             let sub = match dir.take(name) {
                 Some(old) => part(&old),
                 None => Part::Nothing,
@@ -380,10 +373,21 @@ impl Tree {
         })?;
         Ok(())
     }
+
+    fn rename(&mut self, src: &str, dst: &str, overwrite: bool, now: i64) -> Result<(), String> {
+        if comps(src) == comps(dst) {
+            return Ok(());
+        }
+        if self.find(dst).is_some() && !overwrite {
+            return Err(format!("rename destination {dst} already exists"));
+        }
+        let node = self.detach(src, now)?;
+        self.attach(dst, node, now)
+    }
 }
 
 /// The time an operation carries, if any.
-fn op_time(op: &Op) -> Option<i64> {
+pub fn op_time(op: &Op) -> Option<i64> {
     match op {
         Op::Mkdir { mtime, .. }
         | Op::Create { mtime, .. }

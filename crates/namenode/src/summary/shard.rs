@@ -1,0 +1,167 @@
+//! The summary split over disjoint parts of the tree, for applying large batches on several
+//! cores (HDDS-15335's second change: sub-tasks on disjoint data, no shared writes).
+//!
+//! Shard `i` owns the top-level entries whose name hashes to `i`, with everything below
+//! them; each shard is a [`Tree`] whose root holds only its share. An event touches one
+//! shard, except a rename between shards (moved as a whole subtree, between parallel runs)
+//! and a change to the root itself (applied to every shard). The root's figures are the
+//! shards' roots added up.
+
+use std::hash::BuildHasher;
+
+use super::totals::Totals;
+use super::tree::{comps, op_time, Dir, Node, Tree};
+use crate::namespace::Op;
+
+pub struct Sharded {
+    shards: Vec<Tree>,
+}
+
+enum Route {
+    One(usize),
+    Across(usize, usize),
+    All,
+}
+
+fn shard_of(name: &str, n: usize) -> usize {
+    // Fixed seed: the split must be the same for every event of a run.
+    (foldhash::fast::FixedState::with_seed(0x5eed).hash_one(name) % n as u64) as usize
+}
+
+impl Sharded {
+    /// Splits `tree` into `n` shards by top-level name.
+    pub fn split(tree: Tree, n: usize) -> Sharded {
+        let n = n.max(1);
+        let Tree { mut root, clock } = tree;
+        let mut shards: Vec<Tree> = (0..n)
+            .map(|_| Tree {
+                root: Dir::new(root.perm, root.updated),
+                clock,
+            })
+            .collect();
+        for (name, node) in root.children.drain() {
+            shards[shard_of(&name, n)].root.children.insert(name, node);
+        }
+        for s in &mut shards {
+            s.root.recount();
+        }
+        Sharded { shards }
+    }
+
+    fn route(&self, op: &Op) -> Route {
+        let n = self.shards.len();
+        let first = |p: &str| comps(p).first().map(|c| shard_of(c, n));
+        match op {
+            Op::Rename { src, dst, .. } => match (first(src), first(dst)) {
+                (Some(a), Some(b)) if a != b => Route::Across(a, b),
+                (Some(a), _) => Route::One(a),
+                _ => Route::All,
+            },
+            Op::Mkdir { path, .. }
+            | Op::Create { path, .. }
+            | Op::AddBlock { path, .. }
+            | Op::BumpGenerationStamp { path, .. }
+            | Op::AbandonBlock { path, .. }
+            | Op::Close { path, .. }
+            | Op::Delete { path, .. }
+            | Op::SetPermission { path, .. }
+            | Op::SetOwner { path, .. }
+            | Op::SetTimes { path, .. }
+            | Op::SetReplication { path, .. } => first(path).map_or(Route::All, Route::One),
+        }
+    }
+
+    /// Applies `ops` in order: runs of single-shard events in parallel, one thread per
+    /// shard, and the events that span shards between those runs.
+    pub fn apply_all(&mut self, ops: &[Op]) -> Result<(), String> {
+        let n = self.shards.len();
+        let mut groups: Vec<Vec<&Op>> = vec![Vec::new(); n];
+        for op in ops {
+            match self.route(op) {
+                Route::One(i) => groups[i].push(op),
+                route => {
+                    self.run_parallel(&mut groups)?;
+                    self.apply_spanning(op, route)?;
+                }
+            }
+        }
+        self.run_parallel(&mut groups)
+    }
+
+    fn run_parallel(&mut self, groups: &mut [Vec<&Op>]) -> Result<(), String> {
+        if groups.iter().all(Vec::is_empty) {
+            return Ok(());
+        }
+        let results: Vec<Result<(), String>> = std::thread::scope(|s| {
+            let handles: Vec<_> = self
+                .shards
+                .iter_mut()
+                .zip(groups.iter())
+                .map(|(tree, ops)| s.spawn(move || ops.iter().try_for_each(|op| tree.apply(op))))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err("a shard panicked".into())))
+                .collect()
+        });
+        for g in groups.iter_mut() {
+            g.clear();
+        }
+        results.into_iter().collect()
+    }
+
+    fn apply_spanning(&mut self, op: &Op, route: Route) -> Result<(), String> {
+        match (route, op) {
+            (
+                Route::Across(a, b),
+                Op::Rename {
+                    src,
+                    dst,
+                    overwrite,
+                    mtime,
+                },
+            ) => {
+                if self.shards[b].find(dst).is_some() && !overwrite {
+                    return Err(format!("rename destination {dst} already exists"));
+                }
+                let node: Node = self.shards[a].detach(src, *mtime)?;
+                self.shards[b].attach(dst, node, *mtime)
+            }
+            _ => self.shards.iter_mut().try_for_each(|t| t.apply(op)),
+        }
+        .map(|()| {
+            if let Some(t) = op_time(op) {
+                for s in &mut self.shards {
+                    s.clock = s.clock.max(t);
+                }
+            }
+        })
+    }
+
+    /// The totals of `path`: the shards' roots added up for `/`.
+    pub fn totals(&self, path: &str) -> Option<Totals> {
+        let c = comps(path);
+        let Some(first) = c.first() else {
+            let mut t = Totals::of_dir(self.shards[0].root.perm);
+            for s in &self.shards {
+                t.add(&s.root.tot);
+                t.sub(&Totals::of_dir(s.root.perm));
+            }
+            return Some(t);
+        };
+        let shard = &self.shards[shard_of(first, self.shards.len())];
+        match shard.find(path)? {
+            super::tree::Found::Dir(d) => Some(d.tot.clone()),
+            super::tree::Found::File(f) => {
+                let mut t = Totals {
+                    files: 1,
+                    bytes: f.len,
+                    raw: f.len * u64::from(f.repl),
+                    ..Default::default()
+                };
+                t.hist[super::totals::bucket(f.len)] = 1;
+                Some(t)
+            }
+        }
+    }
+}
