@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use ferrite_ipc::CallCtx;
 use ferrite_namenode::server::load_storage;
+use ferrite_namenode::state::NnState;
 use ferrite_namenode::{Config, NameNode, NameNodeHandle};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -60,6 +61,37 @@ async fn start_local(
     Ok((nn, conns))
 }
 
+/// Before an op: resets the summary's maximum lag and returns its lag counters.
+fn lag_start(state: &NnState) -> (u64, u64) {
+    let Some(s) = &state.summary else {
+        return (0, 0);
+    };
+    let m = &s.metrics;
+    m.lag_max_us.store(0, Ordering::Relaxed);
+    (
+        m.lag_sum_us.load(Ordering::Relaxed),
+        m.lag_batches.load(Ordering::Relaxed),
+    )
+}
+
+/// After an op: waits for the summary to catch up, then reports its lag behind the journal
+/// during the op (from each batch's sync to its records being applied).
+async fn lag_report(state: &NnState, (sum0, n0): (u64, u64)) -> String {
+    let Some(s) = &state.summary else {
+        return String::new();
+    };
+    let last = state.journal.as_ref().map_or(0, |j| j.last_appended());
+    s.caught_up(last, Duration::from_secs(10)).await;
+    let m = &s.metrics;
+    let sum = m.lag_sum_us.load(Ordering::Relaxed) - sum0;
+    let n = (m.lag_batches.load(Ordering::Relaxed) - n0).max(1);
+    format!(
+        " summary_lag_mean_ms={:.2} summary_lag_max_ms={:.2}",
+        sum as f64 / n as f64 / 1e3,
+        m.lag_max_us.load(Ordering::Relaxed) as f64 / 1e3
+    )
+}
+
 /// Runs `ops` against a fresh in-process NameNode in `dir`, printing one line per op.
 pub async fn throughput(
     dir: &Path,
@@ -79,7 +111,9 @@ pub async fn throughput(
             m.syncs.load(Ordering::Relaxed),
             m.txns_synced.load(Ordering::Relaxed),
         );
+        let lag0 = lag_start(&state);
         let out = throughput::timed(&conns, op, per).await?;
+        let lag = lag_report(&state, lag0).await;
         let (s1, t1) = (
             m.syncs.load(Ordering::Relaxed),
             m.txns_synced.load(Ordering::Relaxed),
@@ -94,7 +128,7 @@ pub async fn throughput(
         } else {
             String::new()
         };
-        print_outcome("inproc", op, &out, &journal);
+        print_outcome("inproc", op, &out, &format!("{journal}{lag}"));
     }
     drop(conns);
     nn.shutdown().await;

@@ -15,6 +15,8 @@ pub struct Batch {
     pub first: u64,
     pub last: u64,
     pub bytes: Bytes,
+    /// When it was synced and published: followers measure their lag from here.
+    pub at: Instant,
 }
 
 struct Inner {
@@ -49,7 +51,12 @@ impl Tail {
         let mut t = self.inner.lock();
         t.last = last;
         t.bytes += bytes.len();
-        t.batches.push_back(Batch { first, last, bytes });
+        t.batches.push_back(Batch {
+            first,
+            last,
+            bytes,
+            at: Instant::now(),
+        });
         // Keep at least the newest batch, however large: a follower that is close behind
         // must always be able to continue from memory.
         while t.bytes > self.cap && t.batches.len() > 1 {

@@ -30,6 +30,20 @@ pub struct SummaryMetrics {
     /// Answers given from the summary / by walking the tree instead.
     pub answered: AtomicU64,
     pub walked: AtomicU64,
+    /// From a batch's sync to its records being applied: the summary's lag behind the
+    /// journal (batches read from memory only).
+    pub lag_max_us: AtomicU64,
+    pub lag_sum_us: AtomicU64,
+    pub lag_batches: AtomicU64,
+}
+
+impl SummaryMetrics {
+    fn lag(&self, since: Instant) {
+        let us = since.elapsed().as_micros() as u64;
+        self.lag_max_us.fetch_max(us, Ordering::Relaxed);
+        self.lag_sum_us.fetch_add(us, Ordering::Relaxed);
+        self.lag_batches.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 pub struct SummaryService {
@@ -211,7 +225,11 @@ impl SummaryService {
             let stopping = self.stop.load(Ordering::SeqCst);
             let from = self.txid() + 1;
             let result = match journal.read_from(from, 8 << 20, Duration::from_millis(200)) {
-                Some(batches) => batches.iter().try_for_each(|b| self.apply_bytes(&b.bytes)),
+                Some(batches) => batches.iter().try_for_each(|b| {
+                    self.apply_bytes(&b.bytes)?;
+                    self.metrics.lag(b.at);
+                    Ok(())
+                }),
                 None => {
                     let limit = journal.last_synced().unwrap_or(0);
                     self.catch_up(dirs, limit)
