@@ -5,6 +5,7 @@ mod bench;
 mod dfs;
 mod serve;
 mod summary;
+mod summary_service;
 
 use clap::{Parser, Subcommand};
 
@@ -37,6 +38,8 @@ enum Cmd {
     Admin(admin::AdminArgs),
     /// A path's namespace summary: totals, largest children, size histogram.
     Summary(summary::SummaryArgs),
+    /// The namespace summary as its own process, following a NameNode's journal.
+    SummaryService(summary_service::ServiceArgs),
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -68,6 +71,7 @@ fn main() -> anyhow::Result<()> {
             }
             Cmd::Bench { what } => bench::run(what).await,
             Cmd::Summary(a) => summary::run(a).await,
+            Cmd::SummaryService(a) => summary_service::run(a).await,
         }
     })
 }

@@ -151,7 +151,7 @@ pub async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn wait_for_signal() {
+pub async fn wait_for_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate()).expect("install SIGTERM handler");
     tokio::select! {

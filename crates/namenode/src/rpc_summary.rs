@@ -13,6 +13,7 @@ use crate::error::FsError;
 use crate::journal::{codec, recover};
 use crate::namespace::perm::{EXECUTE, READ};
 use crate::state::NnState;
+use crate::summary::Summary;
 
 type Nn = Arc<NnState>;
 type Res<T> = Result<T, RpcError>;
@@ -24,7 +25,8 @@ pub fn register(r: &mut Router<NnState>) {
         MethodKind::READ,
         get_summary,
     )
-    .method(SUMMARY_PROTOCOL, "readEdits", MethodKind::ADMIN, read_edits);
+    .method(SUMMARY_PROTOCOL, "readEdits", MethodKind::ADMIN, read_edits)
+    .method(SUMMARY_PROTOCOL, "getImage", MethodKind::ADMIN, get_image);
 }
 
 fn off() -> RpcError {
@@ -47,18 +49,25 @@ pub async fn get_summary(
     let seen = journal.last_appended();
     svc.caught_up(seen, Duration::from_millis(nn.cfg.summary_wait_ms))
         .await;
-    let (found, largest, txid) = svc.read(|s| {
-        let top = req.top.unwrap_or(0) as usize;
-        (s.get(&path), s.largest_children(&path, top), s.txid())
-    });
-    let Some(p) = found else {
-        // Deleted since the check, or the summary has not seen it yet.
-        return Ok(GetSummaryResponseProto::default());
-    };
-    if p.tot.restricted > 0 && !caller.bypass() {
+    let reply = svc.read(|s| summary_reply(s, &path, req.top.unwrap_or(0) as usize));
+    if reply
+        .summary
+        .as_ref()
+        .is_some_and(|p| p.restricted.unwrap_or(0) > 0 && !caller.bypass())
+    {
         nn.ns.read().check_subtree(&caller, slot, READ | EXECUTE)?;
     }
-    Ok(GetSummaryResponseProto {
+    Ok(reply)
+}
+
+/// The getSummary reply for `path` (no summary when the path is unknown to it). Shared with
+/// the standalone summary service.
+pub fn summary_reply(s: &Summary, path: &str, top: usize) -> GetSummaryResponseProto {
+    let Some(p) = s.get(path) else {
+        // Deleted since the caller's check, or not seen by the summary yet.
+        return GetSummaryResponseProto::default();
+    };
+    GetSummaryResponseProto {
         summary: Some(PathSummaryProto {
             is_dir: p.is_dir,
             direct_files: p.direct_files,
@@ -69,9 +78,11 @@ pub async fn get_summary(
             raw_bytes: p.tot.raw,
             updated: p.updated,
             histogram: p.tot.hist.to_vec(),
-            txid,
+            txid: s.txid(),
+            restricted: Some(p.tot.restricted),
         }),
-        largest: largest
+        largest: s
+            .largest_children(path, top)
             .unwrap_or_default()
             .into_iter()
             .map(|c| ChildUsageProto {
@@ -82,7 +93,7 @@ pub async fn get_summary(
                 raw_bytes: c.raw,
             })
             .collect(),
-    })
+    }
 }
 
 /// Synced records from `fromTxid` on (the first batch may begin a little earlier; a
@@ -144,4 +155,43 @@ fn from_segments(
     });
     r.map_err(|e| FsError::Io(format!("reading the journal from txid {from}: {e}")))?;
     Ok(out.into())
+}
+
+/// A stretch of a checkpoint image: where a summary service in another process starts.
+pub async fn get_image(
+    nn: Nn,
+    _: CallCtx,
+    req: GetImageRequestProto,
+) -> Res<GetImageResponseProto> {
+    let max = req.max_bytes.unwrap_or(8 << 20).clamp(4096, 32 << 20) as u64;
+    let want = req.txid.unwrap_or(0);
+    let images = crate::checkpoint::list(&nn.name_dirs);
+    let found = images.into_iter().find(|(t, _)| want == 0 || *t == want);
+    let Some((txid, path)) = found else {
+        if want == 0 {
+            return Ok(GetImageResponseProto::default());
+        }
+        return Err(FsError::NotFound(format!(
+            "image {want} is gone; start again from the newest"
+        ))
+        .into());
+    };
+    let offset = req.offset;
+    let data = tokio::task::spawn_blocking(move || -> std::io::Result<(u64, Vec<u8>)> {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut f = std::fs::File::open(&path)?;
+        let total = f.metadata()?.len();
+        f.seek(SeekFrom::Start(offset.min(total)))?;
+        let mut buf = Vec::new();
+        f.take(max).read_to_end(&mut buf)?;
+        Ok((total, buf))
+    })
+    .await
+    .map_err(|e| FsError::Io(e.to_string()))?
+    .map_err(|e| FsError::Io(e.to_string()))?;
+    Ok(GetImageResponseProto {
+        txid,
+        total: data.0,
+        data: data.1.into(),
+    })
 }

@@ -132,8 +132,9 @@ impl SummaryService {
         self.stop.store(true, Ordering::SeqCst);
     }
 
-    /// Applies encoded records (a journal batch or a stretch of a segment).
-    fn apply_bytes(&self, mut bytes: &[u8]) -> Result<(), String> {
+    /// Applies encoded records (a journal batch, a stretch of a segment, or what
+    /// `readEdits` sent); records already applied are skipped.
+    pub fn apply_bytes(&self, mut bytes: &[u8]) -> Result<(), String> {
         let mut s = self.state.write();
         let mut n = 0;
         while !bytes.is_empty() {
@@ -158,7 +159,8 @@ impl SummaryService {
         self.applied.send_replace(txid);
     }
 
-    fn replace(&self, s: Summary) {
+    /// Swaps in a rebuilt summary.
+    pub fn replace(&self, s: Summary) {
         let txid = s.txid();
         *self.state.write() = s;
         self.metrics.rebuilds.fetch_add(1, Ordering::Relaxed);
@@ -184,7 +186,8 @@ impl SummaryService {
         Ok(())
     }
 
-    fn checkpoint(&self) {
+    /// Writes the checkpoint to `dir` (atomically), if there is one.
+    pub fn checkpoint(&self) {
         let Some(dir) = &self.dir else { return };
         let started = Instant::now();
         let (bytes, txid) = {
