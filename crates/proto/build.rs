@@ -22,7 +22,8 @@ fn main() {
     }
     let fds = protox::compile(files, ["proto"]).expect("parse .proto files");
     prost_build::Config::new()
-        // Token bytes are shared by every block of a reply: Bytes clones without copying.
+        // Token bytes are shared by every block of a reply, and journal batches go out as
+        // the syncer wrote them: Bytes clones without copying.
         .bytes([
             ".hadoop.common.TokenProto",
             ".ferrite.ReadEditsResponseProto",

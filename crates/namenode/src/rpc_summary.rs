@@ -192,6 +192,6 @@ pub async fn get_image(
     Ok(GetImageResponseProto {
         txid,
         total: data.0,
-        data: data.1.into(),
+        data: data.1,
     })
 }
