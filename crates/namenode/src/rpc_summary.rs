@@ -146,14 +146,25 @@ fn from_segments(
     limit: u64,
     max: usize,
 ) -> Result<Bytes, FsError> {
+    const FULL: &str = "reply full";
     let mut out = Vec::new();
     let r = recover::follow(dirs, from - 1, |txid, op| {
-        if txid <= limit && out.len() < max {
-            codec::encode_record(txid, op, &mut out);
+        if txid > limit || out.len() >= max {
+            // Stop reading: the rest is for the follower's next call.
+            return Err(FULL.into());
         }
+        codec::encode_record(txid, op, &mut out);
         Ok(())
     });
-    r.map_err(|e| FsError::Io(format!("reading the journal from txid {from}: {e}")))?;
+    match r {
+        Ok(_) => {}
+        Err(recover::RecoverError::Apply { why, .. }) if why == FULL => {}
+        Err(e) => {
+            return Err(FsError::Io(format!(
+                "reading the journal from txid {from}: {e}"
+            )))
+        }
+    }
     Ok(out.into())
 }
 

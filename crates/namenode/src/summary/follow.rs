@@ -167,22 +167,25 @@ impl SummaryService {
         self.applied.send_replace(txid);
     }
 
-    /// Catches up from the segments, up to `limit` (the synced txid).
+    /// Catches up from the segments, up to `limit` (the synced txid). The write lock is
+    /// taken per record, not for the whole stretch, so readers are not held up for the
+    /// length of a long catch-up (at start-up, say); progress is published as it goes.
     fn catch_up(&self, dirs: &[PathBuf], limit: u64) -> Result<(), String> {
         let after = self.txid();
-        let mut s = self.state.write();
         let mut n = 0;
         recover::follow(dirs, after, |txid, op| {
             if txid <= limit {
-                s.apply(txid, op)?;
+                self.state.write().apply(txid, op)?;
                 n += 1;
+                if n % 65_536 == 0 {
+                    self.published(txid, 65_536);
+                }
             }
             Ok(())
         })
         .map_err(|e| e.to_string())?;
-        let txid = s.txid();
-        drop(s);
-        self.published(txid, n);
+        let txid = self.state.read().txid();
+        self.published(txid, n % 65_536);
         Ok(())
     }
 
