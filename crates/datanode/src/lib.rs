@@ -7,6 +7,7 @@
 
 pub mod ipc;
 pub mod nn_link;
+pub mod readserver;
 pub mod storage;
 pub mod xceiver;
 
