@@ -47,6 +47,8 @@ pub struct DnConfig {
     /// `dfs.blockreport.intervalMsec`
     pub block_report_interval: Duration,
     pub xceiver: XceiverConfig,
+    /// The read server: I/O threads per volume, open-file cache.
+    pub reads: readserver::ReadConfig,
     /// The user the DataNode talks to the NameNode as.
     pub user: String,
 }
@@ -61,6 +63,7 @@ impl DnConfig {
             heartbeat_interval: Duration::from_secs(3),
             block_report_interval: Duration::from_secs(6 * 3600),
             xceiver: XceiverConfig::default(),
+            reads: readserver::ReadConfig::default(),
             user: std::env::var("USER").unwrap_or_else(|_| "root".into()),
         }
     }
@@ -107,6 +110,20 @@ impl DnConfig {
                 "ferrite.datanode.read.packet.bytes" => {
                     self.xceiver.read_packet_bytes = (num()? as usize).clamp(512, 8 << 20)
                 }
+                "ferrite.datanode.read.io.threads" => {
+                    self.reads.io_threads = (num()? as usize).clamp(1, 256)
+                }
+                "ferrite.datanode.read.io.queue" => self.reads.io_queue = (num()? as usize).max(1),
+                "ferrite.datanode.read.handle.cache" => {
+                    self.reads.cache_cap = (num()? as usize).max(1)
+                }
+                "ferrite.datanode.fault.read.delay" => {
+                    let bad = || format!("{k} wants VOLUME:MILLISECONDS, not {v:?}");
+                    let (vol, ms) = v.trim().split_once(':').ok_or_else(bad)?;
+                    let vol = vol.parse().map_err(|_| bad())?;
+                    let ms = ms.parse().map_err(|_| bad())?;
+                    self.reads.slow_volume = Some((vol, Duration::from_millis(ms)));
+                }
                 _ => unknown.push(k.to_string()),
             }
         }
@@ -150,6 +167,7 @@ impl DataNode {
         let cluster = ns.storage_info.cluster_id.clone();
         let (ds, uuid) =
             tokio::task::spawn_blocking(move || Dataset::open(&dirs, &pool, &cluster)).await??;
+        ds.start_reads(&cfg.reads)?;
         let ds = Arc::new(ds);
         let listener = TcpListener::bind(cfg.bind).await?;
         let xfer_addr = listener.local_addr()?;

@@ -41,14 +41,20 @@ impl Header {
 
 /// Appends a whole packet to `out`.
 pub fn encode(h: &Header, sums: &[u8], data: &[u8], out: &mut BytesMut) {
+    encode_head(h, sums, data.len(), out);
+    out.put_slice(data);
+}
+
+/// Everything of a packet but its data: the lengths, the header and the checksums. The
+/// `data_len` bytes that complete it are sent separately (with sendfile, say).
+pub fn encode_head(h: &Header, sums: &[u8], data_len: usize, out: &mut BytesMut) {
     let p = h.to_proto();
     let hlen = p.encoded_len();
-    out.reserve(6 + hlen + sums.len() + data.len());
-    out.put_u32((4 + sums.len() + data.len()) as u32);
+    out.reserve(6 + hlen + sums.len() + data_len);
+    out.put_u32((4 + sums.len() + data_len) as u32);
     out.put_u16(hlen as u16);
     p.encode(out).expect("reserved");
     out.put_slice(sums);
-    out.put_slice(data);
 }
 
 /// A received packet. `raw` is the whole frame, so a pipeline node can forward it

@@ -29,8 +29,9 @@ pub struct Handle {
 }
 
 impl Handle {
-    pub fn new(data: File, meta: File, checksum: Checksum, len: u64, stats: &CacheStats) -> Handle {
-        stats.open.fetch_add(1, Ordering::Relaxed);
+    /// `open` counts open handles (the cache's `stats.open`).
+    pub fn new(data: File, meta: File, checksum: Checksum, len: u64, open: Arc<AtomicUsize>) -> Handle {
+        open.fetch_add(1, Ordering::Relaxed);
         let residency = Residency::map(&data, len);
         Handle {
             data,
@@ -38,7 +39,7 @@ impl Handle {
             checksum,
             len,
             residency,
-            open: stats.open.clone(),
+            open,
         }
     }
 }
@@ -179,7 +180,7 @@ mod tests {
 
     fn handle(stats: &CacheStats) -> Handle {
         let f = || File::open("/dev/null").unwrap();
-        Handle::new(f(), f(), Checksum::CRC32C_512, 0, stats)
+        Handle::new(f(), f(), Checksum::CRC32C_512, 0, stats.open.clone())
     }
 
     #[tokio::test]

@@ -93,7 +93,6 @@ mod tests {
         assert!(name.starts_with("t-"), "{name}");
         let sums = futures_sum(&pool).await;
         assert_eq!(sums, (0..32).map(|i| i * 2).sum::<u64>());
-        assert_eq!(pool.stats.done.load(Ordering::Relaxed), 33);
         assert_eq!(pool.stats.queued.load(Ordering::Relaxed), 0);
     }
 

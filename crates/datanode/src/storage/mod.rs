@@ -9,12 +9,15 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 use ferrite_transfer::checksum::{meta_header, Checksum, META_HEADER_LEN};
 use parking_lot::Mutex;
 use tracing::{info, warn};
 
 pub use volume::{State, Volume};
+
+use crate::readserver::{ReadConfig, ReadServer};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Replica {
@@ -48,6 +51,8 @@ pub struct Dataset {
     pub volumes: Vec<Volume>,
     replicas: Mutex<HashMap<u64, Replica>>,
     next_volume: AtomicUsize,
+    /// The read side (open-file cache, per-volume I/O pools), set once at start.
+    reads: OnceLock<ReadServer>,
 }
 
 /// Files of a replica being written. Data and checksums are appended in step.
@@ -129,9 +134,29 @@ impl Dataset {
                 volumes,
                 replicas: Mutex::new(replicas),
                 next_volume: AtomicUsize::new(0),
+                reads: OnceLock::new(),
             },
             uuid,
         ))
+    }
+
+    /// Starts the read side: one I/O pool per volume and the open-file cache.
+    pub fn start_reads(&self, cfg: &ReadConfig) -> io::Result<()> {
+        let rs = ReadServer::new(self.volumes.len(), cfg)?;
+        let _ = self.reads.set(rs);
+        Ok(())
+    }
+
+    /// The read side; [`start_reads`](Self::start_reads) must have run.
+    pub fn reads(&self) -> &ReadServer {
+        self.reads.get().expect("Dataset::start_reads runs before serving")
+    }
+
+    /// Cached open files of a replica are forgotten once it is gone.
+    fn forget_handles(&self, id: u64) {
+        if let Some(r) = self.reads.get() {
+            r.handles.invalidate(id);
+        }
     }
 
     pub fn get(&self, id: u64) -> Option<Replica> {
@@ -312,6 +337,7 @@ impl Dataset {
             return false;
         }
         self.replicas.lock().remove(&id);
+        self.forget_handles(id);
         self.delete_files(&r);
         true
     }
@@ -359,6 +385,7 @@ impl Dataset {
             .collect();
         for id in &lost {
             reps.remove(id);
+            self.forget_handles(*id);
         }
         warn!(volume = %v.root.display(), lost = lost.len(), "volume failed; taken out of service");
         lost

@@ -33,29 +33,34 @@ pub async fn serve<R: Reader, W: Writer>(
     };
     // A client may ask for a prefix of the block (its view of the length).
     let len = blk.num_bytes.unwrap_or(replica.len).min(replica.len);
-    let result = (|| -> std::io::Result<(u32, u64, Vec<u8>, i32)> {
-        let super::read::ReplicaFiles {
-            data,
-            meta,
-            checksum: c,
-        } = super::read::open(&x.ds, &replica)?;
-        let bpc = c.bytes_per_checksum as u64;
-        let size = c.kind.size();
-        let chunks = c.chunks(len as usize);
-        let mut sums = vec![0u8; chunks * size];
-        meta.read_exact_at(&mut sums, META_HEADER_LEN as u64)?;
-        // A prefix ending mid-chunk: that chunk's CRC is over fewer bytes than stored.
-        let tail = len % bpc;
-        if tail != 0 && len != replica.len && size > 0 {
-            let mut last = vec![0u8; tail as usize];
-            data.read_exact_at(&mut last, len - tail)?;
-            let crc = c.kind.crc(&last).to_be_bytes();
-            let n = sums.len();
-            sums[n - size..].copy_from_slice(&crc);
-        }
-        let md5 = Md5::digest(&sums).to_vec();
-        Ok((c.bytes_per_checksum, chunks as u64, md5, c.kind.to_proto()))
-    })();
+    let replica_len = replica.len;
+    let reads = x.ds.reads();
+    let result = match reads.handle(&x.ds, &replica).await {
+        Err(e) => Err(e),
+        Ok(h) => reads
+            .pool(replica.volume)
+            .run(move || -> std::io::Result<(u32, u64, Vec<u8>, i32)> {
+                let c = h.checksum;
+                let bpc = c.bytes_per_checksum as u64;
+                let size = c.kind.size();
+                let chunks = c.chunks(len as usize);
+                let mut sums = vec![0u8; chunks * size];
+                h.meta.read_exact_at(&mut sums, META_HEADER_LEN as u64)?;
+                // A prefix ending mid-chunk: that chunk's CRC is over fewer bytes than stored.
+                let tail = len % bpc;
+                if tail != 0 && len != replica_len && size > 0 {
+                    let mut last = vec![0u8; tail as usize];
+                    h.data.read_exact_at(&mut last, len - tail)?;
+                    let crc = c.kind.crc(&last).to_be_bytes();
+                    let n = sums.len();
+                    sums[n - size..].copy_from_slice(&crc);
+                }
+                let md5 = Md5::digest(&sums).to_vec();
+                Ok((c.bytes_per_checksum, chunks as u64, md5, c.kind.to_proto()))
+            })
+            .await
+            .and_then(|r| r),
+    };
     match result {
         Ok((bytes_per_crc, crc_per_block, md5, crc_type)) => {
             let resp = BlockOpResponseProto {

@@ -1,8 +1,10 @@
 //! READ_BLOCK: a range of a replica as packets of checksums and data, then the reader's
-//! status. Simple blocking reads for now; the event-driven read server replaces this.
+//! status. The connection's task never touches the disk: cached pages go out with
+//! sendfile, everything else is read on the volume's I/O pool (see `crate::readserver`).
 
-use std::fs::File;
 use std::os::unix::fs::FileExt;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use bytes::BytesMut;
 use ferrite_blocktoken::Modes;
@@ -10,21 +12,26 @@ use ferrite_proto::hdfs::{
     BlockOpResponseProto, ChecksumProto, ClientReadStatusProto, OpReadBlockProto,
     ReadOpChecksumInfoProto, Status,
 };
-use ferrite_transfer::checksum::{parse_meta_header, Checksum, META_HEADER_LEN};
+use ferrite_transfer::checksum::META_HEADER_LEN;
 use ferrite_transfer::io::{read_delimited, write_delimited};
 use ferrite_transfer::packet::{self, Header};
 use ferrite_transfer::TransferError;
 use tokio::io::AsyncWriteExt;
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::TcpStream;
 
 use super::access::allowed;
 use super::{refuse, timed, Reader, Writer, Xceiver};
-use crate::storage::{Dataset, Replica};
+use crate::readserver::handles::Handle;
+use crate::readserver::iopool::IoPool;
+use crate::readserver::os;
+use crate::storage::Replica;
 
 /// Serves one READ_BLOCK. Returns whether the connection may carry another op.
-pub async fn serve<R: Reader, W: Writer>(
+pub async fn serve<R: Reader>(
     x: &Xceiver,
     rd: &mut R,
-    wr: &mut W,
+    wr: &mut OwnedWriteHalf,
 ) -> Result<bool, TransferError> {
     let op: OpReadBlockProto = timed(x.cfg.socket_timeout, read_delimited(rd)).await?;
     let blk = &op.header.base_header.block;
@@ -52,8 +59,8 @@ pub async fn serve<R: Reader, W: Writer>(
         refuse(wr, Status::ErrorInvalid, &msg).await;
         return Ok(false);
     }
-    let files = match open(&x.ds, &replica) {
-        Ok(v) => v,
+    let h = match x.ds.reads().handle(&x.ds, &replica).await {
+        Ok(h) => h,
         Err(e) => {
             let lost = x.ds.check_volume(replica.volume);
             report_lost(x, &replica, &lost);
@@ -66,7 +73,7 @@ pub async fn serve<R: Reader, W: Writer>(
             return Ok(false);
         }
     };
-    let checksum = files.checksum;
+    let checksum = h.checksum;
     let bpc = checksum.bytes_per_checksum as u64;
     let chunk_offset = op.offset - op.offset % bpc;
     let end = (op.offset + op.len)
@@ -87,8 +94,18 @@ pub async fn serve<R: Reader, W: Writer>(
     write_delimited(wr, &resp).await?;
     let per_packet = (x.cfg.read_packet_bytes as u64 / bpc).max(1) * bpc;
     let with_sums = op.send_checksums.unwrap_or(true);
-    send_range(wr, &files, chunk_offset, end, per_packet, with_sums).await?;
-    wr.flush().await?;
+    let stats = &x.ds.reads().stats;
+    stats.reads.fetch_add(1, Ordering::Relaxed);
+    stats.active.fetch_add(1, Ordering::Relaxed);
+    let range = Range {
+        from: chunk_offset,
+        to: end,
+        per_packet,
+        with_sums,
+    };
+    let sent = stream(x, wr.as_ref(), &h, replica.volume, range).await;
+    stats.active.fetch_sub(1, Ordering::Relaxed);
+    sent?;
     // The reader says whether the checksums matched; without it the connection is over.
     match timed(
         x.cfg.socket_timeout,
@@ -101,74 +118,141 @@ pub async fn serve<R: Reader, W: Writer>(
     }
 }
 
-/// A replica's open files and the checksum its meta header declares.
-pub struct ReplicaFiles {
-    pub data: File,
-    pub meta: File,
-    pub checksum: Checksum,
+/// What to send: `[from, to)` (`from` chunk-aligned) in packets of `per_packet` data bytes.
+#[derive(Clone, Copy)]
+pub struct Range {
+    pub from: u64,
+    pub to: u64,
+    pub per_packet: u64,
+    pub with_sums: bool,
 }
 
-/// Opens a replica's data and meta files and reads the meta header.
-pub fn open(ds: &Dataset, r: &Replica) -> std::io::Result<ReplicaFiles> {
-    let (dp, mp) = ds.paths(r);
-    let data = File::open(dp)?;
-    let meta = File::open(mp)?;
-    let mut head = [0u8; META_HEADER_LEN];
-    meta.read_exact_at(&mut head, 0)?;
-    let checksum = parse_meta_header(&head)
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-    Ok(ReplicaFiles {
-        data,
-        meta,
-        checksum,
-    })
+/// A packet's checksums and, when it goes out by copy, its data, read into buffers that
+/// travel to the volume's I/O thread and back (so they are reused, not reallocated).
+struct Bufs {
+    data: Vec<u8>,
+    sums: Vec<u8>,
 }
 
-/// Sends `[from, to)` of a replica (`from` chunk-aligned) as packets of at most
-/// `per_packet` data bytes, seqnos from 0, then the empty last packet. Used by reads and
-/// by copies to other DataNodes.
-pub async fn send_range<W: Writer>(
-    wr: &mut W,
-    f: &ReplicaFiles,
-    from: u64,
-    to: u64,
-    per_packet: u64,
-    with_sums: bool,
+/// Streams a range to a client socket. Per packet: the checksums are read without waiting
+/// for the disk when the page cache has them; the data goes out with sendfile when all of
+/// its pages are resident; anything else is read on the volume's I/O pool, and the data
+/// is then written from the buffer. Each packet must leave within the socket timeout.
+async fn stream(
+    x: &Xceiver,
+    sock: &TcpStream,
+    h: &Arc<Handle>,
+    volume: usize,
+    r: Range,
 ) -> Result<(), TransferError> {
-    let c = &f.checksum;
+    let c = h.checksum;
     let bpc = c.bytes_per_checksum as u64;
-    let mut pos = from;
-    let mut seqno = 0i64;
-    let mut out = BytesMut::with_capacity(per_packet as usize + 1024);
-    let mut buf = vec![0u8; per_packet as usize];
-    let mut sums = vec![0u8; (per_packet / bpc) as usize * c.kind.size()];
+    let pool = x.ds.reads().pool(volume);
+    let stats = &x.ds.reads().stats;
+    let mut bufs = Some(Bufs {
+        data: vec![0u8; r.per_packet as usize],
+        sums: vec![0u8; (r.per_packet / bpc) as usize * c.kind.size()],
+    });
+    let mut head = BytesMut::with_capacity(1024);
+    let (mut pos, mut seqno) = (r.from, 0i64);
     loop {
-        let n = (to - pos).min(per_packet) as usize;
-        let sum_len = if with_sums {
+        let n = (r.to - pos).min(r.per_packet) as usize;
+        let sum_len = if r.with_sums {
             c.chunks(n) * c.kind.size()
         } else {
             0
         };
-        if n > 0 {
-            let sum_at = META_HEADER_LEN as u64 + (pos / bpc) * c.kind.size() as u64;
-            // Blocking reads (usually from the page cache): tell the runtime, so other
-            // tasks move to another worker meanwhile. The event-driven read server
-            // replaces this.
-            tokio::task::block_in_place(|| {
-                f.data.read_exact_at(&mut buf[..n], pos)?;
-                f.meta.read_exact_at(&mut sums[..sum_len], sum_at)
-            })?;
+        let sum_at = META_HEADER_LEN as u64 + (pos / bpc) * c.kind.size() as u64;
+        let mut b = bufs.take().expect("buffers come back after every packet");
+        let zero_copy = h.residency.as_ref().is_some_and(|m| m.resident(pos, n as u64))
+            && os::read_cached(&h.meta, &mut b.sums[..sum_len], sum_at)?;
+        if !zero_copy && n > 0 {
+            let h2 = h.clone();
+            b = pool
+                .run(move || -> std::io::Result<Bufs> {
+                    h2.data.read_exact_at(&mut b.data[..n], pos)?;
+                    h2.meta.read_exact_at(&mut b.sums[..sum_len], sum_at)?;
+                    Ok(b)
+                })
+                .await??;
         }
-        out.clear();
-        let h = Header {
+        head.clear();
+        let hdr = Header {
             offset_in_block: pos as i64,
             seqno,
             last: n == 0,
             data_len: n as i32,
             sync: false,
         };
-        packet::encode(&h, &sums[..sum_len], &buf[..n], &mut out);
+        packet::encode_head(&hdr, &b.sums[..sum_len], n, &mut head);
+        let send = async {
+            os::send_all(sock, &head, n > 0).await?;
+            if zero_copy {
+                os::send_file(sock, &h.data, pos, n as u64).await
+            } else {
+                os::send_all(sock, &b.data[..n], false).await
+            }
+        };
+        tokio::time::timeout(x.cfg.socket_timeout, send)
+            .await
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "reader too slow"))??;
+        let counter = if zero_copy {
+            &stats.bytes_sendfile
+        } else {
+            &stats.bytes_copy
+        };
+        counter.fetch_add(n as u64, Ordering::Relaxed);
+        bufs = Some(b);
+        if n == 0 {
+            return Ok(());
+        }
+        pos += n as u64;
+        seqno += 1;
+    }
+}
+
+/// Sends `[from, to)` of a replica to another DataNode (replication, TRANSFER_BLOCK), the
+/// disk reads on the volume's I/O pool.
+pub async fn send_range<W: Writer>(
+    wr: &mut W,
+    pool: &IoPool,
+    h: &Arc<Handle>,
+    r: Range,
+) -> Result<(), TransferError> {
+    let c = h.checksum;
+    let bpc = c.bytes_per_checksum as u64;
+    let (mut pos, mut seqno) = (r.from, 0i64);
+    let mut out = BytesMut::with_capacity(r.per_packet as usize + 1024);
+    let mut bufs = Some(Bufs {
+        data: vec![0u8; r.per_packet as usize],
+        sums: vec![0u8; (r.per_packet / bpc) as usize * c.kind.size()],
+    });
+    loop {
+        let n = (r.to - pos).min(r.per_packet) as usize;
+        let sum_len = c.chunks(n) * c.kind.size();
+        let sum_at = META_HEADER_LEN as u64 + (pos / bpc) * c.kind.size() as u64;
+        let mut b = bufs.take().expect("buffers come back after every packet");
+        if n > 0 {
+            let h2 = h.clone();
+            b = pool
+                .run(move || -> std::io::Result<Bufs> {
+                    h2.data.read_exact_at(&mut b.data[..n], pos)?;
+                    h2.meta.read_exact_at(&mut b.sums[..sum_len], sum_at)?;
+                    Ok(b)
+                })
+                .await??;
+        }
+        out.clear();
+        let hdr = Header {
+            offset_in_block: pos as i64,
+            seqno,
+            last: n == 0,
+            data_len: n as i32,
+            sync: false,
+        };
+        packet::encode(&hdr, &b.sums[..sum_len], &b.data[..n], &mut out);
         wr.write_all(&out).await?;
+        bufs = Some(b);
         if n == 0 {
             return Ok(());
         }

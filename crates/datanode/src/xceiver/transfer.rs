@@ -130,7 +130,7 @@ async fn stream(
         return Ok(());
     };
     let r = &copy.replica;
-    let files = super::read::open(ds, r)?;
+    let files = ds.reads().handle(ds, r).await?;
     let c = files.checksum;
     let s = TcpStream::connect(format!("{}:{}", first.id.ip_addr, first.id.xfer_port)).await?;
     s.set_nodelay(true)?;
@@ -163,7 +163,13 @@ async fn stream(
     };
     write_op(&mut s, op::WRITE_BLOCK, &opw).await?;
     let per = (64 << 10) / c.bytes_per_checksum as u64 * c.bytes_per_checksum as u64;
-    super::read::send_range(&mut s, &files, 0, copy.len, per, true).await?;
+    let range = super::read::Range {
+        from: 0,
+        to: copy.len,
+        per_packet: per,
+        with_sums: true,
+    };
+    super::read::send_range(&mut s, ds.reads().pool(r.volume), &files, range).await?;
     s.flush().await?;
     let mut rd = BufReader::new(rd);
     let timeout = std::time::Duration::from_secs(60);
