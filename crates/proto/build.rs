@@ -16,6 +16,7 @@ fn main() {
         "proto/ClientDatanodeProtocol.proto",
         "proto/FerriteBlockToken.proto",
         "proto/FerriteSummary.proto",
+        "proto/FerriteDataNode.proto",
     ];
     for f in &files {
         println!("cargo:rerun-if-changed={f}");

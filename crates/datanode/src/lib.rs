@@ -206,6 +206,7 @@ impl DataNode {
         // Storage space first, so the NameNode can place blocks here at once.
         link.heartbeat(&ds).await?;
         link.full_report(&ds).await?;
+        tasks.push(tokio::spawn(log_read_stats(ds.clone(), cancel.clone())));
         tasks.push(tokio::spawn(link.clone().run_heartbeats(
             ds.clone(),
             cfg.heartbeat_interval,
@@ -220,5 +221,21 @@ impl DataNode {
             cancel,
             tasks,
         })
+    }
+}
+
+/// Logs the read server's counters every minute while there are reads.
+async fn log_read_stats(ds: Arc<Dataset>, cancel: CancellationToken) {
+    let mut last = 0;
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(60)) => {}
+            _ = cancel.cancelled() => return,
+        }
+        let s = ds.reads().snapshot();
+        if s.reads != last || s.active_reads > 0 {
+            last = s.reads;
+            info!("read server: {}", s.log_line());
+        }
     }
 }

@@ -3,7 +3,8 @@
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use ferrite_ipc::client::IpcClient;
-use ferrite_ipc::CLIENT_PROTOCOL;
+use ferrite_ipc::{CLIENT_PROTOCOL, DATANODE_STATS_PROTOCOL};
+use ferrite_proto::ferrite::{GetReadStatsRequestProto, ReadStatsProto};
 use ferrite_proto::hdfs::*;
 
 #[derive(Args)]
@@ -26,6 +27,35 @@ enum AdminCmd {
     /// Write a checkpoint image now (enters safe mode for the save if needed, as
     /// `hdfs dfsadmin -saveNamespace` requires it, and leaves it again afterwards).
     SaveNamespace,
+    /// A DataNode's read-server counters: active reads, sendfile vs copied bytes, open-file
+    /// cache, I/O queue depths per volume, threads and descriptors.
+    DatanodeStats {
+        /// The DataNode's IPC address (HOST:PORT, `dfs.datanode.ipc.address`).
+        #[arg(long)]
+        dn: String,
+    },
+}
+
+async fn datanode_stats(dn: &str) -> anyhow::Result<()> {
+    let addr = std::net::ToSocketAddrs::to_socket_addrs(dn)?
+        .next()
+        .with_context(|| format!("resolving {dn}"))?;
+    let c = IpcClient::connect(addr, &user(), DATANODE_STATS_PROTOCOL).await?;
+    let s: ReadStatsProto = c.call("getReadStats", &GetReadStatsRequestProto {}).await?;
+    println!("active_reads     {}", s.active_reads);
+    println!("reads            {}", s.reads);
+    println!("bytes_sendfile   {}", s.bytes_sendfile);
+    println!("bytes_copy       {}", s.bytes_copy);
+    println!("handles_open     {}", s.handles_open);
+    println!("handles_cached   {}", s.handles_cached);
+    println!("cache_hits       {}", s.cache_hits);
+    println!("cache_misses     {}", s.cache_misses);
+    println!("cache_evictions  {}", s.cache_evictions);
+    println!("io_queued        {:?}", s.io_queued);
+    println!("io_running       {:?}", s.io_running);
+    println!("threads          {}", s.threads);
+    println!("fds              {}", s.fds);
+    Ok(())
 }
 
 /// Where to connect: --fs, then $FERRITE_FS, then fs.defaultFS from the Hadoop config.
@@ -65,6 +95,9 @@ async fn safemode(c: &IpcClient, action: SafeModeActionProto) -> anyhow::Result<
 }
 
 pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
+    if let AdminCmd::DatanodeStats { dn } = &args.cmd {
+        return datanode_stats(dn).await;
+    }
     let addr = default_fs(args.fs)?;
     let c = IpcClient::connect(addr, &user(), CLIENT_PROTOCOL).await?;
     match args.cmd {
@@ -95,6 +128,7 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
             r?;
             println!("Save namespace successful");
         }
+        AdminCmd::DatanodeStats { .. } => unreachable!("answered above"),
     }
     Ok(())
 }

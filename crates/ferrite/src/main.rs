@@ -56,8 +56,12 @@ fn main() -> anyhow::Result<()> {
         )
         .init();
     let cli = Cli::parse();
+    // One worker per core; blocking work (journal waits aside, mostly DataNode writes and
+    // start-up scans) is capped, so the thread count stays fixed however many clients come.
+    // DataNode reads use their own per-volume I/O threads instead.
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .max_blocking_threads(64)
         .build()?;
     rt.block_on(async {
         match cli.cmd {

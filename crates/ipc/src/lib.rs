@@ -33,3 +33,5 @@ pub const DATANODE_PROTOCOL: &str = "org.apache.hadoop.hdfs.server.protocol.Data
 pub const CLIENT_DATANODE_PROTOCOL: &str = "org.apache.hadoop.hdfs.protocol.ClientDatanodeProtocol";
 /// Ferrite's own summary protocol (per-directory usage, and the journal stream).
 pub const SUMMARY_PROTOCOL: &str = "org.ferrite.SummaryProtocol";
+/// Ferrite's DataNode statistics protocol (the read server's counters).
+pub const DATANODE_STATS_PROTOCOL: &str = "org.ferrite.DataNodeStatsProtocol";

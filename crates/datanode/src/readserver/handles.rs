@@ -77,24 +77,26 @@ pub struct HandleCache {
 }
 
 impl HandleCache {
-    /// A cache of about `cap` handles (rounded up to a multiple of the shard count).
+    /// A cache of `cap` handles (rounded up to a multiple of the shard count, which is at
+    /// most 16).
     pub fn new(cap: usize) -> HandleCache {
+        let shards = cap.clamp(1, SHARDS);
         HandleCache {
-            shards: (0..SHARDS)
+            shards: (0..shards)
                 .map(|_| {
                     Mutex::new(Shard {
                         map: HashMap::new(),
                     })
                 })
                 .collect(),
-            per_shard: cap.div_ceil(SHARDS).max(1),
+            per_shard: cap.div_ceil(shards).max(1),
             tick: AtomicU64::new(0),
             stats: CacheStats::default(),
         }
     }
 
     fn shard(&self, id: u64) -> &Mutex<Shard> {
-        &self.shards[(id as usize).wrapping_mul(0x9e37_79b9) % SHARDS]
+        &self.shards[(id as usize).wrapping_mul(0x9e37_79b9) % self.shards.len()]
     }
 
     /// The handle for `key`, opened by `open` if no one has it open.
