@@ -30,7 +30,13 @@ pub struct Handle {
 
 impl Handle {
     /// `open` counts open handles (the cache's `stats.open`).
-    pub fn new(data: File, meta: File, checksum: Checksum, len: u64, open: Arc<AtomicUsize>) -> Handle {
+    pub fn new(
+        data: File,
+        meta: File,
+        checksum: Checksum,
+        len: u64,
+        open: Arc<AtomicUsize>,
+    ) -> Handle {
         open.fetch_add(1, Ordering::Relaxed);
         let residency = Residency::map(&data, len);
         Handle {
@@ -188,9 +194,14 @@ mod tests {
     #[tokio::test]
     async fn hot_blocks_are_opened_once_and_the_cap_holds() {
         let cache = HandleCache::new(SHARDS * 2);
-        let a = cache.get((1, 1), || async { Ok(handle(&cache.stats)) }).await.unwrap();
+        let a = cache
+            .get((1, 1), || async { Ok(handle(&cache.stats)) })
+            .await
+            .unwrap();
         let b = cache
-            .get((1, 1), || async { panic!("a cached block is not opened again") })
+            .get((1, 1), || async {
+                panic!("a cached block is not opened again")
+            })
             .await
             .unwrap();
         assert!(Arc::ptr_eq(&a, &b));
@@ -198,7 +209,10 @@ mod tests {
         assert_eq!(cache.stats.hits.load(Ordering::Relaxed), 1);
         drop((a, b));
         for id in 0..1000u64 {
-            let h = cache.get((id, 1), || async { Ok(handle(&cache.stats)) }).await.unwrap();
+            let h = cache
+                .get((id, 1), || async { Ok(handle(&cache.stats)) })
+                .await
+                .unwrap();
             drop(h);
         }
         assert!(cache.cached() <= SHARDS * 2);
@@ -209,7 +223,10 @@ mod tests {
     #[tokio::test]
     async fn an_evicted_handle_in_use_stays_open_until_released() {
         let cache = HandleCache::new(1);
-        let held = cache.get((7, 1), || async { Ok(handle(&cache.stats)) }).await.unwrap();
+        let held = cache
+            .get((7, 1), || async { Ok(handle(&cache.stats)) })
+            .await
+            .unwrap();
         cache.invalidate(7);
         assert_eq!(cache.cached(), 0);
         assert_eq!(cache.stats.open.load(Ordering::Relaxed), 1, "still held");
@@ -225,6 +242,9 @@ mod tests {
             .await;
         assert!(e.is_err());
         assert_eq!(cache.cached(), 0);
-        assert!(cache.get((3, 1), || async { Ok(handle(&cache.stats)) }).await.is_ok());
+        assert!(cache
+            .get((3, 1), || async { Ok(handle(&cache.stats)) })
+            .await
+            .is_ok());
     }
 }

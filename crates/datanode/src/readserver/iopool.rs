@@ -29,7 +29,12 @@ pub struct IoPool {
 impl IoPool {
     /// `threads` workers named `name-N`; `delay` is a fault injected before every job
     /// (tests of a slow volume), zero otherwise.
-    pub fn new(name: &str, threads: usize, queue: usize, delay: Duration) -> std::io::Result<IoPool> {
+    pub fn new(
+        name: &str,
+        threads: usize,
+        queue: usize,
+        delay: Duration,
+    ) -> std::io::Result<IoPool> {
         let (tx, rx) = mpsc::channel::<Job>(queue.max(1));
         let rx = Arc::new(Mutex::new(rx));
         let stats = Arc::new(PoolStats::default());
@@ -113,7 +118,10 @@ mod tests {
         let stuck = tokio::spawn(async move { s.run(|| 1).await });
         tokio::task::yield_now().await;
         assert_eq!(fast.run(|| 2).await.unwrap(), 2);
-        assert!(!stuck.is_finished(), "the slow volume's job is still waiting");
+        assert!(
+            !stuck.is_finished(),
+            "the slow volume's job is still waiting"
+        );
         stuck.abort();
     }
 }

@@ -100,8 +100,16 @@ impl ReadServer {
             cache_hits: load(&c.hits),
             cache_misses: load(&c.misses),
             cache_evictions: load(&c.evictions),
-            io_queued: self.pools.iter().map(|p| load_usize(&p.stats.queued)).collect(),
-            io_running: self.pools.iter().map(|p| load_usize(&p.stats.running)).collect(),
+            io_queued: self
+                .pools
+                .iter()
+                .map(|p| load_usize(&p.stats.queued))
+                .collect(),
+            io_running: self
+                .pools
+                .iter()
+                .map(|p| load_usize(&p.stats.running))
+                .collect(),
             threads: metrics::threads(),
             fds: metrics::fds(),
         }

@@ -149,7 +149,9 @@ impl Dataset {
 
     /// The read side; [`start_reads`](Self::start_reads) must have run.
     pub fn reads(&self) -> &ReadServer {
-        self.reads.get().expect("Dataset::start_reads runs before serving")
+        self.reads
+            .get()
+            .expect("Dataset::start_reads runs before serving")
     }
 
     /// Cached open files of a replica are forgotten once it is gone.

@@ -164,7 +164,10 @@ async fn stream(
         };
         let sum_at = META_HEADER_LEN as u64 + (pos / bpc) * c.kind.size() as u64;
         let mut b = bufs.take().expect("buffers come back after every packet");
-        let zero_copy = h.residency.as_ref().is_some_and(|m| m.resident(pos, n as u64))
+        let zero_copy = h
+            .residency
+            .as_ref()
+            .is_some_and(|m| m.resident(pos, n as u64))
             && os::read_cached(&h.meta, &mut b.sums[..sum_len], sum_at)?;
         if !zero_copy && n > 0 {
             let h2 = h.clone();
