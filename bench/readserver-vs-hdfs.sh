@@ -56,7 +56,7 @@ run() {  # run SYSTEM: the four cases against the running cluster
   CP="$WORK/client-$sys:$CLASSES:$HADOOP_CP"
   java $JAVA_OPTS -cp "$CP" ReadBench "$URL" write /rb/f "$SIZE" 2>>"$OUT/client-$sys.log"
   java $JAVA_OPTS -cp "$CP" ReadBench "$URL" stream /rb/f 1 > /dev/null 2>>"$OUT/client-$sys.log"  # warm the cache
-  sleep 2
+  sleep 12  # threads left from the write's blocking work retire after 10 s idle
   echo "system=$sys phase=idle threads=$(awk '/^Threads/{print $2}' /proc/$DN/status) fds=$(ls /proc/$DN/fd | wc -l) rss_kb=$(awk '/^VmRSS/{print $2}' /proc/$DN/status)" | tee -a "$OUT/results.txt"
   java $JAVA_OPTS -cp "$CP" ReadBench - loopback 8192 | sed "s/^/system=$sys phase=loopback /" | tee -a "$OUT/results.txt"
   for i in $(seq 1 "$REPS"); do phase "$sys" "stream$i" stream /rb/f 1; done

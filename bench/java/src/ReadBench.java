@@ -72,12 +72,13 @@ public class ReadBench {
 
   static void pread(FileSystem fs, Path p, int threads, int secs, int size) throws Exception {
     long len = fs.getFileStatus(p).getLen();
-    long deadline = System.nanoTime() + secs * 1_000_000_000L;
+    long start = System.nanoTime();
+    long deadline = start + secs * 1_000_000_000L;
     List<long[]> lat = new ArrayList<>();
     AtomicLong ops = new AtomicLong();
     Thread[] ts = new Thread[threads];
     for (int t = 0; t < threads; t++) {
-      long[] mine = new long[1 << 20];
+      long[] mine = new long[1 << 17];
       lat.add(mine);
       ts[t] = new Thread(() -> {
         byte[] buf = new byte[size];
@@ -97,11 +98,10 @@ public class ReadBench {
       });
       ts[t].start();
     }
-    long t0 = System.nanoTime();
     for (Thread t : ts) {
       t.join();
     }
-    double s = (System.nanoTime() - t0) / 1e9;
+    double s = (System.nanoTime() - start) / 1e9;
     long total = ops.get();
     long[] all = new long[(int) total];
     int k = 0;
