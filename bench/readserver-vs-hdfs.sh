@@ -60,6 +60,15 @@ run() {  # run SYSTEM: the four cases against the running cluster
   echo "system=$sys phase=idle threads=$(awk '/^Threads/{print $2}' /proc/$DN/status) fds=$(ls /proc/$DN/fd | wc -l) rss_kb=$(awk '/^VmRSS/{print $2}' /proc/$DN/status)" | tee -a "$OUT/results.txt"
   java $JAVA_OPTS -cp "$CP" ReadBench - loopback 8192 | sed "s/^/system=$sys phase=loopback /" | tee -a "$OUT/results.txt"
   for i in $(seq 1 "$REPS"); do phase "$sys" "stream$i" stream /rb/f 1; done
+  # The same stream with Ferrite's Rust client (hardware CRC32C, no JVM), against each
+  # system: the Java client tops out below what the servers can send.
+  for i in $(seq 1 "$REPS"); do
+    local t0 t1
+    t0=$(date +%s.%N)
+    FERRITE_LOG=warn "$FERRITE" dfs -fs "$URL" -cat /rb/f > /dev/null
+    t1=$(date +%s.%N)
+    echo "system=$sys phase=rust_stream$i mib_per_s=$(python3 -c "print(round($SIZE / ($t1 - $t0), 1))")" | tee -a "$OUT/results.txt"
+  done
   phase "$sys" pread200 pread /rb/f "$READERS" "$SECS" 32
   phase "$sys" slow slow /rb/f "$SLOWN" "$SLOW"
   phase "$sys" rand128 pread /rb/f 128 "$SECS" 32

@@ -25,7 +25,8 @@ def line(name, phase, key, f=float):
     print(f"{name:<28} | {h:11.1f} | {fe:11.1f} | {ratio(fe, h):8.2f}x")
 
 line("loopback MiB/s (1 stream)", "loopback", "mib_per_s")
-line("1. stream MiB/s (median)", "stream", "mib_per_s")
+line("1. stream MiB/s, Java client", "stream", "mib_per_s")
+line("1. stream MiB/s, Rust client", "rust_stream", "mib_per_s")
 line("2. pread ops/s", "pread200", "ops_per_s")
 line("2. pread p50 ms", "pread200", "p50_ms")
 line("2. pread p99 ms", "pread200", "p99_ms")
