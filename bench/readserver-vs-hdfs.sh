@@ -60,6 +60,10 @@ run() {  # run SYSTEM: the four cases against the running cluster
   echo "system=$sys phase=idle threads=$(awk '/^Threads/{print $2}' /proc/$DN/status) fds=$(ls /proc/$DN/fd | wc -l) rss_kb=$(awk '/^VmRSS/{print $2}' /proc/$DN/status)" | tee -a "$OUT/results.txt"
   java $JAVA_OPTS -cp "$CP" ReadBench - loopback 8192 | sed "s/^/system=$sys phase=loopback /" | tee -a "$OUT/results.txt"
   for i in $(seq 1 "$REPS"); do phase "$sys" "stream$i" stream /rb/f 1; done
+  # The server's own rate: READ_BLOCK packets received and dropped, no CRC work (and with
+  # CRCs checked, for a client that verifies), by `ferrite bench stream` against each system.
+  "$FERRITE" bench stream --fs "$URL" /rb/f --reps "$REPS" | sed "s/^/system=$sys phase=raw_/" | tee -a "$OUT/results.txt"
+  "$FERRITE" bench stream --fs "$URL" /rb/f --reps "$REPS" --verify | sed "s/^/system=$sys phase=rawv_/" | tee -a "$OUT/results.txt"
   # The same stream with Ferrite's Rust client (hardware CRC32C, no JVM), against each
   # system: the Java client tops out below what the servers can send.
   for i in $(seq 1 "$REPS"); do

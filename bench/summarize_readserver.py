@@ -27,6 +27,8 @@ def line(name, phase, key, f=float):
 line("loopback MiB/s (1 stream)", "loopback", "mib_per_s")
 line("1. stream MiB/s, Java client", "stream", "mib_per_s")
 line("1. stream MiB/s, Rust client", "rust_stream", "mib_per_s")
+line("1. stream MiB/s, raw (no CRC)", "raw_stream", "mib_per_s")
+line("1. stream MiB/s, raw + CRC", "rawv_stream", "mib_per_s")
 line("2. pread ops/s", "pread200", "ops_per_s")
 line("2. pread p50 ms", "pread200", "p50_ms")
 line("2. pread p99 ms", "pread200", "p99_ms")

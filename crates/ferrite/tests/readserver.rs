@@ -308,6 +308,36 @@ async fn cached_pages_go_by_sendfile_and_cold_ones_by_copy() {
     assert_eq!(read_range(&mut s, &lb, 0, BS).await.unwrap(), body);
     let cold = stats(ipc).await;
     assert_eq!(cold.bytes_copy - warm.bytes_copy, BS, "{cold:?}");
+
+    // A cold block bigger than a copied packet: several packets, read on the I/O pool.
+    let big = data(300 << 10, 9);
+    let opts = CreateOptions {
+        block_size: Some(1 << 20),
+        replication: Some(1),
+        ..Default::default()
+    };
+    let mut w = fs.create("/cold", &opts).await.unwrap();
+    w.write(&big).await.unwrap();
+    w.close().await.unwrap();
+    let lb = fs.block_locations("/cold").await.unwrap().blocks[0].clone();
+    let mut files = Vec::new();
+    find(
+        &root.path().join("dn"),
+        &format!("blk_{}", lb.b.block_id),
+        &mut files,
+    );
+    for f in &files {
+        drop_cache(f);
+    }
+    let len = big.len() as u64;
+    assert_eq!(read_range(&mut s, &lb, 0, len).await.unwrap(), big);
+    let after = stats(ipc).await;
+    // The first packet is read from disk (at most 128 KiB); the kernel's readahead may
+    // bring the rest into the cache, which then goes out with sendfile.
+    let copied = after.bytes_copy - cold.bytes_copy;
+    let sent = after.bytes_sendfile - cold.bytes_sendfile;
+    assert!(copied >= 128 << 10, "{after:?}");
+    assert_eq!(copied + sent, len, "{after:?}");
     drop(fs);
     cluster.stop();
 }

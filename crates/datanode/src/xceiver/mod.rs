@@ -31,7 +31,8 @@ pub struct XceiverConfig {
     pub socket_timeout: Duration,
     /// `dfs.data.transfer.max.packet.size`
     pub max_packet: usize,
-    /// Data bytes per read packet (`ferrite.datanode.read.packet.bytes`).
+    /// Data bytes per read packet sent from the page cache
+    /// (`ferrite.datanode.read.packet.bytes`; copied packets are at most 128 KiB).
     pub read_packet_bytes: usize,
 }
 
@@ -41,7 +42,9 @@ impl Default for XceiverConfig {
             keepalive: Duration::from_millis(4000),
             socket_timeout: Duration::from_secs(60),
             max_packet: ferrite_transfer::packet::MAX_PACKET,
-            read_packet_bytes: 64 << 10,
+            // Measured (BENCHMARKS.md): a client's per-packet costs dominate below ~1 MiB;
+            // sendfile packets cost the server no memory however large.
+            read_packet_bytes: 1 << 20,
         }
     }
 }

@@ -127,6 +127,9 @@ pub struct Range {
     pub with_sums: bool,
 }
 
+/// Data bytes per packet when it must be read into a buffer (see `stream`).
+const COPY_PACKET: u64 = 128 << 10;
+
 /// A packet's checksums and, when it goes out by copy, its data, read into buffers that
 /// travel to the volume's I/O thread and back (so they are reused, not reallocated).
 struct Bufs {
@@ -149,19 +152,27 @@ async fn stream(
     let bpc = c.bytes_per_checksum as u64;
     let pool = x.ds.reads().pool(volume);
     let stats = &x.ds.reads().stats;
+    // The data buffer is only needed when a packet misses the page cache: thousands of
+    // readers of cached blocks then hold no more than their checksum buffers.
     let mut bufs = Some(Bufs {
-        data: vec![0u8; r.per_packet as usize],
+        data: Vec::new(),
         sums: vec![0u8; (r.per_packet / bpc) as usize * c.kind.size()],
     });
     let mut head = BytesMut::with_capacity(1024);
     let (mut pos, mut seqno) = (r.from, 0i64);
+    // Copied packets are capped smaller than sendfile ones: their buffer is this process's
+    // memory, held by every reader of a cold block at once.
+    let copy_max = r.per_packet.min(COPY_PACKET.max(bpc) / bpc * bpc);
     loop {
-        let n = (r.to - pos).min(r.per_packet) as usize;
-        let sum_len = if r.with_sums {
-            c.chunks(n) * c.kind.size()
-        } else {
-            0
+        let mut n = (r.to - pos).min(r.per_packet) as usize;
+        let sums_of = |n: usize| {
+            if r.with_sums {
+                c.chunks(n) * c.kind.size()
+            } else {
+                0
+            }
         };
+        let mut sum_len = sums_of(n);
         let sum_at = META_HEADER_LEN as u64 + (pos / bpc) * c.kind.size() as u64;
         let mut b = bufs.take().expect("buffers come back after every packet");
         let zero_copy = h
@@ -170,6 +181,11 @@ async fn stream(
             .is_some_and(|m| m.resident(pos, n as u64))
             && os::read_cached(&h.meta, &mut b.sums[..sum_len], sum_at)?;
         if !zero_copy && n > 0 {
+            n = n.min(copy_max as usize);
+            sum_len = sums_of(n);
+            if b.data.len() < n {
+                b.data.resize(copy_max as usize, 0);
+            }
             let h2 = h.clone();
             b = pool
                 .run(move || -> std::io::Result<Bufs> {

@@ -4,6 +4,7 @@
 mod conn;
 mod inproc;
 mod namenode;
+mod stream;
 mod summary;
 mod throughput;
 
@@ -16,11 +17,14 @@ pub enum BenchCmd {
     Namenode(namenode::NamenodeArgs),
     /// The namespace summary's event rate (1 worker and all cores), rebuild and checkpoint.
     Summary(summary::SummaryArgs),
+    /// A DataNode's streaming rate for a file, the client's CRC work optional.
+    Stream(stream::StreamArgs),
 }
 
 pub async fn run(cmd: BenchCmd) -> anyhow::Result<()> {
     match cmd {
         BenchCmd::Namenode(a) => namenode::run(a).await,
         BenchCmd::Summary(a) => summary::run(a),
+        BenchCmd::Stream(a) => stream::run(a).await,
     }
 }
