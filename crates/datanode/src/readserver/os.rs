@@ -6,6 +6,7 @@
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
+use std::time::Duration;
 
 use smallvec::SmallVec;
 use tokio::io::Interest;
@@ -125,12 +126,30 @@ pub fn read_cached(f: &File, buf: &mut [u8], offset: u64) -> io::Result<bool> {
     Ok(true)
 }
 
+/// Waits until the socket takes more bytes; a peer that takes none for `stall` is an
+/// error (a slow reader is fine as long as it keeps reading).
+async fn writable(sock: &TcpStream, stall: Duration) -> io::Result<()> {
+    tokio::time::timeout(stall, sock.writable())
+        .await
+        .map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("the reader took nothing for {stall:?}"),
+            )
+        })?
+}
+
 /// Writes all of `buf` to the socket; `more` tells the kernel more of this packet follows
 /// (MSG_MORE), so the header and the data sent after it leave in full segments.
-pub async fn send_all(sock: &TcpStream, mut buf: &[u8], more: bool) -> io::Result<()> {
+pub async fn send_all(
+    sock: &TcpStream,
+    mut buf: &[u8],
+    more: bool,
+    stall: Duration,
+) -> io::Result<()> {
     let flags = libc::MSG_NOSIGNAL | if more { libc::MSG_MORE } else { 0 };
     while !buf.is_empty() {
-        sock.writable().await?;
+        writable(sock, stall).await?;
         let r = sock.try_io(Interest::WRITABLE, || {
             // SAFETY: a valid socket and a live buffer.
             let n = unsafe {
@@ -159,11 +178,17 @@ pub async fn send_all(sock: &TcpStream, mut buf: &[u8], more: bool) -> io::Resul
 
 /// Sends `count` bytes of `file` from `offset` with sendfile: the data goes from the page
 /// cache to the socket without passing through this process.
-pub async fn send_file(sock: &TcpStream, file: &File, offset: u64, count: u64) -> io::Result<()> {
+pub async fn send_file(
+    sock: &TcpStream,
+    file: &File,
+    offset: u64,
+    count: u64,
+    stall: Duration,
+) -> io::Result<()> {
     let mut off = offset as libc::off_t;
     let end = (offset + count) as libc::off_t;
     while off < end {
-        sock.writable().await?;
+        writable(sock, stall).await?;
         let r = sock.try_io(Interest::WRITABLE, || {
             // SAFETY: valid descriptors; the kernel advances `off`.
             let n = unsafe {
@@ -230,9 +255,10 @@ mod tests {
         });
         let sock = TcpStream::connect(addr).await.unwrap();
         let f = File::open(&p).unwrap();
-        send_all(&sock, b"head", true).await.unwrap();
-        send_file(&sock, &f, 1000, 250_000).await.unwrap();
-        send_all(&sock, b"tail", false).await.unwrap();
+        let t = Duration::from_secs(30);
+        send_all(&sock, b"head", true, t).await.unwrap();
+        send_file(&sock, &f, 1000, 250_000, t).await.unwrap();
+        send_all(&sock, b"tail", false, t).await.unwrap();
         drop(sock);
         let got = reader.await.unwrap();
         assert_eq!(&got[..4], b"head");

@@ -239,6 +239,9 @@ impl Dataset {
         acked: u64,
     ) -> Result<(Option<RbwFiles>, u64, Checksum), StorageError> {
         let old = self.get(id).ok_or(StorageError::NotFound(id))?;
+        // The replica gets a new stamp (and maybe a shorter length): open handles of the old
+        // one must not be served again.
+        self.forget_handles(id);
         let fail = |why: String| StorageError::Recovery { id, why };
         if old.gs > new_gs {
             return Err(fail(format!(

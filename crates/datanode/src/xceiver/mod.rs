@@ -101,7 +101,9 @@ async fn connection(x: &Xceiver, stream: TcpStream) -> Result<(), TransferError>
     stream.set_nodelay(true)?;
     let _active = Active::new(&x.link);
     let (rd, mut wr) = stream.into_split();
-    let mut rd = BufReader::with_capacity(128 << 10, rd);
+    // Small: ops are small, and reads of whole packets (writes) bypass a buffer this size.
+    // Thousands of idle or slow readers then cost little memory each.
+    let mut rd = BufReader::with_capacity(16 << 10, rd);
     let mut wait = x.cfg.socket_timeout;
     loop {
         let code = match tokio::time::timeout(wait, read_op(&mut rd)).await {
