@@ -4,6 +4,7 @@
 //! `getSummary` on its own port, so `ferrite summary --fs hdfs://SERVICE PATH` works
 //! against it. It reads no namespace permissions: bind it where only operators reach it.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -100,28 +101,42 @@ async fn bootstrap(nn: &IpcClient) -> anyhow::Result<Summary> {
     Ok(s)
 }
 
-/// Follows the NameNode's journal until the process is stopped.
-async fn follow(nn: IpcClient, svc: Arc<SummaryService>, every_txns: u64, every: Duration) {
+/// Follows the NameNode's journal until the process is stopped, reconnecting when the
+/// NameNode goes away (a restarted one serves the records after ours from its segments).
+async fn follow(addr: SocketAddr, svc: Arc<SummaryService>, every_txns: u64, every: Duration) {
     let (mut saved_txid, mut saved_at) = (svc.txid(), Instant::now());
+    let mut nn: Option<IpcClient> = None;
     loop {
+        if nn.is_none() {
+            match IpcClient::connect(addr, &user(), SUMMARY_PROTOCOL).await {
+                Ok(c) => nn = Some(c),
+                Err(e) => {
+                    warn!(error = %e, %addr, "cannot reach the NameNode; retrying");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
+                }
+            }
+        }
+        let c = nn.as_ref().expect("connected above");
         let req = ReadEditsRequestProto {
             from_txid: svc.txid() + 1,
             max_bytes: None,
             wait_ms: Some(1000),
         };
-        let r: Result<ReadEditsResponseProto, _> = nn.call("readEdits", &req).await;
+        let r: Result<ReadEditsResponseProto, _> = c.call("readEdits", &req).await;
         match r {
             Ok(r) => {
                 if let Err(e) = svc.apply_bytes(&r.records) {
                     warn!(error = %e, "cannot follow the NameNode's journal from here; starting again from its image");
-                    match bootstrap(&nn).await {
+                    match bootstrap(c).await {
                         Ok(s) => svc.replace(s),
                         Err(e) => warn!(error = %e, "bootstrap failed; retrying"),
                     }
                 }
             }
             Err(e) => {
-                warn!(error = %e, "readEdits failed; retrying");
+                warn!(error = %e, "readEdits failed; reconnecting");
+                nn = None;
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }
@@ -161,7 +176,8 @@ pub async fn run(a: ServiceArgs) -> anyhow::Result<()> {
     let local = listener.local_addr()?;
     let handle = server::spawn(listener, Arc::new(router), ServerConfig::default());
     let every = Duration::from_secs(a.checkpoint_secs.max(1));
-    let follower = tokio::spawn(follow(nn, svc.clone(), a.checkpoint_txns.max(1), every));
+    drop(nn);
+    let follower = tokio::spawn(follow(addr, svc.clone(), a.checkpoint_txns.max(1), every));
     println!("ready hdfs://{local}");
     info!(%local, namenode = %addr, "summary service serving");
     crate::serve::wait_for_signal().await;
