@@ -300,3 +300,38 @@ async fn read_edits_serves_a_follower_from_the_segments() {
     }
     nn.shutdown().await;
 }
+
+/// A summary checkpoint older than every journal segment still kept (purged behind newer
+/// images): the summary cannot catch up, so it is rebuilt from the namespace.
+#[tokio::test]
+async fn a_checkpoint_behind_the_purged_journal_is_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let nn = start(dir.path()).await;
+    workload(&nn.state, 0).await;
+    nn.shutdown().await;
+    let ckpt = dir.path().join("name/summary/summary.ckpt");
+    let old = std::fs::read(&ckpt).unwrap();
+    // Another run: its edits go to a segment of their own, finalized at shutdown.
+    let nn = start(dir.path()).await;
+    workload(&nn.state, 1).await;
+    nn.shutdown().await;
+    // Newer images let that segment be purged.
+    let nn = start(dir.path()).await;
+    for round in 2..4 {
+        workload(&nn.state, round).await;
+        let st = nn.state.clone();
+        tokio::task::spawn_blocking(move || st.save_namespace().unwrap())
+            .await
+            .unwrap();
+    }
+    nn.shutdown().await;
+    std::fs::write(&ckpt, old).unwrap();
+    let nn = start(dir.path()).await;
+    let svc = nn.state.summary.clone().unwrap();
+    let last = nn.state.journal.as_ref().unwrap().last_appended();
+    assert!(svc.caught_up(last, Duration::from_secs(10)).await);
+    assert_eq!(svc.metrics.rebuilds.load(Ordering::Relaxed), 1);
+    check_all(&nn, PATHS).await;
+    check_all(&nn, &["/data/r3", "/data/moved3"]).await;
+    nn.shutdown().await;
+}

@@ -186,6 +186,12 @@ impl SummaryService {
         .map_err(|e| e.to_string())?;
         let txid = self.state.read().txid();
         self.published(txid, n % 65_536);
+        if txid < limit {
+            // The segments that would bring us there are gone (purged behind an image).
+            return Err(format!(
+                "the journal segments end at txid {txid}, before the synced txid {limit}"
+            ));
+        }
         Ok(())
     }
 
