@@ -140,7 +140,8 @@ async fn follow(addr: SocketAddr, svc: Arc<SummaryService>, every_txns: u64, eve
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }
-        let behind = svc.txid() - saved_txid;
+        // A fresh start from an image may put us behind the last checkpoint.
+        let behind = svc.txid().saturating_sub(saved_txid);
         if behind >= every_txns || (behind > 0 && saved_at.elapsed() >= every) {
             let s = svc.clone();
             let _ = tokio::task::spawn_blocking(move || s.checkpoint()).await;

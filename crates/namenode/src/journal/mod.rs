@@ -256,10 +256,15 @@ fn syncer(
             let first = synced + 1;
             synced = batch_last;
             let _ = shared.synced.send_replace(Ok(synced));
-            // The batch's bytes go to the subscribers' tail as they are; the syncer takes a
-            // fresh buffer (also the way a burst's large buffer is let go).
-            let batch = std::mem::replace(&mut spare, Vec::with_capacity(1 << 16));
-            shared.tail.publish(first, synced, batch.into());
+            // Followers get an exact-size copy: handing them `spare` itself would pin its
+            // whole capacity (64 KiB or a burst's megabytes) for every small batch kept.
+            shared
+                .tail
+                .publish(first, synced, bytes::Bytes::copy_from_slice(&spare));
+            spare.clear();
+            if spare.capacity() > 16 << 20 {
+                spare = Vec::with_capacity(1 << 16); // do not keep a burst's buffer forever
+            }
             let seg_bytes = dirs
                 .iter()
                 .filter_map(|d| d.seg.as_ref())

@@ -251,7 +251,7 @@ impl SummaryService {
                 error!(error = %e, "the summary cannot follow the journal; rebuilding it from the namespace");
                 self.replace(rebuild());
             }
-            let behind = self.txid() - saved_txid;
+            let behind = self.txid().saturating_sub(saved_txid);
             if behind >= every_txns || (behind > 0 && saved_at.elapsed() >= every) {
                 self.checkpoint();
                 (saved_txid, saved_at) = (self.txid(), Instant::now());
