@@ -137,6 +137,26 @@ struct Bufs {
     sums: Vec<u8>,
 }
 
+/// Reads a packet's `n` data bytes at `pos` and its `sum_len` checksum bytes at `sum_at`
+/// into `b` on the volume's I/O pool, and hands the buffers back.
+async fn read_packet(
+    pool: &IoPool,
+    h: &Arc<Handle>,
+    mut b: Bufs,
+    pos: u64,
+    n: usize,
+    sum_at: u64,
+    sum_len: usize,
+) -> std::io::Result<Bufs> {
+    let h = h.clone();
+    pool.run(move || {
+        h.data.read_exact_at(&mut b.data[..n], pos)?;
+        h.meta.read_exact_at(&mut b.sums[..sum_len], sum_at)?;
+        Ok(b)
+    })
+    .await?
+}
+
 /// Streams a range to a client socket. Per packet: the checksums are read without waiting
 /// for the disk when the page cache has them; the data goes out with sendfile when all of
 /// its pages are resident; anything else is read on the volume's I/O pool, and the data
@@ -187,14 +207,7 @@ async fn stream(
             if b.data.len() < n {
                 b.data.resize(copy_max as usize, 0);
             }
-            let h2 = h.clone();
-            b = pool
-                .run(move || -> std::io::Result<Bufs> {
-                    h2.data.read_exact_at(&mut b.data[..n], pos)?;
-                    h2.meta.read_exact_at(&mut b.sums[..sum_len], sum_at)?;
-                    Ok(b)
-                })
-                .await??;
+            b = read_packet(pool, h, b, pos, n, sum_at, sum_len).await?;
         }
         head.clear();
         let hdr = Header {
@@ -251,14 +264,7 @@ pub async fn send_range<W: Writer>(
         let sum_at = META_HEADER_LEN as u64 + (pos / bpc) * c.kind.size() as u64;
         let mut b = bufs.take().expect("buffers come back after every packet");
         if n > 0 {
-            let h2 = h.clone();
-            b = pool
-                .run(move || -> std::io::Result<Bufs> {
-                    h2.data.read_exact_at(&mut b.data[..n], pos)?;
-                    h2.meta.read_exact_at(&mut b.sums[..sum_len], sum_at)?;
-                    Ok(b)
-                })
-                .await??;
+            b = read_packet(pool, h, b, pos, n, sum_at, sum_len).await?;
         }
         out.clear();
         let hdr = Header {
