@@ -19,8 +19,6 @@ use crate::namespace::{Namespace, Op};
 use totals::{Totals, BUCKETS};
 use tree::{Dir, File, Found, Node, Tree};
 
-pub use tree::Tree as SummaryTree;
-
 /// What the summary knows about one path.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PathSummary {
@@ -114,13 +112,7 @@ impl Summary {
                 updated: d.updated,
             },
             Found::File(f) => {
-                let mut tot = Totals {
-                    files: 1,
-                    bytes: f.len,
-                    raw: f.len * u64::from(f.repl),
-                    ..Default::default()
-                };
-                tot.hist[totals::bucket(f.len)] = 1;
+                let tot = Totals::of_file(f.len, f.repl);
                 PathSummary {
                     is_dir: false,
                     direct_files: 0,

@@ -152,16 +152,7 @@ impl Sharded {
         let shard = &self.shards[shard_of(first, self.shards.len())];
         match shard.find(path)? {
             super::tree::Found::Dir(d) => Some(d.tot.clone()),
-            super::tree::Found::File(f) => {
-                let mut t = Totals {
-                    files: 1,
-                    bytes: f.len,
-                    raw: f.len * u64::from(f.repl),
-                    ..Default::default()
-                };
-                t.hist[super::totals::bucket(f.len)] = 1;
-                Some(t)
-            }
+            super::tree::Found::File(f) => Some(Totals::of_file(f.len, f.repl)),
         }
     }
 }

@@ -81,6 +81,18 @@ impl Totals {
         }
     }
 
+    /// The totals of one file.
+    pub fn of_file(len: u64, repl: u16) -> Totals {
+        let mut t = Totals {
+            files: 1,
+            bytes: len,
+            raw: len * u64::from(repl),
+            ..Default::default()
+        };
+        t.hist[bucket(len)] = 1;
+        t
+    }
+
     /// The totals of one empty directory with mode `perm`.
     pub fn of_dir(perm: u16) -> Totals {
         Totals {
