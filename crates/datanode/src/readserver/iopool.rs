@@ -2,7 +2,7 @@
 //! not starve the others, and disk I/O never runs on the threads that drive sockets).
 //! Jobs queue in a bounded channel; submitters wait (asynchronously) when it is full.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,7 +17,6 @@ pub struct PoolStats {
     /// Jobs submitted and not yet started.
     pub queued: AtomicUsize,
     pub running: AtomicUsize,
-    pub done: AtomicU64,
 }
 
 pub struct IoPool {
@@ -54,7 +53,6 @@ impl IoPool {
                     }
                     job();
                     stats.running.fetch_sub(1, Ordering::Relaxed);
-                    stats.done.fetch_add(1, Ordering::Relaxed);
                 })?;
         }
         Ok(IoPool {
