@@ -86,10 +86,17 @@ pub async fn read<R: AsyncRead + Unpin>(r: &mut R, max: usize) -> Result<Packet,
             max,
         });
     }
-    let mut buf = BytesMut::with_capacity(6 + hlen + plen - 4);
+    let total = 6 + hlen + plen - 4;
+    let mut buf = BytesMut::with_capacity(total);
     buf.put_slice(&pre);
-    buf.resize(6 + hlen + plen - 4, 0);
-    r.read_exact(&mut buf[6..]).await?;
+    // Into the spare capacity: zero-filling a megabyte packet first would cost a whole
+    // extra pass over memory before the kernel's copy overwrites it.
+    while buf.len() < total {
+        let want = total - buf.len();
+        if r.read_buf(&mut (&mut buf).limit(want)).await? == 0 {
+            return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into());
+        }
+    }
     let raw = buf.freeze();
     let p = PacketHeaderProto::decode(&raw[6..6 + hlen])
         .map_err(|e| TransferError::malformed("packet header", e))?;
@@ -164,5 +171,37 @@ mod tests {
         };
         encode(&h, &[], &[1, 2, 3], &mut out);
         assert!(read(&mut &out[..], MAX_PACKET).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_packet_arriving_in_pieces_is_whole_and_a_cut_one_is_an_eof() {
+        let data: Vec<u8> = (0..70_000u32).map(|i| i as u8).collect();
+        let mut sums = Vec::new();
+        crate::checksum::Checksum::CRC32C_512.compute_into(&data, &mut sums);
+        let h = Header {
+            data_len: data.len() as i32,
+            seqno: 3,
+            ..Default::default()
+        };
+        let mut out = BytesMut::new();
+        encode(&h, &sums, &data, &mut out);
+        // A reader that hands over at most 1,000 bytes at a time.
+        let (mut tx, mut rx) = tokio::io::duplex(1000);
+        let frame = out.clone();
+        let writer = tokio::spawn(async move {
+            tokio::io::AsyncWriteExt::write_all(&mut tx, &frame)
+                .await
+                .unwrap();
+        });
+        let p = read(&mut rx, MAX_PACKET).await.unwrap();
+        writer.await.unwrap();
+        assert_eq!(p.header, h);
+        assert_eq!(&p.sums[..], &sums[..]);
+        assert_eq!(&p.data[..], &data[..]);
+        let cut = &out[..out.len() - 1];
+        match read(&mut &cut[..], MAX_PACKET).await {
+            Err(TransferError::Io(e)) => assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof),
+            other => panic!("a cut packet read as {other:?}"),
+        }
     }
 }

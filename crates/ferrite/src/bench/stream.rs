@@ -45,7 +45,7 @@ pub async fn run(a: StreamArgs) -> anyhow::Result<()> {
             if !conns.contains_key(&addr) {
                 let s = TcpStream::connect(&addr).await?;
                 s.set_nodelay(true)?;
-                conns.insert(addr.clone(), BufReader::with_capacity(256 << 10, s));
+                conns.insert(addr.clone(), BufReader::with_capacity(16 << 10, s));
             }
             let s = conns.get_mut(&addr).expect("inserted above");
             bytes += read_block(s, lb, a.verify).await?;
