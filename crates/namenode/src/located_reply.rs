@@ -63,6 +63,8 @@ pub struct LocatedReply {
     /// Fields 3..8 of a LocatedBlockProto, encoded once per distinct [`TailKey`].
     tails: Vec<Vec<u8>>,
     tail_of: HashMap<TailKey, usize, Fold>,
+    /// The previous block's replicas, token group and tail.
+    prev: Option<(SmallVec<[(NodeIx, u8); 4]>, usize, usize)>,
     rows: Vec<Row>,
     last: Option<Row>,
     locations_len: usize,
@@ -90,6 +92,38 @@ fn delimited_len(tag: u32, len: usize) -> usize {
 
 const DISK: u64 = StorageTypeProto::Disk as u64;
 
+/// Up to four keys and four varints, on the stack: 8 × 10 bytes.
+struct Scratch {
+    buf: [u8; 80],
+    len: usize,
+}
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Scratch {
+            buf: [0; 80],
+            len: 0,
+        }
+    }
+}
+
+impl Scratch {
+    /// Protobuf's base-128 varint.
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.buf[self.len] = v as u8 | 0x80;
+            self.len += 1;
+            v >>= 7;
+        }
+        self.buf[self.len] = v as u8;
+        self.len += 1;
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
 impl LocatedReply {
     /// `tokens` are the reply's token groups: consecutive ranges of block indexes (in push
     /// order) with the token each range shares.
@@ -112,6 +146,7 @@ impl LocatedReply {
             replica_of: HashMap::default(),
             tails: Vec::new(),
             tail_of: HashMap::default(),
+            prev: None,
             rows: Vec::new(),
             last: None,
             locations_len: 0,
@@ -121,25 +156,21 @@ impl LocatedReply {
     /// Adds the next block with its replicas in reader order. Each (node, storage) is
     /// encoded the first time it appears in the reply, each distinct tail likewise.
     pub fn push(&mut self, p: &Placed, locs: &[(NodeIx, u8)], reg: &Registry, is_last: bool) {
-        let mut slots = SmallVec::<[usize; 4]>::new();
-        for &(ix, storage) in locs {
-            let next = self.replicas.len();
-            let slot = *self.replica_of.entry((ix, storage)).or_insert(next);
-            if slot == next {
-                self.replicas.push(Replica {
-                    info: delimited(3, &datanode_info(reg.get(ix)).encode_to_vec()),
-                    storage: delimited(8, reg.get(ix).storage_uuid(storage).as_bytes()),
-                });
-            }
-            slots.push(slot);
-        }
         let index = self.rows.len() + usize::from(self.last.is_some());
         let token = self
             .token_ends
             .iter()
             .position(|&end| index < end)
             .unwrap_or(0);
-        let tail = self.tail(slots, token);
+        // Consecutive blocks usually sit on the same replicas: reuse the tail as is.
+        let tail = match &self.prev {
+            Some((l, t, tail)) if l.as_slice() == locs && *t == token => *tail,
+            _ => {
+                let tail = self.tail_for(locs, token, reg);
+                self.prev = Some((locs.iter().copied().collect(), token, tail));
+                tail
+            }
+        };
         let ext_len = self.pool_field.len()
             + varint_field(2, p.block.id)
             + varint_field(3, p.block.gs)
@@ -160,6 +191,24 @@ impl LocatedReply {
         } else {
             self.rows.push(row);
         }
+    }
+
+    /// The tail for these replicas and token, each replica and the tail encoded the first
+    /// time they appear in the reply.
+    fn tail_for(&mut self, locs: &[(NodeIx, u8)], token: usize, reg: &Registry) -> usize {
+        let mut slots = SmallVec::<[usize; 4]>::new();
+        for &(ix, storage) in locs {
+            let next = self.replicas.len();
+            let slot = *self.replica_of.entry((ix, storage)).or_insert(next);
+            if slot == next {
+                self.replicas.push(Replica {
+                    info: delimited(3, &datanode_info(reg.get(ix)).encode_to_vec()),
+                    storage: delimited(8, reg.get(ix).storage_uuid(storage).as_bytes()),
+                });
+            }
+            slots.push(slot);
+        }
+        self.tail(slots, token)
     }
 
     /// The tail for these replicas and token, encoded the first time it is asked for.
@@ -213,18 +262,27 @@ impl LocatedReply {
     }
 
     fn write_row(&self, tag: u32, row: &Row, buf: &mut BytesMut) {
-        encode_key(tag, WireType::LengthDelimited, buf);
-        encode_varint(row.body_len as u64, buf);
-        encode_key(1, WireType::LengthDelimited, buf);
-        encode_varint(row.ext_len as u64, buf);
-        buf.extend_from_slice(&self.pool_field);
-        for (t, v) in [(2, row.id), (3, row.gs), (4, row.len)] {
-            encode_key(t, WireType::Varint, buf);
-            encode_varint(v, buf);
+        // The keys and numbers are assembled on the stack and copied in two pieces: written
+        // into the BytesMut directly, every varint byte was a call with its own capacity
+        // check, the costliest part of a 1,000-block reply. All tags here are < 16, so
+        // each key is one byte.
+        const LEN: u64 = WireType::LengthDelimited as u64;
+        let mut lens = Scratch::default();
+        lens.varint(u64::from(tag) << 3 | LEN);
+        lens.varint(row.body_len as u64);
+        lens.varint(1 << 3 | LEN);
+        lens.varint(row.ext_len as u64);
+        buf.put_slice(lens.bytes());
+        buf.put_slice(&self.pool_field);
+        let mut numbers = Scratch::default();
+        for (t, v) in [(2u64, row.id), (3, row.gs), (4, row.len)] {
+            numbers.varint(t << 3);
+            numbers.varint(v);
         }
-        encode_key(2, WireType::Varint, buf);
-        encode_varint(row.offset, buf);
-        buf.extend_from_slice(&self.tails[row.tail]);
+        numbers.varint(2 << 3);
+        numbers.varint(row.offset);
+        buf.put_slice(numbers.bytes());
+        buf.put_slice(&self.tails[row.tail]);
     }
 }
 

@@ -93,13 +93,15 @@ pub(crate) fn located(
     }
 }
 
-/// The readable replicas of a block, closest to `reader_ip` first, into `locs`.
+/// The readable replicas of a block, closest to `reader_ip` first (ties broken by
+/// `seed`), into `locs`.
 fn reader_locations(
     nn: &NnState,
     mgr: &BlockManager,
     id: u64,
     reader_ip: &str,
     now: i64,
+    seed: u64,
     locs: &mut Vec<(NodeIx, u8)>,
 ) {
     let dead_ms = nn.cfg.dead_interval_ms();
@@ -121,7 +123,7 @@ fn reader_locations(
         reader_ip,
         now,
         nn.cfg.stale_interval_ms,
-        seed(),
+        seed,
     );
 }
 
@@ -397,6 +399,9 @@ pub async fn get_block_locations(
     let now = now_ms();
     let mut locs = Vec::new();
     let last_id = range.last.map(|l| l.block.id);
+    // One draw per call (an atomic add); each block mixes in its id, so equal replicas
+    // still come in different orders from block to block.
+    let call_seed = seed();
     for (i, p) in placed.iter().enumerate() {
         let is_last = last_id.is_some() && i + 1 == placed.len();
         let mut p = *p;
@@ -404,7 +409,10 @@ pub async fn get_block_locations(
             // The block being written: as long as its finished replicas say.
             p.block.len = mgr.entry(p.block.id).map(|e| e.reported_len).unwrap_or(0);
         }
-        reader_locations(&nn, &mgr, p.block.id, &reader_ip, now, &mut locs);
+        let block_seed = call_seed ^ p.block.id.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        reader_locations(
+            &nn, &mgr, p.block.id, &reader_ip, now, block_seed, &mut locs,
+        );
         reply.push(&p, &locs, &mgr.reg, is_last);
     }
     Ok(reply.finish())
