@@ -49,6 +49,8 @@ struct Replica {
 /// its block and offset. Blocks with the same key share one encoded tail.
 type TailKey = (SmallVec<[usize; 4]>, usize);
 type Fold = foldhash::fast::RandomState;
+/// A block's replicas in reader order: (node, storage).
+type Locs = SmallVec<[(NodeIx, u8); 4]>;
 
 /// A getBlockLocations reply under construction: `push` each block in file order (the
 /// last block of a file being written last, with `is_last`), then `finish`.
@@ -64,7 +66,7 @@ pub struct LocatedReply {
     tails: Vec<Vec<u8>>,
     tail_of: HashMap<TailKey, usize, Fold>,
     /// The previous block's replicas, token group and tail.
-    prev: Option<(SmallVec<[(NodeIx, u8); 4]>, usize, usize)>,
+    prev: Option<(Locs, usize, usize)>,
     rows: Vec<Row>,
     last: Option<Row>,
     locations_len: usize,
