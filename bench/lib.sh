@@ -71,6 +71,9 @@ stop_server() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
+# cpu_ticks PID: user+system clock ticks (1/100 s) the process has used so far.
+cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
+
 # start_hdfs_cluster WORKDIR N: a fresh Apache HDFS 3.4.1 NameNode and N DataNode JVMs on
 # loopback. Sets URL, PID (the NameNode) and DN_PIDS. Returns once a file can be written.
 start_hdfs_cluster() {

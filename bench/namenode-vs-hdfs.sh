@@ -32,8 +32,22 @@ nnbench() {  # nnbench SYSTEM URL OP  (Hadoop's NNThroughputBenchmark, remote mo
   # NNThroughputBenchmark prints its results through its logger.
   echo "log4j.logger.org.apache.hadoop.hdfs.server.namenode.NNThroughputBenchmark=INFO" >> "$WORK/client/log4j.properties"
   local flag=-files; [ "$3" = mkdirs ] && flag=-dirs
-  local r; r=$(java $JAVA_OPTS -cp "$WORK/client:$HADOOP_CP" $NNB -fs "$2" -op "$3" -threads "$THREADS" $flag "$N" 2>&1 | tee -a "$OUT/nnbench-$1-$3.log" | grep -E "Ops per sec" | tail -1 | awk '{print $NF}' || true)
-  echo "system=$1 driver=nnthroughput-remote op=$3 ops_per_s=${r:-FAILED} load=$(loadavg)" | tee -a "$OUT/results.txt"
+  # The server's CPU over the timed phase only: from the benchmark's "Starting N op(s)"
+  # line (its inputs, e.g. the files an open needs, are made before it) to its results.
+  local line r="" c0="" c1="" ops=""
+  while IFS= read -r line; do
+    echo "$line" >> "$OUT/nnbench-$1-$3.log"
+    case $line in
+      *"Starting "*) c0=$(cpu_ticks "$PID") ;;
+      *"# operations:"*) c1=$(cpu_ticks "$PID"); ops=${line##*operations: }; ops=${ops%% *} ;;
+      *"Ops per sec"*) r=${line##* } ;;
+    esac
+  done < <(java $JAVA_OPTS -cp "$WORK/client:$HADOOP_CP" $NNB -fs "$2" -op "$3" -threads "$THREADS" $flag "$N" 2>&1)
+  local cpu_us=""
+  if [ -n "$c0" ] && [ -n "$c1" ] && [ "${ops:-0}" -gt 0 ] 2>/dev/null; then
+    cpu_us=$(( (c1 - c0) * 1000000 / 100 / ops ))
+  fi
+  echo "system=$1 driver=nnthroughput-remote op=$3 ops_per_s=${r:-FAILED} server_cpu_us_per_op=${cpu_us:-NA} load=$(loadavg)" | tee -a "$OUT/results.txt"
 }
 
 nnbench_inproc() {  # Hadoop's NNThroughputBenchmark with its NameNode inside the benchmark JVM

@@ -31,8 +31,6 @@ sample() {
     sleep 1
   done > "$2"
 }
-# cpu PID: user+system clock ticks so far.
-cpu() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
 # peak FILE KEY: the largest KEY=value sampled.
 peak() { sed -n "s/.*$2=\([0-9]*\).*/\1/p" "$1" | sort -n | tail -1; }
 
@@ -40,9 +38,9 @@ phase() {  # phase SYSTEM NAME JAVA-ARGS...: runs the client with the DataNode s
   local sys=$1 name=$2; shift 2
   local samples="$OUT/samples-$sys-$name.txt" c0 c1 sp
   sample "$DN" "$samples" & sp=$!
-  c0=$(cpu "$DN")
+  c0=$(cpu_ticks "$DN")
   java $JAVA_OPTS -Xss512k -cp "$CP" ReadBench "$URL" "$@" 2>>"$OUT/client-$sys.log" > "$OUT/out-$sys-$name.txt"
-  c1=$(cpu "$DN")
+  c1=$(cpu_ticks "$DN")
   kill "$sp" 2>/dev/null || true; wait "$sp" 2>/dev/null || true
   echo "system=$sys phase=$name $(tr '\n' ' ' < "$OUT/out-$sys-$name.txt") dn_cpu_ticks=$((c1 - c0)) peak_threads=$(peak "$samples" threads) peak_fds=$(peak "$samples" fds) peak_rss_kb=$(peak "$samples" rss_kb) load=$(loadavg | tr ' ' ,)" \
     | tee -a "$OUT/results.txt"

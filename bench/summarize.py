@@ -37,7 +37,7 @@ def main(path):
     for kv in parse(path):
         if "driver" in kv and kv.get("ops_per_s") not in (None, "FAILED", ""):
             ops[(kv.get("driver", "?"), kv["op"], kv["system"])].append(float(kv["ops_per_s"]))
-        if "server_cpu_us_per_op" in kv:
+        if kv.get("server_cpu_us_per_op") not in (None, "NA", ""):
             cpu[(kv["driver"], kv["op"], kv["system"])].append(float(kv["server_cpu_us_per_op"]))
         if "txns_per_sync" in kv:
             sync[kv["op"]].append(float(kv["txns_per_sync"]))

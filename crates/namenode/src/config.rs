@@ -49,8 +49,11 @@ pub struct Config {
     pub retry_cache_enabled: bool,
     /// `dfs.namenode.retrycache.expirytime.millis`
     pub retry_cache_expiry_ms: u64,
-    /// `ferrite.namenode.retrycache.max-entries`: the cap Hadoop expresses as a heap percentage.
-    pub retry_cache_max_entries: usize,
+    /// `dfs.namenode.retrycache.heap.percent`: Hadoop's cap on the cache, which it turns
+    /// into an entry count from the JVM's heap (see [`retry_cache_capacity`]).
+    pub retry_cache_heap_percent: f64,
+    /// `ferrite.namenode.retrycache.max-entries`: an explicit cap, instead of the heap share.
+    pub retry_cache_max_entries: Option<usize>,
     /// `dfs.namenode.edits.dir` (plus `--journal-dir`); empty means the name directories.
     pub edits_dirs: Vec<PathBuf>,
     /// `dfs.namenode.checkpoint.txns`: take an image after this many transactions.
@@ -66,6 +69,8 @@ pub struct Config {
     /// `ferrite.journal.preallocate.bytes`
     pub journal_prealloc_bytes: u64,
     /// `ferrite.journal.tail.bytes`: synced records kept in memory for journal followers.
+    /// 16 MiB is well over a second of creates at full speed; the in-process summary trails
+    /// by milliseconds, and a follower further behind reads the segments instead.
     pub journal_tail_bytes: u64,
     /// `ferrite.summary.enabled`: keep the namespace summary and answer
     /// getContentSummary from it.
@@ -122,7 +127,8 @@ impl Default for Config {
             default_fs: None,
             retry_cache_enabled: true,
             retry_cache_expiry_ms: 600_000,
-            retry_cache_max_entries: 1 << 20,
+            retry_cache_heap_percent: 0.03,
+            retry_cache_max_entries: None,
             edits_dirs: Vec::new(),
             checkpoint_txns: 1_000_000,
             checkpoint_period_sec: 3600,
@@ -130,7 +136,7 @@ impl Default for Config {
             journal_segment_bytes: 128 << 20,
             journal_segment_txns: 1_000_000,
             journal_prealloc_bytes: 4 << 20,
-            journal_tail_bytes: 64 << 20,
+            journal_tail_bytes: 16 << 20,
             summary_enabled: true,
             summary_checkpoint_txns: 1_000_000,
             summary_checkpoint_period_sec: 600,
@@ -169,6 +175,34 @@ fn dir_list(value: &str) -> Vec<PathBuf> {
         .map(|d| PathBuf::from(d.trim().trim_start_matches("file://")))
         .filter(|p| !p.as_os_str().is_empty())
         .collect()
+}
+
+/// The heap a JVM takes by default on this machine: a quarter of its memory (4 GiB if
+/// /proc/meminfo cannot be read).
+pub fn default_java_heap() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(4 << 30, |kib| kib * 1024 / 4)
+}
+
+/// How many entries Hadoop's NameNode retry cache holds for a heap of `heap_bytes` and a
+/// share of `percent`: its hash set gets 2^round(log2(heap × percent / 100)) bytes of
+/// 8-byte references, and the cache's size limit equals that capacity. With the JVM's
+/// default heap (a quarter of the machine's memory) and the default 0.03%, a 24 GiB
+/// machine gives 262,144 entries. Ferrite applies the same rule so that both servers
+/// remember the same number of recent calls by default.
+pub fn retry_cache_capacity(heap_bytes: u64, percent: f64) -> usize {
+    if percent <= 0.0 || heap_bytes == 0 {
+        return 0;
+    }
+    let bytes = heap_bytes as f64 * percent / 100.0;
+    let exponent = ((bytes.log2() + 0.5).floor() as i64 - 3).clamp(0, 30);
+    1usize << exponent
 }
 
 /// Parses `128m`, `1g`, `4096` (Hadoop's size suffixes k, m, g, t, p).
@@ -294,8 +328,16 @@ impl Config {
                 "fs.defaultFS" | "fs.default.name" => self.default_fs = Some(value.trim().into()),
                 "dfs.namenode.enable.retrycache" => self.retry_cache_enabled = boolean()?,
                 "dfs.namenode.retrycache.expirytime.millis" => self.retry_cache_expiry_ms = num()?,
+                "dfs.namenode.retrycache.heap.percent" => {
+                    self.retry_cache_heap_percent = value
+                        .trim()
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|p| (0.0..=100.0).contains(p))
+                        .ok_or_else(|| bad("expected a percentage between 0 and 100"))?
+                }
                 "ferrite.namenode.retrycache.max-entries" => {
-                    self.retry_cache_max_entries = num()? as usize
+                    self.retry_cache_max_entries = Some(num()? as usize)
                 }
                 _ => unknown.push(key.to_string()),
             }
@@ -407,6 +449,16 @@ pub fn parse_site_xml(text: &str) -> Result<BTreeMap<String, String>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retry_cache_capacity_follows_hadoops_heap_rule() {
+        // A 6 GiB heap (the JVM default on a 24 GiB machine) at 0.03%: 2^18.
+        assert_eq!(retry_cache_capacity(6 << 30, 0.03), 1 << 18);
+        assert_eq!(retry_cache_capacity(1 << 30, 0.03), 1 << 15);
+        assert_eq!(retry_cache_capacity(6 << 30, 0.0), 0);
+        assert_eq!(retry_cache_capacity(1 << 40, 100.0), 1 << 30);
+        assert_eq!(retry_cache_capacity(1, 0.03), 1);
+    }
 
     #[test]
     fn sizes() {

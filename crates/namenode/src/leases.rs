@@ -2,37 +2,46 @@
 //! Pure bookkeeping with times passed in (milliseconds), so expiry is tested directly.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use crate::namespace::Op;
+
+/// Every create passes through these maps under the namespace lock: a fast hash, and the
+/// holder's name shared (not copied per file) keep that cheap in time and memory.
+type Fold = foldhash::fast::RandomState;
 
 #[derive(Debug, Default)]
 pub struct Lease {
     pub last_renewed_ms: i64,
     /// Inode ids of the files this holder has open.
-    pub files: HashSet<u64>,
+    pub files: HashSet<u64, Fold>,
 }
 
 #[derive(Debug, Default)]
 pub struct Leases {
-    holders: HashMap<String, Lease>,
+    holders: HashMap<Arc<str>, Lease, Fold>,
     /// Inode id → holder, to drop a file's lease when it is closed or deleted.
-    by_file: HashMap<u64, String>,
+    by_file: HashMap<u64, Arc<str>, Fold>,
 }
 
 impl Leases {
     pub fn add(&mut self, holder: &str, file_id: u64, now_ms: i64) {
-        let lease = self.holders.entry(holder.to_string()).or_default();
+        let name = match self.holders.get_key_value(holder) {
+            Some((name, _)) => name.clone(),
+            None => Arc::from(holder),
+        };
+        let lease = self.holders.entry(name.clone()).or_default();
         lease.last_renewed_ms = now_ms;
         lease.files.insert(file_id);
-        self.by_file.insert(file_id, holder.to_string());
+        self.by_file.insert(file_id, name);
     }
 
     pub fn remove_file(&mut self, file_id: u64) {
         if let Some(holder) = self.by_file.remove(&file_id) {
-            if let Some(lease) = self.holders.get_mut(&holder) {
+            if let Some(lease) = self.holders.get_mut(&*holder) {
                 lease.files.remove(&file_id);
                 if lease.files.is_empty() {
-                    self.holders.remove(&holder);
+                    self.holders.remove(&*holder);
                 }
             }
         }
@@ -68,7 +77,7 @@ impl Leases {
         self.holders
             .iter()
             .filter(|(_, l)| now_ms - l.last_renewed_ms > hard_limit_ms)
-            .map(|(h, l)| (h.clone(), l.files.iter().copied().collect()))
+            .map(|(h, l)| (h.to_string(), l.files.iter().copied().collect()))
             .collect()
     }
 
@@ -77,7 +86,7 @@ impl Leases {
     }
 
     pub fn holder_of(&self, file_id: u64) -> Option<&str> {
-        self.by_file.get(&file_id).map(String::as_str)
+        self.by_file.get(&file_id).map(|h| &**h)
     }
 }
 

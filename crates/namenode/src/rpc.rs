@@ -27,10 +27,13 @@ type Res<T> = Result<T, RpcError>;
 /// Builds the dispatch table of everything the NameNode answers.
 pub fn router(state: Nn) -> Router<NnState> {
     let c = &state.cfg;
-    let capacity = if c.retry_cache_enabled {
-        c.retry_cache_max_entries
-    } else {
-        0
+    let capacity = match (c.retry_cache_enabled, c.retry_cache_max_entries) {
+        (false, _) => 0,
+        (true, Some(n)) => n,
+        (true, None) => crate::config::retry_cache_capacity(
+            crate::config::default_java_heap(),
+            c.retry_cache_heap_percent,
+        ),
     };
     let ttl = std::time::Duration::from_millis(c.retry_cache_expiry_ms);
     let mut r = Router::new(state.clone()).with_retry_cache(ttl, capacity);

@@ -50,7 +50,7 @@ impl JournalConfig {
             segment_max_bytes: 128 << 20,
             segment_max_txns: 1_000_000,
             prealloc_chunk: 4 << 20,
-            tail_bytes: 64 << 20,
+            tail_bytes: 16 << 20,
         }
     }
 }

@@ -42,16 +42,20 @@ pub struct Effects {
 pub const FIRST_BLOCK_ID: u64 = (1 << 30) + 1;
 pub const FIRST_GENERATION_STAMP: u64 = 1001;
 
+/// The id maps are consulted on every create, addBlock and block report, under the
+/// namespace lock: a fast hash (randomly seeded per process) rather than SipHash.
+type Fold = foldhash::fast::RandomState;
+
 pub struct Namespace {
     arena: Arena,
     /// Files open for write: inode id → slot. Lease recovery and fileId lookups use it.
-    open_files: std::collections::HashMap<u64, Slot>,
+    open_files: std::collections::HashMap<u64, Slot, Fold>,
     names: NameArena,
     users: Interner,
     /// Block id → the file that holds it: how block reports find their files.
     /// (A block's index in its file never changes: blocks are only appended, and only the
     /// last is ever abandoned.)
-    block_files: std::collections::HashMap<u64, (Slot, u32)>,
+    block_files: std::collections::HashMap<u64, (Slot, u32), Fold>,
     next_inode_id: u64,
     /// Never reused, even after a delete: a DataNode may still hold replicas of a dead block.
     next_block_id: u64,

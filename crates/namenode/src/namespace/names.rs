@@ -76,7 +76,8 @@ impl NameArena {
 #[derive(Default)]
 pub struct Interner {
     names: Vec<String>,
-    ids: HashMap<String, u32>,
+    /// Looked up for the owner and group of every create: a fast hash.
+    ids: HashMap<String, u32, foldhash::fast::RandomState>,
 }
 
 impl Interner {
