@@ -35,7 +35,7 @@ fn encode_dir(d: &Dir, out: &mut Vec<u8>) {
     out.extend_from_slice(&d.perm.to_le_bytes());
     out.extend_from_slice(&d.updated.to_le_bytes());
     out.extend_from_slice(&(d.children.len() as u32).to_le_bytes());
-    for (name, node) in &d.children {
+    for (name, node) in d.children.iter() {
         out.extend_from_slice(&(name.len() as u32).to_le_bytes());
         out.extend_from_slice(name.as_bytes());
         match node {
@@ -137,7 +137,7 @@ fn decode_dir(r: &mut Reader) -> Result<Dir, DecodeError> {
             1 => Node::Dir(Box::new(decode_dir(r)?)),
             k => return Err(DecodeError::BadTag(k)),
         };
-        d.children.insert(name.into(), node);
+        d.children.insert(&name, node);
     }
     d.recount();
     Ok(d)

@@ -5,6 +5,7 @@
 //! [`Summary`] is pure state: records go in with their txids, answers come out. The task
 //! that feeds it from the journal lives in [`follow`]; its checkpoint format in [`codec`].
 
+mod children;
 pub mod codec;
 pub mod follow;
 pub mod shard;
@@ -190,7 +191,7 @@ fn build_dir(ns: &Namespace, slot: u32) -> Dir {
                 }
             };
             let name = String::from_utf8_lossy(ns.name(c));
-            dir.children.insert(name.into(), node);
+            dir.children.insert(&name, node);
         }
     }
     dir.recount();

@@ -40,7 +40,7 @@ impl Sharded {
             })
             .collect();
         for (name, node) in root.children.drain() {
-            shards[shard_of(&name, n)].root.children.insert(name, node);
+            shards[shard_of(&name, n)].root.children.insert(&name, node);
         }
         for s in &mut shards {
             s.root.recount();

@@ -6,14 +6,12 @@
 //! Subtrees are owned by their parents, so a rename or delete of a whole subtree moves or
 //! drops one map entry and patches the two ancestor chains by the subtree's totals.
 
-use std::collections::HashMap;
-
 use smallvec::SmallVec;
 
 use super::totals::{restricts, Part, Patch, Totals};
 use crate::namespace::Op;
 
-pub type Children = HashMap<Box<str>, Node, foldhash::fast::RandomState>;
+pub use super::children::Children;
 
 pub struct Dir {
     pub perm: u16,
@@ -64,7 +62,7 @@ impl Dir {
             Node::Dir(_) => self.direct_dirs += 1,
             Node::File(_) => self.direct_files += 1,
         }
-        self.children.insert(name.into(), node);
+        self.children.insert(name, node);
     }
 
     /// Recomputes this directory's counters from its children, whose own counters must
