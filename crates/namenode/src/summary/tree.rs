@@ -116,7 +116,7 @@ fn descend<R>(
     let out = if rest.is_empty() {
         leaf(dir, first)?
     } else {
-        match dir.children.get_mut(*first) {
+        match dir.children.get_mut(first) {
             Some(Node::Dir(child)) => descend(child, rest, now, leaf)?,
             Some(Node::File(_)) => return Err(format!("{first} is a file")),
             None => return Err(format!("{first} does not exist")),
@@ -181,12 +181,12 @@ impl Tree {
             return Some(Found::Dir(&self.root));
         };
         for name in parents {
-            match dir.children.get(*name)? {
+            match dir.children.get(name)? {
                 Node::Dir(d) => dir = d,
                 Node::File(_) => return None,
             }
         }
-        match dir.children.get(*last)? {
+        match dir.children.get(last)? {
             Node::Dir(d) => Some(Found::Dir(d)),
             Node::File(f) => Some(Found::File(f)),
         }
