@@ -423,12 +423,19 @@ pub async fn create(nn: Nn, ctx: CallCtx, req: CreateRequestProto) -> Res<Create
         block_size: req.block_size,
     };
     let now = crate::state::now_ms();
+    // The answer is found by the new file's inode id, not by walking the path a third time.
     let fs = nn
         .commit_then(
-            |ns| Ok(((), ns.plan_create(&caller, &args, now)?)),
-            |ns, ()| {
-                ns.existing(&req.src)
-                    .ok()
+            |ns| {
+                let ops = ns.plan_create(&caller, &args, now)?;
+                let id = ops.iter().find_map(|op| match op {
+                    crate::namespace::Op::Create { id, .. } => Some(*id),
+                    _ => None,
+                });
+                Ok((id, ops))
+            },
+            |ns, id| {
+                id.and_then(|id| ns.open_file_slot(id))
                     .map(|slot| status_proto(&ns.status(slot, false)))
             },
         )
