@@ -31,6 +31,69 @@ pub fn restricts(perm: u16) -> bool {
     perm & 0o555 != 0o555
 }
 
+/// File counts per size bucket. Most directories of a big tree have no file below them (a
+/// leaf made by mkdirs, say): their histogram is not allocated, which saves its 328 bytes
+/// in each of them. It is dropped again when the last file below goes.
+#[derive(Clone, Debug, Default)]
+pub struct Hist(Option<Box<[u64; BUCKETS]>>);
+
+static NO_FILES: u64 = 0;
+
+impl Hist {
+    fn buckets(&mut self) -> &mut [u64; BUCKETS] {
+        self.0.get_or_insert_with(|| Box::new([0; BUCKETS]))
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        (0..BUCKETS).map(|i| self[i])
+    }
+
+    pub fn to_vec(&self) -> Vec<u64> {
+        self.iter().collect()
+    }
+
+    fn add(&mut self, o: &Hist) {
+        if let Some(ob) = &o.0 {
+            for (a, b) in self.buckets().iter_mut().zip(ob.iter()) {
+                *a += b;
+            }
+        }
+    }
+
+    fn sub(&mut self, o: &Hist) {
+        if let Some(ob) = &o.0 {
+            for (a, b) in self.buckets().iter_mut().zip(ob.iter()) {
+                *a -= b;
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl std::ops::Index<usize> for Hist {
+    type Output = u64;
+    fn index(&self, i: usize) -> &u64 {
+        self.0.as_ref().map_or(&NO_FILES, |b| &b[i])
+    }
+}
+
+impl std::ops::IndexMut<usize> for Hist {
+    fn index_mut(&mut self, i: usize) -> &mut u64 {
+        &mut self.buckets()[i]
+    }
+}
+
+impl PartialEq for Hist {
+    fn eq(&self, o: &Hist) -> bool {
+        self.iter().eq(o.iter())
+    }
+}
+
+impl Eq for Hist {}
+
 /// A subtree's totals, the directory itself included.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Totals {
@@ -42,7 +105,7 @@ pub struct Totals {
     pub raw: u64,
     /// Directories that [`restricts`].
     pub restricted: u64,
-    pub hist: [u64; BUCKETS],
+    pub hist: Hist,
 }
 
 impl Default for Totals {
@@ -53,7 +116,7 @@ impl Default for Totals {
             bytes: 0,
             raw: 0,
             restricted: 0,
-            hist: [0; BUCKETS],
+            hist: Hist::default(),
         }
     }
 }
@@ -65,9 +128,7 @@ impl Totals {
         self.bytes += o.bytes;
         self.raw += o.raw;
         self.restricted += o.restricted;
-        for (a, b) in self.hist.iter_mut().zip(&o.hist) {
-            *a += b;
-        }
+        self.hist.add(&o.hist);
     }
 
     pub fn sub(&mut self, o: &Totals) {
@@ -76,8 +137,13 @@ impl Totals {
         self.bytes -= o.bytes;
         self.raw -= o.raw;
         self.restricted -= o.restricted;
-        for (a, b) in self.hist.iter_mut().zip(&o.hist) {
-            *a -= b;
+        self.hist.sub(&o.hist);
+    }
+
+    /// No file below, so every bucket is zero: give the histogram's memory back.
+    fn drop_empty_hist(&mut self) {
+        if self.files == 0 {
+            self.hist.clear();
         }
     }
 
@@ -146,6 +212,7 @@ impl Patch {
             }
             Part::Tree(o) => t.add(o),
         }
+        t.drop_empty_hist();
     }
 }
 
@@ -185,5 +252,24 @@ mod tests {
         assert_eq!((t.files, t.bytes, t.raw), (1, 5000, 10_000));
         assert_eq!(t.hist[bucket(5000)], 1);
         assert_eq!(t.hist.iter().sum::<u64>(), 1);
+    }
+
+    #[test]
+    fn a_histogram_exists_only_while_files_do() {
+        let mut t = Totals::of_dir(0o755);
+        assert!(t.hist.0.is_none(), "an empty directory holds no histogram");
+        let one = Patch {
+            sub: Part::Nothing,
+            add: Part::File { len: 1, repl: 1 },
+        };
+        one.apply(&mut t);
+        assert_eq!(t.hist[0], 1);
+        Patch {
+            sub: Part::File { len: 1, repl: 1 },
+            add: Part::Nothing,
+        }
+        .apply(&mut t);
+        assert!(t.hist.0.is_none(), "dropped with the last file");
+        assert_eq!(t, Totals::of_dir(0o755));
     }
 }
