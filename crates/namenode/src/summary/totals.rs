@@ -95,7 +95,7 @@ impl PartialEq for Hist {
 impl Eq for Hist {}
 
 /// A subtree's totals, the directory itself included.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Totals {
     pub files: u64,
     pub dirs: u64,
@@ -106,19 +106,6 @@ pub struct Totals {
     /// Directories that [`restricts`].
     pub restricted: u64,
     pub hist: Hist,
-}
-
-impl Default for Totals {
-    fn default() -> Self {
-        Totals {
-            files: 0,
-            dirs: 0,
-            bytes: 0,
-            raw: 0,
-            restricted: 0,
-            hist: Hist::default(),
-        }
-    }
 }
 
 impl Totals {
