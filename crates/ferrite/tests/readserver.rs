@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::*;
+use ferrite_client::block_reader::op_header;
 use ferrite_client::{CreateOptions, FileSystem};
 use ferrite_ipc::client::IpcClient;
 use ferrite_ipc::DATANODE_STATS_PROTOCOL;
@@ -106,14 +107,7 @@ async fn read_range(
     len: u64,
 ) -> Result<Vec<u8>, String> {
     let o = OpReadBlockProto {
-        header: ClientOperationHeaderProto {
-            base_header: BaseHeaderProto {
-                block: lb.b.clone(),
-                token: Some(lb.block_token.clone()),
-                trace_info: None,
-            },
-            client_name: "readserver-test".into(),
-        },
+        header: op_header(lb, "readserver-test"),
         offset,
         len,
         send_checksums: Some(true),

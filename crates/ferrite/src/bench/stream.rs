@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::Args;
+use ferrite_client::block_reader::op_header;
 use ferrite_client::FileSystem;
 use ferrite_proto::hdfs::*;
 use ferrite_transfer::checksum::{Checksum, Kind};
@@ -67,14 +68,7 @@ async fn read_block(
 ) -> anyhow::Result<u64> {
     let len = lb.b.num_bytes.unwrap_or(0);
     let o = OpReadBlockProto {
-        header: ClientOperationHeaderProto {
-            base_header: BaseHeaderProto {
-                block: lb.b.clone(),
-                token: Some(lb.block_token.clone()),
-                trace_info: None,
-            },
-            client_name: "ferrite-bench-stream".into(),
-        },
+        header: op_header(lb, "ferrite-bench-stream"),
         offset: 0,
         len,
         send_checksums: Some(true),
