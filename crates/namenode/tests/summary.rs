@@ -3,7 +3,7 @@
 //! from its checkpoint after a restart, catching up from the journal when the checkpoint is
 //! older than the namespace.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -60,6 +60,20 @@ async fn file(st: &NnState, path: &str, len: u64, replication: u16) {
     st.commit(|ns| ns.plan_complete(path, "c", 0, prev, 2, |_| true))
         .await
         .unwrap();
+}
+
+/// Where the NameNode keeps its summary checkpoint under `dir`.
+fn checkpoint_file(dir: &Path) -> PathBuf {
+    dir.join("name/summary/summary.ckpt")
+}
+
+/// A NameNode's first life in `dir`: the workload, then a clean shutdown, which leaves a
+/// summary checkpoint; returns its path.
+async fn first_run(dir: &Path) -> PathBuf {
+    let nn = start(dir).await;
+    workload(&nn.state, 0).await;
+    nn.shutdown().await;
+    checkpoint_file(dir)
 }
 
 async fn workload(st: &NnState, round: u64) {
@@ -152,7 +166,7 @@ async fn answers_come_from_the_summary_and_survive_restarts() {
     workload(&nn.state, 0).await;
     check_all(&nn, PATHS).await;
     nn.shutdown().await;
-    let ckpt = dir.path().join("name/summary/summary.ckpt");
+    let ckpt = checkpoint_file(dir.path());
     assert!(ckpt.exists(), "a clean shutdown checkpoints the summary");
     let old = std::fs::read(&ckpt).unwrap();
 
@@ -185,10 +199,7 @@ async fn answers_come_from_the_summary_and_survive_restarts() {
 #[tokio::test]
 async fn a_damaged_checkpoint_is_rebuilt_from_the_namespace() {
     let dir = tempfile::tempdir().unwrap();
-    let nn = start(dir.path()).await;
-    workload(&nn.state, 0).await;
-    nn.shutdown().await;
-    let ckpt = dir.path().join("name/summary/summary.ckpt");
+    let ckpt = first_run(dir.path()).await;
     let mut bytes = std::fs::read(&ckpt).unwrap();
     let mid = bytes.len() / 2;
     bytes[mid] ^= 0x40;
@@ -306,10 +317,7 @@ async fn read_edits_serves_a_follower_from_the_segments() {
 #[tokio::test]
 async fn a_checkpoint_behind_the_purged_journal_is_rebuilt() {
     let dir = tempfile::tempdir().unwrap();
-    let nn = start(dir.path()).await;
-    workload(&nn.state, 0).await;
-    nn.shutdown().await;
-    let ckpt = dir.path().join("name/summary/summary.ckpt");
+    let ckpt = first_run(dir.path()).await;
     let old = std::fs::read(&ckpt).unwrap();
     // Another run: its edits go to a segment of their own, finalized at shutdown.
     let nn = start(dir.path()).await;
