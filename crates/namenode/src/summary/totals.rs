@@ -31,17 +31,50 @@ pub fn restricts(perm: u16) -> bool {
     perm & 0o555 != 0o555
 }
 
-/// File counts per size bucket. Most directories of a big tree have no file below them (a
-/// leaf made by mkdirs, say): their histogram is not allocated, which saves its 328 bytes
-/// in each of them. It is dropped again when the last file below goes.
+/// File counts per size bucket, kept for the span of buckets that have held a file: most
+/// directories' files are of a size or two (a tree of empty files uses bucket 0 alone), so
+/// a full 41-bucket array (328 bytes) in every directory with files was mostly zeros.
+/// Directories with no file below (a leaf made by mkdirs, say) hold nothing; the span is
+/// dropped again when the last file below goes.
+///
+/// The box holds the first bucket of the span, then one count per bucket from there.
 #[derive(Clone, Debug, Default)]
-pub struct Hist(Option<Box<[u64; BUCKETS]>>);
+pub struct Hist(Option<Box<[u64]>>);
 
 static NO_FILES: u64 = 0;
 
 impl Hist {
-    fn buckets(&mut self) -> &mut [u64; BUCKETS] {
-        self.0.get_or_insert_with(|| Box::new([0; BUCKETS]))
+    /// The buckets held: (first, counts).
+    fn span(&self) -> (usize, &[u64]) {
+        match &self.0 {
+            Some(b) => (b[0] as usize, &b[1..]),
+            None => (0, &[]),
+        }
+    }
+
+    fn get(&self, i: usize) -> &u64 {
+        let (lo, counts) = self.span();
+        i.checked_sub(lo)
+            .and_then(|k| counts.get(k))
+            .unwrap_or(&NO_FILES)
+    }
+
+    /// Widens the span to hold buckets `lo..=hi`.
+    fn cover(&mut self, lo: usize, hi: usize) {
+        let (old_lo, counts) = self.span();
+        let old_hi = old_lo + counts.len();
+        if !counts.is_empty() && lo >= old_lo && hi < old_hi {
+            return;
+        }
+        let (new_lo, new_hi) = if counts.is_empty() {
+            (lo, hi + 1)
+        } else {
+            (lo.min(old_lo), (hi + 1).max(old_hi))
+        };
+        let mut b = vec![0u64; 1 + new_hi - new_lo];
+        b[0] = new_lo as u64;
+        b[1 + old_lo.max(new_lo) - new_lo..][..counts.len()].copy_from_slice(counts);
+        self.0 = Some(b.into_boxed_slice());
     }
 
     pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
@@ -53,18 +86,20 @@ impl Hist {
     }
 
     fn add(&mut self, o: &Hist) {
-        if let Some(ob) = &o.0 {
-            for (a, b) in self.buckets().iter_mut().zip(ob.iter()) {
-                *a += b;
-            }
+        let (lo, counts) = o.span();
+        if counts.is_empty() {
+            return;
+        }
+        self.cover(lo, lo + counts.len() - 1);
+        for (k, c) in counts.iter().enumerate() {
+            self[lo + k] += c;
         }
     }
 
     fn sub(&mut self, o: &Hist) {
-        if let Some(ob) = &o.0 {
-            for (a, b) in self.buckets().iter_mut().zip(ob.iter()) {
-                *a -= b;
-            }
+        let (lo, counts) = o.span();
+        for (k, c) in counts.iter().enumerate().filter(|(_, c)| **c != 0) {
+            self[lo + k] -= c;
         }
     }
 
@@ -76,13 +111,19 @@ impl Hist {
 impl std::ops::Index<usize> for Hist {
     type Output = u64;
     fn index(&self, i: usize) -> &u64 {
-        self.0.as_ref().map_or(&NO_FILES, |b| &b[i])
+        self.get(i)
     }
 }
 
 impl std::ops::IndexMut<usize> for Hist {
     fn index_mut(&mut self, i: usize) -> &mut u64 {
-        &mut self.buckets()[i]
+        assert!(i < BUCKETS, "bucket {i} of {BUCKETS}");
+        self.cover(i, i);
+        let lo = self.span().0;
+        match &mut self.0 {
+            Some(b) => &mut b[1 + i - lo],
+            None => unreachable!("covered above"),
+        }
     }
 }
 
@@ -221,6 +262,34 @@ mod tests {
             assert_eq!(bucket(bucket_limit(i) - 1), i);
             assert_eq!(bucket(bucket_limit(i)), i + 1);
         }
+    }
+
+    #[test]
+    fn histograms_add_and_subtract_as_full_arrays_do() {
+        // Spans that start, end and overlap at different buckets, against plain arrays.
+        let spans = [(3, 5), (0, 0), (7, 12), (4, 40), (40, 40), (1, 2)];
+        let mut sum = Hist::default();
+        let mut dense = [0u64; BUCKETS];
+        let mut parts = Vec::new();
+        for (n, &(lo, hi)) in spans.iter().enumerate() {
+            let mut h = Hist::default();
+            for i in (lo..=hi).rev() {
+                h[i] += (n * 100 + i) as u64;
+                dense[i] += (n * 100 + i) as u64;
+            }
+            sum.add(&h);
+            parts.push(h);
+            assert_eq!(sum.to_vec(), dense.to_vec());
+        }
+        for h in &parts {
+            sum.sub(h);
+            for (i, d) in dense.iter_mut().enumerate() {
+                *d -= h[i];
+            }
+            assert_eq!(sum.to_vec(), dense.to_vec());
+        }
+        assert_eq!(sum, Hist::default());
+        assert_eq!(sum[BUCKETS - 1], 0);
     }
 
     #[test]
