@@ -155,6 +155,15 @@ impl<S: Service> Router<S> {
         self
     }
 
+    /// Whether `method` changes the namespace, and so (on a NameNode) waits for its journal
+    /// sync before it answers. Unknown methods do not: they fail at once.
+    pub fn mutates(&self, protocol: &str, method: &str) -> bool {
+        self.table
+            .get(protocol)
+            .and_then(|m| m.get(method))
+            .is_some_and(|e| e.kind.mutating)
+    }
+
     /// Runs one call through the wrapper and returns its reply body.
     pub async fn dispatch(
         &self,
