@@ -19,26 +19,17 @@ pub struct BlockTokenId {
     pub expiry_ms: u64,
     pub key_id: u32,
     pub user: String,
-    pub pool: String,
     pub modes: Modes,
     /// Flat `(first, stride, count)` triples; see [`crate::runs`].
     pub runs: Vec<u64>,
 }
 
 impl BlockTokenId {
-    pub fn new(
-        expiry_ms: u64,
-        key_id: u32,
-        user: &str,
-        pool: &str,
-        modes: Modes,
-        runs: &[Run],
-    ) -> Self {
+    pub fn new(expiry_ms: u64, key_id: u32, user: &str, modes: Modes, runs: &[Run]) -> Self {
         BlockTokenId {
             expiry_ms,
             key_id,
             user: user.to_string(),
-            pool: pool.to_string(),
             modes,
             runs: flatten(runs),
         }
@@ -49,7 +40,6 @@ impl BlockTokenId {
             expiry_date: self.expiry_ms,
             key_id: self.key_id,
             user_id: self.user.clone(),
-            block_pool_id: self.pool.clone(),
             modes: self.modes.0,
             runs: self.runs.clone(),
         }
@@ -64,7 +54,6 @@ impl BlockTokenId {
             expiry_ms: p.expiry_date,
             key_id: p.key_id,
             user: p.user_id,
-            pool: p.block_pool_id,
             modes: Modes(p.modes),
             runs: p.runs,
         })
@@ -83,9 +72,9 @@ pub struct Token {
 }
 
 impl Token {
-    /// Signs an encoded identifier with `secret`.
-    pub fn sign(identifier: Bytes, secret: &[u8]) -> Token {
-        let password = mac(secret, &identifier)
+    /// Signs an encoded identifier, for block pool `pool`, with `secret`.
+    pub fn sign(identifier: Bytes, pool: &str, secret: &[u8]) -> Token {
+        let password = mac(secret, &identifier, pool)
             .finalize()
             .into_bytes()
             .to_vec()
@@ -106,16 +95,21 @@ impl Token {
     }
 }
 
-/// Whether `password` is the HMAC of `identifier` under `secret`, compared in constant
-/// time so that a forger learns nothing from how long a refusal takes.
-pub fn signature_matches(secret: &[u8], identifier: &[u8], password: &[u8]) -> bool {
-    mac(secret, identifier).verify_slice(password).is_ok()
+/// Whether `password` is the HMAC of `identifier` and `pool` under `secret`, compared in
+/// constant time so that a forger learns nothing from how long a refusal takes.
+pub fn signature_matches(secret: &[u8], identifier: &[u8], pool: &str, password: &[u8]) -> bool {
+    mac(secret, identifier, pool).verify_slice(password).is_ok()
 }
 
-fn mac(secret: &[u8], identifier: &[u8]) -> HmacSha1 {
+/// HMAC-SHA1 of the identifier, the pool's id and that id's length. The length comes last
+/// so that the signed bytes split into (identifier, pool) one way only: no identifier with
+/// a pool's first bytes moved onto its end signs the same as the original.
+fn mac(secret: &[u8], identifier: &[u8], pool: &str) -> HmacSha1 {
     // HMAC takes keys of any length; this cannot fail.
     let mut m = HmacSha1::new_from_slice(secret).expect("HMAC accepts any key length");
     m.update(identifier);
+    m.update(pool.as_bytes());
+    m.update(&(pool.len() as u64).to_le_bytes());
     m
 }
 
@@ -130,7 +124,6 @@ mod tests {
             1_700_000_000_000,
             42,
             "alice",
-            "BP-1-127.0.0.1-1",
             Modes::READ,
             &runs_of([10, 11, 12, 99]),
         );
@@ -150,11 +143,29 @@ mod tests {
     #[test]
     fn signatures_verify_only_with_the_key_and_bytes_signed() {
         let ident = Bytes::from_static(b"identifier");
-        let t = Token::sign(ident.clone(), b"secret");
+        let t = Token::sign(ident.clone(), "BP-1", b"secret");
         assert_eq!(t.password.len(), 20);
-        assert!(signature_matches(b"secret", &ident, &t.password));
-        assert!(!signature_matches(b"other", &ident, &t.password));
-        assert!(!signature_matches(b"secret", b"identifies", &t.password));
-        assert!(!signature_matches(b"secret", &ident, &t.password[..19]));
+        assert!(signature_matches(b"secret", &ident, "BP-1", &t.password));
+        assert!(!signature_matches(b"other", &ident, "BP-1", &t.password));
+        assert!(!signature_matches(
+            b"secret",
+            b"identifies",
+            "BP-1",
+            &t.password
+        ));
+        assert!(!signature_matches(
+            b"secret",
+            &ident,
+            "BP-1",
+            &t.password[..19]
+        ));
+        // The pool is signed: another pool, or the same bytes split elsewhere, fail.
+        assert!(!signature_matches(b"secret", &ident, "BP-2", &t.password));
+        assert!(!signature_matches(
+            b"secret",
+            b"identifierB",
+            "P-1",
+            &t.password
+        ));
     }
 }

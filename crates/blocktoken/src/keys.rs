@@ -187,15 +187,11 @@ impl KeyManager {
         groups(ids, MAX_RUNS)
             .into_iter()
             .map(|(range, runs)| {
-                let id = BlockTokenId::new(
-                    expiry,
-                    self.current.id,
-                    grant.user,
-                    grant.pool,
-                    grant.modes,
-                    &runs,
-                );
-                (range, Token::sign(id.encode(), &self.current.secret))
+                let id = BlockTokenId::new(expiry, self.current.id, grant.user, grant.modes, &runs);
+                (
+                    range,
+                    Token::sign(id.encode(), grant.pool, &self.current.secret),
+                )
             })
             .collect()
     }
@@ -288,19 +284,14 @@ impl KeyRing {
             .keys
             .get(&id.key_id)
             .ok_or(TokenError::UnknownKey(id.key_id))?;
-        if !signature_matches(&key.secret, &token.identifier, &token.password) {
+        // The pool is part of what was signed: a token for another pool fails here.
+        if !signature_matches(&key.secret, &token.identifier, pool, &token.password) {
             return Err(TokenError::BadSignature(id.key_id));
         }
         if id.expiry_ms <= now_ms {
             return Err(TokenError::Expired {
                 expiry_ms: id.expiry_ms,
                 now_ms,
-            });
-        }
-        if id.pool != pool {
-            return Err(TokenError::WrongPool {
-                have: id.pool,
-                want: pool.to_string(),
             });
         }
         if !id.covers(block_id) {
@@ -334,11 +325,10 @@ impl KeyRing {
             now_ms + self.lifetime_ms,
             key.id,
             grant.user,
-            grant.pool,
             grant.modes,
             &runs_of([block_id]),
         );
-        Ok(Token::sign(id.encode(), &key.secret).to_proto())
+        Ok(Token::sign(id.encode(), grant.pool, &key.secret).to_proto())
     }
 }
 
@@ -454,7 +444,7 @@ mod tests {
         ));
         assert!(matches!(
             ring.check(Some(&t), 1, "BP-other", 5, Modes::READ),
-            Err(TokenError::WrongPool { .. })
+            Err(TokenError::BadSignature(_))
         ));
     }
 

@@ -70,12 +70,11 @@ pub enum TokenError {
     Malformed(String),
     #[error("block token is signed with key {0}, which this DataNode does not have")]
     UnknownKey(u32),
-    #[error("block token signature does not match its identifier (key {0})")]
+    /// Also a token for another block pool: the pool is signed, not carried.
+    #[error("block token signature does not match its identifier and block pool (key {0})")]
     BadSignature(u32),
     #[error("block token expired at {expiry_ms} (now {now_ms})")]
     Expired { expiry_ms: u64, now_ms: u64 },
-    #[error("block token is for block pool {have}, not {want}")]
-    WrongPool { have: String, want: String },
     #[error("block token does not cover blk_{0}")]
     NotCovered(u64),
     #[error("block token allows {have}, not {want}")]
