@@ -2,7 +2,8 @@
 # Block access tokens, Ferrite against Apache HDFS 3.4.1 (HDFS-1081's benchmark): the raw
 # getBlockLocations round trip with Hadoop's own client (ClientProtocol, one call at a
 # time) for files of 1..1000 blocks, tokens off and on, on one NameNode + one DataNode of
-# each system. Prints mean and median per size, the cost of tokens on each system, Ferrite
+# each system (the off and on clusters of a system run side by side, their calls
+# alternating). Prints mean and median per size, the cost of tokens on each system, Ferrite
 # against HDFS, and each NameNode's CPU per call at 1,000 blocks. Raw output goes to
 # bench/run/tokens-<time>/.
 #
@@ -21,25 +22,32 @@ CLASSES="$WORK/classes"; mkdir -p "$CLASSES"
 javac -cp "$HADOOP_CP" -d "$CLASSES" "$ROOT/bench/java/src/TokenBench.java"
 echo "# reps=$REPS calls=$CALLS sizes=$SIZES  $(nproc) cpus  $(date -u)" | tee "$OUT/params"
 
-bench() {  # bench SYSTEM TOKENS
-  write_site "$WORK/client" core "fs.defaultFS=$URL"
-  local cp="$WORK/client:$CLASSES:$HADOOP_CP" rep
-  java $JAVA_OPTS -cp "$cp" TokenBench "$URL" prepare "$SIZES" 2>>"$OUT/client-$1.log"
+# Per system, two clusters side by side, tokens off (target 0) and on (target 1); every
+# run's JVM alternates its calls between them (see TokenBench), so the on/off ratio is
+# measured under the same load and JIT state.
+bench() {  # bench SYSTEM URL_OFF,URL_ON PID_OFF,PID_ON
+  write_site "$WORK/client" core "fs.defaultFS=${2%%,*}"
+  local cp="$WORK/client:$CLASSES:$HADOOP_CP" rep url
+  for url in ${2//,/ }; do
+    java $JAVA_OPTS -cp "$cp" TokenBench "$url" prepare "$SIZES" 2>>"$OUT/client-$1.log"
+  done
   for rep in $(seq 1 "$REPS"); do
-    java $JAVA_OPTS -cp "$cp" TokenBench "$URL" measure "$SIZES" "$CALLS" "$PID" 2>>"$OUT/client-$1.log" \
-      | sed "s/^/system=$1 tokens=$2 rep=$rep /; s/\$/ load=$(loadavg | tr ' ' ,)/" | tee -a "$OUT/results.txt"
+    java $JAVA_OPTS -cp "$cp" TokenBench "$2" measure "$SIZES" "$CALLS" "$3" 2>>"$OUT/client-$1.log" \
+      | sed "s/^target=0 /system=$1 tokens=false rep=$rep /; s/^target=1 /system=$1 tokens=true rep=$rep /" \
+      | sed "s/\$/ load=$(loadavg | tr ' ' ,)/" | tee -a "$OUT/results.txt"
   done
 }
 
 for sys in hdfs ferrite; do
+  urls=() pids=() all_pids=""
   for tokens in false true; do
     export NN_EXTRA="dfs.block.access.token.enable=$tokens"
-    if [ "$sys" = hdfs ]; then start_hdfs_cluster "$WORK/hdfs" 1; else start_ferrite_cluster "$WORK/ferrite" 1; fi
-    bench "$sys" "$tokens"
-    stop_server "$PID"
-    for p in ${DN_PIDS:-}; do stop_server "$p"; done
+    if [ "$sys" = hdfs ]; then start_hdfs_cluster "$WORK/hdfs-$tokens" 1; else start_ferrite_cluster "$WORK/ferrite-$tokens" 1; fi
+    urls+=("$URL"); pids+=("$PID"); all_pids="$all_pids $PID ${DN_PIDS:-}"
     DN_PIDS=""
   done
+  bench "$sys" "${urls[0]},${urls[1]}" "${pids[0]},${pids[1]}"
+  for p in $all_pids; do stop_server "$p"; done
 done
 python3 "$ROOT/bench/summarize_tokens.py" "$OUT/results.txt" | tee "$OUT/summary.txt"
 echo "raw output: $OUT"
