@@ -9,13 +9,6 @@ mod summary_service;
 
 use clap::{Parser, Subcommand};
 
-/// mimalloc instead of glibc's malloc: after NNThroughputBenchmark's suite the NameNode held
-/// 400 MiB of RSS under glibc (its per-thread arenas keep freed pages) and 301 MiB under
-/// mimalloc, which gives freed pages back; in-process opens got no slower. Its C source
-/// builds in seconds.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[derive(Parser)]
 #[command(
     name = "ferrite",
