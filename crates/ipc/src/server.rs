@@ -464,7 +464,7 @@ This is not the correct port for the web interface on this daemon.\r\n",
 /// Runs a lookup (getFileInfo, getBlockLocations…) on the reader's own task when it finishes
 /// without waiting, and anything else as a task of its own. A task per lookup cost a wake-up
 /// of another worker and a context switch per call under NNThroughputBenchmark, whose
-/// threads share one connection: 30% of the NameNode's CPU per open. Mutations (`waits`)
+/// threads share one connection: a third of the NameNode's CPU per open. Mutations (`waits`)
 /// wait for their journal sync, so they are spawned at once; polling them here first
 /// measured ~7% more CPU per create.
 ///

@@ -5,9 +5,10 @@
 //! map from boxed names each entry cost ~120 bytes; a hash table per small directory still
 //! cost ~800 bytes for eight entries (buckets at half load, control bytes, a doubled name
 //! buffer). So a directory's names sit back to back in one buffer, and its entries (an
-//! offset and length beside the node, 32 bytes) are a plain list searched in order while
-//! there are at most [`FEW`] of them, and a hash table once there are more. A removed name
-//! leaves a gap; the buffer is rewritten once gaps are most of it.
+//! offset and length beside the node, 32 bytes) are a plain list searched in order until
+//! the directory first holds more than [`FEW`], and a hash table from then on (a directory
+//! that shrank again keeps its table). A removed name leaves a gap; the buffer is
+//! rewritten once gaps are most of it.
 
 use hashbrown::HashTable;
 
@@ -201,18 +202,22 @@ impl Children {
         Some(e.node)
     }
 
-    fn entries_mut(&mut self) -> Box<dyn Iterator<Item = &mut Entry> + '_> {
-        match &mut self.index {
-            Index::Few(v) => Box::new(v.iter_mut()),
-            Index::Many(t) => Box::new(t.table.iter_mut()),
-        }
+    // One of the two halves of each chain is empty: an iterator over either form without
+    // boxing it.
+    fn entries_mut(&mut self) -> impl Iterator<Item = &mut Entry> {
+        let (few, many) = match &mut self.index {
+            Index::Few(v) => (Some(v.iter_mut()), None),
+            Index::Many(t) => (None, Some(t.table.iter_mut())),
+        };
+        few.into_iter().flatten().chain(many.into_iter().flatten())
     }
 
-    fn entries(&self) -> Box<dyn Iterator<Item = &Entry> + '_> {
-        match &self.index {
-            Index::Few(v) => Box::new(v.iter()),
-            Index::Many(t) => Box::new(t.table.iter()),
-        }
+    fn entries(&self) -> impl Iterator<Item = &Entry> {
+        let (few, many) = match &self.index {
+            Index::Few(v) => (Some(v.iter()), None),
+            Index::Many(t) => (None, Some(t.table.iter())),
+        };
+        few.into_iter().flatten().chain(many.into_iter().flatten())
     }
 
     /// Rewrites the name buffer without its gaps.
