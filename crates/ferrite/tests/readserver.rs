@@ -269,13 +269,51 @@ async fn the_open_file_cap_holds_under_pressure() {
     cluster.stop();
 }
 
-/// Writes a file's pages back and drops them from the page cache.
+/// Writes a file's pages back and drops them from the page cache. The kernel may keep pages
+/// that are still under writeback (the full suite runs other tests at once), so the advice
+/// is repeated until `mincore` sees none of them resident.
 fn drop_cache(path: &Path) {
     let f = std::fs::File::open(path).unwrap();
-    f.sync_data().unwrap();
-    // SAFETY: a valid descriptor; advice only.
-    let r = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-    assert_eq!(r, 0);
+    for _ in 0..100 {
+        f.sync_data().unwrap();
+        // SAFETY: a valid descriptor; advice only.
+        let r = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        assert_eq!(r, 0);
+        if resident_pages(&f) == 0 {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!(
+        "the kernel kept {} pages of {path:?} cached",
+        resident_pages(&f)
+    );
+}
+
+/// How many of a file's pages are in the page cache.
+fn resident_pages(f: &std::fs::File) -> usize {
+    let len = f.metadata().unwrap().len() as usize;
+    if len == 0 {
+        return 0;
+    }
+    // SAFETY: a read-only shared mapping of a file we hold open, unmapped before returning;
+    // mincore only reports on it.
+    unsafe {
+        let m = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            0,
+        );
+        assert_ne!(m, libc::MAP_FAILED);
+        let mut vec = vec![0u8; len.div_ceil(4096)];
+        let r = libc::mincore(m, len, vec.as_mut_ptr());
+        libc::munmap(m, len);
+        assert_eq!(r, 0);
+        vec.iter().filter(|b| **b & 1 == 1).count()
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
