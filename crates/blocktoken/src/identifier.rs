@@ -145,27 +145,15 @@ mod tests {
         let ident = Bytes::from_static(b"identifier");
         let t = Token::sign(ident.clone(), "BP-1", b"secret");
         assert_eq!(t.password.len(), 20);
-        assert!(signature_matches(b"secret", &ident, "BP-1", &t.password));
-        assert!(!signature_matches(b"other", &ident, "BP-1", &t.password));
-        assert!(!signature_matches(
-            b"secret",
-            b"identifies",
-            "BP-1",
-            &t.password
-        ));
-        assert!(!signature_matches(
-            b"secret",
-            &ident,
-            "BP-1",
-            &t.password[..19]
-        ));
+        let verifies = |secret: &[u8], ident: &[u8], pool: &str, password: &[u8]| {
+            signature_matches(secret, ident, pool, password)
+        };
+        assert!(verifies(b"secret", &ident, "BP-1", &t.password));
+        assert!(!verifies(b"other", &ident, "BP-1", &t.password));
+        assert!(!verifies(b"secret", b"identifies", "BP-1", &t.password));
+        assert!(!verifies(b"secret", &ident, "BP-1", &t.password[..19]));
         // The pool is signed: another pool, or the same bytes split elsewhere, fail.
-        assert!(!signature_matches(b"secret", &ident, "BP-2", &t.password));
-        assert!(!signature_matches(
-            b"secret",
-            b"identifierB",
-            "P-1",
-            &t.password
-        ));
+        assert!(!verifies(b"secret", &ident, "BP-2", &t.password));
+        assert!(!verifies(b"secret", b"identifierB", "P-1", &t.password));
     }
 }
