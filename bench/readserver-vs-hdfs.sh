@@ -2,7 +2,7 @@
 # The DataNode read server against Apache HDFS 3.4.1's DataNode (HDFS-918's cases), one
 # DataNode each, replication 1, warm page cache, Hadoop's own client for both:
 #   1. one client streaming a SIZE MiB file: MiB/s, with the loopback single-stream limit
-#      measured in the same run;
+#      measured in the same run (alternating with the raw stream, medians of each);
 #   2. READERS clients doing 32 KiB preads at random offsets for SECS: ops/s, p50/p99, and
 #      DataNode CPU per read;
 #   3. SLOWN slow readers (4 KiB, then 500 ms asleep) for SLOW seconds;
@@ -56,11 +56,15 @@ run() {  # run SYSTEM: the four cases against the running cluster
   java $JAVA_OPTS -cp "$CP" ReadBench "$URL" stream /rb/f 1 > /dev/null 2>>"$OUT/client-$sys.log"  # warm the cache
   sleep 12  # threads left from the write's blocking work retire after 10 s idle
   echo "system=$sys phase=idle threads=$(awk '/^Threads/{print $2}' /proc/$DN/status) fds=$(ls /proc/$DN/fd | wc -l) rss_kb=$(awk '/^VmRSS/{print $2}' /proc/$DN/status)" | tee -a "$OUT/results.txt"
-  java $JAVA_OPTS -cp "$CP" ReadBench - loopback 8192 | sed "s/^/system=$sys phase=loopback /" | tee -a "$OUT/results.txt"
   for i in $(seq 1 "$REPS"); do phase "$sys" "stream$i" stream /rb/f 1; done
   # The server's own rate: READ_BLOCK packets received and dropped, no CRC work (and with
   # CRCs checked, for a client that verifies), by `ferrite bench stream` against each system.
-  "$FERRITE" bench stream --fs "$URL" /rb/f --reps "$REPS" | sed "s/^/system=$sys phase=raw_/" | tee -a "$OUT/results.txt"
+  # Each pass alternates with a loopback blast of twice the bytes, so that the limit and the
+  # stream see the same moments of this shared machine's load, and the medians compare.
+  for i in $(seq 1 $((2 * REPS))); do
+    java $JAVA_OPTS -cp "$CP" ReadBench - loopback $((2 * SIZE)) | sed "s/^/system=$sys phase=loopback /" | tee -a "$OUT/results.txt"
+    "$FERRITE" bench stream --fs "$URL" /rb/f --reps 1 | sed "s/^/system=$sys phase=raw_/" | tee -a "$OUT/results.txt"
+  done
   "$FERRITE" bench stream --fs "$URL" /rb/f --reps "$REPS" --verify | sed "s/^/system=$sys phase=rawv_/" | tee -a "$OUT/results.txt"
   # The same stream with Ferrite's Rust client (hardware CRC32C, no JVM), against each
   # system: the Java client tops out below what the servers can send.
