@@ -3,6 +3,7 @@
 mod admin;
 mod bench;
 mod dfs;
+mod memory;
 mod serve;
 mod summary;
 mod summary_service;
@@ -63,6 +64,12 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .max_blocking_threads(64)
         .build()?;
+    if matches!(
+        cli.cmd,
+        Cmd::Local(_) | Cmd::Namenode(_) | Cmd::Datanode(_) | Cmd::SummaryService(_)
+    ) {
+        memory::start_idle_trim();
+    }
     rt.block_on(async {
         match cli.cmd {
             Cmd::Local(a) => serve::run(a, serve::Role::Local).await,
