@@ -116,7 +116,7 @@ mod tests {
     }
 
     #[test]
-    fn light_load_never_trims() {
+    fn light_load_trims_only_after_enough_work() {
         let mut p = IdleTrim::new(ms(1000), ms(20), ms(0));
         let mut cpu = ms(0);
         for _ in 0..40 {
