@@ -87,15 +87,19 @@ pub fn start_idle_trim() {
     }
 }
 
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
+/// A numeric field of `/proc/PID/status` (`VmRSS:` in KiB, `Threads:`, …).
+pub fn proc_status(pid: u32, field: &str) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    s.lines()
+        .find(|l| l.starts_with(field))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
         .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
+}
+
+fn rss_kib() -> u64 {
+    proc_status(std::process::id(), "VmRSS:").unwrap_or(0)
 }
 
 #[cfg(test)]

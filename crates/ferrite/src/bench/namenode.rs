@@ -11,6 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::memory::proc_status;
 use anyhow::{bail, Context};
 use clap::Args;
 use ferrite_ipc::client::IpcClient;
@@ -120,17 +121,6 @@ fn start_target(args: &NamenodeArgs) -> anyhow::Result<Target> {
         child: Some(child),
         _dir: Some(TempDir(dir)),
     })
-}
-
-/// A numeric field of `/proc/PID/status` (`VmRSS:` in KiB, `Threads:`, …).
-fn proc_status(pid: u32, field: &str) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    s.lines()
-        .find(|l| l.starts_with(field))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
 }
 
 fn rss_kib(pid: u32) -> Option<u64> {
