@@ -76,7 +76,11 @@ for rep in $(seq 1 "$REPS"); do
     "$FERRITE" bench namenode --fs "$URL" --pid "$PID" --ops "${OPS// /,}" --threads "$THREADS" --count "$N" 2>&1 \
       | grep '^mode=' | sed "s/^mode=rpc /system=$sys driver=ferrite-bench rep=$rep /" | tee -a "$OUT/results.txt"
     for op in $OPS; do nnbench "$sys" "$URL" "$op"; done
-    echo "system=$sys rep=$rep rss_kib_after=$(awk '/VmRSS/{print $2}' /proc/$PID/status) peak_rss_kib=$(awk '/VmHWM/{print $2}' /proc/$PID/status) threads=$(awk '/Threads/{print $2}' /proc/$PID/status)" | tee -a "$OUT/results.txt"
+    # RSS right after the suite, and again after 8 quiet seconds (the same wait for both: a
+    # JVM keeps its heap either way; Ferrite hands freed heap back once idle, see memory.rs).
+    busy=$(awk '/VmRSS/{print $2}' /proc/$PID/status)
+    sleep 8
+    echo "system=$sys rep=$rep rss_kib_after=$busy rss_kib_idle=$(awk '/VmRSS/{print $2}' /proc/$PID/status) peak_rss_kib=$(awk '/VmHWM/{print $2}' /proc/$PID/status) threads=$(awk '/Threads/{print $2}' /proc/$PID/status)" | tee -a "$OUT/results.txt"
     stop_server "$PID"
   done
 done

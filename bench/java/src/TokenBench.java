@@ -5,9 +5,10 @@
 //                                                     NameNode after a warm-up; then each
 //                                                     NameNode's CPU per call at the
 //                                                     largest size
-// URIS and NN_PIDS are comma-separated lists of the same length. With two NameNodes (tokens
-// off and on), their calls alternate one by one, so that the machine's drift and the JVM's
-// state are the same for both and their ratio measures tokens, not the noise between runs.
+// URIS and NN_PIDS are comma-separated lists of the same length. The NameNodes' calls
+// alternate one by one (bench/tokens-vs-hdfs.sh passes four: HDFS and Ferrite, tokens off
+// and on), so that the machine's drift and the JVM's state are the same for all of them and
+// their ratios measure the servers, not the noise between runs.
 import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Paths;

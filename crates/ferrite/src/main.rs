@@ -57,6 +57,13 @@ fn main() -> anyhow::Result<()> {
         )
         .init();
     let cli = Cli::parse();
+    let server = matches!(
+        cli.cmd,
+        Cmd::Local(_) | Cmd::Namenode(_) | Cmd::Datanode(_) | Cmd::SummaryService(_)
+    );
+    if server {
+        memory::limit_arenas();
+    }
     // One worker per core; blocking work (journal waits aside, mostly DataNode writes and
     // start-up scans) is capped, so the thread count stays fixed however many clients come.
     // DataNode reads use their own per-volume I/O threads instead.
@@ -64,10 +71,7 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .max_blocking_threads(64)
         .build()?;
-    if matches!(
-        cli.cmd,
-        Cmd::Local(_) | Cmd::Namenode(_) | Cmd::Datanode(_) | Cmd::SummaryService(_)
-    ) {
+    if server {
         memory::start_idle_trim();
     }
     rt.block_on(async {

@@ -218,6 +218,7 @@ fn syncer(
     on_fatal: impl FnOnce(String),
 ) {
     let mut spare: Vec<u8> = Vec::with_capacity(1 << 16);
+    let mut chunker = tail::Chunker::new();
     let mut synced = start_txid;
     let mut seg_first = start_txid + 1;
     let mut on_fatal = Some(on_fatal);
@@ -256,11 +257,10 @@ fn syncer(
             let first = synced + 1;
             synced = batch_last;
             let _ = shared.synced.send_replace(Ok(synced));
-            // Followers get an exact-size copy: handing them `spare` itself would pin its
-            // whole capacity (64 KiB or a burst's megabytes) for every small batch kept.
-            shared
-                .tail
-                .publish(first, synced, bytes::Bytes::copy_from_slice(&spare));
+            // Followers get a copy in the tail's shared chunks: handing them `spare` itself
+            // would pin its whole capacity (64 KiB or a burst's megabytes) for every small
+            // batch kept, and a copy of its own per batch fragments the heap.
+            shared.tail.publish(first, synced, chunker.copy(&spare));
             spare.clear();
             if spare.capacity() > 16 << 20 {
                 spare = Vec::with_capacity(1 << 16); // do not keep a burst's buffer forever
