@@ -8,8 +8,10 @@
 //!
 //! Layout: [`frame`] is pure byte-level encoding and decoding; [`sasl`] is the pure SASL
 //! state machine; [`router`] and [`retry_cache`] hold dispatch logic; [`server`] and
-//! [`client`] are the socket edges.
+//! [`client`] are the socket edges. [`chunker`] keeps small, long-lived byte strings in
+//! shared chunks (the retry cache's replies here, the NameNode's journal tail).
 
+pub mod chunker;
 pub mod client;
 pub mod error;
 pub mod frame;

@@ -218,7 +218,7 @@ fn syncer(
     on_fatal: impl FnOnce(String),
 ) {
     let mut spare: Vec<u8> = Vec::with_capacity(1 << 16);
-    let mut chunker = tail::Chunker::new();
+    let mut chunker = tail::chunker();
     let mut synced = start_txid;
     let mut seg_first = start_txid + 1;
     let mut on_fatal = Some(on_fatal);

@@ -6,45 +6,17 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
+use ferrite_ipc::chunker::Chunker;
 use parking_lot::{Condvar, Mutex};
 
-/// Bytes per allocation that [`Chunker`] copies batches into.
-const CHUNK: usize = 256 << 10;
+/// Bytes per allocation of the tail's batch copies (see [`Chunker`]).
+pub const CHUNK: usize = 256 << 10;
 
-/// Copies batches for the tail into shared chunks of [`CHUNK`] bytes.
-///
-/// Under a remote client a synced batch is one or two records, so a 16 MiB tail held some
-/// hundred thousand small copies, each freed in order as newer ones came. Small blocks
-/// freed in that pattern among the namespace's long-lived objects leave glibc's heap
-/// fragmented: pages partly in use, never returned. In chunks, the tail is a few dozen
-/// large blocks, each freed once every batch in it has left the tail and its followers.
-pub struct Chunker {
-    cur: BytesMut,
-}
-
-impl Chunker {
-    pub fn new() -> Self {
-        Chunker {
-            cur: BytesMut::new(),
-        }
-    }
-
-    /// An immutable copy of `b`, sharing its allocation with the batches copied before it
-    /// while the chunk has room (a batch bigger than a chunk gets one of its own).
-    pub fn copy(&mut self, b: &[u8]) -> Bytes {
-        if self.cur.capacity() < b.len() {
-            self.cur = BytesMut::with_capacity(CHUNK.max(b.len()));
-        }
-        self.cur.extend_from_slice(b);
-        self.cur.split().freeze()
-    }
-}
-
-impl Default for Chunker {
-    fn default() -> Self {
-        Self::new()
-    }
+/// Copies batches for the tail: under a remote client a synced batch is one or two
+/// records, so a 16 MiB tail would otherwise be some hundred thousand small allocations.
+pub fn chunker() -> Chunker {
+    Chunker::new(CHUNK)
 }
 
 /// Consecutive records `first..=last`, encoded as in a segment.
@@ -145,28 +117,6 @@ impl Tail {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn chunker_copies_share_a_chunk_until_it_is_full() {
-        let mut c = Chunker::new();
-        let a = c.copy(b"first batch");
-        let b = c.copy(b"second");
-        assert_eq!(&a[..], b"first batch");
-        assert_eq!(&b[..], b"second");
-        assert_eq!(
-            b.as_ptr() as usize,
-            a.as_ptr() as usize + a.len(),
-            "back to back in one chunk"
-        );
-        let big = vec![7u8; CHUNK + 1];
-        let c1 = c.copy(&big);
-        assert_eq!(&c1[..], &big[..], "larger than a chunk: its own allocation");
-        let d = c.copy(&vec![1u8; CHUNK - 10]);
-        let e = c.copy(&[2u8; 20]);
-        assert_eq!(d.len(), CHUNK - 10);
-        assert_eq!(&e[..], &[2u8; 20], "did not fit: a new chunk");
-        assert_eq!(&a[..], b"first batch", "earlier copies are untouched");
-    }
 
     #[test]
     fn followers_read_from_memory_until_they_fall_behind() {
