@@ -61,7 +61,7 @@ fn main() -> anyhow::Result<()> {
         cli.cmd,
         Cmd::Local(_) | Cmd::Namenode(_) | Cmd::Datanode(_) | Cmd::SummaryService(_)
     );
-    if server {
+    if server || matches!(&cli.cmd, Cmd::Bench { what } if what.hosts_a_namenode()) {
         memory::limit_arenas();
     }
     // One worker per core; blocking work (journal waits aside, mostly DataNode writes and

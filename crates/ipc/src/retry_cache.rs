@@ -350,6 +350,12 @@ mod tests {
     }
 
     #[test]
+    fn a_record_stays_small() {
+        // 262,144 of them under Hadoop's cap: each byte here is a quarter MiB.
+        assert!(std::mem::size_of::<Record>() <= 64);
+    }
+
+    #[test]
     fn sequence_numbers_wrap_without_losing_entries() {
         let c = RetryCache::starting_at(Duration::from_secs(600), 4, u32::MAX - 2);
         let now = Instant::now();

@@ -21,6 +21,14 @@ pub enum BenchCmd {
     Stream(stream::StreamArgs),
 }
 
+impl BenchCmd {
+    /// Whether this benchmark runs a NameNode in this process (`namenode --inproc`), which
+    /// then gets a server's memory settings, so that its figures are a server's.
+    pub fn hosts_a_namenode(&self) -> bool {
+        matches!(self, BenchCmd::Namenode(a) if a.inproc())
+    }
+}
+
 pub async fn run(cmd: BenchCmd) -> anyhow::Result<()> {
     match cmd {
         BenchCmd::Namenode(a) => namenode::run(a).await,

@@ -67,6 +67,12 @@ pub struct NamenodeArgs {
     user: Option<String>,
 }
 
+impl NamenodeArgs {
+    pub fn inproc(&self) -> bool {
+        self.inproc
+    }
+}
+
 const BASE: &str = "/ferriteBench";
 
 struct Target {
