@@ -4,9 +4,9 @@
 //! Allocated one by one, such strings sit among the long-lived objects allocated at the
 //! same moments (inodes, names, leases, summary nodes); freed in order later, they leave
 //! holes in pages that stay in use, and glibc's heap can return none of them. After the
-//! NameNode benchmark suite, per-string allocations cost ~20 MB of RSS in the tail and
-//! far more in the retry cache beyond the bytes themselves. In chunks, a chunk is freed
-//! once every string in it is dropped.
+//! NameNode benchmark suite, the retry cache with its replies allocated one by one kept
+//! the idle RSS 96 MiB above a run without the cache; with them in chunks, 67 MiB. A
+//! chunk is freed once every string in it is dropped.
 
 use bytes::{Bytes, BytesMut};
 
