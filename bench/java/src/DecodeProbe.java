@@ -67,6 +67,9 @@ public class DecodeProbe {
         .setHostName(minimal ? "" : "127.0.0.1")
         .setDatanodeUuid(minimal ? "d" : "5f0e3b52-8f1c-4a57-b1b8-1e0c1f3f8a61")
         .setXferPort(40121).setInfoPort(0).setIpcPort(40123);
+    if (!minimal) {
+      id.setInfoSecurePort(0); // Ferrite sends it (rpc_blocks.rs datanode_id)
+    }
     DatanodeInfoProto.Builder dn = DatanodeInfoProto.newBuilder().setId(id);
     if (!minimal) {
       dn.setCapacity(1L << 40).setDfsUsed(123456789L).setRemaining(1L << 39)
