@@ -120,9 +120,14 @@ struct Inner {
     chunks: Chunker,
 }
 
+/// Where entry `seq` sits in a ring whose front is entry `first`.
+fn slot(first: u32, seq: u32) -> usize {
+    seq.wrapping_sub(first) as usize
+}
+
 impl Inner {
     fn record(&self, seq: u32) -> &Record {
-        &self.ring[seq.wrapping_sub(self.first) as usize]
+        &self.ring[slot(self.first, seq)]
     }
 
     fn find(&self, hash: u64, key: &Key) -> Option<u32> {
@@ -190,10 +195,7 @@ impl RetryCache {
         let Inner {
             ring, first, index, ..
         } = &mut *inner;
-        let rehash = |s: &u32| {
-            self.hasher
-                .hash_one(ring[s.wrapping_sub(*first) as usize].key)
-        };
+        let rehash = |&s: &u32| self.hasher.hash_one(ring[slot(*first, s)].key);
         index.insert_unique(hash, seq, rehash);
         Some(Lookup::Fresh(cell))
     }
@@ -206,9 +208,13 @@ impl RetryCache {
         let hash = self.hasher.hash_one(key);
         let mut inner = self.inner.lock();
         if let Some(seq) = inner.find(hash, &key) {
-            let at = seq.wrapping_sub(inner.first) as usize;
-            let Inner { ring, chunks, .. } = &mut *inner;
-            ring[at].reply = Reply::of(reply, chunks);
+            let Inner {
+                ring,
+                first,
+                chunks,
+                ..
+            } = &mut *inner;
+            ring[slot(*first, seq)].reply = Reply::of(reply, chunks);
         }
     }
 

@@ -11,7 +11,7 @@ use ferrite_ipc::chunker::Chunker;
 use parking_lot::{Condvar, Mutex};
 
 /// Bytes per allocation of the tail's batch copies (see [`Chunker`]).
-pub const CHUNK: usize = 256 << 10;
+const CHUNK: usize = 256 << 10;
 
 /// Copies batches for the tail: under a remote client a synced batch is one or two
 /// records, so a 16 MiB tail would otherwise be some hundred thousand small allocations.
