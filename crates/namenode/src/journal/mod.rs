@@ -14,6 +14,7 @@ pub mod codec;
 pub mod recover;
 pub mod segment;
 pub mod tail;
+mod waiters;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,7 +23,6 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
-use tokio::sync::watch;
 use tracing::{error, info, warn};
 
 use crate::namespace::Op;
@@ -80,9 +80,8 @@ struct Pending {
 struct Shared {
     pending: Mutex<Pending>,
     wake: Condvar,
-    /// The last synced txid. `send_replace` only: a plain `send` is dropped while nobody
-    /// is subscribed, and a later waiter would then wait for a sync that already happened.
-    synced: watch::Sender<Result<u64, JournalError>>,
+    /// The last synced txid, and the RPCs waiting for theirs.
+    waiters: waiters::Waiters,
     metrics: JournalMetrics,
     /// Recently synced batches, for subscribers following the journal.
     tail: tail::Tail,
@@ -128,7 +127,6 @@ impl Journal {
                 cfg.dirs
             )));
         }
-        let (synced, _) = watch::channel(Ok(last_txid));
         let shared = Arc::new(Shared {
             pending: Mutex::new(Pending {
                 buf: Vec::with_capacity(1 << 16),
@@ -136,7 +134,7 @@ impl Journal {
                 closing: false,
             }),
             wake: Condvar::new(),
-            synced,
+            waiters: waiters::Waiters::new(last_txid),
             metrics: JournalMetrics::default(),
             tail: tail::Tail::new(cfg.tail_bytes, last_txid),
         });
@@ -168,20 +166,12 @@ impl Journal {
     }
 
     pub fn last_synced(&self) -> Result<u64, JournalError> {
-        self.shared.synced.borrow().clone()
+        self.shared.waiters.state()
     }
 
     /// Waits until `txid` is on disk in every live directory.
     pub async fn wait_synced(&self, txid: u64) -> Result<(), JournalError> {
-        let mut rx = self.shared.synced.subscribe();
-        let r = rx
-            .wait_for(|s| match s {
-                Ok(t) => *t >= txid,
-                Err(_) => true,
-            })
-            .await
-            .map_err(|_| JournalError("journal stopped".into()))?;
-        r.clone().map(|_| ())
+        self.shared.waiters.wait(txid).await
     }
 
     pub fn metrics(&self) -> &JournalMetrics {
@@ -219,6 +209,7 @@ fn syncer(
 ) {
     let mut spare: Vec<u8> = Vec::with_capacity(1 << 16);
     let mut chunker = tail::chunker();
+    let mut woken = Vec::new();
     let mut synced = start_txid;
     let mut seg_first = start_txid + 1;
     let mut on_fatal = Some(on_fatal);
@@ -240,7 +231,7 @@ fn syncer(
                     cfg.dirs
                 );
                 error!("{msg}");
-                let _ = shared.synced.send_replace(Err(JournalError(msg.clone())));
+                shared.waiters.fail(JournalError(msg.clone()));
                 if let Some(f) = on_fatal.take() {
                     f(msg);
                 }
@@ -256,7 +247,7 @@ fn syncer(
                 .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
             let first = synced + 1;
             synced = batch_last;
-            let _ = shared.synced.send_replace(Ok(synced));
+            shared.waiters.publish(synced, &mut woken);
             // Followers get a copy in the tail's shared chunks: handing them `spare` itself
             // would pin its whole capacity (64 KiB or a burst's megabytes) for every small
             // batch kept, and a copy of its own per batch fragments the heap.
@@ -279,6 +270,7 @@ fn syncer(
             }
         }
         if closing {
+            shared.waiters.close();
             shared.tail.close();
             for d in &mut dirs {
                 if let Some(seg) = d.seg.take() {
