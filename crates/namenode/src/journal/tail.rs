@@ -101,9 +101,13 @@ impl Tail {
             // Published since we last looked, but already evicted, or never held.
             _ => return None,
         }
+        // Batches are in txid order, and a 16 MiB tail of small batches holds thousands:
+        // find the first one by bisection, not by a walk from the oldest under the lock the
+        // syncer needs to publish.
+        let start = t.batches.partition_point(|b| b.last < from);
         let mut out = Vec::new();
         let mut size = 0;
-        for b in t.batches.iter().filter(|b| b.last >= from) {
+        for b in t.batches.range(start..) {
             if size > 0 && size + b.bytes.len() > max_bytes {
                 break;
             }
