@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use super::inode::{
     Arena, Block, Body, FileData, Inode, Slot, UnderConstruction, ROOT_INODE_ID, ROOT_SLOT,
 };
+use super::children::Children;
 use super::names::{Interner, NameArena};
 use super::Namespace;
 use crate::journal::codec::{DecodeError, Reader};
@@ -76,7 +77,7 @@ impl Namespace {
             self.encode_inode(s, &mut inodes);
             if let Some(children) = self.inode(s).children() {
                 // Reverse onto the stack so children come out in name order.
-                stack.extend(children.iter().rev().copied());
+                stack.extend(children.slots().rev());
             }
         }
         section(&mut out, INODES, &inodes);
@@ -223,7 +224,7 @@ impl Namespace {
             }
             let mut replication = 0;
             let body = match r.u8().map_err(de)? {
-                0 => Body::Dir(Vec::new()),
+                0 => Body::Dir(Children::default()),
                 1 => {
                     let len = r.u64().map_err(de)?;
                     let block_size = r.u64().map_err(de)?;
@@ -281,20 +282,20 @@ impl Namespace {
             let Some(siblings) = self.arena.get(parent).children() else {
                 return Err(bad(format!("inode {id}'s parent {parent_id} is a file")));
             };
-            if let Some(&last) = siblings.last() {
+            if let Some(last) = siblings.last() {
                 if self.name(last) >= name {
                     return Err(bad(format!(
                         "children of inode {parent_id} are out of order"
                     )));
                 }
             }
-            let name = self.names.add(name);
+            let name_ref = self.names.add(name);
             let slot = self.arena.insert(Inode {
                 id,
                 mtime,
                 atime,
                 body,
-                name,
+                name: name_ref,
                 parent,
                 owner,
                 group,
@@ -302,7 +303,7 @@ impl Namespace {
                 replication,
             });
             if let Body::Dir(c) = &mut self.arena.get_mut(parent).body {
-                c.push(slot);
+                c.push(slot, name);
             }
             slot_of.insert(id, slot);
             if is_dir {

@@ -4,6 +4,7 @@
 //! name bytes, so lookups are binary searches and paged listings are slices. The arena grows
 //! in fixed chunks, so a huge namespace never pays a doubling reallocation (or its 2x peak).
 
+use super::children::Children;
 use super::names::NameRef;
 
 pub type Slot = u32;
@@ -33,7 +34,7 @@ pub struct Inode {
 
 pub enum Body {
     /// Children slots, sorted by name bytes.
-    Dir(Vec<Slot>),
+    Dir(Children),
     File(FileData),
 }
 
@@ -127,7 +128,7 @@ impl Inode {
         matches!(self.body, Body::Dir(_))
     }
 
-    pub fn children(&self) -> Option<&Vec<Slot>> {
+    pub fn children(&self) -> Option<&Children> {
         match &self.body {
             Body::Dir(c) => Some(c),
             Body::File(_) => None,

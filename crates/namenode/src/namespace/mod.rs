@@ -6,6 +6,7 @@
 //! namespace write lock and hands the records to the journal; replay calls `apply` alone.
 
 pub mod blocks;
+pub mod children;
 pub mod image;
 pub mod inode;
 pub mod names;
@@ -21,6 +22,7 @@ mod tests;
 use inode::{
     Arena, Block, Body, FileData, Inode, Slot, UnderConstruction, ROOT_INODE_ID, ROOT_SLOT,
 };
+use children::Children;
 use names::{Interner, NameArena};
 pub use ops::Op;
 pub use perm::Caller;
@@ -105,7 +107,7 @@ impl Namespace {
             id: ROOT_INODE_ID,
             mtime,
             atime: 0,
-            body: Body::Dir(Vec::new()),
+            body: Body::Dir(Children::default()),
             name: Default::default(),
             parent: ROOT_SLOT,
             owner,
@@ -152,11 +154,10 @@ impl Namespace {
 
     /// Finds `name` among a directory's children.
     pub fn child(&self, dir: Slot, name: &[u8]) -> Option<Slot> {
-        let children = self.arena.get(dir).children()?;
-        children
-            .binary_search_by(|&c| self.name(c).cmp(name))
-            .ok()
-            .map(|i| children[i])
+        self.arena
+            .get(dir)
+            .children()?
+            .find(name, |c| self.name(c))
     }
 
     /// Walks `comps` from the root, stopping at the first missing component. Passing
@@ -212,7 +213,7 @@ impl Namespace {
                 mtime,
             } => {
                 let (parent, name) = self.parent_and_name(path)?;
-                let body = Body::Dir(Vec::new());
+                let body = Body::Dir(Children::default());
                 self.add_child(parent, name, *id, *perm, owner, group, *mtime, body)?;
                 self.dirs += 1;
             }
@@ -509,10 +510,11 @@ impl Namespace {
                 .children()
                 .expect("parent is a directory");
             let key = self.names.get(name);
-            children.partition_point(|&c| self.names.get(self.arena.get(c).name) < key)
+            children.partition_point(|c| self.names.get(self.arena.get(c).name) < key)
         };
+        let key = self.names.get(name);
         if let Body::Dir(children) = &mut self.arena.get_mut(parent).body {
-            children.insert(pos, slot);
+            children.insert(pos, slot, key);
         }
     }
 
@@ -527,7 +529,7 @@ impl Namespace {
                 .children()
                 .expect("parent is a directory");
             children
-                .binary_search_by(|&c| self.name(c).cmp(key))
+                .position(key, |c| self.name(c))
                 .expect("child is listed in its parent")
         };
         if let Body::Dir(children) = &mut self.arena.get_mut(parent).body {
@@ -549,7 +551,7 @@ impl Namespace {
             match inode.body {
                 Body::Dir(children) => {
                     self.dirs -= 1;
-                    stack.extend(children);
+                    stack.extend(children.into_slots());
                 }
                 Body::File(f) => {
                     self.files -= 1;

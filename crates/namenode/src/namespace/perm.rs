@@ -161,7 +161,7 @@ impl Namespace {
         while let Some(s) = stack.pop() {
             if let Some(children) = self.inode(s).children() {
                 self.check_access(caller, s, access)?;
-                stack.extend(children.iter().copied());
+                stack.extend(children.slots());
             }
         }
         Ok(())

@@ -96,11 +96,11 @@ impl Namespace {
             }));
         };
         self.check_access(caller, t, READ | EXECUTE)?;
-        let start = children.partition_point(|&c| self.name(c) <= start_after);
+        let start = children.partition_point(|c| self.name(c) <= start_after);
         let end = (start + limit.max(1)).min(children.len());
-        let entries = children[start..end]
-            .iter()
-            .map(|&c| self.status(c, true))
+        let entries = children
+            .range(start..end)
+            .map(|c| self.status(c, true))
             .collect();
         Ok(Some(Listing {
             entries,
@@ -118,7 +118,7 @@ impl Namespace {
             match &self.inode(s).body {
                 Body::Dir(c) => {
                     sum.dirs += 1;
-                    stack.extend(c.iter().copied());
+                    stack.extend(c.slots());
                 }
                 Body::File(f) => {
                     sum.files += 1;
@@ -150,8 +150,8 @@ impl Namespace {
         self.inode(dir)
             .children()
             .map(|c| {
-                c.iter()
-                    .map(|&s| (String::from_utf8_lossy(self.name(s)).into_owned(), s))
+                c.slots()
+                    .map(|s| (String::from_utf8_lossy(self.name(s)).into_owned(), s))
                     .collect()
             })
             .unwrap_or_default()

@@ -171,7 +171,7 @@ fn build_dir(ns: &Namespace, slot: u32) -> Dir {
     let mut dir = Dir::new(inode.perm, inode.mtime);
     if let Body::Dir(children) = &inode.body {
         dir.children.reserve(children.len());
-        for &c in children {
+        for c in children.slots() {
             let child = ns.inode(c);
             let node = match &child.body {
                 Body::Dir(_) => {

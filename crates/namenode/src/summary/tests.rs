@@ -151,7 +151,7 @@ fn exact(ns: &Namespace, slot: Slot) -> (Totals, u64, u64) {
     let inode = ns.inode(slot);
     let mut tot = Totals::of_dir(inode.perm);
     let (mut files, mut dirs) = (0, 0);
-    for &c in inode.children().expect("a directory") {
+    for c in inode.children().expect("a directory").slots() {
         let child = ns.inode(c);
         match child.file() {
             Some(f) => {
@@ -174,7 +174,7 @@ fn all_dirs(ns: &Namespace) -> Vec<Slot> {
     let mut out = vec![ROOT_SLOT];
     let mut i = 0;
     while i < out.len() {
-        let kids = ns.inode(out[i]).children().cloned().unwrap_or_default();
+        let kids: Vec<Slot> = ns.inode(out[i]).children().map(|c| c.slots().collect()).unwrap_or_default();
         out.extend(kids.into_iter().filter(|&c| ns.inode(c).is_dir()));
         i += 1;
     }
@@ -208,7 +208,7 @@ fn assert_matches(ns: &Namespace, s: &Summary, when: &str) {
             let mut stack = vec![slot];
             while let Some(d) = stack.pop() {
                 any |= restricts(ns.inode(d).perm);
-                for &c in ns.inode(d).children().unwrap() {
+                for c in ns.inode(d).children().unwrap().slots() {
                     if ns.inode(c).is_dir() {
                         stack.push(c);
                     }
