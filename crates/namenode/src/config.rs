@@ -72,6 +72,10 @@ pub struct Config {
     /// 16 MiB is well over a second of creates at full speed; the in-process summary trails
     /// by milliseconds, and a follower further behind reads the segments instead.
     pub journal_tail_bytes: u64,
+    /// `ferrite.journal.group-commit.delay.us`: see [`JournalConfig::group_delay`].
+    ///
+    /// [`JournalConfig::group_delay`]: crate::journal::JournalConfig::group_delay
+    pub journal_group_delay_us: u64,
     /// `ferrite.summary.enabled`: keep the namespace summary and answer
     /// getContentSummary from it.
     pub summary_enabled: bool,
@@ -137,6 +141,7 @@ impl Default for Config {
             journal_segment_txns: 1_000_000,
             journal_prealloc_bytes: 4 << 20,
             journal_tail_bytes: 16 << 20,
+            journal_group_delay_us: 100,
             summary_enabled: true,
             summary_checkpoint_txns: 1_000_000,
             summary_checkpoint_period_sec: 600,
@@ -288,6 +293,9 @@ impl Config {
                     self.journal_prealloc_bytes = size()?.max(4096)
                 }
                 "ferrite.journal.tail.bytes" => self.journal_tail_bytes = size()?,
+                "ferrite.journal.group-commit.delay.us" => {
+                    self.journal_group_delay_us = num()?.min(100_000)
+                }
                 "ferrite.summary.enabled" => self.summary_enabled = boolean()?,
                 "ferrite.summary.checkpoint.txns" => self.summary_checkpoint_txns = num()?.max(1),
                 "ferrite.summary.checkpoint.period" => {

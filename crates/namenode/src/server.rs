@@ -118,6 +118,7 @@ pub fn load_storage(
         segment_max_txns: cfg.journal_segment_txns,
         prealloc_chunk: cfg.journal_prealloc_bytes,
         tail_bytes: cfg.journal_tail_bytes as usize,
+        group_delay: std::time::Duration::from_micros(cfg.journal_group_delay_us),
     };
     let journal = Journal::start(jcfg, replayed.last_txid, move |msg| {
         error!("stopping the NameNode: {msg}");

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use tracing::{error, info, warn};
 
 use crate::namespace::Op;
@@ -41,6 +41,9 @@ pub struct JournalConfig {
     /// Synced records kept in memory for subscribers (`ferrite.journal.tail.bytes`); one
     /// further behind catches up from the segments.
     pub tail_bytes: usize,
+    /// How long a sync waits for more records when the previous one woke several RPCs
+    /// (`ferrite.journal.group-commit.delay.us`); zero syncs at once, always.
+    pub group_delay: Duration,
 }
 
 impl JournalConfig {
@@ -51,6 +54,7 @@ impl JournalConfig {
             segment_max_txns: 1_000_000,
             prealloc_chunk: 4 << 20,
             tail_bytes: 16 << 20,
+            group_delay: Duration::ZERO,
         }
     }
 }
@@ -210,6 +214,8 @@ fn syncer(
     let mut spare: Vec<u8> = Vec::with_capacity(1 << 16);
     let mut chunker = tail::chunker();
     let mut woken = Vec::new();
+    // RPCs the last sync woke: two or more means clients are committing concurrently.
+    let mut last_woken = 0;
     let mut synced = start_txid;
     let mut seg_first = start_txid + 1;
     let mut on_fatal = Some(on_fatal);
@@ -218,6 +224,14 @@ fn syncer(
             let mut p = shared.pending.lock();
             while p.buf.is_empty() && !p.closing {
                 shared.wake.wait(&mut p);
+            }
+            if last_woken >= 2 && !p.closing && !cfg.group_delay.is_zero() {
+                // Under concurrent load the syncer would otherwise start a sync the moment
+                // one record is waiting, and a sync costs about as much CPU as a dozen
+                // creates (write, fdatasync, the completion interrupt, the wake-ups): a
+                // short wait lets the clients just woken join this sync. A lone client
+                // (one RPC woken per sync) never waits.
+                MutexGuard::unlocked(&mut p, || std::thread::sleep(cfg.group_delay));
             }
             std::mem::swap(&mut p.buf, &mut spare);
             (p.last_appended, p.closing)
@@ -247,7 +261,7 @@ fn syncer(
                 .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
             let first = synced + 1;
             synced = batch_last;
-            shared.waiters.publish(synced, &mut woken);
+            last_woken = shared.waiters.publish(synced, &mut woken);
             // Followers get a copy in the tail's shared chunks: handing them `spare` itself
             // would pin its whole capacity (64 KiB or a burst's megabytes) for every small
             // batch kept, and a copy of its own per batch fragments the heap.

@@ -55,10 +55,7 @@ impl Children {
     }
 
     /// Slots at positions `range`, in name order.
-    pub fn range(
-        &self,
-        range: std::ops::Range<usize>,
-    ) -> impl ExactSizeIterator<Item = Slot> + '_ {
+    pub fn range(&self, range: std::ops::Range<usize>) -> impl ExactSizeIterator<Item = Slot> + '_ {
         self.0[range].iter().map(|e| e.slot)
     }
 
@@ -147,7 +144,10 @@ mod tests {
 
     #[test]
     fn insert_and_remove_keep_tags_with_their_slots() {
-        let names: Vec<Vec<u8>> = ["b", "d", "a", "c"].iter().map(|s| s.as_bytes().to_vec()).collect();
+        let names: Vec<Vec<u8>> = ["b", "d", "a", "c"]
+            .iter()
+            .map(|s| s.as_bytes().to_vec())
+            .collect();
         let name_of = |s: Slot| names[s as usize].as_slice();
         let mut c = Children::default();
         for (slot, name) in names.iter().enumerate() {

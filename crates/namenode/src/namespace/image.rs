@@ -6,10 +6,10 @@
 
 use std::collections::HashMap;
 
+use super::children::Children;
 use super::inode::{
     Arena, Block, Body, FileData, Inode, Slot, UnderConstruction, ROOT_INODE_ID, ROOT_SLOT,
 };
-use super::children::Children;
 use super::names::{Interner, NameArena};
 use super::Namespace;
 use crate::journal::codec::{DecodeError, Reader};

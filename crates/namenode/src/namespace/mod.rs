@@ -19,10 +19,10 @@ pub mod query;
 #[cfg(test)]
 mod tests;
 
+use children::Children;
 use inode::{
     Arena, Block, Body, FileData, Inode, Slot, UnderConstruction, ROOT_INODE_ID, ROOT_SLOT,
 };
-use children::Children;
 use names::{Interner, NameArena};
 pub use ops::Op;
 pub use perm::Caller;
@@ -154,10 +154,7 @@ impl Namespace {
 
     /// Finds `name` among a directory's children.
     pub fn child(&self, dir: Slot, name: &[u8]) -> Option<Slot> {
-        self.arena
-            .get(dir)
-            .children()?
-            .find(name, |c| self.name(c))
+        self.arena.get(dir).children()?.find(name, |c| self.name(c))
     }
 
     /// Walks `comps` from the root, stopping at the first missing component. Passing

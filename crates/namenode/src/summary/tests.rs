@@ -174,7 +174,11 @@ fn all_dirs(ns: &Namespace) -> Vec<Slot> {
     let mut out = vec![ROOT_SLOT];
     let mut i = 0;
     while i < out.len() {
-        let kids: Vec<Slot> = ns.inode(out[i]).children().map(|c| c.slots().collect()).unwrap_or_default();
+        let kids: Vec<Slot> = ns
+            .inode(out[i])
+            .children()
+            .map(|c| c.slots().collect())
+            .unwrap_or_default();
         out.extend(kids.into_iter().filter(|&c| ns.inode(c).is_dir()));
         i += 1;
     }
