@@ -29,6 +29,9 @@ pub struct CallCtx {
     /// The real user for proxy-user ("doAs") connections.
     pub real_user: Option<Arc<str>>,
     pub peer: SocketAddr,
+    /// `peer`'s address as text, formatted once per connection: leases record it per
+    /// create and block placement reads it per open.
+    pub peer_ip: Arc<str>,
     pub conn_id: u64,
     pub call_id: i32,
     pub client_id: Bytes,

@@ -126,6 +126,7 @@ pub async fn run<S: Service>(
         let conn = Connection {
             id: next_id.fetch_add(1, Ordering::Relaxed),
             peer,
+            peer_ip: peer.ip().to_string().into(),
             router: router.clone(),
             cfg: cfg.clone(),
             cancel: cancel.clone(),
@@ -162,6 +163,7 @@ enum ConnError {
 struct Connection<S: Service> {
     id: u64,
     peer: SocketAddr,
+    peer_ip: Arc<str>,
     router: Arc<Router<S>>,
     cfg: ServerConfig,
     cancel: CancellationToken,
@@ -295,6 +297,7 @@ impl<S: Service> Connection<S> {
                         user: user.clone(),
                         real_user: real_user.clone(),
                         peer: self.peer,
+                        peer_ip: self.peer_ip.clone(),
                         conn_id: self.id,
                         call_id: id,
                         client_id,

@@ -410,12 +410,11 @@ pub async fn create(nn: Nn, ctx: CallCtx, req: CreateRequestProto) -> Res<Create
     }
     let replication = check_create_limits(&nn, &req.src, req.replication, req.block_size)?;
     let caller = nn.caller(&ctx.user);
-    let machine = ctx.peer.ip().to_string();
     let args = CreateArgs {
         src: &req.src,
         masked: perm_bits(&req.masked),
         client_name: &req.client_name,
-        client_machine: &machine,
+        client_machine: &ctx.peer_ip,
         create: req.create_flag & FLAG_CREATE != 0,
         overwrite: req.create_flag & FLAG_OVERWRITE != 0,
         create_parent: req.create_parent,

@@ -141,7 +141,7 @@ pub async fn add_block(
         id: b.block_id,
         len: b.num_bytes.unwrap_or(0),
     });
-    let writer_ip = ctx.peer.ip().to_string();
+    let writer_ip = ctx.peer_ip.clone();
     let user = ctx.user.clone();
     let file_id = req.file_id.unwrap_or(0);
     let min = nn.cfg.min_replication as usize;
@@ -308,7 +308,7 @@ pub async fn get_additional_datanode(
         &PlacementRequest {
             replicas: req.num_additional_nodes as usize,
             block_size,
-            writer_ip: &ctx.peer.ip().to_string(),
+            writer_ip: &ctx.peer_ip,
             excluded: &excluded,
             existing: &existing,
             now_ms: now_ms(),
@@ -378,7 +378,7 @@ pub async fn get_block_locations(
     req: GetBlockLocationsRequestProto,
 ) -> Res<LocatedReply> {
     let caller = nn.caller(&ctx.user);
-    let reader_ip = ctx.peer.ip().to_string();
+    let reader_ip = ctx.peer_ip.clone();
     let ns = nn.ns.read();
     let slot = ns.file_slot(&caller, &req.src)?;
     ns.check_access(&caller, slot, crate::namespace::perm::READ)?;

@@ -89,7 +89,7 @@ pub async fn register_datanode(
         .into());
     }
     // As a Java NameNode does: the address the node connects from is its address.
-    reg.datanode_id.ip_addr = ctx.peer.ip().to_string();
+    reg.datanode_id.ip_addr = ctx.peer_ip.to_string();
     let d = &reg.datanode_id;
     let id = NodeId {
         ip: d.ip_addr.clone(),

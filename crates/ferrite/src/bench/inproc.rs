@@ -36,6 +36,7 @@ fn ctx(user: &str) -> CallCtx {
         user: user.into(),
         real_user: None,
         peer: ([127, 0, 0, 1], 0).into(),
+        peer_ip: "127.0.0.1".into(),
         conn_id: 0,
         call_id: 0,
         client_id: Default::default(),
