@@ -79,6 +79,11 @@ struct Pending {
     /// Txid of the last appended record.
     last_appended: u64,
     closing: bool,
+    /// Records in `buf`.
+    records: usize,
+    /// While the syncer waits for a group to gather: the record count that ends the wait.
+    /// Appends wake the syncer only at the first record and at this count, not each time.
+    wake_at: usize,
 }
 
 struct Shared {
@@ -136,6 +141,8 @@ impl Journal {
                 buf: Vec::with_capacity(1 << 16),
                 last_appended: last_txid,
                 closing: false,
+                records: 0,
+                wake_at: 0,
             }),
             wake: Condvar::new(),
             waiters: waiters::Waiters::new(last_txid),
@@ -160,8 +167,12 @@ impl Journal {
         let txid = p.last_appended + 1;
         codec::encode_record(txid, op, &mut p.buf);
         p.last_appended = txid;
+        p.records += 1;
+        let wake = p.records == 1 || p.records == p.wake_at;
         drop(p);
-        self.shared.wake.notify_one();
+        if wake {
+            self.shared.wake.notify_one();
+        }
         txid
     }
 
@@ -226,14 +237,10 @@ fn syncer(
                 shared.wake.wait(&mut p);
             }
             if last_woken >= 2 && !p.closing && !cfg.group_delay.is_zero() {
-                // Under concurrent load the syncer would otherwise start a sync the moment
-                // one record is waiting, and a sync costs about as much CPU as a dozen
-                // creates (write, fdatasync, the completion interrupt, the wake-ups): a
-                // short wait lets the clients just woken join this sync. A lone client
-                // (one RPC woken per sync) never waits.
-                MutexGuard::unlocked(&mut p, || std::thread::sleep(cfg.group_delay));
+                gather(&shared.wake, &mut p, last_woken, cfg.group_delay);
             }
             std::mem::swap(&mut p.buf, &mut spare);
+            p.records = 0;
             (p.last_appended, p.closing)
         };
         if !spare.is_empty() {
@@ -295,6 +302,22 @@ fn syncer(
             return;
         }
     }
+}
+
+/// Under concurrent load the syncer would start a sync the moment one record is waiting,
+/// and a sync costs about as much CPU as a dozen creates (write, fdatasync, the completion
+/// interrupt, the wake-ups). So when the last sync woke `cohort` RPCs, wait until that many
+/// more records are pending (the clients just woken are back with their next operation)
+/// or `delay` has passed, whichever is first. A lone client (one RPC woken) never waits.
+fn gather(wake: &Condvar, p: &mut MutexGuard<'_, Pending>, cohort: usize, delay: Duration) {
+    let deadline = std::time::Instant::now() + delay;
+    p.wake_at = p.records + cohort;
+    while p.records < p.wake_at && !p.closing {
+        if wake.wait_until(p, deadline).timed_out() {
+            break;
+        }
+    }
+    p.wake_at = 0;
 }
 
 /// Writes and fdatasyncs `batch` in every live directory, in parallel when there are several.
