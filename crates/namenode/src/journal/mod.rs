@@ -4,8 +4,10 @@
 //! copies the encoded record into an in-memory buffer, nothing more. A dedicated syncer
 //! thread swaps that buffer for an empty one, writes the batch to every journal directory in
 //! parallel, fdatasyncs, and publishes the synced txid; RPC handlers wait for it after the
-//! lock is released ([`Journal::wait_synced`]). One sync therefore carries every record that
-//! arrived while the previous one ran (group commit).
+//! lock is released ([`Journal::wait_synced`]), and a sync wakes exactly the handlers whose
+//! records it made durable. One sync therefore carries every record that arrived while the
+//! previous one ran (group commit); under concurrent load it first waits briefly for the
+//! clients the previous sync woke to come back with their next record (`gather`).
 //!
 //! A directory whose write or sync fails is taken out of service and logged; the journal
 //! fails (and the NameNode stops) only when no directory is left.

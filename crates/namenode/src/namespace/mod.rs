@@ -27,6 +27,8 @@ use names::{Interner, NameArena};
 pub use ops::Op;
 pub use perm::Caller;
 
+use smallvec::SmallVec;
+
 use crate::error::FsError;
 
 /// What applying an operation changed beyond the tree itself, for the layers around it.
@@ -68,8 +70,9 @@ pub struct Namespace {
 
 /// The result of walking a path from the root.
 pub struct Walk {
-    /// Slots of the root and every component found, in order.
-    pub slots: Vec<Slot>,
+    /// Slots of the root and every component found, in order (on the stack up to 16 deep,
+    /// as path components are).
+    pub slots: SmallVec<[Slot; 17]>,
     /// Number of components in the path.
     pub depth: usize,
 }
@@ -160,7 +163,7 @@ impl Namespace {
     /// Walks `comps` from the root, stopping at the first missing component. Passing
     /// through a file is an error, as in HDFS (`ParentNotDirectoryException`).
     pub fn walk(&self, comps: &[&str]) -> Result<Walk, FsError> {
-        let mut slots = Vec::with_capacity(comps.len() + 1);
+        let mut slots = SmallVec::new();
         slots.push(ROOT_SLOT);
         let mut cur = ROOT_SLOT;
         for (i, c) in comps.iter().enumerate() {
