@@ -19,8 +19,9 @@ use tokio_util::sync::CancellationToken;
 use super::conn::Conn;
 use super::throughput::{self, Outcome};
 
-pub fn config(dir: &Path) -> Config {
-    Config {
+/// The benchmark's NameNode configuration, then `conf` (`--conf KEY=VALUE`) on top.
+pub fn config(dir: &Path, conf: &[String]) -> anyhow::Result<Config> {
+    let mut cfg = Config {
         name_dirs: vec![dir.join("name")],
         min_block_size: 16,
         // The benchmark's files stay open (create without close); keep their leases.
@@ -28,7 +29,13 @@ pub fn config(dir: &Path) -> Config {
         // No periodic image mid-run: the restart probe must replay the whole journal.
         checkpoint_txns: u64::MAX,
         ..Default::default()
-    }
+    };
+    let unknown = cfg.apply_cli(conf)?;
+    anyhow::ensure!(
+        unknown.is_empty(),
+        "configuration keys the NameNode does not use: {unknown:?}"
+    );
+    Ok(cfg)
 }
 
 fn ctx(user: &str) -> CallCtx {
@@ -47,9 +54,10 @@ fn ctx(user: &str) -> CallCtx {
 /// A NameNode on `dir` in this process, and `threads` socket-free connections to it.
 async fn start_local(
     dir: &Path,
+    conf: &[String],
     threads: usize,
 ) -> anyhow::Result<(NameNodeHandle, Vec<Arc<Conn>>)> {
-    let nn = NameNode::start(config(dir), TcpListener::bind("127.0.0.1:0").await?).await?;
+    let nn = NameNode::start(config(dir, conf)?, TcpListener::bind("127.0.0.1:0").await?).await?;
     let user = nn.state.superuser.clone();
     let conns = (0..threads)
         .map(|_| {
@@ -96,11 +104,12 @@ async fn lag_report(state: &NnState, (sum0, n0): (u64, u64)) -> String {
 /// Runs `ops` against a fresh in-process NameNode in `dir`, printing one line per op.
 pub async fn throughput(
     dir: &Path,
+    conf: &[String],
     ops: &[String],
     threads: usize,
     count: usize,
 ) -> anyhow::Result<()> {
-    let (nn, conns) = start_local(dir, threads).await?;
+    let (nn, conns) = start_local(dir, conf, threads).await?;
     let state = nn.state.clone();
     let per = count.div_ceil(threads);
     for op in ops {
@@ -172,9 +181,14 @@ pub fn fsync_rate(dir: &Path, secs: u64) -> anyhow::Result<f64> {
 
 /// Journals `files` creates in-process, closes the journal without an image, and times the
 /// start-up that replays them.
-pub async fn replay(dir: &Path, files: usize, threads: usize) -> anyhow::Result<()> {
+pub async fn replay(
+    dir: &Path,
+    conf: &[String],
+    files: usize,
+    threads: usize,
+) -> anyhow::Result<()> {
     {
-        let (nn, conns) = start_local(dir, threads).await?;
+        let (nn, conns) = start_local(dir, conf, threads).await?;
         let state = nn.state.clone();
         let out = throughput::timed(&conns, "create", files.div_ceil(threads)).await?;
         print_outcome("inproc", "create", &out, "");
@@ -183,7 +197,7 @@ pub async fn replay(dir: &Path, files: usize, threads: usize) -> anyhow::Result<
         drop(conns);
         std::mem::forget(nn);
     }
-    let cfg = config(dir);
+    let cfg = config(dir, conf)?;
     let started = Instant::now();
     let storage =
         tokio::task::spawn_blocking(move || load_storage(&cfg, "bench", CancellationToken::new()))
@@ -199,4 +213,32 @@ pub async fn replay(dir: &Path, files: usize, threads: usize) -> anyhow::Result<
         j.close();
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conf_pairs_override_the_benchmark_defaults_and_typos_are_refused() {
+        let dir = Path::new("/nonexistent");
+        assert!(config(dir, &[]).unwrap().summary_enabled);
+        let cfg = config(
+            dir,
+            &[
+                "ferrite.summary.enabled=false".into(),
+                "ferrite.journal.group-commit.delay.us=0".into(),
+            ],
+        )
+        .unwrap();
+        assert!(!cfg.summary_enabled);
+        assert_eq!(cfg.journal_group_delay_us, 0);
+        assert_eq!(
+            cfg.checkpoint_txns,
+            u64::MAX,
+            "the benchmark's own settings stay"
+        );
+        let err = config(dir, &["ferrite.sumary.enabled=false".into()]).unwrap_err();
+        assert!(err.to_string().contains("ferrite.sumary.enabled"), "{err}");
+    }
 }

@@ -65,6 +65,10 @@ pub struct NamenodeArgs {
     /// User to connect as (default: $USER).
     #[arg(long)]
     user: Option<String>,
+    /// Configuration of the NameNode the benchmark starts (in process, or the child without
+    /// `--fs`), Hadoop key names (repeatable): --conf ferrite.summary.enabled=false
+    #[arg(long = "conf", value_name = "KEY=VALUE")]
+    conf: Vec<String>,
 }
 
 impl NamenodeArgs {
@@ -109,6 +113,7 @@ fn start_target(args: &NamenodeArgs) -> anyhow::Result<Target> {
         .args(["namenode", "--port", "0", "--data"])
         .arg(&dir)
         .args(["--conf", "dfs.namenode.fs-limits.min-block-size=16"])
+        .args(args.conf.iter().flat_map(|c| ["--conf", c.as_str()]))
         .env("FERRITE_LOG", "warn")
         .stdout(Stdio::piped())
         .spawn()?;
@@ -242,7 +247,7 @@ async fn run_inproc(args: &NamenodeArgs) -> anyhow::Result<()> {
     }
     if !plain.is_empty() {
         let _ = std::fs::remove_dir_all(&dir);
-        inproc::throughput(&dir, &plain, args.threads, args.count).await?;
+        inproc::throughput(&dir, &args.conf, &plain, args.threads, args.count).await?;
     }
     for op in special {
         let _ = std::fs::remove_dir_all(&dir);
@@ -250,7 +255,7 @@ async fn run_inproc(args: &NamenodeArgs) -> anyhow::Result<()> {
             "fsync-rate" => {
                 inproc::fsync_rate(&dir, 3)?;
             }
-            "restart" => inproc::replay(&dir, args.files, args.threads).await?,
+            "restart" => inproc::replay(&dir, &args.conf, args.files, args.threads).await?,
             other => bail!("{other} is not an in-process op"),
         }
     }
