@@ -32,26 +32,31 @@ fn open(dir: &Path) -> NnState {
     )
 }
 
+/// Creates `path` (and its missing parents) as client "c", open for write.
+async fn create(st: &NnState, su: &Caller, path: &str, now: i64) {
+    let args = CreateArgs {
+        src: path,
+        masked: 0o644,
+        client_name: "c",
+        client_machine: "m",
+        create: true,
+        overwrite: false,
+        create_parent: true,
+        replication: 3,
+        block_size: 1 << 27,
+    };
+    st.commit(|ns| Ok(((), ns.plan_create(su, &args, now)?)))
+        .await
+        .unwrap();
+}
+
 /// A deterministic mixed workload (creates, closes, renames, deletes, attribute changes).
 async fn workload(st: &NnState, from: u64, to: u64) {
     let su = Caller::superuser("hdfs");
     for i in from..to {
         let d = i % 13;
         let f = format!("/d{d}/f{i}");
-        let args = CreateArgs {
-            src: &f,
-            masked: 0o644,
-            client_name: "c",
-            client_machine: "m",
-            create: true,
-            overwrite: false,
-            create_parent: true,
-            replication: 3,
-            block_size: 1 << 27,
-        };
-        st.commit(|ns| Ok(((), ns.plan_create(&su, &args, i as i64)?)))
-            .await
-            .unwrap();
+        create(st, &su, &f, i as i64).await;
         // Zero to two blocks; sometimes a lone block is abandoned, as a failed pipeline does.
         let mut prev: Option<Previous> = None;
         for k in 0..i % 3 {
@@ -192,20 +197,7 @@ async fn concurrent_commits_under_the_group_commit_delay_are_all_durable() {
                 let su = Caller::superuser("hdfs");
                 for i in 0..50 {
                     let f = format!("/c{t}/f{i}");
-                    let args = CreateArgs {
-                        src: &f,
-                        masked: 0o644,
-                        client_name: "c",
-                        client_machine: "m",
-                        create: true,
-                        overwrite: false,
-                        create_parent: true,
-                        replication: 3,
-                        block_size: 1 << 27,
-                    };
-                    st.commit(|ns| Ok(((), ns.plan_create(&su, &args, 0)?)))
-                        .await
-                        .unwrap();
+                    create(&st, &su, &f, 0).await;
                 }
             })
         })
