@@ -60,7 +60,9 @@ start_ferrite() {
   rm -rf "$w"; mkdir -p "$w"
   local extra=() kv
   for kv in ${NN_EXTRA:-}; do extra+=(--conf "$kv"); done
-  FERRITE_LOG=warn "$FERRITE" namenode --data "$w/data" --port 0 --conf dfs.namenode.fs-limits.min-block-size=16 "${extra[@]}" > "$w/ready" 2> "$w/nn.log" &
+  # The journal's sync statistics (logged at INFO when it closes) are the remote runs' sync
+  # accounting.
+  FERRITE_LOG=warn,ferrite_namenode::journal=info "$FERRITE" namenode --data "$w/data" --port 0 --conf dfs.namenode.fs-limits.min-block-size=16 "${extra[@]}" > "$w/ready" 2> "$w/nn.log" &
   PID=$!
   for _ in $(seq 1 100); do [ -s "$w/ready" ] && break; sleep 0.1; done
   URL="$(sed 's/^ready //' "$w/ready")"

@@ -82,6 +82,11 @@ for rep in $(seq 1 "$REPS"); do
     sleep 8
     echo "system=$sys rep=$rep rss_kib_after=$busy rss_kib_idle=$(awk '/VmRSS/{print $2}' /proc/$PID/status) peak_rss_kib=$(awk '/VmHWM/{print $2}' /proc/$PID/status) threads=$(awk '/Threads/{print $2}' /proc/$PID/status)" | tee -a "$OUT/results.txt"
     stop_server "$PID"
+    # Sync accounting over RPC (both drivers, the whole suite): the journal's closing line.
+    if [ "$sys" = ferrite ]; then
+      sed 's/\x1b\[[0-9;]*m//g' "$WORK/ferrite/nn.log" | grep 'journal sync statistics' | tail -1 \
+        | grep -o 'syncs=.*' | sed "s/^/system=ferrite rep=$rep remote_journal /" | tee -a "$OUT/results.txt" || true
+    fi
   done
 done
 

@@ -76,6 +76,26 @@ pub struct JournalMetrics {
     pub segments_rolled: AtomicU64,
 }
 
+impl JournalMetrics {
+    /// The sync accounting HDFS's edit log prints: how many syncs, how many transactions
+    /// each carried, how long one took. Logged when a segment rolls and at close.
+    pub fn log(&self, when: &str) {
+        let syncs = self.syncs.load(Ordering::Relaxed);
+        let txns = self.txns_synced.load(Ordering::Relaxed);
+        let micros = self.sync_micros.load(Ordering::Relaxed);
+        info!(
+            when,
+            syncs,
+            txns,
+            txns_per_sync = format_args!("{:.1}", txns as f64 / syncs.max(1) as f64),
+            mean_sync_us = micros / syncs.max(1),
+            bytes = self.bytes_synced.load(Ordering::Relaxed),
+            failed_dirs = self.failed_dirs.load(Ordering::Relaxed),
+            "journal sync statistics"
+        );
+    }
+}
+
 struct Pending {
     buf: Vec<u8>,
     /// Txid of the last appended record.
@@ -290,6 +310,7 @@ fn syncer(
                 roll(&mut dirs, synced, &cfg);
                 seg_first = synced + 1;
                 m.segments_rolled.fetch_add(1, Ordering::Relaxed);
+                m.log("segment rolled");
             }
         }
         if closing {
@@ -301,6 +322,7 @@ fn syncer(
                 }
             }
             info!(last_txid = synced, "journal closed");
+            shared.metrics.log("journal closed");
             return;
         }
     }
