@@ -4,7 +4,7 @@
 //! The hash is for lookups. A path walk visits one directory per component, and comparing
 //! names meant two dependent loads per comparison (the child's inode, then its name bytes),
 //! each a likely cache miss in a namespace of millions: under NNThroughputBenchmark (eight
-//! entries per directory, ten levels deep) name comparisons were 29% of the NameNode's CPU
+//! entries per directory, about ten levels deep) name comparisons were 29% of the NameNode's CPU
 //! per open. In a small directory a lookup now scans the tags, which sit next to each other,
 //! and reads one name, the match's; a large one is still searched by name, in order.
 
