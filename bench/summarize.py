@@ -39,9 +39,11 @@ def main(path):
             ops[(kv.get("driver", "?"), kv["op"], kv["system"])].append(float(kv["ops_per_s"]))
         if kv.get("server_cpu_us_per_op") not in (None, "NA", ""):
             cpu[(kv["driver"], kv["op"], kv["system"])].append(float(kv["server_cpu_us_per_op"]))
-        if "txns_per_sync" in kv:
+        if "txns_per_sync" in kv and "op" in kv:
             sync[kv["op"]].append(float(kv["txns_per_sync"]))
-        if "probe" in kv or "rss_kib_after" in kv or kv.get("system") == "disk" or kv.get("op") == "listing":
+        # The remote server's journal statistics (whole suite, no op) are listed as they are.
+        remote_journal = "mean_sync_us" in kv
+        if "probe" in kv or "rss_kib_after" in kv or kv.get("system") == "disk" or kv.get("op") == "listing" or remote_journal:
             rest.append(kv)
     table(ops, "Throughput (ops/s)", "ops_per_s", "ops/s")
     table(cpu, "Server CPU per operation (µs, lower is better; ratio < 1 favours Ferrite)", "cpu", "µs/op")

@@ -140,10 +140,9 @@ impl Future for WaitSynced<'_> {
         let this = self.get_mut();
         let mut g = this.waiters.inner.lock();
         if let Some(out) = g.outcome(this.txid) {
-            // `publish` removed the entry when it woke us; a poll for another reason did not.
-            if let Some(id) = this.id.take() {
-                g.remove(id);
-            }
+            // Whatever settled the wait removed our entry under this lock: `publish` takes
+            // every entry it satisfies, and a failure or close takes them all. No scan.
+            this.id = None;
             return Poll::Ready(out);
         }
         match this.id {
