@@ -147,6 +147,26 @@ mod tests {
     }
 
     #[test]
+    fn a_read_starts_at_the_batch_holding_the_txid_among_many() {
+        let t = Tail::new(1 << 20, 0);
+        // Batches of three records: 1..=3, 4..=6, …, 2998..=3000.
+        for first in (1..=3000).step_by(3) {
+            t.publish(first, first + 2, Bytes::from_static(b"xyz"));
+        }
+        for from in [1, 2, 3, 4, 1500, 2998, 3000] {
+            let got = t.read_from(from, 1 << 20, Duration::ZERO).unwrap();
+            let b = &got[0];
+            assert!(
+                b.first <= from && from <= b.last,
+                "from {from}: {}..={}",
+                b.first,
+                b.last
+            );
+            assert_eq!(got.last().unwrap().last, 3000);
+        }
+    }
+
+    #[test]
     fn a_waiting_follower_wakes_on_publish() {
         let t = std::sync::Arc::new(Tail::new(1 << 20, 7));
         let t2 = t.clone();
