@@ -40,11 +40,6 @@ impl Children {
         self.0.is_empty()
     }
 
-    /// The slot at position `i` in name order.
-    pub fn get(&self, i: usize) -> Slot {
-        self.0[i].slot
-    }
-
     pub fn last(&self) -> Option<Slot> {
         self.0.last().map(|e| e.slot)
     }

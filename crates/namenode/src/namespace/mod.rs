@@ -502,17 +502,13 @@ impl Namespace {
 
     /// Inserts `slot` into its parent's sorted children.
     fn attach(&mut self, parent: Slot, slot: Slot) {
-        let name = self.arena.get(slot).name;
-        let pos = {
-            let children = self
-                .arena
-                .get(parent)
-                .children()
-                .expect("parent is a directory");
-            let key = self.names.get(name);
-            children.partition_point(|c| self.names.get(self.arena.get(c).name) < key)
-        };
-        let key = self.names.get(name);
+        let key = self.names.get(self.arena.get(slot).name);
+        let pos = self
+            .arena
+            .get(parent)
+            .children()
+            .expect("parent is a directory")
+            .partition_point(|c| self.names.get(self.arena.get(c).name) < key);
         if let Body::Dir(children) = &mut self.arena.get_mut(parent).body {
             children.insert(pos, slot, key);
         }
