@@ -6,9 +6,8 @@
 //! Subtrees are owned by their parents, so a rename or delete of a whole subtree moves or
 //! drops one map entry and patches the two ancestor chains by the subtree's totals.
 
-use smallvec::SmallVec;
-
 use super::totals::{restricts, Part, Patch, Totals};
+use crate::namespace::path::Components;
 use crate::namespace::Op;
 
 pub use super::children::Children;
@@ -96,9 +95,9 @@ pub fn part(node: &Node) -> Part {
     }
 }
 
-pub type Comps<'p> = SmallVec<[&'p str; 16]>;
-
-pub fn comps(path: &str) -> Comps<'_> {
+/// A journaled path's components. No validation: the namespace checked the path before
+/// the record was written.
+pub fn comps(path: &str) -> Components<'_> {
     path.split('/').filter(|c| !c.is_empty()).collect()
 }
 
