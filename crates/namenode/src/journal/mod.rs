@@ -48,19 +48,6 @@ pub struct JournalConfig {
     pub group_delay: Duration,
 }
 
-impl JournalConfig {
-    pub fn new(dirs: Vec<PathBuf>) -> Self {
-        JournalConfig {
-            dirs,
-            segment_max_bytes: 128 << 20,
-            segment_max_txns: 1_000_000,
-            prealloc_chunk: 4 << 20,
-            tail_bytes: 16 << 20,
-            group_delay: Duration::ZERO,
-        }
-    }
-}
-
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 #[error("journal failed: {0}")]
 pub struct JournalError(pub String);
