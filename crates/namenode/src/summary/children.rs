@@ -1,265 +1,484 @@
 //! A summary directory's entries, kept compactly.
 //!
-//! The summary mirrors every file of the namespace, and most directories hold a handful of
-//! entries (NNThroughputBenchmark's trees hold four files and four directories each). As a
-//! map from boxed names each entry cost ~120 bytes; a hash table per small directory still
-//! cost ~800 bytes for eight entries (buckets at half load, control bytes, a doubled name
-//! buffer). So a directory's names sit back to back in one buffer, and its entries (an
-//! offset and length beside the node, 32 bytes) are a plain list searched in order until
-//! the directory first holds more than [`FEW`], and a hash table from then on (a directory
-//! that shrank again keeps its table). A removed name leaves a gap; the buffer is
-//! rewritten once gaps are most of it.
+//! The summary mirrors every file of the namespace, so the cost of one file entry is most
+//! of its memory. A file is a 16-byte slot: where its name sits in the directory's name
+//! buffer, its replication and its length. A subdirectory is a 16-byte slot holding its
+//! box. Names sit back to back in one buffer per directory. Up to [`FEW`] entries are found
+//! by scanning the slots (lengths compared first); above that a hash table of 4-byte slot
+//! numbers indexes them. The block lengths of files open for write, a handful at a time,
+//! sit in a side map, so a closed file pays nothing for them.
+//!
+//! Buffers grow exactly while a directory is small (most stay small) and by an eighth
+//! once it is big, so a big directory's slack stays near 6% instead of doubling's 25–50%,
+//! while growth stays amortized O(1). A removed name leaves a gap in the name buffer; the
+//! buffer is rewritten once gaps are most of it. (The layout before this one, a 32-byte
+//! entry in a hash table at its load factor, cost ~76 bytes per file.)
+
+use std::collections::HashMap;
 
 use hashbrown::HashTable;
 
-use super::tree::Node;
+use super::tree::{Dir, File, Node};
 
 type Fold = foldhash::fast::RandomState;
 
-/// The most entries kept as a list. A scan of 16 names (lengths compared first) costs about
-/// what hashing one name does.
+/// The most entries found by scanning. A scan of 16 slots (lengths compared first) costs
+/// about what hashing one name does.
 const FEW: usize = 16;
+
+/// Marks a table value as a subdirectory's slot number (else it is a file's).
+const DIR_BIT: u32 = 1 << 31;
+
+/// Longest name a slot can hold: the namespace's component limit.
+pub const MAX_NAME: usize = u8::MAX as usize;
+
+struct FileSlot {
+    at: u32,
+    name_len: u8,
+    /// Its block lengths are in [`Children::open`].
+    open: bool,
+    repl: u16,
+    len: u64,
+}
+
+struct DirSlot {
+    at: u32,
+    name_len: u8,
+    dir: Box<Dir>,
+}
+
+/// A file as the summary holds it, read-only.
+#[derive(Clone, Copy, Debug)]
+pub struct FileView<'a> {
+    pub len: u64,
+    pub repl: u16,
+    /// While open for write, each block's recorded length.
+    pub open: Option<&'a [u64]>,
+}
+
+pub enum NodeRef<'a> {
+    Dir(&'a Dir),
+    File(FileView<'a>),
+}
+
+/// An entry found for change: a subdirectory to descend into, or a file (changed through
+/// [`Children::update_file`]).
+pub enum NodeMut<'a> {
+    Dir(&'a mut Dir),
+    File,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pos {
+    File(usize),
+    Dir(usize),
+}
+
+impl Pos {
+    fn encode(self) -> u32 {
+        match self {
+            Pos::File(i) => i as u32,
+            Pos::Dir(i) => i as u32 | DIR_BIT,
+        }
+    }
+
+    fn decode(v: u32) -> Pos {
+        if v & DIR_BIT != 0 {
+            Pos::Dir((v & !DIR_BIT) as usize)
+        } else {
+            Pos::File(v as usize)
+        }
+    }
+}
 
 #[derive(Default)]
 pub struct Children {
     names: String,
-    /// Bytes of `names` no entry points at any more.
+    /// Bytes of `names` no slot points at any more.
     garbage: usize,
-    index: Index,
-}
-
-enum Index {
-    Few(Vec<Entry>),
-    Many(Box<Table>),
-}
-
-impl Default for Index {
-    fn default() -> Self {
-        Index::Few(Vec::new())
-    }
+    files: Vec<FileSlot>,
+    dirs: Vec<DirSlot>,
+    /// Block lengths of the files open for write, by their name's offset. Boxed: most
+    /// directories have none, and the box costs them 8 bytes where a map costs 48.
+    #[allow(clippy::box_collection)]
+    open: Option<Box<HashMap<u32, Vec<u64>>>>,
+    index: Option<Box<Table>>,
 }
 
 struct Table {
-    table: HashTable<Entry>,
+    table: HashTable<u32>,
     hasher: Fold,
 }
 
-struct Entry {
-    at: u32,
-    len: u32,
-    node: Node,
+/// The slots and names, borrowed apart from the table so its closures can read names.
+#[derive(Clone, Copy)]
+struct Keys<'a> {
+    names: &'a str,
+    files: &'a [FileSlot],
+    dirs: &'a [DirSlot],
 }
 
-fn name_of<'a>(names: &'a str, e: &Entry) -> &'a str {
-    &names[e.at as usize..(e.at + e.len) as usize]
-}
-
-impl Table {
-    fn hash(&self, name: &str) -> u64 {
-        std::hash::BuildHasher::hash_one(&self.hasher, name)
+impl<'a> Keys<'a> {
+    fn name(&self, p: Pos) -> &'a str {
+        let (at, len) = match p {
+            Pos::File(i) => (self.files[i].at, self.files[i].name_len),
+            Pos::Dir(i) => (self.dirs[i].at, self.dirs[i].name_len),
+        };
+        &self.names[at as usize..at as usize + len as usize]
     }
+}
 
-    fn insert(&mut self, names: &str, e: Entry) {
-        let h = self.hash(name_of(names, &e));
-        let hasher = &self.hasher;
-        self.table.insert_unique(h, e, |e| {
-            std::hash::BuildHasher::hash_one(hasher, name_of(names, e))
-        });
+fn hash(hasher: &Fold, name: &str) -> u64 {
+    std::hash::BuildHasher::hash_one(hasher, name)
+}
+
+/// Room for one more element: exactly one while small, an eighth more once big.
+fn grow<T>(v: &mut Vec<T>) {
+    if v.len() == v.capacity() {
+        v.reserve_exact(v.len() / 8 + 1);
+    }
+}
+
+/// Gives back most of a buffer that removals left mostly empty.
+fn shrink<T>(v: &mut Vec<T>) {
+    if v.capacity() > 64 && v.len() < v.capacity() / 4 {
+        v.shrink_to(v.len() + v.len() / 8);
     }
 }
 
 impl Children {
     pub fn len(&self) -> usize {
-        match &self.index {
-            Index::Few(v) => v.len(),
-            Index::Many(t) => t.table.len(),
-        }
+        self.files.len() + self.dirs.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// Files directly in this directory.
+    pub fn file_count(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Subdirectories directly in this directory.
+    pub fn dir_count(&self) -> usize {
+        self.dirs.len()
+    }
+
+    fn keys(&self) -> Keys<'_> {
+        Keys {
+            names: &self.names,
+            files: &self.files,
+            dirs: &self.dirs,
+        }
+    }
+
     /// Room for `n` more entries (a checkpoint being loaded knows how many follow).
     pub fn reserve(&mut self, n: usize) {
-        if self.len() + n > FEW {
-            self.promote();
+        if self.len() + n <= FEW {
+            return;
         }
-        match &mut self.index {
-            Index::Few(v) => v.reserve_exact(n),
-            Index::Many(t) => {
-                let (names, hasher) = (&self.names, &t.hasher);
-                t.table.reserve(n, |e| {
-                    std::hash::BuildHasher::hash_one(hasher, name_of(names, e))
-                });
-            }
-        }
-    }
-
-    /// Turns the list into a hash table (once it outgrows [`FEW`]).
-    fn promote(&mut self) {
-        if let Index::Few(v) = &mut self.index {
-            let mut t = Table {
-                table: HashTable::with_capacity(v.len() + 1),
-                hasher: Fold::default(),
+        if self.index.is_none() {
+            self.build_index(self.len() + n);
+        } else if let Some(t) = &mut self.index {
+            let keys = Keys {
+                names: &self.names,
+                files: &self.files,
+                dirs: &self.dirs,
             };
-            for e in v.drain(..) {
-                t.insert(&self.names, e);
-            }
-            self.index = Index::Many(Box::new(t));
+            let Table { table, hasher } = &mut **t;
+            table.reserve(n, |&v| hash(hasher, keys.name(Pos::decode(v))));
         }
     }
 
-    fn find(&self, name: &str) -> Option<&Entry> {
-        let names = &self.names;
-        match &self.index {
-            Index::Few(v) => v
-                .iter()
-                .find(|e| e.len as usize == name.len() && name_of(names, e) == name),
-            Index::Many(t) => t.table.find(t.hash(name), |e| name_of(names, e) == name),
+    /// Indexes every slot in a new table (once the directory outgrows [`FEW`]).
+    fn build_index(&mut self, capacity: usize) {
+        let mut t = Table {
+            table: HashTable::with_capacity(capacity),
+            hasher: Fold::default(),
+        };
+        let keys = self.keys();
+        let all = (0..self.files.len())
+            .map(Pos::File)
+            .chain((0..self.dirs.len()).map(Pos::Dir));
+        for p in all {
+            let Table { table, hasher } = &mut t;
+            let h = hash(hasher, keys.name(p));
+            table.insert_unique(h, p.encode(), |&v| hash(hasher, keys.name(Pos::decode(v))));
+        }
+        self.index = Some(Box::new(t));
+    }
+
+    fn find(&self, name: &str) -> Option<Pos> {
+        let keys = self.keys();
+        if let Some(t) = &self.index {
+            let h = hash(&t.hasher, name);
+            let v = t.table.find(h, |&v| keys.name(Pos::decode(v)) == name)?;
+            return Some(Pos::decode(*v));
+        }
+        let n = u8::try_from(name.len()).ok()?;
+        let hit = |at: u32, len: u8| len == n && &keys.names[at as usize..][..n as usize] == name;
+        self.files
+            .iter()
+            .position(|f| hit(f.at, f.name_len))
+            .map(Pos::File)
+            .or_else(|| {
+                self.dirs
+                    .iter()
+                    .position(|d| hit(d.at, d.name_len))
+                    .map(Pos::Dir)
+            })
+    }
+
+    fn view(&self, f: &FileSlot) -> FileView<'_> {
+        let blocks = |at| {
+            let open = self.open.as_ref().and_then(|o| o.get(&at));
+            open.map_or(&[][..], |b| b.as_slice())
+        };
+        FileView {
+            len: f.len,
+            repl: f.repl,
+            open: f.open.then(|| blocks(f.at)),
         }
     }
 
-    fn find_mut(&mut self, name: &str) -> Option<&mut Entry> {
-        let names = &self.names;
-        match &mut self.index {
-            Index::Few(v) => v
-                .iter_mut()
-                .find(|e| e.len as usize == name.len() && name_of(names, e) == name),
-            Index::Many(t) => {
-                let h = t.hash(name);
-                t.table.find_mut(h, |e| name_of(names, e) == name)
-            }
+    fn node_at(&self, p: Pos) -> NodeRef<'_> {
+        match p {
+            Pos::File(i) => NodeRef::File(self.view(&self.files[i])),
+            Pos::Dir(i) => NodeRef::Dir(&self.dirs[i].dir),
         }
     }
 
-    pub fn get(&self, name: &str) -> Option<&Node> {
-        self.find(name).map(|e| &e.node)
+    pub fn get(&self, name: &str) -> Option<NodeRef<'_>> {
+        Some(self.node_at(self.find(name)?))
     }
 
-    pub fn get_mut(&mut self, name: &str) -> Option<&mut Node> {
-        self.find_mut(name).map(|e| &mut e.node)
+    pub fn get_mut(&mut self, name: &str) -> Option<NodeMut<'_>> {
+        Some(match self.find(name)? {
+            Pos::File(_) => NodeMut::File,
+            Pos::Dir(i) => NodeMut::Dir(&mut self.dirs[i].dir),
+        })
     }
 
     pub fn contains_key(&self, name: &str) -> bool {
         self.find(name).is_some()
     }
 
-    /// Adds or replaces `name`'s node; returns the one replaced.
-    pub fn insert(&mut self, name: &str, node: Node) -> Option<Node> {
-        if let Some(old) = self.get_mut(name) {
-            return Some(std::mem::replace(old, node));
+    /// Runs `f` on the file `name`; `None` if there is no such file.
+    pub fn update_file<R>(&mut self, name: &str, f: impl FnOnce(&mut File) -> R) -> Option<R> {
+        let Pos::File(i) = self.find(name)? else {
+            return None;
+        };
+        let (at, was_open) = (self.files[i].at, self.files[i].open);
+        let mut file = File {
+            len: self.files[i].len,
+            repl: self.files[i].repl,
+            open: was_open.then(|| self.take_open(at)),
+        };
+        let out = f(&mut file);
+        let slot = &mut self.files[i];
+        (slot.len, slot.repl, slot.open) = (file.len, file.repl, file.open.is_some());
+        if let Some(blocks) = file.open {
+            self.open.get_or_insert_default().insert(at, blocks);
         }
-        let len = u32::try_from(name.len()).expect("a name shorter than 4 GiB");
+        Some(out)
+    }
+
+    fn take_open(&mut self, at: u32) -> Vec<u64> {
+        let Some(open) = &mut self.open else {
+            return Vec::new();
+        };
+        let blocks = open.remove(&at).unwrap_or_default();
+        if open.is_empty() {
+            self.open = None;
+        }
+        blocks
+    }
+
+    /// Adds or replaces `name`'s node; returns the one replaced. Names are path components,
+    /// at most [`MAX_NAME`] bytes (the namespace refuses longer ones).
+    pub fn insert(&mut self, name: &str, node: Node) -> Option<Node> {
+        let old = self.remove(name);
+        let name_len = u8::try_from(name.len()).expect("a path component of at most 255 bytes");
+        let at = self.push_name(name);
+        let pos = match node {
+            Node::File(f) => {
+                grow(&mut self.files);
+                self.files.push(FileSlot {
+                    at,
+                    name_len,
+                    open: f.open.is_some(),
+                    repl: f.repl,
+                    len: f.len,
+                });
+                if let Some(blocks) = f.open {
+                    self.open.get_or_insert_default().insert(at, blocks);
+                }
+                Pos::File(self.files.len() - 1)
+            }
+            Node::Dir(dir) => {
+                grow(&mut self.dirs);
+                self.dirs.push(DirSlot { at, name_len, dir });
+                Pos::Dir(self.dirs.len() - 1)
+            }
+        };
+        if let Some(t) = &mut self.index {
+            let keys = Keys {
+                names: &self.names,
+                files: &self.files,
+                dirs: &self.dirs,
+            };
+            let Table { table, hasher } = &mut **t;
+            table.insert_unique(hash(hasher, name), pos.encode(), |&v| {
+                hash(hasher, keys.name(Pos::decode(v)))
+            });
+        } else if self.len() > FEW {
+            self.build_index(self.len());
+        }
+        old
+    }
+
+    /// Appends `name` to the name buffer; returns its offset.
+    fn push_name(&mut self, name: &str) -> u32 {
         let at = u32::try_from(self.names.len())
             .ok()
-            .filter(|at| at.checked_add(len).is_some())
+            .filter(|at| at.checked_add(name.len() as u32).is_some())
             .expect("a directory's names fit in 4 GiB");
-        let e = Entry { at, len, node };
-        if self.len() < FEW {
-            // Small directories grow their buffers exactly: most never pass a few entries,
-            // and doubling would leave half of each buffer empty.
-            self.names.reserve_exact(name.len());
-            self.names.push_str(name);
-            if let Index::Few(v) = &mut self.index {
-                v.reserve_exact(1);
-                v.push(e);
-                return None;
-            }
-        } else {
-            self.names.push_str(name);
+        if self.names.capacity() - self.names.len() < name.len() {
+            let more = if self.len() < FEW {
+                name.len()
+            } else {
+                name.len().max(self.names.len() / 8)
+            };
+            self.names.reserve_exact(more);
         }
-        self.promote();
-        if let Index::Many(t) = &mut self.index {
-            t.insert(&self.names, e);
-        }
-        None
+        self.names.push_str(name);
+        at
     }
 
     pub fn remove(&mut self, name: &str) -> Option<Node> {
-        let names = &self.names;
-        let e = match &mut self.index {
-            Index::Few(v) => {
-                let i = v
-                    .iter()
-                    .position(|e| e.len as usize == name.len() && name_of(names, e) == name)?;
-                v.swap_remove(i)
+        let pos = self.find(name)?;
+        if let Some(t) = &mut self.index {
+            let h = hash(&t.hasher, name);
+            if let Ok(e) = t.table.find_entry(h, |&v| v == pos.encode()) {
+                e.remove();
             }
-            Index::Many(t) => {
-                let h = t.hash(name);
-                let (e, _) = t
-                    .table
-                    .find_entry(h, |e| name_of(names, e) == name)
-                    .ok()?
-                    .remove();
-                e
+        }
+        let (name_len, node) = match pos {
+            Pos::File(i) => {
+                let f = self.files.swap_remove(i);
+                let open = f.open.then(|| self.take_open(f.at));
+                let node = Node::File(File {
+                    len: f.len,
+                    repl: f.repl,
+                    open,
+                });
+                (f.name_len, node)
+            }
+            Pos::Dir(i) => {
+                let d = self.dirs.swap_remove(i);
+                (d.name_len, Node::Dir(d.dir))
             }
         };
-        self.garbage += e.len as usize;
+        self.reindex_moved(pos);
+        if self.is_empty() {
+            // Nothing left: give back the buffers and the table too.
+            *self = Children::default();
+            return Some(node);
+        }
+        shrink(&mut self.files);
+        shrink(&mut self.dirs);
+        self.garbage += usize::from(name_len);
         if self.garbage > 4096 && self.garbage * 2 > self.names.len() {
             self.compact();
         }
-        Some(e.node)
+        Some(node)
     }
 
-    // One of the two halves of each chain is empty: an iterator over either form without
-    // boxing it.
-    fn entries_mut(&mut self) -> impl Iterator<Item = &mut Entry> {
-        let (few, many) = match &mut self.index {
-            Index::Few(v) => (Some(v.iter_mut()), None),
-            Index::Many(t) => (None, Some(t.table.iter_mut())),
+    /// After `swap_remove` at `hole`, the last slot of that kind sits there: its table
+    /// value becomes the hole's.
+    fn reindex_moved(&mut self, hole: Pos) {
+        let (moved_from, now) = match hole {
+            Pos::File(i) if i < self.files.len() => (Pos::File(self.files.len()), hole),
+            Pos::Dir(i) if i < self.dirs.len() => (Pos::Dir(self.dirs.len()), hole),
+            _ => return,
         };
-        few.into_iter().flatten().chain(many.into_iter().flatten())
-    }
-
-    fn entries(&self) -> impl Iterator<Item = &Entry> {
-        let (few, many) = match &self.index {
-            Index::Few(v) => (Some(v.iter()), None),
-            Index::Many(t) => (None, Some(t.table.iter())),
+        let keys = Keys {
+            names: &self.names,
+            files: &self.files,
+            dirs: &self.dirs,
         };
-        few.into_iter().flatten().chain(many.into_iter().flatten())
+        if let Some(t) = &mut self.index {
+            let h = hash(&t.hasher, keys.name(now));
+            if let Some(v) = t.table.find_mut(h, |&v| v == moved_from.encode()) {
+                *v = now.encode();
+            }
+        }
     }
 
     /// Rewrites the name buffer without its gaps.
     fn compact(&mut self) {
         let old = std::mem::take(&mut self.names);
         let mut names = String::with_capacity(old.len() - self.garbage);
-        for e in self.entries_mut() {
-            let at = names.len() as u32;
-            names.push_str(name_of(&old, e));
-            e.at = at;
+        let mut open = HashMap::new();
+        let mut moved = |at: &mut u32, len: u8| {
+            let new = names.len() as u32;
+            names.push_str(&old[*at as usize..*at as usize + usize::from(len)]);
+            std::mem::replace(at, new)
+        };
+        for f in &mut self.files {
+            let was = moved(&mut f.at, f.name_len);
+            if f.open {
+                let blocks = self.open.as_mut().and_then(|o| o.remove(&was));
+                open.insert(f.at, blocks.unwrap_or_default());
+            }
         }
+        for d in &mut self.dirs {
+            moved(&mut d.at, d.name_len);
+        }
+        self.open = (!open.is_empty()).then(|| Box::new(open));
         self.names = names;
         self.garbage = 0;
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &Node)> {
-        self.entries().map(|e| (name_of(&self.names, e), &e.node))
+    pub fn iter(&self) -> impl Iterator<Item = (&str, NodeRef<'_>)> {
+        let keys = self.keys();
+        let files = (0..self.files.len()).map(Pos::File);
+        let dirs = (0..self.dirs.len()).map(Pos::Dir);
+        files
+            .chain(dirs)
+            .map(move |p| (keys.name(p), self.node_at(p)))
     }
 
-    pub fn values(&self) -> impl Iterator<Item = &Node> {
-        self.entries().map(|e| &e.node)
+    pub fn values(&self) -> impl Iterator<Item = NodeRef<'_>> {
+        self.iter().map(|(_, n)| n)
     }
 
     /// Empties the directory, handing out every (name, node).
     pub fn drain(&mut self) -> Vec<(String, Node)> {
-        let names = std::mem::take(&mut self.names);
-        self.garbage = 0;
-        let entries: Vec<Entry> = match std::mem::take(&mut self.index) {
-            Index::Few(v) => v,
-            Index::Many(t) => t.table.into_iter().collect(),
-        };
-        entries
-            .into_iter()
-            .map(|e| (name_of(&names, &e).to_string(), e.node))
-            .collect()
+        let mut all = std::mem::take(self);
+        let mut out = Vec::with_capacity(all.len());
+        for f in std::mem::take(&mut all.files) {
+            let open = f.open.then(|| all.take_open(f.at));
+            let name = all.names[f.at as usize..][..usize::from(f.name_len)].to_string();
+            let node = Node::File(File {
+                len: f.len,
+                repl: f.repl,
+                open,
+            });
+            out.push((name, node));
+        }
+        for d in std::mem::take(&mut all.dirs) {
+            let name = all.names[d.at as usize..][..usize::from(d.name_len)].to_string();
+            out.push((name, Node::Dir(d.dir)));
+        }
+        out
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summary::tree::File;
 
     fn file(len: u64) -> Node {
         Node::File(File {
@@ -269,16 +488,34 @@ mod tests {
         })
     }
 
-    fn len_of(n: Option<&Node>) -> Option<u64> {
-        match n? {
-            Node::File(f) => Some(f.len),
-            Node::Dir(_) => None,
+    fn dir(perm: u16) -> Node {
+        Node::Dir(Box::new(Dir::new(perm, 0)))
+    }
+
+    /// A node's figure for comparison: a file's length, a directory's perm + 1,000,000.
+    fn figure(n: NodeRef) -> u64 {
+        match n {
+            NodeRef::File(f) => f.len,
+            NodeRef::Dir(d) => 1_000_000 + u64::from(d.perm),
+        }
+    }
+
+    fn owned_figure(n: &Node) -> u64 {
+        match n {
+            Node::File(f) => f.len,
+            Node::Dir(d) => 1_000_000 + u64::from(d.perm),
         }
     }
 
     #[test]
+    fn slots_are_16_bytes() {
+        assert_eq!(std::mem::size_of::<FileSlot>(), 16);
+        assert_eq!(std::mem::size_of::<DirSlot>(), 16);
+    }
+
+    #[test]
     fn behaves_as_a_map_through_removals_and_compaction() {
-        // Enough churn to compact the name buffer several times, as a hash table.
+        // Enough churn to compact the name buffer several times, with a table.
         behaves_as_a_map(2000);
     }
 
@@ -289,39 +526,89 @@ mod tests {
         }
     }
 
-    /// Five rounds of `n` inserts then removal of every third, checked against a map.
+    /// Five rounds of `n` inserts (files and directories mixed) then removal of every
+    /// third, checked against a map; removals move slots, so lookups after them check that
+    /// the table followed.
     fn behaves_as_a_map(n: u64) {
         let mut c = Children::default();
         let mut model = std::collections::HashMap::new();
         for round in 0..5u64 {
             for i in 0..n {
                 let name = format!("f-{round}-{i}");
-                assert!(c.insert(&name, file(i)).is_none());
-                model.insert(name, i);
+                let node = if i % 4 == 1 { dir(i as u16) } else { file(i) };
+                let want = owned_figure(&node);
+                assert!(c.insert(&name, node).is_none());
+                model.insert(name, want);
             }
             for i in (0..n).step_by(3) {
                 let name = format!("f-{round}-{i}");
-                assert_eq!(len_of(c.remove(&name).as_ref()), Some(i));
-                model.remove(&name);
+                let got = c.remove(&name).map(|n| owned_figure(&n));
+                assert_eq!(got, model.remove(&name), "{name}");
             }
             assert_eq!(c.len(), model.len());
-        }
-        for (name, len) in &model {
-            assert_eq!(len_of(c.get(name)), Some(*len), "{name}");
+            for (name, want) in &model {
+                assert_eq!(c.get(name).map(figure), Some(*want), "{name}");
+            }
         }
         assert!(c.garbage * 2 <= c.names.len() || c.garbage <= 4096);
-        // Replacing keeps one entry; iteration sees every name once.
-        assert_eq!(len_of(c.insert("f-0-1", file(99)).as_ref()), Some(1));
+        // Replacing keeps one entry, even across kinds; iteration sees every name once.
+        let old = c.insert("f-0-2", dir(7)).map(|n| owned_figure(&n));
+        assert_eq!(old, model.get("f-0-2").copied());
+        model.insert("f-0-2".into(), 1_000_007);
         assert_eq!(c.len(), model.len());
-        assert_eq!(len_of(c.get("f-0-1")), Some(99));
-        let mut seen: Vec<String> = c.iter().map(|(n, _)| n.to_string()).collect();
+        assert_eq!(c.get("f-0-2").map(figure), Some(1_000_007));
+        let counts = (c.file_count(), c.dir_count());
+        let dirs = model.values().filter(|v| **v >= 1_000_000).count();
+        assert_eq!(counts, (model.len() - dirs, dirs));
+        let mut seen: Vec<(String, u64)> =
+            c.iter().map(|(n, v)| (n.to_string(), figure(v))).collect();
         seen.sort();
-        let mut want: Vec<String> = model.keys().cloned().collect();
+        let mut want: Vec<(String, u64)> = model.iter().map(|(n, v)| (n.clone(), *v)).collect();
         want.sort();
         assert_eq!(seen, want);
         assert!(c.remove("nope").is_none() && !c.contains_key("nope"));
         let drained = c.drain();
         assert_eq!(drained.len(), model.len());
         assert!(c.is_empty());
+    }
+
+    #[test]
+    fn open_files_keep_their_blocks_through_updates_moves_and_compaction() {
+        let mut c = Children::default();
+        let open = |blocks: Vec<u64>| {
+            Node::File(File {
+                len: blocks.iter().sum(),
+                repl: 3,
+                open: Some(blocks),
+            })
+        };
+        c.insert("w", open(vec![5, 0]));
+        // Enough churn around it to move its slot and compact the names.
+        for i in 0..3000 {
+            c.insert(&format!("churn-{i:05}"), file(i));
+        }
+        c.update_file("w", |f| f.open.as_mut().unwrap().push(9));
+        for i in 0..3000 {
+            c.remove(&format!("churn-{i:05}"));
+        }
+        match c.get("w") {
+            Some(NodeRef::File(f)) => assert_eq!(f.open, Some(&[5, 0, 9][..])),
+            _ => panic!("w is a file"),
+        }
+        c.update_file("w", |f| f.open = None);
+        assert!(
+            c.open.is_none(),
+            "a closed file leaves nothing in the side map"
+        );
+        assert!(c.update_file("nope", |_| ()).is_none());
+        c.insert("d", dir(1));
+        assert!(
+            c.update_file("d", |_| ()).is_none(),
+            "a directory is not a file"
+        );
+        match c.remove("w") {
+            Some(Node::File(f)) => assert_eq!((f.len, f.open), (5, None)),
+            _ => panic!("w is a file"),
+        }
     }
 }

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::tree::{Dir, File, Node, Tree};
+use super::tree::{Dir, File, Node, NodeRef, Tree, MAX_NAME};
 use super::Summary;
 use crate::journal::codec::{DecodeError, Reader};
 
@@ -39,11 +39,11 @@ fn encode_dir(d: &Dir, out: &mut Vec<u8>) {
         out.extend_from_slice(&(name.len() as u32).to_le_bytes());
         out.extend_from_slice(name.as_bytes());
         match node {
-            Node::File(f) => {
+            NodeRef::File(f) => {
                 out.push(0);
                 out.extend_from_slice(&f.len.to_le_bytes());
                 out.extend_from_slice(&f.repl.to_le_bytes());
-                match &f.open {
+                match f.open {
                     None => out.push(0),
                     Some(blocks) => {
                         out.push(1);
@@ -54,7 +54,7 @@ fn encode_dir(d: &Dir, out: &mut Vec<u8>) {
                     }
                 }
             }
-            Node::Dir(c) => {
+            NodeRef::Dir(c) => {
                 out.push(1);
                 encode_dir(c, out);
             }
@@ -118,6 +118,9 @@ fn decode_dir(r: &mut Reader) -> Result<Dir, DecodeError> {
     d.children.reserve(n.min(r.remaining() / 6));
     for _ in 0..n {
         let name = r.str()?;
+        if name.len() > MAX_NAME {
+            return Err(DecodeError::BadLength(name.len()));
+        }
         let node = match r.u8()? {
             0 => {
                 let len = r.u64()?;
@@ -129,7 +132,7 @@ fn decode_dir(r: &mut Reader) -> Result<Dir, DecodeError> {
                         if k > r.remaining() / 8 {
                             return Err(DecodeError::BadLength(k));
                         }
-                        Some(Box::new((0..k).map(|_| r.u64()).collect::<Result<_, _>>()?))
+                        Some((0..k).map(|_| r.u64()).collect::<Result<_, _>>()?)
                     }
                 };
                 Node::File(File { len, repl, open })

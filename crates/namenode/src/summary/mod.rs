@@ -18,7 +18,7 @@ mod tests;
 use crate::namespace::inode::{Body, ROOT_SLOT};
 use crate::namespace::{Namespace, Op};
 use totals::{Totals, BUCKETS};
-use tree::{Dir, File, Found, Node, Tree};
+use tree::{Dir, File, Found, Node, NodeRef, Tree};
 
 /// What the summary knows about one path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -107,8 +107,8 @@ impl Summary {
         Some(match self.tree.find(path)? {
             Found::Dir(d) => PathSummary {
                 is_dir: true,
-                direct_files: d.direct_files,
-                direct_dirs: d.direct_dirs,
+                direct_files: d.children.file_count() as u64,
+                direct_dirs: d.children.dir_count() as u64,
                 tot: d.tot.clone(),
                 updated: d.updated,
             },
@@ -134,14 +134,14 @@ impl Summary {
             .children
             .iter()
             .map(|(name, node)| match node {
-                Node::Dir(c) => ChildUsage {
+                NodeRef::Dir(c) => ChildUsage {
                     name: name.to_string(),
                     is_dir: true,
                     files: c.tot.files,
                     bytes: c.tot.bytes,
                     raw: c.tot.raw,
                 },
-                Node::File(f) => ChildUsage {
+                NodeRef::File(f) => ChildUsage {
                     name: name.to_string(),
                     is_dir: false,
                     files: 1,
@@ -184,9 +184,7 @@ fn build_dir(ns: &Namespace, slot: u32) -> Dir {
                     Node::File(File {
                         len: f.len,
                         repl: child.replication,
-                        open: f
-                            .uc()
-                            .map(|_| Box::new(f.blocks().iter().map(|b| b.len).collect())),
+                        open: f.uc().map(|_| f.blocks().iter().map(|b| b.len).collect()),
                     })
                 }
             };

@@ -25,19 +25,25 @@ impl Rng {
 }
 
 /// A path of 1..=3 components over a small alphabet, so that names collide often.
-/// Directories are mostly named a..c and files f..h, so that deep paths stay reachable.
+/// Directories are mostly named a..c and files f..h, so that deep paths stay reachable;
+/// a third of the files get one of 40 numbered names, so that directories also outgrow
+/// the summary's scanned list and their entries move within its hash-indexed slots.
 fn path(r: &mut Rng, file: bool) -> String {
     let depth = 1 + r.below(3);
     let mut p: String = (1..depth)
         .map(|_| format!("/{}", r.pick(&["a", "b", "c"])))
         .collect();
     let last = if file || r.below(8) == 0 {
-        r.pick(&["f", "g", "h"])
+        if r.below(3) == 0 {
+            format!("n{}", r.below(40))
+        } else {
+            r.pick(&["f", "g", "h"]).to_string()
+        }
     } else {
-        r.pick(&["a", "b", "c"])
+        r.pick(&["a", "b", "c"]).to_string()
     };
     p.push('/');
-    p.push_str(last);
+    p.push_str(&last);
     p
 }
 

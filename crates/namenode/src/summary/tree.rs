@@ -10,29 +10,42 @@ use super::totals::{restricts, Part, Patch, Totals};
 use crate::namespace::path::Components;
 use crate::namespace::Op;
 
-pub use super::children::Children;
+pub use super::children::{Children, FileView, NodeMut, NodeRef, MAX_NAME};
 
 pub struct Dir {
     pub perm: u16,
     /// The time of the last change anywhere below (the newest operation time seen).
     pub updated: i64,
-    pub direct_files: u64,
-    pub direct_dirs: u64,
     pub tot: Totals,
     pub children: Children,
 }
 
+/// A file taken out of (or going into) a directory's [`Children`], which keep it packed.
 pub struct File {
     pub len: u64,
     pub repl: u16,
     /// While open for write, the recorded length of each block (the namespace's rule for
     /// how an added or abandoned block changes the file's length needs the last one).
-    pub open: Option<Box<Vec<u64>>>,
+    pub open: Option<Vec<u64>>,
 }
 
+/// An entry owned outside a directory: taken out by a delete or rename, or being added.
 pub enum Node {
     Dir(Box<Dir>),
     File(File),
+}
+
+impl Node {
+    pub fn as_ref(&self) -> NodeRef<'_> {
+        match self {
+            Node::Dir(d) => NodeRef::Dir(d),
+            Node::File(f) => NodeRef::File(FileView {
+                len: f.len,
+                repl: f.repl,
+                open: f.open.as_deref(),
+            }),
+        }
+    }
 }
 
 impl Dir {
@@ -40,58 +53,34 @@ impl Dir {
         Dir {
             perm,
             updated,
-            direct_files: 0,
-            direct_dirs: 0,
             tot: Totals::of_dir(perm),
             children: Children::default(),
         }
     }
 
-    fn take(&mut self, name: &str) -> Option<Node> {
-        let node = self.children.remove(name)?;
-        match &node {
-            Node::Dir(_) => self.direct_dirs -= 1,
-            Node::File(_) => self.direct_files -= 1,
-        }
-        Some(node)
-    }
-
-    fn put(&mut self, name: &str, node: Node) {
-        match &node {
-            Node::Dir(_) => self.direct_dirs += 1,
-            Node::File(_) => self.direct_files += 1,
-        }
-        self.children.insert(name, node);
-    }
-
-    /// Recomputes this directory's counters from its children, whose own counters must
+    /// Recomputes this directory's totals from its children, whose own totals must
     /// already be right (used when building or loading bottom-up).
     pub fn recount(&mut self) {
-        let (mut files, mut dirs) = (0, 0);
         let mut tot = Totals::of_dir(self.perm);
         for node in self.children.values() {
-            match node {
-                Node::Dir(_) => dirs += 1,
-                Node::File(_) => files += 1,
-            }
             Patch {
                 sub: Part::Nothing,
                 add: part(node),
             }
             .apply(&mut tot);
         }
-        (self.direct_files, self.direct_dirs, self.tot) = (files, dirs, tot);
+        self.tot = tot;
     }
 }
 
 /// What `node` contributes to the totals above it.
-pub fn part(node: &Node) -> Part {
+pub fn part(node: NodeRef) -> Part {
     match node {
-        Node::File(f) => Part::File {
+        NodeRef::File(f) => Part::File {
             len: f.len,
             repl: f.repl,
         },
-        Node::Dir(d) => Part::Tree(Box::new(d.tot.clone())),
+        NodeRef::Dir(d) => Part::Tree(Box::new(d.tot.clone())),
     }
 }
 
@@ -113,11 +102,17 @@ fn descend<R>(
         .split_first()
         .ok_or_else(|| "the root has no parent".to_string())?;
     let out = if rest.is_empty() {
+        if first.len() > MAX_NAME {
+            return Err(format!(
+                "a name of {} bytes (at most {MAX_NAME})",
+                first.len()
+            ));
+        }
         leaf(dir, first)?
     } else {
         match dir.children.get_mut(first) {
-            Some(Node::Dir(child)) => descend(child, rest, now, leaf)?,
-            Some(Node::File(_)) => return Err(format!("{first} is a file")),
+            Some(NodeMut::Dir(child)) => descend(child, rest, now, leaf)?,
+            Some(NodeMut::File) => return Err(format!("{first} is a file")),
             None => return Err(format!("{first} does not exist")),
         }
     };
@@ -126,31 +121,29 @@ fn descend<R>(
     Ok(out)
 }
 
-fn file_mut<'a>(dir: &'a mut Dir, name: &str) -> Result<&'a mut File, String> {
-    match dir.children.get_mut(name) {
-        Some(Node::File(f)) => Ok(f),
-        Some(Node::Dir(_)) => Err(format!("{name} is a directory")),
-        None => Err(format!("{name} does not exist")),
-    }
-}
-
 /// Changes one file in place; the patch moves it from its old figures to its new ones.
 fn change_file(
     dir: &mut Dir,
     name: &str,
     f: impl FnOnce(&mut File) -> Result<(), String>,
 ) -> Result<(Patch, ()), String> {
-    let file = file_mut(dir, name)?;
-    let sub = Part::File {
+    let figures = |file: &File| Part::File {
         len: file.len,
         repl: file.repl,
     };
-    f(file)?;
-    let add = Part::File {
-        len: file.len,
-        repl: file.repl,
-    };
-    Ok((Patch { sub, add }, ()))
+    let changed = dir.children.update_file(name, |file| {
+        let sub = figures(file);
+        f(file)?;
+        Ok::<_, String>(Patch {
+            sub,
+            add: figures(file),
+        })
+    });
+    match changed {
+        Some(patch) => Ok((patch?, ())),
+        None if dir.children.contains_key(name) => Err(format!("{name} is a directory")),
+        None => Err(format!("{name} does not exist")),
+    }
 }
 
 /// The whole summary tree.
@@ -162,7 +155,7 @@ pub struct Tree {
 
 pub enum Found<'a> {
     Dir(&'a Dir),
-    File(&'a File),
+    File(FileView<'a>),
 }
 
 impl Tree {
@@ -181,13 +174,13 @@ impl Tree {
         };
         for name in parents {
             match dir.children.get(name)? {
-                Node::Dir(d) => dir = d,
-                Node::File(_) => return None,
+                NodeRef::Dir(d) => dir = d,
+                NodeRef::File(_) => return None,
             }
         }
         match dir.children.get(last)? {
-            Node::Dir(d) => Some(Found::Dir(d)),
-            Node::File(f) => Some(Found::File(f)),
+            NodeRef::Dir(d) => Some(Found::Dir(d)),
+            NodeRef::File(f) => Some(Found::File(f)),
         }
     }
 
@@ -205,7 +198,8 @@ impl Tree {
                     if dir.children.contains_key(name) {
                         return Err(format!("{path} already exists"));
                     }
-                    dir.put(name, Node::Dir(Box::new(Dir::new(perm, mtime))));
+                    dir.children
+                        .insert(name, Node::Dir(Box::new(Dir::new(perm, mtime))));
                     let add = Part::Tree(Box::new(Totals::of_dir(perm)));
                     Ok((
                         Patch {
@@ -222,20 +216,17 @@ impl Tree {
                 let repl = *replication;
                 descend(&mut self.root, &comps(path), now, |dir, name| {
                     let sub = match dir.children.get(name) {
-                        Some(Node::Dir(_)) => return Err(format!("{path} is a directory")),
-                        Some(old) => {
-                            let p = part(old);
-                            dir.take(name);
-                            p
-                        }
+                        Some(NodeRef::Dir(_)) => return Err(format!("{path} is a directory")),
+                        Some(old) => part(old),
                         None => Part::Nothing,
                     };
                     let file = File {
                         len: 0,
                         repl,
-                        open: Some(Box::default()),
+                        open: Some(Vec::new()),
                     };
-                    dir.put(name, Node::File(file));
+                    // Replaces an old file of that name, if any.
+                    dir.children.insert(name, Node::File(file));
                     let add = Part::File { len: 0, repl };
                     Ok((Patch { sub, add }, ()))
                 })?;
@@ -331,8 +322,8 @@ impl Tree {
         }
         descend(&mut self.root, &c, now, |dir, name| {
             match dir.children.get_mut(name) {
-                Some(Node::Dir(d)) => Ok((flip(d), ())),
-                Some(Node::File(_)) => Ok((Patch::default(), ())),
+                Some(NodeMut::Dir(d)) => Ok((flip(d), ())),
+                Some(NodeMut::File) => Ok((Patch::default(), ())),
                 None => Err(format!("{path} does not exist")),
             }
         })?;
@@ -343,9 +334,10 @@ impl Tree {
     pub fn detach(&mut self, path: &str, now: i64) -> Result<Node, String> {
         let (_, node) = descend(&mut self.root, &comps(path), now, |dir, name| {
             let node = dir
-                .take(name)
+                .children
+                .remove(name)
                 .ok_or_else(|| format!("{path} does not exist"))?;
-            let sub = part(&node);
+            let sub = part(node.as_ref());
             Ok((
                 Patch {
                     sub,
@@ -360,12 +352,11 @@ impl Tree {
     /// Puts `node` at `path`, replacing what is there.
     pub fn attach(&mut self, path: &str, node: Node, now: i64) -> Result<(), String> {
         descend(&mut self.root, &comps(path), now, |dir, name| {
-            let sub = match dir.take(name) {
-                Some(old) => part(&old),
+            let add = part(node.as_ref());
+            let sub = match dir.children.insert(name, node) {
+                Some(old) => part(old.as_ref()),
                 None => Part::Nothing,
             };
-            let add = part(&node);
-            dir.put(name, node);
             Ok((Patch { sub, add }, ()))
         })?;
         Ok(())
