@@ -193,7 +193,7 @@ impl Namespace {
             .copied()
             .collect();
         BlockRange {
-            file_len: f.len,
+            file_len: f.len(),
             blocks,
             under_construction: uc,
             last: all.last().copied(),

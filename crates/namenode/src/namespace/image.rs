@@ -109,7 +109,7 @@ impl Namespace {
             Body::Dir(_) => out.push(0),
             Body::File(f) => {
                 out.push(1);
-                out.extend_from_slice(&f.len.to_le_bytes());
+                out.extend_from_slice(&f.len().to_le_bytes());
                 out.extend_from_slice(&f.block_size.to_le_bytes());
                 out.extend_from_slice(&i.replication.to_le_bytes());
                 out.extend_from_slice(&(f.blocks().len() as u32).to_le_bytes());

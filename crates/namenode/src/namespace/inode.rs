@@ -28,7 +28,8 @@ pub struct Inode {
     pub group: u32,
     pub perm: u16,
     /// A file's replication factor (0 for directories). Kept here rather than in
-    /// [`FileData`] so that both `Body` variants are 24 bytes and the inode is 80.
+    /// [`FileData`], whose 16 bytes let [`Body`] keep its tag in the directory variant's
+    /// spare values: the body is 24 bytes and the inode 72.
     pub replication: u16,
 }
 
@@ -39,10 +40,10 @@ pub enum Body {
 }
 
 pub struct FileData {
-    pub len: u64,
     pub block_size: u64,
-    /// Blocks and the writer's lease, boxed together: an empty closed file pays 8 bytes.
-    pub extra: Option<Box<FileExtra>>,
+    /// Length, blocks and the writer's lease, boxed together: an empty closed file (length
+    /// 0, no blocks) pays 8 bytes for all three.
+    extra: Option<Box<FileExtra>>,
 }
 
 /// One block of a file as the namespace records it. Where its replicas live is volatile
@@ -59,6 +60,7 @@ pub struct Block {
 }
 
 pub struct FileExtra {
+    len: u64,
     /// Blocks in file order.
     pub blocks: Vec<Block>,
     /// Present while the file is open for write.
@@ -72,12 +74,27 @@ impl FileData {
         blocks: Vec<Block>,
         uc: Option<UnderConstruction>,
     ) -> Self {
-        let extra =
-            (!blocks.is_empty() || uc.is_some()).then(|| Box::new(FileExtra { blocks, uc }));
-        FileData {
-            len,
-            block_size,
-            extra,
+        let extra = (len > 0 || !blocks.is_empty() || uc.is_some())
+            .then(|| Box::new(FileExtra { len, blocks, uc }));
+        FileData { block_size, extra }
+    }
+
+    /// Bytes in the file (while it is open, those of its completed blocks).
+    pub fn len(&self) -> u64 {
+        self.extra.as_ref().map_or(0, |e| e.len)
+    }
+
+    pub fn set_len(&mut self, len: u64) {
+        match &mut self.extra {
+            Some(e) => e.len = len,
+            None if len == 0 => {}
+            None => {
+                self.extra = Some(Box::new(FileExtra {
+                    len,
+                    blocks: Vec::new(),
+                    uc: None,
+                }))
+            }
         }
     }
 
@@ -98,6 +115,7 @@ impl FileData {
             .extra
             .get_or_insert_with(|| {
                 Box::new(FileExtra {
+                    len: 0,
                     blocks: Vec::new(),
                     uc: None,
                 })
@@ -111,7 +129,7 @@ impl FileData {
             return false;
         };
         let was_open = extra.uc.take().is_some();
-        if extra.blocks.is_empty() {
+        if extra.blocks.is_empty() && extra.len == 0 {
             self.extra = None;
         }
         was_open
@@ -221,7 +239,7 @@ mod tests {
         // The per-file budget is well under 150 bytes including the name and the parent's
         // child slot; the record itself must not creep up unnoticed.
         assert!(
-            std::mem::size_of::<Option<Inode>>() <= 80,
+            std::mem::size_of::<Option<Inode>>() <= 72,
             "{}",
             std::mem::size_of::<Option<Inode>>()
         );

@@ -270,7 +270,7 @@ impl Namespace {
                     gs: *gs,
                     len: 0,
                 });
-                f.len = f.len.saturating_sub(was) + prev_len;
+                f.set_len(f.len().saturating_sub(was) + prev_len);
                 self.block_files.insert(*id, (slot, index));
                 self.next_block_id = self.next_block_id.max(id + 1);
                 self.next_gs = self.next_gs.max(gs + 1);
@@ -317,7 +317,7 @@ impl Namespace {
                         if f.close() {
                             fx.closed_files.push(inode.id);
                         }
-                        f.len = *len;
+                        f.set_len(*len);
                     }
                     Body::Dir(_) => return Err(FsError::Io(format!("close of directory {path}"))),
                 }

@@ -43,7 +43,13 @@ impl Namespace {
         let inode = self.inode(slot);
         let (len, replication, block_size, children, uc) = match &inode.body {
             Body::Dir(c) => (0, 0, 0, c.len() as i32, false),
-            Body::File(f) => (f.len, inode.replication, f.block_size, -1, f.uc().is_some()),
+            Body::File(f) => (
+                f.len(),
+                inode.replication,
+                f.block_size,
+                -1,
+                f.uc().is_some(),
+            ),
         };
         FileStatus {
             is_dir: inode.is_dir(),
@@ -122,8 +128,8 @@ impl Namespace {
                 }
                 Body::File(f) => {
                     sum.files += 1;
-                    sum.length += f.len;
-                    sum.space_consumed += f.len * self.inode(s).replication as u64;
+                    sum.length += f.len();
+                    sum.space_consumed += f.len() * self.inode(s).replication as u64;
                 }
             }
         }

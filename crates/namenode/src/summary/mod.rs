@@ -182,7 +182,7 @@ fn build_dir(ns: &Namespace, slot: u32) -> Dir {
                 Body::File(f) => {
                     dir.updated = dir.updated.max(child.mtime);
                     Node::File(File {
-                        len: f.len,
+                        len: f.len(),
                         repl: child.replication,
                         open: f.uc().map(|_| f.blocks().iter().map(|b| b.len).collect()),
                     })

@@ -163,9 +163,9 @@ fn exact(ns: &Namespace, slot: Slot) -> (Totals, u64, u64) {
             Some(f) => {
                 files += 1;
                 tot.files += 1;
-                tot.bytes += f.len;
-                tot.raw += f.len * u64::from(child.replication);
-                tot.hist[bucket(f.len)] += 1;
+                tot.bytes += f.len();
+                tot.raw += f.len() * u64::from(child.replication);
+                tot.hist[bucket(f.len())] += 1;
             }
             None => {
                 dirs += 1;
