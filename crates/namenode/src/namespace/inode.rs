@@ -84,6 +84,10 @@ impl FileData {
         self.extra.as_ref().map_or(0, |e| e.len)
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     pub fn set_len(&mut self, len: u64) {
         match &mut self.extra {
             Some(e) => e.len = len,
