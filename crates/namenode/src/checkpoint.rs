@@ -1,12 +1,13 @@
 //! Checkpoint image files: written atomically to every name directory, loaded newest-valid
 //! first at start-up, and pruned to a retention count.
 
-use std::fs;
+use std::fs::{self, File};
+use std::io::{self, Seek};
 use std::path::PathBuf;
 
 use tracing::{info, warn};
 
-use crate::identity::write_atomic;
+use crate::atomic_file::{copy_into, Staged};
 use crate::namespace::Namespace;
 
 pub fn image_name(txid: u64) -> String {
@@ -34,24 +35,50 @@ pub fn list(dirs: &[PathBuf]) -> Vec<(u64, PathBuf)> {
     out
 }
 
-/// Writes the image to every directory (temp file, fsync, rename, fsync dir). Succeeds if
-/// at least one directory took it.
-pub fn save(dirs: &[PathBuf], image: &[u8], txid: u64) -> std::io::Result<usize> {
-    let mut ok = 0;
-    let mut last_err = None;
-    for d in dirs {
-        match fs::create_dir_all(d).and_then(|_| write_atomic(d, &image_name(txid), image)) {
-            Ok(()) => ok += 1,
+/// Writes an image to every name directory; returns (txid, bytes, directories written).
+///
+/// `write` streams the image into an open file and returns its txid. It runs while the
+/// caller holds whatever keeps the namespace still, into the first directory that takes
+/// it (again into the next if it fails: a full or broken disk). The fsync and the copies
+/// into the other directories come after it returns, outside that lock. Each image
+/// appears atomically (temp file, fsync, rename, fsync the directory). Succeeds if at
+/// least one directory holds the image.
+pub fn save(
+    dirs: &[PathBuf],
+    mut write: impl FnMut(&mut File) -> io::Result<u64>,
+) -> io::Result<(u64, u64, usize)> {
+    let mut last_err = io::Error::other("no name directory is configured");
+    for (i, d) in dirs.iter().enumerate() {
+        let staged = fs::create_dir_all(d).and_then(|_| Staged::create(d, "fsimage"));
+        let written = staged.and_then(|mut st| match write(st.file()) {
+            Ok(txid) => {
+                let bytes = st.file().stream_position()?;
+                Ok((st.commit(&image_name(txid))?, txid, bytes))
+            }
+            Err(e) => {
+                st.discard();
+                Err(e)
+            }
+        });
+        match written {
+            Ok((first, txid, bytes)) => {
+                let name = image_name(txid);
+                let copies = dirs[i + 1..].iter().filter(|d| {
+                    let copied = fs::create_dir_all(d).and_then(|_| copy_into(&first, d, &name));
+                    if let Err(e) = &copied {
+                        warn!(dir = %d.display(), error = %e, "writing checkpoint image failed");
+                    }
+                    copied.is_ok()
+                });
+                return Ok((txid, bytes, 1 + copies.count()));
+            }
             Err(e) => {
                 warn!(dir = %d.display(), error = %e, "writing checkpoint image failed");
-                last_err = Some(e);
+                last_err = e;
             }
         }
     }
-    match (ok, last_err) {
-        (0, Some(e)) => Err(e),
-        _ => Ok(ok),
-    }
+    Err(last_err)
 }
 
 /// The newest image that decodes and verifies. A damaged image is skipped with a warning

@@ -4,9 +4,10 @@
 //! fsync, rename, fsync the directory).
 
 use std::collections::HashMap;
-use std::fs::{self, File};
-use std::io::Write;
+use std::fs;
 use std::path::Path;
+
+use crate::atomic_file::write_atomic;
 
 /// Hadoop 3.4's NameNode layout version (a negative Java int).
 pub const LAYOUT_VERSION: i32 = -66;
@@ -92,18 +93,6 @@ fn random_seed() -> u64 {
             .unwrap_or(0),
     );
     h.finish()
-}
-
-/// temp file → fsync → rename → fsync directory.
-pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = dir.join(format!(".{name}.tmp"));
-    {
-        let mut f = File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
-    fs::rename(&tmp, dir.join(name))?;
-    File::open(dir)?.sync_all()
 }
 
 #[cfg(test)]

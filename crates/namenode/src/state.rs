@@ -275,14 +275,14 @@ impl NnState {
         };
         let _one_at_a_time = self.saving.lock();
         let started = std::time::Instant::now();
-        let (image, txid) = {
+        let (txid, bytes, _) = checkpoint::save(&self.name_dirs, |file| {
             // Appends happen under the write lock, so while we hold the read lock the
             // namespace is exactly the state as of `last_appended`.
             let ns = self.ns.read();
             let txid = journal.last_appended();
-            (ns.encode_image(txid), txid)
-        };
-        checkpoint::save(&self.name_dirs, &image, txid)?;
+            ns.write_image(txid, file)?;
+            Ok(txid)
+        })?;
         self.last_image_txid.store(txid, Ordering::SeqCst);
         if let Some(oldest) = checkpoint::prune(&self.name_dirs, self.cfg.checkpoints_retained) {
             let purged = recover::purge_before(&self.journal_dirs, oldest + 1);
@@ -296,7 +296,7 @@ impl NnState {
         }
         info!(
             txid,
-            bytes = image.len(),
+            bytes,
             millis = started.elapsed().as_millis() as u64,
             "checkpoint image saved"
         );

@@ -14,7 +14,7 @@ use parking_lot::{Condvar, Mutex};
 const CHUNK: usize = 256 << 10;
 
 /// Copies batches for the tail: under a remote client a synced batch is one or two
-/// records, so a 16 MiB tail would otherwise be some hundred thousand small allocations.
+/// records, so a tail of megabytes would otherwise be some hundred thousand small allocations.
 pub fn chunker() -> Chunker {
     Chunker::new(CHUNK)
 }
@@ -101,7 +101,7 @@ impl Tail {
             // Published since we last looked, but already evicted, or never held.
             _ => return None,
         }
-        // Batches are in txid order, and a 16 MiB tail of small batches holds thousands:
+        // Batches are in txid order, and a tail of small batches holds thousands:
         // find the first one by bisection, not by a walk from the oldest under the lock the
         // syncer needs to publish.
         let start = t.batches.partition_point(|b| b.last < from);

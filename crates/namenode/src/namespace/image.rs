@@ -5,6 +5,7 @@
 //! children in name order, so loading appends each child to its parent and never sorts.
 
 use std::collections::HashMap;
+use std::io::{self, Seek, SeekFrom, Write};
 
 use super::children::Children;
 use super::inode::{
@@ -46,48 +47,98 @@ fn put_str(out: &mut Vec<u8>, s: &[u8]) {
     out.extend_from_slice(s);
 }
 
-fn section(out: &mut Vec<u8>, kind: u32, payload: &[u8]) {
-    out.extend_from_slice(&kind.to_le_bytes());
-    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    out.extend_from_slice(&crc32c::crc32c(payload).to_le_bytes());
-    out.extend_from_slice(payload);
+/// Payload bytes gathered before they are written out.
+const CHUNK: usize = 1 << 20;
+
+/// Writes one section whose payload `fill` produces a chunk at a time (it appends to the
+/// buffer and says whether more follows). The header goes out as a placeholder and is
+/// filled in once the payload's length and CRC are known. Returns the position after it.
+fn write_section<W: Write + Seek>(
+    w: &mut W,
+    kind: u32,
+    mut fill: impl FnMut(&mut Vec<u8>) -> bool,
+) -> io::Result<u64> {
+    let head_at = w.stream_position()?;
+    w.write_all(&[0; 16])?;
+    let (mut len, mut crc) = (0u64, 0u32);
+    let mut buf = Vec::with_capacity(CHUNK + 4096);
+    loop {
+        let more = fill(&mut buf);
+        crc = crc32c::crc32c_append(crc, &buf);
+        len += buf.len() as u64;
+        w.write_all(&buf)?;
+        buf.clear();
+        if !more {
+            break;
+        }
+    }
+    let end = head_at + 16 + len;
+    let mut head = [0u8; 16];
+    head[..4].copy_from_slice(&kind.to_le_bytes());
+    head[4..12].copy_from_slice(&len.to_le_bytes());
+    head[12..].copy_from_slice(&crc.to_le_bytes());
+    w.seek(SeekFrom::Start(head_at))?;
+    w.write_all(&head)?;
+    w.seek(SeekFrom::Start(end))?;
+    Ok(end)
 }
 
 impl Namespace {
-    /// Encodes the whole namespace as of `txid`.
+    /// Encodes the whole namespace as of `txid`, in memory (tests and benchmarks; the
+    /// NameNode streams its images with [`Namespace::write_image`]).
     pub fn encode_image(&self, txid: u64) -> Vec<u8> {
-        let mut out = Vec::with_capacity(64 + self.arena.len() * 64);
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&txid.to_le_bytes());
-        let header_crc = crc32c::crc32c(&out[..16]);
-        out.extend_from_slice(&header_crc.to_le_bytes());
+        let mut out = std::io::Cursor::new(Vec::new());
+        self.write_image(txid, &mut out)
+            .expect("writing to memory cannot fail");
+        out.into_inner()
+    }
 
-        let mut strings = Vec::new();
+    /// Streams the whole namespace as of `txid` into `w`, a section at a time in chunks
+    /// of [`CHUNK`] bytes; returns the image's size.
+    pub fn write_image<W: Write + Seek>(&self, txid: u64, w: &mut W) -> io::Result<u64> {
+        let start = w.stream_position()?;
+        let mut head = Vec::with_capacity(20);
+        head.extend_from_slice(MAGIC);
+        head.extend_from_slice(&txid.to_le_bytes());
+        let header_crc = crc32c::crc32c(&head);
+        head.extend_from_slice(&header_crc.to_le_bytes());
+        w.write_all(&head)?;
+
         let users = self.users.all();
-        strings.extend_from_slice(&(users.len() as u32).to_le_bytes());
-        for u in users {
-            put_str(&mut strings, u.as_bytes());
-        }
-        section(&mut out, STRINGS, &strings);
-
-        let mut inodes = Vec::with_capacity(self.arena.len() * 64);
-        inodes.extend_from_slice(&(self.arena.len() as u64).to_le_bytes());
-        let mut stack = vec![ROOT_SLOT];
-        while let Some(s) = stack.pop() {
-            self.encode_inode(s, &mut inodes);
-            if let Some(children) = self.inode(s).children() {
-                // Reverse onto the stack so children come out in name order.
-                stack.extend(children.slots().rev());
+        write_section(w, STRINGS, |out| {
+            out.extend_from_slice(&(users.len() as u32).to_le_bytes());
+            for u in users {
+                put_str(out, u.as_bytes());
             }
-        }
-        section(&mut out, INODES, &inodes);
-        let mut meta = Vec::with_capacity(24);
-        for v in [self.next_inode_id, self.next_block_id, self.next_gs] {
-            meta.extend_from_slice(&v.to_le_bytes());
-        }
-        section(&mut out, META, &meta);
-        section(&mut out, END, &[]);
-        out
+            false
+        })?;
+
+        let mut stack = vec![ROOT_SLOT];
+        let mut first = true;
+        write_section(w, INODES, |out| {
+            if std::mem::take(&mut first) {
+                out.extend_from_slice(&(self.arena.len() as u64).to_le_bytes());
+            }
+            while let Some(s) = stack.pop() {
+                self.encode_inode(s, out);
+                if let Some(children) = self.inode(s).children() {
+                    // Reverse onto the stack so children come out in name order.
+                    stack.extend(children.slots().rev());
+                }
+                if out.len() >= CHUNK {
+                    return true;
+                }
+            }
+            false
+        })?;
+        write_section(w, META, |out| {
+            for v in [self.next_inode_id, self.next_block_id, self.next_gs] {
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+            false
+        })?;
+        let end = write_section(w, END, |_| false)?;
+        Ok(end - start)
     }
 
     fn encode_inode(&self, s: Slot, out: &mut Vec<u8>) {
@@ -332,7 +383,7 @@ mod tests {
     use super::*;
     use crate::namespace::blocks::{NewBlock, Previous};
     use crate::namespace::plan::CreateArgs;
-    use crate::namespace::Caller;
+    use crate::namespace::{Caller, Op};
 
     fn sample() -> Namespace {
         let su = Caller::superuser("hdfs");
@@ -405,6 +456,41 @@ mod tests {
         assert_eq!(back.block_file(ns.last_block(g_live).unwrap().id), Some(g));
     }
 
+    #[test]
+    fn an_image_streamed_in_many_chunks_round_trips() {
+        // Enough inodes for the inode section to span several chunks, each with its own
+        // write; the header's length and CRC must cover them all.
+        let mut ns = sample();
+        let mkdir = |path: String, id: u64| Op::Mkdir {
+            path,
+            id,
+            perm: 0o755,
+            owner: "hdfs".into(),
+            group: "supergroup".into(),
+            mtime: id as i64,
+        };
+        ns.apply(&mkdir("/many".into(), 99_000)).unwrap();
+        for d in 0..100 {
+            ns.apply(&mkdir(format!("/many/d{d:03}"), 99_001 + d))
+                .unwrap();
+        }
+        for i in 0..40_000u64 {
+            let path = format!("/many/d{:03}/entry-{i:06}", i % 100);
+            ns.apply(&mkdir(path, 100_000 + i)).unwrap();
+        }
+        let img = ns.encode_image(7);
+        assert!(img.len() > 2 * CHUNK, "{} bytes", img.len());
+        let (back, txid) = Namespace::decode_image(&img).unwrap();
+        assert_eq!(txid, 7);
+        assert_eq!(back.dump(), ns.dump());
+        let mut damaged = img.clone();
+        damaged[img.len() / 2] ^= 1;
+        assert!(matches!(
+            Namespace::decode_image(&damaged),
+            Err(ImageError::Checksum { kind: INODES, .. })
+        ));
+    }
+
     /// Rewrites a block-free image in the first format (old magic, 8-byte meta section).
     fn as_v1(img: &[u8]) -> Vec<u8> {
         let mut out = MAGIC_V1.to_vec();
@@ -419,7 +505,10 @@ mod tests {
             if kind == META {
                 payload.truncate(8);
             }
-            section(&mut out, kind, &payload);
+            out.extend_from_slice(&kind.to_le_bytes());
+            out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+            out.extend_from_slice(&crc32c::crc32c(&payload).to_le_bytes());
+            out.extend_from_slice(&payload);
             if kind == END {
                 return out;
             }

@@ -7,6 +7,7 @@
 //! (u32 length + UTF-8) and kind: 0 file (len u64, repl u16, open u8 [, block count u32,
 //! lengths u64…]) or 1 directory (recursively). Last, CRC32C of everything before it.
 
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::tree::{Dir, File, Node, NodeRef, Tree, MAX_NAME};
@@ -18,24 +19,60 @@ const VERSION: u8 = 1;
 /// The checkpoint's file name in the summary directory.
 pub const FILE_NAME: &str = "summary.ckpt";
 
+/// The checkpoint in memory (tests; the summary task streams it with [`write`]).
 pub fn encode(s: &Summary) -> Vec<u8> {
-    let tree = s.tree();
-    let mut out = Vec::with_capacity(64 + tree.root.tot.files as usize * 32);
-    out.extend_from_slice(MAGIC);
-    out.push(VERSION);
-    out.extend_from_slice(&s.txid().to_le_bytes());
-    out.extend_from_slice(&tree.clock.to_le_bytes());
-    encode_dir(&tree.root, &mut out);
-    let crc = crc32c::crc32c(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
+    let mut out = Vec::new();
+    write(s, &mut out).expect("writing to memory cannot fail");
     out
 }
 
-fn encode_dir(d: &Dir, out: &mut Vec<u8>) {
-    out.extend_from_slice(&d.perm.to_le_bytes());
-    out.extend_from_slice(&d.updated.to_le_bytes());
-    out.extend_from_slice(&(d.children.len() as u32).to_le_bytes());
+/// Streams the checkpoint into `w` in chunks of about [`CHUNK`] bytes; returns its size.
+pub fn write(s: &Summary, w: &mut impl Write) -> io::Result<u64> {
+    let tree = s.tree();
+    let mut out = Out {
+        w,
+        buf: Vec::with_capacity(CHUNK + 4096),
+        crc: 0,
+        total: 0,
+    };
+    out.buf.extend_from_slice(MAGIC);
+    out.buf.push(VERSION);
+    out.buf.extend_from_slice(&s.txid().to_le_bytes());
+    out.buf.extend_from_slice(&tree.clock.to_le_bytes());
+    encode_dir(&tree.root, &mut out)?;
+    out.spill()?;
+    out.w.write_all(&out.crc.to_le_bytes())?;
+    Ok(out.total + 4)
+}
+
+/// Bytes gathered before they are written out.
+const CHUNK: usize = 1 << 20;
+
+/// The checkpoint's bytes on their way out, with the running CRC of what has gone.
+struct Out<'w, W: Write> {
+    w: &'w mut W,
+    buf: Vec<u8>,
+    crc: u32,
+    total: u64,
+}
+
+impl<W: Write> Out<'_, W> {
+    fn spill(&mut self) -> io::Result<()> {
+        self.crc = crc32c::crc32c_append(self.crc, &self.buf);
+        self.total += self.buf.len() as u64;
+        self.w.write_all(&self.buf)?;
+        self.buf.clear();
+        Ok(())
+    }
+}
+
+fn encode_dir<W: Write>(d: &Dir, o: &mut Out<W>) -> io::Result<()> {
+    o.buf.extend_from_slice(&d.perm.to_le_bytes());
+    o.buf.extend_from_slice(&d.updated.to_le_bytes());
+    o.buf
+        .extend_from_slice(&(d.children.len() as u32).to_le_bytes());
     for (name, node) in d.children.iter() {
+        let out = &mut o.buf;
         out.extend_from_slice(&(name.len() as u32).to_le_bytes());
         out.extend_from_slice(name.as_bytes());
         match node {
@@ -56,10 +93,14 @@ fn encode_dir(d: &Dir, out: &mut Vec<u8>) {
             }
             NodeRef::Dir(c) => {
                 out.push(1);
-                encode_dir(c, out);
+                encode_dir(c, o)?;
             }
         }
+        if o.buf.len() >= CHUNK {
+            o.spill()?;
+        }
     }
+    Ok(())
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -149,7 +190,7 @@ fn decode_dir(r: &mut Reader) -> Result<Dir, DecodeError> {
 /// Writes the checkpoint atomically into `dir`.
 pub fn save(dir: &Path, s: &Summary) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
-    crate::identity::write_atomic(dir, FILE_NAME, &encode(s))?;
+    crate::atomic_file::write_with(dir, FILE_NAME, |f| write(s, f).map(drop))?;
     Ok(dir.join(FILE_NAME))
 }
 

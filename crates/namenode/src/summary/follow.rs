@@ -199,18 +199,22 @@ impl SummaryService {
     pub fn checkpoint(&self) {
         let Some(dir) = &self.dir else { return };
         let started = Instant::now();
-        let (bytes, txid) = {
-            let s = self.state.read();
-            (codec::encode(&s), s.txid())
-        };
-        match std::fs::create_dir_all(dir)
-            .and_then(|_| crate::identity::write_atomic(dir, codec::FILE_NAME, &bytes))
-        {
+        let (mut bytes, mut txid) = (0, 0);
+        let written = std::fs::create_dir_all(dir).and_then(|_| {
+            // The read lock is held while the bytes go to the page cache, not for the fsync.
+            crate::atomic_file::write_with(dir, codec::FILE_NAME, |f| {
+                let s = self.state.read();
+                txid = s.txid();
+                bytes = codec::write(&s, f)?;
+                Ok(())
+            })
+        });
+        match written {
             Ok(()) => {
                 self.metrics.checkpoints.fetch_add(1, Ordering::Relaxed);
                 info!(
                     txid,
-                    bytes = bytes.len(),
+                    bytes,
                     millis = started.elapsed().as_millis() as u64,
                     "summary checkpoint saved"
                 );

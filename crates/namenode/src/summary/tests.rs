@@ -452,3 +452,47 @@ fn a_sharded_summary_equals_the_single_one() {
         }
     }
 }
+
+#[test]
+fn a_checkpoint_written_in_many_chunks_reads_back() {
+    // Some 2.5 MB of checkpoint: several spills, each feeding the running CRC.
+    let mut ns = Namespace::new("hdfs", "supergroup", 1);
+    let mut s = Summary::from_namespace(&ns, 0);
+    for i in 0..60_000u64 {
+        let op = Op::Create {
+            path: format!("/d{}/a-longish-file-name-{i:08}", i % 7),
+            id: 20_000 + i,
+            perm: 0o644,
+            owner: "u".into(),
+            group: "g".into(),
+            mtime: i as i64,
+            replication: 3,
+            block_size: 1 << 20,
+            client_name: "c".into(),
+            client_machine: "m".into(),
+        };
+        if i < 7 {
+            let dir = Op::Mkdir {
+                path: format!("/d{i}"),
+                id: 10_000 + i,
+                perm: 0o755,
+                owner: "u".into(),
+                group: "g".into(),
+                mtime: 0,
+            };
+            ns.apply(&dir).unwrap();
+            s.apply(s.txid() + 1, &dir).unwrap();
+        }
+        ns.apply(&op).unwrap();
+        s.apply(s.txid() + 1, &op).unwrap();
+    }
+    let bytes = codec::encode(&s);
+    assert!(bytes.len() > 2 << 20, "{} bytes", bytes.len());
+    let back = codec::decode(&bytes, "x").unwrap();
+    assert_eq!(back.txid(), s.txid());
+    assert_matches(&ns, &back, "after a multi-chunk checkpoint");
+    let mut bad = bytes.clone();
+    bad[bytes.len() / 2] ^= 1;
+    let e = codec::decode(&bad, "x").err().unwrap().to_string();
+    assert!(e.contains("checksum"), "{e}");
+}
