@@ -17,6 +17,7 @@ fn main() {
         "proto/FerriteBlockToken.proto",
         "proto/FerriteSummary.proto",
         "proto/FerriteDataNode.proto",
+        "proto/FerriteNameNode.proto",
     ];
     for f in &files {
         println!("cargo:rerun-if-changed={f}");

@@ -3,8 +3,10 @@
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use ferrite_ipc::client::IpcClient;
-use ferrite_ipc::{CLIENT_PROTOCOL, DATANODE_STATS_PROTOCOL};
-use ferrite_proto::ferrite::{GetReadStatsRequestProto, ReadStatsProto};
+use ferrite_ipc::{CLIENT_PROTOCOL, DATANODE_STATS_PROTOCOL, NAMENODE_STATS_PROTOCOL};
+use ferrite_proto::ferrite::{
+    GetNameNodeStatsRequestProto, GetReadStatsRequestProto, NameNodeStatsProto, ReadStatsProto,
+};
 use ferrite_proto::hdfs::*;
 
 #[derive(Args)]
@@ -27,6 +29,9 @@ enum AdminCmd {
     /// Write a checkpoint image now (enters safe mode for the save if needed, as
     /// `hdfs dfsadmin -saveNamespace` requires it, and leaves it again afterwards).
     SaveNamespace,
+    /// The NameNode's journal (sync accounting; each directory, in service or why not),
+    /// last image, safe mode and namespace size.
+    NamenodeStats,
     /// A DataNode's read-server counters: active reads, sendfile vs copied bytes, open-file
     /// cache, I/O queue depths per volume, threads and descriptors.
     DatanodeStats {
@@ -34,6 +39,49 @@ enum AdminCmd {
         #[arg(long)]
         dn: String,
     },
+}
+
+async fn namenode_stats(addr: std::net::SocketAddr) -> anyhow::Result<()> {
+    let c = IpcClient::connect(addr, &user(), NAMENODE_STATS_PROTOCOL).await?;
+    let s: NameNodeStatsProto = c
+        .call("getNameNodeStats", &GetNameNodeStatsRequestProto {})
+        .await?;
+    let synced = s
+        .last_synced_txid
+        .map_or("none (the journal has failed)".to_string(), |t| {
+            t.to_string()
+        });
+    println!("last_appended_txid  {}", s.last_appended_txid);
+    println!("last_synced_txid    {synced}");
+    println!("last_image_txid     {}", s.last_image_txid);
+    println!("syncs               {}", s.syncs);
+    println!("txns_synced         {}", s.txns_synced);
+    println!(
+        "txns_per_sync       {:.1}",
+        s.txns_synced as f64 / s.syncs.max(1) as f64
+    );
+    println!("mean_sync_us        {}", s.sync_micros / s.syncs.max(1));
+    println!("bytes_synced        {}", s.bytes_synced);
+    println!("segments_rolled     {}", s.segments_rolled);
+    println!("failed_journal_dirs {}", s.failed_journal_dirs);
+    for d in &s.journal_dirs {
+        match &d.error {
+            None => println!("journal_dir         {} in service", d.path),
+            Some(e) => println!("journal_dir         {} FAILED: {e}", d.path),
+        }
+    }
+    println!(
+        "safe_mode           {}",
+        if s.safe_mode { "ON" } else { "OFF" }
+    );
+    println!("files               {}", s.files);
+    println!("dirs                {}", s.dirs);
+    println!("blocks              {}", s.blocks);
+    match s.summary_txid {
+        Some(t) => println!("summary_txid        {t}"),
+        None => println!("summary_txid        off"),
+    }
+    Ok(())
 }
 
 async fn datanode_stats(dn: &str) -> anyhow::Result<()> {
@@ -99,6 +147,9 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
         return datanode_stats(dn).await;
     }
     let addr = default_fs(args.fs)?;
+    if let AdminCmd::NamenodeStats = &args.cmd {
+        return namenode_stats(addr).await;
+    }
     let c = IpcClient::connect(addr, &user(), CLIENT_PROTOCOL).await?;
     match args.cmd {
         AdminCmd::Safemode { action } => {
@@ -128,7 +179,9 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
             r?;
             println!("Save namespace successful");
         }
-        AdminCmd::DatanodeStats { .. } => unreachable!("answered above"),
+        AdminCmd::DatanodeStats { .. } | AdminCmd::NamenodeStats => {
+            unreachable!("answered above")
+        }
     }
     Ok(())
 }

@@ -57,6 +57,20 @@ fn start(data: &Path, extra: &[&str]) -> Server {
     }
 }
 
+/// `ferrite admin namenode-stats` against `addr`: its output.
+fn admin_stats(addr: SocketAddr) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_ferrite"))
+        .args(["admin", "--fs", &format!("hdfs://{addr}"), "namenode-stats"])
+        .output()
+        .expect("run ferrite admin");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 fn kill9(s: Server) {
     drop(s); // SIGKILL, then reap
 }
@@ -432,6 +446,32 @@ async fn losing_journal_directories_keeps_serving_until_none_is_left() {
         "the NameNode keeps serving while one directory works"
     );
     assert!(mkdir(server.addr, "/still-ok").await.unwrap().result);
+    // More than two segments' worth of edits, so that the segment roll that cannot create
+    // its next file in the vanished directory certainly comes after the removal.
+    for i in 0..450 {
+        assert!(
+            mkdir(server.addr, &format!("/roll-{i}"))
+                .await
+                .unwrap()
+                .result
+        );
+    }
+    // The operator sees which directories are out of service, and why.
+    let stats = admin_stats(server.addr);
+    for gone in [&dirs[0], &dirs[1]] {
+        let line = stats
+            .lines()
+            .find(|l| l.starts_with("journal_dir") && l.contains(gone.as_str()))
+            .unwrap_or_else(|| panic!("no line for {gone} in:\n{stats}"));
+        assert!(line.contains("FAILED: "), "{gone}:\n{stats}");
+    }
+    assert!(stats.contains(" in service"), "{stats}");
+    let failed: u64 = stats
+        .lines()
+        .find_map(|l| l.strip_prefix("failed_journal_dirs"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no failed_journal_dirs in:\n{stats}"));
+    assert!(failed >= 2, "{stats}");
     kill9(server);
     drop(ro_guard);
     // Everything acknowledged is in the surviving directory.

@@ -37,3 +37,5 @@ pub const CLIENT_DATANODE_PROTOCOL: &str = "org.apache.hadoop.hdfs.protocol.Clie
 pub const SUMMARY_PROTOCOL: &str = "org.ferrite.SummaryProtocol";
 /// Ferrite's DataNode statistics protocol (the read server's counters).
 pub const DATANODE_STATS_PROTOCOL: &str = "org.ferrite.DataNodeStatsProtocol";
+/// Ferrite's NameNode statistics: journal sync accounting and directory health.
+pub const NAMENODE_STATS_PROTOCOL: &str = "org.ferrite.NameNodeStatsProtocol";

@@ -18,6 +18,7 @@ pub mod namespace;
 pub mod rpc;
 pub mod rpc_blocks;
 pub mod rpc_datanode;
+pub mod rpc_stats;
 pub mod rpc_summary;
 pub mod server;
 pub mod state;

@@ -92,6 +92,7 @@ pub fn router(state: Nn) -> Router<NnState> {
     r.method(p, "saveNamespace", K::ADMIN, save_namespace);
     crate::rpc_datanode::register(&mut r);
     crate::rpc_summary::register(&mut r);
+    crate::rpc_stats::register(&mut r);
     // NamenodeProtocol: NNThroughputBenchmark asks for the block pool id this way.
     r.method(
         NAMENODE_PROTOCOL,

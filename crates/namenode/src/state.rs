@@ -142,6 +142,11 @@ impl NnState {
         }
     }
 
+    /// The txid of the newest checkpoint image written or loaded.
+    pub fn last_image_txid(&self) -> u64 {
+        self.last_image_txid.load(Ordering::SeqCst)
+    }
+
     pub fn in_safe_mode(&self) -> bool {
         self.safe_mode.load(Ordering::SeqCst) || self.startup_safe_mode.load(Ordering::SeqCst)
     }

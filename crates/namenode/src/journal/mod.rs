@@ -61,9 +61,38 @@ pub struct JournalMetrics {
     pub sync_micros: AtomicU64,
     pub failed_dirs: AtomicU64,
     pub segments_rolled: AtomicU64,
+    /// Every configured directory, in order, with why it was taken out of service.
+    dirs: Mutex<Vec<DirStatus>>,
+}
+
+/// A journal directory as an operator sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirStatus {
+    pub path: PathBuf,
+    /// `None` while in service; else the error that took it out.
+    pub failed: Option<String>,
 }
 
 impl JournalMetrics {
+    /// Takes `dir` out of service: logged, counted, and kept for `dirs`.
+    fn dir_failed(&self, dir: &std::path::Path, what: &str, e: &std::io::Error) {
+        error!(dir = %dir.display(), error = %e, "{what}; journal directory taken out of service");
+        self.failed_dirs.fetch_add(1, Ordering::Relaxed);
+        let mut dirs = self.dirs.lock();
+        match dirs.iter_mut().find(|d| d.path == dir) {
+            Some(d) => d.failed = Some(format!("{what}: {e}")),
+            None => dirs.push(DirStatus {
+                path: dir.to_path_buf(),
+                failed: Some(format!("{what}: {e}")),
+            }),
+        }
+    }
+
+    /// Every configured directory with its state.
+    pub fn dirs(&self) -> Vec<DirStatus> {
+        self.dirs.lock().clone()
+    }
+
     /// The sync accounting HDFS's edit log prints: how many syncs, how many transactions
     /// each carried, how long one took. Logged when a segment rolls and at close.
     pub fn log(&self, when: &str) {
@@ -126,17 +155,22 @@ impl Journal {
         on_fatal: impl FnOnce(String) + Send + 'static,
     ) -> Result<Journal, JournalError> {
         let mut writers = Vec::new();
+        let metrics = JournalMetrics::default();
         for dir in &cfg.dirs {
             let made = std::fs::create_dir_all(dir)
                 .and_then(|_| SegmentWriter::create(dir, last_txid + 1, cfg.prealloc_chunk));
             match made {
-                Ok(seg) => writers.push(DirWriter {
-                    dir: dir.clone(),
-                    seg: Some(seg),
-                }),
-                Err(e) => {
-                    error!(dir = %dir.display(), error = %e, "journal directory unusable at start; taken out of service")
+                Ok(seg) => {
+                    metrics.dirs.lock().push(DirStatus {
+                        path: dir.clone(),
+                        failed: None,
+                    });
+                    writers.push(DirWriter {
+                        dir: dir.clone(),
+                        seg: Some(seg),
+                    })
                 }
+                Err(e) => metrics.dir_failed(dir, "unusable at start", &e),
             }
         }
         if writers.is_empty() {
@@ -155,7 +189,7 @@ impl Journal {
             }),
             wake: Condvar::new(),
             waiters: waiters::Waiters::new(last_txid),
-            metrics: JournalMetrics::default(),
+            metrics,
             tail: tail::Tail::new(cfg.tail_bytes, last_txid),
         });
         let s = shared.clone();
@@ -294,7 +328,7 @@ fn syncer(
                 .unwrap_or(0);
             if seg_bytes >= cfg.segment_max_bytes || synced + 1 - seg_first >= cfg.segment_max_txns
             {
-                roll(&mut dirs, synced, &cfg);
+                roll(&mut dirs, synced, &cfg, m);
                 seg_first = synced + 1;
                 m.segments_rolled.fetch_add(1, Ordering::Relaxed);
                 m.log("segment rolled");
@@ -336,9 +370,8 @@ fn write_everywhere(dirs: &mut [DirWriter], batch: &[u8], metrics: &JournalMetri
     let write = |d: &mut DirWriter| {
         if let Some(seg) = d.seg.as_mut() {
             if let Err(e) = seg.append(batch).and_then(|_| seg.sync()) {
-                error!(dir = %d.dir.display(), error = %e, "journal directory failed; taken out of service");
                 d.seg = None;
-                metrics.failed_dirs.fetch_add(1, Ordering::Relaxed);
+                metrics.dir_failed(&d.dir, "write or sync failed", &e);
             }
         }
     };
@@ -354,15 +387,13 @@ fn write_everywhere(dirs: &mut [DirWriter], batch: &[u8], metrics: &JournalMetri
 }
 
 /// Finalizes every directory's segment at `last` and opens the next one.
-fn roll(dirs: &mut [DirWriter], last: u64, cfg: &JournalConfig) {
+fn roll(dirs: &mut [DirWriter], last: u64, cfg: &JournalConfig, metrics: &JournalMetrics) {
     for d in dirs.iter_mut() {
         let Some(seg) = d.seg.take() else { continue };
         finish(seg, last, &d.dir);
         match SegmentWriter::create(&d.dir, last + 1, cfg.prealloc_chunk) {
             Ok(s) => d.seg = Some(s),
-            Err(e) => {
-                warn!(dir = %d.dir.display(), error = %e, "could not open a new segment; directory taken out of service")
-            }
+            Err(e) => metrics.dir_failed(&d.dir, "could not open a new segment", &e),
         }
     }
 }
