@@ -88,6 +88,9 @@ impl FileData {
         self.len() == 0
     }
 
+    /// Sets the length. A file without a box has length 0; a non-zero length on a file
+    /// with no blocks (the planner never makes one, but a journal could say so) gets a box,
+    /// so that replay keeps exactly what the record says.
     pub fn set_len(&mut self, len: u64) {
         match &mut self.extra {
             Some(e) => e.len = len,
