@@ -1,12 +1,13 @@
 //! A summary directory's entries, kept compactly.
 //!
 //! The summary mirrors every file of the namespace, so the cost of one file entry is most
-//! of its memory. A file is a 16-byte slot: where its name sits in the directory's name
-//! buffer, its replication and its length. A subdirectory is a 16-byte slot holding its
-//! box. Names sit back to back in one buffer per directory. Up to [`FEW`] entries are found
-//! by scanning the slots (lengths compared first); above that a hash table of 4-byte slot
-//! numbers indexes them. The block lengths of files open for write, a handful at a time,
-//! sit in a side map, so a closed file pays nothing for them.
+//! of its memory. A file is a 12-byte slot: where its name sits in the directory's name
+//! buffer, its replication and its length (up to 4 GiB; a longer one's length sits in a
+//! side map). A subdirectory is a 16-byte slot holding its box. Names sit back to back in
+//! one buffer per directory. Up to [`FEW`] entries are found by scanning the slots (lengths
+//! compared first); above that a hash table of 4-byte slot numbers indexes them. The block
+//! lengths of files open for write, a handful at a time, sit in the side map too, so a
+//! closed file of under 4 GiB pays nothing there.
 //!
 //! Buffers grow exactly while a directory is small (most stay small) and by an eighth
 //! once it is big, so a big directory's slack stays near 6% instead of doubling's 25–50%,
@@ -35,10 +36,25 @@ pub const MAX_NAME: usize = u8::MAX as usize;
 struct FileSlot {
     at: u32,
     name_len: u8,
-    /// Its block lengths are in [`Children::open`].
-    open: bool,
+    /// [`OPEN`] and [`BIG`].
+    flags: u8,
     repl: u16,
-    len: u64,
+    /// The length, unless [`BIG`].
+    len: u32,
+}
+
+/// The file is open for write: its block lengths are in [`Side::open`].
+const OPEN: u8 = 1;
+/// The file is 4 GiB or longer: its length is in [`Side::big`].
+const BIG: u8 = 2;
+
+/// What a few files need beyond their slot, by their name's offset.
+#[derive(Default)]
+struct Side {
+    /// Block lengths of the files open for write.
+    open: HashMap<u32, Vec<u64>>,
+    /// Lengths of the files of 4 GiB and more.
+    big: HashMap<u32, u64>,
 }
 
 struct DirSlot {
@@ -98,10 +114,9 @@ pub struct Children {
     garbage: usize,
     files: Vec<FileSlot>,
     dirs: Vec<DirSlot>,
-    /// Block lengths of the files open for write, by their name's offset. Boxed: most
-    /// directories have none, and the box costs them 8 bytes where a map costs 48.
-    #[allow(clippy::box_collection)]
-    open: Option<Box<HashMap<u32, Vec<u64>>>>,
+    /// Boxed: most directories have no open or big file, and the box costs them 8 bytes
+    /// where the maps cost 96.
+    side: Option<Box<Side>>,
     index: Option<Box<Table>>,
 }
 
@@ -231,14 +246,16 @@ impl Children {
     }
 
     fn view(&self, f: &FileSlot) -> FileView<'_> {
-        let blocks = |at| {
-            let open = self.open.as_ref().and_then(|o| o.get(&at));
-            open.map_or(&[][..], |b| b.as_slice())
+        let side = self.side.as_deref();
+        let len = match side.and_then(|s| s.big.get(&f.at)) {
+            Some(&len) if f.flags & BIG != 0 => len,
+            _ => u64::from(f.len),
         };
+        let blocks = side.and_then(|s| s.open.get(&f.at));
         FileView {
-            len: f.len,
+            len,
             repl: f.repl,
-            open: f.open.then(|| blocks(f.at)),
+            open: (f.flags & OPEN != 0).then(|| blocks.map_or(&[][..], |b| b.as_slice())),
         }
     }
 
@@ -269,30 +286,59 @@ impl Children {
         let Pos::File(i) = self.find(name)? else {
             return None;
         };
-        let (at, was_open) = (self.files[i].at, self.files[i].open);
-        let mut file = File {
-            len: self.files[i].len,
-            repl: self.files[i].repl,
-            open: was_open.then(|| self.take_open(at)),
-        };
+        let (at, name_len) = (self.files[i].at, self.files[i].name_len);
+        let mut file = self.unpack(i);
         let out = f(&mut file);
-        let slot = &mut self.files[i];
-        (slot.len, slot.repl, slot.open) = (file.len, file.repl, file.open.is_some());
-        if let Some(blocks) = file.open {
-            self.open.get_or_insert_default().insert(at, blocks);
-        }
+        self.files[i] = self.pack(at, name_len, file);
         Some(out)
     }
 
-    fn take_open(&mut self, at: u32) -> Vec<u64> {
-        let Some(open) = &mut self.open else {
-            return Vec::new();
+    /// The file in slot `i` as an owned [`File`]; its side entries are taken out.
+    fn unpack(&mut self, i: usize) -> File {
+        let slot = &self.files[i];
+        let (at, flags) = (slot.at, slot.flags);
+        let mut file = File {
+            len: u64::from(slot.len),
+            repl: slot.repl,
+            open: None,
         };
-        let blocks = open.remove(&at).unwrap_or_default();
-        if open.is_empty() {
-            self.open = None;
+        if let Some(side) = &mut self.side {
+            if flags & BIG != 0 {
+                file.len = side.big.remove(&at).unwrap_or_default();
+            }
+            if flags & OPEN != 0 {
+                file.open = Some(side.open.remove(&at).unwrap_or_default());
+            }
+            if side.open.is_empty() && side.big.is_empty() {
+                self.side = None;
+            }
+        } else if flags & OPEN != 0 {
+            file.open = Some(Vec::new());
         }
-        blocks
+        file
+    }
+
+    /// The slot for `file` named at `at`, its side entries stored.
+    fn pack(&mut self, at: u32, name_len: u8, file: File) -> FileSlot {
+        let mut slot = FileSlot {
+            at,
+            name_len,
+            flags: 0,
+            repl: file.repl,
+            len: 0,
+        };
+        match u32::try_from(file.len) {
+            Ok(len) => slot.len = len,
+            Err(_) => {
+                slot.flags |= BIG;
+                self.side.get_or_insert_default().big.insert(at, file.len);
+            }
+        }
+        if let Some(blocks) = file.open {
+            slot.flags |= OPEN;
+            self.side.get_or_insert_default().open.insert(at, blocks);
+        }
+        slot
     }
 
     /// Adds or replaces `name`'s node; returns the one replaced. Names are path components,
@@ -303,17 +349,9 @@ impl Children {
         let at = self.push_name(name);
         let pos = match node {
             Node::File(f) => {
+                let slot = self.pack(at, name_len, f);
                 grow(&mut self.files);
-                self.files.push(FileSlot {
-                    at,
-                    name_len,
-                    open: f.open.is_some(),
-                    repl: f.repl,
-                    len: f.len,
-                });
-                if let Some(blocks) = f.open {
-                    self.open.get_or_insert_default().insert(at, blocks);
-                }
+                self.files.push(slot);
                 Pos::File(self.files.len() - 1)
             }
             Node::Dir(dir) => {
@@ -366,14 +404,8 @@ impl Children {
         }
         let (name_len, node) = match pos {
             Pos::File(i) => {
-                let f = self.files.swap_remove(i);
-                let open = f.open.then(|| self.take_open(f.at));
-                let node = Node::File(File {
-                    len: f.len,
-                    repl: f.repl,
-                    open,
-                });
-                (f.name_len, node)
+                let node = Node::File(self.unpack(i));
+                (self.files.swap_remove(i).name_len, node)
             }
             Pos::Dir(i) => {
                 let d = self.dirs.swap_remove(i);
@@ -416,27 +448,33 @@ impl Children {
         }
     }
 
-    /// Rewrites the name buffer without its gaps.
+    /// Rewrites the name buffer without its gaps (and the side map's keys with it).
     fn compact(&mut self) {
         let old = std::mem::take(&mut self.names);
         let mut names = String::with_capacity(old.len() - self.garbage);
-        let mut open = HashMap::new();
         let mut moved = |at: &mut u32, len: u8| {
             let new = names.len() as u32;
             names.push_str(&old[*at as usize..*at as usize + usize::from(len)]);
             std::mem::replace(at, new)
         };
+        let mut side = self.side.take();
+        let mut new_side = Side::default();
         for f in &mut self.files {
             let was = moved(&mut f.at, f.name_len);
-            if f.open {
-                let blocks = self.open.as_mut().and_then(|o| o.remove(&was));
-                open.insert(f.at, blocks.unwrap_or_default());
+            if let Some(s) = side.as_deref_mut() {
+                if let Some(len) = s.big.remove(&was) {
+                    new_side.big.insert(f.at, len);
+                }
+                if let Some(blocks) = s.open.remove(&was) {
+                    new_side.open.insert(f.at, blocks);
+                }
             }
         }
         for d in &mut self.dirs {
             moved(&mut d.at, d.name_len);
         }
-        self.open = (!open.is_empty()).then(|| Box::new(open));
+        let used = !new_side.big.is_empty() || !new_side.open.is_empty();
+        self.side = used.then(|| Box::new(new_side));
         self.names = names;
         self.garbage = 0;
     }
@@ -458,15 +496,10 @@ impl Children {
     pub fn drain(&mut self) -> Vec<(String, Node)> {
         let mut all = std::mem::take(self);
         let mut out = Vec::with_capacity(all.len());
-        for f in std::mem::take(&mut all.files) {
-            let open = f.open.then(|| all.take_open(f.at));
+        for i in 0..all.files.len() {
+            let f = &all.files[i];
             let name = all.names[f.at as usize..][..usize::from(f.name_len)].to_string();
-            let node = Node::File(File {
-                len: f.len,
-                repl: f.repl,
-                open,
-            });
-            out.push((name, node));
+            out.push((name, Node::File(all.unpack(i))));
         }
         for d in std::mem::take(&mut all.dirs) {
             let name = all.names[d.at as usize..][..usize::from(d.name_len)].to_string();
@@ -508,8 +541,8 @@ mod tests {
     }
 
     #[test]
-    fn slots_are_16_bytes() {
-        assert_eq!(std::mem::size_of::<FileSlot>(), 16);
+    fn slots_are_small() {
+        assert_eq!(std::mem::size_of::<FileSlot>(), 12);
         assert_eq!(std::mem::size_of::<DirSlot>(), 16);
     }
 
@@ -573,6 +606,35 @@ mod tests {
     }
 
     #[test]
+    fn files_of_4_gib_and_more_keep_their_length_through_moves_and_compaction() {
+        let mut c = Children::default();
+        let big = 5u64 << 32;
+        c.insert("big", file(big));
+        c.insert("edge", file(u64::from(u32::MAX)));
+        for i in 0..3000 {
+            c.insert(&format!("churn-{i:05}"), file(i));
+        }
+        for i in 0..3000 {
+            c.remove(&format!("churn-{i:05}"));
+        }
+        let len = |c: &Children, n| match c.get(n) {
+            Some(NodeRef::File(f)) => f.len,
+            _ => panic!("{n} is a file"),
+        };
+        assert_eq!(
+            (len(&c, "big"), len(&c, "edge")),
+            (big, u64::from(u32::MAX))
+        );
+        // Shrinking below 4 GiB leaves the side map; growing past it goes back.
+        c.update_file("big", |f| f.len = 7);
+        assert!(c.side.is_none());
+        c.update_file("edge", |f| f.len += 1);
+        assert_eq!(len(&c, "edge"), 1 << 32);
+        let drained: Vec<u64> = c.drain().iter().map(|(_, n)| owned_figure(n)).collect();
+        assert!(drained.contains(&(1 << 32)) && drained.contains(&7));
+    }
+
+    #[test]
     fn open_files_keep_their_blocks_through_updates_moves_and_compaction() {
         let mut c = Children::default();
         let open = |blocks: Vec<u64>| {
@@ -597,7 +659,7 @@ mod tests {
         }
         c.update_file("w", |f| f.open = None);
         assert!(
-            c.open.is_none(),
+            c.side.is_none(),
             "a closed file leaves nothing in the side map"
         );
         assert!(c.update_file("nope", |_| ()).is_none());
