@@ -46,7 +46,7 @@ async fn get_stats(
         out.bytes_synced = m.bytes_synced.load(Ordering::Relaxed);
         out.sync_micros = m.sync_micros.load(Ordering::Relaxed);
         out.segments_rolled = m.segments_rolled.load(Ordering::Relaxed);
-        out.failed_journal_dirs = m.failed_dirs.load(Ordering::Relaxed);
+        out.failed_journal_dirs = m.failed_dirs();
         out.journal_dirs = m
             .dirs()
             .into_iter()

@@ -59,7 +59,6 @@ pub struct JournalMetrics {
     pub txns_synced: AtomicU64,
     pub bytes_synced: AtomicU64,
     pub sync_micros: AtomicU64,
-    pub failed_dirs: AtomicU64,
     pub segments_rolled: AtomicU64,
     /// Every configured directory, in order, with why it was taken out of service.
     dirs: Mutex<Vec<DirStatus>>,
@@ -74,16 +73,16 @@ pub struct DirStatus {
 }
 
 impl JournalMetrics {
-    /// Takes `dir` out of service: logged, counted, and kept for `dirs`.
+    /// Takes `dir` out of service: logged, and kept with its reason for `dirs`.
     fn dir_failed(&self, dir: &std::path::Path, what: &str, e: &std::io::Error) {
         error!(dir = %dir.display(), error = %e, "{what}; journal directory taken out of service");
-        self.failed_dirs.fetch_add(1, Ordering::Relaxed);
+        let why = Some(format!("{what}: {e}"));
         let mut dirs = self.dirs.lock();
         match dirs.iter_mut().find(|d| d.path == dir) {
-            Some(d) => d.failed = Some(format!("{what}: {e}")),
+            Some(d) => d.failed = why,
             None => dirs.push(DirStatus {
                 path: dir.to_path_buf(),
-                failed: Some(format!("{what}: {e}")),
+                failed: why,
             }),
         }
     }
@@ -91,6 +90,15 @@ impl JournalMetrics {
     /// Every configured directory with its state.
     pub fn dirs(&self) -> Vec<DirStatus> {
         self.dirs.lock().clone()
+    }
+
+    /// Directories taken out of service (a directory fails once: it is never retried).
+    pub fn failed_dirs(&self) -> u64 {
+        self.dirs
+            .lock()
+            .iter()
+            .filter(|d| d.failed.is_some())
+            .count() as u64
     }
 
     /// The sync accounting HDFS's edit log prints: how many syncs, how many transactions
@@ -106,7 +114,7 @@ impl JournalMetrics {
             txns_per_sync = format_args!("{:.1}", txns as f64 / syncs.max(1) as f64),
             mean_sync_us = micros / syncs.max(1),
             bytes = self.bytes_synced.load(Ordering::Relaxed),
-            failed_dirs = self.failed_dirs.load(Ordering::Relaxed),
+            failed_dirs = self.failed_dirs(),
             "journal sync statistics"
         );
     }
