@@ -63,14 +63,16 @@ pub fn save(
         match written {
             Ok((first, txid, bytes)) => {
                 let name = image_name(txid);
-                let copies = dirs[i + 1..].iter().filter(|d| {
-                    let copied = fs::create_dir_all(d).and_then(|_| copy_into(&first, d, &name));
-                    if let Err(e) = &copied {
-                        warn!(dir = %d.display(), error = %e, "writing checkpoint image failed");
+                let mut written = 1;
+                for d in &dirs[i + 1..] {
+                    match fs::create_dir_all(d).and_then(|_| copy_into(&first, d, &name)) {
+                        Ok(()) => written += 1,
+                        Err(e) => {
+                            warn!(dir = %d.display(), error = %e, "writing checkpoint image failed")
+                        }
                     }
-                    copied.is_ok()
-                });
-                return Ok((txid, bytes, 1 + copies.count()));
+                }
+                return Ok((txid, bytes, written));
             }
             Err(e) => {
                 warn!(dir = %d.display(), error = %e, "writing checkpoint image failed");

@@ -193,16 +193,17 @@ impl Children {
         if self.len() + n <= FEW {
             return;
         }
-        if self.index.is_none() {
-            self.build_index(self.len() + n);
-        } else if let Some(t) = &mut self.index {
-            let keys = Keys {
-                names: &self.names,
-                files: &self.files,
-                dirs: &self.dirs,
-            };
-            let Table { table, hasher } = &mut **t;
-            table.reserve(n, |&v| hash(hasher, keys.name(Pos::decode(v))));
+        let keys = Keys {
+            names: &self.names,
+            files: &self.files,
+            dirs: &self.dirs,
+        };
+        match &mut self.index {
+            Some(t) => {
+                let Table { table, hasher } = &mut **t;
+                table.reserve(n, |&v| hash(hasher, keys.name(Pos::decode(v))));
+            }
+            None => self.build_index(self.len() + n),
         }
     }
 
