@@ -127,3 +127,50 @@ pub fn prune(dirs: &[PathBuf], retain: usize) -> Option<u64> {
     }
     keep.last().copied()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn names_in(d: &std::path::Path) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn an_image_is_streamed_once_then_copied_and_a_failing_directory_is_passed_over() {
+        let t = tempfile::tempdir().unwrap();
+        // A directory that cannot be made (its parent is a file), then one whose write
+        // fails (a full disk, say), then two good ones.
+        fs::write(t.path().join("file"), b"").unwrap();
+        let dirs = ["file/name", "full", "a", "b"].map(|d| t.path().join(d));
+        let mut calls = 0;
+        let saved = save(&dirs, |f| {
+            calls += 1;
+            if calls == 1 {
+                f.write_all(b"half")?;
+                return Err(io::Error::other("no space left"));
+            }
+            f.write_all(b"the image")?;
+            Ok(7)
+        })
+        .unwrap();
+        assert_eq!(saved, (7, 9, 2), "txid, bytes, directories holding it");
+        assert_eq!(calls, 2, "streamed into the first good directory only");
+        assert!(
+            names_in(&dirs[1]).is_empty(),
+            "the failed write left nothing"
+        );
+        for d in &dirs[2..] {
+            assert_eq!(names_in(d), [image_name(7)]);
+            assert_eq!(fs::read(d.join(image_name(7))).unwrap(), b"the image");
+        }
+        let none = save(&dirs[..1], |_| Ok(1));
+        assert!(none.is_err(), "no directory took it");
+    }
+}
