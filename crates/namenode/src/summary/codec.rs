@@ -8,7 +8,7 @@
 //! lengths u64…]) or 1 directory (recursively). Last, CRC32C of everything before it.
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::tree::{Dir, File, Node, NodeRef, Tree, MAX_NAME};
 use super::Summary;
@@ -185,13 +185,6 @@ fn decode_dir(r: &mut Reader) -> Result<Dir, DecodeError> {
     }
     d.recount();
     Ok(d)
-}
-
-/// Writes the checkpoint atomically into `dir`.
-pub fn save(dir: &Path, s: &Summary) -> std::io::Result<PathBuf> {
-    std::fs::create_dir_all(dir)?;
-    crate::atomic_file::write_with(dir, FILE_NAME, |f| write(s, f).map(drop))?;
-    Ok(dir.join(FILE_NAME))
 }
 
 /// The checkpoint in `dir`, `Ok(None)` if there is none.
