@@ -13,9 +13,11 @@
 
 pub mod chunker;
 pub mod client;
+pub mod durable;
 pub mod error;
 pub mod frame;
 pub mod metrics;
+mod outbox;
 pub mod retry_cache;
 pub mod router;
 pub mod sasl;

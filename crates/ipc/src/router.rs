@@ -16,6 +16,7 @@ use bytes::{Bytes, BytesMut};
 use prost::Message;
 use tracing::{debug, debug_span, Instrument};
 
+use crate::durable::{self, Durability};
 use crate::frame::{Body, RawBody};
 use crate::metrics::{MethodMetrics, MethodSnapshot};
 use crate::retry_cache::{Lookup, RetryCache};
@@ -85,6 +86,12 @@ pub trait Service: Send + Sync + 'static {
         _kind: MethodKind,
     ) -> Result<(), RpcError> {
         Ok(())
+    }
+
+    /// What replies wait on before they go out, if the service's answers can rest on state
+    /// not yet durable (a NameNode's journal). See [`crate::durable`].
+    fn durability(&self) -> Option<&dyn Durability> {
+        None
     }
 }
 
@@ -217,17 +224,12 @@ impl<S: Service> Router<S> {
                         reply
                     }
                     Lookup::InFlight(cell) => {
-                        entry
-                            .metrics
-                            .retry_cache_hits
-                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        cell.get_or_init(run).await.clone()
+                        let reply = cell.get_or_init(run).await.clone();
+                        self.replayed(entry).await?;
+                        reply
                     }
                     Lookup::Done(reply) => {
-                        entry
-                            .metrics
-                            .retry_cache_hits
-                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        self.replayed(entry).await?;
                         reply
                     }
                 };
@@ -235,6 +237,22 @@ impl<S: Service> Router<S> {
             }
         }
         (entry.handler)(self.state.clone(), ctx, body).await
+    }
+
+    /// A retry is answered with the first attempt's reply, which may have been cached before
+    /// the state it reports was durable: the retry's reply rests on everything issued so far,
+    /// which covers the first attempt's ticket.
+    async fn replayed(&self, entry: &Entry<S>) -> Result<(), RpcError> {
+        entry
+            .metrics
+            .retry_cache_hits
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        match self.state.durability() {
+            Some(gate) => durable::settle(gate, gate.issued())
+                .await
+                .map_err(RpcError::io),
+            None => Ok(()),
+        }
     }
 
     /// Counters of every registered method, sorted by protocol and name.

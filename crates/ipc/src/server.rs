@@ -1,10 +1,13 @@
-//! The IPC server's socket edge: accept loop, per-connection reader (which also runs the
-//! calls that need not wait), a task per call that waits, and a writer task per connection.
+//! The IPC server's socket edge: accept loop, and per connection a reader (which also runs
+//! each call that finishes without waiting, as mutations do: their replies wait for the
+//! journal in the writer, see [`crate::durable`]), a task for each call that does wait, and
+//! a writer task ([`crate::outbox`]).
 //!
 //! Limits on everything: a connection permit is taken before `accept`, each connection has a
-//! bounded number of calls in flight (reading pauses when it is reached), frames are capped
-//! before anything is allocated for them and buffered only as their bytes arrive, and replies
-//! are written in bounded slices (HADOOP-4797: no giant socket writes).
+//! bounded number of calls in flight, replies held for durability included (reading pauses
+//! when it is reached), frames are capped before anything is allocated for them and buffered
+//! only as their bytes arrive, and replies are written in bounded slices (HADOOP-4797: no
+//! giant socket writes).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,18 +20,18 @@ use ferrite_proto::common::{IpcConnectionContextProto, RpcSaslProto};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
 
+use crate::durable;
 use crate::frame::{self, AuthProtocol, Body, FrameError};
+pub use crate::outbox::WRITE_SLICE;
+use crate::outbox::{self, Outbox, Reply};
 use crate::router::{CallCtx, Router, Service};
 use crate::sasl::{on_sasl_message, SaslOutcome};
-
-/// Largest slice handed to one socket write.
-pub const WRITE_SLICE: usize = 64 * 1024;
 
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -195,11 +198,16 @@ impl<S: Service> Connection<S> {
                 return Err(e.into());
             }
         };
-        let (tx, rx) = mpsc::channel::<Bytes>(self.cfg.max_in_flight_per_conn);
-        let writer = tokio::spawn(write_loop(wr, rx));
+        let tx = Arc::new(Outbox::default());
+        let router = self.router.clone();
+        let out = tx.clone();
+        let writer =
+            tokio::spawn(
+                async move { outbox::write_loop(wr, out, router.state().durability()).await },
+            );
         let result = self.read_loop(&mut rd, auth, &tx).await;
-        drop(tx);
-        // Let the writer finish replies already queued (including a FATAL one).
+        // Let the writer finish the replies it holds (including a FATAL one).
+        tx.close();
         let _ = writer.await;
         result
     }
@@ -208,7 +216,7 @@ impl<S: Service> Connection<S> {
         &self,
         rd: &mut R,
         auth: AuthProtocol,
-        tx: &mpsc::Sender<Bytes>,
+        tx: &Arc<Outbox>,
     ) -> Result<(), ConnError> {
         let in_flight = Arc::new(Semaphore::new(self.cfg.max_in_flight_per_conn));
         let mut phase = match auth {
@@ -237,8 +245,7 @@ impl<S: Service> Connection<S> {
                         &Bytes::new(),
                         RpcErrorCodeProto::FatalInvalidRpcHeader,
                         &msg,
-                    )
-                    .await;
+                    );
                     return Err(e.into());
                 }
             };
@@ -258,7 +265,7 @@ impl<S: Service> Connection<S> {
                                 -1,
                                 RpcStatusProto::Success,
                             );
-                            send(tx, frame::encode_frame(&[&header, &reply])).await;
+                            tx.push(Reply::now(frame::encode_frame(&[&header, &reply])));
                             if reply.state
                                 == ferrite_proto::common::rpc_sasl_proto::SaslState::Success as i32
                             {
@@ -267,7 +274,7 @@ impl<S: Service> Connection<S> {
                         }
                         SaslOutcome::Done => phase = Phase::AwaitContext,
                         SaslOutcome::Refuse(msg) => {
-                            return Err(self.unauthorized(tx, call_id, &client_id, msg).await);
+                            return Err(self.unauthorized(tx, call_id, &client_id, msg));
                         }
                     }
                 }
@@ -284,7 +291,7 @@ impl<S: Service> Connection<S> {
                     let info = ctx.user_info.unwrap_or_default();
                     let Some(user) = info.effective_user.filter(|u| !u.is_empty()) else {
                         let msg = "Connection context carries no effective user".to_string();
-                        return Err(self.unauthorized(tx, call_id, &client_id, msg).await);
+                        return Err(self.unauthorized(tx, call_id, &client_id, msg));
                     };
                     debug!(conn = self.id, peer = %self.peer, %user, protocol = ?ctx.protocol, "connection context");
                     phase = Phase::Ready {
@@ -318,26 +325,27 @@ impl<S: Service> Connection<S> {
                                 &ctx.client_id,
                                 RpcErrorCodeProto::FatalDeserializingRequest,
                                 &msg,
-                            )
-                            .await;
+                            );
                             return Err(e.into());
                         }
                     };
                     let router = self.router.clone();
                     let tx = tx.clone();
-                    let waits =
-                        router.mutates(&method.declaring_class_protocol_name, &method.method_name);
-                    run_or_spawn(waits, async move {
+                    let gated = router.state().durability().is_some();
+                    run_or_spawn(async move {
                         let (call_id, client_id, retry) =
                             (ctx.call_id, ctx.client_id.clone(), ctx.retry_count);
-                        let reply = router
-                            .dispatch(
-                                ctx,
-                                &method.declaring_class_protocol_name,
-                                &method.method_name,
-                                body,
-                            )
-                            .await;
+                        let call = router.dispatch(
+                            ctx,
+                            &method.declaring_class_protocol_name,
+                            &method.method_name,
+                            body,
+                        );
+                        let (reply, ticket) = if gated {
+                            durable::gated(call).await
+                        } else {
+                            (call.await, 0)
+                        };
                         let header = frame::response_header(
                             call_id,
                             &client_id,
@@ -354,8 +362,12 @@ impl<S: Service> Connection<S> {
                                 e.code.to_proto(),
                             ),
                         };
-                        send(&tx, bytes).await;
-                        drop(permit);
+                        tx.push(Reply::of_call(
+                            bytes,
+                            ticket,
+                            (call_id, client_id, retry),
+                            permit,
+                        ));
                     });
                 }
                 (_, id) => {
@@ -372,17 +384,16 @@ impl<S: Service> Connection<S> {
                         &client_id,
                         RpcErrorCodeProto::FatalInvalidRpcHeader,
                         &msg,
-                    )
-                    .await;
+                    );
                     return Err(ConnError::Fatal(msg));
                 }
             }
         }
     }
 
-    async fn fatal(
+    fn fatal(
         &self,
-        tx: &mpsc::Sender<Bytes>,
+        tx: &Arc<Outbox>,
         call_id: i32,
         client_id: &Bytes,
         code: RpcErrorCodeProto,
@@ -396,13 +407,12 @@ impl<S: Service> Connection<S> {
             crate::error::class::RPC_SERVER,
             msg,
         )
-        .await
     }
 
     /// Refuses the connection's identity: FATAL AccessControlException, then close.
-    async fn unauthorized(
+    fn unauthorized(
         &self,
-        tx: &mpsc::Sender<Bytes>,
+        tx: &Arc<Outbox>,
         call_id: i32,
         client_id: &Bytes,
         msg: String,
@@ -411,14 +421,13 @@ impl<S: Service> Connection<S> {
             RpcErrorCodeProto::FatalUnauthorized,
             crate::error::class::ACCESS_CONTROL,
         );
-        self.fatal_class(tx, call_id, client_id, code, class, &msg)
-            .await;
+        self.fatal_class(tx, call_id, client_id, code, class, &msg);
         ConnError::Fatal(msg)
     }
 
-    async fn fatal_class(
+    fn fatal_class(
         &self,
-        tx: &mpsc::Sender<Bytes>,
+        tx: &Arc<Outbox>,
         call_id: i32,
         client_id: &Bytes,
         code: RpcErrorCodeProto,
@@ -427,7 +436,9 @@ impl<S: Service> Connection<S> {
     ) {
         debug!(conn = self.id, peer = %self.peer, "fatal: {msg}");
         let header = frame::response_header(call_id, client_id, -1, RpcStatusProto::Fatal);
-        send(tx, frame::error_response(header, true, class, msg, code)).await;
+        tx.push(Reply::now(frame::error_response(
+            header, true, class, msg, code,
+        )));
     }
 }
 
@@ -464,30 +475,20 @@ This is not the correct port for the web interface on this daemon.\r\n",
     let _ = wr.shutdown().await;
 }
 
-/// Runs a lookup (getFileInfo, getBlockLocations…) on the reader's own task when it finishes
-/// without waiting, and anything else as a task of its own. A task per lookup cost a wake-up
-/// of another worker and a context switch per call under NNThroughputBenchmark, whose
-/// threads share one connection: a third of the NameNode's CPU per open. Mutations (`waits`)
-/// wait for their journal sync, so they are spawned at once; polling them here first
-/// measured ~7% more CPU per create.
+/// Runs a call on the reader's own task when it finishes without waiting, as lookups and
+/// mutations do (a mutation's reply waits for its journal sync in the writer, not here),
+/// and as a task of its own otherwise. A task per call cost a wake-up of another worker and
+/// a context switch per call under NNThroughputBenchmark, whose threads share one
+/// connection: a third of the NameNode's CPU per open.
 ///
 /// Polling once with a no-op waker is sound: a future that returns `Pending` must wake the
 /// waker of its latest poll, and the spawned task polls it again at once with its own.
-fn run_or_spawn(waits: bool, call: impl std::future::Future<Output = ()> + Send + 'static) {
-    if waits {
-        tokio::spawn(call);
-        return;
-    }
+fn run_or_spawn(call: impl std::future::Future<Output = ()> + Send + 'static) {
     let mut call = Box::pin(call);
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
     if call.as_mut().poll(&mut cx).is_pending() {
         tokio::spawn(call);
     }
-}
-
-async fn send(tx: &mpsc::Sender<Bytes>, bytes: Bytes) {
-    // The writer only goes away when the peer is gone; then the reply has nowhere to go.
-    let _ = tx.send(bytes).await;
 }
 
 /// Reads one length-prefixed frame. `Ok(None)` on a clean end of stream between frames.
@@ -520,28 +521,6 @@ async fn read_frame<R: AsyncRead + Unpin>(
     Ok(Some(buf.freeze()))
 }
 
-/// Writes queued replies in bounded slices, flushing when the queue runs dry.
-async fn write_loop(wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Bytes>) {
-    let mut wr = tokio::io::BufWriter::with_capacity(WRITE_SLICE, wr);
-    while let Some(mut bytes) = rx.recv().await {
-        loop {
-            for chunk in bytes.chunks(WRITE_SLICE) {
-                if wr.write_all(chunk).await.is_err() {
-                    return;
-                }
-            }
-            match rx.try_recv() {
-                Ok(more) => bytes = more,
-                Err(_) => break,
-            }
-        }
-        if wr.flush().await.is_err() {
-            return;
-        }
-    }
-    let _ = wr.shutdown().await;
-}
-
 #[cfg(test)]
 mod tests {
     use super::run_or_spawn;
@@ -553,24 +532,22 @@ mod tests {
     async fn a_call_that_does_not_wait_runs_before_run_or_spawn_returns() {
         let done = Arc::new(AtomicBool::new(false));
         let d = done.clone();
-        run_or_spawn(false, async move { d.store(true, Ordering::SeqCst) });
+        run_or_spawn(async move { d.store(true, Ordering::SeqCst) });
         assert!(done.load(Ordering::SeqCst));
     }
 
     #[tokio::test]
     async fn a_call_that_waits_finishes_on_its_own_task_with_its_own_waker() {
-        for waits in [false, true] {
-            // The call is pending on its first poll; only the spawned task's waker can
-            // bring it to completion.
-            let (go_tx, go_rx) = oneshot::channel::<u32>();
-            let (out_tx, out_rx) = oneshot::channel::<u32>();
-            run_or_spawn(waits, async move {
-                let v = go_rx.await.unwrap();
-                out_tx.send(v + 1).unwrap();
-            });
-            tokio::task::yield_now().await;
-            go_tx.send(41).unwrap();
-            assert_eq!(out_rx.await.unwrap(), 42, "waits={waits}");
-        }
+        // The call is pending on its first poll; only the spawned task's waker can bring it
+        // to completion.
+        let (go_tx, go_rx) = oneshot::channel::<u32>();
+        let (out_tx, out_rx) = oneshot::channel::<u32>();
+        run_or_spawn(async move {
+            let v = go_rx.await.unwrap();
+            out_tx.send(v + 1).unwrap();
+        });
+        tokio::task::yield_now().await;
+        go_tx.send(41).unwrap();
+        assert_eq!(out_rx.await.unwrap(), 42);
     }
 }

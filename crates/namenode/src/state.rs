@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use ferrite_ipc::durable::Durability;
 use ferrite_ipc::{CallCtx, MethodKind, RpcError, Service};
 use parking_lot::{Mutex, RwLock};
 use tracing::{error, info};
@@ -239,36 +240,52 @@ impl NnState {
             let now = now_ms();
             let mut ns = self.ns.write();
             let (out, ops) = plan(&ns)?;
-            for op in &ops {
-                let fx = ns.apply(op).map_err(|e| {
-                    // A planned record that does not apply is a bug; refuse loudly, keep serving.
-                    error!(?op, error = %e, "planned operation failed to apply");
-                    FsError::Io(format!("internal error applying {op:?}: {e}"))
-                })?;
-                if let Some(j) = &self.journal {
-                    j.append(op);
-                }
-                self.leases.lock().on_op(op, &fx.closed_files, now);
-                if !fx.removed_blocks.is_empty() {
-                    self.blocks.lock().blocks_removed(&fx.removed_blocks);
-                }
-                if matches!(op, Op::SetReplication { .. }) {
-                    self.blocks.lock().needs_scan = true;
-                }
+            let (applied, failed) = self.apply_all(&mut ns, &ops, now);
+            // What was applied is journaled even when a later record failed: memory and the
+            // journal must agree.
+            let last = match &self.journal {
+                Some(j) if applied > 0 => Some(j.append_all(&ops[..applied])),
+                // Even an answer that changed nothing may rest on records not yet durable
+                // (another client's mkdir, say), so wait for everything appended so far.
+                Some(j) => Some(j.last_appended()),
+                None => None,
+            };
+            if let Some(e) = failed {
+                return Err(e);
             }
-            // Even an answer that changed nothing may rest on records not yet durable (another
-            // client's mkdir, say), so wait for everything appended so far.
-            (
-                after(&ns, out),
-                self.journal.as_ref().map(|j| j.last_appended()),
-            )
+            (after(&ns, out), last)
         };
         if let (Some(j), Some(txid)) = (&self.journal, wait_for) {
-            j.wait_synced(txid)
+            // Served over RPC, the reply is held until `txid` is synced; otherwise wait here.
+            ferrite_ipc::durable::settle(j, txid)
                 .await
-                .map_err(|e| FsError::Io(e.to_string()))?;
+                .map_err(FsError::Io)?;
         }
         Ok(out)
+    }
+
+    /// Applies planned records in order, keeping leases and blocks in step; stops at the
+    /// first that fails. Returns how many applied, and the failure.
+    fn apply_all(&self, ns: &mut Namespace, ops: &[Op], now: i64) -> (usize, Option<FsError>) {
+        for (i, op) in ops.iter().enumerate() {
+            let fx = match ns.apply(op) {
+                Ok(fx) => fx,
+                Err(e) => {
+                    // A planned record that does not apply is a bug; refuse loudly, keep serving.
+                    error!(?op, error = %e, "planned operation failed to apply");
+                    let err = FsError::Io(format!("internal error applying {op:?}: {e}"));
+                    return (i, Some(err));
+                }
+            };
+            self.leases.lock().on_op(op, &fx.closed_files, now);
+            if !fx.removed_blocks.is_empty() {
+                self.blocks.lock().blocks_removed(&fx.removed_blocks);
+            }
+            if matches!(op, Op::SetReplication { .. }) {
+                self.blocks.lock().needs_scan = true;
+            }
+        }
+        (ops.len(), None)
     }
 
     /// Writes a checkpoint image of the current namespace to every name directory, prunes
@@ -416,5 +433,9 @@ impl Service for NnState {
             .into());
         }
         Ok(())
+    }
+
+    fn durability(&self) -> Option<&dyn Durability> {
+        self.journal.as_ref().map(|j| j as &dyn Durability)
     }
 }

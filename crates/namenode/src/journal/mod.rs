@@ -18,7 +18,9 @@ pub mod segment;
 pub mod tail;
 mod waiters;
 
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -43,7 +45,7 @@ pub struct JournalConfig {
     /// Synced records kept in memory for subscribers (`ferrite.journal.tail.bytes`); one
     /// further behind catches up from the segments.
     pub tail_bytes: usize,
-    /// How long a sync waits for more records when the previous one woke several RPCs
+    /// How long a sync waits for more records when the previous one carried several operations
     /// (`ferrite.journal.group-commit.delay.us`); zero syncs at once, always.
     pub group_delay: Duration,
 }
@@ -125,10 +127,10 @@ struct Pending {
     /// Txid of the last appended record.
     last_appended: u64,
     closing: bool,
-    /// Records in `buf`.
-    records: usize,
-    /// While the syncer waits for a group to gather: the record count that ends the wait.
-    /// Appends wake the syncer only at the first record and at this count, not each time.
+    /// Commits (calls of [`Journal::append_all`], one per operation waiting) in `buf`.
+    commits: usize,
+    /// While the syncer waits for a group to gather: the commit count that ends the wait.
+    /// Appends wake the syncer only at the first commit and at this count, not each time.
     wake_at: usize,
 }
 
@@ -192,7 +194,7 @@ impl Journal {
                 buf: Vec::with_capacity(1 << 16),
                 last_appended: last_txid,
                 closing: false,
-                records: 0,
+                commits: 0,
                 wake_at: 0,
             }),
             wake: Condvar::new(),
@@ -211,20 +213,23 @@ impl Journal {
         })
     }
 
-    /// Appends `op` and returns its txid. Call under the namespace write lock, so txids
-    /// follow the order in which operations were applied.
-    pub fn append(&self, op: &Op) -> u64 {
+    /// Appends the records of one operation and returns the txid of the last. Call under
+    /// the namespace write lock, so txids follow the order in which records were applied.
+    pub fn append_all(&self, ops: &[Op]) -> u64 {
         let mut p = self.shared.pending.lock();
-        let txid = p.last_appended + 1;
-        codec::encode_record(txid, op, &mut p.buf);
-        p.last_appended = txid;
-        p.records += 1;
-        let wake = p.records == 1 || p.records == p.wake_at;
+        for op in ops {
+            let txid = p.last_appended + 1;
+            codec::encode_record(txid, op, &mut p.buf);
+            p.last_appended = txid;
+        }
+        p.commits += 1;
+        let wake = p.commits == 1 || p.commits == p.wake_at;
+        let last = p.last_appended;
         drop(p);
         if wake {
             self.shared.wake.notify_one();
         }
-        txid
+        last
     }
 
     pub fn last_appended(&self) -> u64 {
@@ -260,6 +265,24 @@ impl Journal {
     }
 }
 
+/// Replies to mutations rest on txids: the IPC writer holds each until its txid is synced.
+impl ferrite_ipc::durable::Durability for Journal {
+    fn issued(&self) -> u64 {
+        self.last_appended()
+    }
+
+    fn durable(&self) -> (u64, Option<String>) {
+        self.shared.waiters.durable()
+    }
+
+    fn wait(&self, txid: u64) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(async move {
+            // The outcome is read back through `durable`.
+            let _ = self.wait_synced(txid).await;
+        })
+    }
+}
+
 impl Drop for Journal {
     fn drop(&mut self) {
         self.close();
@@ -276,8 +299,8 @@ fn syncer(
     let mut spare: Vec<u8> = Vec::with_capacity(1 << 16);
     let mut chunker = tail::chunker();
     let mut woken = Vec::new();
-    // RPCs the last sync woke: two or more means clients are committing concurrently.
-    let mut last_woken = 0;
+    // Commits the last sync carried: two or more means clients are committing concurrently.
+    let mut last_commits = 0;
     let mut synced = start_txid;
     let mut seg_first = start_txid + 1;
     let mut on_fatal = Some(on_fatal);
@@ -287,11 +310,11 @@ fn syncer(
             while p.buf.is_empty() && !p.closing {
                 shared.wake.wait(&mut p);
             }
-            if last_woken >= 2 && !p.closing && !cfg.group_delay.is_zero() {
-                gather(&shared.wake, &mut p, last_woken, cfg.group_delay);
+            if last_commits >= 2 && !p.closing && !cfg.group_delay.is_zero() {
+                gather(&shared.wake, &mut p, last_commits, cfg.group_delay);
             }
             std::mem::swap(&mut p.buf, &mut spare);
-            p.records = 0;
+            last_commits = std::mem::take(&mut p.commits);
             (p.last_appended, p.closing)
         };
         if !spare.is_empty() {
@@ -319,7 +342,7 @@ fn syncer(
                 .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
             let first = synced + 1;
             synced = batch_last;
-            last_woken = shared.waiters.publish(synced, &mut woken);
+            shared.waiters.publish(synced, &mut woken);
             // Followers get a copy in the tail's shared chunks: handing them `spare` itself
             // would pin its whole capacity (64 KiB or a burst's megabytes) for every small
             // batch kept, and a copy of its own per batch fragments the heap.
@@ -359,13 +382,14 @@ fn syncer(
 
 /// Under concurrent load the syncer would start a sync the moment one record is waiting,
 /// and a sync costs about as much CPU as a dozen creates (write, fdatasync, the completion
-/// interrupt, the wake-ups). So when the last sync woke `cohort` RPCs, wait until that many
-/// more records are pending (the clients just woken are back with their next operation)
-/// or `delay` has passed, whichever is first. A lone client (one RPC woken) never waits.
+/// interrupt, the wake-ups). So when the last sync carried `cohort` operations, wait until
+/// that many more are pending (the clients it answered are back with their next one) or
+/// `delay` has passed, whichever is first. A lone client (one operation a sync) never
+/// waits. Operations, not records: a `mkdir -p` of three directories is one client.
 fn gather(wake: &Condvar, p: &mut MutexGuard<'_, Pending>, cohort: usize, delay: Duration) {
     let deadline = std::time::Instant::now() + delay;
-    p.wake_at = p.records + cohort;
-    while p.records < p.wake_at && !p.closing {
+    p.wake_at = p.commits + cohort;
+    while p.commits < p.wake_at && !p.closing {
         if wake.wait_until(p, deadline).timed_out() {
             break;
         }

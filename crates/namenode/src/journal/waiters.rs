@@ -78,6 +78,13 @@ impl Waiters {
         }
     }
 
+    /// The last synced txid and, once nothing more ever will be, why.
+    pub fn durable(&self) -> (u64, Option<String>) {
+        let g = self.inner.lock();
+        let why = g.outcome(u64::MAX).and_then(Result::err).map(|e| e.0);
+        (g.synced, why)
+    }
+
     /// Records that everything up to `synced` is durable and wakes the waiters it satisfies.
     /// `woken` is the caller's scratch space, so that a sync allocates nothing. Returns how
     /// many waiters it woke.
