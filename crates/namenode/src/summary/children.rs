@@ -90,6 +90,13 @@ enum Pos {
     Dir(usize),
 }
 
+/// Which kind of entry a lookup expects to find.
+#[derive(Clone, Copy)]
+enum Expect {
+    File,
+    Dir,
+}
+
 impl Pos {
     fn encode(self) -> u32 {
         match self {
@@ -226,6 +233,13 @@ impl Children {
     }
 
     fn find(&self, name: &str) -> Option<Pos> {
+        self.find_expecting(name, Expect::File)
+    }
+
+    /// Finds `name`; without an index, the slots of the kind `expect`ed are scanned first
+    /// (a walk down a path looks for directories, and a directory's files often fill most
+    /// of its slots).
+    fn find_expecting(&self, name: &str, expect: Expect) -> Option<Pos> {
         let keys = self.keys();
         if let Some(t) = &self.index {
             let h = hash(&t.hasher, name);
@@ -234,16 +248,18 @@ impl Children {
         }
         let n = u8::try_from(name.len()).ok()?;
         let hit = |at: u32, len: u8| len == n && &keys.names[at as usize..][..n as usize] == name;
-        self.files
-            .iter()
-            .position(|f| hit(f.at, f.name_len))
-            .map(Pos::File)
-            .or_else(|| {
-                self.dirs
-                    .iter()
-                    .position(|d| hit(d.at, d.name_len))
-                    .map(Pos::Dir)
-            })
+        let file = || {
+            let i = self.files.iter().position(|f| hit(f.at, f.name_len));
+            i.map(Pos::File)
+        };
+        let dir = || {
+            let i = self.dirs.iter().position(|d| hit(d.at, d.name_len));
+            i.map(Pos::Dir)
+        };
+        match expect {
+            Expect::File => file().or_else(dir),
+            Expect::Dir => dir().or_else(file),
+        }
     }
 
     fn view(&self, f: &FileSlot) -> FileView<'_> {
@@ -271,8 +287,9 @@ impl Children {
         Some(self.node_at(self.find(name)?))
     }
 
+    /// Looks `name` up for a walk down a path, which expects a directory.
     pub fn get_mut(&mut self, name: &str) -> Option<NodeMut<'_>> {
-        Some(match self.find(name)? {
+        Some(match self.find_expecting(name, Expect::Dir)? {
             Pos::File(_) => NodeMut::File,
             Pos::Dir(i) => NodeMut::Dir(&mut self.dirs[i].dir),
         })
