@@ -1,0 +1,207 @@
+//! Replies that rest on a durability ticket leave only once the service says the ticket is
+//! durable; other replies on the same connection do not queue behind them. Checked over a
+//! real socket, with a service whose durable point the test moves by hand.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use ferrite_ipc::client::{ClientError, IpcClient};
+use ferrite_ipc::durable::{self, Durability};
+use ferrite_ipc::{server, MethodKind, Router, ServerConfig, Service};
+use parking_lot::Mutex;
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+
+const PROTOCOL: &str = "org.ferrite.test.DurableProtocol";
+
+/// A call's request and reply: the ticket the call rests on (0: none).
+#[derive(Clone, PartialEq, prost::Message)]
+struct Ticket {
+    #[prost(uint64, tag = "1")]
+    ticket: u64,
+}
+
+#[derive(Default)]
+struct Gate {
+    issued: AtomicU64,
+    upto: AtomicU64,
+    failed: Mutex<Option<String>>,
+    moved: Notify,
+}
+
+impl Gate {
+    fn reach(&self, upto: u64) {
+        self.upto.store(upto, Ordering::SeqCst);
+        self.moved.notify_waiters();
+    }
+
+    fn fail(&self, why: &str) {
+        *self.failed.lock() = Some(why.into());
+        self.moved.notify_waiters();
+    }
+}
+
+impl Durability for Gate {
+    fn issued(&self) -> u64 {
+        self.issued.load(Ordering::SeqCst)
+    }
+
+    fn durable(&self) -> (u64, Option<String>) {
+        (self.upto.load(Ordering::SeqCst), self.failed.lock().clone())
+    }
+
+    fn wait(&self, ticket: u64) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(async move {
+            loop {
+                let moved = self.moved.notified();
+                if self.upto.load(Ordering::SeqCst) >= ticket || self.failed.lock().is_some() {
+                    return;
+                }
+                moved.await;
+            }
+        })
+    }
+}
+
+#[derive(Default)]
+struct Svc {
+    gate: Gate,
+}
+
+impl Service for Svc {
+    fn durability(&self) -> Option<&dyn Durability> {
+        Some(&self.gate)
+    }
+}
+
+async fn serve() -> (Arc<Svc>, IpcClient) {
+    let svc = Arc::new(Svc::default());
+    let mut router = Router::new(svc.clone());
+    // A mutation: records its ticket as issued and defers its reply to it.
+    router.method(
+        PROTOCOL,
+        "mutate",
+        MethodKind::WRITE_ONCE,
+        |s: Arc<Svc>, _ctx, req: Ticket| async move {
+            s.gate.issued.fetch_max(req.ticket, Ordering::SeqCst);
+            durable::settle(&s.gate, req.ticket)
+                .await
+                .map_err(ferrite_ipc::RpcError::io)?;
+            Ok(req)
+        },
+    );
+    router.method(
+        PROTOCOL,
+        "read",
+        MethodKind::READ,
+        |_s: Arc<Svc>, _ctx, req: Ticket| async move { Ok(req) },
+    );
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let handle = server::spawn(listener, Arc::new(router), ServerConfig::default());
+    let client = IpcClient::connect(handle.local_addr, "tester", PROTOCOL)
+        .await
+        .unwrap();
+    // The server stops with the test's runtime.
+    std::mem::forget(handle);
+    (svc, client)
+}
+
+/// Lets every task that has been woken run, so a reply already received has been taken.
+async fn settle_tasks() {
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+}
+
+#[tokio::test]
+async fn a_held_reply_waits_for_its_ticket_and_a_read_overtakes_it() {
+    let (svc, client) = serve().await;
+    let client = Arc::new(client);
+    let c = client.clone();
+    let held =
+        tokio::spawn(async move { c.call::<_, Ticket>("mutate", &Ticket { ticket: 5 }).await });
+    // The read is sent after the mutation on the same connection, yet answered first.
+    let read: Ticket = client.call("read", &Ticket { ticket: 0 }).await.unwrap();
+    assert_eq!(read.ticket, 0);
+    settle_tasks().await;
+    assert!(
+        !held.is_finished(),
+        "the reply left before its ticket was durable"
+    );
+
+    svc.gate.reach(4);
+    let read: Ticket = client.call("read", &Ticket { ticket: 0 }).await.unwrap();
+    assert_eq!(read.ticket, 0);
+    settle_tasks().await;
+    assert!(!held.is_finished(), "ticket 5 is not durable at 4");
+
+    svc.gate.reach(5);
+    assert_eq!(held.await.unwrap().unwrap().ticket, 5);
+}
+
+#[tokio::test]
+async fn a_retried_call_replays_its_reply_only_once_everything_issued_is_durable() {
+    let (svc, client) = serve().await;
+    svc.gate.reach(3);
+    let first = client
+        .call_with_id(7, 0, "mutate", &Ticket { ticket: 3 })
+        .await
+        .unwrap();
+    // Another client's operation is issued but not yet durable; the retry's answer comes
+    // from the cache and might rest on it.
+    svc.gate.issued.store(9, Ordering::SeqCst);
+    let client = Arc::new(client);
+    let c = client.clone();
+    let retry =
+        tokio::spawn(async move { c.call_with_id(7, 1, "mutate", &Ticket { ticket: 3 }).await });
+    client
+        .call::<_, Ticket>("read", &Ticket { ticket: 0 })
+        .await
+        .unwrap();
+    settle_tasks().await;
+    assert!(
+        !retry.is_finished(),
+        "the replayed reply left before txid 9 was durable"
+    );
+    svc.gate.reach(9);
+    assert_eq!(
+        retry.await.unwrap().unwrap(),
+        first,
+        "the first reply, replayed"
+    );
+}
+
+#[tokio::test]
+async fn when_nothing_more_can_become_durable_held_replies_become_errors() {
+    let (svc, client) = serve().await;
+    let client = Arc::new(client);
+    let c = client.clone();
+    let held =
+        tokio::spawn(async move { c.call::<_, Ticket>("mutate", &Ticket { ticket: 2 }).await });
+    client
+        .call::<_, Ticket>("read", &Ticket { ticket: 0 })
+        .await
+        .unwrap();
+    svc.gate.fail("every journal directory has failed");
+    match held.await.unwrap() {
+        Err(ClientError::Remote {
+            class,
+            message,
+            fatal,
+        }) => {
+            assert_eq!(class, "java.io.IOException");
+            assert!(message.contains("could not be made durable"), "{message}");
+            assert!(
+                message.contains("every journal directory has failed"),
+                "{message}"
+            );
+            assert!(!fatal, "the connection stays");
+        }
+        other => panic!("expected an IOException, got {other:?}"),
+    }
+    // Calls that need no durability are still answered.
+    let read: Ticket = client.call("read", &Ticket { ticket: 0 }).await.unwrap();
+    assert_eq!(read.ticket, 0);
+}
