@@ -57,15 +57,16 @@ pub async fn settle(gate: &dyn Durability, ticket: u64) -> Result<(), String> {
     }
 }
 
-/// Runs `call` as a served call whose reply may be deferred; returns its output and the
-/// highest ticket it deferred to (0: none).
-pub(crate) async fn gated<F: Future>(call: F) -> (F::Output, u64) {
-    TICKET
-        .scope(Cell::new(0), async move {
-            let out = call.await;
-            (out, TICKET.with(Cell::get))
-        })
-        .await
+/// Runs `call` as a served call whose reply may be deferred; inside it, [`ticket`] tells
+/// what the reply rests on.
+pub(crate) fn gated<F: Future>(call: F) -> impl Future<Output = F::Output> {
+    TICKET.scope(Cell::new(0), call)
+}
+
+/// The highest ticket the running call has deferred its reply to (0: none, or not a gated
+/// call).
+pub(crate) fn ticket() -> u64 {
+    TICKET.try_with(Cell::get).unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -100,14 +101,15 @@ mod tests {
     #[tokio::test]
     async fn inside_a_gated_call_the_highest_ticket_is_kept_and_nothing_waits() {
         let gate = Counter::default();
-        let (out, ticket) = gated(async {
+        let (out, held_for) = gated(async {
             settle(&gate, 7).await.unwrap();
             settle(&gate, 3).await.unwrap();
-            "answer"
+            ("answer", ticket())
         })
         .await;
-        assert_eq!((out, ticket), ("answer", 7));
+        assert_eq!((out, held_for), ("answer", 7));
         assert!(!defer_reply(1), "no call is running out here");
+        assert_eq!(ticket(), 0);
     }
 
     #[tokio::test]

@@ -10,6 +10,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
@@ -21,6 +22,44 @@ use crate::frame::{Body, RawBody};
 use crate::metrics::{MethodMetrics, MethodSnapshot};
 use crate::retry_cache::{Lookup, RetryCache};
 use crate::RpcError;
+
+pin_project_lite::pin_project! {
+    /// A call on its way through the wrapper (or refused before it began: an unknown
+    /// method). When it finishes it is counted in its method's metrics and logged, inside
+    /// the call's span, which encloses this.
+    struct Timed<E, F> {
+        entry: Option<E>,
+        started: Instant,
+        #[pin]
+        call: Option<F>,
+        refused: Option<RpcError>,
+    }
+}
+
+impl<S, F> Future for Timed<Arc<Entry<S>>, F>
+where
+    F: Future<Output = Result<Box<dyn Body>, RpcError>>,
+{
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let result = match (this.call.as_pin_mut(), this.refused.take()) {
+            (Some(call), _) => ready!(call.poll(cx)),
+            (None, Some(e)) => Err(e),
+            (None, None) => panic!("a dispatched call polled after it finished"),
+        };
+        let micros = this.started.elapsed().as_micros() as u64;
+        if let Some(e) = this.entry {
+            e.metrics.record(result.is_ok(), micros);
+        }
+        match &result {
+            Ok(_) => debug!(micros, "ok"),
+            Err(e) => debug!(micros, class = %e.class, msg = %e.message, "error"),
+        }
+        Poll::Ready(result)
+    }
+}
 
 /// Who is calling and which call this is.
 #[derive(Clone, Debug)]
@@ -108,7 +147,7 @@ struct Entry<S> {
 
 pub struct Router<S: Service> {
     state: Arc<S>,
-    table: HashMap<&'static str, HashMap<&'static str, Entry<S>>>,
+    table: HashMap<&'static str, HashMap<&'static str, Arc<Entry<S>>>>,
     retry_cache: RetryCache,
 }
 
@@ -160,83 +199,101 @@ impl<S: Service> Router<S> {
             handler,
             metrics: MethodMetrics::default(),
         };
-        let prev = self.table.entry(protocol).or_default().insert(name, entry);
+        let prev = self
+            .table
+            .entry(protocol)
+            .or_default()
+            .insert(name, Arc::new(entry));
         assert!(prev.is_none(), "method {protocol}.{name} registered twice");
         self
     }
 
-    /// Whether `method` changes the namespace, and so (on a NameNode) waits for its journal
-    /// sync before it answers. Unknown methods do not: they fail at once.
-    pub fn mutates(&self, protocol: &str, method: &str) -> bool {
-        self.table
-            .get(protocol)
-            .and_then(|m| m.get(method))
-            .is_some_and(|e| e.kind.mutating)
-    }
-
-    /// Runs one call through the wrapper and returns its reply body.
-    pub async fn dispatch(
-        &self,
+    /// Runs one call through the wrapper and returns its reply body. The method is looked
+    /// up and the call's span opened here, at once; the future that is returned owns what
+    /// it needs (the router, the method's entry, the call's context and body), each once,
+    /// so it stays small: the server allocates and moves it once per call.
+    pub fn dispatch(
+        self: &Arc<Self>,
         ctx: CallCtx,
         protocol: &str,
         method: &str,
         body: Bytes,
-    ) -> Result<Box<dyn Body>, RpcError> {
-        let methods = self
+    ) -> impl Future<Output = Result<Box<dyn Body>, RpcError>> + Send + 'static {
+        let entry = self
             .table
             .get(protocol)
-            .ok_or_else(|| RpcError::no_such_protocol(protocol))?;
-        let entry = methods
-            .get(method)
-            .ok_or_else(|| RpcError::no_such_method(protocol, method))?;
-        let span = debug_span!("rpc", conn = ctx.conn_id, call = ctx.call_id, method = entry.name, user = %ctx.user);
-        let started = Instant::now();
-        let result = self.run(entry, ctx, body).instrument(span.clone()).await;
-        let micros = started.elapsed().as_micros() as u64;
-        entry.metrics.record(result.is_ok(), micros);
-        span.in_scope(|| match &result {
-            Ok(_) => debug!(micros, "ok"),
-            Err(e) => debug!(micros, class = %e.class, msg = %e.message, "error"),
-        });
-        result
+            .ok_or_else(|| RpcError::no_such_protocol(protocol))
+            .and_then(|methods| {
+                methods
+                    .get(method)
+                    .ok_or_else(|| RpcError::no_such_method(protocol, method))
+            });
+        match entry {
+            Ok(entry) => {
+                let span = debug_span!("rpc", conn = ctx.conn_id, call = ctx.call_id, method = entry.name, user = %ctx.user);
+                Timed {
+                    entry: Some(entry.clone()),
+                    started: Instant::now(),
+                    call: Some(Self::run(self.clone(), entry.clone(), ctx, body)),
+                    refused: None,
+                }
+                .instrument(span)
+            }
+            Err(e) => Timed {
+                entry: None,
+                started: Instant::now(),
+                call: None,
+                refused: Some(e),
+            }
+            .instrument(tracing::Span::none()),
+        }
     }
 
     async fn run(
-        &self,
-        entry: &Entry<S>,
+        router: Arc<Self>,
+        entry: Arc<Entry<S>>,
         ctx: CallCtx,
         body: Bytes,
     ) -> Result<Box<dyn Body>, RpcError> {
-        self.state.admit(&ctx, entry.name, entry.kind)?;
-        if entry.kind.at_most_once {
+        router.state.admit(&ctx, entry.name, entry.kind)?;
+        let once = if entry.kind.at_most_once {
             let (client_id, call_id) = (ctx.client_id.clone(), ctx.call_id);
-            if let Some(lookup) = self.retry_cache.begin(&client_id, call_id, Instant::now()) {
-                let run = || async {
-                    let out = (entry.handler)(self.state.clone(), ctx, body).await?;
-                    let mut buf = BytesMut::with_capacity(out.encoded_len());
-                    out.encode_into(&mut buf);
-                    Ok(buf.freeze())
-                };
-                let reply = match lookup {
-                    Lookup::Fresh(cell) => {
-                        let reply = cell.get_or_init(run).await.clone();
-                        self.retry_cache.finish(&client_id, call_id, &reply);
-                        reply
-                    }
-                    Lookup::InFlight(cell) => {
-                        let reply = cell.get_or_init(run).await.clone();
-                        self.replayed(entry).await?;
-                        reply
-                    }
-                    Lookup::Done(reply) => {
-                        self.replayed(entry).await?;
-                        reply
-                    }
-                };
-                return reply.map(|b| Box::new(RawBody(b)) as Box<dyn Body>);
+            let lookup = router
+                .retry_cache
+                .begin(&client_id, call_id, Instant::now());
+            lookup.map(|l| (l, client_id, call_id))
+        } else {
+            None
+        };
+        // Made (not yet run) before the cache decides whether it runs at all: the closures
+        // below then hold one boxed future instead of the call's context and body.
+        let call = (entry.handler)(router.state.clone(), ctx, body);
+        let Some((lookup, client_id, call_id)) = once else {
+            return call.await;
+        };
+        let run = || async move {
+            let out = call.await?;
+            let mut buf = BytesMut::with_capacity(out.encoded_len());
+            out.encode_into(&mut buf);
+            Ok(buf.freeze())
+        };
+        let reply = match lookup {
+            Lookup::Fresh(cell) => {
+                let reply = cell.get_or_init(run).await.clone();
+                router.retry_cache.finish(&client_id, call_id, &reply);
+                reply
             }
-        }
-        (entry.handler)(self.state.clone(), ctx, body).await
+            Lookup::InFlight(cell) => {
+                let reply = cell.get_or_init(run).await.clone();
+                router.replayed(&entry).await?;
+                reply
+            }
+            Lookup::Done(reply) => {
+                router.replayed(&entry).await?;
+                reply
+            }
+        };
+        reply.map(|b| Box::new(RawBody(b)) as Box<dyn Body>)
     }
 
     /// A retry is answered with the first attempt's reply, which may have been cached before

@@ -9,9 +9,12 @@
 //! only as their bytes arrive, and replies are written in bounded slices (HADOOP-4797: no
 //! giant socket writes).
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -32,6 +35,7 @@ pub use crate::outbox::WRITE_SLICE;
 use crate::outbox::{self, Outbox, Reply};
 use crate::router::{CallCtx, Router, Service};
 use crate::sasl::{on_sasl_message, SaslOutcome};
+use crate::RpcError;
 
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -329,46 +333,25 @@ impl<S: Service> Connection<S> {
                             return Err(e.into());
                         }
                     };
-                    let router = self.router.clone();
-                    let tx = tx.clone();
-                    let gated = router.state().durability().is_some();
-                    run_or_spawn(async move {
-                        let (call_id, client_id, retry) =
-                            (ctx.call_id, ctx.client_id.clone(), ctx.retry_count);
-                        let call = router.dispatch(
+                    let gated = self.router.state().durability().is_some();
+                    let answer = Answer {
+                        call_id: ctx.call_id,
+                        client_id: ctx.client_id.clone(),
+                        retry: ctx.retry_count,
+                        outbox: tx.clone(),
+                        permit: Some(permit),
+                        call: self.router.dispatch(
                             ctx,
                             &method.declaring_class_protocol_name,
                             &method.method_name,
                             body,
-                        );
-                        let (reply, ticket) = if gated {
-                            durable::gated(call).await
-                        } else {
-                            (call.await, 0)
-                        };
-                        let header = frame::response_header(
-                            call_id,
-                            &client_id,
-                            retry,
-                            RpcStatusProto::Success,
-                        );
-                        let bytes = match reply {
-                            Ok(body) => frame::encode_frame(&[&header, body.as_ref() as &dyn Body]),
-                            Err(e) => frame::error_response(
-                                header,
-                                false,
-                                &e.class,
-                                &e.message,
-                                e.code.to_proto(),
-                            ),
-                        };
-                        tx.push(Reply::of_call(
-                            bytes,
-                            ticket,
-                            (call_id, client_id, retry),
-                            permit,
-                        ));
-                    });
+                        ),
+                    };
+                    if gated {
+                        run_or_spawn(durable::gated(answer));
+                    } else {
+                        run_or_spawn(answer);
+                    }
                 }
                 (_, id) => {
                     let msg = match phase {
@@ -483,11 +466,54 @@ This is not the correct port for the web interface on this daemon.\r\n",
 ///
 /// Polling once with a no-op waker is sound: a future that returns `Pending` must wake the
 /// waker of its latest poll, and the spawned task polls it again at once with its own.
-fn run_or_spawn(call: impl std::future::Future<Output = ()> + Send + 'static) {
+fn run_or_spawn(call: impl Future<Output = ()> + Send + 'static) {
     let mut call = Box::pin(call);
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
     if call.as_mut().poll(&mut cx).is_pending() {
         tokio::spawn(call);
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A call, then its reply into the connection's outbox. Written out rather than as an
+    /// `async` block, which kept the call's context and the dispatch future side by side
+    /// and grew to 5.5 KB, allocated and copied once per call.
+    struct Answer<F> {
+        call_id: i32,
+        client_id: Bytes,
+        retry: i32,
+        outbox: Arc<Outbox>,
+        // Given back with the reply once it is written.
+        permit: Option<tokio::sync::OwnedSemaphorePermit>,
+        #[pin]
+        call: F,
+    }
+}
+
+impl<F: Future<Output = Result<Box<dyn Body>, RpcError>>> Future for Answer<F> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.project();
+        let reply = ready!(this.call.poll(cx));
+        let header = frame::response_header(
+            *this.call_id,
+            this.client_id,
+            *this.retry,
+            RpcStatusProto::Success,
+        );
+        let bytes = match reply {
+            Ok(body) => frame::encode_frame(&[&header, body.as_ref() as &dyn Body]),
+            Err(e) => frame::error_response(header, false, &e.class, &e.message, e.code.to_proto()),
+        };
+        let permit = this.permit.take().expect("an answer is given once");
+        this.outbox.push(Reply::of_call(
+            bytes,
+            durable::ticket(),
+            (*this.call_id, this.client_id.clone(), *this.retry),
+            permit,
+        ));
+        Poll::Ready(())
     }
 }
 
@@ -523,10 +549,12 @@ async fn read_frame<R: AsyncRead + Unpin>(
 
 #[cfg(test)]
 mod tests {
-    use super::run_or_spawn;
+    use super::{durable, run_or_spawn, Answer, Outbox, Router, Service};
+    use bytes::Bytes;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     use tokio::sync::oneshot;
+    use tokio::sync::Semaphore;
 
     #[tokio::test]
     async fn a_call_that_does_not_wait_runs_before_run_or_spawn_returns() {
@@ -549,5 +577,40 @@ mod tests {
         tokio::task::yield_now().await;
         go_tx.send(41).unwrap();
         assert_eq!(out_rx.await.unwrap(), 42);
+    }
+
+    /// The server allocates and moves this future once per call. Past 1 KiB, glibc takes a
+    /// request from its large bins and first consolidates its fast bins; at 5.5 KB (an
+    /// `async` block holding the call twice) the copy alone was 5% of the CPU per open.
+    #[tokio::test]
+    async fn the_future_allocated_per_call_stays_under_a_kibibyte() {
+        struct Plain;
+        impl Service for Plain {}
+        let router = Arc::new(Router::new(Arc::new(Plain)));
+        let ctx = crate::CallCtx {
+            user: "u".into(),
+            real_user: None,
+            peer: "127.0.0.1:1".parse().unwrap(),
+            peer_ip: "127.0.0.1".into(),
+            conn_id: 1,
+            call_id: 1,
+            client_id: Bytes::new(),
+            retry_count: 0,
+        };
+        let permit = Arc::new(Semaphore::new(1)).acquire_owned().await.unwrap();
+        let answer = Answer {
+            call_id: 1,
+            client_id: Bytes::new(),
+            retry: 0,
+            outbox: Arc::new(Outbox::default()),
+            permit: Some(permit),
+            call: router.dispatch(ctx, "p", "m", Bytes::new()),
+        };
+        let gated = durable::gated(answer);
+        assert!(
+            std::mem::size_of_val(&gated) < 1024,
+            "{} bytes",
+            std::mem::size_of_val(&gated)
+        );
     }
 }
