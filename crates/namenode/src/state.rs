@@ -1,9 +1,9 @@
 //! The NameNode's shared state and its single mutation path.
 //!
 //! Every namespace change goes through [`NnState::commit`]: plan under the write lock, apply
-//! each record, append it to the journal, keep leases in step; then, after the lock is
-//! released, wait until the journal has the records on disk. Only then does the caller
-//! answer the client.
+//! each record keeping leases in step, append the records to the journal; then, after the
+//! lock is released, make the answer rest on them: a served call's reply is held by its
+//! connection's writer until the journal has them on disk, and any other caller waits here.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -221,7 +221,8 @@ impl NnState {
     }
 
     /// Plans a mutation under the write lock, applies and journals the records it returns,
-    /// and waits (outside the lock) until they are durable.
+    /// and (outside the lock) makes the answer rest on them being durable: held back with
+    /// the reply of the RPC being served, or waited for here.
     pub async fn commit<T>(
         &self,
         plan: impl FnOnce(&Namespace) -> Result<(T, Vec<Op>), FsError>,
@@ -257,9 +258,11 @@ impl NnState {
         };
         if let (Some(j), Some(txid)) = (&self.journal, wait_for) {
             // Served over RPC, the reply is held until `txid` is synced; otherwise wait here.
-            ferrite_ipc::durable::settle(j, txid)
-                .await
-                .map_err(FsError::Io)?;
+            if !ferrite_ipc::durable::defer_reply(txid) {
+                j.wait_synced(txid)
+                    .await
+                    .map_err(|e| FsError::Io(e.to_string()))?;
+            }
         }
         Ok(out)
     }

@@ -1,13 +1,15 @@
 //! The edit log: every namespace mutation, durable before it is acknowledged.
 //!
-//! [`Journal::append`] is called under the namespace write lock: it assigns the txid and
-//! copies the encoded record into an in-memory buffer, nothing more. A dedicated syncer
+//! [`Journal::append_all`] is called under the namespace write lock: it assigns the txids and
+//! copies the encoded records into an in-memory buffer, nothing more. A dedicated syncer
 //! thread swaps that buffer for an empty one, writes the batch to every journal directory in
-//! parallel, fdatasyncs, and publishes the synced txid; RPC handlers wait for it after the
-//! lock is released ([`Journal::wait_synced`]), and a sync wakes exactly the handlers whose
-//! records it made durable. One sync therefore carries every record that arrived while the
-//! previous one ran (group commit); under concurrent load it first waits briefly for the
-//! clients the previous sync woke to come back with their next record (`gather`).
+//! parallel, fdatasyncs, and publishes the synced txid. Replies wait for it after the lock is
+//! released: in their connection's writer (the journal is the IPC server's
+//! [`Durability`](ferrite_ipc::durable::Durability)), or, outside an RPC, in
+//! [`Journal::wait_synced`]; a sync wakes exactly the waiters whose records it made durable.
+//! One sync therefore carries every record that arrived while the previous one ran (group
+//! commit); under concurrent load it first waits briefly for the clients the previous sync
+//! answered to come back with their next operation (`gather`).
 //!
 //! A directory whose write or sync fails is taken out of service and logged; the journal
 //! fails (and the NameNode stops) only when no directory is left.
