@@ -94,7 +94,7 @@ impl Namespace {
     }
 
     /// Streams the whole namespace as of `txid` into `w`, a section at a time in chunks
-    /// of [`CHUNK`] bytes; returns the image's size.
+    /// of `CHUNK` bytes; returns the image's size.
     pub fn write_image<W: Write + Seek>(&self, txid: u64, w: &mut W) -> io::Result<u64> {
         let start = w.stream_position()?;
         let mut head = Vec::with_capacity(20);

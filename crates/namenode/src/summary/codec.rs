@@ -19,14 +19,14 @@ const VERSION: u8 = 1;
 /// The checkpoint's file name in the summary directory.
 pub const FILE_NAME: &str = "summary.ckpt";
 
-/// The checkpoint in memory (tests; the summary task streams it with [`write`]).
+/// The checkpoint in memory (tests; the summary task streams it with [`write()`]).
 pub fn encode(s: &Summary) -> Vec<u8> {
     let mut out = Vec::new();
     write(s, &mut out).expect("writing to memory cannot fail");
     out
 }
 
-/// Streams the checkpoint into `w` in chunks of about [`CHUNK`] bytes; returns its size.
+/// Streams the checkpoint into `w` in chunks of about `CHUNK` bytes; returns its size.
 pub fn write(s: &Summary, w: &mut impl Write) -> io::Result<u64> {
     let tree = s.tree();
     let mut out = Out {
