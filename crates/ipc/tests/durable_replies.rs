@@ -11,8 +11,10 @@ use ferrite_ipc::client::{ClientError, IpcClient};
 use ferrite_ipc::durable::{self, Durability};
 use ferrite_ipc::{server, MethodKind, Router, ServerConfig, Service};
 use parking_lot::Mutex;
+use prost::Message;
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
+use tokio::task::JoinHandle;
 
 const PROTOCOL: &str = "org.ferrite.test.DurableProtocol";
 
@@ -76,7 +78,7 @@ impl Service for Svc {
     }
 }
 
-async fn serve() -> (Arc<Svc>, IpcClient) {
+async fn serve() -> (Arc<Svc>, Arc<IpcClient>) {
     let svc = Arc::new(Svc::default());
     let mut router = Router::new(svc.clone());
     // A mutation: records its ticket as issued and defers its reply to it.
@@ -105,7 +107,7 @@ async fn serve() -> (Arc<Svc>, IpcClient) {
         .unwrap();
     // The server stops with the test's runtime.
     std::mem::forget(handle);
-    (svc, client)
+    (svc, Arc::new(client))
 }
 
 /// Lets every task that has been woken run, so a reply already received has been taken.
@@ -115,28 +117,43 @@ async fn settle_tasks() {
     }
 }
 
+/// Sends `mutate` with `ticket` as call `call_id` (attempt `retry`) from a task of its own.
+fn mutate(
+    client: &Arc<IpcClient>,
+    call_id: i32,
+    retry: i32,
+    ticket: u64,
+) -> JoinHandle<Result<Ticket, ClientError>> {
+    let c = client.clone();
+    tokio::spawn(async move {
+        let reply = c
+            .call_with_id(call_id, retry, "mutate", &Ticket { ticket })
+            .await?;
+        Ok(Ticket::decode(reply).expect("a Ticket reply"))
+    })
+}
+
+/// A read on the same connection, answered at once: every reply queued before it that was
+/// free to leave has left by the time this returns.
+async fn read(client: &IpcClient) {
+    let reply: Ticket = client.call("read", &Ticket { ticket: 0 }).await.unwrap();
+    assert_eq!(reply.ticket, 0);
+    settle_tasks().await;
+}
+
 #[tokio::test]
 async fn a_held_reply_waits_for_its_ticket_and_a_read_overtakes_it() {
     let (svc, client) = serve().await;
-    let client = Arc::new(client);
-    let c = client.clone();
-    let held =
-        tokio::spawn(async move { c.call::<_, Ticket>("mutate", &Ticket { ticket: 5 }).await });
+    let held = mutate(&client, 100, 0, 5);
     // The read is sent after the mutation on the same connection, yet answered first.
-    let read: Ticket = client.call("read", &Ticket { ticket: 0 }).await.unwrap();
-    assert_eq!(read.ticket, 0);
-    settle_tasks().await;
+    read(&client).await;
     assert!(
         !held.is_finished(),
         "the reply left before its ticket was durable"
     );
-
     svc.gate.reach(4);
-    let read: Ticket = client.call("read", &Ticket { ticket: 0 }).await.unwrap();
-    assert_eq!(read.ticket, 0);
-    settle_tasks().await;
+    read(&client).await;
     assert!(!held.is_finished(), "ticket 5 is not durable at 4");
-
     svc.gate.reach(5);
     assert_eq!(held.await.unwrap().unwrap().ticket, 5);
 }
@@ -145,22 +162,12 @@ async fn a_held_reply_waits_for_its_ticket_and_a_read_overtakes_it() {
 async fn a_retried_call_replays_its_reply_only_once_everything_issued_is_durable() {
     let (svc, client) = serve().await;
     svc.gate.reach(3);
-    let first = client
-        .call_with_id(7, 0, "mutate", &Ticket { ticket: 3 })
-        .await
-        .unwrap();
+    let first = mutate(&client, 7, 0, 3).await.unwrap().unwrap();
     // Another client's operation is issued but not yet durable; the retry's answer comes
     // from the cache and might rest on it.
     svc.gate.issued.store(9, Ordering::SeqCst);
-    let client = Arc::new(client);
-    let c = client.clone();
-    let retry =
-        tokio::spawn(async move { c.call_with_id(7, 1, "mutate", &Ticket { ticket: 3 }).await });
-    client
-        .call::<_, Ticket>("read", &Ticket { ticket: 0 })
-        .await
-        .unwrap();
-    settle_tasks().await;
+    let retry = mutate(&client, 7, 1, 3);
+    read(&client).await;
     assert!(
         !retry.is_finished(),
         "the replayed reply left before txid 9 was durable"
@@ -176,14 +183,8 @@ async fn a_retried_call_replays_its_reply_only_once_everything_issued_is_durable
 #[tokio::test]
 async fn when_nothing_more_can_become_durable_held_replies_become_errors() {
     let (svc, client) = serve().await;
-    let client = Arc::new(client);
-    let c = client.clone();
-    let held =
-        tokio::spawn(async move { c.call::<_, Ticket>("mutate", &Ticket { ticket: 2 }).await });
-    client
-        .call::<_, Ticket>("read", &Ticket { ticket: 0 })
-        .await
-        .unwrap();
+    let held = mutate(&client, 100, 0, 2);
+    read(&client).await;
     svc.gate.fail("every journal directory has failed");
     match held.await.unwrap() {
         Err(ClientError::Remote {
@@ -202,6 +203,5 @@ async fn when_nothing_more_can_become_durable_held_replies_become_errors() {
         other => panic!("expected an IOException, got {other:?}"),
     }
     // Calls that need no durability are still answered.
-    let read: Ticket = client.call("read", &Ticket { ticket: 0 }).await.unwrap();
-    assert_eq!(read.ticket, 0);
+    read(&client).await;
 }
