@@ -3,8 +3,9 @@
 //! A NameNode mutation is applied in memory and journaled under the namespace lock, and its
 //! reply must not leave before the journal has synced it. Waiting for the sync inside the
 //! call cost, for every call, a task of its own, a wake-up from the syncer, a hop to the
-//! connection's writer and often a socket write of its own: most of the server's CPU per
-//! create under NNThroughputBenchmark. Instead the call finishes at once and leaves a
+//! connection's writer and often a socket write of its own (under NNThroughputBenchmark a
+//! delete cost the server 33 µs of CPU that way, 23 without). Instead the call finishes at
+//! once and leaves a
 //! *ticket* (the txid its reply rests on) with [`defer_reply`]; the connection's writer
 //! holds the encoded reply until the service's [`Durability`] reaches the ticket. One sync
 //! then wakes each connection's writer once, and its replies go out in one write.
