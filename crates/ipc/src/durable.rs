@@ -5,10 +5,10 @@
 //! call cost, for every call, a task of its own, a wake-up from the syncer, a hop to the
 //! connection's writer and often a socket write of its own (under NNThroughputBenchmark a
 //! delete cost the server 33 µs of CPU that way, 23 without). Instead the call finishes at
-//! once and leaves a
-//! *ticket* (the txid its reply rests on) with [`defer_reply`]; the connection's writer
-//! holds the encoded reply until the service's [`Durability`] reaches the ticket. One sync
-//! then wakes each connection's writer once, and its replies go out in one write.
+//! once and leaves a *ticket* (the txid its reply rests on) with [`defer_reply`]; the
+//! connection's writer holds the encoded reply until the service's [`Durability`] reaches
+//! the ticket. One sync then wakes each connection's writer once, and its replies go out in
+//! one write.
 //!
 //! Code that runs outside a served call (in-process callers, background tasks) finds no
 //! call to defer to, and [`settle`] makes it wait itself.
