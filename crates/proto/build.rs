@@ -25,10 +25,13 @@ fn main() {
     let fds = protox::compile(files, ["proto"]).expect("parse .proto files");
     prost_build::Config::new()
         // Token bytes are shared by every block of a reply, and journal batches go out as
-        // the syncer wrote them: Bytes clones without copying.
+        // the syncer wrote them: Bytes clones without copying. A call's clientId is read
+        // out of the request frame and echoed in its reply: two copies per call otherwise.
         .bytes([
             ".hadoop.common.TokenProto",
             ".ferrite.ReadEditsResponseProto",
+            ".hadoop.common.RpcRequestHeaderProto.clientId",
+            ".hadoop.common.RpcResponseHeaderProto.clientId",
         ])
         .compile_fds(fds)
         .expect("generate Rust from .proto files");

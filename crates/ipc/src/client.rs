@@ -143,7 +143,7 @@ fn request_header(call_id: i32, client_id: &[u8; 16], retry_count: i32) -> RpcRe
         rpc_kind: Some(2),
         rpc_op: Some(0),
         call_id,
-        client_id: client_id.to_vec(),
+        client_id: Bytes::copy_from_slice(client_id),
         retry_count: Some(retry_count),
         ..Default::default()
     }

@@ -187,7 +187,7 @@ pub fn response_header(
         call_id: call_id as u32,
         status: status as i32,
         server_ipc_version_num: Some(IPC_VERSION as u32),
-        client_id: Some(client_id.to_vec()),
+        client_id: Some(client_id.clone()),
         retry_count: Some(retry_count),
         ..Default::default()
     }
@@ -251,7 +251,7 @@ mod tests {
             rpc_kind: Some(2),
             rpc_op: Some(0),
             call_id: 7,
-            client_id: vec![1; 16],
+            client_id: vec![1; 16].into(),
             retry_count: Some(0),
             ..Default::default()
         };

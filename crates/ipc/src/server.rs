@@ -254,7 +254,7 @@ impl<S: Service> Connection<S> {
                 }
             };
             let call_id = req.header.call_id;
-            let client_id = Bytes::from(req.header.client_id);
+            let client_id = req.header.client_id;
             let retry_count = req.header.retry_count.unwrap_or(-1);
             match (&phase, call_id) {
                 (_, frame::CALL_ID_PING) => continue,

@@ -50,7 +50,7 @@ fn rpc_header(call_id: i32) -> RpcRequestHeaderProto {
         rpc_kind: Some(2),
         rpc_op: Some(0),
         call_id,
-        client_id: vec![9; 16],
+        client_id: vec![9; 16].into(),
         retry_count: Some(0),
         ..Default::default()
     }
