@@ -301,7 +301,7 @@ async fn lease_monitor(nn: Arc<NnState>, cancel: CancellationToken) {
                     Ok(()) => info!(%holder, file_id = id, "lease expired; file closed"),
                     Err(e) => warn!(%holder, file_id = id, error = %e, "lease recovery failed"),
                 }
-                nn.leases.lock().remove_file(id);
+                nn.leases.lock().remove_file(&holder, id);
             }
         }
     }

@@ -130,16 +130,14 @@ impl FileData {
             .blocks
     }
 
-    /// Ends the write: drops the lease holder. Returns whether the file was open.
-    pub fn close(&mut self) -> bool {
-        let Some(extra) = self.extra.as_mut() else {
-            return false;
-        };
-        let was_open = extra.uc.take().is_some();
+    /// Ends the write. Returns who was writing, if the file was open.
+    pub fn close(&mut self) -> Option<UnderConstruction> {
+        let extra = self.extra.as_mut()?;
+        let was = extra.uc.take();
         if extra.blocks.is_empty() && extra.len == 0 {
             self.extra = None;
         }
-        was_open
+        was
     }
 }
 

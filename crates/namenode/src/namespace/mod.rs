@@ -34,9 +34,9 @@ use crate::error::FsError;
 /// What applying an operation changed beyond the tree itself, for the layers around it.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Effects {
-    /// Inode ids of files that were open for write and no longer are (closed, deleted,
-    /// or replaced); their leases end.
-    pub closed_files: Vec<u64>,
+    /// Files that were open for write and no longer are (closed, deleted, or replaced),
+    /// by inode id, with the client that held them: their leases end.
+    pub closed_files: Vec<(u64, String)>,
     /// Blocks (id, generation stamp) that no longer belong to any file; their replicas
     /// are to be deleted.
     pub removed_blocks: Vec<(u64, u64)>,
@@ -314,8 +314,8 @@ impl Namespace {
                             let before: u64 = earlier.iter().map(|b| b.len).sum();
                             last.len = len.saturating_sub(before);
                         }
-                        if f.close() {
-                            fx.closed_files.push(inode.id);
+                        if let Some(uc) = f.close() {
+                            fx.closed_files.push((inode.id, uc.client_name));
                         }
                         f.set_len(*len);
                     }
@@ -375,7 +375,7 @@ impl Namespace {
         if self.names.wants_compaction() {
             self.compact_names();
         }
-        for id in &fx.closed_files {
+        for (id, _) in &fx.closed_files {
             self.open_files.remove(id);
         }
         Ok(fx)
@@ -549,10 +549,10 @@ impl Namespace {
                     self.dirs -= 1;
                     stack.extend(children.into_slots());
                 }
-                Body::File(f) => {
+                Body::File(mut f) => {
                     self.files -= 1;
-                    if f.uc().is_some() {
-                        fx.closed_files.push(inode.id);
+                    if let Some(uc) = f.close() {
+                        fx.closed_files.push((inode.id, uc.client_name));
                     }
                     for b in f.blocks() {
                         self.block_files.remove(&b.id);
