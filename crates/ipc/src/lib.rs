@@ -7,8 +7,9 @@
 //! functions of `(state, context, request)`.
 //!
 //! Layout: [`frame`] is pure byte-level encoding and decoding; [`sasl`] is the pure SASL
-//! state machine; [`router`] and [`retry_cache`] hold dispatch logic; [`server`] and
-//! [`client`] are the socket edges. [`chunker`] keeps small, long-lived byte strings in
+//! state machine; [`router`] and [`retry_cache`] hold dispatch logic; [`durable`] lets a
+//! call's reply rest on state not yet durable, which the connection's outbox then holds
+//! back; [`server`] and [`client`] are the socket edges. [`chunker`] keeps small, long-lived byte strings in
 //! shared chunks (the retry cache's replies here, the NameNode's journal tail).
 
 pub mod chunker;
