@@ -1,7 +1,7 @@
 //! The IPC server's socket edge: accept loop, and per connection a reader (which also runs
 //! each call that finishes without waiting, as mutations do: their replies wait for the
 //! journal in the writer, see [`crate::durable`]), a task for each call that does wait, and
-//! a writer task ([`crate::outbox`]).
+//! a writer task (`outbox.rs`).
 //!
 //! Limits on everything: a connection permit is taken before `accept`, each connection has a
 //! bounded number of calls in flight, replies held for durability included (reading pauses
