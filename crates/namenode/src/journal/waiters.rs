@@ -86,9 +86,8 @@ impl Waiters {
     }
 
     /// Records that everything up to `synced` is durable and wakes the waiters it satisfies.
-    /// `woken` is the caller's scratch space, so that a sync allocates nothing. Returns how
-    /// many waiters it woke.
-    pub fn publish(&self, synced: u64, woken: &mut Vec<Waker>) -> usize {
+    /// `woken` is the caller's scratch space, so that a sync allocates nothing.
+    pub fn publish(&self, synced: u64, woken: &mut Vec<Waker>) {
         {
             let mut g = self.inner.lock();
             g.synced = synced;
@@ -99,9 +98,7 @@ impl Waiters {
             );
         }
         // Woken outside the lock: a woken task's first act is to take it.
-        let n = woken.len();
         woken.drain(..).for_each(Waker::wake);
-        n
     }
 
     /// Every directory has failed: every waiter past the synced txid gets `err`.
