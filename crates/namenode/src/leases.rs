@@ -2,12 +2,11 @@
 //! Pure bookkeeping with times passed in (milliseconds), so expiry is tested directly.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
 
 use crate::namespace::Op;
 
-/// Every create passes through these maps under the namespace lock: a fast hash, and the
-/// holder's name shared (not copied per file) keep that cheap in time and memory.
+/// Every create passes through these maps under the namespace lock: a fast hash keeps that
+/// cheap.
 type Fold = foldhash::fast::RandomState;
 
 #[derive(Debug, Default)]
@@ -23,14 +22,14 @@ pub struct Lease {
 /// per open file.
 #[derive(Debug, Default)]
 pub struct Leases {
-    holders: HashMap<Arc<str>, Lease, Fold>,
+    holders: HashMap<String, Lease, Fold>,
 }
 
 impl Leases {
     pub fn add(&mut self, holder: &str, file_id: u64, now_ms: i64) {
         let lease = match self.holders.get_mut(holder) {
             Some(lease) => lease,
-            None => self.holders.entry(Arc::from(holder)).or_default(),
+            None => self.holders.entry(holder.to_owned()).or_default(),
         };
         lease.last_renewed_ms = now_ms;
         lease.files.insert(file_id);
@@ -58,7 +57,8 @@ impl Leases {
     }
 
     /// Keeps the lease table in step with a namespace operation that was just applied.
-    /// `closed_ids` are the open files the operation closed, deleted or replaced.
+    /// `closed` are the open files the operation closed, deleted or replaced, with their
+    /// holders.
     pub fn on_op(&mut self, op: &Op, closed: &[(u64, String)], now_ms: i64) {
         if let Op::Create {
             client_name, id, ..
@@ -76,7 +76,7 @@ impl Leases {
         self.holders
             .iter()
             .filter(|(_, l)| now_ms - l.last_renewed_ms > hard_limit_ms)
-            .map(|(h, l)| (h.to_string(), l.files.iter().copied().collect()))
+            .map(|(h, l)| (h.clone(), l.files.iter().copied().collect()))
             .collect()
     }
 
@@ -89,7 +89,7 @@ impl Leases {
         self.holders
             .iter()
             .find(|(_, l)| l.files.contains(&file_id))
-            .map(|(h, _)| &**h)
+            .map(|(h, _)| h.as_str())
     }
 }
 
