@@ -27,8 +27,8 @@ pin_project_lite::pin_project! {
     /// A call on its way through the wrapper (or refused before it began: an unknown
     /// method). When it finishes it is counted in its method's metrics and logged, inside
     /// the call's span, which encloses this.
-    struct Timed<E, F> {
-        entry: Option<E>,
+    struct Timed<S, F> {
+        entry: Option<Arc<Entry<S>>>,
         started: Instant,
         #[pin]
         call: Option<F>,
@@ -36,7 +36,7 @@ pin_project_lite::pin_project! {
     }
 }
 
-impl<S, F> Future for Timed<Arc<Entry<S>>, F>
+impl<S, F> Future for Timed<S, F>
 where
     F: Future<Output = Result<Box<dyn Body>, RpcError>>,
 {
