@@ -9,6 +9,7 @@ pub mod blocks;
 pub mod checkpoint;
 pub mod config;
 pub mod error;
+pub mod forked_writer;
 pub mod groups;
 pub mod identity;
 pub mod journal;

@@ -13,12 +13,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use ferrite_ipc::durable::Durability;
 use ferrite_ipc::{CallCtx, MethodKind, RpcError, Service};
 use parking_lot::{Mutex, RwLock};
-use tracing::{error, info};
+use tracing::{error, info, warn};
 
 use crate::blocks::BlockManager;
 use crate::checkpoint;
 use crate::config::Config;
 use crate::error::FsError;
+use crate::forked_writer;
 use crate::groups::GroupMapping;
 use crate::identity::Identity;
 use crate::journal::{recover, Journal};
@@ -295,17 +296,43 @@ impl NnState {
     /// old images and the journal segments they make unnecessary. Blocking: run it off the
     /// async workers. Returns the image's txid.
     pub fn save_namespace(&self) -> std::io::Result<u64> {
+        self.save_namespace_with(|| {})
+    }
+
+    /// [`save_namespace`](Self::save_namespace), with `in_writer` run by the image writer
+    /// before it writes (in the forked child): tests hold the writer there to show that
+    /// the namespace is free meanwhile.
+    #[doc(hidden)]
+    pub fn save_namespace_with(&self, in_writer: impl Fn()) -> std::io::Result<u64> {
         let Some(journal) = &self.journal else {
             return Ok(0);
         };
         let _one_at_a_time = self.saving.lock();
         let started = std::time::Instant::now();
+        let mut locked_us = 0;
         let (txid, bytes, _) = checkpoint::save(&self.name_dirs, |file| {
             // Appends happen under the write lock, so while we hold the read lock the
-            // namespace is exactly the state as of `last_appended`.
+            // namespace is exactly the state as of `last_appended`. The lock is held only
+            // until the writer is forked off with its snapshot (see `forked_writer`).
             let ns = self.ns.read();
             let txid = journal.last_appended();
-            ns.write_image(txid, file)?;
+            let locked = std::time::Instant::now();
+            let forked = forked_writer::spawn(|| {
+                in_writer();
+                ns.write_image(txid, file).map(drop)
+            });
+            match forked {
+                Ok(writer) => {
+                    drop(ns);
+                    locked_us = locked.elapsed().as_micros() as u64;
+                    writer.wait()?;
+                }
+                Err(e) => {
+                    warn!(error = %e, "could not fork the image writer; writing the image under the namespace lock");
+                    ns.write_image(txid, file)?;
+                    locked_us = locked.elapsed().as_micros() as u64;
+                }
+            }
             Ok(txid)
         })?;
         self.last_image_txid.store(txid, Ordering::SeqCst);
@@ -323,6 +350,7 @@ impl NnState {
             txid,
             bytes,
             millis = started.elapsed().as_millis() as u64,
+            namespace_locked_us = locked_us,
             "checkpoint image saved"
         );
         Ok(txid)

@@ -183,6 +183,56 @@ async fn image_plus_journal_rebuilds_the_live_namespace() {
     assert_eq!(dump(&open(dir.path())), live);
 }
 
+/// A checkpoint holds the namespace only while it forks its image writer: a create
+/// completes while the image is still being written, the image is the namespace as of the
+/// fork, and the create comes back from the journal on top of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutations_proceed_while_a_checkpoint_image_is_written() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let st = std::sync::Arc::new(open(dir.path()));
+    workload(&st, 0, 200).await;
+    let txid_before = st.journal.as_ref().unwrap().last_appended();
+    // The image writer says it has started, then waits for the go-ahead.
+    let (mut started_r, started_w) = std::io::pipe().unwrap();
+    let (go_r, mut go_w) = std::io::pipe().unwrap();
+    let saver = {
+        let st = st.clone();
+        std::thread::spawn(move || {
+            st.save_namespace_with(|| {
+                let _ = (&started_w).write_all(b"s");
+                let _ = (&go_r).read_exact(&mut [0]);
+            })
+        })
+    };
+    started_r.read_exact(&mut [0]).unwrap();
+    // Its own task, so that a create stuck on the namespace lock cannot stall the timeout.
+    let during = tokio::spawn({
+        let st = st.clone();
+        async move { create(&st, &Caller::superuser("hdfs"), "/during/checkpoint", 1).await }
+    });
+    let done = tokio::time::timeout(std::time::Duration::from_secs(20), during).await;
+    go_w.write_all(b"g").unwrap(); // release the writer first, so a failure cannot hang
+    assert!(
+        done.is_ok(),
+        "a create waited for the checkpoint image to be written"
+    );
+    let image_txid = saver.join().unwrap().unwrap();
+    assert_eq!(
+        image_txid, txid_before,
+        "the image is the namespace as of the fork"
+    );
+    let live = dump(&st);
+    let last = st.journal.as_ref().unwrap().last_appended();
+    assert!(last > image_txid);
+    st.journal.as_ref().unwrap().close();
+    drop(st);
+    let back = open(dir.path());
+    assert_eq!(dump(&back), live);
+    assert_eq!(back.startup.image_txid, image_txid);
+    assert_eq!(back.startup.edits_replayed, last - image_txid);
+}
+
 /// Many clients committing at once, with the group-commit delay on (the default): every
 /// acknowledged create is in the journal after a restart, and syncs carried several records.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
