@@ -54,7 +54,11 @@ fn in_child(parent: libc::pid_t, write: impl FnOnce() -> io::Result<()>) -> ! {
             libc::_exit(libc::ESRCH);
         }
     }
-    // A panic must not unwind into the parent's frames, which this copy shares.
+    // A panic must not unwind into the parent's frames, which this copy shares, nor run
+    // the default hook, which locks stderr and the backtrace printer: another thread may
+    // have held either at the fork, and a child stuck there would hold up the parent's
+    // wait for good.
+    std::panic::set_hook(Box::new(|_| {}));
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(write));
     let code = match outcome {
         Ok(Ok(())) => 0,
@@ -122,6 +126,13 @@ mod tests {
         assert_eq!(e.raw_os_error(), Some(libc::ENOSPC));
         let child = spawn(|| Err(io::Error::other("bad"))).unwrap();
         assert!(child.wait().unwrap_err().raw_os_error().is_none());
+    }
+
+    #[test]
+    fn a_panicking_writer_fails_without_touching_the_parent() {
+        let child = spawn(|| panic!("in the child")).unwrap();
+        let e = child.wait().unwrap_err();
+        assert_eq!(e.to_string(), "the image writer process failed");
     }
 
     #[test]
