@@ -363,3 +363,47 @@ fn names_are_compacted_after_heavy_churn() {
     );
     assert_eq!(h.replayed().dump(), h.ns.dump());
 }
+
+/// Two names in one small directory whose lookup tags collide: a lookup must not stop at
+/// the first entry with the tag, and must find each of them and what lies below them.
+#[test]
+fn walks_find_names_whose_tags_collide() {
+    let mut seen = std::collections::HashMap::new();
+    let (a, b) = (0u32..)
+        .map(|i| format!("c{i}"))
+        .find_map(|n| {
+            let t = children::tag(n.as_bytes());
+            seen.insert(t, n.clone()).map(|earlier| (earlier, n))
+        })
+        .unwrap();
+    let mut h = Harness::new();
+    for name in [&a, &b] {
+        h.mkdirs(&su(), &format!("/d/{name}/below")).unwrap();
+    }
+    for name in [&a, &b] {
+        let comps = [&"d"[..], name, "below"];
+        let w = h.ns.walk(&comps).unwrap();
+        assert_eq!(w.slots.len(), 4, "{name}: every component found");
+        assert_eq!(h.ns.name(w.slots[2]), name.as_bytes());
+        assert_eq!(h.ns.name(w.slots[3]), b"below");
+    }
+    // A missing name that shares the tag is not mistaken for the present one.
+    h.ns.apply(&Op::Delete {
+        path: format!("/d/{b}"),
+        mtime: 1,
+    })
+    .unwrap();
+    let comps = [&"d"[..], &b];
+    assert_eq!(h.ns.walk(&comps).unwrap().slots.len(), 2, "{b} is gone");
+}
+
+#[test]
+fn a_walk_through_a_file_is_refused() {
+    let mut h = Harness::new();
+    h.create(&su(), "/d/f", false).unwrap();
+    let comps = ["d", "f", "x"];
+    assert!(matches!(
+        h.ns.walk(&comps),
+        Err(FsError::ParentNotDirectory(_))
+    ));
+}
