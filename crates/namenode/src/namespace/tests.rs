@@ -381,7 +381,7 @@ fn walks_find_names_whose_tags_collide() {
         h.mkdirs(&su(), &format!("/d/{name}/below")).unwrap();
     }
     for name in [&a, &b] {
-        let comps = [&"d"[..], name, "below"];
+        let comps = ["d", name.as_str(), "below"];
         let w = h.ns.walk(&comps).unwrap();
         assert_eq!(w.slots.len(), 4, "{name}: every component found");
         assert_eq!(h.ns.name(w.slots[2]), name.as_bytes());
@@ -393,7 +393,7 @@ fn walks_find_names_whose_tags_collide() {
         mtime: 1,
     })
     .unwrap();
-    let comps = [&"d"[..], &b];
+    let comps = ["d", b.as_str()];
     assert_eq!(h.ns.walk(&comps).unwrap().slots.len(), 2, "{b} is gone");
 }
 
