@@ -1,6 +1,6 @@
 //! Writing a checkpoint image from a forked copy of the process, so that the namespace lock
-//! is held for the fork (milliseconds) rather than for the whole image (a quarter of a
-//! second per two million files, growing with the namespace).
+//! is held for the fork (milliseconds) rather than for the whole image (hundreds of
+//! milliseconds at two million files, growing with the namespace).
 //!
 //! The writers' lock matters more than it looks: once a mutation waits for the write lock,
 //! every later lookup queues behind it too, so a checkpoint under the read lock stalled the
@@ -34,8 +34,8 @@ const OTHER_FAILURE: i32 = 255;
 /// tables, or the process limit), in which case nothing ran.
 pub fn spawn(write: impl FnOnce() -> io::Result<()>) -> io::Result<ForkedWriter> {
     // SAFETY: getpid and fork have no preconditions. In the child only this thread exists;
-    // `in_child` keeps to the async-signal-safe subset described in the module docs and
-    // never returns.
+    // `in_child` keeps to what the module docs allow a forked child of a threaded process
+    // and never returns.
     let parent = unsafe { libc::getpid() };
     match unsafe { libc::fork() } {
         -1 => Err(io::Error::last_os_error()),
@@ -48,7 +48,8 @@ fn in_child(parent: libc::pid_t, write: impl FnOnce() -> io::Result<()>) -> ! {
     // SAFETY: prctl, getppid and _exit are async-signal-safe system calls.
     unsafe {
         // Die with the NameNode: an orphaned writer would hold its listening socket and
-        // keep a restarted NameNode from binding the port.
+        // keep a restarted NameNode from binding the port. (The signal follows the thread
+        // that forked, which stays in `wait` until the child is gone.)
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
         if libc::getppid() != parent {
             libc::_exit(libc::ESRCH);
