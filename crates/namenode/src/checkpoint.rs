@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use tracing::{info, warn};
 
-use crate::atomic_file::{copy_into, Staged};
+use crate::atomic_file::{copy_into, map_committed, Staged};
 use crate::namespace::Namespace;
 
 pub fn image_name(txid: u64) -> String {
@@ -90,7 +90,7 @@ pub fn load_newest(dirs: &[PathBuf]) -> Result<Option<(Namespace, u64, PathBuf)>
     let images = list(dirs);
     let mut errors = Vec::new();
     for (txid, path) in &images {
-        match map(path)
+        match map_committed(path)
             .map_err(|e| e.to_string())
             .and_then(|b| Namespace::decode_image(&b).map_err(|e| e.to_string()))
         {
@@ -109,20 +109,6 @@ pub fn load_newest(dirs: &[PathBuf]) -> Result<Option<(Namespace, u64, PathBuf)>
     } else {
         Ok(None)
     }
-}
-
-/// The image file mapped read-only rather than read into the heap. Start-up's peak RSS is
-/// the same (mapped pages count in it), but those 152 MB at two million files are page
-/// cache that the kernel can reclaim under pressure rather than heap it cannot, and no
-/// copy is made: loading two million files took 1.03–1.06 s against 1.15–1.19 s.
-fn map(path: &std::path::Path) -> io::Result<memmap2::Mmap> {
-    let file = File::open(path)?;
-    // SAFETY: images are immutable once renamed into place: nothing writes or truncates
-    // them (pruning deletes, which leaves a mapping intact), so the bytes cannot change
-    // under the slice.
-    let m = unsafe { memmap2::MmapOptions::new().map(&file)? };
-    let _ = m.advise(memmap2::Advice::Sequential);
-    Ok(m)
 }
 
 /// Keeps the newest `retain` image txids (in every directory) and deletes older images.

@@ -190,7 +190,7 @@ fn decode_dir(r: &mut Reader) -> Result<Dir, DecodeError> {
 /// The checkpoint in `dir`, `Ok(None)` if there is none.
 pub fn load(dir: &Path) -> Result<Option<Summary>, String> {
     let path = dir.join(FILE_NAME);
-    match std::fs::read(&path) {
+    match crate::atomic_file::map_committed(&path) {
         Ok(bytes) => decode(&bytes, &path.display().to_string())
             .map(Some)
             .map_err(|e| e.to_string()),
