@@ -15,7 +15,7 @@ use crate::error::FsError;
 use crate::namespace::plan::CreateArgs;
 use crate::namespace::query::ContentSummary;
 use crate::namespace::query::FileStatus;
-use crate::namespace::Caller;
+use crate::namespace::{Caller, Planned};
 use crate::rpc_blocks as rb;
 use crate::state::NnState;
 
@@ -427,12 +427,12 @@ pub async fn create(nn: Nn, ctx: CallCtx, req: CreateRequestProto) -> Res<Create
     let fs = nn
         .commit_then(
             |ns| {
-                let ops = ns.plan_create(&caller, &args, now)?;
-                let id = ops.iter().find_map(|op| match op {
+                let planned = ns.plan_create(&caller, &args, now)?;
+                let id = planned.ops.iter().find_map(|op| match op {
                     crate::namespace::Op::Create { id, .. } => Some(*id),
                     _ => None,
                 });
-                Ok((id, ops))
+                Ok((id, planned))
             },
             |ns, id| {
                 id.and_then(|id| ns.open_file_slot(id))
@@ -457,7 +457,7 @@ pub async fn rename(nn: Nn, ctx: CallCtx, req: RenameRequestProto) -> Res<Rename
         .commit(|ns| {
             Ok(match ns.plan_rename(&caller, &req.src, &req.dst, now)? {
                 Some(ops) => (true, ops),
-                None => (false, Vec::new()),
+                None => (false, Planned::default()),
             })
         })
         .await?;
@@ -485,7 +485,7 @@ pub async fn delete(nn: Nn, ctx: CallCtx, req: DeleteRequestProto) -> Res<Delete
             Ok(
                 match ns.plan_delete(&caller, &req.src, req.recursive, now)? {
                     Some(ops) => (true, ops),
-                    None => (false, Vec::new()),
+                    None => (false, Planned::default()),
                 },
             )
         })

@@ -24,7 +24,7 @@ use crate::groups::GroupMapping;
 use crate::identity::Identity;
 use crate::journal::{recover, Journal};
 use crate::leases::Leases;
-use crate::namespace::{Caller, Namespace, Op};
+use crate::namespace::{At, Caller, Namespace, Op, Planned};
 use crate::summary::follow::SummaryService;
 use crate::summary::Summary;
 use crate::tokens::BlockTokens;
@@ -224,25 +224,27 @@ impl NnState {
     /// Plans a mutation under the write lock, applies and journals the records it returns,
     /// and (outside the lock) makes the answer rest on them being durable: held back with
     /// the reply of the RPC being served, or waited for here.
-    pub async fn commit<T>(
+    pub async fn commit<T, P: Into<Planned>>(
         &self,
-        plan: impl FnOnce(&Namespace) -> Result<(T, Vec<Op>), FsError>,
+        plan: impl FnOnce(&Namespace) -> Result<(T, P), FsError>,
     ) -> Result<T, FsError> {
         self.commit_then(plan, |_, out| out).await
     }
 
     /// [`commit`](Self::commit), then `after` reads the result under the same lock (create
     /// answers with the new file's status without walking the path again).
-    pub async fn commit_then<T, R>(
+    pub async fn commit_then<T, P: Into<Planned>, R>(
         &self,
-        plan: impl FnOnce(&Namespace) -> Result<(T, Vec<Op>), FsError>,
+        plan: impl FnOnce(&Namespace) -> Result<(T, P), FsError>,
         after: impl FnOnce(&Namespace, T) -> R,
     ) -> Result<R, FsError> {
         let (out, wait_for) = {
             let now = now_ms();
             let mut ns = self.ns.write();
-            let (out, ops) = plan(&ns)?;
-            let (applied, failed) = self.apply_all(&mut ns, &ops, now);
+            let (out, planned) = plan(&ns)?;
+            let planned = planned.into();
+            let (applied, failed) = self.apply_all(&mut ns, &planned, now);
+            let ops = planned.ops;
             // What was applied is journaled even when a later record failed: memory and the
             // journal must agree.
             let last = match &self.journal {
@@ -270,9 +272,20 @@ impl NnState {
 
     /// Applies planned records in order, keeping leases and blocks in step; stops at the
     /// first that fails. Returns how many applied, and the failure.
-    fn apply_all(&self, ns: &mut Namespace, ops: &[Op], now: i64) -> (usize, Option<FsError>) {
+    fn apply_all(
+        &self,
+        ns: &mut Namespace,
+        planned: &Planned,
+        now: i64,
+    ) -> (usize, Option<FsError>) {
+        let ops = &planned.ops;
         for (i, op) in ops.iter().enumerate() {
-            let fx = match ns.apply(op) {
+            let at = if i == 0 {
+                planned.first_at
+            } else {
+                At::default()
+            };
+            let fx = match ns.apply_at(op, at) {
                 Ok(fx) => fx,
                 Err(e) => {
                     // A planned record that does not apply is a bug; refuse loudly, keep serving.

@@ -138,7 +138,7 @@ mod tests {
             format!("/user/alice/.Trash/{old}"),
             format!("/user/alice/.Trash/{fresh}"),
         ] {
-            for op in ns.plan_mkdirs(&su, &p, 0o700, true, 0).unwrap() {
+            for op in ns.plan_mkdirs(&su, &p, 0o700, true, 0).unwrap().ops {
                 ns.apply(&op).unwrap();
             }
         }

@@ -389,7 +389,7 @@ mod tests {
         let su = Caller::superuser("hdfs");
         let mut ns = Namespace::new("hdfs", "supergroup", 1);
         for p in ["/a/b/c", "/a/z", "/user/alice/.Trash"] {
-            for op in ns.plan_mkdirs(&su, p, 0o755, true, 7).unwrap() {
+            for op in ns.plan_mkdirs(&su, p, 0o755, true, 7).unwrap().ops {
                 ns.apply(&op).unwrap();
             }
         }
@@ -405,7 +405,7 @@ mod tests {
                 replication: 2,
                 block_size: 1 << 20,
             };
-            for op in ns.plan_create(&su, &args, 9).unwrap() {
+            for op in ns.plan_create(&su, &args, 9).unwrap().ops {
                 ns.apply(&op).unwrap();
             }
             // /a/b/g gets one block; /open two, the second still being written.
@@ -420,7 +420,12 @@ mod tests {
                 });
             }
             if i < 2 {
-                for op in ns.plan_complete(p, "c", 0, last, 10, |_| true).unwrap().1 {
+                for op in ns
+                    .plan_complete(p, "c", 0, last, 10, |_| true)
+                    .unwrap()
+                    .1
+                    .ops
+                {
                     ns.apply(&op).unwrap();
                 }
             }

@@ -26,6 +26,7 @@ use inode::{
 use names::{Interner, NameArena};
 pub use ops::Op;
 pub use perm::Caller;
+pub use plan::{At, Planned};
 
 use smallvec::SmallVec;
 
@@ -202,6 +203,12 @@ impl Namespace {
     /// Applies one operation record. Records come from `plan_*` (already validated) or from
     /// the journal; an error here means the record does not fit this tree.
     pub fn apply(&mut self, op: &Op) -> Result<Effects, FsError> {
+        self.apply_at(op, At::default())
+    }
+
+    /// [`apply`](Self::apply) where the record's plan has just found the inodes it touches:
+    /// `at` stands in for walking its paths.
+    pub fn apply_at(&mut self, op: &Op, at: At) -> Result<Effects, FsError> {
         let mut fx = Effects::default();
         match op {
             Op::Mkdir {
@@ -212,7 +219,7 @@ impl Namespace {
                 group,
                 mtime,
             } => {
-                let (parent, name) = self.parent_and_name(path)?;
+                let (parent, name) = self.parent_and_name(path, at.slot)?;
                 let body = Body::Dir(Children::default());
                 self.add_child(parent, name, *id, *perm, owner, group, *mtime, body)?;
                 self.dirs += 1;
@@ -229,7 +236,7 @@ impl Namespace {
                 client_name,
                 client_machine,
             } => {
-                let (parent, name) = self.parent_and_name(path)?;
+                let (parent, name) = self.parent_and_name(path, at.slot)?;
                 if let Some(old) = self.child(parent, name.as_bytes()) {
                     if self.arena.get(old).is_dir() {
                         return Err(FsError::AlreadyExists(format!(
@@ -254,7 +261,7 @@ impl Namespace {
                 gs,
                 prev_len,
             } => {
-                let slot = self.existing(path)?;
+                let slot = self.existing_at(path, at.slot)?;
                 let f = self.open_file_data(slot, path)?;
                 let blocks = f.blocks_mut();
                 // The file grows by what the previous block turned out to hold (its
@@ -276,7 +283,7 @@ impl Namespace {
                 self.next_gs = self.next_gs.max(gs + 1);
             }
             Op::BumpGenerationStamp { path, id, gs } => {
-                let slot = self.existing(path)?;
+                let slot = self.existing_at(path, at.slot)?;
                 let f = self.open_file_data(slot, path)?;
                 match f.blocks_mut().last_mut() {
                     Some(b) if b.id == *id => b.gs = *gs,
@@ -289,7 +296,7 @@ impl Namespace {
                 self.next_gs = self.next_gs.max(gs + 1);
             }
             Op::AbandonBlock { path, id } => {
-                let slot = self.existing(path)?;
+                let slot = self.existing_at(path, at.slot)?;
                 let f = self.open_file_data(slot, path)?;
                 let blocks = f.blocks_mut();
                 if blocks.last().map(|b| b.id) != Some(*id) {
@@ -303,7 +310,7 @@ impl Namespace {
                 self.block_files.remove(id);
             }
             Op::Close { path, mtime, len } => {
-                let slot = self.existing(path)?;
+                let slot = self.existing_at(path, at.slot)?;
                 let inode = self.arena.get_mut(slot);
                 inode.mtime = *mtime;
                 inode.atime = *mtime;
@@ -327,9 +334,9 @@ impl Namespace {
                 dst,
                 mtime,
                 overwrite,
-            } => self.apply_rename(src, dst, *mtime, *overwrite, &mut fx)?,
+            } => self.apply_rename((src, dst), at, *mtime, *overwrite, &mut fx)?,
             Op::Delete { path, mtime } => {
-                let slot = self.existing(path)?;
+                let slot = self.existing_at(path, at.slot)?;
                 if slot == ROOT_SLOT {
                     return Err(FsError::Io("cannot delete the root directory".into()));
                 }
@@ -339,11 +346,11 @@ impl Namespace {
                 self.arena.get_mut(parent).mtime = *mtime;
             }
             Op::SetPermission { path, perm } => {
-                let slot = self.existing(path)?;
+                let slot = self.existing_at(path, at.slot)?;
                 self.arena.get_mut(slot).perm = *perm & inode::PERM_MASK;
             }
             Op::SetOwner { path, owner, group } => {
-                let slot = self.existing(path)?;
+                let slot = self.existing_at(path, at.slot)?;
                 let owner = owner.as_deref().map(|o| self.users.intern(o));
                 let group = group.as_deref().map(|g| self.users.intern(g));
                 let inode = self.arena.get_mut(slot);
@@ -355,7 +362,7 @@ impl Namespace {
                 }
             }
             Op::SetTimes { path, mtime, atime } => {
-                let slot = self.existing(path)?;
+                let slot = self.existing_at(path, at.slot)?;
                 let inode = self.arena.get_mut(slot);
                 if let Some(m) = mtime {
                     inode.mtime = *m;
@@ -365,7 +372,7 @@ impl Namespace {
                 }
             }
             Op::SetReplication { path, replication } => {
-                let slot = self.existing(path)?;
+                let slot = self.existing_at(path, at.slot)?;
                 match &mut self.arena.get_mut(slot).body {
                     Body::File(_) => self.arena.get_mut(slot).replication = *replication,
                     Body::Dir(_) => return Err(FsError::Io(format!("{path} is a directory"))),
@@ -383,14 +390,14 @@ impl Namespace {
 
     fn apply_rename(
         &mut self,
-        src: &str,
-        dst: &str,
+        (src, dst): (&str, &str),
+        at: At,
         mtime: i64,
         overwrite: bool,
         fx: &mut Effects,
     ) -> Result<(), FsError> {
-        let slot = self.existing(src)?;
-        let (new_parent, new_name) = self.parent_and_name(dst)?;
+        let slot = self.existing_at(src, at.slot)?;
+        let (new_parent, new_name) = self.parent_and_name(dst, at.dst_dir)?;
         if let Some(old) = self.child(new_parent, new_name.as_bytes()) {
             if old == slot {
                 return Ok(());
@@ -425,8 +432,36 @@ impl Namespace {
             .ok_or_else(|| FsError::NotFound(format!("File does not exist: {path}")))
     }
 
-    /// The existing parent directory of `path` and the last component's name.
-    fn parent_and_name<'p>(&self, path: &'p str) -> Result<(Slot, &'p str), FsError> {
+    /// [`existing`](Self::existing), or `found` when a plan has just walked `path`. Debug
+    /// builds walk anyway and check that the two agree, so every test checks the plans.
+    fn existing_at(&self, path: &str, found: Option<Slot>) -> Result<Slot, FsError> {
+        match found {
+            Some(slot) => {
+                debug_assert_eq!(self.existing(path).ok(), Some(slot), "planned {path}");
+                Ok(slot)
+            }
+            None => self.existing(path),
+        }
+    }
+
+    /// The existing parent directory of `path` and the last component's name; `dir` is
+    /// that directory when a plan has just found it (checked in debug builds, as in
+    /// [`existing_at`](Self::existing_at)).
+    fn parent_and_name<'p>(
+        &self,
+        path: &'p str,
+        dir: Option<Slot>,
+    ) -> Result<(Slot, &'p str), FsError> {
+        if let Some(dir) = dir {
+            // The plan has validated the path: only its last name is wanted.
+            let name = path.trim_end_matches('/').rsplit('/').next().unwrap_or("");
+            debug_assert_eq!(
+                self.parent_and_name(path, None).ok(),
+                Some((dir, name)),
+                "planned parent of {path}"
+            );
+            return Ok((dir, name));
+        }
         let comps = path::components(path)?;
         let (name, parent_comps) = comps
             .split_last()

@@ -32,9 +32,13 @@ impl Harness {
         }
     }
 
-    fn commit(&mut self, ops: Vec<Op>) {
+    /// Applies planned records as the NameNode does: the first where its plan found it
+    /// (which debug builds check against a walk), then the journal replays them by path.
+    fn commit(&mut self, planned: impl Into<Planned>) {
+        let Planned { ops, mut first_at } = planned.into();
         for op in ops {
-            self.ns.apply(&op).expect("planned op applies");
+            let at = std::mem::take(&mut first_at);
+            self.ns.apply_at(&op, at).expect("planned op applies");
             self.log.push(op);
         }
         self.now += 1;
