@@ -18,6 +18,8 @@ pub mod codec;
 pub mod recover;
 pub mod segment;
 pub mod tail;
+#[cfg(test)]
+mod tests;
 mod waiters;
 
 use std::future::Future;
@@ -64,6 +66,9 @@ pub struct JournalMetrics {
     pub bytes_synced: AtomicU64,
     pub sync_micros: AtomicU64,
     pub segments_rolled: AtomicU64,
+    /// Syncs that waited out the whole group-commit delay because the clients the one
+    /// before answered did not all come back in time.
+    pub gathers_timed_out: AtomicU64,
     /// Every configured directory, in order, with why it was taken out of service.
     dirs: Mutex<Vec<DirStatus>>,
 }
@@ -119,6 +124,7 @@ impl JournalMetrics {
             mean_sync_us = micros / syncs.max(1),
             bytes = self.bytes_synced.load(Ordering::Relaxed),
             failed_dirs = self.failed_dirs(),
+            gathers_timed_out = self.gathers_timed_out.load(Ordering::Relaxed),
             "journal sync statistics"
         );
     }
@@ -131,8 +137,9 @@ struct Pending {
     closing: bool,
     /// Commits (calls of [`Journal::append_all`], one per operation waiting) in `buf`.
     commits: usize,
-    /// While the syncer waits for a group to gather: the commit count that ends the wait.
-    /// Appends wake the syncer only at the first commit and at this count, not each time.
+    /// The commit count the next sync waits for (see [`gather`]), set as a sync's answers
+    /// go out; 0 when it will not wait. Appends wake the syncer only at the first commit
+    /// and at this count, not each time.
     wake_at: usize,
 }
 
@@ -301,23 +308,25 @@ fn syncer(
     let mut spare: Vec<u8> = Vec::with_capacity(1 << 16);
     let mut chunker = tail::chunker();
     let mut woken = Vec::new();
-    // Commits the last sync carried: two or more means clients are committing concurrently.
-    let mut last_commits = 0;
     let mut synced = start_txid;
     let mut seg_first = start_txid + 1;
     let mut on_fatal = Some(on_fatal);
     loop {
-        let (batch_last, closing) = {
+        let (batch_last, commits, closing) = {
             let mut p = shared.pending.lock();
             while p.buf.is_empty() && !p.closing {
                 shared.wake.wait(&mut p);
             }
-            if last_commits >= 2 && !p.closing && !cfg.group_delay.is_zero() {
-                gather(&shared.wake, &mut p, last_commits, cfg.group_delay);
+            if p.wake_at > 0 && !p.closing && !gather(&shared.wake, &mut p, cfg.group_delay) {
+                shared
+                    .metrics
+                    .gathers_timed_out
+                    .fetch_add(1, Ordering::Relaxed);
             }
+            p.wake_at = 0;
             std::mem::swap(&mut p.buf, &mut spare);
-            last_commits = std::mem::take(&mut p.commits);
-            (p.last_appended, p.closing)
+            let commits = std::mem::take(&mut p.commits);
+            (p.last_appended, commits, p.closing)
         };
         if !spare.is_empty() {
             let started = std::time::Instant::now();
@@ -344,6 +353,13 @@ fn syncer(
                 .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
             let first = synced + 1;
             synced = batch_last;
+            // Two or more operations in one sync: clients are committing concurrently, so
+            // the next sync gathers. Armed before the answers go out: the clients they
+            // release may be back before the syncer looks again, and count towards it.
+            if commits >= 2 && !cfg.group_delay.is_zero() {
+                let mut p = shared.pending.lock();
+                p.wake_at = p.commits + commits;
+            }
             shared.waiters.publish(synced, &mut woken);
             // Followers get a copy in the tail's shared chunks: handing them `spare` itself
             // would pin its whole capacity (64 KiB or a burst's megabytes) for every small
@@ -384,19 +400,25 @@ fn syncer(
 
 /// Under concurrent load the syncer would start a sync the moment one record is waiting,
 /// and a sync costs about as much CPU as a dozen creates (write, fdatasync, the completion
-/// interrupt, the wake-ups). So when the last sync carried `cohort` operations, wait until
-/// that many more are pending (the clients it answered are back with their next one) or
-/// `delay` has passed, whichever is first. A lone client (one operation a sync) never
-/// waits. Operations, not records: a `mkdir -p` of three directories is one client.
-fn gather(wake: &Condvar, p: &mut MutexGuard<'_, Pending>, cohort: usize, delay: Duration) {
+/// interrupt, the wake-ups). So when the last sync carried `n` operations, it sets
+/// `wake_at` to what was pending when it answered them plus `n`, and here waits until that
+/// many are pending (the clients it answered are back with their next one) or `delay` has
+/// passed, whichever is first. A lone client (one operation a sync) never waits.
+/// Operations, not records: a `mkdir -p` of three directories is one client.
+///
+/// `wake_at` must be set before the answers go out. Set here, it double-counted the
+/// clients that had come back while the syncer was publishing: in process, where they are
+/// back within microseconds, it was then never reached and every sync waited out `delay`.
+///
+/// Returns false when the wait ran out.
+fn gather(wake: &Condvar, p: &mut MutexGuard<'_, Pending>, delay: Duration) -> bool {
     let deadline = std::time::Instant::now() + delay;
-    p.wake_at = p.commits + cohort;
     while p.commits < p.wake_at && !p.closing {
         if wake.wait_until(p, deadline).timed_out() {
-            break;
+            return p.commits >= p.wake_at;
         }
     }
-    p.wake_at = 0;
+    true
 }
 
 /// Writes and fdatasyncs `batch` in every live directory, in parallel when there are several.
