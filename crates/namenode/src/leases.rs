@@ -1,45 +1,48 @@
-//! Write leases: which client holds which open files, and when it last renewed.
+//! Write leases: which clients hold files open for write, how many, and when each last
+//! renewed.
 //! Pure bookkeeping with times passed in (milliseconds), so expiry is tested directly.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use crate::namespace::Op;
 
-/// Every create passes through these maps under the namespace lock: a fast hash keeps that
+/// Every create passes through this map under the namespace lock: a fast hash keeps that
 /// cheap.
 type Fold = foldhash::fast::RandomState;
 
 #[derive(Debug, Default)]
 pub struct Lease {
     pub last_renewed_ms: i64,
-    /// Inode ids of the files this holder has open.
-    pub files: HashSet<u64, Fold>,
+    /// How many files this holder has open.
+    pub open_files: usize,
 }
 
-/// Holders only: a file's holder is in its inode (the client named when it was created), so
-/// whoever closes or deletes a file passes it in. A second map from file to holder cost a
-/// random-access insert per create (about 2% of an in-process create's CPU) and an entry
-/// per open file.
+/// Holders and how many files each has open; not which. A file's holder is in its inode
+/// (the client named when it was created), so whoever closes or deletes a file passes it
+/// in, and the rare expiry finds a holder's files in the namespace's open-file table. A set
+/// of files per holder cost a random-access insert into a table as big as the open files
+/// on every create (2% of an in-process create's CPU), and an entry per open file.
 #[derive(Debug, Default)]
 pub struct Leases {
     holders: HashMap<String, Lease, Fold>,
 }
 
 impl Leases {
-    pub fn add(&mut self, holder: &str, file_id: u64, now_ms: i64) {
+    /// `holder` opened a file for write.
+    pub fn add(&mut self, holder: &str, now_ms: i64) {
         let lease = match self.holders.get_mut(holder) {
             Some(lease) => lease,
             None => self.holders.entry(holder.to_owned()).or_default(),
         };
         lease.last_renewed_ms = now_ms;
-        lease.files.insert(file_id);
+        lease.open_files += 1;
     }
 
-    /// Ends `holder`'s lease on one file; a holder left with none is forgotten.
-    pub fn remove_file(&mut self, holder: &str, file_id: u64) {
+    /// One of `holder`'s files was closed; a holder left with none is forgotten.
+    pub fn remove_file(&mut self, holder: &str) {
         if let Some(lease) = self.holders.get_mut(holder) {
-            lease.files.remove(&file_id);
-            if lease.files.is_empty() {
+            lease.open_files = lease.open_files.saturating_sub(1);
+            if lease.open_files == 0 {
                 self.holders.remove(holder);
             }
         }
@@ -60,36 +63,42 @@ impl Leases {
     /// `closed` are the open files the operation closed, deleted or replaced, with their
     /// holders.
     pub fn on_op(&mut self, op: &Op, closed: &[(u64, String)], now_ms: i64) {
-        if let Op::Create {
-            client_name, id, ..
-        } = op
-        {
-            self.add(client_name, *id, now_ms);
+        if let Op::Create { client_name, .. } = op {
+            self.add(client_name, now_ms);
         }
-        for (id, holder) in closed {
-            self.remove_file(holder, *id);
+        for (_, holder) in closed {
+            self.remove_file(holder);
         }
     }
 
-    /// Files whose holder has not renewed within `hard_limit_ms`.
-    pub fn expired(&self, now_ms: i64, hard_limit_ms: i64) -> Vec<(String, Vec<u64>)> {
+    /// Holders that have not renewed within `hard_limit_ms`.
+    pub fn expired(&self, now_ms: i64, hard_limit_ms: i64) -> Vec<String> {
         self.holders
             .iter()
             .filter(|(_, l)| now_ms - l.last_renewed_ms > hard_limit_ms)
-            .map(|(h, l)| (h.clone(), l.files.iter().copied().collect()))
+            .map(|(h, _)| h.clone())
             .collect()
+    }
+
+    /// Forgets `holder` once its expired files have been recovered (any that could not be
+    /// closed included), unless it renewed or opened a file meanwhile.
+    pub fn forget_expired(&mut self, holder: &str, now_ms: i64, hard_limit_ms: i64) {
+        if self
+            .holders
+            .get(holder)
+            .is_some_and(|l| now_ms - l.last_renewed_ms > hard_limit_ms)
+        {
+            self.holders.remove(holder);
+        }
     }
 
     pub fn holder_count(&self) -> usize {
         self.holders.len()
     }
 
-    /// Who holds `file_id` (a scan of every holder: for tests and diagnostics).
-    pub fn holder_of(&self, file_id: u64) -> Option<&str> {
-        self.holders
-            .iter()
-            .find(|(_, l)| l.files.contains(&file_id))
-            .map(|(h, _)| h.as_str())
+    /// How many files `holder` has open (0 for a holder without a lease).
+    pub fn open_files_of(&self, holder: &str) -> usize {
+        self.holders.get(holder).map_or(0, |l| l.open_files)
     }
 }
 
@@ -98,17 +107,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn renew_and_expire() {
+    fn renew_expire_and_forget() {
         let mut l = Leases::default();
-        l.add("c1", 10, 0);
-        l.add("c2", 11, 0);
+        l.add("c1", 0);
+        l.add("c2", 0);
         assert!(l.renew("c1", 50_000));
         assert!(!l.renew("nobody", 50_000));
-        let exp = l.expired(70_000, 60_000);
-        assert_eq!(exp, vec![("c2".to_string(), vec![11])]);
-        l.remove_file("c2", 11);
+        assert_eq!(l.expired(70_000, 60_000), vec!["c2".to_string()]);
+        // c1 renewed in time: not forgotten; c2 is.
+        l.forget_expired("c1", 70_000, 60_000);
+        l.forget_expired("c2", 70_000, 60_000);
         assert_eq!(l.holder_count(), 1);
-        assert_eq!(l.holder_of(10), Some("c1"));
+        assert_eq!(l.open_files_of("c1"), 1);
+        assert_eq!(l.open_files_of("c2"), 0);
     }
 
     #[test]
@@ -128,11 +139,11 @@ mod tests {
         let mut l = Leases::default();
         l.on_op(&create(1, "c1"), &[], 0);
         l.on_op(&create(2, "c1"), &[], 0);
+        assert_eq!(l.open_files_of("c1"), 2);
         // Overwriting file 2 as another client: the new file is c2's, the old one's lease ends.
         l.on_op(&create(3, "c2"), &[(2, "c1".to_string())], 0);
-        assert_eq!(l.holder_of(1), Some("c1"));
-        assert_eq!(l.holder_of(2), None);
-        assert_eq!(l.holder_of(3), Some("c2"));
+        assert_eq!(l.open_files_of("c1"), 1);
+        assert_eq!(l.open_files_of("c2"), 1);
         let close = Op::Close {
             path: "/f1".into(),
             mtime: 1,

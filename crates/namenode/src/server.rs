@@ -286,7 +286,8 @@ async fn lease_monitor(nn: Arc<NnState>, cancel: CancellationToken) {
             _ = cancel.cancelled() => return,
         }
         let expired = nn.leases.lock().expired(now_ms(), hard_ms);
-        for (holder, files) in expired {
+        for holder in expired {
+            let files = nn.ns.read().open_files_of(&holder);
             for id in files {
                 let now = now_ms();
                 let result = nn
@@ -297,12 +298,14 @@ async fn lease_monitor(nn: Arc<NnState>, cancel: CancellationToken) {
                         Ok(((), nn.recovery_close(ns, slot, now)))
                     })
                     .await;
+                // A close ends the file's lease as any close does (`Leases::on_op`).
                 match result {
                     Ok(()) => info!(%holder, file_id = id, "lease expired; file closed"),
                     Err(e) => warn!(%holder, file_id = id, error = %e, "lease recovery failed"),
                 }
-                nn.leases.lock().remove_file(&holder, id);
             }
+            // Files that could not be closed are not retried: the holder is forgotten.
+            nn.leases.lock().forget_expired(&holder, now_ms(), hard_ms);
         }
     }
 }

@@ -99,8 +99,8 @@ impl NnState {
         let now = now_ms();
         // As HDFS: a NameNode that knows of blocks waits in safe mode for their reports.
         let startup_safe = storage.ns.block_count() > 0;
-        for (id, holder) in storage.ns.open_files() {
-            leases.add(&holder, id, now);
+        for (_, holder) in storage.ns.open_files() {
+            leases.add(&holder, now);
         }
         let tokens = BlockTokens::new(cfg.block_tokens, cfg.block_key_times);
         let summary_dir = crate::server::summary_dir(&storage.name_dirs);
