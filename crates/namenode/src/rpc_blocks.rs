@@ -158,8 +158,12 @@ pub async fn add_block(
                     )));
                 }
             }
-            let (nb, ops) = ns.plan_add_block(&req.src, &req.client_name, file_id, previous)?;
-            let slot = ns.existing(&req.src)?;
+            let (nb, planned) = ns.plan_add_block(&req.src, &req.client_name, file_id, previous)?;
+            // The plan found the file; only a retried addBlock (no record) walks again.
+            let slot = match planned.first_at.slot {
+                Some(slot) => slot,
+                None => ns.existing(&req.src)?,
+            };
             let inode = ns.inode(slot);
             let block_size = inode.file().map(|f| f.block_size).unwrap_or(0);
             let targets = choose_targets(
@@ -208,7 +212,7 @@ pub async fn add_block(
                     .collect::<Vec<_>>(),
                 token,
             );
-            Ok((lb, ops))
+            Ok((lb, planned))
         })
         .await?;
     Ok(AddBlockResponseProto { block })

@@ -24,7 +24,7 @@ use crate::groups::GroupMapping;
 use crate::identity::Identity;
 use crate::journal::{recover, Journal};
 use crate::leases::Leases;
-use crate::namespace::{At, Caller, Namespace, Op, Planned};
+use crate::namespace::{Caller, Namespace, Op, Planned};
 use crate::summary::follow::SummaryService;
 use crate::summary::Summary;
 use crate::tokens::BlockTokens;
@@ -278,13 +278,7 @@ impl NnState {
         planned: &Planned,
         now: i64,
     ) -> (usize, Option<FsError>) {
-        let ops = &planned.ops;
-        for (i, op) in ops.iter().enumerate() {
-            let at = if i == 0 {
-                planned.first_at
-            } else {
-                At::default()
-            };
+        for (i, (op, at)) in planned.with_at().enumerate() {
             let fx = match ns.apply_at(op, at) {
                 Ok(fx) => fx,
                 Err(e) => {
@@ -302,7 +296,7 @@ impl NnState {
                 self.blocks.lock().needs_scan = true;
             }
         }
-        (ops.len(), None)
+        (planned.ops.len(), None)
     }
 
     /// Writes a checkpoint image of the current namespace to every name directory, prunes

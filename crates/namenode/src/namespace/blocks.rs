@@ -3,7 +3,7 @@
 //! is not the namespace's business (see `crate::blocks`).
 
 use super::inode::{Block, Slot};
-use super::{Namespace, Op};
+use super::{At, Namespace, Op, Planned};
 use crate::error::FsError;
 
 /// A block with its offset in the file.
@@ -59,7 +59,7 @@ impl Namespace {
         client_name: &str,
         file_id: u64,
         previous: Option<Previous>,
-    ) -> Result<(NewBlock, Vec<Op>), FsError> {
+    ) -> Result<(NewBlock, Planned), FsError> {
         let slot = self.writable_file(src, client_name, file_id)?;
         let blocks = self.inode(slot).file().map(|f| f.blocks()).unwrap_or(&[]);
         let last = blocks.last();
@@ -74,7 +74,7 @@ impl Namespace {
             };
             if is_retry && last.map(|b| b.len) == Some(0) {
                 let p = placed(blocks).last().expect("a last block");
-                return Ok((NewBlock::Retry(p), Vec::new()));
+                return Ok((NewBlock::Retry(p), Planned::default()));
             }
             return Err(FsError::Io(format!(
                 "addBlock of {src}: previous block {prev_id:?} is not the file's last block {:?}",
@@ -92,7 +92,8 @@ impl Namespace {
             prev_len,
         };
         let block = Block { id, gs, len: 0 };
-        Ok((NewBlock::Fresh(Placed { block, offset }), vec![op]))
+        let planned = Planned::at(At::slot(slot), vec![op]);
+        Ok((NewBlock::Fresh(Placed { block, offset }), planned))
     }
 
     /// Plans abandonBlock: only the last block of a file the caller writes can go.
@@ -237,9 +238,9 @@ mod tests {
     }
 
     fn add(ns: &mut Namespace, prev: Option<Previous>) -> NewBlock {
-        let (nb, ops) = ns.plan_add_block("/f", "c", 0, prev).unwrap();
-        for op in &ops {
-            ns.apply(op).unwrap();
+        let (nb, planned) = ns.plan_add_block("/f", "c", 0, prev).unwrap();
+        for (op, at) in planned.with_at() {
+            ns.apply_at(op, at).unwrap();
         }
         nb
     }

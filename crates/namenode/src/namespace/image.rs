@@ -411,8 +411,11 @@ mod tests {
             // /a/b/g gets one block; /open two, the second still being written.
             let mut last = None;
             for _ in 0..i {
-                let (nb, ops) = ns.plan_add_block(p, "c", 0, last).unwrap();
-                ops.iter().for_each(|op| drop(ns.apply(op).unwrap()));
+                let (nb, planned) = ns.plan_add_block(p, "c", 0, last).unwrap();
+                planned
+                    .ops
+                    .iter()
+                    .for_each(|op| drop(ns.apply(op).unwrap()));
                 let (NewBlock::Fresh(b) | NewBlock::Retry(b)) = nb;
                 last = Some(Previous {
                     id: b.block.id,

@@ -59,6 +59,12 @@ impl Planned {
     pub fn at(first_at: At, ops: Vec<Op>) -> Self {
         Planned { ops, first_at }
     }
+
+    /// The records in order, each with where it applies (known for the first only).
+    pub fn with_at(&self) -> impl Iterator<Item = (&Op, At)> {
+        let first = std::iter::once(self.first_at).chain(std::iter::repeat(At::default()));
+        self.ops.iter().zip(first)
+    }
 }
 
 impl From<Vec<Op>> for Planned {

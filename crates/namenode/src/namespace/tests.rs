@@ -35,11 +35,10 @@ impl Harness {
     /// Applies planned records as the NameNode does: the first where its plan found it
     /// (which debug builds check against a walk), then the journal replays them by path.
     fn commit(&mut self, planned: impl Into<Planned>) {
-        let Planned { ops, mut first_at } = planned.into();
-        for op in ops {
-            let at = std::mem::take(&mut first_at);
-            self.ns.apply_at(&op, at).expect("planned op applies");
-            self.log.push(op);
+        let planned = planned.into();
+        for (op, at) in planned.with_at() {
+            self.ns.apply_at(op, at).expect("planned op applies");
+            self.log.push(op.clone());
         }
         self.now += 1;
     }
