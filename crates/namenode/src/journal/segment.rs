@@ -227,38 +227,6 @@ impl SegmentWriter {
         Ok(w)
     }
 
-    /// Reopens an in-progress segment to continue after its valid records (a torn tail past
-    /// `valid_len` is zeroed out first, so it can never be read again).
-    pub fn reopen(
-        dir: &Path,
-        seg: &SegmentFile,
-        valid_len: u64,
-        file_len: u64,
-        prealloc_chunk: u64,
-    ) -> io::Result<Self> {
-        let file = OpenOptions::new().read(true).write(true).open(&seg.path)?;
-        let w = SegmentWriter {
-            file,
-            path: seg.path.clone(),
-            dir: dir.to_path_buf(),
-            first: seg.first,
-            written: valid_len,
-            allocated: file_len,
-            chunk: prealloc_chunk.max(4096),
-        };
-        if file_len > valid_len {
-            let zeros = vec![0u8; (file_len - valid_len).min(1 << 20) as usize];
-            let mut at = valid_len;
-            while at < file_len {
-                let n = zeros.len().min((file_len - at) as usize);
-                w.file.write_all_at(&zeros[..n], at)?;
-                at += n as u64;
-            }
-            w.file.sync_data()?;
-        }
-        Ok(w)
-    }
-
     /// Writes `bytes` at the end of the valid data, laying down zeros ahead first when needed.
     pub fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
         let end = self.written + bytes.len() as u64;
