@@ -2,6 +2,7 @@
 //! serve IPC with the background tasks (lease monitor, trash emptier, checkpointer). The
 //! caller binds the listener, so tests and `--port 0` get an ephemeral port.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -286,9 +287,19 @@ async fn lease_monitor(nn: Arc<NnState>, cancel: CancellationToken) {
             _ = cancel.cancelled() => return,
         }
         let expired = nn.leases.lock().expired(now_ms(), hard_ms);
+        if expired.is_empty() {
+            continue;
+        }
+        // One scan of the open files, however many holders expired at once.
+        let mut files: HashMap<String, Vec<u64>> =
+            expired.iter().map(|h| (h.clone(), Vec::new())).collect();
+        for (id, holder) in nn.ns.read().open_files() {
+            if let Some(ids) = files.get_mut(&holder) {
+                ids.push(id);
+            }
+        }
         for holder in expired {
-            let files = nn.ns.read().open_files_of(&holder);
-            for id in files {
+            for id in files.remove(&holder).unwrap_or_default() {
                 let now = now_ms();
                 let result = nn
                     .commit(|ns| {

@@ -650,19 +650,8 @@ impl Namespace {
         self.open_files.get(&id).copied()
     }
 
-    /// The files `holder` has open for write (a scan of every open file: for lease expiry).
-    pub fn open_files_of(&self, holder: &str) -> Vec<u64> {
-        self.open_files
-            .iter()
-            .filter(|(_, &slot)| {
-                let uc = self.arena.get(slot).file().and_then(|f| f.uc());
-                uc.is_some_and(|uc| uc.client_name == holder)
-            })
-            .map(|(&id, _)| id)
-            .collect()
-    }
-
-    /// Every file open for write, with its lease holder (to rebuild leases after a restart).
+    /// Every file open for write, with its lease holder (to rebuild leases after a restart,
+    /// and to find the files of holders whose leases expired).
     pub fn open_files(&self) -> Vec<(u64, String)> {
         self.open_files
             .iter()
