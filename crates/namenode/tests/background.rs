@@ -95,28 +95,26 @@ fn create_req(src: &str, client: &str) -> CreateRequestProto {
 }
 
 #[tokio::test]
-async fn an_abandoned_writer_loses_its_file_after_the_hard_limit() {
+async fn an_abandoned_writer_loses_its_files_after_the_hard_limit() {
     let (nn, c) = with_hard_limit(1).await;
-    let create = create_req("/abandoned", "gone-client");
-    let _: CreateResponseProto = c.call("create", &create).await.unwrap();
-    let closed = || async {
-        let r: IsFileClosedResponseProto = c
-            .call(
-                "isFileClosed",
-                &IsFileClosedRequestProto {
-                    src: "/abandoned".into(),
-                },
-            )
-            .await
-            .unwrap();
-        r.result
+    for path in ["/abandoned", "/abandoned-too"] {
+        let create = create_req(path, "gone-client");
+        let _: CreateResponseProto = c.call("create", &create).await.unwrap();
+    }
+    let closed = |path: &'static str| {
+        let c = &c;
+        async move {
+            let req = IsFileClosedRequestProto { src: path.into() };
+            let r: IsFileClosedResponseProto = c.call("isFileClosed", &req).await.unwrap();
+            r.result
+        }
     };
-    assert!(!closed().await);
+    assert!(!closed("/abandoned").await);
     let mut waited = Duration::ZERO;
-    while !closed().await {
+    while !(closed("/abandoned").await && closed("/abandoned-too").await) {
         assert!(
             waited < Duration::from_secs(10),
-            "lease recovery did not close the file"
+            "lease recovery did not close both files"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
         waited += Duration::from_millis(200);
