@@ -278,8 +278,9 @@ impl NnState {
         planned: &Planned,
         now: i64,
     ) -> (usize, Option<FsError>) {
-        for (i, (op, at)) in planned.with_at().enumerate() {
-            let fx = match ns.apply_at(op, at) {
+        let mut created = None;
+        for (i, op) in planned.ops.iter().enumerate() {
+            let fx = match ns.apply_at(op, planned.at_of(i, created)) {
                 Ok(fx) => fx,
                 Err(e) => {
                     // A planned record that does not apply is a bug; refuse loudly, keep serving.
@@ -288,6 +289,7 @@ impl NnState {
                     return (i, Some(err));
                 }
             };
+            created = fx.created;
             self.leases.lock().on_op(op, &fx.closed_files, now);
             if !fx.removed_blocks.is_empty() {
                 self.blocks.lock().blocks_removed(&fx.removed_blocks);

@@ -239,8 +239,8 @@ mod tests {
 
     fn add(ns: &mut Namespace, prev: Option<Previous>) -> NewBlock {
         let (nb, planned) = ns.plan_add_block("/f", "c", 0, prev).unwrap();
-        for (op, at) in planned.with_at() {
-            ns.apply_at(op, at).unwrap();
+        for (i, op) in planned.ops.iter().enumerate() {
+            ns.apply_at(op, planned.at_of(i, None)).unwrap();
         }
         nb
     }

@@ -41,6 +41,8 @@ pub struct Effects {
     /// Blocks (id, generation stamp) that no longer belong to any file; their replicas
     /// are to be deleted.
     pub removed_blocks: Vec<(u64, u64)>,
+    /// The inode a Mkdir or Create added.
+    pub created: Option<Slot>,
 }
 
 /// Java's first allocated block id (ids up to 2^30 are reserved) and generation stamp.
@@ -221,7 +223,8 @@ impl Namespace {
             } => {
                 let (parent, name) = self.parent_and_name(path, at.slot)?;
                 let body = Body::Dir(Children::default());
-                self.add_child(parent, name, *id, *perm, owner, group, *mtime, body)?;
+                let slot = self.add_child(parent, name, *id, *perm, owner, group, *mtime, body)?;
+                fx.created = Some(slot);
                 self.dirs += 1;
             }
             Op::Create {
@@ -253,6 +256,7 @@ impl Namespace {
                 let slot = self.add_child(parent, name, *id, *perm, owner, group, *mtime, body)?;
                 self.arena.get_mut(slot).replication = *replication;
                 self.open_files.insert(*id, slot);
+                fx.created = Some(slot);
                 self.files += 1;
             }
             Op::AddBlock {

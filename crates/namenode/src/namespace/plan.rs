@@ -42,28 +42,50 @@ impl At {
     }
 }
 
-/// The records a plan returns, with where the first of them applies.
+/// The records a plan returns, with where they apply.
 ///
 /// A record replayed from the journal is applied by walking its path. Applied straight
 /// after its plan, under the same write lock, it need not be: nothing can have moved in
 /// between. That second walk (2–3 cache misses per level in a big namespace) was a fifth
-/// of an in-process create's time under the lock. Only the first record gets a place:
-/// the ones after it may apply to what the first creates.
+/// of an in-process create's time under the lock. The plan knows where its first record
+/// applies; the later ones may apply to what an earlier one creates, which only a chain
+/// (`mkdir -p`, then perhaps the file) lets us name.
 #[derive(Debug, Default)]
 pub struct Planned {
     pub ops: Vec<Op>,
     pub first_at: At,
+    /// Each record after the first goes into the directory the one before it created.
+    pub chained: bool,
 }
 
 impl Planned {
     pub fn at(first_at: At, ops: Vec<Op>) -> Self {
-        Planned { ops, first_at }
+        Planned {
+            ops,
+            first_at,
+            chained: false,
+        }
     }
 
-    /// The records in order, each with where it applies (known for the first only).
-    pub fn with_at(&self) -> impl Iterator<Item = (&Op, At)> {
-        let first = std::iter::once(self.first_at).chain(std::iter::repeat(At::default()));
-        self.ops.iter().zip(first)
+    /// A chain from `dir`: each record after the first goes into what the one before created.
+    pub fn chain(dir: Slot, ops: Vec<Op>) -> Self {
+        Planned {
+            ops,
+            first_at: At::slot(dir),
+            chained: true,
+        }
+    }
+
+    /// Where record `i` applies, given the inode the record before it created, if any.
+    pub fn at_of(&self, i: usize, created_before: Option<Slot>) -> At {
+        match i {
+            0 => self.first_at,
+            _ if self.chained => At {
+                slot: created_before,
+                dst_dir: None,
+            },
+            _ => At::default(),
+        }
     }
 }
 
@@ -71,7 +93,7 @@ impl From<Vec<Op>> for Planned {
     fn from(ops: Vec<Op>) -> Self {
         Planned {
             ops,
-            first_at: At::default(),
+            ..Default::default()
         }
     }
 }
@@ -150,7 +172,7 @@ impl Namespace {
             (masked, implicit_dir_perm(masked)),
             now,
         );
-        Ok(Planned::at(At::slot(ancestor), ops))
+        Ok(Planned::chain(ancestor, ops))
     }
 
     pub fn plan_create(
@@ -218,8 +240,9 @@ impl Namespace {
         );
         let id = self.next_inode_id() + ops.len() as u64;
         ops.push(self.create_op(caller, a, ancestor, id, now));
-        // The first record, a missing parent's Mkdir or the Create, goes into `ancestor`.
-        Ok(Planned::at(At::slot(ancestor), ops))
+        // The missing parents' Mkdirs, each in the one before, the first in `ancestor`, then
+        // the Create in the last.
+        Ok(Planned::chain(ancestor, ops))
     }
 
     fn create_op(

@@ -36,8 +36,10 @@ impl Harness {
     /// (which debug builds check against a walk), then the journal replays them by path.
     fn commit(&mut self, planned: impl Into<Planned>) {
         let planned = planned.into();
-        for (op, at) in planned.with_at() {
-            self.ns.apply_at(op, at).expect("planned op applies");
+        let mut created = None;
+        for (i, op) in planned.ops.iter().enumerate() {
+            let fx = self.ns.apply_at(op, planned.at_of(i, created));
+            created = fx.expect("planned op applies").created;
             self.log.push(op.clone());
         }
         self.now += 1;
