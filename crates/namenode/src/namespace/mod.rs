@@ -56,7 +56,10 @@ type Fold = foldhash::fast::RandomState;
 pub struct Namespace {
     arena: Arena,
     /// Files open for write: inode id → slot. Lease recovery and fileId lookups use it.
-    open_files: std::collections::HashMap<u64, Slot, Fold>,
+    /// A B-tree, not a hash table: ids are handed out in order, so a create inserts at the
+    /// right edge, which stays in cache, where a hash insert missed the cache in a table as
+    /// big as the open files (3.3% of an in-process create's CPU, against 0.9%).
+    open_files: std::collections::BTreeMap<u64, Slot>,
     names: NameArena,
     users: Interner,
     /// Block id → the file that holds it: how block reports find their files.
