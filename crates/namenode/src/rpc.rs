@@ -423,21 +423,11 @@ pub async fn create(nn: Nn, ctx: CallCtx, req: CreateRequestProto) -> Res<Create
         block_size: req.block_size,
     };
     let now = crate::state::now_ms();
-    // The answer is found by the new file's inode id, not by walking the path a third time.
+    // The answer is the new file's status: its slot comes back from applying the create.
     let fs = nn
         .commit_then(
-            |ns| {
-                let planned = ns.plan_create(&caller, &args, now)?;
-                let id = planned.ops.iter().find_map(|op| match op {
-                    crate::namespace::Op::Create { id, .. } => Some(*id),
-                    _ => None,
-                });
-                Ok((id, planned))
-            },
-            |ns, id| {
-                id.and_then(|id| ns.open_file_slot(id))
-                    .map(|slot| status_proto(&ns.status(slot, false)))
-            },
+            |ns| Ok(((), ns.plan_create(&caller, &args, now)?)),
+            |ns, (), created| created.map(|slot| status_proto(&ns.status(slot, false))),
         )
         .await?;
     Ok(CreateResponseProto { fs })

@@ -24,6 +24,7 @@ use crate::groups::GroupMapping;
 use crate::identity::Identity;
 use crate::journal::{recover, Journal};
 use crate::leases::Leases;
+use crate::namespace::inode::Slot;
 use crate::namespace::{Caller, Namespace, Op, Planned};
 use crate::summary::follow::SummaryService;
 use crate::summary::Summary;
@@ -228,36 +229,37 @@ impl NnState {
         &self,
         plan: impl FnOnce(&Namespace) -> Result<(T, P), FsError>,
     ) -> Result<T, FsError> {
-        self.commit_then(plan, |_, out| out).await
+        self.commit_then(plan, |_, out, _| out).await
     }
 
-    /// [`commit`](Self::commit), then `after` reads the result under the same lock (create
-    /// answers with the new file's status without walking the path again).
+    /// [`commit`](Self::commit), then `after` reads the result under the same lock, given
+    /// the inode the last record created (create answers with the new file's status
+    /// without looking for it).
     pub async fn commit_then<T, P: Into<Planned>, R>(
         &self,
         plan: impl FnOnce(&Namespace) -> Result<(T, P), FsError>,
-        after: impl FnOnce(&Namespace, T) -> R,
+        after: impl FnOnce(&Namespace, T, Option<Slot>) -> R,
     ) -> Result<R, FsError> {
         let (out, wait_for) = {
             let now = now_ms();
             let mut ns = self.ns.write();
             let (out, planned) = plan(&ns)?;
             let planned = planned.into();
-            let (applied, failed) = self.apply_all(&mut ns, &planned, now);
+            let applied = self.apply_all(&mut ns, &planned, now);
             let ops = planned.ops;
             // What was applied is journaled even when a later record failed: memory and the
             // journal must agree.
             let last = match &self.journal {
-                Some(j) if applied > 0 => Some(j.append_all(&ops[..applied])),
+                Some(j) if applied.count > 0 => Some(j.append_all(&ops[..applied.count])),
                 // Even an answer that changed nothing may rest on records not yet durable
                 // (another client's mkdir, say), so wait for everything appended so far.
                 Some(j) => Some(j.last_appended()),
                 None => None,
             };
-            if let Some(e) = failed {
+            if let Some(e) = applied.failed {
                 return Err(e);
             }
-            (after(&ns, out), last)
+            (after(&ns, out, applied.created), last)
         };
         if let (Some(j), Some(txid)) = (&self.journal, wait_for) {
             // Served over RPC, the reply is held until `txid` is synced; otherwise wait here.
@@ -271,13 +273,8 @@ impl NnState {
     }
 
     /// Applies planned records in order, keeping leases and blocks in step; stops at the
-    /// first that fails. Returns how many applied, and the failure.
-    fn apply_all(
-        &self,
-        ns: &mut Namespace,
-        planned: &Planned,
-        now: i64,
-    ) -> (usize, Option<FsError>) {
+    /// first that fails.
+    fn apply_all(&self, ns: &mut Namespace, planned: &Planned, now: i64) -> Applied {
         let mut created = None;
         for (i, op) in planned.ops.iter().enumerate() {
             let fx = match ns.apply_at(op, planned.at_of(i, created)) {
@@ -286,7 +283,11 @@ impl NnState {
                     // A planned record that does not apply is a bug; refuse loudly, keep serving.
                     error!(?op, error = %e, "planned operation failed to apply");
                     let err = FsError::Io(format!("internal error applying {op:?}: {e}"));
-                    return (i, Some(err));
+                    return Applied {
+                        count: i,
+                        created,
+                        failed: Some(err),
+                    };
                 }
             };
             created = fx.created;
@@ -298,7 +299,11 @@ impl NnState {
                 self.blocks.lock().needs_scan = true;
             }
         }
-        (planned.ops.len(), None)
+        Applied {
+            count: planned.ops.len(),
+            created,
+            failed: None,
+        }
     }
 
     /// Writes a checkpoint image of the current namespace to every name directory, prunes
@@ -478,4 +483,14 @@ impl Service for NnState {
     fn durability(&self) -> Option<&dyn Durability> {
         self.journal.as_ref().map(|j| j as &dyn Durability)
     }
+}
+
+/// How far a plan's records got under the lock.
+struct Applied {
+    /// Records applied (all of them unless one failed).
+    count: usize,
+    /// The inode the last applied record created: a create's new file.
+    created: Option<Slot>,
+    /// The record that failed to apply: a bug, answered as an internal error.
+    failed: Option<FsError>,
 }
