@@ -51,6 +51,7 @@ pub mod class {
     pub const RPC_SERVER: &str = "org.apache.hadoop.ipc.RpcServerException";
     pub const RETRIABLE: &str = "org.apache.hadoop.ipc.RetriableException";
     pub const ILLEGAL_ARGUMENT: &str = "java.lang.IllegalArgumentException";
+    pub const RUNTIME: &str = "java.lang.RuntimeException";
     pub const HADOOP_ILLEGAL_ARGUMENT: &str = "org.apache.hadoop.HadoopIllegalArgumentException";
 }
 

@@ -11,6 +11,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -27,7 +28,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{debug, info, warn};
+use tracing::{debug, error, info, warn};
 
 use crate::durable;
 use crate::frame::{self, AuthProtocol, Body, FrameError};
@@ -494,8 +495,16 @@ impl<F: Future<Output = Result<Box<dyn Body>, RpcError>>> Future for Answer<F> {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let this = self.project();
-        let reply = ready!(this.call.poll(cx));
+        let mut this = self.project();
+        // A handler that panics is a bug, but one call's bug must not hang its caller or
+        // take down the connection it shares with others (the call is polled on the
+        // connection's reader task): it is answered as the RuntimeException a Java server
+        // would send, and never polled again.
+        let polled = panic::catch_unwind(AssertUnwindSafe(|| this.call.as_mut().poll(cx)));
+        let reply = match polled {
+            Ok(poll) => ready!(poll),
+            Err(payload) => Err(panicked(&*payload)),
+        };
         let header = frame::response_header(
             *this.call_id,
             this.client_id,
@@ -515,6 +524,20 @@ impl<F: Future<Output = Result<Box<dyn Body>, RpcError>>> Future for Answer<F> {
         ));
         Poll::Ready(())
     }
+}
+
+/// The answer to a call whose handler panicked, carrying the panic's message.
+fn panicked(payload: &(dyn std::any::Any + Send)) -> RpcError {
+    let why = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("no message");
+    error!("a call's handler panicked: {why}");
+    RpcError::app(
+        crate::error::class::RUNTIME,
+        format!("internal error in the server: {why}"),
+    )
 }
 
 /// Reads one length-prefixed frame. `Ok(None)` on a clean end of stream between frames.

@@ -1,0 +1,96 @@
+//! A handler that panics is answered with an error, and its connection goes on serving:
+//! whether the panic comes on the call's first poll (run on the connection's reader task)
+//! or after the call has waited (run on a task of its own). Checked over a real socket.
+
+use std::sync::Arc;
+
+use ferrite_ipc::client::{ClientError, IpcClient};
+use ferrite_ipc::{server, MethodKind, Router, ServerConfig, Service};
+use tokio::net::TcpListener;
+
+const PROTOCOL: &str = "org.ferrite.test.PanicProtocol";
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct Num {
+    #[prost(uint64, tag = "1")]
+    n: u64,
+}
+
+struct Svc;
+
+impl Service for Svc {}
+
+async fn serve() -> IpcClient {
+    let mut router = Router::new(Arc::new(Svc));
+    router.method(
+        PROTOCOL,
+        "echo",
+        MethodKind::READ,
+        |_s: Arc<Svc>, _ctx, req: Num| async move { Ok(req) },
+    );
+    router.method(
+        PROTOCOL,
+        "boomAtOnce",
+        MethodKind::READ,
+        |_s: Arc<Svc>, _ctx, req: Num| async move {
+            assert!(req.n > 100, "n is only {}", req.n);
+            Ok(req)
+        },
+    );
+    router.method(
+        PROTOCOL,
+        "boomLater",
+        MethodKind::READ,
+        |_s: Arc<Svc>, _ctx, req: Num| async move {
+            tokio::task::yield_now().await;
+            if req.n < 100 {
+                panic!("{}", String::from("waited, then failed"));
+            }
+            Ok(req)
+        },
+    );
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let handle = server::spawn(listener, Arc::new(router), ServerConfig::default());
+    let client = IpcClient::connect(handle.local_addr, "tester", PROTOCOL)
+        .await
+        .unwrap();
+    // The server stops with the test's runtime.
+    std::mem::forget(handle);
+    client
+}
+
+/// The error a call got. Without an answer the call would wait forever, so a bound turns
+/// that into a failure.
+async fn runtime_error(
+    call: impl std::future::Future<Output = Result<Num, ClientError>>,
+) -> String {
+    let r = tokio::time::timeout(std::time::Duration::from_secs(30), call)
+        .await
+        .expect("a panicking call is still answered");
+    match r {
+        Err(ClientError::Remote {
+            class,
+            message,
+            fatal,
+        }) => {
+            assert_eq!(class, "java.lang.RuntimeException");
+            assert!(!fatal, "one call's failure does not end the connection");
+            message
+        }
+        other => panic!("expected a RuntimeException, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_panicking_call_is_answered_and_the_connection_serves_on() {
+    let c = serve().await;
+    let msg = runtime_error(c.call("boomAtOnce", &Num { n: 7 })).await;
+    assert!(msg.contains("n is only 7"), "{msg}");
+    let msg = runtime_error(c.call("boomLater", &Num { n: 8 })).await;
+    assert!(msg.contains("waited, then failed"), "{msg}");
+
+    let r: Num = c.call("echo", &Num { n: 42 }).await.unwrap();
+    assert_eq!(r.n, 42);
+    let r: Num = c.call("boomAtOnce", &Num { n: 101 }).await.unwrap();
+    assert_eq!(r.n, 101);
+}
