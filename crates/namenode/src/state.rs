@@ -245,6 +245,11 @@ impl NnState {
             let mut ns = self.ns.write();
             let (out, planned) = plan(&ns)?;
             let planned = planned.into();
+            // From here until the records are in the journal, a panic would leave memory
+            // ahead of the journal, under a lock that does not poison: later records would
+            // build on a change that never replays. Stopping lets a restart replay a journal
+            // that agrees with every answer given.
+            let critical = AbortOnUnwind("applying planned records");
             let applied = self.apply_all(&mut ns, &planned, now);
             let ops = planned.ops;
             // What was applied is journaled even when a later record failed: memory and the
@@ -256,6 +261,7 @@ impl NnState {
                 Some(j) => Some(j.last_appended()),
                 None => None,
             };
+            std::mem::forget(critical);
             if let Some(e) = applied.failed {
                 return Err(e);
             }
@@ -493,4 +499,60 @@ struct Applied {
     created: Option<Slot>,
     /// The record that failed to apply: a bug, answered as an internal error.
     failed: Option<FsError>,
+}
+
+/// Aborts the process if dropped by a panic's unwinding; forgotten when its section ends.
+struct AbortOnUnwind(&'static str);
+
+impl Drop for AbortOnUnwind {
+    fn drop(&mut self) {
+        error!(
+            "panic while {}: stopping so the journal replays to a state every answer agreed with",
+            self.0
+        );
+        std::process::abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AbortOnUnwind;
+
+    /// Set in the child this test starts, which runs the panicking section.
+    const CHILD: &str = "FERRITE_ABORT_ON_UNWIND_CHILD";
+
+    /// A panic inside the guarded section stops the process rather than unwinding past it;
+    /// a section that ends normally goes on. Aborting can only be seen from outside, so the
+    /// test runs itself again as a child.
+    #[test]
+    fn a_panic_in_a_critical_section_stops_the_process() {
+        if std::env::var_os(CHILD).is_some() {
+            let done = AbortOnUnwind("a section that ends");
+            std::mem::forget(done);
+            let _ = std::panic::catch_unwind(|| {
+                let _critical = AbortOnUnwind("a test");
+                panic!("inside the section");
+            });
+            // Reached only if the guard let the panic unwind past it.
+            std::process::exit(0);
+        }
+        let me = std::env::current_exe().unwrap();
+        let out = std::process::Command::new(me)
+            .args([
+                "--exact",
+                "state::tests::a_panic_in_a_critical_section_stops_the_process",
+                "--nocapture",
+            ])
+            .env(CHILD, "1")
+            .output()
+            .unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(
+            out.status.signal(),
+            Some(6),
+            "the child should abort (SIGABRT): {:?}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
