@@ -101,6 +101,11 @@ pub struct Config {
     pub safemode_extension_ms: u64,
     /// `dfs.namenode.safemode.min.datanodes`
     pub safemode_min_datanodes: usize,
+    /// `dfs.namenode.resource.du.reserved`: the free bytes a journal directory must keep;
+    /// with none in service that has them, the NameNode enters safe mode.
+    pub resource_reserved_bytes: u64,
+    /// `dfs.namenode.resource.check.interval` (ms): how often free space is checked.
+    pub resource_check_interval_ms: u64,
     /// `dfs.namenode.redundancy.interval.seconds`: how often replication is checked.
     pub replication_interval_sec: u64,
     /// `dfs.block.access.token.enable`: on by default in Ferrite (off in HDFS).
@@ -154,6 +159,8 @@ impl Default for Config {
             safemode_threshold: 0.999,
             safemode_extension_ms: 30_000,
             safemode_min_datanodes: 0,
+            resource_reserved_bytes: 100 << 20,
+            resource_check_interval_ms: 5000,
             replication_interval_sec: 3,
             block_tokens: true,
             block_key_times: ferrite_blocktoken::KeyTimes::default(),
@@ -319,6 +326,10 @@ impl Config {
                     self.replication_interval_sec = num()?.max(1)
                 }
                 "dfs.namenode.safemode.extension" => self.safemode_extension_ms = num()?,
+                "dfs.namenode.resource.du.reserved" => self.resource_reserved_bytes = size()?,
+                "dfs.namenode.resource.check.interval" => {
+                    self.resource_check_interval_ms = num()?.max(1)
+                }
                 "dfs.namenode.safemode.min.datanodes" => {
                     self.safemode_min_datanodes = num()? as usize
                 }

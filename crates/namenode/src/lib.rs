@@ -16,6 +16,7 @@ pub mod journal;
 pub mod leases;
 pub mod located_reply;
 pub mod namespace;
+pub mod resources;
 pub mod rpc;
 pub mod rpc_blocks;
 pub mod rpc_datanode;

@@ -188,6 +188,10 @@ impl NameNode {
         }
         if state.journal.is_some() {
             tasks.push(tokio::spawn(checkpointer(state.clone(), cancel.clone())));
+            tasks.push(tokio::spawn(resource_monitor(
+                state.clone(),
+                cancel.clone(),
+            )));
         }
         let summary_task = start_summary_task(&state)?;
         info!(%addr, %superuser, "NameNode serving");
@@ -340,6 +344,21 @@ async fn datanode_monitor(nn: Arc<NnState>, cancel: CancellationToken) {
         }
         nn.check_startup_safe_mode(now);
         nn.tokens.roll_if_due();
+    }
+}
+
+/// Checks the journal directories' free space now and every
+/// `dfs.namenode.resource.check.interval`, entering safe mode when it runs short.
+async fn resource_monitor(nn: Arc<NnState>, cancel: CancellationToken) {
+    let every = Duration::from_millis(nn.cfg.resource_check_interval_ms);
+    loop {
+        // statvfs may block on a hung NFS mount: keep it off the runtime's workers.
+        let n = nn.clone();
+        let _ = tokio::task::spawn_blocking(move || n.check_resources()).await;
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = cancel.cancelled() => return,
+        }
     }
 }
 

@@ -68,6 +68,9 @@ pub struct NnState {
     safe_mode: AtomicBool,
     /// Start-up safe mode: on until enough blocks are reported (see `check_startup_safe_mode`).
     startup_safe_mode: AtomicBool,
+    /// Safe mode for want of journal space (see `check_resources`); the administrator
+    /// leaves it, and the next check enters it again while space is still short.
+    resources_low: AtomicBool,
     /// When the start-up threshold was first met (the extension counts from there).
     threshold_met_at: Mutex<Option<i64>>,
     /// Replica locations and DataNodes. Lock order: `ns` first, then `blocks`.
@@ -123,6 +126,7 @@ impl NnState {
             saving: Mutex::new(()),
             safe_mode: AtomicBool::new(false),
             startup_safe_mode: AtomicBool::new(startup_safe),
+            resources_low: AtomicBool::new(false),
             threshold_met_at: Mutex::new(None),
             blocks: Mutex::new(BlockManager::default()),
             tokens,
@@ -151,7 +155,9 @@ impl NnState {
     }
 
     pub fn in_safe_mode(&self) -> bool {
-        self.safe_mode.load(Ordering::SeqCst) || self.startup_safe_mode.load(Ordering::SeqCst)
+        self.safe_mode.load(Ordering::SeqCst)
+            || self.startup_safe_mode.load(Ordering::SeqCst)
+            || self.resources_low.load(Ordering::SeqCst)
     }
 
     /// The administrator's switch. Leaving also ends start-up safe mode, as
@@ -160,11 +166,50 @@ impl NnState {
         self.safe_mode.store(on, Ordering::SeqCst);
         if !on {
             self.startup_safe_mode.store(false, Ordering::SeqCst);
+            self.resources_low.store(false, Ordering::SeqCst);
         }
+    }
+
+    /// Enters safe mode when no journal directory in service keeps the reserved free
+    /// space; never leaves it by itself (HDFS's resource monitor). Returns whether space
+    /// is short.
+    pub fn check_resources(&self) -> bool {
+        let Some(j) = &self.journal else {
+            return false;
+        };
+        let reserved = self.cfg.resource_reserved_bytes;
+        let dirs: Vec<_> = j
+            .metrics()
+            .dirs()
+            .into_iter()
+            .filter(|d| d.failed.is_none())
+            .map(|d| (crate::resources::available(&d.path), d.path))
+            .collect();
+        let spaces: Vec<_> = dirs.iter().map(|(s, _)| s.clone()).collect();
+        if crate::resources::has_room(&spaces, reserved) {
+            return false;
+        }
+        if !self.resources_low.swap(true, Ordering::SeqCst) {
+            for (space, dir) in &dirs {
+                match space {
+                    Ok(free) => {
+                        warn!(dir = %dir.display(), free, reserved, "journal directory below its reserved free space")
+                    }
+                    Err(e) => {
+                        warn!(dir = %dir.display(), error = %e, "journal directory's free space unknown")
+                    }
+                }
+            }
+            error!("NameNode low on available disk space: entering safe mode");
+        }
+        true
     }
 
     /// Why mutations are refused right now, in HDFS's words.
     pub fn safe_mode_reason(&self) -> String {
+        if self.resources_low.load(Ordering::SeqCst) {
+            return "Resources are low on NN: no journal directory has the free space dfs.namenode.resource.du.reserved asks for. Free or add space, then turn safe mode off with \"hdfs dfsadmin -safemode leave\"; while space is still short, the NameNode enters safe mode again at its next check.".into();
+        }
         if self.safe_mode.load(Ordering::SeqCst) {
             return "It was turned on manually. Use \"hdfs dfsadmin -safemode leave\" to turn safe mode off.".into();
         }

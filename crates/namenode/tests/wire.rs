@@ -511,3 +511,61 @@ async fn safe_mode_blocks_mutations_until_left() {
     assert!(r.result);
     nn.shutdown().await;
 }
+
+/// Asks for the safe-mode state until it is `want`, for at most ten seconds.
+async fn await_safe_mode(admin: &IpcClient, want: bool) {
+    let get = SetSafeModeRequestProto {
+        action: SafeModeActionProto::SafemodeGet as i32,
+        checked: None,
+    };
+    for _ in 0..200 {
+        let r: SetSafeModeResponseProto = admin.call("setSafeMode", &get).await.unwrap();
+        if r.result == want {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("safe mode never became {want}");
+}
+
+/// With less free space in the journal's directory than it must keep (here: a reserve no
+/// disk has), the NameNode enters safe mode by itself: mutations get a SafeModeException
+/// that says why, reads go on, and leaving by hand lasts only until the next check.
+#[tokio::test]
+async fn low_journal_space_enters_safe_mode_until_space_is_freed() {
+    let dir = tempfile::tempdir().unwrap();
+    let nn = start(Config {
+        name_dirs: vec![dir.path().join("name")],
+        resource_reserved_bytes: u64::MAX,
+        resource_check_interval_ms: 50,
+        ..Default::default()
+    })
+    .await;
+    let admin = su_client(&nn).await;
+    await_safe_mode(&admin, true).await;
+    let mk = MkdirsRequestProto {
+        src: "/full".into(),
+        masked: FsPermissionProto { perm: 0o755 },
+        create_parent: true,
+        unmasked: None,
+    };
+    let e = admin
+        .call::<_, MkdirsResponseProto>("mkdirs", &mk)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.class(),
+        Some("org.apache.hadoop.hdfs.server.namenode.SafeModeException")
+    );
+    assert!(e.to_string().contains("Resources are low"), "{e}");
+    still_serving(nn.addr).await;
+
+    let leave = SetSafeModeRequestProto {
+        action: SafeModeActionProto::SafemodeLeave as i32,
+        checked: None,
+    };
+    let r: SetSafeModeResponseProto = admin.call("setSafeMode", &leave).await.unwrap();
+    assert!(!r.result);
+    await_safe_mode(&admin, true).await;
+    nn.shutdown().await;
+}

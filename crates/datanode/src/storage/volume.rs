@@ -227,15 +227,11 @@ fn parse_version(text: &str) -> Option<VersionFile> {
 
 /// (total, available) bytes of the file system at `path`.
 fn fs_space(path: &Path) -> Option<(u64, u64)> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `c` is a valid NUL-terminated path and `st` a properly sized out-parameter.
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return None;
-    }
-    let frsize = st.f_frsize as u64;
-    Some((st.f_blocks as u64 * frsize, st.f_bavail as u64 * frsize))
+    let st = rustix::fs::statvfs(path).ok()?;
+    Some((
+        st.f_blocks.saturating_mul(st.f_frsize),
+        st.f_bavail.saturating_mul(st.f_frsize),
+    ))
 }
 
 #[cfg(test)]
