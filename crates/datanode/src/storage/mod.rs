@@ -173,13 +173,15 @@ impl Dataset {
         }
     }
 
-    /// Picks a working volume with room, round-robin among those.
+    /// Picks a working volume with more than `need` bytes free, round-robin among those
+    /// (a full volume is skipped, so a new block fails here with `NoVolume`, not with
+    /// ENOSPC partway through).
     fn pick_volume(&self, need: u64) -> Option<usize> {
         let n = self.volumes.len();
         let start = self.next_volume.fetch_add(1, Ordering::Relaxed);
         (0..n).map(|k| (start + k) % n).find(|&i| {
             let v = &self.volumes[i];
-            !v.is_failed() && v.space().1 >= need
+            !v.is_failed() && v.space().1 > need
         })
     }
 

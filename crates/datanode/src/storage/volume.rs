@@ -107,10 +107,11 @@ impl Volume {
         !self.failed.swap(true, Ordering::SeqCst)
     }
 
-    /// Can the volume still be written? (A disk that went away or read-only fails this.)
+    /// Is the volume still working? A disk that went away or turned read-only fails this;
+    /// a full one does not (see [`probe_says_working`]).
     pub fn check(&self) -> bool {
         let probe = self.pool_dir.join(".probe");
-        let ok = fs::write(&probe, b"ok").is_ok();
+        let ok = probe_says_working(fs::write(&probe, b"ok"));
         let _ = fs::remove_file(&probe);
         ok && self.pool_dir.join("finalized").is_dir()
     }
@@ -225,6 +226,20 @@ fn parse_version(text: &str) -> Option<VersionFile> {
     })
 }
 
+/// Whether a probe write's outcome shows a working volume. Out of space (or quota) is not
+/// a failure: the replicas on it are still readable, and failing the volume would report
+/// them all lost and have the NameNode copy them elsewhere, for a disk that only filled up.
+/// New blocks go to volumes with room instead.
+fn probe_says_working(wrote: io::Result<()>) -> bool {
+    match wrote {
+        Ok(()) => true,
+        Err(e) => matches!(
+            e.kind(),
+            io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
+        ),
+    }
+}
+
 /// (total, available) bytes of the file system at `path`.
 fn fs_space(path: &Path) -> Option<(u64, u64)> {
     let st = rustix::fs::statvfs(path).ok()?;
@@ -237,6 +252,19 @@ fn fs_space(path: &Path) -> Option<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_full_disk_is_a_working_volume_and_a_read_only_one_is_not() {
+        assert!(probe_says_working(Ok(())));
+        for full in [libc::ENOSPC, libc::EDQUOT] {
+            assert!(probe_says_working(Err(io::Error::from_raw_os_error(full))));
+        }
+        for broken in [libc::EROFS, libc::EIO, libc::ENOENT] {
+            assert!(!probe_says_working(Err(io::Error::from_raw_os_error(
+                broken
+            ))));
+        }
+    }
 
     #[test]
     fn version_persists_and_scan_finds_both_states() {
