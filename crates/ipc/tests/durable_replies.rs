@@ -2,6 +2,8 @@
 //! durable; other replies on the same connection do not queue behind them. Checked over a
 //! real socket, with a service whose durable point the test moves by hand.
 
+mod common;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -9,10 +11,9 @@ use std::sync::Arc;
 
 use ferrite_ipc::client::{ClientError, IpcClient};
 use ferrite_ipc::durable::{self, Durability};
-use ferrite_ipc::{server, MethodKind, Router, ServerConfig, Service};
+use ferrite_ipc::{MethodKind, Router, Service};
 use parking_lot::Mutex;
 use prost::Message;
-use tokio::net::TcpListener;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
@@ -100,14 +101,7 @@ async fn serve() -> (Arc<Svc>, Arc<IpcClient>) {
         MethodKind::READ,
         |_s: Arc<Svc>, _ctx, req: Ticket| async move { Ok(req) },
     );
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let handle = server::spawn(listener, Arc::new(router), ServerConfig::default());
-    let client = IpcClient::connect(handle.local_addr, "tester", PROTOCOL)
-        .await
-        .unwrap();
-    // The server stops with the test's runtime.
-    std::mem::forget(handle);
-    (svc, Arc::new(client))
+    (svc, Arc::new(common::serve(router, PROTOCOL).await))
 }
 
 /// Lets every task that has been woken run, so a reply already received has been taken.

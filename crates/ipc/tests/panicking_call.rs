@@ -2,11 +2,12 @@
 //! whether the panic comes on the call's first poll (run on the connection's reader task)
 //! or after the call has waited (run on a task of its own). Checked over a real socket.
 
+mod common;
+
 use std::sync::Arc;
 
 use ferrite_ipc::client::{ClientError, IpcClient};
-use ferrite_ipc::{server, MethodKind, Router, ServerConfig, Service};
-use tokio::net::TcpListener;
+use ferrite_ipc::{MethodKind, Router, Service};
 
 const PROTOCOL: &str = "org.ferrite.test.PanicProtocol";
 
@@ -49,14 +50,7 @@ async fn serve() -> IpcClient {
             Ok(req)
         },
     );
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let handle = server::spawn(listener, Arc::new(router), ServerConfig::default());
-    let client = IpcClient::connect(handle.local_addr, "tester", PROTOCOL)
-        .await
-        .unwrap();
-    // The server stops with the test's runtime.
-    std::mem::forget(handle);
-    client
+    common::serve(router, PROTOCOL).await
 }
 
 /// The error a call got. Without an answer the call would wait forever, so a bound turns

@@ -465,24 +465,25 @@ async fn many_concurrent_calls_on_one_connection() {
     nn.shutdown().await;
 }
 
-#[tokio::test]
-async fn safe_mode_blocks_mutations_until_left() {
-    let nn = start(Config::default()).await;
-    // The NameNode's own user is the superuser; the test process is that user.
-    let admin = su_client(&nn).await;
-    let enter = SetSafeModeRequestProto {
-        action: SafeModeActionProto::SafemodeEnter as i32,
+/// Sends setSafeMode with `action` and returns whether safe mode is on afterwards.
+async fn safe_mode(admin: &IpcClient, action: SafeModeActionProto) -> bool {
+    let req = SetSafeModeRequestProto {
+        action: action as i32,
         checked: None,
     };
-    let r: SetSafeModeResponseProto = admin.call("setSafeMode", &enter).await.unwrap();
-    assert!(r.result);
+    let r: SetSafeModeResponseProto = admin.call("setSafeMode", &req).await.unwrap();
+    r.result
+}
+
+/// A mkdirs that safe mode must refuse; returns the refusal.
+async fn mkdirs_refused_in_safe_mode(c: &IpcClient, path: &str) -> ClientError {
     let mk = MkdirsRequestProto {
-        src: "/sm".into(),
+        src: path.into(),
         masked: FsPermissionProto { perm: 0o755 },
         create_parent: true,
         unmasked: None,
     };
-    let e = admin
+    let e = c
         .call::<_, MkdirsResponseProto>("mkdirs", &mk)
         .await
         .unwrap_err();
@@ -490,6 +491,16 @@ async fn safe_mode_blocks_mutations_until_left() {
         e.class(),
         Some("org.apache.hadoop.hdfs.server.namenode.SafeModeException")
     );
+    e
+}
+
+#[tokio::test]
+async fn safe_mode_blocks_mutations_until_left() {
+    let nn = start(Config::default()).await;
+    // The NameNode's own user is the superuser; the test process is that user.
+    let admin = su_client(&nn).await;
+    assert!(safe_mode(&admin, SafeModeActionProto::SafemodeEnter).await);
+    mkdirs_refused_in_safe_mode(&admin, "/sm").await;
     // Reads still work, and a non-superuser cannot leave safe mode.
     still_serving(nn.addr).await;
     let other = client(nn.addr).await;
@@ -505,8 +516,13 @@ async fn safe_mode_blocks_mutations_until_left() {
         e.class(),
         Some("org.apache.hadoop.security.AccessControlException")
     );
-    let r: SetSafeModeResponseProto = admin.call("setSafeMode", &leave).await.unwrap();
-    assert!(!r.result);
+    assert!(!safe_mode(&admin, SafeModeActionProto::SafemodeLeave).await);
+    let mk = MkdirsRequestProto {
+        src: "/sm".into(),
+        masked: FsPermissionProto { perm: 0o755 },
+        create_parent: true,
+        unmasked: None,
+    };
     let r: MkdirsResponseProto = admin.call("mkdirs", &mk).await.unwrap();
     assert!(r.result);
     nn.shutdown().await;
@@ -514,13 +530,8 @@ async fn safe_mode_blocks_mutations_until_left() {
 
 /// Asks for the safe-mode state until it is `want`, for at most ten seconds.
 async fn await_safe_mode(admin: &IpcClient, want: bool) {
-    let get = SetSafeModeRequestProto {
-        action: SafeModeActionProto::SafemodeGet as i32,
-        checked: None,
-    };
     for _ in 0..200 {
-        let r: SetSafeModeResponseProto = admin.call("setSafeMode", &get).await.unwrap();
-        if r.result == want {
+        if safe_mode(admin, SafeModeActionProto::SafemodeGet).await == want {
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -543,29 +554,11 @@ async fn low_journal_space_enters_safe_mode_until_space_is_freed() {
     .await;
     let admin = su_client(&nn).await;
     await_safe_mode(&admin, true).await;
-    let mk = MkdirsRequestProto {
-        src: "/full".into(),
-        masked: FsPermissionProto { perm: 0o755 },
-        create_parent: true,
-        unmasked: None,
-    };
-    let e = admin
-        .call::<_, MkdirsResponseProto>("mkdirs", &mk)
-        .await
-        .unwrap_err();
-    assert_eq!(
-        e.class(),
-        Some("org.apache.hadoop.hdfs.server.namenode.SafeModeException")
-    );
+    let e = mkdirs_refused_in_safe_mode(&admin, "/full").await;
     assert!(e.to_string().contains("Resources are low"), "{e}");
     still_serving(nn.addr).await;
 
-    let leave = SetSafeModeRequestProto {
-        action: SafeModeActionProto::SafemodeLeave as i32,
-        checked: None,
-    };
-    let r: SetSafeModeResponseProto = admin.call("setSafeMode", &leave).await.unwrap();
-    assert!(!r.result);
+    assert!(!safe_mode(&admin, SafeModeActionProto::SafemodeLeave).await);
     await_safe_mode(&admin, true).await;
     nn.shutdown().await;
 }
