@@ -352,9 +352,14 @@ async fn datanode_monitor(nn: Arc<NnState>, cancel: CancellationToken) {
 async fn resource_monitor(nn: Arc<NnState>, cancel: CancellationToken) {
     let every = Duration::from_millis(nn.cfg.resource_check_interval_ms);
     loop {
-        // statvfs may block on a hung NFS mount: keep it off the runtime's workers.
+        // statvfs may block on a hung NFS mount: keep it off the runtime's workers, and
+        // do not let it hold up shutdown.
         let n = nn.clone();
-        let _ = tokio::task::spawn_blocking(move || n.check_resources()).await;
+        let check = tokio::task::spawn_blocking(move || n.check_resources());
+        tokio::select! {
+            _ = check => {}
+            _ = cancel.cancelled() => return,
+        }
         tokio::select! {
             _ = tokio::time::sleep(every) => {}
             _ = cancel.cancelled() => return,
