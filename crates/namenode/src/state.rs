@@ -49,6 +49,11 @@ pub struct StartupReport {
 
 pub struct NnState {
     pub ns: RwLock<Namespace>,
+    /// Mutations take turns here before they take `ns` for writing. Waiting on this is a
+    /// suspended task, where waiting on `ns` would be a parked runtime worker: with two
+    /// workers both committing, one slept in the lock most of the time (in-process
+    /// creates ran 40% faster on a single worker).
+    writers: tokio::sync::Mutex<()>,
     pub leases: Mutex<Leases>,
     pub cfg: Config,
     /// The user that started the NameNode.
@@ -114,6 +119,7 @@ impl NnState {
         NnState {
             last_image_txid: AtomicU64::new(storage.startup.image_txid),
             ns: RwLock::new(storage.ns),
+            writers: tokio::sync::Mutex::new(()),
             leases: Mutex::new(leases),
             cfg,
             superuser,
@@ -286,6 +292,7 @@ impl NnState {
         after: impl FnOnce(&Namespace, T, Option<Slot>) -> R,
     ) -> Result<R, FsError> {
         let (out, wait_for) = {
+            let _turn = self.writers.lock().await;
             let now = now_ms();
             let mut ns = self.ns.write();
             let (out, planned) = plan(&ns)?;
