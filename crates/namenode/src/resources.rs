@@ -16,9 +16,9 @@ pub type Space = Result<u64, String>;
 /// Whether the journal can go on: at least one directory has `reserved` bytes free. Every
 /// record goes to every directory in service, and one that fills is taken out, so one
 /// with room is enough (HDFS's default of one redundant volume).
-pub fn has_room(spaces: &[Space], reserved: u64) -> bool {
+pub fn has_room<'a>(spaces: impl IntoIterator<Item = &'a Space>, reserved: u64) -> bool {
     spaces
-        .iter()
+        .into_iter()
         .any(|s| matches!(s, Ok(free) if *free >= reserved))
 }
 

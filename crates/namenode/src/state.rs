@@ -177,11 +177,10 @@ impl NnState {
     }
 
     /// Enters safe mode when no journal directory in service keeps the reserved free
-    /// space; never leaves it by itself (HDFS's resource monitor). Returns whether space
-    /// is short.
-    pub fn check_resources(&self) -> bool {
+    /// space; never leaves it by itself (HDFS's resource monitor).
+    pub fn check_resources(&self) {
         let Some(j) = &self.journal else {
-            return false;
+            return;
         };
         let reserved = self.cfg.resource_reserved_bytes;
         let dirs: Vec<_> = j
@@ -191,9 +190,8 @@ impl NnState {
             .filter(|d| d.failed.is_none())
             .map(|d| (crate::resources::available(&d.path), d.path))
             .collect();
-        let spaces: Vec<_> = dirs.iter().map(|(s, _)| s.clone()).collect();
-        if crate::resources::has_room(&spaces, reserved) {
-            return false;
+        if crate::resources::has_room(dirs.iter().map(|(s, _)| s), reserved) {
+            return;
         }
         if !self.resources_low.swap(true, Ordering::SeqCst) {
             for (space, dir) in &dirs {
@@ -208,7 +206,6 @@ impl NnState {
             }
             error!("NameNode low on available disk space: entering safe mode");
         }
-        true
     }
 
     /// Why mutations are refused right now, in HDFS's words.
