@@ -60,13 +60,13 @@ impl Leases {
     }
 
     /// Keeps the lease table in step with a namespace operation that was just applied.
-    /// `closed` are the open files the operation closed, deleted or replaced, with their
-    /// holders.
-    pub fn on_op(&mut self, op: &Op, closed: &[(u64, String)], now_ms: i64) {
+    /// `closed` names the holder of each open file the operation closed, deleted or
+    /// replaced.
+    pub fn on_op<'a>(&mut self, op: &Op, closed: impl IntoIterator<Item = &'a str>, now_ms: i64) {
         if let Op::Create { client_name, .. } = op {
             self.add(client_name, now_ms);
         }
-        for (_, holder) in closed {
+        for holder in closed {
             self.remove_file(holder);
         }
     }
@@ -137,11 +137,11 @@ mod tests {
             client_machine: "m".into(),
         };
         let mut l = Leases::default();
-        l.on_op(&create(1, "c1"), &[], 0);
-        l.on_op(&create(2, "c1"), &[], 0);
+        l.on_op(&create(1, "c1"), [], 0);
+        l.on_op(&create(2, "c1"), [], 0);
         assert_eq!(l.open_files_of("c1"), 2);
         // Overwriting file 2 as another client: the new file is c2's, the old one's lease ends.
-        l.on_op(&create(3, "c2"), &[(2, "c1".to_string())], 0);
+        l.on_op(&create(3, "c2"), ["c1"], 0);
         assert_eq!(l.open_files_of("c1"), 1);
         assert_eq!(l.open_files_of("c2"), 1);
         let close = Op::Close {
@@ -149,7 +149,7 @@ mod tests {
             mtime: 1,
             len: 0,
         };
-        l.on_op(&close, &[(1, "c1".to_string())], 1);
+        l.on_op(&close, ["c1"], 1);
         assert_eq!(l.holder_count(), 1, "c1 holds nothing and is forgotten");
         assert!(!l.renew("c1", 2));
         assert!(l.renew("c2", 2));

@@ -298,7 +298,7 @@ async fn lease_monitor(nn: Arc<NnState>, cancel: CancellationToken) {
         let mut files: HashMap<String, Vec<u64>> =
             expired.iter().map(|h| (h.clone(), Vec::new())).collect();
         for (id, holder) in nn.ns.read().open_files() {
-            if let Some(ids) = files.get_mut(&holder) {
+            if let Some(ids) = files.get_mut(holder) {
                 ids.push(id);
             }
         }

@@ -25,7 +25,7 @@ use crate::identity::Identity;
 use crate::journal::{recover, Journal};
 use crate::leases::Leases;
 use crate::namespace::inode::Slot;
-use crate::namespace::{Caller, Namespace, Op, Planned};
+use crate::namespace::{Applied, Caller, Namespace, Op, Planned};
 use crate::summary::follow::SummaryService;
 use crate::summary::Summary;
 use crate::tokens::BlockTokens;
@@ -109,7 +109,7 @@ impl NnState {
         // As HDFS: a NameNode that knows of blocks waits in safe mode for their reports.
         let startup_safe = storage.ns.block_count() > 0;
         for (_, holder) in storage.ns.open_files() {
-            leases.add(&holder, now);
+            leases.add(holder, now);
         }
         let tokens = BlockTokens::new(cfg.block_tokens, cfg.block_key_times);
         let summary_dir = crate::server::summary_dir(&storage.name_dirs);
@@ -330,35 +330,23 @@ impl NnState {
     /// Applies planned records in order, keeping leases and blocks in step; stops at the
     /// first that fails.
     fn apply_all(&self, ns: &mut Namespace, planned: &Planned, now: i64) -> Applied {
-        let mut created = None;
-        for (i, op) in planned.ops.iter().enumerate() {
-            let fx = match ns.apply_at(op, planned.at_of(i, created)) {
-                Ok(fx) => fx,
-                Err(e) => {
-                    // A planned record that does not apply is a bug; refuse loudly, keep serving.
-                    error!(?op, error = %e, "planned operation failed to apply");
-                    let err = FsError::Io(format!("internal error applying {op:?}: {e}"));
-                    return Applied {
-                        count: i,
-                        created,
-                        failed: Some(err),
-                    };
-                }
-            };
-            created = fx.created;
-            self.leases.lock().on_op(op, &fx.closed_files, now);
+        let mut applied = ns.apply_planned(planned, |op, fx| {
+            let closed = fx.closed_files.iter().map(|(_, holder)| holder.as_str());
+            self.leases.lock().on_op(op, closed, now);
             if !fx.removed_blocks.is_empty() {
                 self.blocks.lock().blocks_removed(&fx.removed_blocks);
             }
             if matches!(op, Op::SetReplication { .. }) {
                 self.blocks.lock().needs_scan = true;
             }
+        });
+        if let Some(e) = applied.failed.take() {
+            // A planned record that does not apply is a bug; refuse loudly, keep serving.
+            let op = &planned.ops[applied.count];
+            error!(?op, error = %e, "planned operation failed to apply");
+            applied.failed = Some(FsError::Io(format!("internal error applying {op:?}: {e}")));
         }
-        Applied {
-            count: planned.ops.len(),
-            created,
-            failed: None,
-        }
+        applied
     }
 
     /// Writes a checkpoint image of the current namespace to every name directory, prunes
@@ -538,16 +526,6 @@ impl Service for NnState {
     fn durability(&self) -> Option<&dyn Durability> {
         self.journal.as_ref().map(|j| j as &dyn Durability)
     }
-}
-
-/// How far a plan's records got under the lock.
-struct Applied {
-    /// Records applied (all of them unless one failed).
-    count: usize,
-    /// The inode the last applied record created: a create's new file.
-    created: Option<Slot>,
-    /// The record that failed to apply: a bug, answered as an internal error.
-    failed: Option<FsError>,
 }
 
 /// Aborts the process if dropped by a panic's unwinding; an ordinary drop (the section

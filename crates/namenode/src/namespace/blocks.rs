@@ -239,9 +239,8 @@ mod tests {
 
     fn add(ns: &mut Namespace, prev: Option<Previous>) -> NewBlock {
         let (nb, planned) = ns.plan_add_block("/f", "c", 0, prev).unwrap();
-        for (i, op) in planned.ops.iter().enumerate() {
-            ns.apply_at(op, planned.at_of(i, None)).unwrap();
-        }
+        let applied = ns.apply_planned(&planned, |_, _| {});
+        assert!(applied.failed.is_none(), "{applied:?}");
         nb
     }
 

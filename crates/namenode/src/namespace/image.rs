@@ -453,7 +453,7 @@ mod tests {
             (back.file_count(), back.dir_count(), back.next_inode_id()),
             (ns.file_count(), ns.dir_count(), ns.next_inode_id())
         );
-        assert_eq!(back.open_files().len(), 1);
+        assert_eq!(back.open_files().count(), 1);
         assert_eq!(back.block_count(), 3);
         assert_eq!(back.next_block(), ns.next_block());
         let g = back.existing("/a/b/g").unwrap();

@@ -45,6 +45,17 @@ pub struct Effects {
     pub created: Option<Slot>,
 }
 
+/// How far [`Namespace::apply_planned`] got.
+#[derive(Debug)]
+pub struct Applied {
+    /// Records applied: all of them unless one failed.
+    pub count: usize,
+    /// The inode the last applied record created: a create's new file.
+    pub created: Option<Slot>,
+    /// Why the record after the applied ones did not apply.
+    pub failed: Option<FsError>,
+}
+
 /// Java's first allocated block id (ids up to 2^30 are reserved) and generation stamp.
 pub const FIRST_BLOCK_ID: u64 = (1 << 30) + 1;
 pub const FIRST_GENERATION_STAMP: u64 = 1001;
@@ -209,6 +220,36 @@ impl Namespace {
     /// the journal; an error here means the record does not fit this tree.
     pub fn apply(&mut self, op: &Op) -> Result<Effects, FsError> {
         self.apply_at(op, At::default())
+    }
+
+    /// Applies a plan's records in order, each where its plan found it, calling `each` after
+    /// every record that applied; stops at the first that does not.
+    pub fn apply_planned(
+        &mut self,
+        planned: &Planned,
+        mut each: impl FnMut(&Op, &Effects),
+    ) -> Applied {
+        let mut created = None;
+        for (i, op) in planned.ops.iter().enumerate() {
+            match self.apply_at(op, planned.at_of(i, created)) {
+                Ok(fx) => {
+                    created = fx.created;
+                    each(op, &fx);
+                }
+                Err(e) => {
+                    return Applied {
+                        count: i,
+                        created,
+                        failed: Some(e),
+                    }
+                }
+            }
+        }
+        Applied {
+            count: planned.ops.len(),
+            created,
+            failed: None,
+        }
     }
 
     /// [`apply`](Self::apply) where the record's plan has just found the inodes it touches:
@@ -659,14 +700,11 @@ impl Namespace {
 
     /// Every file open for write, with its lease holder (to rebuild leases after a restart,
     /// and to find the files of holders whose leases expired).
-    pub fn open_files(&self) -> Vec<(u64, String)> {
-        self.open_files
-            .iter()
-            .filter_map(|(&id, &slot)| {
-                let uc = self.arena.get(slot).file()?.uc()?;
-                Some((id, uc.client_name.clone()))
-            })
-            .collect()
+    pub fn open_files(&self) -> impl Iterator<Item = (u64, &str)> + '_ {
+        self.open_files.iter().filter_map(|(&id, &slot)| {
+            let uc = self.arena.get(slot).file()?.uc()?;
+            Some((id, uc.client_name.as_str()))
+        })
     }
 
     /// Bytes held by the name buffer (for memory reports).

@@ -36,12 +36,9 @@ impl Harness {
     /// (which debug builds check against a walk), then the journal replays them by path.
     fn commit(&mut self, planned: impl Into<Planned>) {
         let planned = planned.into();
-        let mut created = None;
-        for (i, op) in planned.ops.iter().enumerate() {
-            let fx = self.ns.apply_at(op, planned.at_of(i, created));
-            created = fx.expect("planned op applies").created;
-            self.log.push(op.clone());
-        }
+        let applied = self.ns.apply_planned(&planned, |_, _| {});
+        assert!(applied.failed.is_none(), "planned op applies: {applied:?}");
+        self.log.extend(planned.ops);
         self.now += 1;
     }
 
