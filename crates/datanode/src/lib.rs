@@ -107,6 +107,10 @@ impl DnConfig {
                         .map_err(|_| format!("bad address {v:?} for {k}"))?
                 }
                 "dfs.data.transfer.max.packet.size" => self.xceiver.max_packet = num()? as usize,
+                "dfs.blocksize" => {
+                    self.xceiver.block_size = ferrite_ipc::conf::parse_size(v)
+                        .ok_or_else(|| format!("bad size {v:?} for {k}"))?
+                }
                 "ferrite.datanode.read.packet.bytes" => {
                     self.xceiver.read_packet_bytes = (num()? as usize).clamp(512, 8 << 20)
                 }

@@ -396,7 +396,7 @@ impl NnLink {
             .iter()
             .enumerate()
             .map(|(vi, v)| {
-                let (capacity, remaining) = if v.is_failed() { (0, 0) } else { v.space() };
+                let (capacity, remaining) = if v.is_failed() { (0, 0) } else { v.usable() };
                 let used = ds.used(vi);
                 StorageReportProto {
                     storage_uuid: v.storage_uuid.clone(),

@@ -178,6 +178,18 @@ async fn set_replication_adds_and_removes_copies() {
 /// Creates `path` and opens a WRITE_BLOCK for its first block on one DataNode, by hand,
 /// as a client named "raw" (so the test controls every packet).
 async fn raw_write(cluster: &Cluster, path: &str) -> (TcpStream, LocatedBlockProto) {
+    let (s, lb, resp) = raw_write_with(cluster, path, |_| {}).await;
+    assert_eq!(resp.status, Status::Success as i32);
+    (s, lb)
+}
+
+/// Creates `path` and sends its first block's WRITE_BLOCK, changed by `edit`, to the first
+/// DataNode chosen; returns the DataNode's answer to it.
+async fn raw_write_with(
+    cluster: &Cluster,
+    path: &str,
+    edit: impl FnOnce(&mut OpWriteBlockProto),
+) -> (TcpStream, LocatedBlockProto, BlockOpResponseProto) {
     let nn = ferrite_ipc::client::IpcClient::connect(
         cluster.url.trim_start_matches("hdfs://").parse().unwrap(),
         "root",
@@ -211,7 +223,7 @@ async fn raw_write(cluster: &Cluster, path: &str) -> (TcpStream, LocatedBlockPro
     let mut s = TcpStream::connect(format!("{}:{}", dn.id.ip_addr, dn.id.xfer_port))
         .await
         .unwrap();
-    let op = OpWriteBlockProto {
+    let mut op = OpWriteBlockProto {
         header: ClientOperationHeaderProto {
             base_header: BaseHeaderProto {
                 block: lb.b.clone(),
@@ -229,12 +241,12 @@ async fn raw_write(cluster: &Cluster, path: &str) -> (TcpStream, LocatedBlockPro
         },
         ..Default::default()
     };
+    edit(&mut op);
     write_op(&mut s, ferrite_transfer::op::WRITE_BLOCK, &op)
         .await
         .unwrap();
     let resp: BlockOpResponseProto = read_delimited(&mut s).await.unwrap();
-    assert_eq!(resp.status, Status::Success as i32);
-    (s, lb)
+    (s, lb, resp)
 }
 
 fn packet_bytes(seqno: i64, offset: u64, payload: &[u8], corrupt: bool, last: bool) -> Vec<u8> {
@@ -282,6 +294,20 @@ async fn bad_input_on_the_data_port() {
     assert_eq!(ack.reply, vec![Status::Success as i32]);
     drop(s);
     tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(cluster.block_files(lb.b.block_id).is_empty());
+
+    // A block bigger than any volume's free space is refused up front, with HDFS's
+    // "out of space" message, rather than failing partway through with ENOSPC.
+    let (_, lb, resp) = raw_write_with(&cluster, "/huge", |op| {
+        op.header.base_header.block.num_bytes = Some(1 << 60);
+    })
+    .await;
+    assert_eq!(resp.status, Status::Error as i32);
+    let msg = resp.message.unwrap_or_default();
+    assert!(
+        msg.contains("out of space") && msg.contains(&(1u64 << 60).to_string()),
+        "{msg}"
+    );
     assert!(cluster.block_files(lb.b.block_id).is_empty());
 
     // An unknown op code: an error response, then the connection closes.

@@ -14,6 +14,7 @@
 
 pub mod chunker;
 pub mod client;
+pub mod conf;
 pub mod durable;
 pub mod error;
 pub mod frame;

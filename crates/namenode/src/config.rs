@@ -7,6 +7,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use ferrite_ipc::conf::parse_size;
+
 #[derive(Clone, Debug)]
 pub struct Config {
     /// `dfs.blocksize`
@@ -217,20 +219,6 @@ pub fn retry_cache_capacity(heap_bytes: u64, percent: f64) -> usize {
     let bytes = heap_bytes as f64 * percent / 100.0;
     let exponent = ((bytes.log2() + 0.5).floor() as i64 - 3).clamp(0, 30);
     1usize << exponent
-}
-
-/// Parses `128m`, `1g`, `4096` (Hadoop's size suffixes k, m, g, t, p).
-pub fn parse_size(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let (num, mult) = match s.chars().last()?.to_ascii_lowercase() {
-        'k' => (&s[..s.len() - 1], 1u64 << 10),
-        'm' => (&s[..s.len() - 1], 1 << 20),
-        'g' => (&s[..s.len() - 1], 1 << 30),
-        't' => (&s[..s.len() - 1], 1 << 40),
-        'p' => (&s[..s.len() - 1], 1 << 50),
-        _ => (s, 1),
-    };
-    num.trim().parse::<u64>().ok()?.checked_mul(mult)
 }
 
 impl Config {
@@ -479,14 +467,6 @@ mod tests {
         assert_eq!(retry_cache_capacity(6 << 30, 0.0), 0);
         assert_eq!(retry_cache_capacity(1 << 40, 100.0), 1 << 30);
         assert_eq!(retry_cache_capacity(1, 0.03), 1);
-    }
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_size("128m"), Some(128 << 20));
-        assert_eq!(parse_size("16"), Some(16));
-        assert_eq!(parse_size("1G"), Some(1 << 30));
-        assert_eq!(parse_size("x"), None);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use ferrite_transfer::checksum::{meta_header, Checksum, META_HEADER_LEN};
 use parking_lot::Mutex;
 use tracing::{info, warn};
 
-pub use volume::{State, Volume};
+pub use volume::{SpaceHold, State, Volume};
 
 use crate::readserver::{ReadConfig, ReadServer};
 
@@ -35,8 +35,10 @@ pub enum StorageError {
     Exists(u64),
     #[error("replica blk_{0} not found")]
     NotFound(u64),
-    #[error("no volume can take a new block (all failed or full)")]
+    #[error("no volume can take a new block: every volume has failed")]
     NoVolume,
+    #[error("out of space: the volume with the most available space has {most} bytes, less than the block size of {need} bytes")]
+    NoSpace { need: u64, most: u64 },
     #[error("cannot recover blk_{id}: {why}")]
     Recovery { id: u64, why: String },
     #[error("volume {volume}: {source}")]
@@ -61,6 +63,8 @@ pub struct RbwFiles {
     pub volume: usize,
     data: File,
     meta: File,
+    /// The room on its volume the rest of the block is promised.
+    space: SpaceHold,
 }
 
 impl RbwFiles {
@@ -73,6 +77,7 @@ impl RbwFiles {
         let chunk = offset / c.bytes_per_checksum as u64;
         let at = META_HEADER_LEN as u64 + chunk * c.kind.size() as u64;
         self.meta.write_all_at(sums, at)?;
+        self.space.written(offset + data.len() as u64);
         Ok(())
     }
 
@@ -173,25 +178,39 @@ impl Dataset {
         }
     }
 
-    /// Picks a working volume with more than `need` bytes free, round-robin among those
-    /// (a full volume is skipped, so a new block fails here with `NoVolume`, not with
-    /// ENOSPC partway through).
-    fn pick_volume(&self, need: u64) -> Option<usize> {
+    /// Picks a working volume with more than `need` bytes available, round-robin among
+    /// those, and promises it `need` bytes. A full volume is skipped, so a new block fails
+    /// here, not with ENOSPC partway through.
+    fn pick_volume(&self, need: u64) -> Result<(usize, SpaceHold), StorageError> {
         let n = self.volumes.len();
         let start = self.next_volume.fetch_add(1, Ordering::Relaxed);
-        (0..n).map(|k| (start + k) % n).find(|&i| {
+        let mut most = None;
+        for i in (0..n).map(|k| (start + k) % n) {
             let v = &self.volumes[i];
-            !v.is_failed() && v.space().1 > need
-        })
+            if v.is_failed() {
+                continue;
+            }
+            if let Some(hold) = v.try_hold(need) {
+                return Ok((i, hold));
+            }
+            most = most.max(Some(v.usable().1));
+        }
+        match most {
+            Some(most) => Err(StorageError::NoSpace { need, most }),
+            None => Err(StorageError::NoVolume),
+        }
     }
 
-    /// Creates a new replica being written. An existing replica of the same block is an
-    /// error unless it is an unfinished leftover of an older generation, which is replaced.
+    /// Creates a new replica being written, on a volume with room for `block_size` bytes
+    /// (the DataNode's `dfs.blocksize`: HDFS's DataNodes do not know a file's own). An
+    /// existing replica of the same block is an error unless it is an unfinished leftover
+    /// of an older generation, which is replaced.
     pub fn create_rbw(
         &self,
         id: u64,
         gs: u64,
         checksum: &Checksum,
+        block_size: u64,
     ) -> Result<RbwFiles, StorageError> {
         if let Some(old) = self.get(id) {
             if old.state == State::Finalized || old.gs >= gs {
@@ -199,7 +218,7 @@ impl Dataset {
             }
             self.delete_files(&old);
         }
-        let vi = self.pick_volume(0).ok_or(StorageError::NoVolume)?;
+        let (vi, space) = self.pick_volume(block_size)?;
         let io_err = |source| StorageError::Io { volume: vi, source };
         let (dp, mp) = self.volumes[vi].rbw_paths(id, gs);
         let open = |p: &Path| {
@@ -227,6 +246,7 @@ impl Dataset {
             volume: vi,
             data,
             meta,
+            space,
         })
     }
 
@@ -239,6 +259,7 @@ impl Dataset {
         id: u64,
         new_gs: u64,
         acked: u64,
+        block_size: u64,
     ) -> Result<(Option<RbwFiles>, u64, Checksum), StorageError> {
         let old = self.get(id).ok_or(StorageError::NotFound(id))?;
         // The replica gets a new stamp (and maybe a shorter length): open handles of the old
@@ -289,6 +310,8 @@ impl Dataset {
             volume: vi,
             data,
             meta,
+            // The block stays where it is; it is promised the rest of a block.
+            space: v.hold(block_size.saturating_sub(acked)),
         };
         files.truncate(acked, &checksum).map_err(io_err)?;
         r.len = acked;
@@ -310,9 +333,10 @@ impl Dataset {
             volume,
             data,
             meta,
+            space,
         } = files;
         let io_err = |source| StorageError::Io { volume, source };
-        drop((data, meta));
+        drop((data, meta, space));
         let mut r = self.get(id).ok_or(StorageError::NotFound(id))?;
         let v = &self.volumes[volume];
         let (src_d, src_m) = v.rbw_paths(id, r.gs);
@@ -417,13 +441,16 @@ impl Dataset {
 mod tests {
     use super::*;
 
+    /// The room each test replica is promised.
+    const BLOCK: u64 = 1 << 20;
+
     #[test]
     fn write_finalize_find_after_restart_and_invalidate() {
         let d = tempfile::tempdir().unwrap();
         let dirs = vec![d.path().join("v1"), d.path().join("v2")];
         let (ds, uuid) = Dataset::open(&dirs, "BP-1", "C").unwrap();
         let c = Checksum::CRC32C_512;
-        let f = ds.create_rbw(10, 1001, &c).unwrap();
+        let f = ds.create_rbw(10, 1001, &c, BLOCK).unwrap();
         let data = vec![3u8; 600];
         let mut sums = Vec::new();
         c.compute_into(&data, &mut sums);
@@ -432,7 +459,7 @@ mod tests {
         f.write_at(0, &data, &sums, &c).unwrap();
         f.truncate(600, &c).unwrap();
         assert!(matches!(
-            ds.create_rbw(10, 1001, &c),
+            ds.create_rbw(10, 1001, &c, BLOCK),
             Err(StorageError::Exists(10))
         ));
         let r = ds.finalize(f, 600).unwrap();
@@ -441,7 +468,7 @@ mod tests {
         assert_eq!(fs::read(&dp).unwrap(), data);
         assert_eq!(fs::metadata(&mp).unwrap().len(), 7 + 8);
         // An unfinished replica stays apart and is found again after a restart.
-        let g = ds.create_rbw(11, 1002, &c).unwrap();
+        let g = ds.create_rbw(11, 1002, &c, BLOCK).unwrap();
         g.write_at(0, &data[..512], &sums[..4], &c).unwrap();
         drop(g);
         drop(ds);
@@ -451,7 +478,7 @@ mod tests {
         let p = ds.get(11).unwrap();
         assert_eq!((p.state, p.len), (State::Rbw, 512));
         // An older-generation leftover is replaced by a new writer.
-        assert!(ds.create_rbw(11, 1003, &c).is_ok());
+        assert!(ds.create_rbw(11, 1003, &c, BLOCK).is_ok());
         assert!(!ds.invalidate(10, 999));
         assert!(ds.invalidate(10, 1001));
         assert!(ds.get(10).is_none());
@@ -463,19 +490,22 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let (ds, _) = Dataset::open(&[d.path().join("v")], "BP-1", "C").unwrap();
         let c = Checksum::CRC32C_512;
-        let f = ds.create_rbw(7, 1001, &c).unwrap();
+        let f = ds.create_rbw(7, 1001, &c, BLOCK).unwrap();
         let data = vec![5u8; 1536];
         let mut sums = Vec::new();
         c.compute_into(&data, &mut sums);
         f.write_at(0, &data, &sums, &c).unwrap();
         ds.set_len(7, 1536);
         drop(f);
-        assert!(ds.recover(7, 1000, 0).is_err(), "an older stamp is refused");
         assert!(
-            ds.recover(7, 1002, 4096).is_err(),
+            ds.recover(7, 1000, 0, BLOCK).is_err(),
+            "an older stamp is refused"
+        );
+        assert!(
+            ds.recover(7, 1002, 4096, BLOCK).is_err(),
             "more acked than on disk"
         );
-        let (files, len, got) = ds.recover(7, 1002, 1024).unwrap();
+        let (files, len, got) = ds.recover(7, 1002, 1024, BLOCK).unwrap();
         assert_eq!((len, got), (1024, c));
         let r = ds.get(7).unwrap();
         assert_eq!((r.gs, r.len, r.state), (1002, 1024, State::Rbw));
@@ -487,7 +517,7 @@ mod tests {
         files.write_at(1024, &data[..512], &sums[..4], &c).unwrap();
         let r = ds.finalize(files, 1536).unwrap();
         // A finalized replica in close recovery only takes the new stamp.
-        let (none, len, _) = ds.recover(7, 1003, 0).unwrap();
+        let (none, len, _) = ds.recover(7, 1003, 0, BLOCK).unwrap();
         assert!(none.is_none());
         assert_eq!(len, 1536);
         assert_eq!(ds.get(7).unwrap().gs, 1003);
@@ -501,7 +531,7 @@ mod tests {
         let dirs = vec![d.path().join("v1")];
         let (ds, _) = Dataset::open(&dirs, "BP-1", "C").unwrap();
         let c = Checksum::CRC32C_512;
-        let f = ds.create_rbw(10, 1001, &c).unwrap();
+        let f = ds.create_rbw(10, 1001, &c, BLOCK).unwrap();
         ds.finalize(f, 0).unwrap();
         assert!(ds.check_volume(0).is_empty(), "a healthy volume stays");
         fs::remove_dir_all(&dirs[0]).unwrap();
@@ -509,8 +539,51 @@ mod tests {
         assert_eq!(ds.failed_volumes(), 1);
         assert!(ds.report()[0].2.is_empty());
         assert!(matches!(
-            ds.create_rbw(12, 1, &c),
+            ds.create_rbw(12, 1, &c, BLOCK),
             Err(StorageError::NoVolume)
         ));
+    }
+
+    #[test]
+    fn a_new_replica_needs_room_for_a_whole_block_and_holds_it_until_written() {
+        let d = tempfile::tempdir().unwrap();
+        let (ds, _) = Dataset::open(&[d.path().join("v")], "BP-1", "C").unwrap();
+        let c = Checksum::CRC32C_512;
+        let v = &ds.volumes[0];
+        let free = v.space().1;
+        let huge = free + (1 << 40);
+        match ds.create_rbw(1, 1001, &c, huge) {
+            Err(e @ StorageError::NoSpace { need, most }) => {
+                assert_eq!(need, huge);
+                assert!(most < huge);
+                assert!(e.to_string().contains("out of space"), "{e}");
+            }
+            other => panic!("a block larger than the disk: {:?}", other.map(|f| f.id)),
+        }
+        assert!(ds.get(1).is_none(), "nothing was created");
+        // Room for one block of this size, not two: the first writer's promise keeps the
+        // second off the volume.
+        let block = free / 2 + free / 8;
+        let f = ds.create_rbw(2, 1001, &c, block).unwrap();
+        assert_eq!(v.reserved(), block);
+        assert_eq!(v.usable().1, v.space().1.saturating_sub(block));
+        assert!(matches!(
+            ds.create_rbw(3, 1001, &c, block),
+            Err(StorageError::NoSpace { .. })
+        ));
+        assert_eq!(v.reserved(), block, "a refused writer holds nothing");
+        // Bytes on disk count in the file system's free space, so they are promised no more.
+        f.write_at(0, &[7u8; 512], &[0u8; 4], &c).unwrap();
+        assert_eq!(v.reserved(), block - 512);
+        ds.finalize(f, 512).unwrap();
+        assert_eq!(v.reserved(), 0, "a finished replica holds nothing");
+        // A writer that goes away gives its promise back too; so does a recovery's.
+        let g = ds.create_rbw(4, 1001, &c, block).unwrap();
+        drop(g);
+        assert_eq!(v.reserved(), 0);
+        let (h, _, _) = ds.recover(4, 1002, 0, block).unwrap();
+        assert_eq!(v.reserved(), block);
+        drop(h);
+        assert_eq!(v.reserved(), 0);
     }
 }

@@ -14,7 +14,8 @@
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 use ferrite_transfer::checksum::{parse_meta_header, META_HEADER_LEN};
 
@@ -39,6 +40,37 @@ pub struct Volume {
     pub storage_uuid: String,
     pool_dir: PathBuf,
     failed: AtomicBool,
+    /// Bytes promised to replicas being written and not yet on disk (HDFS's
+    /// `reservedForRbw`): without it, writers that start together all pick a volume with
+    /// room for only one of them, and fail with ENOSPC partway through their blocks.
+    reserved: Arc<AtomicU64>,
+}
+
+/// Space a replica being written holds on its volume: a whole block when it starts, less
+/// as its bytes land on disk (they then show in the file system's own free count), none
+/// once it is finalized or its writer goes away.
+#[derive(Debug)]
+pub struct SpaceHold {
+    reserved: Arc<AtomicU64>,
+    promised: u64,
+    held: AtomicU64,
+}
+
+impl SpaceHold {
+    /// The replica now has `len` bytes on disk.
+    pub fn written(&self, len: u64) {
+        let target = self.promised.saturating_sub(len);
+        let before = self.held.fetch_min(target, Ordering::Relaxed);
+        if before > target {
+            self.reserved.fetch_sub(before - target, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for SpaceHold {
+    fn drop(&mut self) {
+        self.written(u64::MAX);
+    }
 }
 
 /// What a volume's VERSION file records.
@@ -94,6 +126,7 @@ impl Volume {
                 storage_uuid: version.storage_uuid.clone(),
                 pool_dir,
                 failed: AtomicBool::new(false),
+                reserved: Arc::default(),
             },
             version,
         ))
@@ -142,6 +175,37 @@ impl Volume {
     /// (capacity, remaining) of the file system holding the volume.
     pub fn space(&self) -> (u64, u64) {
         fs_space(&self.root).unwrap_or((0, 0))
+    }
+
+    /// (capacity, available): the file system's remaining bytes less what replicas being
+    /// written are promised. What heartbeats report, so the NameNode places by it too.
+    pub fn usable(&self) -> (u64, u64) {
+        let (capacity, remaining) = self.space();
+        (capacity, remaining.saturating_sub(self.reserved()))
+    }
+
+    /// Bytes promised to replicas being written.
+    pub fn reserved(&self) -> u64 {
+        self.reserved.load(Ordering::Relaxed)
+    }
+
+    /// Promises `bytes` to a new replica if the volume has more than that available after
+    /// every earlier promise (HDFS's round-robin choosing rule).
+    pub fn try_hold(&self, bytes: u64) -> Option<SpaceHold> {
+        let hold = self.hold(bytes);
+        // Promised first, then checked: two writers racing for the last room both see at
+        // least one of the two promises, so they cannot both take it.
+        (self.space().1 > self.reserved()).then_some(hold)
+    }
+
+    /// Promises `bytes` unconditionally: a replica already on this volume that resumes.
+    pub fn hold(&self, bytes: u64) -> SpaceHold {
+        self.reserved.fetch_add(bytes, Ordering::Relaxed);
+        SpaceHold {
+            reserved: self.reserved.clone(),
+            promised: bytes,
+            held: AtomicU64::new(bytes),
+        }
     }
 
     /// Every replica on the volume. Unreadable or inconsistent entries are skipped with a

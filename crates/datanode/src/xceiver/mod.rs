@@ -34,6 +34,8 @@ pub struct XceiverConfig {
     /// Data bytes per read packet sent from the page cache
     /// (`ferrite.datanode.read.packet.bytes`; copied packets are at most 128 KiB).
     pub read_packet_bytes: usize,
+    /// `dfs.blocksize`: the room a new replica is promised on its volume.
+    pub block_size: u64,
 }
 
 impl Default for XceiverConfig {
@@ -45,6 +47,7 @@ impl Default for XceiverConfig {
             // Measured (BENCHMARKS.md): a client's per-packet costs dominate below ~1 MiB;
             // sendfile packets cost the server no memory however large.
             read_packet_bytes: 1 << 20,
+            block_size: 128 << 20,
         }
     }
 }
