@@ -69,15 +69,16 @@ pub async fn serve(
     let acked = from_client && !is_transfer;
     let ds = x.ds.clone();
     let id = blk.block_id;
-    // The room the replica is promised: its length when the sender knows it (a copy of a
-    // finished block), else a whole block of the configured size, as HDFS's DataNodes do.
+    // The room a new replica is promised: the block's length when the sender gives one (a
+    // copy), else a whole block of the configured size, as HDFS's DataNodes do. A replica
+    // resumed by recovery is promised the rest of a configured block.
     let promise = blk.num_bytes.filter(|&n| n > 0).unwrap_or(x.cfg.block_size);
     // A new replica, or (pipeline recovery) the one this node had, under the new stamp
     // and cut back to what every node acknowledged. `files` is None for a replica that
     // was already finalized (the failure came while closing).
     let opened = if recovering {
         let gs = op.latest_generation_stamp;
-        tokio::task::block_in_place(|| ds.recover(id, gs, op.min_bytes_rcvd, promise))
+        tokio::task::block_in_place(|| ds.recover(id, gs, op.min_bytes_rcvd, x.cfg.block_size))
             .map(|(f, len, c)| (f, len, c, gs))
     } else {
         match requested_checksum(&op) {
