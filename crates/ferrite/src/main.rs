@@ -67,10 +67,11 @@ fn main() -> anyhow::Result<()> {
     // One worker per core; blocking work (journal waits aside, mostly DataNode writes and
     // start-up scans) is capped, so the thread count stays fixed however many clients come.
     // DataNode reads use their own per-volume I/O threads instead.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .max_blocking_threads(64)
-        .build()?;
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = worker_threads()? {
+        rt.worker_threads(n);
+    }
+    let rt = rt.enable_all().max_blocking_threads(64).build()?;
     if server {
         memory::start_idle_trim();
     }
@@ -89,4 +90,43 @@ fn main() -> anyhow::Result<()> {
             Cmd::SummaryService(a) => summary_service::run(a).await,
         }
     })
+}
+
+/// `TOKIO_WORKER_THREADS`, checked here: tokio reads it too when no count is given, but
+/// answers a bad value with a panic.
+fn worker_threads() -> anyhow::Result<Option<usize>> {
+    parse_worker_threads(std::env::var_os("TOKIO_WORKER_THREADS").as_deref())
+}
+
+fn parse_worker_threads(v: Option<&std::ffi::OsStr>) -> anyhow::Result<Option<usize>> {
+    let Some(v) = v else { return Ok(None) };
+    match v.to_str().and_then(|s| s.trim().parse::<usize>().ok()) {
+        Some(n) if n >= 1 => Ok(Some(n)),
+        _ => anyhow::bail!(
+            "TOKIO_WORKER_THREADS must be a number of threads, at least 1 (got {v:?})"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_worker_threads;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn worker_thread_counts_are_checked() {
+        assert_eq!(parse_worker_threads(None).unwrap(), None);
+        assert_eq!(
+            parse_worker_threads(Some(OsStr::new("1"))).unwrap(),
+            Some(1)
+        );
+        assert_eq!(
+            parse_worker_threads(Some(OsStr::new(" 4 "))).unwrap(),
+            Some(4)
+        );
+        for bad in ["", "0", "two", "-1"] {
+            let e = parse_worker_threads(Some(OsStr::new(bad))).unwrap_err();
+            assert!(e.to_string().contains("at least 1"), "{bad:?}: {e}");
+        }
+    }
 }
