@@ -201,10 +201,11 @@ impl Dataset {
         }
     }
 
-    /// Creates a new replica being written, on a volume with room for `block_size` bytes
-    /// (the DataNode's `dfs.blocksize`: HDFS's DataNodes do not know a file's own). An
-    /// existing replica of the same block is an error unless it is an unfinished leftover
-    /// of an older generation, which is replaced.
+    /// Creates a new replica being written, on a volume with room for `block_size` bytes,
+    /// which the replica holds while it is written (the writer decides the figure: the
+    /// sender's length, else the configured block size, since a DataNode is not told a
+    /// file's own). An existing replica of the same block is an error unless it is an
+    /// unfinished leftover of an older generation, which is replaced.
     pub fn create_rbw(
         &self,
         id: u64,
