@@ -429,12 +429,7 @@ async fn many_concurrent_calls_on_one_connection() {
     for i in 0..300 {
         let c = c.clone();
         tasks.push(tokio::spawn(async move {
-            let req = MkdirsRequestProto {
-                src: format!("/conc/d{i}"),
-                masked: FsPermissionProto { perm: 0o755 },
-                create_parent: true,
-                unmasked: None,
-            };
+            let req = mkdirs_req(&format!("/conc/d{i}"));
             let r: MkdirsResponseProto = c.call("mkdirs", &req).await?;
             let st: GetFileInfoResponseProto = c
                 .call(
@@ -475,16 +470,20 @@ async fn safe_mode(admin: &IpcClient, action: SafeModeActionProto) -> bool {
     r.result
 }
 
-/// A mkdirs that safe mode must refuse; returns the refusal.
-async fn mkdirs_refused_in_safe_mode(c: &IpcClient, path: &str) -> ClientError {
-    let mk = MkdirsRequestProto {
+/// `mkdir -p path`, mode 755.
+fn mkdirs_req(path: &str) -> MkdirsRequestProto {
+    MkdirsRequestProto {
         src: path.into(),
         masked: FsPermissionProto { perm: 0o755 },
         create_parent: true,
         unmasked: None,
-    };
+    }
+}
+
+/// A mkdirs that safe mode must refuse; returns the refusal.
+async fn mkdirs_refused_in_safe_mode(c: &IpcClient, path: &str) -> ClientError {
     let e = c
-        .call::<_, MkdirsResponseProto>("mkdirs", &mk)
+        .call::<_, MkdirsResponseProto>("mkdirs", &mkdirs_req(path))
         .await
         .unwrap_err();
     assert_eq!(
@@ -517,13 +516,7 @@ async fn safe_mode_blocks_mutations_until_left() {
         Some("org.apache.hadoop.security.AccessControlException")
     );
     assert!(!safe_mode(&admin, SafeModeActionProto::SafemodeLeave).await);
-    let mk = MkdirsRequestProto {
-        src: "/sm".into(),
-        masked: FsPermissionProto { perm: 0o755 },
-        create_parent: true,
-        unmasked: None,
-    };
-    let r: MkdirsResponseProto = admin.call("mkdirs", &mk).await.unwrap();
+    let r: MkdirsResponseProto = admin.call("mkdirs", &mkdirs_req("/sm")).await.unwrap();
     assert!(r.result);
     nn.shutdown().await;
 }
@@ -543,7 +536,7 @@ async fn await_safe_mode(admin: &IpcClient, want: bool) {
 /// disk has), the NameNode enters safe mode by itself: mutations get a SafeModeException
 /// that says why, reads go on, and leaving by hand lasts only until the next check.
 #[tokio::test]
-async fn low_journal_space_enters_safe_mode_until_space_is_freed() {
+async fn low_journal_space_enters_safe_mode_and_again_after_a_leave_while_short() {
     let dir = tempfile::tempdir().unwrap();
     let nn = start(Config {
         name_dirs: vec![dir.path().join("name")],
