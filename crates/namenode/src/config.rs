@@ -150,7 +150,7 @@ impl Default for Config {
             journal_segment_txns: 1_000_000,
             journal_prealloc_bytes: 4 << 20,
             journal_tail_bytes: 4 << 20,
-            journal_group_delay_us: 100,
+            journal_group_delay_us: 1_000,
             summary_enabled: true,
             summary_checkpoint_txns: 1_000_000,
             summary_checkpoint_period_sec: 600,

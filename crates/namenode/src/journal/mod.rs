@@ -358,7 +358,7 @@ fn syncer(
             // release may be back before the syncer looks again, and count towards it.
             if commits >= 2 && !cfg.group_delay.is_zero() {
                 let mut p = shared.pending.lock();
-                p.wake_at = p.commits + commits;
+                p.wake_at = (p.commits + commits).min(GATHER_MAX);
             }
             shared.waiters.publish(synced, &mut woken);
             // Followers get a copy in the tail's shared chunks: handing them `spare` itself
@@ -398,12 +398,21 @@ fn syncer(
     }
 }
 
+/// The most operations a sync waits for. Past a few dozen, a sync's fixed cost (on this
+/// VM about 100 µs of CPU: the write, the fdatasync's virtio kick and interrupt, the
+/// wake-ups) is spread thin, and waiting for more only makes more clients wait on one
+/// sync together. Waiting for every client it answered, a long delay put all of a busy
+/// in-process NameNode's 256 clients in one batch, and the writers ran out of work while
+/// it synced (BENCHMARKS.md, "Group-commit gather").
+pub(crate) const GATHER_MAX: usize = 32;
+
 /// Under concurrent load the syncer would start a sync the moment one record is waiting,
 /// and a sync costs about as much CPU as a dozen creates (write, fdatasync, the completion
 /// interrupt, the wake-ups). So when the last sync carried `n` operations, it sets
-/// `wake_at` to what was pending when it answered them plus `n`, and here waits until that
-/// many are pending (the clients it answered are back with their next one) or `delay` has
-/// passed, whichever is first. A lone client (one operation a sync) never waits.
+/// `wake_at` to what was pending when it answered them plus `n` (at most [`GATHER_MAX`]),
+/// and here waits until that many are pending (the clients it answered are back with
+/// their next one) or `delay` has passed, whichever is first. A lone client (one operation
+/// a sync) never waits.
 /// Operations, not records: a `mkdir -p` of three directories is one client.
 ///
 /// `wake_at` must be set before the answers go out. Set here, it double-counted the

@@ -29,55 +29,111 @@ fn mkdir(n: usize) -> Op {
     }
 }
 
-/// Closed-loop clients (commit, wait for the sync, commit again) all come back for the
-/// next sync, so with a delay far longer than any round trip no sync should wait it out.
-/// The syncer used to count the cohort after answering it: clients already back were
-/// counted twice, the target was out of reach, and nearly every sync waited the full
-/// delay. Stops at the first such wait rather than sitting through them.
+/// `n` closed-loop clients (commit, wait for the sync, commit again), client `c` until
+/// `stops[c]` is set, counting their rounds.
+fn closed_loop(
+    journal: &Arc<Journal>,
+    stops: &[Arc<AtomicBool>],
+    rounds: &Arc<AtomicUsize>,
+) -> Vec<std::thread::JoinHandle<()>> {
+    let n = stops.len();
+    (0..n)
+        .map(|c| {
+            let (journal, stop, rounds) = (journal.clone(), stops[c].clone(), rounds.clone());
+            std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .build()
+                    .unwrap();
+                let mut i = c;
+                while !stop.load(Ordering::Relaxed) {
+                    let txid = journal.append_all(&[mkdir(i)]);
+                    if rt.block_on(journal.wait_synced(txid)).is_err() {
+                        break; // closed under us at the end
+                    }
+                    rounds.fetch_add(1, Ordering::Relaxed);
+                    i += n;
+                }
+            })
+        })
+        .collect()
+}
+
+/// Waits until the clients have made `target` rounds in all, or a sync waited out the
+/// group delay (rather than sitting through more of them).
+fn run_until(journal: &Journal, rounds: &AtomicUsize, target: usize) {
+    let m = journal.metrics();
+    while rounds.load(Ordering::Relaxed) < target
+        && m.gathers_timed_out.load(Ordering::Relaxed) == 0
+    {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Stops every client, closes the journal (which ends a gather at once, so clients that
+/// stopped do not leave one waiting) and returns (syncs, gathers that timed out).
+fn finish(
+    journal: &Journal,
+    stops: &[Arc<AtomicBool>],
+    clients: Vec<std::thread::JoinHandle<()>>,
+) -> (u64, u64) {
+    for s in stops {
+        s.store(true, Ordering::Relaxed);
+    }
+    journal.close();
+    for c in clients {
+        c.join().unwrap();
+    }
+    let m = journal.metrics();
+    let syncs = m.syncs.load(Ordering::Relaxed);
+    assert!(
+        m.txns_synced.load(Ordering::Relaxed) > syncs,
+        "syncs carried more than one operation each: {syncs} syncs"
+    );
+    (syncs, m.gathers_timed_out.load(Ordering::Relaxed))
+}
+
+/// Closed-loop clients all come back for the next sync, so with a delay far longer than
+/// any round trip no sync should wait it out. The syncer used to count the cohort after
+/// answering it: clients already back were counted twice, the target was out of reach, and
+/// nearly every sync waited the full delay.
 #[test]
 fn a_closed_loop_of_clients_never_waits_out_the_group_delay() {
     let dir = tempfile::tempdir().unwrap();
     let journal =
         Arc::new(Journal::start(config(dir.path(), Duration::from_secs(5)), 0, |_| {}).unwrap());
-    let stop = Arc::new(AtomicBool::new(false));
+    let stops: Vec<_> = (0..4).map(|_| Arc::new(AtomicBool::new(false))).collect();
     let rounds = Arc::new(AtomicUsize::new(0));
-    let clients: Vec<_> = (0..4)
-        .map(|c| {
-            let (journal, stop, rounds) = (journal.clone(), stop.clone(), rounds.clone());
-            std::thread::spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .build()
-                    .unwrap();
-                let mut n = c;
-                while !stop.load(Ordering::Relaxed) {
-                    let txid = journal.append_all(&[mkdir(n)]);
-                    if rt.block_on(journal.wait_synced(txid)).is_err() {
-                        break; // closed under us at the end
-                    }
-                    rounds.fetch_add(1, Ordering::Relaxed);
-                    n += 4;
-                }
-            })
-        })
-        .collect();
-    let m = journal.metrics();
-    while rounds.load(Ordering::Relaxed) < 400 && m.gathers_timed_out.load(Ordering::Relaxed) == 0 {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    stop.store(true, Ordering::Relaxed);
-    // Closing ends a gather at once, so clients that stopped do not leave one waiting.
-    journal.close();
-    for c in clients {
-        c.join().unwrap();
-    }
-    let syncs = m.syncs.load(Ordering::Relaxed);
+    let clients = closed_loop(&journal, &stops, &rounds);
+    run_until(&journal, &rounds, 400);
+    let (syncs, timed_out) = finish(&journal, &stops, clients);
     assert_eq!(
-        m.gathers_timed_out.load(Ordering::Relaxed),
-        0,
+        timed_out, 0,
         "a sync waited out the delay for clients that were back ({syncs} syncs)"
     );
-    assert!(
-        m.txns_synced.load(Ordering::Relaxed) > syncs,
-        "syncs carried more than one operation each: {syncs} syncs"
+}
+
+/// A sync waits for at most `GATHER_MAX` operations, however many clients it answered: so
+/// when some of a large cohort stop, the ones left (still more than `GATHER_MAX`) never
+/// leave a sync waiting for the missing. Waiting for the whole cohort, a sync would wait
+/// out the delay as soon as one client had stopped.
+#[test]
+fn a_sync_waits_for_no_more_than_gather_max_operations() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal =
+        Arc::new(Journal::start(config(dir.path(), Duration::from_secs(5)), 0, |_| {}).unwrap());
+    let n = super::GATHER_MAX + 16;
+    let stops: Vec<_> = (0..n).map(|_| Arc::new(AtomicBool::new(false))).collect();
+    let rounds = Arc::new(AtomicUsize::new(0));
+    let clients = closed_loop(&journal, &stops, &rounds);
+    run_until(&journal, &rounds, 10 * n);
+    for s in &stops[super::GATHER_MAX + 4..] {
+        s.store(true, Ordering::Relaxed);
+    }
+    let now = rounds.load(Ordering::Relaxed);
+    run_until(&journal, &rounds, now + 10 * n);
+    let (syncs, timed_out) = finish(&journal, &stops, clients);
+    assert_eq!(
+        timed_out, 0,
+        "a sync waited for clients that had stopped ({syncs} syncs)"
     );
 }
