@@ -14,7 +14,7 @@ use ferrite_proto::hdfs::*;
 use crate::error::FsError;
 use crate::namespace::plan::CreateArgs;
 use crate::namespace::query::ContentSummary;
-use crate::namespace::query::FileStatus;
+use crate::namespace::query::{created_status, FileStatus};
 use crate::namespace::{Caller, Planned};
 use crate::rpc_blocks as rb;
 use crate::state::NnState;
@@ -423,11 +423,16 @@ pub async fn create(nn: Nn, ctx: CallCtx, req: CreateRequestProto) -> Res<Create
         block_size: req.block_size,
     };
     let now = crate::state::now_ms();
-    // The answer is the new file's status: its slot comes back from applying the create.
+    // The answer is the new file's status, which its create record holds.
     let fs = nn
         .commit_then(
             |ns| Ok(((), ns.plan_create(&caller, &args, now)?)),
-            |ns, (), created| created.map(|slot| status_proto(&ns.status(slot, false))),
+            |(), ops| {
+                ops.iter()
+                    .rev()
+                    .find_map(created_status)
+                    .map(|st| status_proto(&st))
+            },
         )
         .await?;
     Ok(CreateResponseProto { fs })

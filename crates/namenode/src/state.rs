@@ -24,7 +24,6 @@ use crate::groups::GroupMapping;
 use crate::identity::Identity;
 use crate::journal::{recover, Journal};
 use crate::leases::Leases;
-use crate::namespace::inode::Slot;
 use crate::namespace::{Applied, Caller, Namespace, Op, Planned};
 use crate::summary::follow::SummaryService;
 use crate::summary::Summary;
@@ -277,18 +276,19 @@ impl NnState {
         &self,
         plan: impl FnOnce(&Namespace) -> Result<(T, P), FsError>,
     ) -> Result<T, FsError> {
-        self.commit_then(plan, |_, out, _| out).await
+        self.commit_then(plan, |out, _| out).await
     }
 
-    /// [`commit`](Self::commit), then `after` reads the result under the same lock, given
-    /// the inode the last record created (create answers with the new file's status
-    /// without looking for it).
+    /// [`commit`](Self::commit), then `after` makes the answer from the plan's result and
+    /// the records applied, once the writers' turn is released (create answers with the new
+    /// file's status, which its record holds). The records are freed there too: every
+    /// nanosecond under the turn is one no other writer can use.
     pub async fn commit_then<T, P: Into<Planned>, R>(
         &self,
         plan: impl FnOnce(&Namespace) -> Result<(T, P), FsError>,
-        after: impl FnOnce(&Namespace, T, Option<Slot>) -> R,
+        after: impl FnOnce(T, &[Op]) -> R,
     ) -> Result<R, FsError> {
-        let (out, wait_for) = {
+        let (out, ops, wait_for) = {
             let _turn = self.writers.lock().await;
             let now = now_ms();
             let mut ns = self.ns.write();
@@ -300,7 +300,7 @@ impl NnState {
             // that agrees with every answer given.
             let critical = AbortOnUnwind("applying planned records");
             let applied = self.apply_all(&mut ns, &planned, now);
-            let ops = planned.ops;
+            let mut ops = planned.ops;
             // What was applied is journaled even when a later record failed: memory and the
             // journal must agree.
             let last = match &self.journal {
@@ -311,11 +311,15 @@ impl NnState {
                 None => None,
             };
             drop(critical);
+            drop(ns);
             if let Some(e) = applied.failed {
                 return Err(e);
             }
-            (after(&ns, out, applied.created), last)
+            ops.truncate(applied.count);
+            (out, ops, last)
         };
+        let out = after(out, &ops);
+        drop(ops);
         if let (Some(j), Some(txid)) = (&self.journal, wait_for) {
             // Served over RPC, the reply is held until `txid` is synced; otherwise wait here.
             if !ferrite_ipc::durable::defer_reply(txid) {

@@ -1,9 +1,9 @@
 //! Read-only questions about the tree: file status, paged listings, content summaries.
 
-use super::inode::{Body, Slot};
+use super::inode::{Body, Slot, PERM_MASK};
 use super::path::components;
 use super::perm::{Caller, EXECUTE, READ};
-use super::Namespace;
+use super::{Namespace, Op};
 use crate::error::FsError;
 
 /// What `HdfsFileStatusProto` carries, without the wire encoding.
@@ -36,6 +36,40 @@ pub struct ContentSummary {
     pub files: u64,
     pub dirs: u64,
     pub space_consumed: u64,
+}
+
+/// The status of the file a create record makes, as [`Namespace::status`] reads it once the
+/// record is applied: create answers with it after the writers' turn is released, without
+/// looking the file up again. `None` for any other record.
+pub fn created_status(op: &Op) -> Option<FileStatus> {
+    let Op::Create {
+        id,
+        perm,
+        owner,
+        group,
+        mtime,
+        replication,
+        block_size,
+        ..
+    } = op
+    else {
+        return None;
+    };
+    Some(FileStatus {
+        is_dir: false,
+        name: Vec::new(),
+        len: 0,
+        perm: perm & PERM_MASK,
+        owner: owner.clone(),
+        group: group.clone(),
+        mtime: *mtime,
+        atime: *mtime,
+        replication: *replication,
+        block_size: *block_size,
+        file_id: *id,
+        children: -1,
+        under_construction: true,
+    })
 }
 
 impl Namespace {

@@ -409,3 +409,44 @@ fn a_walk_through_a_file_is_refused() {
         Err(FsError::ParentNotDirectory(_))
     ));
 }
+
+/// Create answers with the status its record describes, computed after the turn; it must
+/// be what reading the applied file gives: for a new file under new parents, for one that
+/// overwrote another, and for mode bits outside what an inode keeps.
+#[test]
+fn a_create_records_status_is_the_applied_files_status() {
+    let mut h = Harness::new();
+    h.create(&su(), "/a/b/f", false).unwrap();
+    h.touch(&su(), "/a/g");
+    h.create(&su(), "/a/g", true).unwrap();
+    let (id, now) = (h.ns.next_inode_id(), h.now);
+    h.commit(vec![Op::Create {
+        path: "/a/h".into(),
+        id,
+        perm: 0o7777,
+        owner: "someone".into(),
+        group: "somegroup".into(),
+        mtime: now,
+        replication: 2,
+        block_size: 1 << 20,
+        client_name: "cli".into(),
+        client_machine: "127.0.0.1".into(),
+    }]);
+    let creates: Vec<&Op> = h
+        .log
+        .iter()
+        .filter(|op| matches!(op, Op::Create { .. }))
+        .collect();
+    // The second create of /a/g replaced the first.
+    assert_eq!(creates.len(), 4);
+    for (op, path) in [
+        (creates[0], "/a/b/f"),
+        (creates[2], "/a/g"),
+        (creates[3], "/a/h"),
+    ] {
+        let slot = h.ns.file_slot(&su(), path).unwrap();
+        let applied = h.ns.status(slot, false);
+        assert_eq!(query::created_status(op), Some(applied), "{path}");
+    }
+    assert_eq!(query::created_status(&h.log[0]), None, "a mkdir record");
+}
