@@ -404,7 +404,7 @@ fn syncer(
 /// sync together. Waiting for every client it answered, a long delay put all of a busy
 /// in-process NameNode's 256 clients in one batch, and the writers ran out of work while
 /// it synced (BENCHMARKS.md, "Group-commit gather").
-pub(crate) const GATHER_MAX: usize = 32;
+const GATHER_MAX: usize = 32;
 
 /// Under concurrent load the syncer would start a sync the moment one record is waiting,
 /// and a sync costs about as much CPU as a dozen creates (write, fdatasync, the completion

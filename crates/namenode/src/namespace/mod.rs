@@ -50,8 +50,6 @@ pub struct Effects {
 pub struct Applied {
     /// Records applied: all of them unless one failed.
     pub count: usize,
-    /// The inode the last applied record created: a create's new file.
-    pub created: Option<Slot>,
     /// Why the record after the applied ones did not apply.
     pub failed: Option<FsError>,
 }
@@ -239,7 +237,6 @@ impl Namespace {
                 Err(e) => {
                     return Applied {
                         count: i,
-                        created,
                         failed: Some(e),
                     }
                 }
@@ -247,7 +244,6 @@ impl Namespace {
         }
         Applied {
             count: planned.ops.len(),
-            created,
             failed: None,
         }
     }
