@@ -13,7 +13,7 @@ use ferrite_transfer::checksum::{Checksum, Kind};
 use ferrite_transfer::io::{read_delimited, write_delimited, write_op};
 use ferrite_transfer::packet::{self, Packet};
 use ferrite_transfer::{op, TransferError};
-use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
@@ -146,6 +146,7 @@ pub async fn serve(
         is_tail: op.targets.is_empty(),
         mirror: mirror_wr,
         acks: ack_tx,
+        acked,
     };
     let outcome = rx.run(&mut rd).await;
     let written = rx.written;
@@ -153,6 +154,14 @@ pub async fn serve(
     drop(rx);
     if let Some(r) = responder {
         let _ = r.await;
+    }
+    if acked && matches!(outcome, Ok(false)) {
+        // An error ack went upstream. Leave the connection for the writer to close, as
+        // HDFS's DataNode does: closed here with its packets unread, it would be reset,
+        // and a writer that meets the reset before it reads the ack blames this node
+        // (hdfs-native then stalls when this is its first node) rather than the one the
+        // ack names.
+        drain(&mut rd, x.cfg.socket_timeout).await;
     }
     if let (Some(up), true) = (upstream.as_mut(), from_client && is_transfer) {
         // TRANSFER_BLOCK's copy: one answer once everything is stored.
@@ -182,6 +191,17 @@ pub async fn serve(
     }
 }
 
+/// Reads and drops whatever the peer still sends until it closes, fails, or is silent for
+/// `idle`.
+async fn drain(rd: &mut BufReader<OwnedReadHalf>, idle: Duration) {
+    let mut buf = vec![0u8; 64 << 10];
+    while let Ok(Ok(n)) = tokio::time::timeout(idle, rd.read(&mut buf)).await {
+        if n == 0 {
+            break;
+        }
+    }
+}
+
 /// The receiving side of one block write: packets in, stored, forwarded, acks queued.
 struct Receive<'a> {
     x: &'a Xceiver,
@@ -196,19 +216,20 @@ struct Receive<'a> {
     is_tail: bool,
     mirror: Option<OwnedWriteHalf>,
     acks: mpsc::Sender<Ack>,
+    /// A client's pipeline, whose acks a responder sends upstream.
+    acked: bool,
 }
 
 impl Receive<'_> {
-    async fn ack(&self, seqno: i64, status: Status) {
-        let downstream_lost = false;
-        let _ = self
-            .acks
-            .send(Ack {
-                seqno,
-                status,
-                downstream_lost,
-            })
-            .await;
+    /// Queues an ack; false once the responder has stopped after sending an error upstream
+    /// (a transfer has no responder, and always gets true).
+    async fn ack(&self, seqno: i64, status: Status) -> bool {
+        let ack = Ack {
+            seqno,
+            status,
+            downstream_lost: false,
+        };
+        self.acks.send(ack).await.is_ok() || !self.acked
     }
 
     /// Returns Ok(true) once the last packet is stored, Ok(false) after an error ack.
@@ -232,8 +253,13 @@ impl Receive<'_> {
                     return Ok(false);
                 }
             }
+            // Once the pipeline has failed (the responder sent an error ack and stopped),
+            // nothing more is stored: the writer is about to recover the replica, and must
+            // not find this node still writing to it.
             if h.is_heartbeat() {
-                self.ack(h.seqno, Status::Success).await;
+                if !self.ack(h.seqno, Status::Success).await {
+                    return Ok(false);
+                }
                 continue;
             }
             let stored = match self.files.as_ref() {
@@ -250,7 +276,9 @@ impl Receive<'_> {
                 .max(h.offset_in_block as u64 + h.data_len as u64);
             x.ds.set_len(self.id, self.written);
             if !h.last {
-                self.ack(h.seqno, Status::Success).await;
+                if !self.ack(h.seqno, Status::Success).await {
+                    return Ok(false);
+                }
                 continue;
             }
             let status = self.finish().await;
