@@ -232,7 +232,8 @@ impl Receive<'_> {
         self.acks.send(ack).await.is_ok() || !self.acked
     }
 
-    /// Returns Ok(true) once the last packet is stored, Ok(false) after an error ack.
+    /// Returns Ok(true) once the last packet is stored, Ok(false) after an error ack (this
+    /// node's, or one the responder passed up from downstream).
     async fn run(&mut self, rd: &mut BufReader<OwnedReadHalf>) -> Result<bool, TransferError> {
         let x = self.x;
         loop {
