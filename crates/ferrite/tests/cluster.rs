@@ -511,3 +511,105 @@ async fn datanodes_rejoin_a_restarted_namenode() {
     assert_eq!(get(&fs, "/new").await, bytes);
     cluster.stop();
 }
+
+/// When the next node of a pipeline dies mid-block, the node before it sends an ack naming
+/// it, and then leaves the connection for the writer to close: the writer can go on
+/// sending (HDFS's writers do, until they read the ack) without meeting a reset. A node
+/// that closed at once with packets unread reset the connection, and a writer that met the
+/// reset before the ack blamed the wrong node (hdfs-native then stalled).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_next_node_is_named_in_an_ack_and_the_writer_is_not_reset() {
+    const PAYLOAD: usize = 32 << 10;
+    let root = tempfile::tempdir().unwrap();
+    let cluster = Cluster::start(root.path(), 0);
+    // The next node: takes the op, says yes, reads a few packets and dies.
+    let next = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let next_port = next.local_addr().unwrap().port();
+    let dies = tokio::spawn(async move {
+        let (mut s, _) = next.accept().await.unwrap();
+        let mut buf = vec![0u8; 64 << 10];
+        let n = s.read(&mut buf).await.unwrap();
+        assert!(n > 0, "the op arrives");
+        let ok = BlockOpResponseProto {
+            status: Status::Success as i32,
+            ..Default::default()
+        };
+        ferrite_transfer::io::write_delimited(&mut s, &ok)
+            .await
+            .unwrap();
+        let mut got = 0;
+        while got < 4 * PAYLOAD {
+            match s.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got += n,
+            }
+        }
+    });
+    let target = DatanodeInfoProto {
+        id: DatanodeIdProto {
+            ip_addr: "127.0.0.1".into(),
+            host_name: "localhost".into(),
+            datanode_uuid: "gone".into(),
+            xfer_port: next_port as u32,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let (s, _, resp) = raw_write_with(&cluster, "/next-dies", |op| {
+        op.targets = vec![target];
+        op.pipeline_size = 2;
+    })
+    .await;
+    assert_eq!(resp.status, Status::Success as i32);
+
+    let (mut rd, mut wr) = s.into_split();
+    let acked_error = std::sync::Arc::new(tokio::sync::Notify::new());
+    let heard = acked_error.clone();
+    // Packets until the error ack is read, then 400 more (12.5 MiB, more than the socket
+    // buffers hold): after a close they would meet the reset.
+    let writer = tokio::spawn(async move {
+        let payload = vec![7u8; PAYLOAD];
+        let mut after = None::<usize>;
+        for seqno in 0..2_000i64 {
+            let pkt = packet_bytes(seqno, seqno as u64 * PAYLOAD as u64, &payload, false, false);
+            wr.write_all(&pkt).await?;
+            if after.is_none()
+                && tokio::time::timeout(Duration::ZERO, heard.notified())
+                    .await
+                    .is_ok()
+            {
+                after = Some(0);
+            }
+            if let Some(n) = after.as_mut() {
+                *n += 1;
+                if *n == 400 {
+                    return Ok::<_, std::io::Error>(seqno);
+                }
+            }
+        }
+        Ok(-1)
+    });
+    let error_ack = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            let ack: PipelineAckProto = read_delimited(&mut rd).await.unwrap();
+            if ack.reply.iter().any(|&r| r != Status::Success as i32) {
+                break ack;
+            }
+        }
+    })
+    .await
+    .expect("an error ack");
+    acked_error.notify_one();
+    assert_eq!(
+        error_ack.reply,
+        [Status::Success as i32, Status::Error as i32],
+        "the ack names the next node, not this one"
+    );
+    let sent = tokio::time::timeout(Duration::from_secs(60), writer)
+        .await
+        .expect("the writer finishes")
+        .unwrap()
+        .expect("no reset while the writer still sends");
+    assert!(sent > 400, "{sent} packets");
+    dies.await.unwrap();
+}
