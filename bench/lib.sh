@@ -140,3 +140,40 @@ start_ferrite_local() {
   URL="$(sed 's/^ready //' "$w/ready")"
   [ -n "$URL" ] || { echo "ferrite did not start; see $w/local.log" >&2; return 1; }
 }
+
+NNB=org.apache.hadoop.hdfs.server.namenode.NNThroughputBenchmark
+
+# nnbench SYSTEM URL OP: Hadoop's NNThroughputBenchmark in remote mode against the server
+# PID at URL, THREADS threads, N ops; WORK, OUT and HADOOP_CP set by the caller. Appends one
+# result line to $OUT/results.txt (and prints it), the benchmark's output to
+# $OUT/nnbench-SYSTEM-OP.log.
+nnbench() {
+  write_site "$WORK/client" core "fs.defaultFS=$2"
+  write_site "$WORK/client" hdfs
+  # NNThroughputBenchmark prints its results through its logger.
+  echo "log4j.logger.org.apache.hadoop.hdfs.server.namenode.NNThroughputBenchmark=INFO" >> "$WORK/client/log4j.properties"
+  local flag=-files; [ "$3" = mkdirs ] && flag=-dirs
+  # The server's CPU over the timed phase only: from the benchmark's "Starting N op(s)"
+  # line (its inputs, e.g. the files an open needs, are made before it) to its results.
+  # The client JVM's CPU too: on 2 shared cores it bounds what any server can reach.
+  local line r="" c0="" c1="" j0="" j1="" jpid="" ops=""
+  while IFS= read -r line; do
+    echo "$line" >> "$OUT/nnbench-$1-$3.log"
+    case $line in
+      *"Starting "*)
+        c0=$(cpu_ticks "$PID")
+        jpid=$(pgrep -n -f "$NNB -fs $2 -op $3 " || true)
+        [ -n "$jpid" ] && j0=$(cpu_ticks "$jpid") ;;
+      *"# operations:"*)
+        c1=$(cpu_ticks "$PID"); ops=${line##*operations: }; ops=${ops%% *}
+        [ -n "$jpid" ] && j1=$(cpu_ticks "$jpid" 2>/dev/null || true) ;;
+      *"Ops per sec"*) r=${line##* } ;;
+    esac
+  done < <(java $JAVA_OPTS -cp "$WORK/client:$HADOOP_CP" $NNB -fs "$2" -op "$3" -threads "$THREADS" $flag "$N" 2>&1)
+  local cpu_us="" client_us=""
+  if [ -n "$c0" ] && [ -n "$c1" ] && [ "${ops:-0}" -gt 0 ] 2>/dev/null; then
+    cpu_us=$(( (c1 - c0) * 1000000 / 100 / ops ))
+    if [ -n "$j0" ] && [ -n "$j1" ]; then client_us=$(( (j1 - j0) * 1000000 / 100 / ops )); fi
+  fi
+  echo "system=$1 driver=nnthroughput-remote op=$3 ops_per_s=${r:-FAILED} server_cpu_us_per_op=${cpu_us:-NA} client_cpu_us_per_op=${client_us:-NA} load=$(loadavg)" | tee -a "$OUT/results.txt"
+}
