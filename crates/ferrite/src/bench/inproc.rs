@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ferrite_ipc::CallCtx;
+use ferrite_namenode::journal::JournalMetrics;
 use ferrite_namenode::server::load_storage;
 use ferrite_namenode::state::NnState;
 use ferrite_namenode::{Config, NameNode, NameNodeHandle};
@@ -101,6 +102,15 @@ async fn lag_report(state: &NnState, (sum0, n0): (u64, u64)) -> String {
     )
 }
 
+/// The journal's (syncs, transactions synced, microseconds spent syncing) so far.
+fn sync_counts(m: &JournalMetrics) -> (u64, u64, u64) {
+    (
+        m.syncs.load(Ordering::Relaxed),
+        m.txns_synced.load(Ordering::Relaxed),
+        m.sync_micros.load(Ordering::Relaxed),
+    )
+}
+
 /// Runs `ops` against a fresh in-process NameNode in `dir`, printing one line per op.
 pub async fn throughput(
     dir: &Path,
@@ -117,19 +127,11 @@ pub async fn throughput(
             throughput::generate(&conns, op, per).await?;
         }
         let m = state.journal.as_ref().expect("journal on disk").metrics();
-        let (s0, t0, us0) = (
-            m.syncs.load(Ordering::Relaxed),
-            m.txns_synced.load(Ordering::Relaxed),
-            m.sync_micros.load(Ordering::Relaxed),
-        );
+        let (s0, t0, us0) = sync_counts(m);
         let lag0 = lag_start(&state);
         let out = throughput::timed(&conns, op, per).await?;
         let lag = lag_report(&state, lag0).await;
-        let (s1, t1, us1) = (
-            m.syncs.load(Ordering::Relaxed),
-            m.txns_synced.load(Ordering::Relaxed),
-            m.sync_micros.load(Ordering::Relaxed),
-        );
+        let (s1, t1, us1) = sync_counts(m);
         // The mean sync (write and fdatasync) against the disk's bare 4 KiB fdatasync says
         // how close the journal runs to the disk; syncs_per_s against its rate, how busy.
         let journal = if s1 > s0 {
