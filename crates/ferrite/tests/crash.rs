@@ -293,9 +293,18 @@ async fn acknowledged_operations_survive_kill_9() {
     let models: Vec<_> = (0..clients)
         .map(|_| Arc::new(Mutex::new(Model::default())))
         .collect();
-    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+    // A soak runs more rounds at other kill points: FERRITE_CRASH_ROUNDS=500
+    // FERRITE_CRASH_SEED=7 cargo test --test crash acknowledged. CI runs the defaults.
+    let knob = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(default)
+    };
+    let rounds = knob("FERRITE_CRASH_ROUNDS", 20).max(20);
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64 ^ knob("FERRITE_CRASH_SEED", 0);
     let mut total = 0;
-    for round in 0..20 {
+    for round in 0..rounds {
         let server = start(data.path(), &args);
         if round > 0 {
             total = verify(server.addr, &models).await;
@@ -323,7 +332,7 @@ async fn acknowledged_operations_survive_kill_9() {
     assert!(ops > 200, "the workload made progress ({ops} rounds)");
     kill9(server);
     eprintln!(
-        "20 kill -9 restarts; {ops} create/rename/delete rounds; {total} files checked at the end"
+        "{rounds} kill -9 restarts; {ops} create/rename/delete rounds; {total} files checked at the end"
     );
 }
 
