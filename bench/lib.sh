@@ -172,8 +172,12 @@ nnbench() {
   done < <(java $JAVA_OPTS -cp "$WORK/client:$HADOOP_CP" $NNB -fs "$2" -op "$3" -threads "$THREADS" $flag "$N" 2>&1)
   local cpu_us="" client_us=""
   if [ -n "$c0" ] && [ -n "$c1" ] && [ "${ops:-0}" -gt 0 ] 2>/dev/null; then
-    cpu_us=$(( (c1 - c0) * 1000000 / 100 / ops ))
-    if [ -n "$j0" ] && [ -n "$j1" ]; then client_us=$(( (j1 - j0) * 1000000 / 100 / ops )); fi
+    # One decimal: a run's few hundred 10 ms ticks resolve about 1%, which whole
+    # microseconds (8 against 9 for an open) threw away.
+    cpu_us=$(awk -v t=$((c1 - c0)) -v n="$ops" 'BEGIN { printf "%.1f", t * 1e6 / 100 / n }')
+    if [ -n "$j0" ] && [ -n "$j1" ]; then
+      client_us=$(awk -v t=$((j1 - j0)) -v n="$ops" 'BEGIN { printf "%.1f", t * 1e6 / 100 / n }')
+    fi
   fi
   echo "system=$1 driver=nnthroughput-remote op=$3 ops_per_s=${r:-FAILED} server_cpu_us_per_op=${cpu_us:-NA} client_cpu_us_per_op=${client_us:-NA} load=$(loadavg)" | tee -a "$OUT/results.txt"
 }

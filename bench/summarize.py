@@ -19,7 +19,7 @@ def cell(v, fmt="{:,.0f}"):
     return f"{fmt.format(statistics.median(v))} [{fmt.format(min(v))}–{fmt.format(max(v))}] n={len(v)}"
 
 
-def table(runs, title, key, unit):
+def table(runs, title, key, unit, fmt="{:,.0f}"):
     keys = sorted({(d, o) for d, o, _ in runs})
     if not keys:
         return
@@ -29,7 +29,7 @@ def table(runs, title, key, unit):
     for d, o in keys:
         h, f = runs.get((d, o, "hdfs"), []), runs.get((d, o, "ferrite"), [])
         ratio = f"{statistics.median(f) / statistics.median(h):.2f}x" if h and f else "–"
-        print(f"| {d} | {o} | {cell(h)} | {cell(f)} | {ratio} |")
+        print(f"| {d} | {o} | {cell(h, fmt)} | {cell(f, fmt)} | {ratio} |")
 
 
 def client_bound(client, ops):
@@ -46,7 +46,8 @@ def client_bound(client, ops):
         hdfs_ops = ops.get(("nnthroughput-remote", o, "hdfs"), [])
         ceiling = cpus * 1e6 / statistics.median(f) if f else None
         ratio = f"{ceiling / statistics.median(hdfs_ops):.2f}x" if ceiling and hdfs_ops else "–"
-        print(f"| {o} | {cell(h)} | {cell(f)} | {ceiling:,.0f} | {ratio} |" if ceiling else f"| {o} | {cell(h)} | {cell(f)} | – | – |")
+        h, f = cell(h, "{:.1f}"), cell(f, "{:.1f}")
+        print(f"| {o} | {h} | {f} | {ceiling:,.0f} | {ratio} |" if ceiling else f"| {o} | {h} | {f} | – | – |")
 
 
 def main(path):
@@ -67,7 +68,7 @@ def main(path):
         if "probe" in kv or "rss_kib_after" in kv or kv.get("system") == "disk" or kv.get("op") == "listing" or remote_journal:
             rest.append(kv)
     table(ops, "Throughput (ops/s)", "ops_per_s", "ops/s")
-    table(cpu, "Server CPU per operation (µs, lower is better; ratio < 1 favours Ferrite)", "cpu", "µs/op")
+    table(cpu, "Server CPU per operation (µs, lower is better; ratio < 1 favours Ferrite)", "cpu", "µs/op", "{:.1f}")
     client_bound(client, ops)
     if sync:
         print("\n### Ferrite in-process journal: transactions per fdatasync\n")
