@@ -77,24 +77,59 @@ pub async fn generate(conns: &[Arc<Conn>], op: &str, per: usize) -> anyhow::Resu
     Ok(())
 }
 
+/// Each client's inputs for a timed run, made before the clock starts, as
+/// NNThroughputBenchmark's `generateInputs` does: the timed phase then measures the
+/// NameNode, not the formatting of paths (a few percent of an in-process open).
+struct Inputs {
+    /// The path each operation works on, per client.
+    paths: Vec<Vec<String>>,
+    /// Where a rename moves it (empty for other ops).
+    renamed: Vec<Vec<String>>,
+    clients: Vec<String>,
+}
+
+impl Inputs {
+    fn new(op: &str, clients: usize, per: usize) -> Inputs {
+        let path = |k, i| match op {
+            "mkdirs" => dir_path(k, i),
+            _ => file_path(op, k, i),
+        };
+        let paths: Vec<Vec<String>> = (0..clients)
+            .map(|k| (0..per).map(|i| path(k, i)).collect())
+            .collect();
+        let renamed = match op {
+            "rename" => paths
+                .iter()
+                .map(|ps| ps.iter().map(|p| format!("{p}.r")).collect())
+                .collect(),
+            _ => Vec::new(),
+        };
+        Inputs {
+            paths,
+            renamed,
+            clients: (0..clients).map(client_name).collect(),
+        }
+    }
+}
+
 /// The timed phase of `op`: `per` operations on each connection.
 pub async fn timed(conns: &[Arc<Conn>], op: &str, per: usize) -> anyhow::Result<Outcome> {
-    if !OPS.contains(&op) {
+    let Some(&op) = OPS.iter().find(|&&o| o == op) else {
         bail!("unknown op {op}");
-    }
+    };
+    let inputs = Arc::new(Inputs::new(op, conns.len(), per));
     let started = Instant::now();
-    let name = op.to_string();
     let mut lat = run_clients(conns, per, move |c, k, i| {
-        let op = name.clone();
+        let inputs = inputs.clone();
         async move {
-            let p = file_path(&op, k, i);
-            match op.as_str() {
-                "create" => c.create(&p, &client_name(k)).await,
-                "mkdirs" => c.mkdirs(&dir_path(k, i)).await,
-                "open" => c.open(&p).await,
-                "fileStatus" => c.stat(&p).await,
-                "rename" => c.rename(&p, &format!("{p}.r")).await,
-                _ => match c.delete(&p, false).await? {
+            let p = &inputs.paths[k][i];
+            match op {
+                "create" => c.create(p, &inputs.clients[k]).await,
+                "mkdirs" => c.mkdirs(p).await,
+                "open" => c.open(p).await,
+                "fileStatus" => c.stat(p).await,
+                "rename" => c.rename(p, &inputs.renamed[k][i]).await,
+                _ => match c.delete(p, false).await? {
                     true => Ok(()),
                     false => bail!("delete({p}) returned false"),
                 },
