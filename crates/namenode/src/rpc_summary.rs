@@ -148,7 +148,7 @@ fn from_segments(
 ) -> Result<Bytes, FsError> {
     const FULL: &str = "reply full";
     let mut out = Vec::new();
-    let r = recover::follow(dirs, from - 1, |txid, op| {
+    let r = recover::follow(dirs, from - 1, limit, |txid, op| {
         if txid > limit || out.len() >= max {
             // Stop reading: the rest is for the follower's next call.
             return Err(FULL.into());

@@ -50,23 +50,30 @@ pub fn replay(
     after: u64,
     apply: impl FnMut(u64, &Op) -> Result<(), String>,
 ) -> Result<Replayed, RecoverError> {
-    read_after(dirs, after, true, apply)
+    read_after(dirs, after, None, apply)
 }
 
-/// [`replay`] for a follower reading while the journal is live: the in-progress segment's
-/// end may be a record still being written, which is not worth a warning.
+/// [`replay`] for a follower reading while the journal is live, up to `synced` (the
+/// journal's synced txid, read before this call). The in-progress segment is being
+/// appended to as it is read, so its end may be a record still being written, or, since
+/// a read copies the file page by page, a hole with records after it ([`Tail::Live`]).
+/// Neither is damage unless it comes before `synced`: those records were written before
+/// the read began. Records past `synced` may still be handed to `apply`.
 pub fn follow(
     dirs: &[PathBuf],
     after: u64,
+    synced: u64,
     apply: impl FnMut(u64, &Op) -> Result<(), String>,
 ) -> Result<Replayed, RecoverError> {
-    read_after(dirs, after, false, apply)
+    read_after(dirs, after, Some(synced), apply)
 }
 
+/// `live`: following a running journal synced up to this txid (see [`follow`]); `None`
+/// at start-up, when nothing else writes and a torn tail is worth a warning.
 fn read_after(
     dirs: &[PathBuf],
     after: u64,
-    warn_torn: bool,
+    live: Option<u64>,
     mut apply: impl FnMut(u64, &Op) -> Result<(), String>,
 ) -> Result<Replayed, RecoverError> {
     let mut candidates: Vec<SegmentFile> = Vec::new();
@@ -114,8 +121,23 @@ fn read_after(
         let mut best: Option<(Scan, &SegmentFile)> = None;
         let mut first_err = None;
         for seg in options {
-            let bytes = read(&seg.path)?;
-            match segment::scan(&bytes, &seg.path.display().to_string()) {
+            let bytes = match read(&seg.path) {
+                Ok(b) => b,
+                // Finalized (renamed) or purged since it was listed: hand back what was
+                // read; the follower's next call lists the directories afresh.
+                Err(RecoverError::Io { source, .. })
+                    if live.is_some() && source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    return Ok(out);
+                }
+                Err(e) => return Err(e),
+            };
+            let path = seg.path.display().to_string();
+            let scanned = match (live, seg.last) {
+                (Some(_), None) => segment::scan_live(&bytes, &path),
+                _ => segment::scan(&bytes, &path),
+            };
+            match scanned {
                 Ok(scan) => {
                     let reach = scan.records.last().map(|r| r.0).unwrap_or(0);
                     if best
@@ -135,14 +157,26 @@ fn read_after(
             return Err(first_err.expect("an option either scans or fails").into());
         };
         let reach = scan.records.last().map(|r| r.0).unwrap_or(0);
+        let path = seg.path.display().to_string();
+        match (&scan.tail, live) {
+            (Tail::Torn { offset, why }, None) => {
+                warn!(segment = %path, offset, %why, "torn tail: the last record was cut short by a crash; it is dropped");
+            }
+            (Tail::Live { offset, why }, Some(synced)) if reach < synced => {
+                // Synced records are whole in what was read: this is damage, not a race.
+                return Err(ScanError::Corrupt {
+                    path,
+                    offset: *offset,
+                    why: why.clone(),
+                }
+                .into());
+            }
+            _ => {}
+        }
         if reach < expected {
             // Every copy of this stretch ends before `expected`: nothing further exists.
             return Ok(out);
         }
-        if let (true, Tail::Torn { offset, why }) = (warn_torn, &scan.tail) {
-            warn!(segment = %seg.path.display(), offset, %why, "torn tail: the last record was cut short by a crash; it is dropped");
-        }
-        let path = seg.path.display().to_string();
         for (txid, op) in scan.records.iter().filter(|(t, _)| *t >= expected) {
             apply(*txid, op).map_err(|why| RecoverError::Apply {
                 txid: *txid,
@@ -202,4 +236,127 @@ pub fn purge_before(dirs: &[PathBuf], keep_from: u64) -> usize {
         }
     }
     n
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use super::super::codec::encode_record;
+    use super::super::{segment, Journal, JournalConfig};
+    use super::*;
+
+    fn op(i: u64) -> Op {
+        Op::Delete {
+            path: format!("/x{i}"),
+            mtime: i as i64,
+        }
+    }
+
+    /// An in-progress segment as a read racing the writer can see it: records 1..=3, a hole
+    /// the writer had not filled when the read passed it, then records 4 and 5.
+    fn segment_with_a_hole(dir: &Path) {
+        let mut b = Vec::new();
+        let mut w = segment::SegmentWriter::create(dir, 1, 4096).unwrap();
+        for i in 1..=3 {
+            encode_record(i, &op(i), &mut b);
+        }
+        w.append(&b).unwrap();
+        let mut after = vec![0u8; 200];
+        for i in 4..=5 {
+            encode_record(i, &op(i), &mut after);
+        }
+        w.append(&after).unwrap();
+    }
+
+    fn txids(dirs: &[PathBuf], synced: Option<u64>) -> Result<Vec<u64>, RecoverError> {
+        let mut seen = Vec::new();
+        let collect = |t: u64, _: &Op| {
+            seen.push(t);
+            Ok(())
+        };
+        match synced {
+            Some(s) => follow(dirs, 0, s, collect)?,
+            None => replay(dirs, 0, collect)?,
+        };
+        Ok(seen)
+    }
+
+    #[test]
+    fn a_hole_past_the_synced_txid_ends_a_follower_read_and_one_before_it_is_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        segment_with_a_hole(dir.path());
+        let dirs = [dir.path().to_path_buf()];
+        assert_eq!(txids(&dirs, Some(3)).unwrap(), [1, 2, 3]);
+        for synced in [None, Some(4)] {
+            let e = txids(&dirs, synced).unwrap_err();
+            assert!(
+                matches!(e, RecoverError::Corrupt(ScanError::Corrupt { .. })),
+                "synced {synced:?}: {e}"
+            );
+            assert!(
+                e.to_string().contains("zero length followed by data"),
+                "{e}"
+            );
+        }
+    }
+
+    /// The race itself: a follower reads the segments while the journal appends, syncs and
+    /// rolls them. Every pass must succeed, and the follower must reach every synced txid in
+    /// order. Reading the in-progress segment as a finished one failed here within a few
+    /// hundred passes ("zero length followed by data"), and a segment renamed by a roll
+    /// between listing and reading failed as a missing file.
+    #[test]
+    fn a_follower_reads_segments_while_they_are_written_and_rolled() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = JournalConfig {
+            dirs: vec![dir.path().to_path_buf()],
+            segment_max_bytes: 64 << 20,
+            segment_max_txns: 10_000,
+            prealloc_chunk: 1 << 20,
+            tail_bytes: 1 << 20,
+            group_delay: Duration::ZERO,
+        };
+        let journal = Arc::new(Journal::start(cfg, 0, |_| {}).unwrap());
+        let stop = Arc::new(AtomicBool::new(false));
+        // Long paths make segments of megabytes, so a read copies many pages and the writer
+        // has time to fill some behind it: the window the race needs.
+        let long = |i: u64| Op::Delete {
+            path: format!("/{}{i}", "x".repeat(500)),
+            mtime: i as i64,
+        };
+        let writer = {
+            let (journal, stop) = (journal.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut i = 0;
+                while !stop.load(Ordering::Relaxed) && i < 100_000 {
+                    let batch: Vec<Op> = (i..i + 20).map(long).collect();
+                    journal.append_all(&batch);
+                    i += 20;
+                }
+            })
+        };
+        let dirs = [dir.path().to_path_buf()];
+        let (mut after, mut passes) = (0u64, 0);
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < deadline {
+            let synced = journal.last_synced().unwrap();
+            follow(&dirs, after, synced, |t, _| {
+                assert_eq!(t, after + 1, "records arrive in order, each once");
+                after = t;
+                Ok(())
+            })
+            .unwrap_or_else(|e| panic!("pass {passes} (synced {synced}): {e}"));
+            passes += 1;
+        }
+        stop.store(true, Ordering::Relaxed);
+        writer.join().unwrap();
+        journal.close();
+        assert!(
+            passes > 10 && after > 10_000,
+            "{passes} passes reached txid {after}"
+        );
+    }
 }

@@ -71,6 +71,11 @@ pub enum Tail {
     /// The last record is partial or damaged and nothing follows it: an unacknowledged write
     /// cut short by a crash. Truncate at `offset`.
     Torn { offset: usize, why: String },
+    /// Only from [`scan_live`]: past `offset` the bytes read were not all written yet. A
+    /// segment read while the syncer appends to it can show a hole of zeros or half a
+    /// record with whole records after it, since the read copies the file page by page
+    /// while the writer fills it. What was synced before the read started is whole.
+    Live { offset: usize, why: String },
 }
 
 #[derive(Debug)]
@@ -106,6 +111,17 @@ fn all_zero(b: &[u8]) -> bool {
 
 /// Scans a segment's bytes. `path` is only used in messages.
 pub fn scan(bytes: &[u8], path: &str) -> Result<Scan, ScanError> {
+    scan_with(bytes, path, false)
+}
+
+/// [`scan`] for an in-progress segment read while it is being appended to: damage with
+/// data after it ends the scan as [`Tail::Live`] instead of failing it. Whether that damage
+/// is real is for the caller to decide, from how far it knows the journal is synced.
+pub fn scan_live(bytes: &[u8], path: &str) -> Result<Scan, ScanError> {
+    scan_with(bytes, path, true)
+}
+
+fn scan_with(bytes: &[u8], path: &str, live: bool) -> Result<Scan, ScanError> {
     // A crash between creating a segment and syncing its header leaves it empty (or zeros):
     // a segment with no records, not a damaged one.
     if bytes.len() < HEADER_LEN && MAGIC.starts_with(&bytes[..bytes.len().min(8)])
@@ -126,17 +142,23 @@ pub fn scan(bytes: &[u8], path: &str) -> Result<Scan, ScanError> {
     loop {
         match decode_record(&bytes[pos..]) {
             Ok(Next::End) => {
-                if !all_zero(&bytes[pos..]) {
-                    return Err(ScanError::Corrupt {
-                        path: path.into(),
-                        offset: pos,
-                        why: "zero length followed by data".into(),
-                    });
-                }
+                let tail = if all_zero(&bytes[pos..]) {
+                    Tail::Clean
+                } else {
+                    let (offset, why) = (pos, "zero length followed by data".to_string());
+                    if !live {
+                        return Err(ScanError::Corrupt {
+                            path: path.into(),
+                            offset,
+                            why,
+                        });
+                    }
+                    Tail::Live { offset, why }
+                };
                 return Ok(Scan {
                     records,
                     valid_len: pos,
-                    tail: Tail::Clean,
+                    tail,
                 });
             }
             Ok(Next::Record { txid, op, size }) => {
@@ -154,20 +176,25 @@ pub fn scan(bytes: &[u8], path: &str) -> Result<Scan, ScanError> {
             }
             Err(e) => {
                 let extent = damaged_extent(&bytes[pos..], &e);
+                let (offset, why) = (pos, e.to_string());
                 if all_zero(&bytes[pos + extent..]) {
                     return Ok(Scan {
                         records,
                         valid_len: pos,
-                        tail: Tail::Torn {
-                            offset: pos,
-                            why: e.to_string(),
-                        },
+                        tail: Tail::Torn { offset, why },
+                    });
+                }
+                if live {
+                    return Ok(Scan {
+                        records,
+                        valid_len: pos,
+                        tail: Tail::Live { offset, why },
                     });
                 }
                 return Err(ScanError::Corrupt {
                     path: path.into(),
-                    offset: pos,
-                    why: e.to_string(),
+                    offset,
+                    why,
                 });
             }
         }

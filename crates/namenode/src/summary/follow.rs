@@ -170,10 +170,32 @@ impl SummaryService {
     /// Catches up from the segments, up to `limit` (the synced txid). The write lock is
     /// taken per record, not for the whole stretch, so readers are not held up for the
     /// length of a long catch-up (at start-up, say); progress is published as it goes.
+    /// The segments change while they are read (a roll renames the one being written and
+    /// starts the next), so a pass that stops short but made progress is followed by another.
     fn catch_up(&self, dirs: &[PathBuf], limit: u64) -> Result<(), String> {
+        const IDLE_PASSES: u32 = 3;
+        let mut idle = 0;
+        loop {
+            let before = self.txid();
+            self.catch_up_pass(dirs, limit)?;
+            let txid = self.txid();
+            if txid >= limit {
+                return Ok(());
+            }
+            idle = if txid > before { 0 } else { idle + 1 };
+            if idle >= IDLE_PASSES {
+                // The segments that would bring us there are gone (purged behind an image).
+                return Err(format!(
+                    "the journal segments end at txid {txid}, before the synced txid {limit}"
+                ));
+            }
+        }
+    }
+
+    fn catch_up_pass(&self, dirs: &[PathBuf], limit: u64) -> Result<(), String> {
         let after = self.txid();
         let mut n = 0;
-        recover::follow(dirs, after, |txid, op| {
+        recover::follow(dirs, after, limit, |txid, op| {
             if txid <= limit {
                 self.state.write().apply(txid, op)?;
                 n += 1;
@@ -186,12 +208,6 @@ impl SummaryService {
         .map_err(|e| e.to_string())?;
         let txid = self.state.read().txid();
         self.published(txid, n % 65_536);
-        if txid < limit {
-            // The segments that would bring us there are gone (purged behind an image).
-            return Err(format!(
-                "the journal segments end at txid {txid}, before the synced txid {limit}"
-            ));
-        }
         Ok(())
     }
 
