@@ -245,15 +245,9 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::super::codec::encode_record;
+    use super::super::segment::tests::op;
     use super::super::{segment, Journal, JournalConfig};
     use super::*;
-
-    fn op(i: u64) -> Op {
-        Op::Delete {
-            path: format!("/x{i}"),
-            mtime: i as i64,
-        }
-    }
 
     /// An in-progress segment as a read racing the writer can see it: records 1..=3, a hole
     /// the writer had not filled when the read passed it, then records 4 and 5.

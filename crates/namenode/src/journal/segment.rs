@@ -296,11 +296,12 @@ impl SegmentWriter {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::codec::encode_record;
     use super::*;
 
-    fn op(i: u64) -> Op {
+    /// A small record for txid `i` (also the follower tests' in `recover.rs`).
+    pub(in crate::journal) fn op(i: u64) -> Op {
         Op::Delete {
             path: format!("/x{i}"),
             mtime: i as i64,
