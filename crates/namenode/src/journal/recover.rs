@@ -162,8 +162,11 @@ fn read_after(
             (Tail::Torn { offset, why }, None) => {
                 warn!(segment = %path, offset, %why, "torn tail: the last record was cut short by a crash; it is dropped");
             }
-            (Tail::Live { offset, why }, Some(synced)) if reach < synced => {
-                // Synced records are whole in what was read: this is damage, not a race.
+            (Tail::Live { offset, why }, Some(synced))
+                if scan.records.last().map_or(seg.first, |r| r.0 + 1) <= synced =>
+            {
+                // The record that should follow the whole ones is synced, so it was whole
+                // before the read began: this is damage, not a race.
                 return Err(ScanError::Corrupt {
                     path,
                     offset: *offset,
@@ -276,6 +279,33 @@ mod tests {
             None => replay(dirs, 0, collect)?,
         };
         Ok(seen)
+    }
+
+    /// A roll just happened: records 1..=3 are finalized and synced, and the new segment's
+    /// first record is still being written when the follower reads it.
+    #[test]
+    fn a_hole_at_the_start_of_a_new_segment_is_corruption_only_once_it_is_synced() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = segment::SegmentWriter::create(dir.path(), 1, 4096).unwrap();
+        let mut b = Vec::new();
+        for i in 1..=3 {
+            encode_record(i, &op(i), &mut b);
+        }
+        w.append(&b).unwrap();
+        w.finalize(3).unwrap();
+        let mut w = segment::SegmentWriter::create(dir.path(), 4, 4096).unwrap();
+        let mut hole_then_records = vec![0u8; 100];
+        for i in 4..=5 {
+            encode_record(i, &op(i), &mut hole_then_records);
+        }
+        w.append(&hole_then_records).unwrap();
+        let dirs = [dir.path().to_path_buf()];
+        assert_eq!(txids(&dirs, Some(3)).unwrap(), [1, 2, 3]);
+        let e = txids(&dirs, Some(4)).unwrap_err();
+        assert!(
+            matches!(e, RecoverError::Corrupt(ScanError::Corrupt { .. })),
+            "{e}"
+        );
     }
 
     #[test]
