@@ -226,6 +226,34 @@ pub async fn replay(
 mod tests {
     use super::*;
 
+    /// Every op runs against a real in-process NameNode: its inputs exist (or not) as the
+    /// op needs, and each client's every operation succeeds.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_op_runs_its_inputs_against_a_real_namenode() {
+        let dir = tempfile::tempdir().unwrap();
+        let (nn, conns) = start_local(dir.path(), &[], 3).await.unwrap();
+        for op in throughput::OPS {
+            if throughput::needs_files(op) {
+                throughput::generate(&conns, op, 5).await.unwrap();
+            }
+            let out = throughput::timed(&conns, op, 5).await.unwrap();
+            assert_eq!(out.ops, 15, "{op}");
+        }
+        let exists = |p: &str| {
+            let comps: Vec<&str> = p.split('/').filter(|c| !c.is_empty()).collect();
+            let ns = nn.state.ns.read();
+            ns.walk(&comps).unwrap().target().is_some()
+        };
+        assert!(exists(&throughput::file_path("create", 2, 4)));
+        assert!(exists(&format!(
+            "{}.r",
+            throughput::file_path("rename", 1, 3)
+        )));
+        assert!(!exists(&throughput::file_path("rename", 1, 3)));
+        assert!(!exists(&throughput::file_path("delete", 0, 0)));
+        nn.shutdown().await;
+    }
+
     #[test]
     fn conf_pairs_override_the_benchmark_defaults_and_typos_are_refused() {
         let dir = Path::new("/nonexistent");
