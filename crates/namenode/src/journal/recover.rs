@@ -118,7 +118,7 @@ fn read_after(
             }
             return Ok(out);
         }
-        let mut best: Option<(Scan, &SegmentFile)> = None;
+        let mut best: Option<(u64, Scan, &SegmentFile)> = None;
         let mut first_err = None;
         for seg in options {
             let bytes = match read(&seg.path) {
@@ -139,12 +139,9 @@ fn read_after(
             };
             match scanned {
                 Ok(scan) => {
-                    let reach = scan.records.last().map(|r| r.0).unwrap_or(0);
-                    if best
-                        .as_ref()
-                        .is_none_or(|(b, _)| reach > b.records.last().map(|r| r.0).unwrap_or(0))
-                    {
-                        best = Some((scan, seg));
+                    let reach = scan.records.last().map_or(0, |r| r.0);
+                    if best.as_ref().is_none_or(|(b, _, _)| reach > *b) {
+                        best = Some((reach, scan, seg));
                     }
                 }
                 Err(e) => {
@@ -153,10 +150,9 @@ fn read_after(
                 }
             }
         }
-        let Some((scan, seg)) = best else {
+        let Some((reach, scan, seg)) = best else {
             return Err(first_err.expect("an option either scans or fails").into());
         };
-        let reach = scan.records.last().map(|r| r.0).unwrap_or(0);
         let path = seg.path.display().to_string();
         match (&scan.tail, live) {
             (Tail::Torn { offset, why }, None) => {
