@@ -2,45 +2,26 @@
 //! the deadline passes, while a connection whose context has arrived stays open however
 //! long it is idle (frames are read without a timer once the connection is ready).
 
-use std::sync::Arc;
+mod common;
+
 use std::time::Duration;
 
+use common::Num;
 use ferrite_ipc::client::IpcClient;
 use ferrite_ipc::frame::{self, AuthProtocol};
-use ferrite_ipc::{server, MethodKind, Router, ServerConfig, Service};
+use ferrite_ipc::ServerConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 const PROTOCOL: &str = "org.ferrite.test.IdleProtocol";
 const DEADLINE: Duration = Duration::from_millis(300);
 
-#[derive(Clone, PartialEq, prost::Message)]
-struct Num {
-    #[prost(uint64, tag = "1")]
-    n: u64,
-}
-
-struct Svc;
-
-impl Service for Svc {}
-
 async fn start() -> std::net::SocketAddr {
-    let mut router = Router::new(Arc::new(Svc));
-    router.method(
-        PROTOCOL,
-        "echo",
-        MethodKind::READ,
-        |_s: Arc<Svc>, _ctx, req: Num| async move { Ok(req) },
-    );
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let cfg = ServerConfig {
         handshake_timeout: DEADLINE,
         ..Default::default()
     };
-    let handle = server::spawn(listener, Arc::new(router), cfg);
-    let addr = handle.local_addr;
-    std::mem::forget(handle);
-    addr
+    common::spawn(common::echo_router(PROTOCOL), cfg).await
 }
 
 #[tokio::test]

@@ -6,34 +6,19 @@ mod common;
 
 use std::sync::Arc;
 
+use common::{Num, Stateless};
 use ferrite_ipc::client::{ClientError, IpcClient};
-use ferrite_ipc::{MethodKind, Router, Service};
+use ferrite_ipc::MethodKind;
 
 const PROTOCOL: &str = "org.ferrite.test.PanicProtocol";
 
-#[derive(Clone, PartialEq, prost::Message)]
-struct Num {
-    #[prost(uint64, tag = "1")]
-    n: u64,
-}
-
-struct Svc;
-
-impl Service for Svc {}
-
 async fn serve() -> IpcClient {
-    let mut router = Router::new(Arc::new(Svc));
-    router.method(
-        PROTOCOL,
-        "echo",
-        MethodKind::READ,
-        |_s: Arc<Svc>, _ctx, req: Num| async move { Ok(req) },
-    );
+    let mut router = common::echo_router(PROTOCOL);
     router.method(
         PROTOCOL,
         "boomAtOnce",
         MethodKind::READ,
-        |_s: Arc<Svc>, _ctx, req: Num| async move {
+        |_s: Arc<Stateless>, _ctx, req: Num| async move {
             assert!(req.n > 100, "n is only {}", req.n);
             Ok(req)
         },
@@ -42,7 +27,7 @@ async fn serve() -> IpcClient {
         PROTOCOL,
         "boomLater",
         MethodKind::READ,
-        |_s: Arc<Svc>, _ctx, req: Num| async move {
+        |_s: Arc<Stateless>, _ctx, req: Num| async move {
             tokio::task::yield_now().await;
             if req.n < 100 {
                 panic!("{}", String::from("waited, then failed"));
