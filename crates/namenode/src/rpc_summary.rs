@@ -149,7 +149,7 @@ fn from_segments(
     const FULL: &str = "reply full";
     let mut out = Vec::new();
     let r = recover::follow(dirs, from - 1, limit, |txid, op| {
-        if txid > limit || out.len() >= max {
+        if out.len() >= max {
             // Stop reading: the rest is for the follower's next call.
             return Err(FULL.into());
         }

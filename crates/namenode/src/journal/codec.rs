@@ -365,11 +365,23 @@ pub enum Next {
     End,
 }
 
-/// Decodes the record at the front of `buf`.
-pub fn decode_record(buf: &[u8]) -> Result<Next, DecodeError> {
+/// A record whose length and checksum verify, its op still encoded.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Frame<'a> {
+    Record {
+        txid: u64,
+        op: &'a [u8],
+        size: usize,
+    },
+    End,
+}
+
+/// Checks the record at the front of `buf` (length, checksum) without decoding its op: a
+/// reader stepping over records it already has pays a checksum, not the op's allocations.
+pub fn decode_frame(buf: &[u8]) -> Result<Frame<'_>, DecodeError> {
     if buf.len() < 4 {
         return if buf.iter().all(|&b| b == 0) {
-            Ok(Next::End)
+            Ok(Frame::End)
         } else {
             Err(DecodeError::Short {
                 need: 4,
@@ -380,7 +392,7 @@ pub fn decode_record(buf: &[u8]) -> Result<Next, DecodeError> {
     let mut r = Reader::new(buf);
     let len = r.u32()? as usize;
     if len == 0 {
-        return Ok(Next::End);
+        return Ok(Frame::End);
     }
     if !(8..=MAX_RECORD).contains(&len) {
         return Err(DecodeError::BadLength(len));
@@ -391,12 +403,22 @@ pub fn decode_record(buf: &[u8]) -> Result<Next, DecodeError> {
     if stored != computed {
         return Err(DecodeError::Checksum { stored, computed });
     }
-    let txid = u64::from_le_bytes(payload[..8].try_into().expect("8 bytes"));
-    let op = decode_op(&payload[8..])?;
-    Ok(Next::Record {
-        txid,
-        op,
+    Ok(Frame::Record {
+        txid: u64::from_le_bytes(payload[..8].try_into().expect("8 bytes")),
+        op: &payload[8..],
         size: RECORD_PREFIX + len,
+    })
+}
+
+/// Decodes the record at the front of `buf`.
+pub fn decode_record(buf: &[u8]) -> Result<Next, DecodeError> {
+    Ok(match decode_frame(buf)? {
+        Frame::End => Next::End,
+        Frame::Record { txid, op, size } => Next::Record {
+            txid,
+            op: decode_op(op)?,
+            size,
+        },
     })
 }
 

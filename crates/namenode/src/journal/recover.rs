@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use tracing::{info, warn};
 
-use super::segment::{self, finalized_name, Scan, ScanError, SegmentFile, Tail};
+use super::segment::{self, finalized_name, Mode, Scan, ScanError, SegmentFile, Tail};
 use crate::namespace::Op;
 
 #[derive(Debug, thiserror::Error)]
@@ -58,7 +58,7 @@ pub fn replay(
 /// appended to as it is read, so its end may be a record still being written, or, since
 /// a read copies the file page by page, a hole with records after it ([`Tail::Live`]).
 /// Neither is damage unless it comes before `synced`: those records were written before
-/// the read began. Records past `synced` may still be handed to `apply`.
+/// the read began. Records past `synced` are not handed to `apply`.
 pub fn follow(
     dirs: &[PathBuf],
     after: u64,
@@ -118,7 +118,7 @@ fn read_after(
             }
             return Ok(out);
         }
-        let mut best: Option<(u64, Scan, &SegmentFile)> = None;
+        let mut best: Option<(u64, Scan, Vec<u8>, &SegmentFile)> = None;
         let mut first_err = None;
         for seg in options {
             let bytes = match read(&seg.path) {
@@ -133,15 +133,15 @@ fn read_after(
                 Err(e) => return Err(e),
             };
             let path = seg.path.display().to_string();
-            let scanned = match (live, seg.last) {
-                (Some(_), None) => segment::scan_live(&bytes, &path),
-                _ => segment::scan(&bytes, &path),
+            let mode = match (live, seg.last) {
+                (Some(_), None) => Mode::Live,
+                _ => Mode::Strict,
             };
-            match scanned {
+            match segment::scan_from(&bytes, &path, mode, expected) {
                 Ok(scan) => {
-                    let reach = scan.records.last().map_or(0, |r| r.0);
-                    if best.as_ref().is_none_or(|(b, _, _)| reach > *b) {
-                        best = Some((reach, scan, seg));
+                    let reach = scan.last_txid.unwrap_or(0);
+                    if best.as_ref().is_none_or(|(b, ..)| reach > *b) {
+                        best = Some((reach, scan, bytes, seg));
                     }
                 }
                 Err(e) => {
@@ -150,7 +150,7 @@ fn read_after(
                 }
             }
         }
-        let Some((reach, scan, seg)) = best else {
+        let Some((reach, scan, bytes, seg)) = best else {
             return Err(first_err.expect("an option either scans or fails").into());
         };
         let path = seg.path.display().to_string();
@@ -159,7 +159,7 @@ fn read_after(
                 warn!(segment = %path, offset, %why, "torn tail: the last record was cut short by a crash; it is dropped");
             }
             (Tail::Live { offset, why }, Some(synced))
-                if scan.records.last().map_or(seg.first, |r| r.0 + 1) <= synced =>
+                if scan.last_txid.map_or(seg.first, |t| t + 1) <= synced =>
             {
                 // The record that should follow the whole ones is synced, so it was whole
                 // before the read began: this is damage, not a race.
@@ -176,16 +176,25 @@ fn read_after(
             // Every copy of this stretch ends before `expected`: nothing further exists.
             return Ok(out);
         }
-        for (txid, op) in scan.records.iter().filter(|(t, _)| *t >= expected) {
-            apply(*txid, op).map_err(|why| RecoverError::Apply {
-                txid: *txid,
+        // Ops are decoded as they are applied, and a follower stops at `synced`.
+        let end = live.unwrap_or(u64::MAX);
+        for record in scan.records(&bytes, &path) {
+            let (txid, op) = record?;
+            if txid > end {
+                break;
+            }
+            apply(txid, &op).map_err(|why| RecoverError::Apply {
+                txid,
                 path: path.clone(),
                 why,
             })?;
             out.edits += 1;
+            out.last_txid = txid;
         }
         out.segments += 1;
-        out.last_txid = reach;
+        if reach >= end {
+            return Ok(out);
+        }
         expected = reach + 1;
     }
 }
@@ -198,10 +207,12 @@ pub fn close_in_progress(dirs: &[PathBuf]) -> std::io::Result<()> {
         let Ok(segs) = segment::list(d) else { continue };
         for seg in segs.into_iter().filter(|s| s.last.is_none()) {
             let bytes = fs::read(&seg.path)?;
-            match segment::scan(&bytes, &seg.path.display().to_string()) {
-                Ok(scan) => match scan.records.last() {
+            // Replay has decoded every record already: check them, decode none.
+            let path = seg.path.display().to_string();
+            match segment::scan_from(&bytes, &path, Mode::Strict, u64::MAX) {
+                Ok(scan) => match scan.last_txid {
                     None => fs::remove_file(&seg.path)?,
-                    Some(&(last, _)) => {
+                    Some(last) => {
                         let f = fs::OpenOptions::new().write(true).open(&seg.path)?;
                         f.set_len(scan.valid_len as u64)?;
                         f.sync_all()?;
@@ -275,6 +286,43 @@ mod tests {
             None => replay(dirs, 0, collect)?,
         };
         Ok(seen)
+    }
+
+    /// A follower is handed the records after `after` up to `synced`, across segments,
+    /// and none past it (they are not known durable yet).
+    #[test]
+    fn a_follower_takes_records_up_to_the_synced_txid_and_no_further() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = Vec::new();
+        let mut w = segment::SegmentWriter::create(dir.path(), 1, 4096).unwrap();
+        for i in 1..=4 {
+            encode_record(i, &op(i), &mut b);
+        }
+        w.append(&b).unwrap();
+        w.finalize(4).unwrap();
+        let mut w = segment::SegmentWriter::create(dir.path(), 5, 4096).unwrap();
+        b.clear();
+        for i in 5..=9 {
+            encode_record(i, &op(i), &mut b);
+        }
+        w.append(&b).unwrap();
+        let dirs = [dir.path().to_path_buf()];
+        for (after, synced) in [(0, 3), (2, 4), (2, 7), (6, 9), (9, 9)] {
+            let mut seen = Vec::new();
+            let r = follow(&dirs, after, synced, |t, _| {
+                seen.push(t);
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(
+                seen,
+                (after + 1..=synced).collect::<Vec<_>>(),
+                "after {after}"
+            );
+            assert_eq!(r.last_txid, synced);
+        }
+        let r = replay(&dirs, 2, |_, _| Ok(())).unwrap();
+        assert_eq!((r.last_txid, r.edits, r.segments), (9, 7, 2));
     }
 
     /// A roll just happened: records 1..=3 are finalized and synced, and the new segment's

@@ -10,7 +10,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use super::codec::{decode_record, DecodeError, Next, MAX_RECORD, RECORD_PREFIX};
+use super::codec::{decode_frame, decode_op, DecodeError, Frame, MAX_RECORD, RECORD_PREFIX};
 use crate::namespace::Op;
 
 pub const MAGIC: &[u8; 8] = b"FERJRNL1";
@@ -78,9 +78,16 @@ pub enum Tail {
     Live { offset: usize, why: String },
 }
 
+/// Where a segment's whole records lie. The scan checks every record's frame (length,
+/// checksum, txid order) but decodes no op: [`Scan::records`] decodes them as they are
+/// taken, so a reader that wants a stretch (a follower catching up, `readEdits` in chunks)
+/// decodes that stretch, not the whole segment each time.
 #[derive(Debug)]
 pub struct Scan {
-    pub records: Vec<(u64, Op)>,
+    /// Offset of the first record at or after the scan's `from` txid (`valid_len` if none).
+    pub start: usize,
+    /// The txid of the last whole record.
+    pub last_txid: Option<u64>,
     /// Bytes of header plus valid records.
     pub valid_len: usize,
     pub tail: Tail,
@@ -92,6 +99,12 @@ pub enum ScanError {
     BadHeader { path: String },
     #[error("{path}: corrupt record at offset {offset}: {why}; valid records follow it, so it is not a torn tail")]
     Corrupt {
+        path: String,
+        offset: usize,
+        why: String,
+    },
+    #[error("{path}: record at offset {offset} has a valid checksum but does not decode: {why}")]
+    Undecodable {
         path: String,
         offset: usize,
         why: String,
@@ -109,26 +122,69 @@ fn all_zero(b: &[u8]) -> bool {
     b.iter().all(|&x| x == 0)
 }
 
-/// Scans a segment's bytes. `path` is only used in messages.
+/// How strictly a scan treats damage with data after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// A segment nobody is writing: such damage is corruption.
+    Strict,
+    /// An in-progress segment read while it is being appended to: such damage ends the
+    /// scan as [`Tail::Live`]. Whether it is real is for the caller to decide, from how far
+    /// it knows the journal is synced.
+    Live,
+}
+
+impl Scan {
+    /// The records from the scan's `from` txid on, decoded one at a time. `bytes` and
+    /// `path` are what was scanned. A record whose frame checked but whose op does not
+    /// decode cannot be a torn write (its checksum matched): it ends the records with
+    /// [`ScanError::Undecodable`].
+    pub fn records<'a>(
+        &self,
+        bytes: &'a [u8],
+        path: &'a str,
+    ) -> impl Iterator<Item = Result<(u64, Op), ScanError>> + 'a {
+        let (mut pos, end) = (self.start, self.valid_len);
+        std::iter::from_fn(move || {
+            if pos >= end {
+                return None;
+            }
+            let at = pos;
+            let record = match decode_frame(&bytes[at..end]) {
+                Ok(Frame::Record { txid, op, size }) => {
+                    pos += size;
+                    decode_op(op).map(|op| (txid, op))
+                }
+                Ok(Frame::End) => Err(DecodeError::BadLength(0)),
+                Err(e) => Err(e),
+            };
+            Some(record.map_err(|e| {
+                pos = end;
+                ScanError::Undecodable {
+                    path: path.into(),
+                    offset: at,
+                    why: e.to_string(),
+                }
+            }))
+        })
+    }
+}
+
+/// Scans a segment's bytes from its first record. `path` is only used in messages.
 pub fn scan(bytes: &[u8], path: &str) -> Result<Scan, ScanError> {
-    scan_with(bytes, path, false)
+    scan_from(bytes, path, Mode::Strict, 0)
 }
 
-/// [`scan`] for an in-progress segment read while it is being appended to: damage with
-/// data after it ends the scan as [`Tail::Live`] instead of failing it. Whether that damage
-/// is real is for the caller to decide, from how far it knows the journal is synced.
-pub fn scan_live(bytes: &[u8], path: &str) -> Result<Scan, ScanError> {
-    scan_with(bytes, path, true)
-}
-
-fn scan_with(bytes: &[u8], path: &str, live: bool) -> Result<Scan, ScanError> {
+/// Scans a segment's bytes; [`Scan::records`] will start at txid `from`.
+pub fn scan_from(bytes: &[u8], path: &str, mode: Mode, from: u64) -> Result<Scan, ScanError> {
+    let live = mode == Mode::Live;
     // A crash between creating a segment and syncing its header leaves it empty (or zeros):
     // a segment with no records, not a damaged one.
     if bytes.len() < HEADER_LEN && MAGIC.starts_with(&bytes[..bytes.len().min(8)])
         || all_zero(&bytes[..bytes.len().min(HEADER_LEN)])
     {
         return Ok(Scan {
-            records: Vec::new(),
+            start: 0,
+            last_txid: None,
             valid_len: 0,
             tail: Tail::Clean,
         });
@@ -138,10 +194,17 @@ fn scan_with(bytes: &[u8], path: &str, live: bool) -> Result<Scan, ScanError> {
     }
     let first = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes"));
     let mut pos = HEADER_LEN;
-    let mut records = Vec::new();
+    let mut start = None;
+    let mut next = first;
+    let done = |start: Option<usize>, next: u64, valid_len, tail| Scan {
+        start: start.unwrap_or(valid_len),
+        last_txid: (next > first).then(|| next - 1),
+        valid_len,
+        tail,
+    };
     loop {
-        match decode_record(&bytes[pos..]) {
-            Ok(Next::End) => {
+        match decode_frame(&bytes[pos..]) {
+            Ok(Frame::End) => {
                 let tail = if all_zero(&bytes[pos..]) {
                     Tail::Clean
                 } else {
@@ -155,41 +218,31 @@ fn scan_with(bytes: &[u8], path: &str, live: bool) -> Result<Scan, ScanError> {
                     }
                     Tail::Live { offset, why }
                 };
-                return Ok(Scan {
-                    records,
-                    valid_len: pos,
-                    tail,
-                });
+                return Ok(done(start, next, pos, tail));
             }
-            Ok(Next::Record { txid, op, size }) => {
-                let expected = first + records.len() as u64;
-                if txid != expected {
+            Ok(Frame::Record { txid, size, .. }) => {
+                if txid != next {
                     return Err(ScanError::TxidGap {
                         path: path.into(),
                         offset: pos,
                         found: txid,
-                        expected,
+                        expected: next,
                     });
                 }
-                records.push((txid, op));
+                if txid >= from && start.is_none() {
+                    start = Some(pos);
+                }
+                next += 1;
                 pos += size;
             }
             Err(e) => {
                 let extent = damaged_extent(&bytes[pos..], &e);
                 let (offset, why) = (pos, e.to_string());
                 if all_zero(&bytes[pos + extent..]) {
-                    return Ok(Scan {
-                        records,
-                        valid_len: pos,
-                        tail: Tail::Torn { offset, why },
-                    });
+                    return Ok(done(start, next, pos, Tail::Torn { offset, why }));
                 }
                 if live {
-                    return Ok(Scan {
-                        records,
-                        valid_len: pos,
-                        tail: Tail::Live { offset, why },
-                    });
+                    return Ok(done(start, next, pos, Tail::Live { offset, why }));
                 }
                 return Err(ScanError::Corrupt {
                     path: path.into(),
@@ -317,14 +370,17 @@ pub(super) mod tests {
         b
     }
 
+    fn txids(s: &Scan, bytes: &[u8]) -> Vec<u64> {
+        s.records(bytes, "s").map(|r| r.unwrap().0).collect()
+    }
+
     #[test]
     fn clean_segment_with_preallocated_zeros() {
         let mut b = segment(5, 3);
         let len = b.len();
         b.resize(len + 4096, 0);
         let s = scan(&b, "s").unwrap();
-        assert_eq!(s.records.len(), 3);
-        assert_eq!(s.records[2].0, 7);
+        assert_eq!(txids(&s, &b), vec![5, 6, 7]);
         assert_eq!((s.valid_len, s.tail), (len, Tail::Clean));
     }
 
@@ -339,7 +395,7 @@ pub(super) mod tests {
             let mut b = full[..cut].to_vec();
             b.resize(full.len() + 100, 0);
             let s = scan(&b, "s").unwrap();
-            assert_eq!(s.records.len(), 3, "cut at {cut}");
+            assert_eq!(txids(&s, &b), vec![1, 2, 3], "cut at {cut}");
             assert!(matches!(s.tail, Tail::Torn { offset, .. } if offset == three));
         }
     }
@@ -377,6 +433,74 @@ pub(super) mod tests {
         ));
     }
 
+    /// A record whose frame verifies but whose op does not decode (an unknown tag).
+    fn undecodable(txid: u64) -> Vec<u8> {
+        let mut payload = txid.to_le_bytes().to_vec();
+        payload.push(0xee);
+        let mut b = (payload.len() as u32).to_le_bytes().to_vec();
+        b.extend_from_slice(&crc32c::crc32c(&payload).to_le_bytes());
+        b.extend_from_slice(&payload);
+        b
+    }
+
+    #[test]
+    fn ops_are_decoded_only_as_the_records_are_taken() {
+        // Record 2's frame checks but its op does not decode. The scan (frames only)
+        // passes; taking the records from 3 on never decodes it (the point: a follower
+        // pays no decode for what it has); taking them from 1 stops at it, by name.
+        let mut b = segment(1, 1);
+        let bad_at = b.len();
+        b.extend_from_slice(&undecodable(2));
+        for t in 3..=5 {
+            encode_record(t, &op(t), &mut b);
+        }
+        b.resize(b.len() + 64, 0);
+        let s = scan_from(&b, "s", Mode::Strict, 3).unwrap();
+        assert_eq!(
+            (txids(&s, &b), s.last_txid, &s.tail),
+            (vec![3, 4, 5], Some(5), &Tail::Clean)
+        );
+        let all: Vec<_> = scan(&b, "s").unwrap().records(&b, "s").collect();
+        assert_eq!(all.len(), 2);
+        assert_eq!(all[0].as_ref().unwrap().0, 1);
+        assert!(
+            matches!(&all[1], Err(ScanError::Undecodable { offset, .. }) if *offset == bad_at),
+            "{:?}",
+            all[1]
+        );
+        let none = scan_from(&b, "s", Mode::Strict, u64::MAX).unwrap();
+        assert_eq!(
+            (none.records(&b, "s").count(), none.last_txid),
+            (0, Some(5))
+        );
+        assert_eq!(none.valid_len, s.valid_len);
+
+        // Records before `from` still have their frames checked: a bad checksum or a
+        // txid gap among them fails the scan as before.
+        let mut bad = segment(1, 4);
+        bad[segment(1, 1).len() + RECORD_PREFIX + 3] ^= 0xff;
+        assert!(matches!(
+            scan_from(&bad, "s", Mode::Strict, 4),
+            Err(ScanError::Corrupt { .. })
+        ));
+        let mut gap = segment(1, 2);
+        encode_record(9, &op(9), &mut gap);
+        encode_record(10, &op(10), &mut gap);
+        assert!(matches!(
+            scan_from(&gap, "s", Mode::Strict, 10),
+            Err(ScanError::TxidGap {
+                found: 9,
+                expected: 3,
+                ..
+            })
+        ));
+        let empty = scan_from(&segment(7, 0), "s", Mode::Live, 1).unwrap();
+        assert_eq!(
+            (empty.last_txid, empty.start, empty.valid_len),
+            (None, 16, 16)
+        );
+    }
+
     #[test]
     fn writer_preallocates_finalizes_and_lists() {
         let dir = tempfile::tempdir().unwrap();
@@ -389,8 +513,9 @@ pub(super) mod tests {
         w.sync().unwrap();
         let len = fs::metadata(&w.path).unwrap().len();
         assert_eq!(len % 8192, 0, "file is preallocated in chunks");
-        let s = scan(&fs::read(&w.path).unwrap(), "s").unwrap();
-        assert_eq!(s.records.len(), 100);
+        let bytes = fs::read(&w.path).unwrap();
+        let s = scan(&bytes, "s").unwrap();
+        assert_eq!(txids(&s, &bytes), (1..=100).collect::<Vec<_>>());
         let to = w.finalize(100).unwrap();
         assert_eq!(
             list(dir.path()).unwrap(),

@@ -196,12 +196,10 @@ impl SummaryService {
         let after = self.txid();
         let mut n = 0;
         recover::follow(dirs, after, limit, |txid, op| {
-            if txid <= limit {
-                self.state.write().apply(txid, op)?;
-                n += 1;
-                if n % 65_536 == 0 {
-                    self.published(txid, 65_536);
-                }
+            self.state.write().apply(txid, op)?;
+            n += 1;
+            if n % 65_536 == 0 {
+                self.published(txid, 65_536);
             }
             Ok(())
         })
