@@ -325,6 +325,42 @@ mod tests {
         assert_eq!((r.last_txid, r.edits, r.segments), (9, 7, 2));
     }
 
+    /// A record whose checksum matches but whose op does not decode stops replay, named by
+    /// file and offset, after applying the records before it; a follower that already has
+    /// it never decodes it.
+    #[test]
+    fn an_undecodable_record_stops_replay_by_file_and_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = segment::SegmentWriter::create(dir.path(), 1, 4096).unwrap();
+        let mut b = Vec::new();
+        encode_record(1, &op(1), &mut b);
+        let at = segment::HEADER_LEN + b.len();
+        b.extend_from_slice(&segment::tests::undecodable(2));
+        encode_record(3, &op(3), &mut b);
+        w.append(&b).unwrap();
+        let dirs = [dir.path().to_path_buf()];
+        let mut seen = Vec::new();
+        let e = replay(&dirs, 0, |t, _| {
+            seen.push(t);
+            Ok(())
+        })
+        .unwrap_err();
+        assert_eq!(seen, [1]);
+        let msg = e.to_string();
+        assert!(
+            msg.contains("edits_inprogress_") && msg.contains(&format!("offset {at}")),
+            "{msg}"
+        );
+        assert_eq!(txids(&dirs, Some(3)).unwrap_err().to_string(), msg);
+        let mut after_it = Vec::new();
+        follow(&dirs, 2, 3, |t, _| {
+            after_it.push(t);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(after_it, [3]);
+    }
+
     /// A roll just happened: records 1..=3 are finalized and synced, and the new segment's
     /// first record is still being written when the follower reads it.
     #[test]

@@ -434,7 +434,7 @@ pub(super) mod tests {
     }
 
     /// A record whose frame verifies but whose op does not decode (an unknown tag).
-    fn undecodable(txid: u64) -> Vec<u8> {
+    pub(in crate::journal) fn undecodable(txid: u64) -> Vec<u8> {
         let mut payload = txid.to_le_bytes().to_vec();
         payload.push(0xee);
         let mut b = (payload.len() as u32).to_le_bytes().to_vec();
