@@ -447,7 +447,12 @@ async fn losing_journal_directories_keeps_serving_until_none_is_left() {
     run_for(server.addr, &models, 300).await;
     // One directory disappears (its next segment cannot be created), one turns read-only;
     // the 256 KiB one fills up by itself.
-    std::fs::remove_dir_all(&gone_dir).unwrap();
+    // Renamed away first, then removed: removing it in place raced the syncer creating its
+    // next segment there ("Directory not empty"). Once renamed, no path the NameNode uses
+    // reaches it, which is what a vanished directory is.
+    let moved = gone.path().join("moved");
+    std::fs::rename(&gone_dir, &moved).unwrap();
+    std::fs::remove_dir_all(&moved).unwrap();
     let ro_guard = ReadOnly::set(&ro_dir);
     run_for(server.addr, &models, 1500).await;
     assert!(
