@@ -169,12 +169,8 @@ impl Scan {
     }
 }
 
-/// Scans a segment's bytes from its first record. `path` is only used in messages.
-pub fn scan(bytes: &[u8], path: &str) -> Result<Scan, ScanError> {
-    scan_from(bytes, path, Mode::Strict, 0)
-}
-
-/// Scans a segment's bytes; [`Scan::records`] will start at txid `from`.
+/// Scans a segment's bytes (`path` is only used in messages); [`Scan::records`] will
+/// start at txid `from`.
 pub fn scan_from(bytes: &[u8], path: &str, mode: Mode, from: u64) -> Result<Scan, ScanError> {
     let live = mode == Mode::Live;
     // A crash between creating a segment and syncing its header leaves it empty (or zeros):
@@ -368,6 +364,11 @@ pub(super) mod tests {
             encode_record(first + i, &op(i), &mut b);
         }
         b
+    }
+
+    /// A finished segment's scan from its first record.
+    fn scan(bytes: &[u8], path: &str) -> Result<Scan, ScanError> {
+        scan_from(bytes, path, Mode::Strict, 0)
     }
 
     fn txids(s: &Scan, bytes: &[u8]) -> Vec<u64> {
