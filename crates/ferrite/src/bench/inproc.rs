@@ -240,7 +240,7 @@ mod tests {
             assert_eq!(out.ops, 15, "{op}");
         }
         let exists = |p: &str| {
-            let comps: Vec<&str> = p.split('/').filter(|c| !c.is_empty()).collect();
+            let comps = ferrite_namenode::namespace::path::components(p).unwrap();
             let ns = nn.state.ns.read();
             ns.walk(&comps).unwrap().target().is_some()
         };
