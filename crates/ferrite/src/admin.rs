@@ -29,6 +29,14 @@ enum AdminCmd {
     /// Write a checkpoint image now (enters safe mode for the save if needed, as
     /// `hdfs dfsadmin -saveNamespace` requires it, and leaves it again afterwards).
     SaveNamespace,
+    /// End the current journal segment and start the next (`hdfs dfsadmin -rollEdits`).
+    RollEdits,
+    /// Whether journal rolls bring failed journal directories back into service: set it
+    /// (true, false) or read it (check), as `hdfs dfsadmin -restoreFailedStorage`.
+    RestoreFailedStorage {
+        #[arg(value_parser = ["true", "false", "check"])]
+        arg: String,
+    },
     /// The NameNode's journal (sync accounting; each directory, in service or why not),
     /// last image, safe mode and namespace size.
     NamenodeStats,
@@ -178,6 +186,22 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
             }
             r?;
             println!("Save namespace successful");
+        }
+        AdminCmd::RollEdits => {
+            let r: RollEditsResponseProto = c.call("rollEdits", &RollEditsRequestProto {}).await?;
+            println!(
+                "Successfully rolled edit logs.\nNew segment starts at txid {}",
+                r.new_segment_tx_id
+            );
+        }
+        AdminCmd::RestoreFailedStorage { arg } => {
+            let r: RestoreFailedStorageResponseProto = c
+                .call(
+                    "restoreFailedStorage",
+                    &RestoreFailedStorageRequestProto { arg },
+                )
+                .await?;
+            println!("restoreFailedStorage is set to {}", r.result);
         }
         AdminCmd::DatanodeStats { .. } | AdminCmd::NamenodeStats => {
             unreachable!("answered above")

@@ -59,8 +59,14 @@ fn start(data: &Path, extra: &[&str]) -> Server {
 
 /// `ferrite admin namenode-stats` against `addr`: its output.
 fn admin_stats(addr: SocketAddr) -> String {
+    admin(addr, &["namenode-stats"])
+}
+
+/// `ferrite admin` against the NameNode at `addr`; its output, which must be a success.
+fn admin(addr: SocketAddr, args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_ferrite"))
-        .args(["admin", "--fs", &format!("hdfs://{addr}"), "namenode-stats"])
+        .args(["admin", "--fs", &format!("hdfs://{addr}")])
+        .args(args)
         .output()
         .expect("run ferrite admin");
     assert!(
@@ -486,8 +492,39 @@ async fn losing_journal_directories_keeps_serving_until_none_is_left() {
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or_else(|| panic!("no failed_journal_dirs in:\n{stats}"));
     assert!(failed >= 2, "{stats}");
-    kill9(server);
+    // The read-only directory is writable again: with restoring on, the next roll brings
+    // it back, closing out what it held before; the vanished one is not made anew.
     drop(ro_guard);
+    admin(server.addr, &["restore-failed-storage", "true"]);
+    let rolled = admin(server.addr, &["roll-edits"]);
+    let next: u64 = rolled
+        .rsplit(' ')
+        .next()
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no txid in {rolled:?}"));
+    let stats = admin_stats(server.addr);
+    let ro_line = stats
+        .lines()
+        .find(|l| l.starts_with("journal_dir") && l.contains(dirs[1].as_str()))
+        .unwrap();
+    assert!(ro_line.ends_with(" in service"), "{stats}");
+    assert!(!gone_dir.exists(), "a vanished directory is not made anew");
+    for i in 0..50 {
+        assert!(
+            mkdir(server.addr, &format!("/restored-{i}"))
+                .await
+                .unwrap()
+                .result
+        );
+    }
+    let mut in_progress: Vec<String> = std::fs::read_dir(&ro_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("edits_inprogress_"))
+        .collect();
+    in_progress.sort();
+    assert_eq!(in_progress, [format!("edits_inprogress_{next:019}")]);
+    kill9(server);
     // Everything acknowledged is in the surviving directory.
     server = start(data.path(), &[]);
     verify(server.addr, &models).await;

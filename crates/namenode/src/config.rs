@@ -80,6 +80,10 @@ pub struct Config {
     ///
     /// [`JournalConfig::group_delay`]: crate::journal::JournalConfig::group_delay
     pub journal_group_delay_us: u64,
+    /// `dfs.namenode.name.dir.restore`: at each journal roll, try to bring failed journal
+    /// directories back into service (HDFS's default: off). `hdfs dfsadmin
+    /// -restoreFailedStorage` switches it while running.
+    pub restore_failed_dirs: bool,
     /// `ferrite.summary.enabled`: keep the namespace summary and answer
     /// getContentSummary from it.
     pub summary_enabled: bool,
@@ -151,6 +155,7 @@ impl Default for Config {
             journal_prealloc_bytes: 4 << 20,
             journal_tail_bytes: 4 << 20,
             journal_group_delay_us: 1_000,
+            restore_failed_dirs: false,
             summary_enabled: true,
             summary_checkpoint_txns: 1_000_000,
             summary_checkpoint_period_sec: 600,
@@ -293,6 +298,7 @@ impl Config {
                 "ferrite.journal.group-commit.delay.us" => {
                     self.journal_group_delay_us = num()?.min(100_000)
                 }
+                "dfs.namenode.name.dir.restore" => self.restore_failed_dirs = boolean()?,
                 "ferrite.summary.enabled" => self.summary_enabled = boolean()?,
                 "ferrite.summary.checkpoint.txns" => self.summary_checkpoint_txns = num()?.max(1),
                 "ferrite.summary.checkpoint.period" => {

@@ -89,7 +89,9 @@ pub fn router(state: Nn) -> Router<NnState> {
         .method(p, "setReplication", K::WRITE, set_replication)
         .method(p, "renewLease", K::WRITE, renew_lease)
         .method(p, "recoverLease", K::WRITE, recover_lease);
-    r.method(p, "saveNamespace", K::ADMIN, save_namespace);
+    r.method(p, "saveNamespace", K::ADMIN, save_namespace)
+        .method(p, "rollEdits", K::ADMIN, roll_edits)
+        .method(p, "restoreFailedStorage", K::ADMIN, restore_failed_storage);
     crate::rpc_datanode::register(&mut r);
     crate::rpc_summary::register(&mut r);
     crate::rpc_stats::register(&mut r);
@@ -634,4 +636,59 @@ pub async fn save_namespace(
         .map_err(|e| FsError::Io(format!("checkpoint task failed: {e}")))?
         .map_err(|e| FsError::Io(format!("saving the namespace failed: {e}")))?;
     Ok(SaveNamespaceResponseProto { saved: Some(true) })
+}
+
+/// `hdfs dfsadmin -rollEdits`: ends the current journal segment and answers where the next
+/// one starts. Refused in safe mode, as HDFS does ("Log not rolled").
+pub async fn roll_edits(
+    nn: Nn,
+    _: CallCtx,
+    _: RollEditsRequestProto,
+) -> Res<RollEditsResponseProto> {
+    if nn.in_safe_mode() {
+        return Err(FsError::SafeMode(format!(
+            "Log not rolled. Name node is in safe mode.\n{}",
+            nn.safe_mode_reason()
+        ))
+        .into());
+    }
+    let journal = nn
+        .journal
+        .as_ref()
+        .ok_or_else(|| FsError::Io("this NameNode keeps no journal".into()))?;
+    let txid = journal
+        .roll()
+        .await
+        .map_err(|e| FsError::Io(e.to_string()))?;
+    tracing::info!(new_segment_txid = txid, "journal rolled on request");
+    Ok(RollEditsResponseProto {
+        new_segment_tx_id: txid,
+    })
+}
+
+/// `hdfs dfsadmin -restoreFailedStorage true|false|check`: whether journal rolls bring
+/// failed journal directories back into service. Answers the setting in force after the
+/// call. (Name directories need no switch: every checkpoint tries each of them.)
+pub async fn restore_failed_storage(
+    nn: Nn,
+    _: CallCtx,
+    req: RestoreFailedStorageRequestProto,
+) -> Res<RestoreFailedStorageResponseProto> {
+    let journal = nn
+        .journal
+        .as_ref()
+        .ok_or_else(|| FsError::Io("this NameNode keeps no journal".into()))?;
+    match req.arg.as_str() {
+        "check" => {}
+        "true" | "false" => journal.set_restore_failed(req.arg == "true"),
+        other => {
+            return Err(FsError::IllegalArgument(format!(
+                "restoreFailedStorage takes true, false or check, not {other:?}"
+            ))
+            .into())
+        }
+    }
+    Ok(RestoreFailedStorageResponseProto {
+        result: journal.restore_failed(),
+    })
 }

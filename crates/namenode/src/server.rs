@@ -120,6 +120,7 @@ pub fn load_storage(
         prealloc_chunk: cfg.journal_prealloc_bytes,
         tail_bytes: cfg.journal_tail_bytes as usize,
         group_delay: std::time::Duration::from_micros(cfg.journal_group_delay_us),
+        restore_failed: cfg.restore_failed_dirs,
     };
     let journal = Journal::start(jcfg, replayed.last_txid, move |msg| {
         error!("stopping the NameNode: {msg}");

@@ -86,3 +86,54 @@ def test_admin_safemode_and_save_namespace(workroot):
     s = restart(s, w, hard=True)
     assert Client(s.url).get_file_info("/saved/d").isdir
     stop(s)
+
+
+def test_java_dfsadmin_drives_safe_mode_the_journal_and_checkpoints(workroot):
+    """Hadoop's own `hdfs dfsadmin` (DFSAdmin) against Ferrite: safe mode, -rollEdits,
+    -restoreFailedStorage and -saveNamespace, as an operator of HDFS would use them."""
+    import re
+
+    w = workroot / "dfsadmin"
+    w.mkdir()
+    s = start_ferrite(w)
+    admin = lambda *a: ["dfsadmin", *a]
+    shell = FsShell(s, w)
+    out = shell.run(
+        ["-mkdir", "-p", "/adm/a"],
+        admin("-safemode", "get"),
+        admin("-rollEdits"),
+        ["-touchz", "/adm/a/f"],
+        admin("-rollEdits"),
+    )
+    assert all(r.rc == 0 for r in out), out
+    assert out[1].out.strip() == "Safe mode is OFF"
+    first, second = (int(re.search(r"New segment starts at txid (\d+)", r.out).group(1)) for r in (out[2], out[4]))
+    assert second > first, (out[2], out[4])
+    # The roll finalized the segment before `second` in the journal directory.
+    names = {p.name for p in (w / "data").rglob("edits_*")}
+    assert f"edits_{first:019d}-{second - 1:019d}" in names, names
+    assert f"edits_inprogress_{second:019d}" in names, names
+    out = shell.run(
+        admin("-restoreFailedStorage", "check"),
+        admin("-restoreFailedStorage", "true"),
+        admin("-restoreFailedStorage", "check"),
+        admin("-safemode", "enter"),
+        admin("-rollEdits"),
+        ["-mkdir", "/adm/refused"],
+        admin("-saveNamespace"),
+        admin("-safemode", "leave"),
+    )
+    assert [r.rc == 0 for r in out] == [True] * 4 + [False, False, True, True], out
+    text = [r.out.strip() for r in out]
+    assert text[:3] == ["restoreFailedStorage is set to false", "restoreFailedStorage is set to true", "restoreFailedStorage is set to true"]
+    assert text[3] == "Safe mode is ON"
+    assert "Log not rolled" in out[4].err, out[4]
+    assert "safe mode" in out[5].err, out[5]
+    assert text[6] == "Save namespace successful"
+    assert text[7] == "Safe mode is OFF"
+    # After a hard restart the namespace is there; the restore switch is a running setting.
+    s = restart(s, w, hard=True)
+    again = FsShell(s, w).run(["-test", "-e", "/adm/a/f"], ["-test", "-e", "/adm/refused"], admin("-restoreFailedStorage", "check"))
+    assert [r.rc for r in again[:2]] == [0, 1], again
+    assert again[2].out.strip() == "restoreFailedStorage is set to false"
+    stop(s)

@@ -25,7 +25,7 @@ mod waiters;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -52,6 +52,9 @@ pub struct JournalConfig {
     /// How long a sync waits for more records when the previous one carried several operations
     /// (`ferrite.journal.group-commit.delay.us`); zero syncs at once, always.
     pub group_delay: Duration,
+    /// Bring failed directories back into service at each roll (`dfs.namenode.name.dir.restore`,
+    /// and `hdfs dfsadmin -restoreFailedStorage` while running).
+    pub restore_failed: bool,
 }
 
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -93,6 +96,14 @@ impl JournalMetrics {
                 path: dir.to_path_buf(),
                 failed: why,
             }),
+        }
+    }
+
+    /// Puts `dir` back in service (see [`restore_failed`]).
+    fn dir_restored(&self, dir: &std::path::Path) {
+        info!(dir = %dir.display(), "journal directory restored to service");
+        if let Some(d) = self.dirs.lock().iter_mut().find(|d| d.path == dir) {
+            d.failed = None;
         }
     }
 
@@ -141,6 +152,8 @@ struct Pending {
     /// go out; 0 when it will not wait. Appends wake the syncer only at the first commit
     /// and at this count, not each time.
     wake_at: usize,
+    /// Callers of [`Journal::roll`] waiting for the next segment's first txid.
+    rolls: Vec<tokio::sync::oneshot::Sender<u64>>,
 }
 
 struct Shared {
@@ -151,6 +164,8 @@ struct Shared {
     metrics: JournalMetrics,
     /// Recently synced batches, for subscribers following the journal.
     tail: tail::Tail,
+    /// Whether a roll tries to bring failed directories back (see [`restore_failed`]).
+    restore_failed: AtomicBool,
 }
 
 pub struct Journal {
@@ -189,10 +204,17 @@ impl Journal {
                         seg: Some(seg),
                     })
                 }
-                Err(e) => metrics.dir_failed(dir, "unusable at start", &e),
+                Err(e) => {
+                    metrics.dir_failed(dir, "unusable at start", &e);
+                    // Kept, so that a restore can bring it into service later.
+                    writers.push(DirWriter {
+                        dir: dir.clone(),
+                        seg: None,
+                    })
+                }
             }
         }
-        if writers.is_empty() {
+        if writers.iter().all(|w| w.seg.is_none()) {
             return Err(JournalError(format!(
                 "no usable journal directory among {:?}",
                 cfg.dirs
@@ -205,11 +227,13 @@ impl Journal {
                 closing: false,
                 commits: 0,
                 wake_at: 0,
+                rolls: Vec::new(),
             }),
             wake: Condvar::new(),
             waiters: waiters::Waiters::new(last_txid),
             metrics,
             tail: tail::Tail::new(cfg.tail_bytes, last_txid),
+            restore_failed: AtomicBool::new(cfg.restore_failed),
         });
         let s = shared.clone();
         let handle = std::thread::Builder::new()
@@ -256,6 +280,35 @@ impl Journal {
 
     pub fn metrics(&self) -> &JournalMetrics {
         &self.shared.metrics
+    }
+
+    /// Ends the current segment and starts the next (`hdfs dfsadmin -rollEdits`); returns
+    /// the txid the new segment starts at. A segment that holds no record yet is not
+    /// rolled: its own first txid is the answer. With restoring on, failed directories
+    /// are retried as it rolls.
+    pub async fn roll(&self) -> Result<u64, JournalError> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        {
+            let mut p = self.shared.pending.lock();
+            if p.closing {
+                return Err(JournalError("the journal is closing".into()));
+            }
+            p.rolls.push(tx);
+        }
+        self.shared.wake.notify_one();
+        rx.await.map_err(|_| match self.shared.waiters.state() {
+            Err(e) => e,
+            Ok(_) => JournalError("the journal closed before the roll".into()),
+        })
+    }
+
+    /// Whether rolls bring failed directories back into service.
+    pub fn restore_failed(&self) -> bool {
+        self.shared.restore_failed.load(Ordering::SeqCst)
+    }
+
+    pub fn set_restore_failed(&self, on: bool) {
+        self.shared.restore_failed.store(on, Ordering::SeqCst);
     }
 
     /// Synced records from `from` on, as the syncer wrote them, waiting up to `wait` for
@@ -312,12 +365,17 @@ fn syncer(
     let mut seg_first = start_txid + 1;
     let mut on_fatal = Some(on_fatal);
     loop {
-        let (batch_last, commits, closing) = {
+        let (batch_last, commits, closing, rolls) = {
             let mut p = shared.pending.lock();
-            while p.buf.is_empty() && !p.closing {
+            while p.buf.is_empty() && !p.closing && p.rolls.is_empty() {
                 shared.wake.wait(&mut p);
             }
-            if p.wake_at > 0 && !p.closing && !gather(&shared.wake, &mut p, cfg.group_delay) {
+            let rolling = !p.rolls.is_empty();
+            if p.wake_at > 0
+                && !p.closing
+                && !rolling
+                && !gather(&shared.wake, &mut p, cfg.group_delay)
+            {
                 shared
                     .metrics
                     .gathers_timed_out
@@ -326,8 +384,14 @@ fn syncer(
             p.wake_at = 0;
             std::mem::swap(&mut p.buf, &mut spare);
             let commits = std::mem::take(&mut p.commits);
-            (p.last_appended, commits, p.closing)
+            (
+                p.last_appended,
+                commits,
+                p.closing,
+                std::mem::take(&mut p.rolls),
+            )
         };
+        let mut roll_now = !rolls.is_empty();
         if !spare.is_empty() {
             let started = std::time::Instant::now();
             write_everywhere(&mut dirs, &spare, &shared.metrics);
@@ -377,10 +441,22 @@ fn syncer(
                 .unwrap_or(0);
             if seg_bytes >= cfg.segment_max_bytes || synced + 1 - seg_first >= cfg.segment_max_txns
             {
+                roll_now = true;
+            }
+        }
+        if roll_now {
+            let m = &shared.metrics;
+            if synced >= seg_first {
                 roll(&mut dirs, synced, &cfg, m);
                 seg_first = synced + 1;
                 m.segments_rolled.fetch_add(1, Ordering::Relaxed);
                 m.log("segment rolled");
+            }
+            if shared.restore_failed.load(Ordering::SeqCst) {
+                restore_failed(&mut dirs, seg_first, &cfg, m);
+            }
+            for r in rolls {
+                let _ = r.send(seg_first);
             }
         }
         if closing {
@@ -430,6 +506,28 @@ fn gather(wake: &Condvar, p: &mut MutexGuard<'_, Pending>, delay: Duration) -> b
     true
 }
 
+/// Brings failed directories back into service with a new segment starting at `first`,
+/// as HDFS's `restoreFailedStorage` does at a roll. The directory must still exist (one
+/// gone may be an unmounted disk, whose mount point is no place for the journal), and its
+/// segments from before the failure are closed out first, as start-up would: a torn tail
+/// truncated, an unreadable copy set aside. They hold no record the live directories
+/// lack: every batch since went to those.
+fn restore_failed(dirs: &mut [DirWriter], first: u64, cfg: &JournalConfig, m: &JournalMetrics) {
+    for d in dirs.iter_mut().filter(|d| d.seg.is_none()) {
+        let made = recover::close_in_progress(std::slice::from_ref(&d.dir))
+            .and_then(|_| SegmentWriter::create(&d.dir, first, cfg.prealloc_chunk));
+        match made {
+            Ok(seg) => {
+                d.seg = Some(seg);
+                m.dir_restored(&d.dir);
+            }
+            Err(e) => {
+                warn!(dir = %d.dir.display(), error = %e, "failed journal directory not restored")
+            }
+        }
+    }
+}
+
 /// Writes and fdatasyncs `batch` in every live directory, in parallel when there are several.
 fn write_everywhere(dirs: &mut [DirWriter], batch: &[u8], metrics: &JournalMetrics) {
     let write = |d: &mut DirWriter| {
@@ -440,11 +538,12 @@ fn write_everywhere(dirs: &mut [DirWriter], batch: &[u8], metrics: &JournalMetri
             }
         }
     };
-    if dirs.len() == 1 {
-        write(&mut dirs[0]);
+    let mut live: Vec<&mut DirWriter> = dirs.iter_mut().filter(|d| d.seg.is_some()).collect();
+    if live.len() == 1 {
+        write(live[0]);
     } else {
         std::thread::scope(|s| {
-            for d in dirs.iter_mut() {
+            for d in live {
                 s.spawn(|| write(d));
             }
         });

@@ -423,6 +423,7 @@ mod tests {
             prealloc_chunk: 1 << 20,
             tail_bytes: 1 << 20,
             group_delay: Duration::ZERO,
+            restore_failed: false,
         };
         let journal = Arc::new(Journal::start(cfg, 0, |_| {}).unwrap());
         let stop = Arc::new(AtomicBool::new(false));

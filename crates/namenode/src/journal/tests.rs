@@ -15,6 +15,7 @@ fn config(dir: &std::path::Path, group_delay: Duration) -> JournalConfig {
         prealloc_chunk: 1 << 20,
         tail_bytes: 1 << 20,
         group_delay,
+        restore_failed: false,
     }
 }
 
@@ -135,5 +136,123 @@ fn a_sync_waits_for_no_more_than_gather_max_operations() {
     assert_eq!(
         timed_out, 0,
         "a sync waited for clients that had stopped ({syncs} syncs)"
+    );
+}
+
+/// Appends `n` mkdirs (txids after `from`) and waits until they are on disk.
+fn commit_mkdirs(journal: &Journal, rt: &tokio::runtime::Runtime, from: usize, n: usize) -> u64 {
+    let mut last = 0;
+    for i in from..from + n {
+        last = journal.append_all(&[mkdir(i)]);
+    }
+    rt.block_on(journal.wait_synced(last)).unwrap();
+    last
+}
+
+/// (first, last) of every segment in `dir`, `None` for an in-progress one's end.
+fn segments(dir: &std::path::Path) -> Vec<(u64, Option<u64>)> {
+    let list = super::segment::list(dir).unwrap();
+    list.iter().map(|s| (s.first, s.last)).collect()
+}
+
+fn replayed(dirs: &[std::path::PathBuf], after: u64) -> Result<Vec<u64>, String> {
+    let mut txids = Vec::new();
+    super::recover::replay(dirs, after, |txid, _| {
+        txids.push(txid);
+        Ok(())
+    })
+    .map_err(|e| e.to_string())?;
+    Ok(txids)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_roll_finalizes_the_segment_and_answers_where_the_next_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::start(config(dir.path(), Duration::ZERO), 0, |_| {}).unwrap();
+    let rt = runtime();
+    commit_mkdirs(&journal, &rt, 0, 5);
+    assert_eq!(rt.block_on(journal.roll()).unwrap(), 6);
+    assert_eq!(segments(dir.path()), [(1, Some(5)), (6, None)]);
+    // Nothing written since: the segment stays, and says where it starts.
+    assert_eq!(rt.block_on(journal.roll()).unwrap(), 6);
+    assert_eq!(segments(dir.path()), [(1, Some(5)), (6, None)]);
+    // Records appended but not yet synced go into the segment the roll ends.
+    for i in 5..8 {
+        journal.append_all(&[mkdir(i)]);
+    }
+    assert_eq!(rt.block_on(journal.roll()).unwrap(), 9);
+    assert_eq!(journal.last_synced().unwrap(), 8);
+    commit_mkdirs(&journal, &rt, 8, 2);
+    journal.close();
+    assert_eq!(
+        segments(dir.path()),
+        [(1, Some(5)), (6, Some(8)), (9, Some(10))]
+    );
+    assert_eq!(
+        replayed(&[dir.path().to_path_buf()], 0).unwrap(),
+        (1..=10).collect::<Vec<_>>()
+    );
+    assert!(
+        rt.block_on(journal.roll()).is_err(),
+        "a closed journal does not roll"
+    );
+}
+
+/// A directory out of service comes back at a roll once restoring is on, never before,
+/// and never by being made anew: a directory that is gone may be a disk not mounted.
+#[test]
+fn a_failed_directory_comes_back_at_a_roll_only_when_restoring_is_on() {
+    let root = tempfile::tempdir().unwrap();
+    let (good, bad) = (root.path().join("good"), root.path().join("bad"));
+    // A file where the directory should be: unusable at start.
+    std::fs::write(&bad, b"not a directory").unwrap();
+    let mut cfg = config(&good, Duration::ZERO);
+    cfg.dirs.push(bad.clone());
+    let journal = Journal::start(cfg, 0, |_| {}).unwrap();
+    let rt = runtime();
+    let failed = |j: &Journal| j.metrics().dirs().iter().any(|d| d.failed.is_some());
+    assert!(failed(&journal));
+    commit_mkdirs(&journal, &rt, 0, 3);
+    // Fixed, but restoring is off (HDFS's default): it stays out.
+    std::fs::remove_file(&bad).unwrap();
+    std::fs::create_dir(&bad).unwrap();
+    commit_mkdirs(&journal, &rt, 3, 1);
+    assert_eq!(rt.block_on(journal.roll()).unwrap(), 5);
+    assert!(failed(&journal) && segments(&bad).is_empty());
+    // On, while the directory is gone: not made anew.
+    journal.set_restore_failed(true);
+    assert!(journal.restore_failed());
+    std::fs::remove_dir(&bad).unwrap();
+    commit_mkdirs(&journal, &rt, 4, 1);
+    assert_eq!(rt.block_on(journal.roll()).unwrap(), 6);
+    assert!(failed(&journal) && !bad.exists());
+    // Back, and restoring on: in service from the next segment on.
+    std::fs::create_dir(&bad).unwrap();
+    commit_mkdirs(&journal, &rt, 5, 2);
+    assert_eq!(rt.block_on(journal.roll()).unwrap(), 8);
+    assert!(!failed(&journal), "{:?}", journal.metrics().dirs());
+    assert_eq!(journal.metrics().failed_dirs(), 0);
+    commit_mkdirs(&journal, &rt, 7, 4);
+    journal.close();
+    assert_eq!(segments(&bad), [(8, Some(11))]);
+    // The restored copy alone holds everything from its first segment on, and together
+    // with the other the whole journal.
+    assert_eq!(
+        replayed(std::slice::from_ref(&bad), 7).unwrap(),
+        (8..=11).collect::<Vec<_>>()
+    );
+    assert!(replayed(std::slice::from_ref(&bad), 0)
+        .unwrap_err()
+        .contains("missing"));
+    assert_eq!(
+        replayed(&[bad, good], 0).unwrap(),
+        (1..=11).collect::<Vec<_>>()
     );
 }

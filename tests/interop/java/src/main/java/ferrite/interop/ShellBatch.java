@@ -6,10 +6,12 @@ import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FsShell;
+import org.apache.hadoop.hdfs.tools.DFSAdmin;
 import org.apache.hadoop.util.ToolRunner;
 
 /**
@@ -23,7 +25,9 @@ import org.apache.hadoop.util.ToolRunner;
  *   ...stderr of the command...
  *   ==EXIT n==
  *
- * Each command gets a fresh FsShell (as `hdfs dfs` would), sharing one Configuration.
+ * Each command gets a fresh FsShell (as `hdfs dfs` would), sharing one Configuration. A line
+ * whose first argument is {@code dfsadmin} runs the rest through DFSAdmin instead (as
+ * `hdfs dfsadmin` would).
  */
 public final class ShellBatch {
   public static void main(String[] argv) throws Exception {
@@ -43,7 +47,11 @@ public final class ShellBatch {
       System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
       System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
       try {
-        rc = ToolRunner.run(new FsShell(conf), args);
+        if (args[0].equals("dfsadmin")) {
+          rc = ToolRunner.run(new DFSAdmin(conf), Arrays.copyOfRange(args, 1, args.length));
+        } else {
+          rc = ToolRunner.run(new FsShell(conf), args);
+        }
       } catch (Throwable t) {
         t.printStackTrace(System.err);
         rc = 99;
