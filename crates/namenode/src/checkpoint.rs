@@ -43,6 +43,36 @@ pub fn list(dirs: &[PathBuf]) -> Vec<(u64, PathBuf)> {
 /// into the other directories come after it returns, outside that lock. Each image
 /// appears atomically (temp file, fsync, rename, fsync the directory). Succeeds if at
 /// least one directory holds the image.
+/// Whether a save asked to be skipped when the newest image is recent enough
+/// (`hdfs dfsadmin -saveNamespace -beforeShutdown` passes the checkpoint period and
+/// transaction count) may be skipped: as HDFS decides, the image must be at most
+/// `window_s` seconds old AND at most `txn_gap` transactions behind. A request with
+/// neither is never skipped.
+pub fn recent_enough(
+    age_ms: i64,
+    image_txid: u64,
+    last_txid: u64,
+    window_s: u64,
+    txn_gap: u64,
+) -> bool {
+    (window_s > 0 || txn_gap > 0)
+        && age_ms <= (window_s as i64).saturating_mul(1000)
+        && image_txid.saturating_add(txn_gap) >= last_txid
+}
+
+/// Modification time (ms since the epoch) of the image of `txid` in the first of `dirs`
+/// that holds it.
+pub fn image_mtime_ms(dirs: &[PathBuf], txid: u64) -> Option<i64> {
+    dirs.iter().find_map(|d| {
+        let modified = fs::metadata(d.join(image_name(txid)))
+            .ok()?
+            .modified()
+            .ok()?;
+        let since = modified.duration_since(std::time::UNIX_EPOCH).ok()?;
+        Some(since.as_millis() as i64)
+    })
+}
+
 pub fn save(
     dirs: &[PathBuf],
     mut write: impl FnMut(&mut File) -> io::Result<u64>,
@@ -130,6 +160,21 @@ pub fn prune(dirs: &[PathBuf], retain: usize) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_save_is_skipped_only_for_an_image_both_recent_and_close_behind() {
+        // Neither bound given: always saved.
+        assert!(!recent_enough(0, 10, 10, 0, 0));
+        // HDFS's -beforeShutdown: the period and the transaction count.
+        assert!(recent_enough(1_000, 90, 100, 3600, 10));
+        assert!(!recent_enough(3_601_000, 90, 100, 3600, 10), "too old");
+        assert!(!recent_enough(1_000, 89, 100, 3600, 10), "too far behind");
+        assert!(recent_enough(3_600_000, 100, 100, 3600, 0));
+        assert!(
+            !recent_enough(1, 100, 100, 0, 5),
+            "no window: any age is too old"
+        );
+    }
+
     use super::*;
     use std::io::Write;
 

@@ -621,7 +621,7 @@ pub async fn version_request(
 pub async fn save_namespace(
     nn: Nn,
     _: CallCtx,
-    _: SaveNamespaceRequestProto,
+    req: SaveNamespaceRequestProto,
 ) -> Res<SaveNamespaceResponseProto> {
     // As in HDFS: an image is only taken while mutations are held off.
     if !nn.in_safe_mode() {
@@ -629,6 +629,11 @@ pub async fn save_namespace(
             "Safe mode should be turned ON in order to create namespace image.".into(),
         )
         .into());
+    }
+    // `-saveNamespace -beforeShutdown`: no new image when the newest is recent enough.
+    let (window, gap) = (req.time_window.unwrap_or(0), req.tx_gap.unwrap_or(0));
+    if nn.image_recent_enough(window, gap) {
+        return Ok(SaveNamespaceResponseProto { saved: Some(false) });
     }
     let state = nn.clone();
     tokio::task::spawn_blocking(move || state.save_namespace())

@@ -6,7 +6,7 @@
 //! connection's writer until the journal has them on disk, and any other caller waits here.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -65,6 +65,8 @@ pub struct NnState {
     pub journal_dirs: Vec<PathBuf>,
     pub startup: StartupReport,
     last_image_txid: AtomicU64,
+    /// When that image was written (ms since the epoch; its file's time at start-up).
+    last_image_ms: AtomicI64,
     /// One checkpoint at a time: the periodic one and saveNamespace must not write the same
     /// image file concurrently.
     saving: Mutex<()>,
@@ -115,8 +117,10 @@ impl NnState {
         let summary = storage
             .summary
             .map(|s| SummaryService::new(s, Some(summary_dir)));
+        let image_ms = checkpoint::image_mtime_ms(&storage.name_dirs, storage.startup.image_txid);
         NnState {
             last_image_txid: AtomicU64::new(storage.startup.image_txid),
+            last_image_ms: AtomicI64::new(image_ms.unwrap_or(now)),
             ns: RwLock::new(storage.ns),
             writers: tokio::sync::Mutex::new(()),
             leases: Mutex::new(leases),
@@ -397,6 +401,7 @@ impl NnState {
             Ok(txid)
         })?;
         self.last_image_txid.store(txid, Ordering::SeqCst);
+        self.last_image_ms.store(now_ms(), Ordering::SeqCst);
         if let Some(oldest) = checkpoint::prune(&self.name_dirs, self.cfg.checkpoints_retained) {
             let purged = recover::purge_before(&self.journal_dirs, oldest + 1);
             if purged > 0 {
@@ -492,6 +497,14 @@ impl NnState {
             }
         }
         (ordered, deleted)
+    }
+
+    /// Whether the newest image makes a save asked for with these bounds unnecessary
+    /// (see [`checkpoint::recent_enough`]).
+    pub fn image_recent_enough(&self, window_s: u64, txn_gap: u64) -> bool {
+        let age = now_ms() - self.last_image_ms.load(Ordering::SeqCst);
+        let last = self.journal.as_ref().map_or(0, |j| j.last_appended());
+        checkpoint::recent_enough(age, self.last_image_txid(), last, window_s, txn_gap)
     }
 
     /// Transactions journaled since the last image.
