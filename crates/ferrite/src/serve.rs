@@ -35,6 +35,12 @@ pub struct ServeArgs {
     /// Configuration override, Hadoop key names (repeatable): --conf fs.trash.interval=60
     #[arg(long = "conf", value_name = "KEY=VALUE")]
     pub conf: Vec<String>,
+    /// Recovery mode, for a journal damaged in the middle (as `hdfs namenode -recover`):
+    /// keep every edit before the damage, set the segments holding anything after it
+    /// aside as `*.abandoned`, and start. The edits after the damage are lost; without
+    /// this flag such a journal stops start-up.
+    #[arg(long)]
+    pub recover: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -79,6 +85,7 @@ fn nn_config(args: &ServeArgs, local: bool) -> anyhow::Result<(Config, Vec<Strin
     if cfg.name_dirs.is_empty() {
         cfg.name_dirs.push(args.data.join("name"));
     }
+    cfg.recover_journal = args.recover;
     if !args.journal_dirs.is_empty() {
         // Extra journal directories join the configured ones (by default the name dirs).
         if cfg.edits_dirs.is_empty() {

@@ -84,6 +84,9 @@ pub struct Config {
     /// directories back into service (HDFS's default: off). `hdfs dfsadmin
     /// -restoreFailedStorage` switches it while running.
     pub restore_failed_dirs: bool,
+    /// Start in recovery mode (`--recover`; not a site key: an operator's one-off
+    /// decision): see `journal::recover::replay_recovering`.
+    pub recover_journal: bool,
     /// `ferrite.summary.enabled`: keep the namespace summary and answer
     /// getContentSummary from it.
     pub summary_enabled: bool,
@@ -156,6 +159,7 @@ impl Default for Config {
             journal_tail_bytes: 4 << 20,
             journal_group_delay_us: 1_000,
             restore_failed_dirs: false,
+            recover_journal: false,
             summary_enabled: true,
             summary_checkpoint_txns: 1_000_000,
             summary_checkpoint_period_sec: 600,

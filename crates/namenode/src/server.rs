@@ -62,6 +62,31 @@ pub fn current_user() -> String {
         .unwrap_or_else(|| format!("uid{uid}"))
 }
 
+/// Replay in recovery mode: the journal up to its first damage, the rest set aside (see
+/// `recover::replay_recovering`). Loud on purpose: edits are being given up.
+fn recover_journal(
+    dirs: &[PathBuf],
+    image_txid: u64,
+    apply: impl FnMut(u64, &crate::namespace::Op) -> Result<(), String>,
+) -> std::io::Result<recover::Replayed> {
+    let replayed = recover::replay_recovering(dirs, image_txid, apply).map_err(io_err)?;
+    let aside = recover::set_aside_after(dirs, replayed.last_txid)?;
+    if replayed.stopped_by.is_none() && aside.is_empty() {
+        info!(
+            last_txid = replayed.last_txid,
+            "recovery mode: the journal read to its end; nothing given up"
+        );
+    } else {
+        error!(
+            kept_through_txid = replayed.last_txid,
+            damage = replayed.stopped_by.as_deref().unwrap_or("none found"),
+            set_aside = ?aside,
+            "RECOVERY: the journal is kept up to the damage; every edit after it is given up"
+        );
+    }
+    Ok(replayed)
+}
+
 fn io_err(e: impl std::fmt::Display) -> std::io::Error {
     std::io::Error::other(e.to_string())
 }
@@ -93,10 +118,17 @@ pub fn load_storage(
         }
         None => (Namespace::new(superuser, &cfg.superuser_group, now_ms()), 0),
     };
-    let replayed = recover::replay(&journal_dirs, image_txid, |_, op| {
-        ns.apply(op).map(|_| ()).map_err(|e| e.to_string())
-    })
-    .map_err(io_err)?;
+    let apply = |_, op: &_| ns.apply(op).map(|_| ()).map_err(|e| e.to_string());
+    let replayed = if cfg.recover_journal {
+        recover_journal(&journal_dirs, image_txid, apply)?
+    } else {
+        recover::replay(&journal_dirs, image_txid, apply).map_err(|e| {
+            io_err(format!(
+                "{e}. To start with the edits before the damage and set the rest aside \
+                 (they are lost), run once with --recover"
+            ))
+        })?
+    };
     recover::close_in_progress(&journal_dirs)?;
     let startup = StartupReport {
         image_txid,

@@ -330,7 +330,31 @@ async fn a_torn_tail_is_truncated_and_corruption_in_the_middle_stops_startup() {
         .to_string();
     assert!(
         err.contains(&first.display().to_string())
-            && err.contains(&format!("offset {second_record}")),
+            && err.contains(&format!("offset {second_record}"))
+            && err.contains("--recover"),
         "{err}"
     );
+
+    // The operator's way out (`--recover`): the edit before the damage is kept, every
+    // segment holding anything after it is set aside, and the NameNode starts.
+    let mut recovering = cfg.clone();
+    recovering.recover_journal = true;
+    let storage = load_storage(&recovering, "hdfs", CancellationToken::new()).unwrap();
+    assert_eq!(storage.startup.last_txid, 1);
+    storage.journal.as_ref().unwrap().close();
+    drop(storage);
+    let aside = std::fs::read_dir(&name)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".abandoned"))
+        .count();
+    assert_eq!(
+        aside,
+        segs.len(),
+        "every segment held edits after the damage"
+    );
+    // From then on a plain start-up is clean, and picks up where recovery left off.
+    let back = open(dir.path());
+    assert_eq!(back.startup.last_txid, 1);
+    back.journal.as_ref().unwrap().close();
 }

@@ -35,6 +35,9 @@ pub struct Replayed {
     pub last_txid: u64,
     pub edits: u64,
     pub segments: usize,
+    /// Only in recovery mode: why replay stopped before the end of the journal (the damage
+    /// and where it is). Nothing after `last_txid` was applied.
+    pub stopped_by: Option<String>,
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, RecoverError> {
@@ -50,7 +53,20 @@ pub fn replay(
     after: u64,
     apply: impl FnMut(u64, &Op) -> Result<(), String>,
 ) -> Result<Replayed, RecoverError> {
-    read_after(dirs, after, None, apply)
+    read_after(dirs, after, Reading::Start, apply)
+}
+
+/// [`replay`] in recovery mode (`ferrite namenode --recover`, as HDFS's `namenode
+/// -recover`), at the operator's request only: where plain replay would stop start-up
+/// (damage with records after it, a txid gap, an undecodable record), this keeps every
+/// record before the damage and stops there, saying why in [`Replayed::stopped_by`].
+/// The caller then sets the rest aside ([`set_aside_after`]).
+pub fn replay_recovering(
+    dirs: &[PathBuf],
+    after: u64,
+    apply: impl FnMut(u64, &Op) -> Result<(), String>,
+) -> Result<Replayed, RecoverError> {
+    read_after(dirs, after, Reading::Recover, apply)
 }
 
 /// [`replay`] for a follower reading while the journal is live, up to `synced` (the
@@ -65,17 +81,30 @@ pub fn follow(
     synced: u64,
     apply: impl FnMut(u64, &Op) -> Result<(), String>,
 ) -> Result<Replayed, RecoverError> {
-    read_after(dirs, after, Some(synced), apply)
+    read_after(dirs, after, Reading::Follow(synced), apply)
 }
 
-/// `live`: following a running journal synced up to this txid (see [`follow`]); `None`
-/// at start-up, when nothing else writes and a torn tail is worth a warning.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    /// Start-up: nothing else writes, and a torn tail is worth a warning.
+    Start,
+    /// Following a running journal synced up to this txid (see [`follow`]).
+    Follow(u64),
+    /// Start-up in recovery mode (see [`replay_recovering`]).
+    Recover,
+}
+
 fn read_after(
     dirs: &[PathBuf],
     after: u64,
-    live: Option<u64>,
+    reading: Reading,
     mut apply: impl FnMut(u64, &Op) -> Result<(), String>,
 ) -> Result<Replayed, RecoverError> {
+    let live = match reading {
+        Reading::Follow(synced) => Some(synced),
+        _ => None,
+    };
+    let recovering = reading == Reading::Recover;
     let mut candidates: Vec<SegmentFile> = Vec::new();
     for d in dirs {
         match segment::list(d) {
@@ -110,11 +139,16 @@ fn read_after(
                     .map(|d| d.display().to_string())
                     .collect::<Vec<_>>()
                     .join(", ");
-                return Err(RecoverError::Gap {
+                let gap = RecoverError::Gap {
                     from: expected,
                     to: next - 1,
                     dirs,
-                });
+                };
+                if recovering {
+                    out.stopped_by = Some(gap.to_string());
+                    return Ok(out);
+                }
+                return Err(gap);
             }
             return Ok(out);
         }
@@ -133,8 +167,9 @@ fn read_after(
                 Err(e) => return Err(e),
             };
             let path = seg.path.display().to_string();
-            let mode = match (live, seg.last) {
-                (Some(_), None) => Mode::Live,
+            let mode = match (reading, seg.last) {
+                (Reading::Recover, _) => Mode::Recover,
+                (Reading::Follow(_), None) => Mode::Live,
                 _ => Mode::Strict,
             };
             match segment::scan_from(&bytes, &path, mode, expected) {
@@ -151,7 +186,12 @@ fn read_after(
             }
         }
         let Some((reach, scan, bytes, seg)) = best else {
-            return Err(first_err.expect("an option either scans or fails").into());
+            let e = first_err.expect("an option either scans or fails");
+            if recovering {
+                out.stopped_by = Some(e.to_string());
+                return Ok(out);
+            }
+            return Err(e.into());
         };
         let path = seg.path.display().to_string();
         match (&scan.tail, live) {
@@ -172,14 +212,29 @@ fn read_after(
             }
             _ => {}
         }
+        let damage = match &scan.tail {
+            Tail::Damaged { offset, why } => {
+                Some(format!("{path}: damaged at offset {offset}: {why}"))
+            }
+            _ => None,
+        };
         if reach < expected {
-            // Every copy of this stretch ends before `expected`: nothing further exists.
+            // Every copy of this stretch ends before `expected`: nothing further exists,
+            // or (recovering) nothing further can be read.
+            out.stopped_by = damage;
             return Ok(out);
         }
         // Ops are decoded as they are applied, and a follower stops at `synced`.
         let end = live.unwrap_or(u64::MAX);
         for record in scan.records(&bytes, &path) {
-            let (txid, op) = record?;
+            let (txid, op) = match record {
+                Ok(r) => r,
+                Err(e) if recovering => {
+                    out.stopped_by = Some(e.to_string());
+                    return Ok(out);
+                }
+                Err(e) => return Err(e.into()),
+            };
             if txid > end {
                 break;
             }
@@ -192,6 +247,11 @@ fn read_after(
             out.last_txid = txid;
         }
         out.segments += 1;
+        if damage.is_some() {
+            // The copy that reaches furthest is damaged there: nothing after it is known.
+            out.stopped_by = damage;
+            return Ok(out);
+        }
         if reach >= end {
             return Ok(out);
         }
@@ -232,6 +292,45 @@ pub fn close_in_progress(dirs: &[PathBuf]) -> std::io::Result<()> {
         fs::File::open(d)?.sync_all()?;
     }
     Ok(())
+}
+
+/// Recovery mode's second step, after [`replay_recovering`] kept the journal up to `last`:
+/// every segment copy holding anything past `last` leaves the journal, renamed
+/// `*.abandoned` (never deleted: they are the operator's to inspect), and the part of it up
+/// to `last`, if any, stays as a finalized segment of its own. An in-progress segment that
+/// ends within `last` is left for [`close_in_progress`]. Returns what was set aside.
+pub fn set_aside_after(dirs: &[PathBuf], last: u64) -> std::io::Result<Vec<PathBuf>> {
+    let mut aside = Vec::new();
+    for d in dirs {
+        let Ok(segs) = segment::list(d) else { continue };
+        for seg in segs {
+            if seg.last.is_some_and(|l| l <= last) {
+                continue;
+            }
+            if seg.first <= last {
+                let bytes = read(&seg.path).map_err(|e| std::io::Error::other(e.to_string()))?;
+                let path = seg.path.display().to_string();
+                if let Ok(scan) = segment::scan_from(&bytes, &path, Mode::Recover, last + 1) {
+                    let within = scan.last_txid.is_none_or(|t| t <= last);
+                    let damaged = matches!(scan.tail, Tail::Damaged { .. });
+                    if seg.last.is_none() && within && !damaged {
+                        continue;
+                    }
+                    // The records before `last + 1` end where the scan's `from` begins.
+                    if let Some(kept) = scan.last_txid.map(|t| t.min(last)) {
+                        let name = finalized_name(seg.first, kept);
+                        crate::atomic_file::write_atomic(d, &name, &bytes[..scan.start])?;
+                        info!(kept = %d.join(&name).display(), "recovery: the part up to the kept txid stays");
+                    }
+                }
+            }
+            let to = PathBuf::from(format!("{}.abandoned", seg.path.display()));
+            fs::rename(&seg.path, &to)?;
+            aside.push(to);
+        }
+        fs::File::open(d)?.sync_all()?;
+    }
+    Ok(aside)
 }
 
 /// Deletes finalized segments that end before `keep_from` (they are covered by an image).
@@ -464,5 +563,112 @@ mod tests {
             passes > 10 && after > 10_000,
             "{passes} passes reached txid {after}"
         );
+    }
+
+    /// Records 1..=10 in a finalized segment with record 6 damaged (records after it), then
+    /// 11..=15 in progress. Returns the damaged record's offset.
+    fn journal_damaged_at_six(dir: &Path) -> usize {
+        let mut b = Vec::new();
+        let mut damaged_at = 0;
+        for i in 1..=10 {
+            if i == 6 {
+                damaged_at = segment::HEADER_LEN + b.len();
+            }
+            encode_record(i, &op(i), &mut b);
+        }
+        b[damaged_at - segment::HEADER_LEN + 12] ^= 0xff;
+        let mut w = segment::SegmentWriter::create(dir, 1, 4096).unwrap();
+        w.append(&b).unwrap();
+        w.finalize(10).unwrap();
+        let mut w = segment::SegmentWriter::create(dir, 11, 4096).unwrap();
+        let mut b = Vec::new();
+        for i in 11..=15 {
+            encode_record(i, &op(i), &mut b);
+        }
+        w.append(&b).unwrap();
+        damaged_at
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Recovery mode keeps everything before the damage, says where it stopped, and moves
+    /// every segment holding anything after it aside, keeping its good part; afterwards a
+    /// plain start-up reads the journal without complaint and a new segment follows on.
+    #[test]
+    fn recovery_keeps_the_journal_up_to_the_damage_and_sets_the_rest_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let damaged_at = journal_damaged_at_six(dir.path());
+        let dirs = [dir.path().to_path_buf()];
+        let e = txids(&dirs, None).unwrap_err();
+        assert!(
+            matches!(e, RecoverError::Corrupt(ScanError::Corrupt { .. })),
+            "{e}"
+        );
+
+        let mut seen = Vec::new();
+        let r = replay_recovering(&dirs, 0, |t, _| {
+            seen.push(t);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen, [1, 2, 3, 4, 5]);
+        assert_eq!(r.last_txid, 5);
+        let why = r.stopped_by.unwrap();
+        assert!(
+            why.contains(&finalized_name(1, 10)) && why.contains(&format!("offset {damaged_at}")),
+            "{why}"
+        );
+
+        let aside = set_aside_after(&dirs, 5).unwrap();
+        assert_eq!(aside.len(), 2, "{aside:?}");
+        assert_eq!(
+            names(dir.path()),
+            [
+                finalized_name(1, 5),
+                format!("{}.abandoned", finalized_name(1, 10)),
+                format!("{}.abandoned", segment::inprogress_name(11)),
+            ]
+        );
+        assert_eq!(txids(&dirs, None).unwrap(), [1, 2, 3, 4, 5]);
+        // Nothing left past 5: a second pass sets nothing aside, and the journal goes on.
+        assert!(set_aside_after(&dirs, 5).unwrap().is_empty());
+        close_in_progress(&dirs).unwrap();
+        let cfg = JournalConfig {
+            dirs: dirs.to_vec(),
+            segment_max_bytes: 64 << 20,
+            segment_max_txns: 10_000,
+            prealloc_chunk: 4096,
+            tail_bytes: 1 << 20,
+            group_delay: Duration::ZERO,
+            restore_failed: false,
+        };
+        let journal = Journal::start(cfg, 5, |_| {}).unwrap();
+        assert_eq!(journal.append_all(&[op(6)]), 6);
+        journal.close();
+        assert_eq!(txids(&dirs, None).unwrap(), [1, 2, 3, 4, 5, 6]);
+    }
+
+    /// With an undamaged copy elsewhere, recovery mode reads it all and gives up nothing.
+    #[test]
+    fn recovery_gives_up_nothing_when_another_directory_holds_a_good_copy() {
+        let (bad, good) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        journal_damaged_at_six(bad.path());
+        let mut b = Vec::new();
+        for i in 1..=15 {
+            encode_record(i, &op(i), &mut b);
+        }
+        let mut w = segment::SegmentWriter::create(good.path(), 1, 4096).unwrap();
+        w.append(&b).unwrap();
+        let dirs = [bad.path().to_path_buf(), good.path().to_path_buf()];
+        let r = replay_recovering(&dirs, 0, |_, _| Ok(())).unwrap();
+        assert_eq!((r.last_txid, r.stopped_by), (15, None));
+        assert!(set_aside_after(&dirs, 15).unwrap().is_empty());
     }
 }

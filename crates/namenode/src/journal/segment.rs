@@ -71,11 +71,14 @@ pub enum Tail {
     /// The last record is partial or damaged and nothing follows it: an unacknowledged write
     /// cut short by a crash. Truncate at `offset`.
     Torn { offset: usize, why: String },
-    /// Only from [`scan_live`]: past `offset` the bytes read were not all written yet. A
+    /// Only from [`Mode::Live`]: past `offset` the bytes read were not all written yet. A
     /// segment read while the syncer appends to it can show a hole of zeros or half a
     /// record with whole records after it, since the read copies the file page by page
     /// while the writer fills it. What was synced before the read started is whole.
     Live { offset: usize, why: String },
+    /// Only from [`Mode::Recover`]: damage at `offset` with data after it, or a record out
+    /// of txid order. The records before it are whole; nothing from here on is taken.
+    Damaged { offset: usize, why: String },
 }
 
 /// Where a segment's whole records lie. The scan checks every record's frame (length,
@@ -131,6 +134,9 @@ pub enum Mode {
     /// scan as [`Tail::Live`]. Whether it is real is for the caller to decide, from how far
     /// it knows the journal is synced.
     Live,
+    /// Start-up in recovery mode (`--recover`), at the operator's request: damage ends the
+    /// scan as [`Tail::Damaged`], so the records before it can be kept.
+    Recover,
 }
 
 impl Scan {
@@ -173,6 +179,7 @@ impl Scan {
 /// start at txid `from`.
 pub fn scan_from(bytes: &[u8], path: &str, mode: Mode, from: u64) -> Result<Scan, ScanError> {
     let live = mode == Mode::Live;
+    let recover = mode == Mode::Recover;
     // A crash between creating a segment and syncing its header leaves it empty (or zeros):
     // a segment with no records, not a damaged one.
     if bytes.len() < HEADER_LEN && MAGIC.starts_with(&bytes[..bytes.len().min(8)])
@@ -205,6 +212,9 @@ pub fn scan_from(bytes: &[u8], path: &str, mode: Mode, from: u64) -> Result<Scan
                     Tail::Clean
                 } else {
                     let (offset, why) = (pos, "zero length followed by data".to_string());
+                    if recover {
+                        return Ok(done(start, next, pos, Tail::Damaged { offset, why }));
+                    }
                     if !live {
                         return Err(ScanError::Corrupt {
                             path: path.into(),
@@ -217,6 +227,10 @@ pub fn scan_from(bytes: &[u8], path: &str, mode: Mode, from: u64) -> Result<Scan
                 return Ok(done(start, next, pos, tail));
             }
             Ok(Frame::Record { txid, size, .. }) => {
+                if txid != next && recover {
+                    let why = format!("txid {txid} where {next} was expected");
+                    return Ok(done(start, next, pos, Tail::Damaged { offset: pos, why }));
+                }
                 if txid != next {
                     return Err(ScanError::TxidGap {
                         path: path.into(),
@@ -239,6 +253,9 @@ pub fn scan_from(bytes: &[u8], path: &str, mode: Mode, from: u64) -> Result<Scan
                 }
                 if live {
                     return Ok(done(start, next, pos, Tail::Live { offset, why }));
+                }
+                if recover {
+                    return Ok(done(start, next, pos, Tail::Damaged { offset, why }));
                 }
                 return Err(ScanError::Corrupt {
                     path: path.into(),
