@@ -419,6 +419,21 @@ async fn mkdir(
     .await
 }
 
+/// `n` directories named `prefix0`, `prefix1`, …, each acknowledged.
+async fn mkdirs(addr: SocketAddr, prefix: &str, n: usize) {
+    for i in 0..n {
+        assert!(mkdir(addr, &format!("{prefix}{i}")).await.unwrap().result);
+    }
+}
+
+/// The `namenode-stats` line of journal directory `dir`.
+fn journal_dir_line<'a>(stats: &'a str, dir: &str) -> &'a str {
+    stats
+        .lines()
+        .find(|l| l.starts_with("journal_dir") && l.contains(dir))
+        .unwrap_or_else(|| panic!("no line for {dir} in:\n{stats}"))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn losing_journal_directories_keeps_serving_until_none_is_left() {
     let data = tempfile::tempdir().unwrap();
@@ -468,21 +483,11 @@ async fn losing_journal_directories_keeps_serving_until_none_is_left() {
     assert!(mkdir(server.addr, "/still-ok").await.unwrap().result);
     // More than two segments' worth of edits, so that the segment roll that cannot create
     // its next file in the vanished directory certainly comes after the removal.
-    for i in 0..450 {
-        assert!(
-            mkdir(server.addr, &format!("/roll-{i}"))
-                .await
-                .unwrap()
-                .result
-        );
-    }
+    mkdirs(server.addr, "/roll-", 450).await;
     // The operator sees which directories are out of service, and why.
     let stats = admin_stats(server.addr);
     for gone in [&dirs[0], &dirs[1]] {
-        let line = stats
-            .lines()
-            .find(|l| l.starts_with("journal_dir") && l.contains(gone.as_str()))
-            .unwrap_or_else(|| panic!("no line for {gone} in:\n{stats}"));
+        let line = journal_dir_line(&stats, gone);
         assert!(line.contains("FAILED: "), "{gone}:\n{stats}");
     }
     assert!(stats.contains(" in service"), "{stats}");
@@ -503,20 +508,10 @@ async fn losing_journal_directories_keeps_serving_until_none_is_left() {
         .and_then(|t| t.trim().parse().ok())
         .unwrap_or_else(|| panic!("no txid in {rolled:?}"));
     let stats = admin_stats(server.addr);
-    let ro_line = stats
-        .lines()
-        .find(|l| l.starts_with("journal_dir") && l.contains(dirs[1].as_str()))
-        .unwrap();
+    let ro_line = journal_dir_line(&stats, &dirs[1]);
     assert!(ro_line.ends_with(" in service"), "{stats}");
     assert!(!gone_dir.exists(), "a vanished directory is not made anew");
-    for i in 0..50 {
-        assert!(
-            mkdir(server.addr, &format!("/restored-{i}"))
-                .await
-                .unwrap()
-                .result
-        );
-    }
+    mkdirs(server.addr, "/restored-", 50).await;
     let mut in_progress: Vec<String> = std::fs::read_dir(&ro_dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
