@@ -35,14 +35,6 @@ pub fn list(dirs: &[PathBuf]) -> Vec<(u64, PathBuf)> {
     out
 }
 
-/// Writes an image to every name directory; returns (txid, bytes, directories written).
-///
-/// `write` streams the image into an open file and returns its txid. It runs while the
-/// caller holds whatever keeps the namespace still, into the first directory that takes
-/// it (again into the next if it fails: a full or broken disk). The fsync and the copies
-/// into the other directories come after it returns, outside that lock. Each image
-/// appears atomically (temp file, fsync, rename, fsync the directory). Succeeds if at
-/// least one directory holds the image.
 /// Whether a save asked to be skipped when the newest image is recent enough
 /// (`hdfs dfsadmin -saveNamespace -beforeShutdown` passes the checkpoint period and
 /// transaction count) may be skipped: as HDFS decides, the image must be at most
@@ -73,6 +65,14 @@ pub fn image_mtime_ms(dirs: &[PathBuf], txid: u64) -> Option<i64> {
     })
 }
 
+/// Writes an image to every name directory; returns (txid, bytes, directories written).
+///
+/// `write` streams the image into an open file and returns its txid. It runs while the
+/// caller holds whatever keeps the namespace still, into the first directory that takes
+/// it (again into the next if it fails: a full or broken disk). The fsync and the copies
+/// into the other directories come after it returns, outside that lock. Each image
+/// appears atomically (temp file, fsync, rename, fsync the directory). Succeeds if at
+/// least one directory holds the image.
 pub fn save(
     dirs: &[PathBuf],
     mut write: impl FnMut(&mut File) -> io::Result<u64>,
@@ -160,6 +160,9 @@ pub fn prune(dirs: &[PathBuf], retain: usize) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use std::io::Write;
+
     #[test]
     fn a_save_is_skipped_only_for_an_image_both_recent_and_close_behind() {
         // Neither bound given: always saved.
@@ -174,9 +177,6 @@ mod tests {
             "no window: any age is too old"
         );
     }
-
-    use super::*;
-    use std::io::Write;
 
     fn names_in(d: &std::path::Path) -> Vec<String> {
         let mut v: Vec<String> = fs::read_dir(d)

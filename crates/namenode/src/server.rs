@@ -122,11 +122,14 @@ pub fn load_storage(
     let replayed = if cfg.recover_journal {
         recover_journal(&journal_dirs, image_txid, apply)?
     } else {
-        recover::replay(&journal_dirs, image_txid, apply).map_err(|e| {
-            io_err(format!(
-                "{e}. To start with the edits before the damage and set the rest aside \
-                 (they are lost), run once with --recover"
-            ))
+        recover::replay(&journal_dirs, image_txid, apply).map_err(|e| match e {
+            recover::RecoverError::Corrupt(_) | recover::RecoverError::Gap { .. } => {
+                io_err(format!(
+                    "{e}. To start with the edits before the damage and set the rest \
+                     aside (they are lost), run once with --recover"
+                ))
+            }
+            e => io_err(e),
         })?
     };
     recover::close_in_progress(&journal_dirs)?;
