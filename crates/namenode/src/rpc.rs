@@ -643,6 +643,13 @@ pub async fn save_namespace(
     Ok(SaveNamespaceResponseProto { saved: Some(true) })
 }
 
+/// The journal the admin calls act on; a NameNode configured without directories has none.
+fn journal_of(nn: &Nn) -> Result<&crate::journal::Journal, FsError> {
+    nn.journal
+        .as_ref()
+        .ok_or_else(|| FsError::Io("this NameNode keeps no journal".into()))
+}
+
 /// `hdfs dfsadmin -rollEdits`: ends the current journal segment and answers where the next
 /// one starts. Refused in safe mode, as HDFS does ("Log not rolled").
 pub async fn roll_edits(
@@ -657,10 +664,7 @@ pub async fn roll_edits(
         ))
         .into());
     }
-    let journal = nn
-        .journal
-        .as_ref()
-        .ok_or_else(|| FsError::Io("this NameNode keeps no journal".into()))?;
+    let journal = journal_of(&nn)?;
     let txid = journal
         .roll()
         .await
@@ -679,10 +683,7 @@ pub async fn restore_failed_storage(
     _: CallCtx,
     req: RestoreFailedStorageRequestProto,
 ) -> Res<RestoreFailedStorageResponseProto> {
-    let journal = nn
-        .journal
-        .as_ref()
-        .ok_or_else(|| FsError::Io("this NameNode keeps no journal".into()))?;
+    let journal = journal_of(&nn)?;
     match req.arg.as_str() {
         "check" => {}
         "true" | "false" => journal.set_restore_failed(req.arg == "true"),
