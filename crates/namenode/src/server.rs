@@ -477,20 +477,20 @@ pub async fn run_trash_once(nn: &NnState, now: i64, interval_ms: i64) {
 
 /// Saves an image every `dfs.namenode.checkpoint.txns` transactions or
 /// `dfs.namenode.checkpoint.period` seconds, whichever comes first.
+/// The period counts from the newest image, however it was taken (a `saveNamespace` too).
 async fn checkpointer(nn: Arc<NnState>, cancel: CancellationToken) {
     let period = Duration::from_secs(nn.cfg.checkpoint_period_sec);
-    let mut last = Instant::now();
     loop {
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_secs(1).min(period)) => {}
             _ = cancel.cancelled() => return,
         }
-        let due = nn.txns_since_image() >= nn.cfg.checkpoint_txns
-            || (last.elapsed() >= period && nn.txns_since_image() > 0);
+        let since = nn.txns_since_image();
+        let due = since >= nn.cfg.checkpoint_txns
+            || (nn.image_age_ms() >= period.as_millis() as i64 && since > 0);
         if !due {
             continue;
         }
-        last = Instant::now();
         let state = nn.clone();
         match tokio::task::spawn_blocking(move || state.save_namespace()).await {
             Ok(Ok(_)) => {}

@@ -502,9 +502,14 @@ impl NnState {
     /// Whether the newest image makes a save asked for with these bounds unnecessary
     /// (see [`checkpoint::recent_enough`]).
     pub fn image_recent_enough(&self, window_s: u64, txn_gap: u64) -> bool {
-        let age = now_ms() - self.last_image_ms.load(Ordering::SeqCst);
         let last = self.journal.as_ref().map_or(0, |j| j.last_appended());
-        checkpoint::recent_enough(age, self.last_image_txid(), last, window_s, txn_gap)
+        let image = self.last_image_txid();
+        checkpoint::recent_enough(self.image_age_ms(), image, last, window_s, txn_gap)
+    }
+
+    /// How long ago the newest image was written.
+    pub fn image_age_ms(&self) -> i64 {
+        now_ms() - self.last_image_ms.load(Ordering::SeqCst)
     }
 
     /// Transactions journaled since the last image.

@@ -161,3 +161,34 @@ async fn renewing_keeps_the_lease() {
     assert!(r.result);
     nn.shutdown().await;
 }
+
+/// Edits made after the newest image are imaged once `dfs.namenode.checkpoint.period` has
+/// passed since it, well short of `dfs.namenode.checkpoint.txns`.
+#[tokio::test]
+async fn the_checkpoint_period_images_recent_edits() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = Config {
+        name_dirs: vec![dir.path().join("name")],
+        checkpoint_period_sec: 1,
+        ..Default::default()
+    };
+    let nn = NameNode::start(cfg, TcpListener::bind("127.0.0.1:0").await.unwrap())
+        .await
+        .unwrap();
+    let st = nn.state.clone();
+    let su = Caller::superuser(&st.superuser);
+    st.commit(|ns| Ok(((), ns.plan_mkdirs(&su, "/periodic", 0o755, true, 0)?)))
+        .await
+        .unwrap();
+    let last = st.journal.as_ref().unwrap().last_appended();
+    assert!(st.last_image_txid() < last);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while st.last_image_txid() < last {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no periodic checkpoint"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    nn.shutdown().await;
+}
