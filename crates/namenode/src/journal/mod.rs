@@ -15,6 +15,7 @@
 //! fails (and the NameNode stops) only when no directory is left.
 
 pub mod codec;
+mod dirs;
 pub mod recover;
 pub mod segment;
 pub mod tail;
@@ -31,9 +32,10 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
-use tracing::{error, info, warn};
+use tracing::{error, info};
 
 use crate::namespace::Op;
+use dirs::{DirWriter, Dirs};
 use segment::SegmentWriter;
 pub use tail::Batch;
 
@@ -173,12 +175,6 @@ pub struct Journal {
     syncer: Mutex<Option<JoinHandle<()>>>,
 }
 
-/// One journal directory as the syncer sees it.
-struct DirWriter {
-    dir: PathBuf,
-    seg: Option<SegmentWriter>,
-}
-
 impl Journal {
     /// Starts a journal whose next record is `last_txid + 1`, with a fresh in-progress
     /// segment in every directory that can take one. `on_fatal` runs once if every
@@ -235,10 +231,12 @@ impl Journal {
             tail: tail::Tail::new(cfg.tail_bytes, last_txid),
             restore_failed: AtomicBool::new(cfg.restore_failed),
         });
+        let dirs = Dirs::new(writers, shared.clone(), cfg.clone())
+            .map_err(|e| JournalError(format!("spawning the directory writers: {e}")))?;
         let s = shared.clone();
         let handle = std::thread::Builder::new()
             .name("journal-syncer".into())
-            .spawn(move || syncer(s, cfg, writers, last_txid, on_fatal))
+            .spawn(move || syncer(s, cfg, dirs, last_txid, on_fatal))
             .map_err(|e| JournalError(format!("spawning the syncer: {e}")))?;
         Ok(Journal {
             shared,
@@ -354,7 +352,7 @@ impl Drop for Journal {
 fn syncer(
     shared: Arc<Shared>,
     cfg: JournalConfig,
-    mut dirs: Vec<DirWriter>,
+    mut dirs: Dirs,
     start_txid: u64,
     on_fatal: impl FnOnce(String),
 ) {
@@ -394,8 +392,8 @@ fn syncer(
         let mut roll_now = !rolls.is_empty();
         if !spare.is_empty() {
             let started = std::time::Instant::now();
-            write_everywhere(&mut dirs, &spare, &shared.metrics);
-            if dirs.iter().all(|d| d.seg.is_none()) {
+            spare = dirs.write(spare);
+            if dirs.all_failed() {
                 let msg = format!(
                     "every journal directory has failed ({:?}); no edit can be made durable",
                     cfg.dirs
@@ -433,13 +431,8 @@ fn syncer(
             if spare.capacity() > 16 << 20 {
                 spare = Vec::with_capacity(1 << 16); // do not keep a burst's buffer forever
             }
-            let seg_bytes = dirs
-                .iter()
-                .filter_map(|d| d.seg.as_ref())
-                .map(|s| s.written)
-                .max()
-                .unwrap_or(0);
-            if seg_bytes >= cfg.segment_max_bytes || synced + 1 - seg_first >= cfg.segment_max_txns
+            if dirs.written() >= cfg.segment_max_bytes
+                || synced + 1 - seg_first >= cfg.segment_max_txns
             {
                 roll_now = true;
             }
@@ -447,13 +440,13 @@ fn syncer(
         if roll_now {
             let m = &shared.metrics;
             if synced >= seg_first {
-                roll(&mut dirs, synced, &cfg, m);
+                dirs.roll(synced);
                 seg_first = synced + 1;
                 m.segments_rolled.fetch_add(1, Ordering::Relaxed);
                 m.log("segment rolled");
             }
             if shared.restore_failed.load(Ordering::SeqCst) {
-                restore_failed(&mut dirs, seg_first, &cfg, m);
+                dirs.restore(seg_first);
             }
             for r in rolls {
                 let _ = r.send(seg_first);
@@ -462,11 +455,7 @@ fn syncer(
         if closing {
             shared.waiters.close();
             shared.tail.close();
-            for d in &mut dirs {
-                if let Some(seg) = d.seg.take() {
-                    finish(seg, synced, &d.dir);
-                }
-            }
+            dirs.close(synced);
             info!(last_txid = synced, "journal closed");
             shared.metrics.log("journal closed");
             return;
@@ -504,72 +493,4 @@ fn gather(wake: &Condvar, p: &mut MutexGuard<'_, Pending>, delay: Duration) -> b
         }
     }
     true
-}
-
-/// Brings failed directories back into service with a new segment starting at `first`,
-/// as HDFS's `restoreFailedStorage` does at a roll. The directory must still exist (one
-/// gone may be an unmounted disk, whose mount point is no place for the journal), and its
-/// segments from before the failure are closed out first, as start-up would: a torn tail
-/// truncated, an unreadable copy set aside. They hold no record the live directories
-/// lack: every batch since went to those.
-fn restore_failed(dirs: &mut [DirWriter], first: u64, cfg: &JournalConfig, m: &JournalMetrics) {
-    for d in dirs.iter_mut().filter(|d| d.seg.is_none()) {
-        let made = recover::close_in_progress(std::slice::from_ref(&d.dir))
-            .and_then(|_| SegmentWriter::create(&d.dir, first, cfg.prealloc_chunk));
-        match made {
-            Ok(seg) => {
-                d.seg = Some(seg);
-                m.dir_restored(&d.dir);
-            }
-            Err(e) => {
-                warn!(dir = %d.dir.display(), error = %e, "failed journal directory not restored")
-            }
-        }
-    }
-}
-
-/// Writes and fdatasyncs `batch` in every live directory, in parallel when there are several.
-fn write_everywhere(dirs: &mut [DirWriter], batch: &[u8], metrics: &JournalMetrics) {
-    let write = |d: &mut DirWriter| {
-        if let Some(seg) = d.seg.as_mut() {
-            if let Err(e) = seg.append(batch).and_then(|_| seg.sync()) {
-                d.seg = None;
-                metrics.dir_failed(&d.dir, "write or sync failed", &e);
-            }
-        }
-    };
-    let mut live: Vec<&mut DirWriter> = dirs.iter_mut().filter(|d| d.seg.is_some()).collect();
-    if live.len() == 1 {
-        write(live[0]);
-    } else {
-        std::thread::scope(|s| {
-            for d in live {
-                s.spawn(|| write(d));
-            }
-        });
-    }
-}
-
-/// Finalizes every directory's segment at `last` and opens the next one.
-fn roll(dirs: &mut [DirWriter], last: u64, cfg: &JournalConfig, metrics: &JournalMetrics) {
-    for d in dirs.iter_mut() {
-        let Some(seg) = d.seg.take() else { continue };
-        finish(seg, last, &d.dir);
-        match SegmentWriter::create(&d.dir, last + 1, cfg.prealloc_chunk) {
-            Ok(s) => d.seg = Some(s),
-            Err(e) => metrics.dir_failed(&d.dir, "could not open a new segment", &e),
-        }
-    }
-}
-
-fn finish(seg: SegmentWriter, last: u64, dir: &std::path::Path) {
-    let path = seg.path.clone();
-    if last < seg.first {
-        // Nothing was ever written to it.
-        let _ = std::fs::remove_file(&path);
-        return;
-    }
-    if let Err(e) = seg.finalize(last) {
-        warn!(dir = %dir.display(), segment = %path.display(), error = %e, "finalizing segment failed; it will be recovered at start-up");
-    }
 }
