@@ -119,6 +119,7 @@ struct State {
 }
 
 struct Helper {
+    dir: PathBuf,
     jobs: mpsc::Sender<Job>,
     done: mpsc::Receiver<State>,
     state: State,
@@ -135,6 +136,7 @@ impl Helper {
         let (jobs, todo) = mpsc::channel::<Job>();
         let (report, done) = mpsc::channel();
         let state = w.state();
+        let dir = w.dir.clone();
         let thread = std::thread::Builder::new()
             .name(format!("journal-dir-{n}"))
             .spawn(move || {
@@ -149,11 +151,22 @@ impl Helper {
                 }
             })?;
         Ok(Helper {
+            dir,
             jobs,
             done,
             state,
             thread,
         })
+    }
+
+    /// Its thread has stopped (only a panic does that): nothing it held can be counted on,
+    /// so the directory is out of service for good. Never count it as written.
+    fn lost(&mut self, m: &JournalMetrics) {
+        if self.state.live {
+            let e = std::io::Error::other("its writer thread stopped");
+            m.dir_failed(&self.dir, "journal directory writer lost", &e);
+        }
+        self.state = State::default();
     }
 }
 
@@ -189,20 +202,27 @@ impl Dirs {
     /// Runs `job` in every directory whose being in service `wanted` accepts, the helpers'
     /// at the same time as the first's, and waits for all of them.
     fn run(&mut self, job: Job, wanted: impl Fn(bool) -> bool) {
+        let m = &self.shared.metrics;
         let mut sent = Vec::with_capacity(self.helpers.len());
-        for (i, h) in self.helpers.iter().enumerate() {
-            if wanted(h.state.live) && h.jobs.send(job.clone()).is_ok() {
-                sent.push(i);
+        for (i, h) in self.helpers.iter_mut().enumerate() {
+            if !wanted(h.state.live) {
+                continue;
+            }
+            match h.jobs.send(job.clone()) {
+                Ok(()) => sent.push(i),
+                Err(_) => h.lost(m),
             }
         }
         if wanted(self.first.seg.is_some()) {
-            self.first.run(&job, &self.cfg, &self.shared.metrics);
+            self.first.run(&job, &self.cfg, m);
         }
         drop(job);
         for i in sent {
             let h = &mut self.helpers[i];
-            // A helper that is gone has nothing in service.
-            h.state = h.done.recv().unwrap_or_default();
+            match h.done.recv() {
+                Ok(state) => h.state = state,
+                Err(_) => h.lost(m),
+            }
         }
     }
 
