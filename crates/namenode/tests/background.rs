@@ -10,15 +10,20 @@ use ferrite_namenode::{Config, NameNode};
 use ferrite_proto::hdfs::*;
 use tokio::net::TcpListener;
 
+/// A NameNode with `cfg` on a free loopback port.
+async fn start(cfg: Config) -> ferrite_namenode::NameNodeHandle {
+    NameNode::start(cfg, TcpListener::bind("127.0.0.1:0").await.unwrap())
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn trash_emptier_checkpoints_then_expires() {
     let cfg = Config {
         trash_interval_min: 60,
         ..Default::default()
     };
-    let nn = NameNode::start(cfg, TcpListener::bind("127.0.0.1:0").await.unwrap())
-        .await
-        .unwrap();
+    let nn = start(cfg).await;
     let st = nn.state.clone();
     let su = Caller::superuser(&st.superuser);
     st.commit(|ns| {
@@ -72,9 +77,7 @@ async fn with_hard_limit(secs: u64) -> (ferrite_namenode::NameNodeHandle, IpcCli
         lease_hard_limit_sec: secs,
         ..Default::default()
     };
-    let nn = NameNode::start(cfg, TcpListener::bind("127.0.0.1:0").await.unwrap())
-        .await
-        .unwrap();
+    let nn = start(cfg).await;
     let c = IpcClient::connect(nn.addr, &nn.state.superuser, CLIENT_PROTOCOL)
         .await
         .unwrap();
@@ -172,9 +175,7 @@ async fn the_checkpoint_period_images_recent_edits() {
         checkpoint_period_sec: 1,
         ..Default::default()
     };
-    let nn = NameNode::start(cfg, TcpListener::bind("127.0.0.1:0").await.unwrap())
-        .await
-        .unwrap();
+    let nn = start(cfg).await;
     let st = nn.state.clone();
     let su = Caller::superuser(&st.superuser);
     st.commit(|ns| Ok(((), ns.plan_mkdirs(&su, "/periodic", 0o755, true, 0)?)))
