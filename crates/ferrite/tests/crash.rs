@@ -557,3 +557,89 @@ async fn losing_journal_directories_keeps_serving_until_none_is_left() {
     .expect("the NameNode stops when no journal directory is left");
     assert!(!status.success());
 }
+
+/// Mounts a fresh 64 MiB ext4 image at `at` through a loop device: a file system that
+/// `fsfreeze` can freeze (tmpfs cannot).
+fn mount_ext4(image: &Path, at: &Path) -> bool {
+    std::fs::create_dir_all(at).unwrap();
+    let ok = |c: &mut Command| c.status().is_ok_and(|s| s.success());
+    ok(Command::new("truncate").arg("-s").arg("64M").arg(image))
+        && ok(Command::new("mkfs.ext4").arg("-q").arg("-F").arg(image))
+        && ok(Command::new("mount")
+            .arg("-o")
+            .arg("loop")
+            .arg(image)
+            .arg(at))
+}
+
+/// Freezes the file system mounted at a path (`fsfreeze -f`): from then on writes into
+/// it do not return, as with a hard-mounted NFS server that has gone silent or a disk
+/// that has stopped answering. Thawed on drop.
+struct Frozen(std::path::PathBuf);
+impl Frozen {
+    fn set(at: &Path) -> Frozen {
+        let ok = Command::new("fsfreeze").arg("-f").arg(at).status();
+        assert!(ok.is_ok_and(|s| s.success()), "fsfreeze -f failed");
+        Frozen(at.to_path_buf())
+    }
+}
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        let _ = Command::new("fsfreeze").arg("-u").arg(&self.0).status();
+    }
+}
+
+async fn exists(addr: SocketAddr, path: &str) -> bool {
+    let c = connect(addr).await;
+    let r: GetFileInfoResponseProto = c
+        .call("getFileInfo", &GetFileInfoRequestProto { src: path.into() })
+        .await
+        .unwrap();
+    r.fs.is_some()
+}
+
+/// A journal directory that hangs instead of failing is given up on after
+/// `ferrite.journal.dir.timeout.ms`: mutations go on being acknowledged from the other
+/// directory, the operator sees why it is out of service, and everything acknowledged
+/// survives a kill -9.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_journal_directory_that_hangs_is_given_up_on() {
+    let data = tempfile::tempdir().unwrap();
+    let disk = tempfile::tempdir().unwrap();
+    let mnt = disk.path().join("mnt");
+    assert!(
+        mount_ext4(&disk.path().join("img"), &mnt),
+        "this test needs root, loop devices and mkfs.ext4"
+    );
+    let _mounted = Mount(mnt.clone());
+    let hung = mnt.to_str().unwrap().to_string();
+    let args = [
+        "--journal-dir",
+        hung.as_str(),
+        "--conf",
+        "ferrite.journal.dir.timeout.ms=500",
+        "--conf",
+        "ferrite.journal.preallocate.bytes=64k",
+    ];
+    let server = start(data.path(), &args);
+    mkdirs(server.addr, "/before-", 20).await;
+    let frozen = Frozen::set(&mnt);
+    // Without the timeout the first of these would wait for as long as the freeze lasts.
+    tokio::time::timeout(Duration::from_secs(30), mkdirs(server.addr, "/during-", 50))
+        .await
+        .expect("mutations go on without the hung directory");
+    let stats = admin_stats(server.addr);
+    let line = journal_dir_line(&stats, &hung);
+    assert!(
+        line.contains("FAILED: ") && line.contains("no answer within 500 ms"),
+        "{stats}"
+    );
+    // Thawed first: a process with a thread stuck in the frozen file system cannot die.
+    drop(frozen);
+    kill9(server);
+    let server = start(data.path(), &[]);
+    for p in ["/before-0", "/before-19", "/during-0", "/during-49"] {
+        assert!(exists(server.addr, p).await, "{p} was acknowledged");
+    }
+    kill9(server);
+}

@@ -80,6 +80,10 @@ pub struct Config {
     ///
     /// [`JournalConfig::group_delay`]: crate::journal::JournalConfig::group_delay
     pub journal_group_delay_us: u64,
+    /// `ferrite.journal.dir.timeout.ms`: with two or more journal directories, one that
+    /// has not finished a write, sync or roll after this long is taken out of service and
+    /// the others go on. As QJM's write timeout in HDFS: 20 s.
+    pub journal_dir_timeout_ms: u64,
     /// `dfs.namenode.name.dir.restore`: at each journal roll, try to bring failed journal
     /// directories back into service (HDFS's default: off). `hdfs dfsadmin
     /// -restoreFailedStorage` switches it while running.
@@ -158,6 +162,7 @@ impl Default for Config {
             journal_prealloc_bytes: 4 << 20,
             journal_tail_bytes: 4 << 20,
             journal_group_delay_us: 1_000,
+            journal_dir_timeout_ms: 20_000,
             restore_failed_dirs: false,
             recover_journal: false,
             summary_enabled: true,
@@ -302,6 +307,7 @@ impl Config {
                 "ferrite.journal.group-commit.delay.us" => {
                     self.journal_group_delay_us = num()?.min(100_000)
                 }
+                "ferrite.journal.dir.timeout.ms" => self.journal_dir_timeout_ms = num()?.max(1),
                 "dfs.namenode.name.dir.restore" => self.restore_failed_dirs = boolean()?,
                 "ferrite.summary.enabled" => self.summary_enabled = boolean()?,
                 "ferrite.summary.checkpoint.txns" => self.summary_checkpoint_txns = num()?.max(1),

@@ -155,6 +155,7 @@ pub fn load_storage(
         prealloc_chunk: cfg.journal_prealloc_bytes,
         tail_bytes: cfg.journal_tail_bytes as usize,
         group_delay: std::time::Duration::from_micros(cfg.journal_group_delay_us),
+        dir_timeout: std::time::Duration::from_millis(cfg.journal_dir_timeout_ms),
         restore_failed: cfg.restore_failed_dirs,
     };
     let journal = Journal::start(jcfg, replayed.last_txid, move |msg| {

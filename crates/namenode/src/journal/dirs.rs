@@ -1,16 +1,20 @@
-//! The journal directories as the syncer writes them: the first on the syncer's own
-//! thread, each further one on a thread of its own kept for the journal's life, all in
-//! step (every directory finishes a job before the syncer goes on).
+//! The journal directories as the syncer writes them. A single directory is written on the
+//! syncer's own thread; with two or more, each has a thread of its own kept for the
+//! journal's life, and all work in step: every directory finishes a job, or is given up
+//! on after `ferrite.journal.dir.timeout.ms`, before the syncer goes on.
 //!
-//! Scoped threads spawned for every sync did the same until these: with a second
-//! directory on tmpfs (so its fdatasync was nearly free) a sync took ~45 µs longer than
-//! with one directory, and in-process creates fell from 185–200k/s to 150k/s
-//! (BENCHMARKS.md). A hand-off to a waiting thread costs a wake-up, not a spawn.
+//! Scoped threads spawned for every sync did this before: with a second directory on
+//! tmpfs (so its fdatasync was nearly free) a sync took ~45 µs longer than with one
+//! directory, and in-process creates fell from 185–200k/s to 150k/s (BENCHMARKS.md). A
+//! hand-off to a waiting thread costs a wake-up, not a spawn. And a directory that hangs
+//! (a hard-mounted NFS server gone silent, a frozen file system) used to hold every sync,
+//! and so every mutation, for as long as it hung.
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use tracing::warn;
 
@@ -120,9 +124,15 @@ struct State {
 
 struct Helper {
     dir: PathBuf,
-    jobs: mpsc::Sender<Job>,
-    done: mpsc::Receiver<State>,
+    /// Jobs, numbered so that a report that comes after its job was given up on (see
+    /// [`Helper::stalled`]) is known for what it is.
+    jobs: mpsc::Sender<(u64, Job)>,
+    done: mpsc::Receiver<(u64, State)>,
     state: State,
+    /// Did not finish its last job in time and may still be in it (a write into a frozen
+    /// file system or a hung NFS mount does not return): out of service, and not waited
+    /// for at close.
+    stalled: bool,
     thread: JoinHandle<()>,
 }
 
@@ -133,19 +143,19 @@ impl Helper {
         shared: Arc<Shared>,
         cfg: JournalConfig,
     ) -> std::io::Result<Helper> {
-        let (jobs, todo) = mpsc::channel::<Job>();
+        let (jobs, todo) = mpsc::channel::<(u64, Job)>();
         let (report, done) = mpsc::channel();
         let state = w.state();
         let dir = w.dir.clone();
         let thread = std::thread::Builder::new()
             .name(format!("journal-dir-{n}"))
             .spawn(move || {
-                for job in todo {
+                for (seq, job) in todo {
                     w.run(&job, &cfg, &shared.metrics);
                     // Its share of a batch goes before the report, so the syncer gets
                     // the batch's buffer back whole.
                     drop(job);
-                    if report.send(w.state()).is_err() {
+                    if report.send((seq, w.state())).is_err() {
                         return;
                     }
                 }
@@ -155,16 +165,63 @@ impl Helper {
             jobs,
             done,
             state,
+            stalled: false,
             thread,
         })
+    }
+
+    /// Waits until `deadline` for job `seq`'s report, passing over reports of jobs given
+    /// up on before.
+    fn wait(&mut self, seq: u64, deadline: Instant, timeout: Duration, m: &JournalMetrics) {
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.done.recv_timeout(left) {
+                Ok((s, state)) if s == seq => {
+                    self.state = state;
+                    self.stalled = false;
+                    return;
+                }
+                Ok(_) => continue,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    let e = std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!("no answer within {} ms", timeout.as_millis()),
+                    );
+                    self.out(m, "journal directory stalled", e);
+                    self.stalled = true;
+                    return;
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => return self.lost(m),
+            }
+        }
+    }
+
+    /// Whether its thread can take a job: a stalled one is still in the job it stalled on
+    /// until that job's late report comes in. (Sending it more would queue them behind a
+    /// write that may never return, and the syncer would wait out the timeout each time.)
+    fn free(&mut self) -> bool {
+        while self.stalled {
+            match self.done.try_recv() {
+                Ok(_) => self.stalled = false,
+                Err(mpsc::TryRecvError::Empty) => return false,
+                Err(mpsc::TryRecvError::Disconnected) => {
+                    self.stalled = false;
+                }
+            }
+        }
+        true
     }
 
     /// Its thread has stopped (only a panic does that): nothing it held can be counted on,
     /// so the directory is out of service for good. Never count it as written.
     fn lost(&mut self, m: &JournalMetrics) {
+        let e = std::io::Error::other("its writer thread stopped");
+        self.out(m, "journal directory writer lost", e);
+    }
+
+    fn out(&mut self, m: &JournalMetrics, what: &str, e: std::io::Error) {
         if self.state.live {
-            let e = std::io::Error::other("its writer thread stopped");
-            m.dir_failed(&self.dir, "journal directory writer lost", &e);
+            m.dir_failed(&self.dir, what, &e);
         }
         self.state = State::default();
     }
@@ -172,8 +229,13 @@ impl Helper {
 
 /// Every configured journal directory, in or out of service.
 pub(super) struct Dirs {
-    first: DirWriter,
+    /// The only directory, written on the syncer's own thread: with nowhere else to write,
+    /// a hand-off would buy nothing.
+    only: Option<DirWriter>,
+    /// With two or more directories, each on a thread of its own, so that one that hangs
+    /// can be given up on (`ferrite.journal.dir.timeout.ms`) while the others go on.
     helpers: Vec<Helper>,
+    seq: u64,
     shared: Arc<Shared>,
     cfg: JournalConfig,
 }
@@ -185,67 +247,78 @@ impl Dirs {
         shared: Arc<Shared>,
         cfg: JournalConfig,
     ) -> std::io::Result<Dirs> {
-        let first = writers.remove(0);
+        let only = (writers.len() == 1).then(|| writers.remove(0));
         let helpers = writers
             .into_iter()
             .enumerate()
             .map(|(i, w)| Helper::spawn(i + 1, w, shared.clone(), cfg.clone()))
             .collect::<std::io::Result<_>>()?;
         Ok(Dirs {
-            first,
+            only,
             helpers,
+            seq: 0,
             shared,
             cfg,
         })
     }
 
-    /// Runs `job` in every directory whose being in service `wanted` accepts, the helpers'
-    /// at the same time as the first's, and waits for all of them.
+    /// Runs `job` in every directory whose being in service `wanted` accepts, all at
+    /// once, and waits for each until the directory timeout; one that does not answer by
+    /// then is taken out of service.
     fn run(&mut self, job: Job, wanted: impl Fn(bool) -> bool) {
         let m = &self.shared.metrics;
+        if let Some(d) = self.only.as_mut() {
+            if wanted(d.seg.is_some()) {
+                d.run(&job, &self.cfg, m);
+            }
+            return;
+        }
+        self.seq += 1;
         let mut sent = Vec::with_capacity(self.helpers.len());
         for (i, h) in self.helpers.iter_mut().enumerate() {
-            if !wanted(h.state.live) {
+            if !wanted(h.state.live) || !h.free() {
                 continue;
             }
-            match h.jobs.send(job.clone()) {
+            match h.jobs.send((self.seq, job.clone())) {
                 Ok(()) => sent.push(i),
                 Err(_) => h.lost(m),
             }
         }
-        if wanted(self.first.seg.is_some()) {
-            self.first.run(&job, &self.cfg, m);
-        }
         drop(job);
+        let timeout = self.cfg.dir_timeout;
+        let deadline = Instant::now() + timeout;
         for i in sent {
-            let h = &mut self.helpers[i];
-            match h.done.recv() {
-                Ok(state) => h.state = state,
-                Err(_) => h.lost(m),
-            }
+            self.helpers[i].wait(self.seq, deadline, timeout, m);
         }
     }
 
     /// Appends `batch` to every directory in service and fdatasyncs it there; a directory
-    /// that fails is taken out of service. Hands the buffer back for reuse.
+    /// that fails or stalls is taken out of service. Hands the buffer back for reuse.
     pub fn write(&mut self, batch: Vec<u8>) -> Vec<u8> {
-        if self.helpers.is_empty() {
-            self.first.write(&batch, &self.shared.metrics);
+        if let Some(d) = self.only.as_mut() {
+            d.write(&batch, &self.shared.metrics);
             return batch;
         }
         let batch = Arc::new(batch);
         self.run(Job::Write(batch.clone()), |live| live);
+        // A stalled directory may still hold its share: then the buffer is copied.
         Arc::try_unwrap(batch).unwrap_or_else(|b| b.to_vec())
     }
 
     pub fn all_failed(&self) -> bool {
-        self.first.seg.is_none() && self.helpers.iter().all(|h| !h.state.live)
+        match &self.only {
+            Some(d) => d.seg.is_none(),
+            None => self.helpers.iter().all(|h| !h.state.live),
+        }
     }
 
     /// The most bytes any directory's current segment holds.
     pub fn written(&self) -> u64 {
         let helpers = self.helpers.iter().map(|h| h.state.written);
-        helpers.fold(self.first.state().written, u64::max)
+        helpers.fold(
+            self.only.as_ref().map_or(0, |d| d.state().written),
+            u64::max,
+        )
     }
 
     /// Finalizes every directory's segment at `last` and opens the next one.
@@ -258,12 +331,15 @@ impl Dirs {
         self.run(Job::Restore(first), |live| !live);
     }
 
-    /// Finalizes every segment at `last` and stops the helpers.
+    /// Finalizes every segment at `last` and stops the helpers; a stalled one is left
+    /// to itself (joining it could wait forever).
     pub fn close(mut self, last: u64) {
         self.run(Job::Close(last), |live| live);
         for h in self.helpers {
             drop(h.jobs);
-            let _ = h.thread.join();
+            if !h.stalled {
+                let _ = h.thread.join();
+            }
         }
     }
 }

@@ -54,6 +54,9 @@ pub struct JournalConfig {
     /// How long a sync waits for more records when the previous one carried several operations
     /// (`ferrite.journal.group-commit.delay.us`); zero syncs at once, always.
     pub group_delay: Duration,
+    /// With several directories, how long a write, sync or roll may take in one before it
+    /// is taken out of service (`ferrite.journal.dir.timeout.ms`).
+    pub dir_timeout: Duration,
     /// Bring failed directories back into service at each roll (`dfs.namenode.name.dir.restore`,
     /// and `hdfs dfsadmin -restoreFailedStorage` while running).
     pub restore_failed: bool,

@@ -522,6 +522,7 @@ mod tests {
             prealloc_chunk: 1 << 20,
             tail_bytes: 1 << 20,
             group_delay: Duration::ZERO,
+            dir_timeout: Duration::from_secs(20),
             restore_failed: false,
         };
         let journal = Arc::new(Journal::start(cfg, 0, |_| {}).unwrap());
@@ -647,6 +648,7 @@ mod tests {
             prealloc_chunk: 4096,
             tail_bytes: 1 << 20,
             group_delay: Duration::ZERO,
+            dir_timeout: Duration::from_secs(20),
             restore_failed: false,
         };
         let journal = Journal::start(cfg, 5, |_| {}).unwrap();

@@ -15,6 +15,7 @@ fn config(dir: &std::path::Path, group_delay: Duration) -> JournalConfig {
         prealloc_chunk: 1 << 20,
         tail_bytes: 1 << 20,
         group_delay,
+        dir_timeout: Duration::from_secs(20),
         restore_failed: false,
     }
 }
