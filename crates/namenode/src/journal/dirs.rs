@@ -78,10 +78,12 @@ impl DirWriter {
     /// segments from before the failure are closed out first, as start-up would: a torn
     /// tail truncated, an unreadable copy set aside. They hold no record the directories
     /// in service lack: every batch since went to those.
+    ///
+    /// Only asked of a directory out of service. One given up on while its write hung may
+    /// still hold that segment open: it is dropped, and closed out from disk like the rest
+    /// (it missed every batch since, so writing on into it would leave a txid gap).
     fn restore(&mut self, first: u64, cfg: &JournalConfig, m: &JournalMetrics) {
-        if self.seg.is_some() {
-            return;
-        }
+        self.seg = None;
         let made = recover::close_in_progress(std::slice::from_ref(&self.dir))
             .and_then(|_| SegmentWriter::create(&self.dir, first, cfg.prealloc_chunk));
         match made {
