@@ -11,8 +11,11 @@
 //! commit); under concurrent load it first waits briefly for the clients the previous sync
 //! answered to come back with their next operation (`gather`).
 //!
-//! A directory whose write or sync fails is taken out of service and logged; the journal
-//! fails (and the NameNode stops) only when no directory is left.
+//! A directory whose write or sync fails, or (with several) does not finish within
+//! `ferrite.journal.dir.timeout.ms`, is taken out of service and logged (`dirs.rs`); the
+//! journal fails (and the NameNode stops) only when no directory is left. Rolls happen at a
+//! size or txid count and on request ([`Journal::roll`]); with restoring on, a roll also
+//! brings failed directories back.
 
 pub mod codec;
 mod dirs;
