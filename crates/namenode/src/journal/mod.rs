@@ -107,7 +107,7 @@ impl JournalMetrics {
         }
     }
 
-    /// Puts `dir` back in service (see [`restore_failed`]).
+    /// Puts `dir` back in service (see [`Journal::restore_failed`]).
     fn dir_restored(&self, dir: &std::path::Path) {
         info!(dir = %dir.display(), "journal directory restored to service");
         if let Some(d) = self.dirs.lock().iter_mut().find(|d| d.path == dir) {
@@ -172,7 +172,7 @@ struct Shared {
     metrics: JournalMetrics,
     /// Recently synced batches, for subscribers following the journal.
     tail: tail::Tail,
-    /// Whether a roll tries to bring failed directories back (see [`restore_failed`]).
+    /// Whether a roll tries to bring failed directories back (see [`Journal::restore_failed`]).
     restore_failed: AtomicBool,
 }
 
