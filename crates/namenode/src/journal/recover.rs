@@ -308,7 +308,7 @@ pub fn set_aside_after(dirs: &[PathBuf], last: u64) -> std::io::Result<Vec<PathB
                 continue;
             }
             if seg.first <= last {
-                let bytes = read(&seg.path).map_err(|e| std::io::Error::other(e.to_string()))?;
+                let bytes = fs::read(&seg.path)?;
                 let path = seg.path.display().to_string();
                 if let Ok(scan) = segment::scan_from(&bytes, &path, Mode::Recover, last + 1) {
                     let within = scan.last_txid.is_none_or(|t| t <= last);
