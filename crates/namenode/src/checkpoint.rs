@@ -159,7 +159,7 @@ pub fn prune(dirs: &[PathBuf], retain: usize) -> Option<u64> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::io::Write;
 
@@ -178,7 +178,8 @@ mod tests {
         );
     }
 
-    fn names_in(d: &std::path::Path) -> Vec<String> {
+    /// Every file name in `d`, sorted (also the journal's recovery tests' view of a directory).
+    pub(crate) fn names_in(d: &std::path::Path) -> Vec<String> {
         let mut v: Vec<String> = fs::read_dir(d)
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())

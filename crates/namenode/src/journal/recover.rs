@@ -590,15 +590,6 @@ mod tests {
         damaged_at
     }
 
-    fn names(dir: &Path) -> Vec<String> {
-        let mut v: Vec<String> = fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        v.sort();
-        v
-    }
-
     /// Recovery mode keeps everything before the damage, says where it stopped, and moves
     /// every segment holding anything after it aside, keeping its good part; afterwards a
     /// plain start-up reads the journal without complaint and a new segment follows on.
@@ -630,7 +621,7 @@ mod tests {
         let aside = set_aside_after(&dirs, 5).unwrap();
         assert_eq!(aside.len(), 2, "{aside:?}");
         assert_eq!(
-            names(dir.path()),
+            crate::checkpoint::tests::names_in(dir.path()),
             [
                 finalized_name(1, 5),
                 format!("{}.abandoned", finalized_name(1, 10)),
