@@ -356,8 +356,9 @@ impl Namespace {
             Op::Close { path, mtime, len } => {
                 let slot = self.existing_at(path, at.slot)?;
                 let inode = self.arena.get_mut(slot);
+                // Only the modification time, as HDFS completes a file: its access time
+                // stays the create's until a read or setTimes moves it.
                 inode.mtime = *mtime;
-                inode.atime = *mtime;
                 match &mut inode.body {
                     Body::File(f) => {
                         let blocks = f.blocks_mut();

@@ -450,3 +450,22 @@ fn a_create_records_status_is_the_applied_files_status() {
     }
     assert_eq!(query::created_status(&h.log[0]), None, "a mkdir record");
 }
+
+/// As HDFS completes a file: the modification time moves to the close, the access time
+/// stays the create's (`hdfs dfs -stat %x` after a put shows when it began).
+#[test]
+fn closing_a_file_moves_its_modification_time_only() {
+    let mut h = Harness::new();
+    h.create(&su(), "/f", false).unwrap();
+    let created = h.now - 1;
+    h.now += 60_000;
+    let (ok, ops) =
+        h.ns.plan_complete("/f", "cli", 0, None, h.now, |_| true)
+            .unwrap();
+    assert!(ok);
+    h.commit(ops);
+    for ns in [&h.ns, &h.replayed()] {
+        let st = ns.status(ns.existing("/f").unwrap(), false);
+        assert_eq!((st.atime, st.mtime), (created, created + 60_001));
+    }
+}
