@@ -4,6 +4,7 @@ mod admin;
 mod bench;
 mod dfs;
 mod memory;
+mod offline;
 mod serve;
 mod summary;
 mod summary_service;
@@ -41,6 +42,11 @@ enum Cmd {
     Summary(summary::SummaryArgs),
     /// The namespace summary as its own process, following a NameNode's journal.
     SummaryService(summary_service::ServiceArgs),
+    /// A checkpoint image read offline, in `hdfs oiv -p Delimited`'s rows.
+    Oiv(offline::OivArgs),
+    /// A journal segment read offline, as `hdfs oev` reads edits: each record, or counts
+    /// per kind (`-p stats`), then how the segment ends and what lies past any damage.
+    Oev(offline::OevArgs),
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -88,6 +94,8 @@ fn main() -> anyhow::Result<()> {
             Cmd::Bench { what } => bench::run(what).await,
             Cmd::Summary(a) => summary::run(a).await,
             Cmd::SummaryService(a) => summary_service::run(a).await,
+            Cmd::Oiv(a) => offline::run_oiv(a),
+            Cmd::Oev(a) => offline::run_oev(a),
         }
     })
 }

@@ -423,7 +423,7 @@ pub fn decode_record(buf: &[u8]) -> Result<Next, DecodeError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     pub fn sample_ops() -> Vec<Op> {

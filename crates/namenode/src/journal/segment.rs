@@ -149,6 +149,16 @@ impl Scan {
         bytes: &'a [u8],
         path: &'a str,
     ) -> impl Iterator<Item = Result<(u64, Op), ScanError>> + 'a {
+        self.records_at(bytes, path)
+            .map(|r| r.map(|(_, txid, op)| (txid, op)))
+    }
+
+    /// [`records`](Self::records) with each record's offset in the segment.
+    pub fn records_at<'a>(
+        &self,
+        bytes: &'a [u8],
+        path: &'a str,
+    ) -> impl Iterator<Item = Result<(usize, u64, Op), ScanError>> + 'a {
         let (mut pos, end) = (self.start, self.valid_len);
         std::iter::from_fn(move || {
             if pos >= end {
@@ -158,7 +168,7 @@ impl Scan {
             let record = match decode_frame(&bytes[at..end]) {
                 Ok(Frame::Record { txid, op, size }) => {
                     pos += size;
-                    decode_op(op).map(|op| (txid, op))
+                    decode_op(op).map(|op| (at, txid, op))
                 }
                 Ok(Frame::End) => Err(DecodeError::BadLength(0)),
                 Err(e) => Err(e),

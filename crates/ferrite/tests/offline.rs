@@ -1,0 +1,144 @@
+//! `ferrite oiv` and `ferrite oev` on the files a real cluster wrote: a NameNode and three
+//! DataNodes take writes through Ferrite's client, an image is saved, more edits follow,
+//! and the viewers read the image and the journal straight from the name directory.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+mod common;
+
+use common::*;
+use ferrite_client::FileSystem;
+
+fn ferrite(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ferrite"))
+        .args(args)
+        .env("FERRITE_LOG", "warn")
+        .output()
+        .expect("run ferrite")
+}
+
+fn stdout_of(args: &[&str]) -> String {
+    let out = ferrite(args);
+    assert!(
+        out.status.success(),
+        "ferrite {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Files in `dir` whose names start with `prefix`, sorted.
+fn named(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .collect();
+    v.sort();
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_viewers_read_what_a_running_cluster_wrote() {
+    let root = tempfile::tempdir().unwrap();
+    let cluster = Cluster::start(root.path(), 0);
+    let fs = FileSystem::connect(&cluster.url).await.unwrap();
+    fs.mkdirs("/data/in dir", 0o750, true).await.unwrap();
+    put(
+        &fs,
+        "/data/in dir/three-blocks",
+        &data(2 * BLOCK as usize + 5, 1),
+    )
+    .await;
+    fs.set_permission("/data", 0o1777).await.unwrap();
+    stdout_of(&["admin", "--fs", &cluster.url, "save-namespace"]);
+    // A save does not end the journal segment (segments roll by size and count); a roll
+    // finalizes what came before.
+    stdout_of(&["admin", "--fs", &cluster.url, "roll-edits"]);
+    // After the image: only the journal holds these.
+    fs.rename("/data/in dir/three-blocks", "/data/moved")
+        .await
+        .unwrap();
+    fs.delete("/data/in dir", true).await.unwrap();
+    let name_dir = root.path().join("nn").join("name");
+
+    // The image: HDFS's Delimited rows.
+    let image = named(&name_dir, "fsimage_").pop().expect("an image");
+    let rows = stdout_of(&["oiv", "-i", image.to_str().unwrap()]);
+    let lines: Vec<&str> = rows.lines().collect();
+    assert!(
+        lines[0].starts_with("Path\tReplication\tModificationTime\t"),
+        "{rows}"
+    );
+    let file: Vec<&str> = lines
+        .iter()
+        .find(|l| l.starts_with("/data/in dir/three-blocks\t"))
+        .unwrap_or_else(|| panic!("no file row in:\n{rows}"))
+        .split('\t')
+        .collect();
+    let user = fs.user().to_string();
+    assert_eq!(file[1], "3", "replication");
+    assert_eq!(file[4], BLOCK.to_string(), "preferred block size");
+    assert_eq!(file[5], "3", "blocks");
+    assert_eq!(file[6], (2 * BLOCK + 5).to_string(), "length");
+    assert_eq!(&file[9..], ["-rw-r--r--", &user, "supergroup"]);
+    let dir = lines
+        .iter()
+        .find(|l| l.starts_with("/data\t"))
+        .unwrap_or_else(|| panic!("no /data row in:\n{rows}"));
+    assert!(dir.contains("\t-1\t-1\tdrwxrwxrwt\t"), "{dir}");
+    assert!(
+        !rows.contains("/data/moved"),
+        "the image predates the rename"
+    );
+
+    // The journal: every edit since the image, in the segment being written.
+    let live = named(&name_dir, "edits_inprogress_")
+        .pop()
+        .expect("a live segment");
+    let edits = stdout_of(&["oev", "-i", live.to_str().unwrap()]);
+    assert!(
+        edits.contains(r#"OP_RENAME src="/data/in dir/three-blocks" dst=/data/moved "#),
+        "{edits}"
+    );
+    assert!(
+        edits.contains(r#"OP_DELETE path="/data/in dir" "#),
+        "{edits}"
+    );
+    // The segment the roll finalized: counts per kind of record.
+    let mut stats = String::new();
+    for seg in named(&name_dir, "edits_0") {
+        stats += &stdout_of(&["oev", "-p", "stats", "-i", seg.to_str().unwrap()]);
+    }
+    for kind in [
+        "OP_MKDIR",
+        "OP_ADD ",
+        "OP_ADD_BLOCK",
+        "OP_CLOSE",
+        "OP_SET_PERMISSIONS",
+    ] {
+        assert!(stats.contains(kind), "{kind} in:\n{stats}");
+    }
+
+    // A copy of a finalized segment damaged in the middle: reported with its offset and
+    // what lies past it, and a failing exit status; the NameNode's files are untouched.
+    let seg = named(&name_dir, "edits_0")
+        .into_iter()
+        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+        .unwrap();
+    let mut bytes = std::fs::read(&seg).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x5a;
+    let damaged = root.path().join("damaged");
+    std::fs::write(&damaged, &bytes).unwrap();
+    let out = ferrite(&["oev", "-i", damaged.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let report = String::from_utf8(out.stdout).unwrap();
+    assert!(report.contains("# DAMAGED at offset "), "{report}");
+    assert!(report.contains("# past the damage"), "{report}");
+    assert!(!ferrite(&["oiv", "-i", damaged.to_str().unwrap()])
+        .status
+        .success());
+    cluster.stop();
+}
