@@ -125,8 +125,9 @@ pub fn load_storage(
         recover::replay(&journal_dirs, image_txid, apply).map_err(|e| match e {
             recover::RecoverError::Corrupt(_) | recover::RecoverError::Gap { .. } => {
                 io_err(format!(
-                    "{e}. To start with the edits before the damage and set the rest \
-                     aside (they are lost), run once with --recover"
+                    "{e}. `ferrite oev -i SEGMENT` shows the damage and the edits past it. \
+                     To start with the edits before the damage and set the rest aside \
+                     (they are lost), run once with --recover"
                 ))
             }
             e => io_err(e),
