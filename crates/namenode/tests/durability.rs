@@ -331,6 +331,7 @@ async fn a_torn_tail_is_truncated_and_corruption_in_the_middle_stops_startup() {
     assert!(
         err.contains(&first.display().to_string())
             && err.contains(&format!("offset {second_record}"))
+            && err.contains("ferrite oev")
             && err.contains("--recover"),
         "{err}"
     );
