@@ -97,6 +97,14 @@ pub fn view(
                 counts.span()
             )?;
             past_damage(bytes, *offset, scan.last_txid.unwrap_or(first - 1), out)?;
+            if path.contains("edits_inprogress_") {
+                // A read copies the file page by page while the syncer may be filling it.
+                writeln!(
+                    out,
+                    "# this segment is in progress: if a NameNode is writing it now, its \
+                     last records may have been in flight; read it again to tell"
+                )?;
+            }
             true
         }
         (None, Tail::Live { .. }) => unreachable!("only a live scan ends as Live"),
@@ -301,8 +309,12 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.ends_with("# past the damage: 2 records, txids 4..5\n"),
+            text.contains("# past the damage: 2 records, txids 4..5\n"),
             "{text}"
+        );
+        assert!(
+            text.trim_end().ends_with("read it again to tell"),
+            "an in-progress segment may be read mid-write: {text}"
         );
     }
 
