@@ -116,7 +116,8 @@ pub fn view(
 }
 
 /// What lies past damage at `offset`: the whole records found by stepping forward a byte
-/// at a time to the next frame that checks and continues the txids, then onwards from it.
+/// at a time to the next frame that checks and comes after the last good txid, then
+/// onwards from it.
 /// Start-up stops at the damage (unless another journal directory has a good copy), and
 /// `--recover` keeps only what came before it.
 fn past_damage(
@@ -125,7 +126,8 @@ fn past_damage(
     last_good: u64,
     out: &mut impl Write,
 ) -> io::Result<()> {
-    let Some(mut at) = (offset + 1..bytes.len()).find(|&at| {
+    // From the damage itself: a record out of txid order is whole, and set aside too.
+    let Some(mut at) = (offset..bytes.len()).find(|&at| {
         matches!(decode_frame(&bytes[at..]), Ok(Frame::Record { txid, .. }) if txid > last_good)
     }) else {
         return writeln!(out, "# nothing whole follows the damage");
@@ -315,6 +317,31 @@ mod tests {
         assert!(
             text.trim_end().ends_with("read it again to tell"),
             "an in-progress segment may be read mid-write: {text}"
+        );
+    }
+
+    #[test]
+    fn a_txid_gap_is_damage_and_the_record_after_it_is_listed_as_set_aside() {
+        let (mut b, _) = segment(2, 0);
+        let gap_at = b.len();
+        for t in [4, 5] {
+            encode_record(t, &mkdir(t), &mut b);
+        }
+        let (text, v) = run(&b, Processor::Text);
+        assert!(v.damaged);
+        assert!(
+            text.contains(&format!(
+                "# DAMAGED at offset {gap_at}: txid 4 where 3 was expected."
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("# past the damage from offset {gap_at} ")),
+            "{text}"
+        );
+        assert!(
+            text.contains("# past the damage: 2 records, txids 4..5\n"),
+            "{text}"
         );
     }
 
