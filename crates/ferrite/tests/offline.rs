@@ -142,3 +142,91 @@ async fn the_viewers_read_what_a_running_cluster_wrote() {
         .success());
     cluster.stop();
 }
+
+/// The operator's way through a journal damaged in the middle, on real processes: start-up
+/// refuses and names both tools; `oev` shows the damage and what lies past it; one start
+/// with `--recover` keeps the edits before it and sets the segment aside; after that the
+/// NameNode starts plainly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_journal_is_shown_then_recovered_from() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("nn");
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut a = vec!["namenode", "--port", "0", "--data", data.to_str().unwrap()];
+        a.extend_from_slice(extra);
+        a.into_iter().map(String::from).collect()
+    };
+    let nn = spawn(&args(&[]));
+    let fs = FileSystem::connect(&nn.ready).await.unwrap();
+    for i in 1..=8 {
+        assert!(fs.mkdirs(&format!("/d{i}"), 0o755, false).await.unwrap());
+    }
+    stdout_of(&["admin", "--fs", &nn.ready, "roll-edits"]);
+    drop(fs);
+    drop(nn); // kill -9: no image at shutdown, so start-up must replay the segment
+    let name_dir = data.join("name");
+    let seg = named(&name_dir, "edits_0")
+        .pop()
+        .expect("a finalized segment");
+
+    // Damage the middle of the fourth record, found where oev says it is.
+    let listing = stdout_of(&["oev", "-i", seg.to_str().unwrap()]);
+    let at: usize = listing
+        .lines()
+        .find_map(|l| l.strip_prefix("txid=4 offset="))
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no txid 4 in:\n{listing}"));
+    let mut bytes = std::fs::read(&seg).unwrap();
+    bytes[at + 20] ^= 0x5a;
+    std::fs::write(&seg, &bytes).unwrap();
+
+    let refused = Command::new(env!("CARGO_BIN_EXE_ferrite"))
+        .args(args(&[]))
+        .env("FERRITE_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        why.contains(&format!("offset {at}"))
+            && why.contains("ferrite oev")
+            && why.contains("--recover"),
+        "{why}"
+    );
+    let out = ferrite(&["oev", "-i", seg.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let report = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        report.contains(&format!("# DAMAGED at offset {at}: ")),
+        "{report}"
+    );
+    assert!(
+        report.contains("# past the damage: 4 records, txids 5..8"),
+        "{report}"
+    );
+
+    let nn = spawn(&args(&["--recover"]));
+    let fs = FileSystem::connect(&nn.ready).await.unwrap();
+    for i in 1..=8 {
+        let kept = fs.status(&format!("/d{i}")).await.unwrap().is_some();
+        assert_eq!(kept, i <= 3, "/d{i}");
+    }
+    assert!(fs.mkdirs("/after", 0o755, false).await.unwrap());
+    let files: Vec<String> = named(&name_dir, "edits_")
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    let damaged = seg.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        files.contains(&format!("{damaged}.abandoned")) && !files.contains(&damaged),
+        "the damaged segment is set aside under another name, not deleted: {files:?}"
+    );
+    drop(fs);
+    drop(nn);
+    let nn = spawn(&args(&[]));
+    let fs = FileSystem::connect(&nn.ready).await.unwrap();
+    assert!(fs.status("/after").await.unwrap().is_some());
+    assert!(fs.status("/d3").await.unwrap().is_some());
+    assert!(fs.status("/d4").await.unwrap().is_none());
+}
