@@ -86,8 +86,9 @@ pub enum Op {
     },
 }
 
-/// One line per record for people (`ferrite oev`, logs): the op under the name HDFS's edits
-/// viewer gives its nearest counterpart, then `key=value` fields. Strings that would not
+/// One line per record for people (`ferrite oev`, logs): the op's name (HDFS's edits
+/// viewer's where HDFS has a counterpart, `OP_ADD` for a create, say; in the same style
+/// where it has none, `OP_BUMP_GENSTAMP`), then `key=value` fields. Strings that would not
 /// read back as one word (spaces, quotes, `=`, control characters, or empty) are quoted
 /// and escaped; times are milliseconds since the epoch, permissions octal.
 impl std::fmt::Display for Op {
