@@ -357,7 +357,8 @@ impl Namespace {
                 let slot = self.existing_at(path, at.slot)?;
                 let inode = self.arena.get_mut(slot);
                 // Only the modification time, as HDFS completes a file: its access time
-                // stays the create's until a read or setTimes moves it.
+                // stays the create's until setTimes moves it (reads do not here; see
+                // README, limits).
                 inode.mtime = *mtime;
                 match &mut inode.body {
                     Body::File(f) => {
