@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use ferrite_namenode::journal::codec::{decode_frame, Frame};
+use ferrite_namenode::journal::codec::{decode_frame, decode_op, Frame};
 use ferrite_namenode::journal::segment::{self, Mode, Tail};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -155,7 +155,7 @@ fn past_damage(
     )?;
     let mut counts = Counts::default();
     while let Ok(Frame::Record { txid, op, size }) = decode_frame(&bytes[at..]) {
-        match ferrite_namenode::journal::codec::decode_op(op) {
+        match decode_op(op) {
             Ok(op) => writeln!(out, "txid={txid} offset={at} {op}")?,
             Err(e) => writeln!(out, "txid={txid} offset={at} (does not decode: {e})")?,
         }
