@@ -48,7 +48,7 @@ pub fn view(
             damaged: false,
         });
     }
-    let first = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes"));
+    let first = scan.first_txid;
     writeln!(out, "# {path}: journal segment from txid {first}")?;
     let mut counts = Counts::default();
     let mut undecodable = None;

@@ -87,6 +87,8 @@ pub enum Tail {
 /// decodes that stretch, not the whole segment each time.
 #[derive(Debug)]
 pub struct Scan {
+    /// The first txid its header names (0 for a segment whose header was never written).
+    pub first_txid: u64,
     /// Offset of the first record at or after the scan's `from` txid (`valid_len` if none).
     pub start: usize,
     /// The txid of the last whole record.
@@ -196,6 +198,7 @@ pub fn scan_from(bytes: &[u8], path: &str, mode: Mode, from: u64) -> Result<Scan
         || all_zero(&bytes[..bytes.len().min(HEADER_LEN)])
     {
         return Ok(Scan {
+            first_txid: 0,
             start: 0,
             last_txid: None,
             valid_len: 0,
@@ -210,6 +213,7 @@ pub fn scan_from(bytes: &[u8], path: &str, mode: Mode, from: u64) -> Result<Scan
     let mut start = None;
     let mut next = first;
     let done = |start: Option<usize>, next: u64, valid_len, tail| Scan {
+        first_txid: first,
         start: start.unwrap_or(valid_len),
         last_txid: (next > first).then(|| next - 1),
         valid_len,
