@@ -19,6 +19,8 @@
 //! or exit handler of the parent's runs twice.
 
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Once;
 
 /// A forked child writing an image; [`ForkedWriter::wait`] reaps it.
 #[derive(Debug)]
@@ -33,6 +35,7 @@ const OTHER_FAILURE: i32 = 255;
 /// 255), the parent returns at once. Fails only if the fork does (no memory for the page
 /// tables, or the process limit), in which case nothing ran.
 pub fn spawn(write: impl FnOnce() -> io::Result<()>) -> io::Result<ForkedWriter> {
+    quiet_in_child();
     // SAFETY: getpid and fork have no preconditions. In the child only this thread exists;
     // `in_child` keeps to what the module docs allow a forked child of a threaded process
     // and never returns.
@@ -58,8 +61,11 @@ fn in_child(parent: libc::pid_t, write: impl FnOnce() -> io::Result<()>) -> ! {
     // A panic must not unwind into the parent's frames, which this copy shares, nor run
     // the default hook, which locks stderr and the backtrace printer: another thread may
     // have held either at the fork, and a child stuck there would hold up the parent's
-    // wait for good.
-    std::panic::set_hook(Box::new(|_| {}));
+    // wait for good. The hook installed by `quiet_in_child` reads this flag (plain memory)
+    // and stays silent. The child must not set a hook itself: `set_hook` takes the hook
+    // lock for writing, and a thread of the parent that was panicking at the fork held it
+    // for reading, for good in the child (a test run hung that way).
+    IN_CHILD.store(true, Ordering::Relaxed);
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(write));
     let code = match outcome {
         Ok(Ok(())) => 0,
@@ -71,6 +77,24 @@ fn in_child(parent: libc::pid_t, write: impl FnOnce() -> io::Result<()>) -> ! {
     };
     // SAFETY: as above; `_exit` skips destructors and exit handlers on purpose.
     unsafe { libc::_exit(code) }
+}
+
+/// True only in a forked child: see `in_child`.
+static IN_CHILD: AtomicBool = AtomicBool::new(false);
+
+/// Installs, once and in the parent, a panic hook that hands every panic to the hook that
+/// was there before, except in a forked child, where it does nothing. Taking the hook lock
+/// here, in the parent, can only wait for a panic being reported in another thread.
+fn quiet_in_child() {
+    static INSTALLED: Once = Once::new();
+    INSTALLED.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !IN_CHILD.load(Ordering::Relaxed) {
+                previous(info)
+            }
+        }));
+    });
 }
 
 impl ForkedWriter {
