@@ -41,6 +41,10 @@ pub struct Config {
     pub superuser_group: String,
     /// `dfs.namenode.lease-hard-limit-sec`
     pub lease_hard_limit_sec: u64,
+    /// `dfs.namenode.accesstime.precision` (ms): an open moves a file's access time once
+    /// this much has passed since the last move; 0 turns access times off (and `setTimes`
+    /// with an access time is refused, as in HDFS).
+    pub access_time_precision_ms: u64,
     /// `hadoop.user.group.static.mapping.overrides` (`user=g1,g2;user2=`)
     pub static_groups: String,
     /// `dfs.namenode.name.dir`
@@ -146,6 +150,7 @@ impl Default for Config {
             permissions_enabled: true,
             superuser_group: "supergroup".into(),
             lease_hard_limit_sec: 20 * 60,
+            access_time_precision_ms: 3_600_000,
             static_groups: String::new(),
             name_dirs: Vec::new(),
             default_fs: None,
@@ -288,6 +293,7 @@ impl Config {
                 "dfs.permissions.enabled" => self.permissions_enabled = boolean()?,
                 "dfs.permissions.superusergroup" => self.superuser_group = value.trim().into(),
                 "dfs.namenode.lease-hard-limit-sec" => self.lease_hard_limit_sec = num()?,
+                "dfs.namenode.accesstime.precision" => self.access_time_precision_ms = num()?,
                 "hadoop.user.group.static.mapping.overrides" => {
                     self.static_groups = value.trim().into()
                 }
@@ -493,8 +499,11 @@ mod tests {
                 "fs.trash.interval=5".into(),
                 "dfs.blocksize=64m".into(),
                 "foo.bar=1".into(),
+                "dfs.namenode.accesstime.precision=0".into(),
             ])
             .unwrap();
+        assert_eq!(Config::default().access_time_precision_ms, 3_600_000);
+        assert_eq!(c.access_time_precision_ms, 0);
         assert_eq!(c.trash_interval_min, 5);
         assert_eq!(c.block_size, 64 << 20);
         assert_eq!(unknown, vec!["foo.bar".to_string()]);

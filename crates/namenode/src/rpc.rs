@@ -533,6 +533,14 @@ pub async fn set_times(
     // -1 (sent as u64::MAX) leaves a time unchanged.
     let keep = |t: u64| (t as i64 >= 0).then_some(t as i64);
     let (m, a) = (keep(req.mtime), keep(req.atime));
+    if a.is_some() && nn.cfg.access_time_precision_ms == 0 {
+        return Err(FsError::Io(
+            "Access time for hdfs is not configured.  Please set \
+             dfs.namenode.accesstime.precision configuration parameter."
+                .into(),
+        )
+        .into());
+    }
     nn.commit(|ns| Ok(((), ns.plan_set_times(&caller, &req.src, m, a)?)))
         .await?;
     Ok(SetTimesResponseProto {})

@@ -383,11 +383,17 @@ pub async fn get_block_locations(
 ) -> Res<LocatedReply> {
     let caller = nn.caller(&ctx.user);
     let reader_ip = ctx.peer_ip.clone();
-    let ns = nn.ns.read();
-    let slot = ns.file_slot(&caller, &req.src)?;
-    ns.check_access(&caller, slot, crate::namespace::perm::READ)?;
-    let range = ns.block_range(slot, req.offset, req.length);
-    drop(ns);
+    let now = now_ms();
+    let (range, touch) = {
+        let ns = nn.ns.read();
+        let slot = ns.file_slot(&caller, &req.src)?;
+        ns.check_access(&caller, slot, crate::namespace::perm::READ)?;
+        let range = ns.block_range(slot, req.offset, req.length);
+        (range, nn.access_time_due(ns.inode(slot).atime, now))
+    };
+    if touch {
+        nn.record_access(&caller, &req.src, now).await;
+    }
     let pool = &nn.identity.block_pool_id;
     let placed: Vec<Placed> = range
         .blocks
@@ -400,7 +406,6 @@ pub async fn get_block_locations(
     let tokens = nn.tokens.for_reply(&ctx.user, pool, Modes::READ, &ids);
     let mut reply = LocatedReply::new(pool, range.file_len, range.under_construction, &tokens);
     let mgr = nn.blocks.lock();
-    let now = now_ms();
     let mut locs = Vec::new();
     let last_id = range.last.map(|l| l.block.id);
     // One draw per call (an atomic add); each block mixes in its id, so equal replicas

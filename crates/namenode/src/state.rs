@@ -335,6 +335,25 @@ impl NnState {
         Ok(out)
     }
 
+    /// Whether an open at `now` should move a file's access time last set at `atime`. Never
+    /// in safe mode, where HDFS leaves access times alone too.
+    pub fn access_time_due(&self, atime: i64, now: i64) -> bool {
+        crate::namespace::plan::access_time_due(atime, now, self.cfg.access_time_precision_ms)
+            && !self.in_safe_mode()
+    }
+
+    /// Moves a file's access time for an open (a journaled `OP_TIMES`, at most once per
+    /// precision). Its failure does not fail the read, as in HDFS: it is logged.
+    pub async fn record_access(&self, caller: &Caller, src: &str, now: i64) {
+        let precision = self.cfg.access_time_precision_ms;
+        let planned = self
+            .commit(|ns| Ok(((), ns.plan_access_time(caller, src, now, precision)?)))
+            .await;
+        if let Err(e) = planned {
+            warn!(src, error = %e, "could not move the access time of a file being read");
+        }
+    }
+
     /// Applies planned records in order, keeping leases and blocks in step; stops at the
     /// first that fails.
     fn apply_all(&self, ns: &mut Namespace, planned: &Planned, now: i64) -> Applied {

@@ -578,6 +578,28 @@ impl Namespace {
         Ok(vec![Op::SetTimes { path, mtime, atime }])
     }
 
+    /// The record an open makes to move a file's access time, as HDFS's getBlockLocations
+    /// does: none when another open has moved it within `precision_ms` since the caller
+    /// looked. Reading needs no write permission, so only the path's traversal is checked
+    /// here; the read permission was checked when the blocks were looked up.
+    pub fn plan_access_time(
+        &self,
+        caller: &Caller,
+        src: &str,
+        now: i64,
+        precision_ms: u64,
+    ) -> Result<Vec<Op>, FsError> {
+        let (t, path) = self.resolve_checked(caller, src)?;
+        if !access_time_due(self.inode(t).atime, now, precision_ms) {
+            return Ok(Vec::new());
+        }
+        Ok(vec![Op::SetTimes {
+            path,
+            mtime: None,
+            atime: Some(now),
+        }])
+    }
+
     /// `setReplication`: `Ok(None)` for a directory (the `false` answer).
     pub fn plan_set_replication(
         &self,
@@ -592,4 +614,11 @@ impl Namespace {
         self.check_access(caller, t, WRITE)?;
         Ok(Some(vec![Op::SetReplication { path, replication }]))
     }
+}
+
+/// Whether a read at `now` moves an access time last set at `atime`: HDFS moves it at most
+/// once per `dfs.namenode.accesstime.precision`, so that reads stay reads nearly always;
+/// a precision of 0 turns access times off.
+pub fn access_time_due(atime: i64, now: i64, precision_ms: u64) -> bool {
+    precision_ms > 0 && now > atime.saturating_add(precision_ms.min(i64::MAX as u64) as i64)
 }

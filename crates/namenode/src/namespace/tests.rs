@@ -469,3 +469,37 @@ fn closing_a_file_moves_its_modification_time_only() {
         assert_eq!((st.atime, st.mtime), (created, created + 60_001));
     }
 }
+
+#[test]
+fn an_open_moves_the_access_time_once_per_precision() {
+    let mut h = Harness::new();
+    h.create(&su(), "/f", false).unwrap();
+    let created = h.now - 1;
+    const HOUR: i64 = 3_600_000;
+    let plan = |ns: &Namespace, who: &Caller, path: &str, now: i64, precision: i64| {
+        ns.plan_access_time(who, path, now, precision as u64)
+    };
+    // Within the precision, or with access times off (0), nothing is recorded.
+    assert!(plan(&h.ns, &su(), "/f", created + HOUR, HOUR)
+        .unwrap()
+        .is_empty());
+    assert!(plan(&h.ns, &su(), "/f", created + 2 * HOUR, 0)
+        .unwrap()
+        .is_empty());
+    // Past it, a reader without write permission records the new access time only.
+    let later = created + HOUR + 1;
+    let ops = plan(&h.ns, &user("reader"), "/f", later, HOUR).unwrap();
+    assert_eq!(ops.len(), 1);
+    h.commit(ops);
+    for ns in [&h.ns, &h.replayed()] {
+        let st = ns.status(ns.existing("/f").unwrap(), false);
+        assert_eq!((st.atime, st.mtime), (later, created));
+    }
+    assert!(plan(&h.ns, &su(), "/f", later + HOUR, HOUR)
+        .unwrap()
+        .is_empty());
+    assert!(matches!(
+        plan(&h.ns, &su(), "/gone", later + 2 * HOUR, HOUR),
+        Err(FsError::NotFound(_))
+    ));
+}
