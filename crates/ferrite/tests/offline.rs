@@ -53,18 +53,31 @@ async fn the_viewers_read_what_a_running_cluster_wrote() {
     .await;
     fs.set_permission("/data", 0o1777).await.unwrap();
     stdout_of(&["admin", "--fs", &cluster.url, "save-namespace"]);
-    // A save does not end the journal segment (segments roll by size and count); a roll
-    // finalizes what came before.
-    stdout_of(&["admin", "--fs", &cluster.url, "roll-edits"]);
+    let name_dir = root.path().join("nn").join("name");
+    // As in HDFS, a save ends the journal segment first: the image's txid is the last of a
+    // finalized segment, and the next segment starts right after it.
+    let image = named(&name_dir, "fsimage_").pop().expect("an image");
+    let file_name = |p: &Path| p.file_name().unwrap().to_string_lossy().into_owned();
+    let image_txid: u64 = file_name(&image)["fsimage_".len()..].parse().unwrap();
+    let finalized = named(&name_dir, "edits_0")
+        .pop()
+        .unwrap_or_else(|| panic!("no finalized segment in {:?}", named(&name_dir, "")));
+    assert!(
+        file_name(&finalized).ends_with(&format!("-{image_txid:019}")),
+        "{finalized:?} ends at the image's txid {image_txid}"
+    );
+    let next = named(&name_dir, "edits_inprogress_");
+    assert_eq!(
+        next.iter().map(|p| file_name(p)).collect::<Vec<_>>(),
+        [format!("edits_inprogress_{:019}", image_txid + 1)]
+    );
     // After the image: only the journal holds these.
     fs.rename("/data/in dir/three-blocks", "/data/moved")
         .await
         .unwrap();
     fs.delete("/data/in dir", true).await.unwrap();
-    let name_dir = root.path().join("nn").join("name");
 
     // The image: HDFS's Delimited rows.
-    let image = named(&name_dir, "fsimage_").pop().expect("an image");
     let rows = stdout_of(&["oiv", "-i", image.to_str().unwrap()]);
     let lines: Vec<&str> = rows.lines().collect();
     assert!(
@@ -106,7 +119,7 @@ async fn the_viewers_read_what_a_running_cluster_wrote() {
         edits.contains(r#"OP_DELETE path="/data/in dir" "#),
         "{edits}"
     );
-    // The segment the roll finalized: counts per kind of record.
+    // The segment the save finalized: counts per kind of record.
     let mut stats = String::new();
     for seg in named(&name_dir, "edits_0") {
         stats += &stdout_of(&["oev", "-p", "stats", "-i", seg.to_str().unwrap()]);

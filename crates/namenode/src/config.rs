@@ -68,6 +68,9 @@ pub struct Config {
     pub checkpoint_period_sec: u64,
     /// `dfs.namenode.num.checkpoints.retained`
     pub checkpoints_retained: usize,
+    /// `dfs.namenode.num.extra.edits.retained`: journal transactions kept from before the
+    /// oldest retained image (whole segments only), for an operator's `oev` or a recovery.
+    pub extra_edits_retained: u64,
     /// `ferrite.journal.segment.bytes`
     pub journal_segment_bytes: u64,
     /// `ferrite.journal.segment.txns`
@@ -162,6 +165,7 @@ impl Default for Config {
             checkpoint_txns: 1_000_000,
             checkpoint_period_sec: 3600,
             checkpoints_retained: 2,
+            extra_edits_retained: 1_000_000,
             journal_segment_bytes: 128 << 20,
             journal_segment_txns: 1_000_000,
             journal_prealloc_bytes: 4 << 20,
@@ -301,6 +305,7 @@ impl Config {
                 "dfs.namenode.edits.dir" => self.edits_dirs = dir_list(value),
                 "dfs.namenode.checkpoint.txns" => self.checkpoint_txns = num()?.max(1),
                 "dfs.namenode.checkpoint.period" => self.checkpoint_period_sec = num()?.max(1),
+                "dfs.namenode.num.extra.edits.retained" => self.extra_edits_retained = num()?,
                 "dfs.namenode.num.checkpoints.retained" => {
                     self.checkpoints_retained = (num()? as usize).max(1)
                 }

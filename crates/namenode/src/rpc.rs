@@ -643,10 +643,8 @@ pub async fn save_namespace(
     if nn.image_recent_enough(window, gap) {
         return Ok(SaveNamespaceResponseProto { saved: Some(false) });
     }
-    let state = nn.clone();
-    tokio::task::spawn_blocking(move || state.save_namespace())
+    nn.checkpoint()
         .await
-        .map_err(|e| FsError::Io(format!("checkpoint task failed: {e}")))?
         .map_err(|e| FsError::Io(format!("saving the namespace failed: {e}")))?;
     Ok(SaveNamespaceResponseProto { saved: Some(true) })
 }

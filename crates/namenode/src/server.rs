@@ -493,11 +493,8 @@ async fn checkpointer(nn: Arc<NnState>, cancel: CancellationToken) {
         if !due {
             continue;
         }
-        let state = nn.clone();
-        match tokio::task::spawn_blocking(move || state.save_namespace()).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => warn!(error = %e, "periodic checkpoint failed"),
-            Err(e) => warn!(error = %e, "checkpoint task panicked"),
+        if let Err(e) = nn.checkpoint().await {
+            warn!(error = %e, "periodic checkpoint failed");
         }
     }
 }

@@ -376,6 +376,24 @@ impl NnState {
         applied
     }
 
+    /// A checkpoint as HDFS takes one (saveNamespace, and its checkpointers' rollEditLog):
+    /// the journal segment ends first, then the image is written, so images and segments
+    /// meet at a boundary. Saved in safe mode, where nothing is appended, the image's txid
+    /// is the last of the finalized segment and the next segment starts after it; a later
+    /// purge then drops whole segments. A roll that fails is logged and the image is
+    /// written anyway: an image never depends on the roll.
+    pub async fn checkpoint(self: &Arc<Self>) -> std::io::Result<u64> {
+        if let Some(j) = &self.journal {
+            if let Err(e) = j.roll().await {
+                warn!(error = %e, "the journal did not roll before the checkpoint");
+            }
+        }
+        let state = self.clone();
+        tokio::task::spawn_blocking(move || state.save_namespace())
+            .await
+            .map_err(|e| std::io::Error::other(format!("checkpoint task failed: {e}")))?
+    }
+
     /// Writes a checkpoint image of the current namespace to every name directory, prunes
     /// old images and the journal segments they make unnecessary. Blocking: run it off the
     /// async workers. Returns the image's txid.
@@ -422,11 +440,13 @@ impl NnState {
         self.last_image_txid.store(txid, Ordering::SeqCst);
         self.last_image_ms.store(now_ms(), Ordering::SeqCst);
         if let Some(oldest) = checkpoint::prune(&self.name_dirs, self.cfg.checkpoints_retained) {
-            let purged = recover::purge_before(&self.journal_dirs, oldest + 1);
+            // As HDFS's retention: everything after the oldest image, plus some history.
+            let keep_from = (oldest + 1).saturating_sub(self.cfg.extra_edits_retained);
+            let purged = recover::purge_before(&self.journal_dirs, keep_from);
             if purged > 0 {
                 info!(
                     purged,
-                    before_txid = oldest + 1,
+                    before_txid = keep_from,
                     "journal segments covered by retained images removed"
                 );
             }

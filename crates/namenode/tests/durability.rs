@@ -16,6 +16,8 @@ fn config(dir: &Path) -> Config {
     Config {
         name_dirs: vec![dir.join("name")],
         journal_segment_txns: 97,
+        // Purge right behind the retained images, so that the tests see purging.
+        extra_edits_retained: 0,
         ..Default::default()
     }
 }

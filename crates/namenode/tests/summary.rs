@@ -21,6 +21,8 @@ async fn start(dir: &Path) -> NameNodeHandle {
     let cfg = Config {
         name_dirs: vec![dir.join("name")],
         permissions_enabled: true,
+        // Purge right behind the retained images (a test needs a purged journal).
+        extra_edits_retained: 0,
         ..Default::default()
     };
     NameNode::start(cfg, TcpListener::bind("127.0.0.1:0").await.unwrap())
