@@ -392,7 +392,9 @@ pub async fn get_block_locations(
         (range, nn.access_time_due(ns.inode(slot).atime, now))
     };
     if touch {
-        nn.record_access(&caller, &req.src, now).await;
+        // Boxed: the commit's future is large and this path is rare (once per file per
+        // precision); inline, it would grow every open's future.
+        Box::pin(nn.record_access(&caller, &req.src, now)).await;
     }
     let pool = &nn.identity.block_pool_id;
     let placed: Vec<Placed> = range
