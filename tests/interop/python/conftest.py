@@ -29,6 +29,29 @@ class Server:
     # Further processes of the same cluster (DataNodes), stopped before `proc`.
     others: list = field(default_factory=list)
 
+    def __post_init__(self):
+        _STARTED.append(self)
+
+
+# Every server started, in order: a test that fails between starting a server and stopping
+# it must not leave the server running (see `_stop_leftover_servers`).
+_STARTED: list = []
+
+
+@pytest.fixture(autouse=True)
+def _stop_leftover_servers():
+    """Kills what a test started itself and left running. Session and module fixtures are
+    set up before this function-scoped one, so their shared servers are not touched."""
+    before = len(_STARTED)
+    yield
+    leftover = _STARTED[before:]
+    del _STARTED[before:]
+    for server in leftover:
+        for p in [*server.others, server.proc]:
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+
 
 def free_port() -> int:
     with socket.socket() as s:
