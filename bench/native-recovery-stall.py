@@ -25,7 +25,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "interop" / "python"))
-os.chdir(REPO / "tests" / "interop" / "python")
 import test_datapath as t  # noqa: E402  (the scenario's writer and cluster helpers)
 
 HDFS_START = """
