@@ -661,3 +661,68 @@ async fn a_journal_directory_that_hangs_is_given_up_on() {
     }
     kill9(server);
 }
+
+/// A lone journal directory that hangs stops the NameNode after
+/// `ferrite.journal.dir.timeout.ms`, with an error naming it, instead of holding every
+/// mutation (and every client) for as long as it hangs. Nothing acknowledged is lost, and
+/// the edit that hung is not acknowledged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_journal_directory_that_hangs_stops_the_namenode() {
+    let data = tempfile::tempdir().unwrap();
+    let disk = tempfile::tempdir().unwrap();
+    let mnt = disk.path().join("mnt");
+    assert!(
+        mount_ext4(&disk.path().join("img"), &mnt),
+        "this test needs root, loop devices and mkfs.ext4"
+    );
+    let _mounted = Mount(mnt.clone());
+    let conf = format!("dfs.namenode.edits.dir={}", mnt.display());
+    let args = [
+        "--conf",
+        conf.as_str(),
+        "--conf",
+        "ferrite.journal.dir.timeout.ms=500",
+        // The 64 MiB file system is below the default reserve, which would mean safe mode.
+        "--conf",
+        "dfs.namenode.resource.du.reserved=0",
+    ];
+    let mut server = start(data.path(), &args);
+    mkdirs(server.addr, "/before-", 20).await;
+    let frozen = Frozen::set(&mnt);
+    let e = tokio::time::timeout(Duration::from_secs(30), mkdir(server.addr, "/never-acked"))
+        .await
+        .expect("the client gets an answer while the directory hangs")
+        .unwrap_err();
+    let e = e.to_string();
+    assert!(
+        e.contains(&mnt.display().to_string()) && e.contains("within 500 ms"),
+        "{e}"
+    );
+    // It stops serving while the write still hangs: the stuck thread cannot be killed
+    // (it sleeps uninterruptibly in the kernel), but nothing listens any more.
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while tokio::net::TcpStream::connect(server.addr).await.is_ok() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the NameNode stops listening");
+    // The process is reaped once the file system thaws and the write returns.
+    drop(frozen);
+    let status = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            if let Some(st) = server.child.try_wait().unwrap() {
+                return st;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the NameNode stops when its only journal directory hangs");
+    assert!(!status.success());
+    server = start(data.path(), &args);
+    for p in ["/before-0", "/before-19"] {
+        assert!(exists(server.addr, p).await, "{p} was acknowledged");
+    }
+    kill9(server);
+}

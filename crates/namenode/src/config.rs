@@ -87,9 +87,10 @@ pub struct Config {
     ///
     /// [`JournalConfig::group_delay`]: crate::journal::JournalConfig::group_delay
     pub journal_group_delay_us: u64,
-    /// `ferrite.journal.dir.timeout.ms`: with two or more journal directories, one that
-    /// has not finished a write, sync or roll after this long is taken out of service and
-    /// the others go on. As QJM's write timeout in HDFS: 20 s.
+    /// `ferrite.journal.dir.timeout.ms`: a journal directory that has not finished a
+    /// write, sync or roll after this long is taken out of service and the others go on;
+    /// with none left (a lone directory that hangs) the NameNode stops. As QJM's write
+    /// timeout in HDFS: 20 s.
     pub journal_dir_timeout_ms: u64,
     /// `dfs.namenode.name.dir.restore`: at each journal roll, try to bring failed journal
     /// directories back into service (HDFS's default: off). `hdfs dfsadmin

@@ -1,7 +1,8 @@
 //! The journal directories as the syncer writes them. A single directory is written on the
-//! syncer's own thread; with two or more, each has a thread of its own kept for the
-//! journal's life, and all work in step: every directory finishes a job, or is given up
-//! on after `ferrite.journal.dir.timeout.ms`, before the syncer goes on.
+//! syncer's own thread, watched by a watchdog (`watchdog.rs`); with two or more, each has a
+//! thread of its own kept for the journal's life, and all work in step: every directory
+//! finishes a job, or is given up on after `ferrite.journal.dir.timeout.ms`, before the
+//! syncer goes on.
 //!
 //! Scoped threads spawned for every sync did this before: with a second directory on
 //! tmpfs (so its fdatasync was nearly free) a sync took ~45 µs longer than with one
@@ -11,6 +12,7 @@
 //! and so every mutation, for as long as it hung.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -19,6 +21,7 @@ use std::time::{Duration, Instant};
 use tracing::warn;
 
 use super::segment::SegmentWriter;
+use super::watchdog::Watchdog;
 use super::{recover, JournalConfig, JournalMetrics, Shared};
 
 /// One journal directory and its open segment (`None` while out of service).
@@ -232,8 +235,8 @@ impl Helper {
 /// Every configured journal directory, in or out of service.
 pub(super) struct Dirs {
     /// The only directory, written on the syncer's own thread: with nowhere else to write,
-    /// a hand-off would buy nothing.
-    only: Option<DirWriter>,
+    /// a hand-off would buy nothing. The watchdog stops the NameNode if a job there hangs.
+    only: Option<(DirWriter, Watchdog)>,
     /// With two or more directories, each on a thread of its own, so that one that hangs
     /// can be given up on (`ferrite.journal.dir.timeout.ms`) while the others go on.
     helpers: Vec<Helper>,
@@ -249,7 +252,14 @@ impl Dirs {
         shared: Arc<Shared>,
         cfg: JournalConfig,
     ) -> std::io::Result<Dirs> {
-        let only = (writers.len() == 1).then(|| writers.remove(0));
+        let only = match writers.len() {
+            1 => {
+                let w = writers.remove(0);
+                let dog = Watchdog::spawn(w.dir.clone(), cfg.dir_timeout, shared.clone())?;
+                Some((w, dog))
+            }
+            _ => None,
+        };
         let helpers = writers
             .into_iter()
             .enumerate()
@@ -269,9 +279,11 @@ impl Dirs {
     /// then is taken out of service.
     fn run(&mut self, job: Job, wanted: impl Fn(bool) -> bool) {
         let m = &self.shared.metrics;
-        if let Some(d) = self.only.as_mut() {
+        if let Some((d, dog)) = self.only.as_mut() {
             if wanted(d.seg.is_some()) {
+                dog.watch.begin();
                 d.run(&job, &self.cfg, m);
+                dog.watch.end();
             }
             return;
         }
@@ -297,8 +309,10 @@ impl Dirs {
     /// Appends `batch` to every directory in service and fdatasyncs it there; a directory
     /// that fails or stalls is taken out of service. Hands the buffer back for reuse.
     pub fn write(&mut self, batch: Vec<u8>) -> Vec<u8> {
-        if let Some(d) = self.only.as_mut() {
+        if let Some((d, dog)) = self.only.as_mut() {
+            dog.watch.begin();
             d.write(&batch, &self.shared.metrics);
+            dog.watch.end();
             return batch;
         }
         let batch = Arc::new(batch);
@@ -309,7 +323,8 @@ impl Dirs {
 
     pub fn all_failed(&self) -> bool {
         match &self.only {
-            Some(d) => d.seg.is_none(),
+            // Given up on by the watchdog, it is out even if its late write succeeded.
+            Some((d, _)) => d.seg.is_none() || self.shared.stalled.load(Ordering::SeqCst),
             None => self.helpers.iter().all(|h| !h.state.live),
         }
     }
@@ -318,7 +333,7 @@ impl Dirs {
     pub fn written(&self) -> u64 {
         let helpers = self.helpers.iter().map(|h| h.state.written);
         helpers.fold(
-            self.only.as_ref().map_or(0, |d| d.state().written),
+            self.only.as_ref().map_or(0, |(d, _)| d.state().written),
             u64::max,
         )
     }

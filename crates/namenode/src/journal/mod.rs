@@ -11,9 +11,10 @@
 //! commit); under concurrent load it first waits briefly for the clients the previous sync
 //! answered to come back with their next operation (`gather`).
 //!
-//! A directory whose write or sync fails, or (with several) does not finish within
-//! `ferrite.journal.dir.timeout.ms`, is taken out of service and logged (`dirs.rs`); the
-//! journal fails (and the NameNode stops) only when no directory is left. Rolls happen at a
+//! A directory whose write or sync fails, or does not finish within
+//! `ferrite.journal.dir.timeout.ms`, is taken out of service and logged (`dirs.rs`, and for
+//! a lone directory `watchdog.rs`); the journal fails (and the NameNode stops) only when
+//! no directory is left. Rolls happen at a
 //! size or txid count and on request ([`Journal::roll`]); with restoring on, a roll also
 //! brings failed directories back.
 
@@ -25,6 +26,7 @@ pub mod tail;
 #[cfg(test)]
 mod tests;
 mod waiters;
+mod watchdog;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -57,8 +59,8 @@ pub struct JournalConfig {
     /// How long a sync waits for more records when the previous one carried several operations
     /// (`ferrite.journal.group-commit.delay.us`); zero syncs at once, always.
     pub group_delay: Duration,
-    /// With several directories, how long a write, sync or roll may take in one before it
-    /// is taken out of service (`ferrite.journal.dir.timeout.ms`).
+    /// How long a write, sync or roll may take in a directory before it is taken out of
+    /// service (`ferrite.journal.dir.timeout.ms`); the last one out stops the NameNode.
     pub dir_timeout: Duration,
     /// Bring failed directories back into service at each roll (`dfs.namenode.name.dir.restore`,
     /// and `hdfs dfsadmin -restoreFailedStorage` while running).
@@ -174,6 +176,11 @@ struct Shared {
     tail: tail::Tail,
     /// Whether a roll tries to bring failed directories back (see [`Journal::restore_failed`]).
     restore_failed: AtomicBool,
+    /// The NameNode's stop, run when no directory is left.
+    fatal: watchdog::Fatal,
+    /// The watchdog gave up on the lone directory while the syncer was in a job there: the
+    /// syncer may never come back from it.
+    stalled: AtomicBool,
 }
 
 pub struct Journal {
@@ -184,7 +191,7 @@ pub struct Journal {
 impl Journal {
     /// Starts a journal whose next record is `last_txid + 1`, with a fresh in-progress
     /// segment in every directory that can take one. `on_fatal` runs once if every
-    /// directory has failed.
+    /// directory has failed (or the only one has hung: see `watchdog.rs`).
     pub fn start(
         cfg: JournalConfig,
         last_txid: u64,
@@ -236,13 +243,15 @@ impl Journal {
             metrics,
             tail: tail::Tail::new(cfg.tail_bytes, last_txid),
             restore_failed: AtomicBool::new(cfg.restore_failed),
+            fatal: watchdog::Fatal::new(on_fatal),
+            stalled: AtomicBool::new(false),
         });
         let dirs = Dirs::new(writers, shared.clone(), cfg.clone())
             .map_err(|e| JournalError(format!("spawning the directory writers: {e}")))?;
         let s = shared.clone();
         let handle = std::thread::Builder::new()
             .name("journal-syncer".into())
-            .spawn(move || syncer(s, cfg, dirs, last_txid, on_fatal))
+            .spawn(move || syncer(s, cfg, dirs, last_txid))
             .map_err(|e| JournalError(format!("spawning the syncer: {e}")))?;
         Ok(Journal {
             shared,
@@ -321,13 +330,21 @@ impl Journal {
         self.shared.tail.read_from(from, max_bytes, wait)
     }
 
-    /// Syncs what is buffered, finalizes the segments and stops the syncer.
+    /// Syncs what is buffered, finalizes the segments and stops the syncer. A syncer the
+    /// watchdog gave up on is left in its write, which may never return.
     pub fn close(&self) {
         self.shared.pending.lock().closing = true;
         self.shared.wake.notify_one();
-        if let Some(h) = self.syncer.lock().take() {
-            let _ = h.join();
+        let Some(h) = self.syncer.lock().take() else {
+            return;
+        };
+        while !h.is_finished() {
+            if self.shared.stalled.load(Ordering::SeqCst) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
         }
+        let _ = h.join();
     }
 }
 
@@ -355,19 +372,12 @@ impl Drop for Journal {
     }
 }
 
-fn syncer(
-    shared: Arc<Shared>,
-    cfg: JournalConfig,
-    mut dirs: Dirs,
-    start_txid: u64,
-    on_fatal: impl FnOnce(String),
-) {
+fn syncer(shared: Arc<Shared>, cfg: JournalConfig, mut dirs: Dirs, start_txid: u64) {
     let mut spare: Vec<u8> = Vec::with_capacity(1 << 16);
     let mut chunker = tail::chunker();
     let mut woken = Vec::new();
     let mut synced = start_txid;
     let mut seg_first = start_txid + 1;
-    let mut on_fatal = Some(on_fatal);
     loop {
         let (batch_last, commits, closing, rolls) = {
             let mut p = shared.pending.lock();
@@ -406,9 +416,7 @@ fn syncer(
                 );
                 error!("{msg}");
                 shared.waiters.fail(JournalError(msg.clone()));
-                if let Some(f) = on_fatal.take() {
-                    f(msg);
-                }
+                shared.fatal.fire(msg);
                 return;
             }
             let m = &shared.metrics;

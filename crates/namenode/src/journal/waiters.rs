@@ -102,8 +102,12 @@ impl Waiters {
     }
 
     /// Every directory has failed: every waiter past the synced txid gets `err`.
+    /// The journal has failed: every waiter past the synced txid gets `err`, or the
+    /// error it failed with first.
     pub fn fail(&self, err: JournalError) {
-        self.end(|g| g.failed = Some(err));
+        self.end(|g| {
+            g.failed.get_or_insert(err);
+        });
     }
 
     /// The journal is closed: every waiter past the synced txid gets an error.
