@@ -109,6 +109,10 @@ pub struct Config {
     /// `ferrite.summary.wait.ms`: how long getContentSummary waits for the summary to
     /// catch up with the namespace before it walks the tree instead.
     pub summary_wait_ms: u64,
+    /// `ferrite.summary.rest.ms`: how long the summary's follower rests between reads of
+    /// the journal, so that under load it applies many synced batches per wake-up. A
+    /// content summary that needs newer edits wakes it at once; 0 reads batch by batch.
+    pub summary_rest_ms: u64,
     /// `dfs.heartbeat.interval` (seconds), also what DataNodes are told to use.
     pub heartbeat_interval_sec: u64,
     /// `dfs.namenode.heartbeat.recheck-interval` (ms): a DataNode is dead after twice this
@@ -179,6 +183,7 @@ impl Default for Config {
             summary_checkpoint_txns: 1_000_000,
             summary_checkpoint_period_sec: 600,
             summary_wait_ms: 100,
+            summary_rest_ms: 5,
             heartbeat_interval_sec: 3,
             heartbeat_recheck_ms: 300_000,
             stale_interval_ms: 30_000,
@@ -327,6 +332,7 @@ impl Config {
                     self.summary_checkpoint_period_sec = num()?.max(1)
                 }
                 "ferrite.summary.wait.ms" => self.summary_wait_ms = num()?,
+                "ferrite.summary.rest.ms" => self.summary_rest_ms = num()?,
                 "dfs.heartbeat.interval" => self.heartbeat_interval_sec = num()?.max(1),
                 "dfs.namenode.heartbeat.recheck-interval" => self.heartbeat_recheck_ms = num()?,
                 "dfs.namenode.stale.datanode.interval" => self.stale_interval_ms = num()?,

@@ -255,6 +255,24 @@ pub fn summary_dir(name_dirs: &[PathBuf]) -> PathBuf {
 }
 
 /// Starts the thread that keeps the summary in step with the journal.
+/// The summary thread's nice value. The summary is derived state that may lag (a reader
+/// waits for it, or walks the tree), while RPCs and the writers' turns are what clients
+/// wait on: when the cores are contended, they should run first. At the same priority, the
+/// follower's bursts (a rest's worth of batches applied at once) took cores from the
+/// writers, and in-process creates fell; at nice 10 they did not (BENCHMARKS.md).
+const SUMMARY_NICE: i32 = 10;
+
+/// Lowers the calling thread's scheduling priority to `nice`. On Linux `setpriority` with
+/// `PRIO_PROCESS` and 0 applies to the calling thread alone. Best effort: a refusal only
+/// leaves the thread at its priority, so it is logged, not returned.
+fn lower_priority(nice: i32) {
+    // SAFETY: setpriority takes plain integers and touches no memory of ours.
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) } != 0 {
+        let e = std::io::Error::last_os_error();
+        warn!(nice, error = %e, "could not lower the summary thread's priority");
+    }
+}
+
 fn start_summary_task(
     state: &Arc<NnState>,
 ) -> std::io::Result<Option<std::thread::JoinHandle<()>>> {
@@ -265,6 +283,7 @@ fn start_summary_task(
     std::thread::Builder::new()
         .name("summary".into())
         .spawn(move || {
+            lower_priority(SUMMARY_NICE);
             let for_rebuild = nn.clone();
             let rebuild: Rebuild = Box::new(move || {
                 // Under the namespace lock, the journal's last appended txid is exactly
@@ -284,6 +303,7 @@ fn start_summary_task(
                 rebuild,
                 nn.cfg.summary_checkpoint_txns,
                 every,
+                Duration::from_millis(nn.cfg.summary_rest_ms),
             );
         })
         .map(Some)

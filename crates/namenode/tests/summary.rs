@@ -18,13 +18,18 @@ use ferrite_proto::hdfs::*;
 use tokio::net::TcpListener;
 
 async fn start(dir: &Path) -> NameNodeHandle {
-    let cfg = Config {
+    start_with(dir, |_| {}).await
+}
+
+async fn start_with(dir: &Path, tweak: impl FnOnce(&mut Config)) -> NameNodeHandle {
+    let mut cfg = Config {
         name_dirs: vec![dir.join("name")],
         permissions_enabled: true,
         // Purge right behind the retained images (a test needs a purged journal).
         extra_edits_retained: 0,
         ..Default::default()
     };
+    tweak(&mut cfg);
     NameNode::start(cfg, TcpListener::bind("127.0.0.1:0").await.unwrap())
         .await
         .unwrap()
@@ -150,6 +155,25 @@ async fn check_all(nn: &NameNodeHandle, paths: &[&str]) {
         paths.len() as u64,
         "every answer came from the summary"
     );
+}
+
+/// The follower rests between reads of the journal; a content summary that needs edits it
+/// has not applied yet wakes it instead of waiting out the rest (here an hour) or walking
+/// the tree (after `ferrite.summary.wait.ms`, here longer than the test may take).
+#[tokio::test]
+async fn a_content_summary_wakes_a_resting_follower() {
+    let dir = tempfile::tempdir().unwrap();
+    let nn = start_with(dir.path(), |c| {
+        c.summary_rest_ms = 3_600_000;
+        c.summary_wait_ms = 600_000;
+    })
+    .await;
+    for round in 0..3 {
+        workload(&nn.state, round).await;
+        // `check_all` also asserts that every answer came from the summary.
+        check_all(&nn, PATHS).await;
+    }
+    nn.shutdown().await;
 }
 
 const PATHS: &[&str] = &[

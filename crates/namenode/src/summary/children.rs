@@ -247,7 +247,15 @@ impl Children {
             return Some(Pos::decode(*v));
         }
         let n = u8::try_from(name.len()).ok()?;
-        let hit = |at: u32, len: u8| len == n && &keys.names[at as usize..][..n as usize] == name;
+        // Siblings' names tend to share a prefix and a length (`part-00001`, `part-00002`),
+        // and differ at the end: the last byte, compared inline, turns away most of them
+        // before a full comparison.
+        let (names, name) = (keys.names.as_bytes(), name.as_bytes());
+        let last = *name.last()?;
+        let hit = |at: u32, len: u8| {
+            let at = at as usize;
+            len == n && names[at + n as usize - 1] == last && &names[at..at + n as usize] == name
+        };
         let file = || {
             let i = self.files.iter().position(|f| hit(f.at, f.name_len));
             i.map(Pos::File)

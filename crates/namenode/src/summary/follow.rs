@@ -6,13 +6,20 @@
 //! whole batches. A record that does not fit means the summary has diverged: it is rebuilt
 //! from the namespace, and the failure is logged and counted. The state is checkpointed
 //! every so many records or seconds, and at shutdown.
+//!
+//! Between reads it rests a few milliseconds (`ferrite.summary.rest.ms`), so that under a
+//! steady stream of small syncs it wakes once for many batches rather than once per batch
+//! (a wake-up, a read of the tail and a write-lock round cost about as much as applying a
+//! dozen records, and under NNThroughputBenchmark a synced batch holds one or two dozen).
+//! A reader that needs a txid it has not applied yet wakes it at once
+//! ([`SummaryService::caught_up`]), so no answer waits for the rest.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::RwLock;
+use parking_lot::{Condvar, Mutex, RwLock};
 use tokio::sync::watch;
 use tracing::{error, info, warn};
 
@@ -49,6 +56,12 @@ impl SummaryMetrics {
 pub struct SummaryService {
     state: RwLock<Summary>,
     applied: watch::Sender<u64>,
+    /// Readers waiting for a txid not yet applied: while there are any, the follower does
+    /// not rest.
+    waiting: AtomicU64,
+    /// Set as such a reader starts waiting, so that the follower's rest ends at once.
+    nudged: Mutex<bool>,
+    nudge: Condvar,
     /// Where the checkpoint lives (`<first name dir>/summary`).
     pub dir: Option<PathBuf>,
     pub metrics: SummaryMetrics,
@@ -59,12 +72,33 @@ pub struct SummaryService {
 /// txid it reflects, taken together under the namespace lock.
 pub type Rebuild = Box<dyn Fn() -> Summary + Send + Sync>;
 
+/// A reader counted in [`SummaryService::waiting`] for as long as it lives (a waiting
+/// call can be dropped mid-wait, when its client goes away).
+struct Waiting<'a>(&'a SummaryService);
+
+impl<'a> Waiting<'a> {
+    fn start(svc: &'a SummaryService) -> Self {
+        svc.waiting.fetch_add(1, Ordering::SeqCst);
+        svc.wake();
+        Waiting(svc)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.waiting.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 impl SummaryService {
     pub fn new(initial: Summary, dir: Option<PathBuf>) -> Arc<SummaryService> {
         let (applied, _) = watch::channel(initial.txid());
         Arc::new(SummaryService {
             state: RwLock::new(initial),
             applied,
+            waiting: AtomicU64::new(0),
+            nudged: Mutex::new(false),
+            nudge: Condvar::new(),
             dir,
             metrics: SummaryMetrics::default(),
             stop: AtomicBool::new(false),
@@ -122,6 +156,7 @@ impl SummaryService {
             return true;
         }
         let mut rx = self.applied.subscribe();
+        let _waiting = Waiting::start(self);
         tokio::time::timeout(wait, rx.wait_for(|&t| t >= txid))
             .await
             .is_ok_and(|r| r.is_ok())
@@ -130,6 +165,23 @@ impl SummaryService {
     /// Asks the task to checkpoint and stop once the journal closes.
     pub fn stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
+        self.wake();
+    }
+
+    /// Ends the follower's rest.
+    fn wake(&self) {
+        *self.nudged.lock() = true;
+        self.nudge.notify_one();
+    }
+
+    /// The follower's rest between reads: `rest`, or less if woken; none while a reader
+    /// waits.
+    fn rest(&self, rest: Duration) {
+        let mut nudged = self.nudged.lock();
+        if !*nudged && self.waiting.load(Ordering::SeqCst) == 0 {
+            self.nudge.wait_for(&mut nudged, rest);
+        }
+        *nudged = false;
     }
 
     /// Applies encoded records (a journal batch, a stretch of a segment, or what
@@ -240,7 +292,8 @@ impl SummaryService {
     }
 
     /// The task's loop; runs on its own thread until [`stop`](Self::stop) and the journal's
-    /// close. `every_txns`/`every` set the checkpoint cadence.
+    /// close. `every_txns`/`every` set the checkpoint cadence, `rest` the pause between
+    /// reads of the journal.
     pub fn run(
         self: Arc<Self>,
         journal: &Journal,
@@ -248,14 +301,17 @@ impl SummaryService {
         rebuild: Rebuild,
         every_txns: u64,
         every: Duration,
+        rest: Duration,
     ) {
         let mut saved_txid = self.txid();
         let mut saved_at = Instant::now();
         loop {
             let stopping = self.stop.load(Ordering::SeqCst);
             let from = self.txid() + 1;
+            let mut read_some = false;
             let result = match journal.read_from(from, 8 << 20, Duration::from_millis(200)) {
                 Some(batches) => batches.iter().try_for_each(|b| {
+                    read_some = true;
                     self.apply_bytes(&b.bytes)?;
                     self.metrics.lag(b.at);
                     Ok(())
@@ -280,6 +336,9 @@ impl SummaryService {
                     self.checkpoint();
                 }
                 return;
+            }
+            if read_some && !stopping && !rest.is_zero() {
+                self.rest(rest);
             }
         }
     }
