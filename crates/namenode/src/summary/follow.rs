@@ -7,12 +7,11 @@
 //! from the namespace, and the failure is logged and counted. The state is checkpointed
 //! every so many records or seconds, and at shutdown.
 //!
-//! Between reads it rests a few milliseconds (`ferrite.summary.rest.ms`), so that under a
-//! steady stream of small syncs it wakes once for many batches rather than once per batch
-//! (a wake-up, a read of the tail and a write-lock round cost about as much as applying a
-//! dozen records, and under NNThroughputBenchmark a synced batch holds one or two dozen).
-//! A reader that needs a txid it has not applied yet wakes it at once
-//! ([`SummaryService::caught_up`]), so no answer waits for the rest.
+//! It can rest between reads (`ferrite.summary.rest.ms`, off by default), so that under a
+//! steady stream of small syncs it wakes once for many batches rather than once per batch,
+//! each applied with its part of the tree still in cache. A reader that needs a txid it has
+//! not applied yet wakes it at once ([`SummaryService::caught_up`]), so no answer waits for
+//! the rest.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
