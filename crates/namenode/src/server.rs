@@ -257,8 +257,8 @@ pub fn summary_dir(name_dirs: &[PathBuf]) -> PathBuf {
 /// Starts the thread that keeps the summary in step with the journal.
 /// The summary thread's nice value. The summary is derived state that may lag (a reader
 /// waits for it, or walks the tree), while RPCs and the writers' turns are what clients
-/// wait on: when the cores are contended, they should run first. In process at 256
-/// clients, creates went from a median of 286k/s to 332k/s (BENCHMARKS.md).
+/// wait on: when the cores are contended, they should run first (ARCHITECTURE.md, "The
+/// summary's follower gives way").
 const SUMMARY_NICE: i32 = 10;
 
 /// Lowers the calling thread's scheduling priority to `nice`. On Linux `setpriority` with
