@@ -534,17 +534,23 @@ async fn losing_journal_directories_keeps_serving_until_none_is_left() {
     let _ro = ReadOnly::set(lonely.path());
     let e = mkdir(s.addr, "/never-acked").await.unwrap_err();
     eprintln!("mkdirs after the last journal dir failed: {e}");
-    let status = tokio::time::timeout(Duration::from_secs(10), async {
+    let status = exited(&mut s, Duration::from_secs(10))
+        .await
+        .expect("the NameNode stops when no journal directory is left");
+    assert!(!status.success());
+}
+
+/// The server's exit status once it has exited, if it does within `limit`.
+async fn exited(s: &mut Server, limit: Duration) -> Option<std::process::ExitStatus> {
+    let wait = async {
         loop {
             if let Some(st) = s.child.try_wait().unwrap() {
                 return st;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-    })
-    .await
-    .expect("the NameNode stops when no journal directory is left");
-    assert!(!status.success());
+    };
+    tokio::time::timeout(limit, wait).await.ok()
 }
 
 /// Mounts a fresh 64 MiB ext4 image at `at` through a loop device: a file system that
@@ -559,6 +565,17 @@ fn mount_ext4(image: &Path, at: &Path) -> bool {
             .arg("loop")
             .arg(image)
             .arg(at))
+}
+
+/// A fresh ext4 file system mounted at `disk/mnt` (its image in `disk`), unmounted when
+/// the guard drops.
+fn freezable_mount(disk: &Path) -> (std::path::PathBuf, Mount) {
+    let mnt = disk.join("mnt");
+    assert!(
+        mount_ext4(&disk.join("img"), &mnt),
+        "this test needs root, loop devices and mkfs.ext4"
+    );
+    (mnt.clone(), Mount(mnt))
 }
 
 /// Freezes the file system mounted at a path (`fsfreeze -f`): from then on writes into
@@ -595,12 +612,7 @@ async fn exists(addr: SocketAddr, path: &str) -> bool {
 async fn a_journal_directory_that_hangs_is_given_up_on() {
     let data = tempfile::tempdir().unwrap();
     let disk = tempfile::tempdir().unwrap();
-    let mnt = disk.path().join("mnt");
-    assert!(
-        mount_ext4(&disk.path().join("img"), &mnt),
-        "this test needs root, loop devices and mkfs.ext4"
-    );
-    let _mounted = Mount(mnt.clone());
+    let (mnt, _mounted) = freezable_mount(disk.path());
     let hung = mnt.to_str().unwrap().to_string();
     let args = [
         "--journal-dir",
@@ -670,12 +682,7 @@ async fn a_journal_directory_that_hangs_is_given_up_on() {
 async fn a_lone_journal_directory_that_hangs_stops_the_namenode() {
     let data = tempfile::tempdir().unwrap();
     let disk = tempfile::tempdir().unwrap();
-    let mnt = disk.path().join("mnt");
-    assert!(
-        mount_ext4(&disk.path().join("img"), &mnt),
-        "this test needs root, loop devices and mkfs.ext4"
-    );
-    let _mounted = Mount(mnt.clone());
+    let (mnt, _mounted) = freezable_mount(disk.path());
     let conf = format!("dfs.namenode.edits.dir={}", mnt.display());
     let args = [
         "--conf",
@@ -709,16 +716,9 @@ async fn a_lone_journal_directory_that_hangs_stops_the_namenode() {
     .expect("the NameNode stops listening");
     // The process is reaped once the file system thaws and the write returns.
     drop(frozen);
-    let status = tokio::time::timeout(Duration::from_secs(20), async {
-        loop {
-            if let Some(st) = server.child.try_wait().unwrap() {
-                return st;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await
-    .expect("the NameNode stops when its only journal directory hangs");
+    let status = exited(&mut server, Duration::from_secs(20))
+        .await
+        .expect("the NameNode stops when its only journal directory hangs");
     assert!(!status.success());
     server = start(data.path(), &args);
     for p in ["/before-0", "/before-19"] {
