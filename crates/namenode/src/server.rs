@@ -254,7 +254,6 @@ pub fn summary_dir(name_dirs: &[PathBuf]) -> PathBuf {
         .unwrap_or_default()
 }
 
-/// Starts the thread that keeps the summary in step with the journal.
 /// The summary thread's nice value. The summary is derived state that may lag (a reader
 /// waits for it, or walks the tree), while RPCs and the writers' turns are what clients
 /// wait on: when the cores are contended, they should run first (ARCHITECTURE.md, "The
@@ -272,6 +271,7 @@ fn lower_priority(nice: i32) {
     }
 }
 
+/// Starts the thread that keeps the summary in step with the journal.
 fn start_summary_task(
     state: &Arc<NnState>,
 ) -> std::io::Result<Option<std::thread::JoinHandle<()>>> {

@@ -14,9 +14,8 @@
 //! A directory whose write or sync fails, or does not finish within
 //! `ferrite.journal.dir.timeout.ms`, is taken out of service and logged (`dirs.rs`, and for
 //! a lone directory `watchdog.rs`); the journal fails (and the NameNode stops) only when
-//! no directory is left. Rolls happen at a
-//! size or txid count and on request ([`Journal::roll`]); with restoring on, a roll also
-//! brings failed directories back.
+//! no directory is left. Rolls happen at a size or txid count and on request
+//! ([`Journal::roll`]); with restoring on, a roll also brings failed directories back.
 
 pub mod codec;
 mod dirs;

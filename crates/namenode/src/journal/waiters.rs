@@ -101,7 +101,6 @@ impl Waiters {
         woken.drain(..).for_each(Waker::wake);
     }
 
-    /// Every directory has failed: every waiter past the synced txid gets `err`.
     /// The journal has failed: every waiter past the synced txid gets `err`, or the
     /// error it failed with first.
     pub fn fail(&self, err: JournalError) {
