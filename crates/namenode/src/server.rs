@@ -254,23 +254,6 @@ pub fn summary_dir(name_dirs: &[PathBuf]) -> PathBuf {
         .unwrap_or_default()
 }
 
-/// The summary thread's nice value. The summary is derived state that may lag (a reader
-/// waits for it, or walks the tree), while RPCs and the writers' turns are what clients
-/// wait on: when the cores are contended, they should run first (ARCHITECTURE.md, "The
-/// summary's follower gives way").
-const SUMMARY_NICE: i32 = 10;
-
-/// Lowers the calling thread's scheduling priority to `nice`. On Linux `setpriority` with
-/// `PRIO_PROCESS` and 0 applies to the calling thread alone. Best effort: a refusal only
-/// leaves the thread at its priority, so it is logged, not returned.
-fn lower_priority(nice: i32) {
-    // SAFETY: setpriority takes plain integers and touches no memory of ours.
-    if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) } != 0 {
-        let e = std::io::Error::last_os_error();
-        warn!(nice, error = %e, "could not lower the summary thread's priority");
-    }
-}
-
 /// Starts the thread that keeps the summary in step with the journal.
 fn start_summary_task(
     state: &Arc<NnState>,
@@ -282,7 +265,6 @@ fn start_summary_task(
     std::thread::Builder::new()
         .name("summary".into())
         .spawn(move || {
-            lower_priority(SUMMARY_NICE);
             let for_rebuild = nn.clone();
             let rebuild: Rebuild = Box::new(move || {
                 // Under the namespace lock, the journal's last appended txid is exactly

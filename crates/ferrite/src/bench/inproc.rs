@@ -71,22 +71,25 @@ async fn start_local(
     Ok((nn, conns))
 }
 
-/// Before an op: resets the summary's maximum lag and returns its lag counters.
-fn lag_start(state: &NnState) -> (u64, u64) {
+/// Before an op: resets the summary's maximum lag and returns its lag counters and its
+/// count of catch-ups from disk.
+fn lag_start(state: &NnState) -> (u64, u64, u64) {
     let Some(s) = &state.summary else {
-        return (0, 0);
+        return (0, 0, 0);
     };
     let m = &s.metrics;
     m.lag_max_us.store(0, Ordering::Relaxed);
     (
         m.lag_sum_us.load(Ordering::Relaxed),
         m.lag_batches.load(Ordering::Relaxed),
+        m.disk_catch_ups.load(Ordering::Relaxed),
     )
 }
 
 /// After an op: waits for the summary to catch up, then reports its lag behind the journal
-/// during the op (from each batch's sync to its records being applied).
-async fn lag_report(state: &NnState, (sum0, n0): (u64, u64)) -> String {
+/// during the op (from each batch's sync to its records being applied), and how often it
+/// fell out of the journal's in-memory tail and read the segments instead.
+async fn lag_report(state: &NnState, (sum0, n0, disk0): (u64, u64, u64)) -> String {
     let Some(s) = &state.summary else {
         return String::new();
     };
@@ -96,9 +99,10 @@ async fn lag_report(state: &NnState, (sum0, n0): (u64, u64)) -> String {
     let sum = m.lag_sum_us.load(Ordering::Relaxed) - sum0;
     let n = (m.lag_batches.load(Ordering::Relaxed) - n0).max(1);
     format!(
-        " summary_lag_mean_ms={:.2} summary_lag_max_ms={:.2}",
+        " summary_lag_mean_ms={:.2} summary_lag_max_ms={:.2} summary_disk_catch_ups={}",
         sum as f64 / n as f64 / 1e3,
-        m.lag_max_us.load(Ordering::Relaxed) as f64 / 1e3
+        m.lag_max_us.load(Ordering::Relaxed) as f64 / 1e3,
+        m.disk_catch_ups.load(Ordering::Relaxed) - disk0
     )
 }
 

@@ -41,6 +41,9 @@ pub struct SummaryMetrics {
     pub lag_max_us: AtomicU64,
     pub lag_sum_us: AtomicU64,
     pub lag_batches: AtomicU64,
+    /// Catch-ups from the segments on disk: the follower had fallen behind what the
+    /// journal's in-memory tail holds (or was starting from an older checkpoint).
+    pub disk_catch_ups: AtomicU64,
 }
 
 impl SummaryMetrics {
@@ -225,6 +228,7 @@ impl SummaryService {
     /// starts the next), so a pass that stops short but made progress is followed by another.
     fn catch_up(&self, dirs: &[PathBuf], limit: u64) -> Result<(), String> {
         const IDLE_PASSES: u32 = 3;
+        self.metrics.disk_catch_ups.fetch_add(1, Ordering::Relaxed);
         let mut idle = 0;
         loop {
             let before = self.txid();
