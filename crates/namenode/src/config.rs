@@ -113,7 +113,7 @@ pub struct Config {
     /// the journal, so that under load it applies many synced batches per wake-up. A
     /// content summary that needs newer edits wakes it at once. Off (0: batch by batch) by
     /// default: 5 ms cut the summary thread's CPU by about a quarter under remote
-    /// NNThroughputBenchmark, but its bursts cost in-process creates about a fifth.
+    /// NNThroughputBenchmark, but its bursts cost in-process creates 10–20%.
     pub summary_rest_ms: u64,
     /// `dfs.heartbeat.interval` (seconds), also what DataNodes are told to use.
     pub heartbeat_interval_sec: u64,
