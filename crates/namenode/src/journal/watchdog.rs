@@ -11,7 +11,8 @@
 //! the last one in service and it is out: the waiting clients get an error, and the NameNode
 //! stops with a message naming the directory, as HDFS's NameNode stops when its journal
 //! quorum times out. What the stuck write held was never acknowledged, so nothing
-//! acknowledged is lost. The syncer costs two atomic stores per job; the watchdog wakes a
+//! acknowledged is lost. The syncer costs a clock read and two atomic stores per job; the
+//! watchdog wakes a
 //! few times per timeout, not per sync.
 
 use std::path::PathBuf;
