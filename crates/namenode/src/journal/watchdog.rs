@@ -12,8 +12,7 @@
 //! stops with a message naming the directory, as HDFS's NameNode stops when its journal
 //! quorum times out. What the stuck write held was never acknowledged, so nothing
 //! acknowledged is lost. The syncer costs a clock read and two atomic stores per job; the
-//! watchdog wakes a
-//! few times per timeout, not per sync.
+//! watchdog wakes a few times per timeout, not per sync.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
