@@ -281,9 +281,7 @@ impl Dirs {
         let m = &self.shared.metrics;
         if let Some((d, dog)) = self.only.as_mut() {
             if wanted(d.seg.is_some()) {
-                dog.watch.begin();
-                d.run(&job, &self.cfg, m);
-                dog.watch.end();
+                dog.watch.timed(|| d.run(&job, &self.cfg, m));
             }
             return;
         }
@@ -310,9 +308,7 @@ impl Dirs {
     /// that fails or stalls is taken out of service. Hands the buffer back for reuse.
     pub fn write(&mut self, batch: Vec<u8>) -> Vec<u8> {
         if let Some((d, dog)) = self.only.as_mut() {
-            dog.watch.begin();
-            d.write(&batch, &self.shared.metrics);
-            dog.watch.end();
+            dog.watch.timed(|| d.write(&batch, &self.shared.metrics));
             return batch;
         }
         let batch = Arc::new(batch);

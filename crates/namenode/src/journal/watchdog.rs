@@ -42,12 +42,20 @@ impl Watch {
         at.saturating_duration_since(self.epoch).as_millis() as u64 + 1
     }
 
-    pub fn begin(&self) {
+    /// Runs one of the syncer's jobs in the directory, timed for the watchdog.
+    pub fn timed<R>(&self, job: impl FnOnce() -> R) -> R {
+        self.begin();
+        let out = job();
+        self.end();
+        out
+    }
+
+    fn begin(&self) {
         self.since_ms
             .store(self.ms(Instant::now()), Ordering::Release);
     }
 
-    pub fn end(&self) {
+    fn end(&self) {
         self.since_ms.store(0, Ordering::Release);
     }
 
