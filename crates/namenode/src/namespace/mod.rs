@@ -584,12 +584,19 @@ impl Namespace {
     /// Inserts `slot` into its parent's sorted children.
     fn attach(&mut self, parent: Slot, slot: Slot) {
         let key = self.names.get(self.arena.get(slot).name);
-        let pos = self
+        let children = self
             .arena
             .get(parent)
             .children()
-            .expect("parent is a directory")
-            .partition_point(|c| self.names.get(self.arena.get(c).name) < key);
+            .expect("parent is a directory");
+        let name_of = |c: Slot| self.names.get(self.arena.get(c).name);
+        // Writers tend to add names in order (`part-00000`, `part-00001`, …), so the last
+        // entry, usually just added and still in cache, is checked before a binary search
+        // that would read log2(n) names, each behind two likely cache misses.
+        let pos = match children.last() {
+            Some(last) if name_of(last) < key => children.len(),
+            _ => children.partition_point(|c| name_of(c) < key),
+        };
         if let Body::Dir(children) = &mut self.arena.get_mut(parent).body {
             children.insert(pos, slot, key);
         }
