@@ -87,8 +87,24 @@ fn service(cluster: &Cluster, dir: &std::path::Path) -> Proc {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_separate_service_follows_the_journal() {
+    follows_the_journal(&[]).await;
+}
+
+/// With no in-memory tail and a roll every 40 records, every read of the journal, the
+/// NameNode's own summary's and `readEdits` for the service, goes to the segments, picking
+/// up where the last read stopped (`recover::Cursor`) across rolls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_separate_service_follows_the_journal_from_its_segments() {
+    follows_the_journal(&[
+        "ferrite.journal.tail.bytes=0",
+        "ferrite.journal.segment.txns=40",
+    ])
+    .await;
+}
+
+async fn follows_the_journal(nn_conf: &[&str]) {
     let root = tempfile::tempdir().unwrap();
-    let cluster = Cluster::start(root.path(), 0);
+    let cluster = Cluster::start_with(root.path(), 0, nn_conf, true);
     let fs = FileSystem::connect(&cluster.url).await.unwrap();
     round(&fs, 0).await;
     // An image exists, so the service starts from it and reads only the journal after it.

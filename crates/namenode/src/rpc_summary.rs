@@ -117,6 +117,7 @@ pub async fn read_edits(
             Some(batches) => Ok(concat(batches.iter().map(|b| &b.bytes[..]))),
             None => from_segments(
                 &nn2.journal_dirs,
+                &mut nn2.edits_cursor.lock(),
                 from,
                 journal.last_synced().unwrap_or(0),
                 max,
@@ -140,15 +141,18 @@ fn concat<'a>(parts: impl Iterator<Item = &'a [u8]>) -> Bytes {
 }
 
 /// Re-encodes records `from..=limit` read from the segments, up to about `max` bytes.
+/// `cursor` is where the last such read stopped: a follower catching up asks for the
+/// stretch after the one it was sent, which starts there.
 fn from_segments(
     dirs: &[std::path::PathBuf],
+    cursor: &mut Option<recover::Cursor>,
     from: u64,
     limit: u64,
     max: usize,
 ) -> Result<Bytes, FsError> {
     const FULL: &str = "reply full";
     let mut out = Vec::new();
-    let r = recover::follow(dirs, from - 1, limit, |txid, op| {
+    let r = recover::follow(dirs, from - 1, limit, cursor, |txid, op| {
         if out.len() >= max {
             // Stop reading: the rest is for the follower's next call.
             return Err(FULL.into());

@@ -63,6 +63,8 @@ pub struct NnState {
     pub journal: Option<Journal>,
     pub name_dirs: Vec<PathBuf>,
     pub journal_dirs: Vec<PathBuf>,
+    /// Where `readEdits` last stopped reading the segments (see `recover::Cursor`).
+    pub edits_cursor: Mutex<Option<crate::journal::recover::Cursor>>,
     pub startup: StartupReport,
     last_image_txid: AtomicU64,
     /// When that image was written (ms since the epoch; its file's time at start-up).
@@ -131,6 +133,7 @@ impl NnState {
             journal: storage.journal,
             name_dirs: storage.name_dirs,
             journal_dirs: storage.journal_dirs,
+            edits_cursor: Mutex::new(None),
             startup: storage.startup,
             saving: Mutex::new(()),
             safe_mode: AtomicBool::new(false),

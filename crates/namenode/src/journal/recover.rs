@@ -2,12 +2,15 @@
 //! that reaches furthest, hand every record after the image's txid to `apply`, then close
 //! out in-progress segments (torn tails truncated and logged, corrupt copies set aside).
 
-use std::fs;
+use std::fs::{self, File};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use tracing::{info, warn};
 
-use super::segment::{self, finalized_name, Mode, Scan, ScanError, SegmentFile, Tail};
+use super::segment::{
+    self, finalized_name, Mode, Resume, Scan, ScanError, SegmentFile, Tail, HEADER_LEN, MAGIC,
+};
 use crate::namespace::Op;
 
 #[derive(Debug, thiserror::Error)]
@@ -47,13 +50,87 @@ fn read(path: &Path) -> Result<Vec<u8>, RecoverError> {
     })
 }
 
+/// Where a follower's last read of the journal got to: in the segment whose first txid is
+/// `segment`, record `at.next` starts at byte `at.offset`. Handed back to [`follow`], it
+/// lets the next read of that segment start there instead of at its header: a live segment
+/// grows to 128 MiB, and a follower catching up, or `readEdits` serving a stretch at a
+/// time, would otherwise read and check it from its start on every call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cursor {
+    pub segment: u64,
+    pub at: Resume,
+}
+
+/// How much of a segment one read from a cursor takes: a stretch, not the rest of a
+/// 128 MiB segment on every call. A record cut at the window's end reads as the end of the
+/// segment for now (a follower's torn or clean tail, never an error), and the cursor stops
+/// before it; the window holds two of the largest records, so every read gets past one.
+const WINDOW: u64 = 16 << 20;
+
+/// Up to [`WINDOW`] bytes of the segment at `path` from `at.offset` on, and whether the
+/// window cut the file short, if its header still names `first`; `None` if it does not
+/// (read it whole instead).
+fn read_window(
+    path: &Path,
+    first: u64,
+    at: Resume,
+) -> Result<Option<(Vec<u8>, bool)>, RecoverError> {
+    let io = |source| RecoverError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let mut f = File::open(path).map_err(io)?;
+    let mut head = [0u8; HEADER_LEN];
+    if f.read_exact(&mut head).is_err() || &head[..8] != MAGIC || head[8..] != first.to_le_bytes() {
+        return Ok(None);
+    }
+    let mut window = Vec::new();
+    f.seek(SeekFrom::Start(at.offset as u64)).map_err(io)?;
+    // Read to the window's end or the file's as it is now, whichever comes first: a live
+    // segment grows while it is read, and a roll trims its unwritten zeros.
+    f.take(WINDOW).read_to_end(&mut window).map_err(io)?;
+    let cut = window.len() as u64 == WINDOW;
+    Ok(Some((window, cut)))
+}
+
+/// Reads one copy of a segment and scans it for the records from `expected` to `until`:
+/// from `resume` if a cursor points into it (and its window reaches `expected`), else
+/// whole. The scan's own error is returned beside the bytes: another copy may be good.
+fn read_copy(
+    seg: &SegmentFile,
+    resume: Option<Resume>,
+    mode: Mode,
+    expected: u64,
+    until: u64,
+) -> Result<(Vec<u8>, Result<Scan, ScanError>), RecoverError> {
+    let path = seg.path.display().to_string();
+    if let Some(at) = resume {
+        if let Some((window, cut)) = read_window(&seg.path, seg.first, at)? {
+            let scan =
+                segment::scan_resumed(&window, seg.first, at, &path, mode, (expected, until));
+            // A cursor left far behind (the follower has read from memory since) gives a
+            // window that ends before `expected`, which says nothing of what comes after.
+            let short = cut
+                && scan
+                    .as_ref()
+                    .is_ok_and(|s| s.last_txid.unwrap_or(0) < expected);
+            if !short {
+                return Ok((window, scan));
+            }
+        }
+    }
+    let bytes = read(&seg.path)?;
+    let scan = segment::scan_until(&bytes, &path, mode, expected, until);
+    Ok((bytes, scan))
+}
+
 /// Replays every transaction after `after` through `apply`, in txid order.
 pub fn replay(
     dirs: &[PathBuf],
     after: u64,
     apply: impl FnMut(u64, &Op) -> Result<(), String>,
 ) -> Result<Replayed, RecoverError> {
-    read_after(dirs, after, Reading::Start, apply)
+    read_after(dirs, after, Reading::Start, &mut None, apply)
 }
 
 /// [`replay`] in recovery mode (`ferrite namenode --recover`, as HDFS's `namenode
@@ -66,7 +143,7 @@ pub fn replay_recovering(
     after: u64,
     apply: impl FnMut(u64, &Op) -> Result<(), String>,
 ) -> Result<Replayed, RecoverError> {
-    read_after(dirs, after, Reading::Recover, apply)
+    read_after(dirs, after, Reading::Recover, &mut None, apply)
 }
 
 /// [`replay`] for a follower reading while the journal is live, up to `synced` (the
@@ -74,14 +151,16 @@ pub fn replay_recovering(
 /// appended to as it is read, so its end may be a record still being written, or, since
 /// a read copies the file page by page, a hole with records after it ([`Tail::Live`]).
 /// Neither is damage unless it comes before `synced`: those records were written before
-/// the read began. Records past `synced` are not handed to `apply`.
+/// the read began. Records past `synced` are not handed to `apply`. `cursor` carries where
+/// the last call got to into the next (see [`Cursor`]); start with `None`.
 pub fn follow(
     dirs: &[PathBuf],
     after: u64,
     synced: u64,
+    cursor: &mut Option<Cursor>,
     apply: impl FnMut(u64, &Op) -> Result<(), String>,
 ) -> Result<Replayed, RecoverError> {
-    read_after(dirs, after, Reading::Follow(synced), apply)
+    read_after(dirs, after, Reading::Follow(synced), cursor, apply)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -98,6 +177,7 @@ fn read_after(
     dirs: &[PathBuf],
     after: u64,
     reading: Reading,
+    cursor: &mut Option<Cursor>,
     mut apply: impl FnMut(u64, &Op) -> Result<(), String>,
 ) -> Result<Replayed, RecoverError> {
     let live = match reading {
@@ -154,8 +234,19 @@ fn read_after(
         }
         let mut best: Option<(u64, Scan, Vec<u8>, &SegmentFile)> = None;
         let mut first_err = None;
+        // Every copy of a segment holds the same bytes (one batch is written to each), so
+        // a cursor into one is good for all of them.
+        let usable = cursor.filter(|c| c.at.offset >= HEADER_LEN && c.at.next <= expected);
+        // A follower's scan stops at the synced txid: it takes nothing past it.
+        let until = live.unwrap_or(u64::MAX);
         for seg in options {
-            let bytes = match read(&seg.path) {
+            let resume = usable.filter(|c| c.segment == seg.first).map(|c| c.at);
+            let mode = match (reading, seg.last) {
+                (Reading::Recover, _) => Mode::Recover,
+                (Reading::Follow(_), None) => Mode::Live,
+                _ => Mode::Strict,
+            };
+            let (bytes, scanned) = match read_copy(seg, resume, mode, expected, until) {
                 Ok(b) => b,
                 // Finalized (renamed) or purged since it was listed: hand back what was
                 // read; the follower's next call lists the directories afresh.
@@ -166,13 +257,7 @@ fn read_after(
                 }
                 Err(e) => return Err(e),
             };
-            let path = seg.path.display().to_string();
-            let mode = match (reading, seg.last) {
-                (Reading::Recover, _) => Mode::Recover,
-                (Reading::Follow(_), None) => Mode::Live,
-                _ => Mode::Strict,
-            };
-            match segment::scan_from(&bytes, &path, mode, expected) {
+            match scanned {
                 Ok(scan) => {
                     let reach = scan.last_txid.unwrap_or(0);
                     if best.as_ref().is_none_or(|(b, ..)| reach > *b) {
@@ -226,8 +311,9 @@ fn read_after(
         }
         // Ops are decoded as they are applied, and a follower stops at `synced`.
         let end = live.unwrap_or(u64::MAX);
-        for record in scan.records(&bytes, &path) {
-            let (txid, op) = match record {
+        let mut stopped_early = false;
+        for record in scan.records_at(&bytes, &path) {
+            let (at, txid, op) = match record {
                 Ok(r) => r,
                 Err(e) if recovering => {
                     out.stopped_by = Some(e.to_string());
@@ -235,7 +321,15 @@ fn read_after(
                 }
                 Err(e) => return Err(e.into()),
             };
+            *cursor = Some(Cursor {
+                segment: seg.first,
+                at: Resume {
+                    offset: at,
+                    next: txid,
+                },
+            });
             if txid > end {
+                stopped_early = true;
                 break;
             }
             apply(txid, &op).map_err(|why| RecoverError::Apply {
@@ -245,6 +339,16 @@ fn read_after(
             })?;
             out.edits += 1;
             out.last_txid = txid;
+        }
+        if !stopped_early && scan.first_txid == seg.first && scan.valid_len >= HEADER_LEN {
+            // The next record, once written, starts where the whole ones end.
+            *cursor = Some(Cursor {
+                segment: seg.first,
+                at: Resume {
+                    offset: scan.valid_len,
+                    next: reach + 1,
+                },
+            });
         }
         out.segments += 1;
         if damage.is_some() {
@@ -381,7 +485,7 @@ mod tests {
             Ok(())
         };
         match synced {
-            Some(s) => follow(dirs, 0, s, collect)?,
+            Some(s) => follow(dirs, 0, s, &mut None, collect)?,
             None => replay(dirs, 0, collect)?,
         };
         Ok(seen)
@@ -406,19 +510,23 @@ mod tests {
         }
         w.append(&b).unwrap();
         let dirs = [dir.path().to_path_buf()];
-        for (after, synced) in [(0, 3), (2, 4), (2, 7), (6, 9), (9, 9)] {
-            let mut seen = Vec::new();
-            let r = follow(&dirs, after, synced, |t, _| {
-                seen.push(t);
-                Ok(())
-            })
-            .unwrap();
-            assert_eq!(
-                seen,
-                (after + 1..=synced).collect::<Vec<_>>(),
-                "after {after}"
-            );
-            assert_eq!(r.last_txid, synced);
+        // Each read twice: afresh, and with the cursor the reads before it left.
+        let mut carried = None;
+        for (after, synced) in [(0, 3), (2, 4), (2, 7), (6, 9), (9, 9), (7, 9)] {
+            for cursor in [&mut None, &mut carried] {
+                let mut seen = Vec::new();
+                let r = follow(&dirs, after, synced, cursor, |t, _| {
+                    seen.push(t);
+                    Ok(())
+                })
+                .unwrap();
+                assert_eq!(
+                    seen,
+                    (after + 1..=synced).collect::<Vec<_>>(),
+                    "after {after}"
+                );
+                assert_eq!(r.last_txid, synced);
+            }
         }
         let r = replay(&dirs, 2, |_, _| Ok(())).unwrap();
         assert_eq!((r.last_txid, r.edits, r.segments), (9, 7, 2));
@@ -452,7 +560,7 @@ mod tests {
         );
         assert_eq!(txids(&dirs, Some(3)).unwrap_err().to_string(), msg);
         let mut after_it = Vec::new();
-        follow(&dirs, 2, 3, |t, _| {
+        follow(&dirs, 2, 3, &mut None, |t, _| {
             after_it.push(t);
             Ok(())
         })
@@ -546,10 +654,13 @@ mod tests {
         };
         let dirs = [dir.path().to_path_buf()];
         let (mut after, mut passes) = (0u64, 0);
+        // Carried from pass to pass, as the summary does: each pass starts where the last
+        // one stopped, in a segment that has grown (or been rolled) since.
+        let mut cursor = None;
         let deadline = Instant::now() + Duration::from_secs(3);
         while Instant::now() < deadline {
             let synced = journal.last_synced().unwrap();
-            follow(&dirs, after, synced, |t, _| {
+            follow(&dirs, after, synced, &mut cursor, |t, _| {
                 assert_eq!(t, after + 1, "records arrive in order, each once");
                 after = t;
                 Ok(())
@@ -564,6 +675,86 @@ mod tests {
             passes > 10 && after > 10_000,
             "{passes} passes reached txid {after}"
         );
+    }
+
+    /// With the cursor a read left, the next read of that segment starts where it stopped:
+    /// damage put into the part already read goes unseen, where a fresh read meets it.
+    /// A read cut short by `apply` (as `readEdits` stops when its reply is full) leaves the
+    /// cursor on the record it did not take.
+    #[test]
+    fn a_follower_with_a_cursor_reads_a_segment_from_where_it_stopped() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = segment::SegmentWriter::create(dir.path(), 1, 4096).unwrap();
+        let mut b = Vec::new();
+        for i in 1..=4 {
+            encode_record(i, &op(i), &mut b);
+        }
+        w.append(&b).unwrap();
+        let dirs = [dir.path().to_path_buf()];
+        let take = |after, synced, cursor: &mut Option<Cursor>, max: usize| {
+            let mut seen = Vec::new();
+            let r = follow(&dirs, after, synced, cursor, |t, _| {
+                if seen.len() == max {
+                    return Err("reply full".to_string());
+                }
+                seen.push(t);
+                Ok(())
+            });
+            (seen, r)
+        };
+        let mut cursor = None;
+        let (seen, r) = take(0, 4, &mut cursor, 2);
+        assert_eq!(seen, [1, 2]);
+        assert!(matches!(r, Err(RecoverError::Apply { txid: 3, .. })));
+        assert_eq!(cursor.map(|c| (c.segment, c.at.next)), Some((1, 3)));
+        assert_eq!(take(2, 4, &mut cursor, 9).0, [3, 4]);
+        // Records 5..=6 arrive; record 1, read long ago, is damaged meanwhile.
+        b.clear();
+        for i in 5..=6 {
+            encode_record(i, &op(i), &mut b);
+        }
+        w.append(&b).unwrap();
+        let path = &w.path;
+        let mut bytes = fs::read(path).unwrap();
+        bytes[segment::HEADER_LEN + 12] ^= 0xff;
+        fs::write(path, &bytes).unwrap();
+        assert_eq!(take(4, 6, &mut cursor, 9).0, [5, 6]);
+        let (seen, fresh) = take(4, 6, &mut None, 9);
+        assert!(seen.is_empty());
+        assert!(
+            matches!(fresh, Err(RecoverError::Corrupt(ScanError::Corrupt { .. }))),
+            "{fresh:?}"
+        );
+    }
+
+    /// A cursor left far behind (the follower has read from memory since) must not stop a
+    /// read: its window ends before the wanted txid, so the segment is read whole.
+    #[test]
+    fn a_cursor_far_behind_does_not_stop_a_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = segment::SegmentWriter::create(dir.path(), 1, 1 << 20).unwrap();
+        let long = |i: u64| Op::Delete {
+            path: format!("/{}{i}", "x".repeat(200)),
+            mtime: i as i64,
+        };
+        let mut b = Vec::new();
+        let mut last = 0;
+        while b.len() as u64 <= WINDOW + (1 << 20) {
+            last += 1;
+            encode_record(last, &long(last), &mut b);
+        }
+        w.append(&b).unwrap();
+        let dirs = [dir.path().to_path_buf()];
+        let mut cursor = None;
+        follow(&dirs, 0, 10, &mut cursor, |_, _| Ok(())).unwrap();
+        assert_eq!(cursor.map(|c| c.at.next), Some(11));
+        let mut seen = Vec::new();
+        follow(&dirs, last - 3, last, &mut cursor, |t, _| {
+            seen.push(t);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen, (last - 2..=last).collect::<Vec<_>>());
     }
 
     /// Records 1..=10 in a finalized segment with record 6 damaged (records after it), then

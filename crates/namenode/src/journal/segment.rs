@@ -66,7 +66,8 @@ pub fn list(dir: &Path) -> io::Result<Vec<SegmentFile>> {
 /// How a scanned segment ends.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Tail {
-    /// Records, then zeros or the end of the file.
+    /// Records, then zeros or the end of the file; or, from [`scan_until`], the record it
+    /// was to stop at.
     Clean,
     /// The last record is partial or damaged and nothing follows it: an unacknowledged write
     /// cut short by a crash. Truncate at `offset`.
@@ -89,6 +90,9 @@ pub enum Tail {
 pub struct Scan {
     /// The first txid its header names (0 for a segment whose header was never written).
     pub first_txid: u64,
+    /// The file offset of the scanned bytes' first byte: 0, or where a resumed scan began
+    /// ([`scan_resumed`]). Every other offset here is the file's.
+    pub base: usize,
     /// Offset of the first record at or after the scan's `from` txid (`valid_len` if none).
     pub start: usize,
     /// The txid of the last whole record.
@@ -161,13 +165,13 @@ impl Scan {
         bytes: &'a [u8],
         path: &'a str,
     ) -> impl Iterator<Item = Result<(usize, u64, Op), ScanError>> + 'a {
-        let (mut pos, end) = (self.start, self.valid_len);
+        let (mut pos, end, base) = (self.start, self.valid_len, self.base);
         std::iter::from_fn(move || {
             if pos >= end {
                 return None;
             }
             let at = pos;
-            let record = match decode_frame(&bytes[at..end]) {
+            let record = match decode_frame(&bytes[at - base..end - base]) {
                 Ok(Frame::Record { txid, op, size }) => {
                     pos += size;
                     decode_op(op).map(|op| (at, txid, op))
@@ -190,8 +194,19 @@ impl Scan {
 /// Scans a segment's bytes (`path` is only used in messages); [`Scan::records`] will
 /// start at txid `from`.
 pub fn scan_from(bytes: &[u8], path: &str, mode: Mode, from: u64) -> Result<Scan, ScanError> {
-    let live = mode == Mode::Live;
-    let recover = mode == Mode::Recover;
+    scan_until(bytes, path, mode, from, u64::MAX)
+}
+
+/// [`scan_from`] that stops after the record with txid `until`, for a follower, which
+/// takes nothing past the synced txid: checking the frames beyond it would be wasted (a
+/// follower catching up on a long segment would check its rest on every pass).
+pub fn scan_until(
+    bytes: &[u8],
+    path: &str,
+    mode: Mode,
+    from: u64,
+    until: u64,
+) -> Result<Scan, ScanError> {
     // A crash between creating a segment and syncing its header leaves it empty (or zeros):
     // a segment with no records, not a damaged one.
     if bytes.len() < HEADER_LEN && MAGIC.starts_with(&bytes[..bytes.len().min(8)])
@@ -199,6 +214,7 @@ pub fn scan_from(bytes: &[u8], path: &str, mode: Mode, from: u64) -> Result<Scan
     {
         return Ok(Scan {
             first_txid: 0,
+            base: 0,
             start: 0,
             last_txid: None,
             valid_len: 0,
@@ -209,20 +225,64 @@ pub fn scan_from(bytes: &[u8], path: &str, mode: Mode, from: u64) -> Result<Scan
         return Err(ScanError::BadHeader { path: path.into() });
     }
     let first = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes"));
-    let mut pos = HEADER_LEN;
+    let at = Resume {
+        offset: HEADER_LEN,
+        next: first,
+    };
+    scan_records(bytes, 0, first, at, path, mode, (from, until))
+}
+
+/// Where a scan of a segment picks up: the record with txid `next` starts at `offset`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Resume {
+    pub offset: usize,
+    pub next: u64,
+}
+
+/// [`scan_until`] picked up where an earlier scan of the same segment stopped. `window` is
+/// the file's bytes from `at.offset` on; the header (naming `first`) and the records
+/// before `at` are taken as checked already. Segments only grow at the end (a roll trims
+/// only the unwritten zeros), so what an earlier scan found whole stays as it was.
+pub fn scan_resumed(
+    window: &[u8],
+    first: u64,
+    at: Resume,
+    path: &str,
+    mode: Mode,
+    (from, until): (u64, u64),
+) -> Result<Scan, ScanError> {
+    scan_records(window, at.offset, first, at, path, mode, (from, until))
+}
+
+/// The record-by-record part of a scan, from `at` to the end or to the record `until`:
+/// `bytes` holds the file from offset `base` on; positions are the file's.
+fn scan_records(
+    bytes: &[u8],
+    base: usize,
+    first: u64,
+    at: Resume,
+    path: &str,
+    mode: Mode,
+    (from, until): (u64, u64),
+) -> Result<Scan, ScanError> {
+    let live = mode == Mode::Live;
+    let recover = mode == Mode::Recover;
+    let bytes_at = |pos: usize| &bytes[pos - base..];
+    let mut pos = at.offset;
     let mut start = None;
-    let mut next = first;
+    let mut next = at.next;
     let done = |start: Option<usize>, next: u64, valid_len, tail| Scan {
         first_txid: first,
+        base,
         start: start.unwrap_or(valid_len),
         last_txid: (next > first).then(|| next - 1),
         valid_len,
         tail,
     };
     loop {
-        match decode_frame(&bytes[pos..]) {
+        match decode_frame(bytes_at(pos)) {
             Ok(Frame::End) => {
-                let tail = if all_zero(&bytes[pos..]) {
+                let tail = if all_zero(bytes_at(pos)) {
                     Tail::Clean
                 } else {
                     let (offset, why) = (pos, "zero length followed by data".to_string());
@@ -258,11 +318,14 @@ pub fn scan_from(bytes: &[u8], path: &str, mode: Mode, from: u64) -> Result<Scan
                 }
                 next += 1;
                 pos += size;
+                if txid >= until {
+                    return Ok(done(start, next, pos, Tail::Clean));
+                }
             }
             Err(e) => {
-                let extent = damaged_extent(&bytes[pos..], &e);
+                let extent = damaged_extent(bytes_at(pos), &e);
                 let (offset, why) = (pos, e.to_string());
-                if all_zero(&bytes[pos + extent..]) {
+                if all_zero(&bytes_at(pos)[extent..]) {
                     return Ok(done(start, next, pos, Tail::Torn { offset, why }));
                 }
                 if live {

@@ -68,6 +68,8 @@ pub struct SummaryService {
     pub dir: Option<PathBuf>,
     pub metrics: SummaryMetrics,
     stop: AtomicBool,
+    /// Where the last catch-up from the segments got to, so the next starts there.
+    cursor: Mutex<Option<recover::Cursor>>,
 }
 
 /// How the task gets a fresh summary when it has to rebuild: a namespace snapshot and the
@@ -104,6 +106,7 @@ impl SummaryService {
             dir,
             metrics: SummaryMetrics::default(),
             stop: AtomicBool::new(false),
+            cursor: Mutex::new(None),
         })
     }
 
@@ -250,7 +253,8 @@ impl SummaryService {
     fn catch_up_pass(&self, dirs: &[PathBuf], limit: u64) -> Result<(), String> {
         let after = self.txid();
         let mut n = 0;
-        recover::follow(dirs, after, limit, |txid, op| {
+        let mut cursor = self.cursor.lock();
+        recover::follow(dirs, after, limit, &mut cursor, |txid, op| {
             self.state.write().apply(txid, op)?;
             n += 1;
             if n % 65_536 == 0 {
