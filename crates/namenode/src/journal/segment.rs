@@ -229,7 +229,9 @@ pub fn scan_until(
         offset: HEADER_LEN,
         next: first,
     };
-    scan_records(bytes, 0, first, at, path, mode, (from, until))
+    let scan = scan_resumed(&bytes[HEADER_LEN..], first, at, path, mode, (from, until))?;
+    // The caller holds the whole file, header included.
+    Ok(Scan { base: 0, ..scan })
 }
 
 /// Where a scan of a segment picks up: the record with txid `next` starts at `offset`.
@@ -239,10 +241,12 @@ pub struct Resume {
     pub next: u64,
 }
 
-/// [`scan_until`] picked up where an earlier scan of the same segment stopped. `window` is
-/// the file's bytes from `at.offset` on; the header (naming `first`) and the records
-/// before `at` are taken as checked already. Segments only grow at the end (a roll trims
-/// only the unwritten zeros), so what an earlier scan found whole stays as it was.
+/// [`scan_until`] picked up where an earlier scan of the same segment stopped (or, from
+/// `scan_until`, at the first record), to the end or to the record `until`. `window` is
+/// the file's bytes from `at.offset` on; every offset in the result is the file's. The
+/// header (naming `first`) and the records before `at` are taken as checked already.
+/// Segments only grow at the end (a roll trims only the unwritten zeros), so what an
+/// earlier scan found whole stays as it was.
 pub fn scan_resumed(
     window: &[u8],
     first: u64,
@@ -251,23 +255,10 @@ pub fn scan_resumed(
     mode: Mode,
     (from, until): (u64, u64),
 ) -> Result<Scan, ScanError> {
-    scan_records(window, at.offset, first, at, path, mode, (from, until))
-}
-
-/// The record-by-record part of a scan, from `at` to the end or to the record `until`:
-/// `bytes` holds the file from offset `base` on; positions are the file's.
-fn scan_records(
-    bytes: &[u8],
-    base: usize,
-    first: u64,
-    at: Resume,
-    path: &str,
-    mode: Mode,
-    (from, until): (u64, u64),
-) -> Result<Scan, ScanError> {
     let live = mode == Mode::Live;
     let recover = mode == Mode::Recover;
-    let bytes_at = |pos: usize| &bytes[pos - base..];
+    let base = at.offset;
+    let bytes_at = |pos: usize| &window[pos - base..];
     let mut pos = at.offset;
     let mut start = None;
     let mut next = at.next;
