@@ -184,6 +184,8 @@ fn read_after(
         Reading::Follow(synced) => Some(synced),
         _ => None,
     };
+    // A follower takes nothing past `synced`: its scans stop there, and its records too.
+    let end = live.unwrap_or(u64::MAX);
     let recovering = reading == Reading::Recover;
     let mut candidates: Vec<SegmentFile> = Vec::new();
     for d in dirs {
@@ -237,8 +239,6 @@ fn read_after(
         // Every copy of a segment holds the same bytes (one batch is written to each), so
         // a cursor into one is good for all of them.
         let usable = cursor.filter(|c| c.at.offset >= HEADER_LEN && c.at.next <= expected);
-        // A follower's scan stops at the synced txid: it takes nothing past it.
-        let until = live.unwrap_or(u64::MAX);
         for seg in options {
             let resume = usable.filter(|c| c.segment == seg.first).map(|c| c.at);
             let mode = match (reading, seg.last) {
@@ -246,7 +246,7 @@ fn read_after(
                 (Reading::Follow(_), None) => Mode::Live,
                 _ => Mode::Strict,
             };
-            let (bytes, scanned) = match read_copy(seg, resume, mode, expected, until) {
+            let (bytes, scanned) = match read_copy(seg, resume, mode, expected, end) {
                 Ok(b) => b,
                 // Finalized (renamed) or purged since it was listed: hand back what was
                 // read; the follower's next call lists the directories afresh.
@@ -309,8 +309,7 @@ fn read_after(
             out.stopped_by = damage;
             return Ok(out);
         }
-        // Ops are decoded as they are applied, and a follower stops at `synced`.
-        let end = live.unwrap_or(u64::MAX);
+        // Ops are decoded as they are applied.
         let mut stopped_early = false;
         for record in scan.records_at(&bytes, &path) {
             let (at, txid, op) = match record {
