@@ -132,7 +132,7 @@ pub fn view(
 
 /// What lies past damage at `offset`: the whole records found by stepping forward a byte
 /// at a time to the next frame that checks and comes after the last good txid, then
-/// onwards from it.
+/// onwards from it; and past every further break the same way, to the segment's end.
 /// Start-up stops at the damage (unless another journal directory has a good copy), and
 /// `--recover` keeps only what came before it.
 fn past_damage(
@@ -142,9 +142,7 @@ fn past_damage(
     out: &mut impl Write,
 ) -> io::Result<()> {
     // From the damage itself: a record out of txid order is whole, and set aside too.
-    let Some(mut at) = (offset..bytes.len()).find(|&at| {
-        matches!(decode_frame(&bytes[at..]), Ok(Frame::Record { txid, .. }) if txid > last_good)
-    }) else {
+    let Some(mut at) = next_whole(bytes, offset, last_good) else {
         return writeln!(out, "# nothing whole follows the damage");
     };
     writeln!(
@@ -154,15 +152,40 @@ fn past_damage(
          directory holds them whole):"
     )?;
     let mut counts = Counts::default();
-    while let Ok(Frame::Record { txid, op, size }) = decode_frame(&bytes[at..]) {
-        match decode_op(op) {
-            Ok(op) => writeln!(out, "txid={txid} offset={at} {op}")?,
-            Err(e) => writeln!(out, "txid={txid} offset={at} (does not decode: {e})")?,
+    loop {
+        while let Ok(Frame::Record { txid, op, size }) = decode_frame(&bytes[at..]) {
+            match decode_op(op) {
+                Ok(op) => writeln!(out, "txid={txid} offset={at} {op}")?,
+                Err(e) => writeln!(out, "txid={txid} offset={at} (does not decode: {e})")?,
+            }
+            counts.add(txid, "");
+            at += size;
         }
-        counts.add(txid, "");
-        at += size;
+        // Zeros (preallocated, unwritten) or the file's end; otherwise another break.
+        if bytes[at..].iter().all(|&b| b == 0) {
+            break;
+        }
+        let Some(next) = next_whole(bytes, at, counts.last) else {
+            writeln!(
+                out,
+                "# another break at offset {at}; nothing whole follows it"
+            )?;
+            break;
+        };
+        writeln!(
+            out,
+            "# another break at offset {at}; whole records again from offset {next}:"
+        )?;
+        at = next;
     }
     writeln!(out, "# past the damage: {}", counts.span())
+}
+
+/// The first offset from `from` on where a frame checks and holds a txid after `after`.
+fn next_whole(bytes: &[u8], from: usize, after: u64) -> Option<usize> {
+    (from..bytes.len()).find(
+        |&at| matches!(decode_frame(&bytes[at..]), Ok(Frame::Record { txid, .. }) if txid > after),
+    )
 }
 
 /// Records seen, by kind, and the txids they span.
@@ -392,6 +415,39 @@ mod tests {
         );
         assert!(
             text.contains("# past the damage: 2 records, txids 4..5\n"),
+            "{text}"
+        );
+    }
+
+    /// Two damaged records: the records between them and those after the second are
+    /// all listed, each break named.
+    #[test]
+    fn every_break_past_the_damage_is_stepped_over() {
+        let (mut b, offsets) = segment(7, 64);
+        b[offsets[1] + 12] ^= 0xff; // record 2
+        b[offsets[4] + 12] ^= 0xff; // record 5
+        let (text, v) = run(&b, Processor::Text);
+        assert!(v.damaged);
+        assert_eq!(v.records, 1);
+        assert!(
+            text.contains(&format!("# past the damage from offset {} ", offsets[2])),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "# another break at offset {}; whole records again from offset {}:",
+                offsets[4], offsets[5]
+            )),
+            "{text}"
+        );
+        for t in [3, 4, 6, 7] {
+            assert!(
+                text.contains(&format!("txid={t} offset={} ", offsets[t as usize - 1])),
+                "txid {t}: {text}"
+            );
+        }
+        assert!(
+            text.contains("# past the damage: 4 records, txids 3..7\n"),
             "{text}"
         );
     }
