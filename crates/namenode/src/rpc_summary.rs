@@ -115,13 +115,14 @@ pub async fn read_edits(
         let journal = nn2.journal.as_ref().expect("checked above");
         match journal.read_from(from, max, wait) {
             Some(batches) => Ok(concat(batches.iter().map(|b| &b.bytes[..]))),
-            None => from_segments(
-                &nn2.journal_dirs,
-                &mut nn2.edits_cursor.lock(),
-                from,
-                journal.last_synced().unwrap_or(0),
-                max,
-            ),
+            None => {
+                // A copy: two followers' reads need not wait for each other.
+                let mut cursor = *nn2.edits_cursor.lock();
+                let limit = journal.last_synced().unwrap_or(0);
+                let r = from_segments(&nn2.journal_dirs, &mut cursor, from, limit, max);
+                *nn2.edits_cursor.lock() = cursor;
+                r
+            }
         }
     })
     .await
