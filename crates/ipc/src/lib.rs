@@ -18,6 +18,7 @@ pub mod conf;
 pub mod durable;
 pub mod error;
 pub mod frame;
+mod low_water;
 pub mod metrics;
 mod outbox;
 pub mod retry_cache;

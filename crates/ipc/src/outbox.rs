@@ -17,6 +17,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit};
 
 use crate::durable::Durability;
 use crate::frame;
+use crate::low_water::{LowWater, MIN_HELD};
 
 /// Largest slice handed to one socket write (HADOOP-4797: no giant socket writes).
 pub const WRITE_SLICE: usize = 64 * 1024;
@@ -110,6 +111,10 @@ enum Next {
 #[derive(Default)]
 struct Queue {
     replies: VecDeque<Reply>,
+    /// How many of `replies` rest on a ticket.
+    held: usize,
+    /// A reply that rests on no ticket was pushed since the reader last went to the socket.
+    answered_now: bool,
     /// The ticket the writer is waiting for, if any.
     waiting_for: Option<u64>,
     /// No more replies will come.
@@ -119,6 +124,22 @@ struct Queue {
 }
 
 impl Queue {
+    fn push(&mut self, reply: Reply) {
+        if reply.ticket() > 0 {
+            self.held += 1;
+        } else {
+            self.answered_now = true;
+        }
+        self.replies.push_back(reply);
+    }
+
+    /// Whether the reader may let requests gather now; starts the next stretch of calls.
+    fn let_requests_gather(&mut self) -> bool {
+        let gather = self.held >= MIN_HELD && !self.answered_now && !self.gone;
+        self.answered_now = false;
+        gather
+    }
+
     /// Whether the writer must wake for a reply with `ticket` just pushed.
     fn must_wake(&self, ticket: u64) -> bool {
         match self.waiting_for {
@@ -136,6 +157,7 @@ impl Queue {
             let r = self.replies.pop_front().expect("counted");
             let t = r.ticket();
             if t <= upto || failed {
+                self.held -= usize::from(t > 0);
                 out.push(r);
             } else {
                 oldest = Some(oldest.map_or(t, |o| o.min(t)));
@@ -158,16 +180,43 @@ impl Queue {
 pub(crate) struct Outbox {
     queue: Mutex<Queue>,
     wake: Notify,
+    /// The socket's receive low-water mark, when the server lets requests gather.
+    low_water: Option<LowWater>,
 }
 
 impl Outbox {
+    /// An outbox that raises `low_water` while it holds replies for a sync (see
+    /// [`crate::low_water`]).
+    pub(crate) fn with_low_water(low_water: Option<LowWater>) -> Self {
+        Outbox {
+            low_water,
+            ..Default::default()
+        }
+    }
+
+    /// Called by the reader before it goes to the socket for more requests (everything it
+    /// read is dispatched). When many replies wait for a sync and none of the calls since
+    /// the last time needed no sync (a lookup may follow a lookup), requests may gather.
+    pub(crate) fn before_socket_read(&self) {
+        if let Some(lw) = &self.low_water {
+            lw.raise_if(|| self.queue.lock().let_requests_gather());
+        }
+    }
+
+    /// Lowers the mark, so that the reader is woken for whatever has arrived.
+    fn lower(&self) {
+        if let Some(lw) = &self.low_water {
+            lw.lower();
+        }
+    }
+
     pub(crate) fn push(&self, reply: Reply) {
         let mut q = self.queue.lock();
         if q.gone {
             return;
         }
         let wake = q.must_wake(reply.ticket());
-        q.replies.push_back(reply);
+        q.push(reply);
         drop(q);
         if wake {
             self.wake.notify_one();
@@ -193,6 +242,10 @@ pub(crate) async fn write_loop(
     loop {
         let (upto, failed) = gate.map_or((u64::MAX, None), |g| g.durable());
         let next = outbox.queue.lock().take(upto, failed.is_some(), &mut ready);
+        if !ready.is_empty() {
+            // The calls that gathered while these waited are to be read now.
+            outbox.lower();
+        }
         if !ready.is_empty()
             && write_all(&mut wr, &mut ready, upto, failed.as_deref())
                 .await
@@ -201,6 +254,9 @@ pub(crate) async fn write_loop(
             let mut q = outbox.queue.lock();
             q.gone = true;
             q.replies.clear();
+            q.held = 0;
+            drop(q);
+            outbox.lower();
             return;
         }
         match (next, gate) {
@@ -262,7 +318,7 @@ mod tests {
             held(3),
             held(9),
         ] {
-            q.replies.push_back(r);
+            q.push(r);
         }
         let mut out = Vec::new();
         assert_eq!(q.take(2, false, &mut out), Next::WaitFor(3));
@@ -280,7 +336,7 @@ mod tests {
     fn the_writer_is_woken_only_when_it_has_something_to_do() {
         let mut q = Queue::default();
         assert!(q.must_wake(7), "an idle writer wakes for anything");
-        q.replies.push_back(held(7));
+        q.push(held(7));
         assert_eq!(q.take(0, false, &mut Vec::new()), Next::WaitFor(7));
         assert!(
             !q.must_wake(8),
@@ -291,10 +347,38 @@ mod tests {
     }
 
     #[test]
+    fn requests_gather_only_behind_many_held_replies_and_no_lookup() {
+        let mut q = Queue::default();
+        for t in 1..MIN_HELD as u64 {
+            q.push(held(t));
+        }
+        assert!(
+            !q.let_requests_gather(),
+            "a few held replies: a caller or two"
+        );
+        q.push(held(MIN_HELD as u64));
+        assert!(q.let_requests_gather());
+        q.push(Reply::now(Bytes::from_static(b"lookup")));
+        assert!(
+            !q.let_requests_gather(),
+            "a lookup was just answered: the next call may be one too"
+        );
+        assert!(q.let_requests_gather(), "a stretch of mutations only");
+        // Released replies no longer count.
+        assert_eq!(q.take(1, false, &mut Vec::new()), Next::WaitFor(2));
+        assert!(!q.let_requests_gather());
+        q.gone = true;
+        assert!(
+            !q.let_requests_gather(),
+            "nobody reads the replies any more"
+        );
+    }
+
+    #[test]
     fn after_a_durability_failure_held_replies_become_errors_and_durable_ones_do_not() {
         let mut q = Queue::default();
-        q.replies.push_back(held(4));
-        q.replies.push_back(held(6));
+        q.push(held(4));
+        q.push(held(6));
         let mut out = Vec::new();
         assert_eq!(q.take(4, true, &mut out), Next::Idle);
         let bytes: Vec<Bytes> = out

@@ -8,6 +8,9 @@
 //! when it is reached), frames are capped before anything is allocated for them and buffered
 //! only as their bytes arrive, and replies are written in bounded slices (HADOOP-4797: no
 //! giant socket writes).
+//!
+//! While a connection holds many replies for a journal sync, the calls that arrive meanwhile
+//! gather in the socket instead of waking the reader one by one (`low_water.rs`).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -32,6 +35,7 @@ use tracing::{debug, error, info, warn};
 
 use crate::durable;
 use crate::frame::{self, AuthProtocol, Body, FrameError};
+use crate::low_water::LowWater;
 pub use crate::outbox::WRITE_SLICE;
 use crate::outbox::{self, Outbox, Reply};
 use crate::router::{CallCtx, Router, Service};
@@ -48,6 +52,10 @@ pub struct ServerConfig {
     pub max_in_flight_per_conn: usize,
     /// Time allowed for the preamble and connection context.
     pub handshake_timeout: Duration,
+    /// While a connection holds many replies for a journal sync, its socket wakes the
+    /// reader only once this many request bytes have arrived, or when replies are released
+    /// (see [`crate::low_water`]). 0 or 1: every arrival wakes it.
+    pub read_batch_bytes: u32,
 }
 
 impl Default for ServerConfig {
@@ -57,6 +65,7 @@ impl Default for ServerConfig {
             max_connections: 16_384,
             max_in_flight_per_conn: 256,
             handshake_timeout: Duration::from_secs(20),
+            read_batch_bytes: 4096,
         }
     }
 }
@@ -190,6 +199,8 @@ enum Phase {
 impl<S: Service> Connection<S> {
     async fn serve(self, stream: TcpStream) -> Result<(), ConnError> {
         stream.set_nodelay(true)?;
+        // The halves share the descriptor, which lives as long as either of them.
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
         let (rd, mut wr) = stream.into_split();
         let mut rd = BufReader::with_capacity(64 * 1024, rd);
         let mut pre = [0u8; 7];
@@ -203,7 +214,11 @@ impl<S: Service> Connection<S> {
                 return Err(e.into());
             }
         };
-        let tx = Arc::new(Outbox::default());
+        // Only replies that wait for durability give calls a reason to gather.
+        let gathers = self.router.state().durability().is_some() && self.cfg.read_batch_bytes > 1;
+        let tx = Arc::new(Outbox::with_low_water(
+            gathers.then(|| LowWater::new(fd, self.cfg.read_batch_bytes)),
+        ));
         let router = self.router.clone();
         let out = tx.clone();
         let writer =
@@ -219,7 +234,7 @@ impl<S: Service> Connection<S> {
 
     async fn read_loop<R: AsyncRead + Unpin>(
         &self,
-        rd: &mut R,
+        rd: &mut BufReader<R>,
         auth: AuthProtocol,
         tx: &Arc<Outbox>,
     ) -> Result<(), ConnError> {
@@ -234,6 +249,9 @@ impl<S: Service> Connection<S> {
         let cancelled = self.cancel.cancelled();
         tokio::pin!(cancelled);
         loop {
+            if rd.buffer().is_empty() {
+                tx.before_socket_read();
+            }
             let read = read_frame(rd, self.cfg.max_frame_len);
             let frame = if let Phase::Ready { .. } = phase {
                 tokio::select! {

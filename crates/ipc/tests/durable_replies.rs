@@ -71,6 +71,8 @@ impl Durability for Gate {
 #[derive(Default)]
 struct Svc {
     gate: Gate,
+    /// `mutate` calls the server has read and run.
+    mutations: AtomicU64,
 }
 
 impl Service for Svc {
@@ -88,6 +90,7 @@ async fn serve() -> (Arc<Svc>, Arc<IpcClient>) {
         "mutate",
         MethodKind::WRITE_ONCE,
         |s: Arc<Svc>, _ctx, req: Ticket| async move {
+            s.mutations.fetch_add(1, Ordering::SeqCst);
             s.gate.issued.fetch_max(req.ticket, Ordering::SeqCst);
             durable::settle(&s.gate, req.ticket)
                 .await
@@ -198,4 +201,47 @@ async fn when_nothing_more_can_become_durable_held_replies_become_errors() {
     }
     // Calls that need no durability are still answered.
     read(&client).await;
+}
+
+/// Waits (within 30 s, else fails) until the server has run `n` mutations.
+async fn mutations_reach(svc: &Svc, n: u64) {
+    let run = async {
+        while svc.mutations.load(Ordering::SeqCst) < n {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(30), run)
+        .await
+        .unwrap_or_else(|_| panic!("the server never ran {n} mutations"));
+}
+
+/// Four or more replies held for a sync, and no lookup among the calls: a small call that
+/// arrives now is not read (the socket's low-water mark holds it back, so that calls
+/// gather instead of waking the reader one by one) until the sync releases replies, and
+/// then it is.
+#[tokio::test]
+async fn behind_many_held_replies_calls_gather_until_the_sync_releases_them() {
+    let (svc, client) = serve().await;
+    let held: Vec<_> = (0..4).map(|i| mutate(&client, 100 + i, 0, 5)).collect();
+    mutations_reach(&svc, 4).await;
+    let late = mutate(&client, 200, 0, 6);
+    settle_tasks().await;
+    assert_eq!(
+        svc.mutations.load(Ordering::SeqCst),
+        4,
+        "a call below the mark was read while replies waited for their sync"
+    );
+    svc.gate.reach(5);
+    let within = std::time::Duration::from_secs(30);
+    for h in held {
+        let reply = tokio::time::timeout(within, h).await.expect("released");
+        assert_eq!(reply.unwrap().unwrap().ticket, 5);
+    }
+    // The release lowered the mark: the late call is read and waits for its own ticket.
+    mutations_reach(&svc, 5).await;
+    svc.gate.reach(6);
+    let reply = tokio::time::timeout(within, late)
+        .await
+        .expect("the late call is answered");
+    assert_eq!(reply.unwrap().unwrap().ticket, 6);
 }

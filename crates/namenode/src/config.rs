@@ -35,6 +35,13 @@ pub struct Config {
     pub ls_limit: usize,
     /// `ipc.maximum.data.length`: largest request frame.
     pub max_frame_len: u32,
+    /// `ferrite.ipc.read-batch.bytes`: while a connection holds four or more replies for a
+    /// journal sync (and its latest calls were all mutations), its reader is woken only
+    /// once this many request bytes have arrived or the sync releases replies, instead of
+    /// for every call. Remote creates, mkdirs and renames under NNThroughputBenchmark: 7–13%
+    /// less NameNode CPU per operation. A lookup that arrives in such a stretch waits for
+    /// the bytes or the sync (at most one sync). 0 turns it off.
+    pub read_batch_bytes: u32,
     /// `dfs.permissions.enabled`
     pub permissions_enabled: bool,
     /// `dfs.permissions.superusergroup`
@@ -158,6 +165,7 @@ impl Default for Config {
             trash_checkpoint_interval_min: 0,
             ls_limit: 1000,
             max_frame_len: 64 << 20,
+            read_batch_bytes: 4096,
             permissions_enabled: true,
             superuser_group: "supergroup".into(),
             lease_hard_limit_sec: 20 * 60,
@@ -301,6 +309,10 @@ impl Config {
                 "dfs.ls.limit" => self.ls_limit = (num()? as usize).max(1),
                 "ipc.maximum.data.length" => {
                     self.max_frame_len =
+                        u32::try_from(size()?).map_err(|_| bad("must be below 4 GiB"))?
+                }
+                "ferrite.ipc.read-batch.bytes" => {
+                    self.read_batch_bytes =
                         u32::try_from(size()?).map_err(|_| bad("must be below 4 GiB"))?
                 }
                 "dfs.permissions.enabled" => self.permissions_enabled = boolean()?,

@@ -204,6 +204,7 @@ impl NameNode {
         };
         let ipc_cfg = ServerConfig {
             max_frame_len: cfg.max_frame_len,
+            read_batch_bytes: cfg.read_batch_bytes,
             ..Default::default()
         };
         let state = Arc::new(NnState::new(
