@@ -9,9 +9,10 @@
 //! that sync either. With the mark raised, Linux does not report the socket readable (and
 //! does not wake the reader) until that many bytes have arrived; lowering it when the
 //! writer releases replies makes the kernel report whatever is already there at once
-//! (`tcp_set_rcvlowat` re-checks readiness), so nothing waits longer than the sync it would
-//! have waited for anyway, and a connection whose replies are all out always has the mark
-//! down.
+//! (`tcp_set_rcvlowat` re-checks readiness). A call that arrives meanwhile is read when the
+//! connection's held replies next go out: usually at the end of the sync in flight, at
+//! worst after the next sync's gather delay and the sync itself. A connection whose
+//! replies are all out always has the mark down.
 
 use std::os::fd::RawFd;
 
