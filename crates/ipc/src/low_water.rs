@@ -21,7 +21,7 @@ use parking_lot::Mutex;
 /// The replies a connection must hold before its reader lets requests gather. Below this
 /// the peer is one or a few callers, and another's next call, perhaps a lookup, should not
 /// wait for their sync. NNThroughputBenchmark creates, NameNode CPU per create against no
-/// gathering (two alternating runs each): 1 held −7%, 2 −5%, 4 −4%, 8 −3%; the
+/// gathering (two alternating runs each): 1 held −8%, 2 −5%, 4 −3%, 8 −2%; the
 /// differences between them are within the noise.
 pub(crate) const MIN_HELD: usize = 4;
 
