@@ -82,7 +82,7 @@ impl LowWater {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
     use std::os::fd::AsRawFd;

@@ -214,8 +214,11 @@ impl<S: Service> Connection<S> {
                 return Err(e.into());
             }
         };
-        // Only replies that wait for durability give calls a reason to gather.
-        let gathers = self.router.state().durability().is_some() && self.cfg.read_batch_bytes > 1;
+        // Only replies that wait for durability give calls a reason to gather. Linux only:
+        // the design rests on lowering the mark waking the reader (see `low_water.rs`).
+        let gathers = cfg!(target_os = "linux")
+            && self.router.state().durability().is_some()
+            && self.cfg.read_batch_bytes > 1;
         let tx = Arc::new(Outbox::with_low_water(
             gathers.then(|| LowWater::new(fd, self.cfg.read_batch_bytes)),
         ));
