@@ -528,9 +528,12 @@ mod tests {
                 "dfs.blocksize=64m".into(),
                 "foo.bar=1".into(),
                 "dfs.namenode.accesstime.precision=0".into(),
+                "ferrite.ipc.read-batch.bytes=8k".into(),
             ])
             .unwrap();
         assert_eq!(Config::default().access_time_precision_ms, 3_600_000);
+        assert_eq!(Config::default().read_batch_bytes, 4096);
+        assert_eq!(c.read_batch_bytes, 8192);
         assert_eq!(c.access_time_precision_ms, 0);
         assert_eq!(c.trash_interval_min, 5);
         assert_eq!(c.block_size, 64 << 20);
