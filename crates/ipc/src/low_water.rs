@@ -9,7 +9,8 @@
 //! that sync either. With the mark raised, Linux does not report the socket readable (and
 //! does not wake the reader) until that many bytes have arrived; lowering it when the
 //! writer releases replies makes the kernel report whatever is already there at once
-//! (`tcp_set_rcvlowat` re-checks readiness). A call that arrives meanwhile is read when the
+//! (`tcp_set_rcvlowat` re-checks readiness, since Linux 4.18; the test below checks it on the
+//! kernel it runs on). A call that arrives meanwhile is read when the
 //! connection's held replies next go out: usually at the end of the sync in flight, at
 //! worst after the next sync's gather delay and the sync itself. A connection whose
 //! replies are all out always has the mark down.
