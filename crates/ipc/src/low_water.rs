@@ -5,15 +5,15 @@
 //! call, and the kernel wakes the reader for each of them. Under NNThroughputBenchmark's
 //! creates that was a wake-up, an `epoll_wait` and a `recvfrom` for every three calls, and
 //! those cycles were about half of the NameNode's CPU per create. Yet while the connection
-//! holds many replies for a sync, the calls that arrive meanwhile cannot be answered before
-//! that sync either. With the mark raised, Linux does not report the socket readable (and
-//! does not wake the reader) until that many bytes have arrived; lowering it when the
+//! holds many replies for a sync, the mutations that arrive meanwhile cannot be answered
+//! before a sync either. With the mark raised, Linux does not report the socket readable
+//! (and does not wake the reader) until that many bytes have arrived; lowering it when the
 //! writer releases replies makes the kernel report whatever is already there at once
-//! (`tcp_set_rcvlowat` re-checks readiness, since Linux 4.18; the test below checks it on the
-//! kernel it runs on). A call that arrives meanwhile is read when the
-//! connection's held replies next go out: usually at the end of the sync in flight, at
-//! worst after the next sync's gather delay and the sync itself. A connection whose
-//! replies are all out always has the mark down.
+//! (`tcp_set_rcvlowat` re-checks readiness, since Linux 4.18; the test below checks it on
+//! the kernel it runs on). A call that arrives meanwhile is read when the connection's held
+//! replies next go out: usually at the end of the sync in flight, at worst after the next
+//! sync's gather delay and the sync itself. A connection whose replies are all out always
+//! has the mark down.
 
 use std::os::fd::RawFd;
 
