@@ -54,7 +54,7 @@ pub struct ServerConfig {
     pub handshake_timeout: Duration,
     /// While a connection holds many replies for a journal sync, its socket wakes the
     /// reader only once this many request bytes have arrived, or when replies are released
-    /// (see [`crate::low_water`]). 0 or 1: every arrival wakes it.
+    /// (`low_water.rs`). 0 or 1: every arrival wakes it.
     pub read_batch_bytes: u32,
 }
 
