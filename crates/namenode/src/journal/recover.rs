@@ -461,15 +461,22 @@ mod tests {
     use super::super::{segment, Journal, JournalConfig};
     use super::*;
 
-    /// An in-progress segment as a read racing the writer can see it: records 1..=3, a hole
-    /// the writer had not filled when the read passed it, then records 4 and 5.
-    fn segment_with_a_hole(dir: &Path) {
+    /// An in-progress segment in `dir` holding the records `txids` (see `op`), the first
+    /// its first.
+    fn segment_of(dir: &Path, txids: std::ops::RangeInclusive<u64>) -> segment::SegmentWriter {
+        let mut w = segment::SegmentWriter::create(dir, *txids.start(), 4096).unwrap();
         let mut b = Vec::new();
-        let mut w = segment::SegmentWriter::create(dir, 1, 4096).unwrap();
-        for i in 1..=3 {
+        for i in txids {
             encode_record(i, &op(i), &mut b);
         }
         w.append(&b).unwrap();
+        w
+    }
+
+    /// An in-progress segment as a read racing the writer can see it: records 1..=3, a hole
+    /// the writer had not filled when the read passed it, then records 4 and 5.
+    fn segment_with_a_hole(dir: &Path) {
+        let mut w = segment_of(dir, 1..=3);
         let mut after = vec![0u8; 200];
         for i in 4..=5 {
             encode_record(i, &op(i), &mut after);
@@ -495,19 +502,8 @@ mod tests {
     #[test]
     fn a_follower_takes_records_up_to_the_synced_txid_and_no_further() {
         let dir = tempfile::tempdir().unwrap();
-        let mut b = Vec::new();
-        let mut w = segment::SegmentWriter::create(dir.path(), 1, 4096).unwrap();
-        for i in 1..=4 {
-            encode_record(i, &op(i), &mut b);
-        }
-        w.append(&b).unwrap();
-        w.finalize(4).unwrap();
-        let mut w = segment::SegmentWriter::create(dir.path(), 5, 4096).unwrap();
-        b.clear();
-        for i in 5..=9 {
-            encode_record(i, &op(i), &mut b);
-        }
-        w.append(&b).unwrap();
+        segment_of(dir.path(), 1..=4).finalize(4).unwrap();
+        let _live = segment_of(dir.path(), 5..=9);
         let dirs = [dir.path().to_path_buf()];
         // Each read twice: afresh, and with the cursor the reads before it left.
         let mut carried = None;
@@ -572,13 +568,7 @@ mod tests {
     #[test]
     fn a_hole_at_the_start_of_a_new_segment_is_corruption_only_once_it_is_synced() {
         let dir = tempfile::tempdir().unwrap();
-        let mut w = segment::SegmentWriter::create(dir.path(), 1, 4096).unwrap();
-        let mut b = Vec::new();
-        for i in 1..=3 {
-            encode_record(i, &op(i), &mut b);
-        }
-        w.append(&b).unwrap();
-        w.finalize(3).unwrap();
+        segment_of(dir.path(), 1..=3).finalize(3).unwrap();
         let mut w = segment::SegmentWriter::create(dir.path(), 4, 4096).unwrap();
         let mut hole_then_records = vec![0u8; 100];
         for i in 4..=5 {
@@ -683,12 +673,7 @@ mod tests {
     #[test]
     fn a_follower_with_a_cursor_reads_a_segment_from_where_it_stopped() {
         let dir = tempfile::tempdir().unwrap();
-        let mut w = segment::SegmentWriter::create(dir.path(), 1, 4096).unwrap();
-        let mut b = Vec::new();
-        for i in 1..=4 {
-            encode_record(i, &op(i), &mut b);
-        }
-        w.append(&b).unwrap();
+        let mut w = segment_of(dir.path(), 1..=4);
         let dirs = [dir.path().to_path_buf()];
         let take = |after, synced, cursor: &mut Option<Cursor>, max: usize| {
             let mut seen = Vec::new();
@@ -708,7 +693,7 @@ mod tests {
         assert_eq!(cursor.map(|c| (c.segment, c.at.next)), Some((1, 3)));
         assert_eq!(take(2, 4, &mut cursor, 9).0, [3, 4]);
         // Records 5..=6 arrive; record 1, read long ago, is damaged meanwhile.
-        b.clear();
+        let mut b = Vec::new();
         for i in 5..=6 {
             encode_record(i, &op(i), &mut b);
         }
