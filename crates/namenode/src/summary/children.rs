@@ -3,10 +3,11 @@
 //! The summary mirrors every file of the namespace, so the cost of one file entry is most
 //! of its memory. A file is a 12-byte slot: where its name sits in the directory's name
 //! buffer, its replication and its length (up to 4 GiB; a longer one's length sits in a
-//! side map). A subdirectory is a 16-byte slot holding its box. Names sit back to back in
-//! one buffer per directory. Up to [`FEW`] entries are found by scanning the slots (lengths
-//! compared first); above that a hash table of 4-byte slot numbers indexes them. The block
-//! lengths of files open for write, a handful at a time, sit in the side map too, so a
+//! side map). A subdirectory is a 12-byte slot holding its place in the tree's arena.
+//! Names sit back to back in one buffer per directory. Up to [`FEW`] entries are found by
+//! scanning the slots (lengths compared first); above that a hash table of 4-byte slot
+//! numbers indexes them. The block lengths of files open for write, a handful at a time,
+//! sit in the side map too (a file open with no block yet needs only its flag), so a
 //! closed file of under 4 GiB pays nothing there.
 //!
 //! Buffers grow exactly while a directory is small (most stay small) and by an eighth
@@ -19,7 +20,8 @@ use std::collections::HashMap;
 
 use hashbrown::HashTable;
 
-use super::tree::{Dir, File, Node};
+use super::arena::DirId;
+use super::tree::{File, Node};
 
 type Fold = foldhash::fast::RandomState;
 
@@ -60,7 +62,7 @@ struct Side {
 struct DirSlot {
     at: u32,
     name_len: u8,
-    dir: Box<Dir>,
+    dir: DirId,
 }
 
 /// A file as the summary holds it, read-only.
@@ -73,15 +75,8 @@ pub struct FileView<'a> {
 }
 
 pub enum NodeRef<'a> {
-    Dir(&'a Dir),
+    Dir(DirId),
     File(FileView<'a>),
-}
-
-/// An entry found for change: a subdirectory to descend into, or a file (changed through
-/// [`Children::update_file`]).
-pub enum NodeMut<'a> {
-    Dir(&'a mut Dir),
-    File,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -287,7 +282,7 @@ impl Children {
     fn node_at(&self, p: Pos) -> NodeRef<'_> {
         match p {
             Pos::File(i) => NodeRef::File(self.view(&self.files[i])),
-            Pos::Dir(i) => NodeRef::Dir(&self.dirs[i].dir),
+            Pos::Dir(i) => NodeRef::Dir(self.dirs[i].dir),
         }
     }
 
@@ -296,11 +291,8 @@ impl Children {
     }
 
     /// Looks `name` up for a walk down a path, which expects a directory.
-    pub fn get_mut(&mut self, name: &str) -> Option<NodeMut<'_>> {
-        Some(match self.find_expecting(name, Expect::Dir)? {
-            Pos::File(_) => NodeMut::File,
-            Pos::Dir(i) => NodeMut::Dir(&mut self.dirs[i].dir),
-        })
+    pub fn get_dir(&self, name: &str) -> Option<NodeRef<'_>> {
+        Some(self.node_at(self.find_expecting(name, Expect::Dir)?))
     }
 
     pub fn contains_key(&self, name: &str) -> bool {
@@ -362,7 +354,12 @@ impl Children {
         }
         if let Some(blocks) = file.open {
             slot.flags |= OPEN;
-            self.side.get_or_insert_default().open.insert(at, blocks);
+            // A file just created has no block: its flag says all there is, and a create
+            // followed by a close then costs the side map nothing (it made and dropped a
+            // map and its box per file before).
+            if !blocks.is_empty() {
+                self.side.get_or_insert_default().open.insert(at, blocks);
+            }
         }
         slot
     }
@@ -548,28 +545,29 @@ mod tests {
     }
 
     fn dir(perm: u16) -> Node {
-        Node::Dir(Box::new(Dir::new(perm, 0)))
+        // Any number stands for an arena slot here: the figure reads it back.
+        Node::Dir(DirId::from(perm))
     }
 
-    /// A node's figure for comparison: a file's length, a directory's perm + 1,000,000.
+    /// A node's figure for comparison: a file's length, a directory's slot + 1,000,000.
     fn figure(n: NodeRef) -> u64 {
         match n {
             NodeRef::File(f) => f.len,
-            NodeRef::Dir(d) => 1_000_000 + u64::from(d.perm),
+            NodeRef::Dir(d) => 1_000_000 + u64::from(d),
         }
     }
 
     fn owned_figure(n: &Node) -> u64 {
         match n {
             Node::File(f) => f.len,
-            Node::Dir(d) => 1_000_000 + u64::from(d.perm),
+            Node::Dir(d) => 1_000_000 + u64::from(*d),
         }
     }
 
     #[test]
     fn slots_are_small() {
         assert_eq!(std::mem::size_of::<FileSlot>(), 12);
-        assert_eq!(std::mem::size_of::<DirSlot>(), 16);
+        assert_eq!(std::mem::size_of::<DirSlot>(), 12);
     }
 
     #[test]

@@ -10,7 +10,8 @@
 use std::io::{self, Write};
 use std::path::Path;
 
-use super::tree::{Dir, File, Node, NodeRef, Tree, MAX_NAME};
+use super::arena::{DirId, ROOT};
+use super::tree::{File, NodeRef, Tree, MAX_NAME};
 use super::Summary;
 use crate::journal::codec::{DecodeError, Reader};
 
@@ -39,7 +40,7 @@ pub fn write(s: &Summary, w: &mut impl Write) -> io::Result<u64> {
     out.buf.push(VERSION);
     out.buf.extend_from_slice(&s.txid().to_le_bytes());
     out.buf.extend_from_slice(&tree.clock.to_le_bytes());
-    encode_dir(&tree.root, &mut out)?;
+    encode_dir(tree, ROOT, &mut out)?;
     out.spill()?;
     out.w.write_all(&out.crc.to_le_bytes())?;
     Ok(out.total + 4)
@@ -66,7 +67,8 @@ impl<W: Write> Out<'_, W> {
     }
 }
 
-fn encode_dir<W: Write>(d: &Dir, o: &mut Out<W>) -> io::Result<()> {
+fn encode_dir<W: Write>(tree: &Tree, id: DirId, o: &mut Out<W>) -> io::Result<()> {
+    let d = tree.dir(id);
     o.buf.extend_from_slice(&d.perm.to_le_bytes());
     o.buf.extend_from_slice(&d.updated.to_le_bytes());
     o.buf
@@ -93,7 +95,7 @@ fn encode_dir<W: Write>(d: &Dir, o: &mut Out<W>) -> io::Result<()> {
             }
             NodeRef::Dir(c) => {
                 out.push(1);
-                encode_dir(c, o)?;
+                encode_dir(tree, c, o)?;
             }
         }
         if o.buf.len() >= CHUNK {
@@ -143,26 +145,28 @@ pub fn decode(bytes: &[u8], path: &str) -> Result<Summary, CheckpointError> {
     };
     let head = (|| Ok::<_, DecodeError>((r.u64()?, r.i64()?)))();
     let (txid, clock) = head.map_err(|e| malformed(&r, e))?;
-    let root = decode_dir(&mut r).map_err(|e| malformed(&r, e))?;
+    let root = (|| Ok::<_, DecodeError>((r.u16()?, r.i64()?)))();
+    let (perm, updated) = root.map_err(|e| malformed(&r, e))?;
+    let mut tree = Tree::new(perm, updated);
+    tree.clock = clock;
+    decode_dir(&mut r, &mut tree, ROOT).map_err(|e| malformed(&r, e))?;
     if r.remaining() != 0 {
         return Err(malformed(&r, DecodeError::Trailing(r.remaining())));
     }
-    Ok(Summary::from_parts(Tree { root, clock }, txid))
+    Ok(Summary::from_parts(tree, txid))
 }
 
-fn decode_dir(r: &mut Reader) -> Result<Dir, DecodeError> {
-    let perm = r.u16()?;
-    let updated = r.i64()?;
+/// Reads directory `id`'s children (its perm and time were read with its entry).
+fn decode_dir(r: &mut Reader, tree: &mut Tree, id: DirId) -> Result<(), DecodeError> {
     let n = r.u32()? as usize;
-    let mut d = Dir::new(perm, updated);
     // Every child takes at least 6 bytes: a lying count cannot make us reserve much.
-    d.children.reserve(n.min(r.remaining() / 6));
+    tree.dir_mut(id).children.reserve(n.min(r.remaining() / 6));
     for _ in 0..n {
         let name = r.str()?;
         if name.len() > MAX_NAME {
             return Err(DecodeError::BadLength(name.len()));
         }
-        let node = match r.u8()? {
+        match r.u8()? {
             0 => {
                 let len = r.u64()?;
                 let repl = r.u16()?;
@@ -176,15 +180,18 @@ fn decode_dir(r: &mut Reader) -> Result<Dir, DecodeError> {
                         Some((0..k).map(|_| r.u64()).collect::<Result<_, _>>()?)
                     }
                 };
-                Node::File(File { len, repl, open })
+                tree.add_file(id, &name, File { len, repl, open });
             }
-            1 => Node::Dir(Box::new(decode_dir(r)?)),
+            1 => {
+                let (perm, updated) = (r.u16()?, r.i64()?);
+                let d = tree.add_dir(id, &name, perm, updated);
+                decode_dir(r, tree, d)?;
+            }
             k => return Err(DecodeError::BadTag(k)),
-        };
-        d.children.insert(&name, node);
+        }
     }
-    d.recount();
-    Ok(d)
+    tree.recount(id);
+    Ok(())
 }
 
 /// The checkpoint in `dir`, `Ok(None)` if there is none.

@@ -5,6 +5,7 @@
 //! [`Summary`] is pure state: records go in with their txids, answers come out. The task
 //! that feeds it from the journal lives in [`follow`]; its checkpoint format in [`codec`].
 
+mod arena;
 mod children;
 pub mod codec;
 pub mod follow;
@@ -17,8 +18,9 @@ mod tests;
 
 use crate::namespace::inode::{Body, ROOT_SLOT};
 use crate::namespace::{Namespace, Op};
+use arena::{DirId, ROOT};
 use totals::{Totals, BUCKETS};
-use tree::{Dir, File, Found, Node, NodeRef, Tree};
+use tree::{File, Found, NodeRef, Tree};
 
 /// What the summary knows about one path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,12 +59,11 @@ impl Summary {
 
     /// A full rebuild from a namespace that reflects every txid up to `txid`.
     pub fn from_namespace(ns: &Namespace, txid: u64) -> Summary {
-        let root = build_dir(ns, ROOT_SLOT);
-        let clock = root.updated;
-        Summary {
-            tree: Tree { root, clock },
-            txid,
-        }
+        let root = ns.inode(ROOT_SLOT);
+        let mut tree = Tree::new(root.perm, root.mtime);
+        build_dir(ns, ROOT_SLOT, &mut tree, ROOT);
+        tree.clock = tree.root().updated;
+        Summary { tree, txid }
     }
 
     pub(crate) fn from_parts(tree: Tree, txid: u64) -> Summary {
@@ -134,13 +135,16 @@ impl Summary {
             .children
             .iter()
             .map(|(name, node)| match node {
-                NodeRef::Dir(c) => ChildUsage {
-                    name: name.to_string(),
-                    is_dir: true,
-                    files: c.tot.files,
-                    bytes: c.tot.bytes,
-                    raw: c.tot.raw,
-                },
+                NodeRef::Dir(c) => {
+                    let tot = &self.tree.dir(c).tot;
+                    ChildUsage {
+                        name: name.to_string(),
+                        is_dir: true,
+                        files: tot.files,
+                        bytes: tot.bytes,
+                        raw: tot.raw,
+                    }
+                }
                 NodeRef::File(f) => ChildUsage {
                     name: name.to_string(),
                     is_dir: false,
@@ -157,43 +161,43 @@ impl Summary {
 
     /// The number of directories (for sizing and logs).
     pub fn dirs(&self) -> u64 {
-        self.tree.root.tot.dirs
+        self.tree.root().tot.dirs
     }
 
     pub fn files(&self) -> u64 {
-        self.tree.root.tot.files
+        self.tree.root().tot.files
     }
 }
 
-/// Builds a directory's summary bottom-up from the namespace.
-fn build_dir(ns: &Namespace, slot: u32) -> Dir {
-    let inode = ns.inode(slot);
-    let mut dir = Dir::new(inode.perm, inode.mtime);
-    if let Body::Dir(children) = &inode.body {
-        dir.children.reserve(children.len());
+/// Fills the summary directory `id` from the namespace directory `slot`, bottom-up: its
+/// totals are counted once its children's are, and its `updated` is its newest entry's.
+fn build_dir(ns: &Namespace, slot: u32, tree: &mut Tree, id: DirId) {
+    if let Body::Dir(children) = &ns.inode(slot).body {
+        tree.dir_mut(id).children.reserve(children.len());
         for c in children.slots() {
             let child = ns.inode(c);
-            let node = match &child.body {
+            let name = String::from_utf8_lossy(ns.name(c));
+            let updated = match &child.body {
                 Body::Dir(_) => {
-                    let d = build_dir(ns, c);
-                    dir.updated = dir.updated.max(d.updated);
-                    Node::Dir(Box::new(d))
+                    let d = tree.add_dir(id, &name, child.perm, child.mtime);
+                    build_dir(ns, c, tree, d);
+                    tree.dir(d).updated
                 }
                 Body::File(f) => {
-                    dir.updated = dir.updated.max(child.mtime);
-                    Node::File(File {
+                    let file = File {
                         len: f.len(),
                         repl: child.replication,
                         open: f.uc().map(|_| f.blocks().iter().map(|b| b.len).collect()),
-                    })
+                    };
+                    tree.add_file(id, &name, file);
+                    child.mtime
                 }
             };
-            let name = String::from_utf8_lossy(ns.name(c));
-            dir.children.insert(&name, node);
+            let dir = tree.dir_mut(id);
+            dir.updated = dir.updated.max(updated);
         }
     }
-    dir.recount();
-    dir
+    tree.recount(id);
 }
 
 /// Bucket bounds for display: (lower, upper-exclusive) bytes of each histogram bucket.

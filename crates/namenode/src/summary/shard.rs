@@ -10,7 +10,7 @@
 use std::hash::BuildHasher;
 
 use super::totals::Totals;
-use super::tree::{comps, op_time, Dir, Node, Tree};
+use super::tree::{names, op_time, Tree};
 use crate::namespace::Op;
 
 pub struct Sharded {
@@ -30,27 +30,35 @@ fn shard_of(name: &str, n: usize) -> usize {
 
 impl Sharded {
     /// Splits `tree` into `n` shards by top-level name.
-    pub fn split(tree: Tree, n: usize) -> Sharded {
+    pub fn split(mut tree: Tree, n: usize) -> Sharded {
         let n = n.max(1);
-        let Tree { mut root, clock } = tree;
+        let (perm, updated, clock) = (tree.root().perm, tree.root().updated, tree.clock);
         let mut shards: Vec<Tree> = (0..n)
-            .map(|_| Tree {
-                root: Dir::new(root.perm, root.updated),
-                clock,
+            .map(|_| {
+                let mut t = Tree::new(perm, updated);
+                t.clock = clock;
+                t
             })
             .collect();
-        for (name, node) in root.children.drain() {
-            shards[shard_of(&name, n)].root.children.insert(&name, node);
-        }
-        for s in &mut shards {
-            s.root.recount();
+        let top: Vec<String> = tree
+            .root()
+            .children
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .collect();
+        for name in top {
+            let path = format!("/{name}");
+            let entry = tree.take(&path, updated).expect("a listed entry");
+            shards[shard_of(&name, n)]
+                .put(&path, entry, updated)
+                .expect("the shard's root takes it");
         }
         Sharded { shards }
     }
 
     fn route(&self, op: &Op) -> Route {
         let n = self.shards.len();
-        let first = |p: &str| comps(p).first().map(|c| shard_of(c, n));
+        let first = |p: &str| names(p).next().map(|c| shard_of(c, n));
         match op {
             Op::Rename { src, dst, .. } => match (first(src), first(dst)) {
                 (Some(a), Some(b)) if a != b => Route::Across(a, b),
@@ -124,8 +132,8 @@ impl Sharded {
                 if self.shards[b].find(dst).is_some() && !overwrite {
                     return Err(format!("rename destination {dst} already exists"));
                 }
-                let node: Node = self.shards[a].detach(src, *mtime)?;
-                self.shards[b].attach(dst, node, *mtime)
+                let entry = self.shards[a].take(src, *mtime)?;
+                self.shards[b].put(dst, entry, *mtime)
             }
             _ => self.shards.iter_mut().try_for_each(|t| t.apply(op)),
         }
@@ -140,12 +148,11 @@ impl Sharded {
 
     /// The totals of `path`: the shards' roots added up for `/`.
     pub fn totals(&self, path: &str) -> Option<Totals> {
-        let c = comps(path);
-        let Some(first) = c.first() else {
-            let mut t = Totals::of_dir(self.shards[0].root.perm);
+        let Some(first) = names(path).next() else {
+            let mut t = Totals::of_dir(self.shards[0].root().perm);
             for s in &self.shards {
-                t.add(&s.root.tot);
-                t.sub(&Totals::of_dir(s.root.perm));
+                t.add(&s.root().tot);
+                t.sub(&Totals::of_dir(s.root().perm));
             }
             return Some(t);
         };

@@ -1,24 +1,19 @@
 //! The summary's own tree: the namespace's shape, with for every directory its subtree
 //! totals kept current as operation records arrive. Pure: no clock, no I/O.
 //!
-//! An event walks from the root to its parent directory, one hash probe per level, changes
-//! the entry there, and adds the resulting [`Patch`] to every directory on the way back up.
-//! Subtrees are owned by their parents, so a rename or delete of a whole subtree moves or
-//! drops one map entry and patches the two ancestor chains by the subtree's totals.
+//! An event finds the directory its path's last name sits in (by the arena's path index,
+//! or by walking from the root when the index cannot say), changes the entry there, and
+//! adds the resulting [`Patch`] to that directory and every one above it, by parent links.
+//! Subtrees stay where they are in the arena, so a rename or delete of a whole subtree
+//! moves or drops one entry of its parent and patches the two ancestor chains by the
+//! subtree's totals.
 
+use super::arena::{DirId, Dirs, Lookup, ROOT};
 use super::totals::{restricts, Part, Patch, Totals};
-use crate::namespace::path::Components;
 use crate::namespace::Op;
 
-pub use super::children::{Children, FileView, NodeMut, NodeRef, MAX_NAME};
-
-pub struct Dir {
-    pub perm: u16,
-    /// The time of the last change anywhere below (the newest operation time seen).
-    pub updated: i64,
-    pub tot: Totals,
-    pub children: Children,
-}
+pub use super::arena::Dir;
+pub use super::children::{Children, FileView, NodeRef, MAX_NAME};
 
 /// A file taken out of (or going into) a directory's [`Children`], which keep it packed.
 pub struct File {
@@ -29,16 +24,17 @@ pub struct File {
     pub open: Option<Vec<u64>>,
 }
 
-/// An entry owned outside a directory: taken out by a delete or rename, or being added.
+/// An entry outside a directory's children: taken out by a delete or rename, or being
+/// added. A directory stays in the tree's arena meanwhile, unlinked.
 pub enum Node {
-    Dir(Box<Dir>),
+    Dir(DirId),
     File(File),
 }
 
 impl Node {
     pub fn as_ref(&self) -> NodeRef<'_> {
         match self {
-            Node::Dir(d) => NodeRef::Dir(d),
+            Node::Dir(d) => NodeRef::Dir(*d),
             Node::File(f) => NodeRef::File(FileView {
                 len: f.len,
                 repl: f.repl,
@@ -48,77 +44,28 @@ impl Node {
     }
 }
 
-impl Dir {
-    pub fn new(perm: u16, updated: i64) -> Dir {
-        Dir {
-            perm,
-            updated,
-            tot: Totals::of_dir(perm),
-            children: Children::default(),
-        }
-    }
-
-    /// Recomputes this directory's totals from its children, whose own totals must
-    /// already be right (used when building or loading bottom-up).
-    pub fn recount(&mut self) {
-        let mut tot = Totals::of_dir(self.perm);
-        for node in self.children.values() {
-            Patch {
-                sub: Part::Nothing,
-                add: part(node),
-            }
-            .apply(&mut tot);
-        }
-        self.tot = tot;
-    }
+/// An entry taken out of one tree with everything below it, to be put into another
+/// (a rename between shards, splitting a tree into shards).
+pub enum Detached {
+    File(File),
+    Dir {
+        perm: u16,
+        updated: i64,
+        children: Vec<(String, Detached)>,
+    },
 }
 
-/// What `node` contributes to the totals above it.
-pub fn part(node: NodeRef) -> Part {
-    match node {
-        NodeRef::File(f) => Part::File {
-            len: f.len,
-            repl: f.repl,
-        },
-        NodeRef::Dir(d) => Part::Tree(Box::new(d.tot.clone())),
-    }
+/// A journaled path's names, split at the last: (the directory's names, the last name).
+/// No validation: the namespace checked the path before the record was written.
+fn split_last(path: &str) -> Option<(impl Iterator<Item = &str> + Clone, &str)> {
+    let path = path.trim_end_matches('/');
+    let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+    (!name.is_empty()).then(|| (names(dir), name))
 }
 
-/// A journaled path's components. No validation: the namespace checked the path before
-/// the record was written.
-pub fn comps(path: &str) -> Components<'_> {
-    path.split('/').filter(|c| !c.is_empty()).collect()
-}
-
-/// Walks from `dir` to the parent of `comps`' last name, runs `leaf` there, and applies
-/// the patch it returns to every directory on the way back up, the parent included.
-fn descend<R>(
-    dir: &mut Dir,
-    comps: &[&str],
-    now: i64,
-    leaf: impl FnOnce(&mut Dir, &str) -> Result<(Patch, R), String>,
-) -> Result<(Patch, R), String> {
-    let (first, rest) = comps
-        .split_first()
-        .ok_or_else(|| "the root has no parent".to_string())?;
-    let out = if rest.is_empty() {
-        if first.len() > MAX_NAME {
-            return Err(format!(
-                "a name of {} bytes (at most {MAX_NAME})",
-                first.len()
-            ));
-        }
-        leaf(dir, first)?
-    } else {
-        match dir.children.get_mut(first) {
-            Some(NodeMut::Dir(child)) => descend(child, rest, now, leaf)?,
-            Some(NodeMut::File) => return Err(format!("{first} is a file")),
-            None => return Err(format!("{first} does not exist")),
-        }
-    };
-    out.0.apply(&mut dir.tot);
-    dir.updated = dir.updated.max(now);
-    Ok(out)
+/// A path's names, root first.
+pub fn names(path: &str) -> impl Iterator<Item = &str> + Clone {
+    path.split('/').filter(|c| !c.is_empty())
 }
 
 /// Changes one file in place; the patch moves it from its old figures to its new ones.
@@ -126,7 +73,7 @@ fn change_file(
     dir: &mut Dir,
     name: &str,
     f: impl FnOnce(&mut File) -> Result<(), String>,
-) -> Result<(Patch, ()), String> {
+) -> Result<Patch, String> {
     let figures = |file: &File| Part::File {
         len: file.len,
         repl: file.repl,
@@ -140,7 +87,7 @@ fn change_file(
         })
     });
     match changed {
-        Some(patch) => Ok((patch?, ())),
+        Some(patch) => patch,
         None if dir.children.contains_key(name) => Err(format!("{name} is a directory")),
         None => Err(format!("{name} does not exist")),
     }
@@ -148,7 +95,7 @@ fn change_file(
 
 /// The whole summary tree.
 pub struct Tree {
-    pub root: Dir,
+    dirs: Dirs,
     /// The newest operation time seen: the clock of `updated` for events that carry none.
     pub clock: i64,
 }
@@ -161,25 +108,90 @@ pub enum Found<'a> {
 impl Tree {
     pub fn new(root_perm: u16, mtime: i64) -> Tree {
         Tree {
-            root: Dir::new(root_perm, mtime),
+            dirs: Dirs::new(root_perm, mtime),
             clock: mtime,
         }
     }
 
-    pub fn find(&self, path: &str) -> Option<Found<'_>> {
-        let mut dir = &self.root;
-        let c = comps(path);
-        let Some((last, parents)) = c.split_last() else {
-            return Some(Found::Dir(&self.root));
-        };
-        for name in parents {
-            match dir.children.get(name)? {
-                NodeRef::Dir(d) => dir = d,
-                NodeRef::File(_) => return None,
+    pub fn root(&self) -> &Dir {
+        self.dirs.root()
+    }
+
+    pub fn dir(&self, id: DirId) -> &Dir {
+        self.dirs.get(id)
+    }
+
+    /// What `node` contributes to the totals above it.
+    pub fn part(&self, node: NodeRef) -> Part {
+        self.dirs.part(node)
+    }
+
+    /// The directory whose names are `names`, for an event: by the index, or by walking
+    /// when two directories share the path's key or none has it (then the walk names the
+    /// first name that is missing or not a directory).
+    ///
+    /// The index answers for paths that are directories. A record naming a directory that
+    /// does not exist does not fit the tree; should its path's key also be another
+    /// directory's (a 64-bit collision, with a seed of this process's own), it would be
+    /// applied there instead of being refused. Queries walk, so no answer depends on that.
+    fn dir_at<'a>(&self, names: impl Iterator<Item = &'a str> + Clone) -> Result<DirId, String> {
+        match self.dirs.lookup(names.clone()) {
+            Lookup::Found(id) => Ok(id),
+            Lookup::NotADir | Lookup::Ambiguous => self.walk(names),
+        }
+    }
+
+    /// The directory whose names are `names`, found from the root name by name.
+    fn walk<'a>(&self, names: impl Iterator<Item = &'a str>) -> Result<DirId, String> {
+        let mut at = ROOT;
+        for name in names {
+            match self.dirs.get(at).children.get_dir(name) {
+                Some(NodeRef::Dir(d)) => at = d,
+                Some(NodeRef::File(_)) => return Err(format!("{name} is a file")),
+                None => return Err(format!("{name} does not exist")),
             }
         }
-        match dir.children.get(last)? {
-            NodeRef::Dir(d) => Some(Found::Dir(d)),
+        Ok(at)
+    }
+
+    /// Finds the directory holding `path`'s last name, runs `leaf` there, and applies the
+    /// patch it returns to that directory and every one above it.
+    fn at_parent<R>(
+        &mut self,
+        path: &str,
+        now: i64,
+        leaf: impl FnOnce(&mut Tree, DirId, &str) -> Result<(Patch, R), String>,
+    ) -> Result<R, String> {
+        let (dir, name) = split_last(path).ok_or_else(|| "the root has no parent".to_string())?;
+        if name.len() > MAX_NAME {
+            return Err(format!(
+                "a name of {} bytes (at most {MAX_NAME})",
+                name.len()
+            ));
+        }
+        let parent = self.dir_at(dir)?;
+        let (patch, out) = leaf(self, parent, name)?;
+        self.dirs.patch_up(parent, &patch, now);
+        Ok(out)
+    }
+
+    /// Whether `path` exists, for an event (through the index, as [`dir_at`](Self::dir_at)).
+    fn exists(&self, path: &str) -> bool {
+        match split_last(path) {
+            None => true,
+            Some((dir, name)) => self
+                .dir_at(dir)
+                .is_ok_and(|p| self.dirs.get(p).children.contains_key(name)),
+        }
+    }
+
+    pub fn find(&self, path: &str) -> Option<Found<'_>> {
+        let Some((dir, name)) = split_last(path) else {
+            return Some(Found::Dir(self.root()));
+        };
+        let parent = self.walk(dir).ok()?;
+        match self.dirs.get(parent).children.get(name)? {
+            NodeRef::Dir(d) => Some(Found::Dir(self.dirs.get(d))),
             NodeRef::File(f) => Some(Found::File(f)),
         }
     }
@@ -194,12 +206,12 @@ impl Tree {
                 path, perm, mtime, ..
             } => {
                 let (perm, mtime) = (*perm, *mtime);
-                descend(&mut self.root, &comps(path), now, |dir, name| {
-                    if dir.children.contains_key(name) {
+                self.at_parent(path, now, |t, parent, name| {
+                    if t.dirs.get(parent).children.contains_key(name) {
                         return Err(format!("{path} already exists"));
                     }
-                    dir.children
-                        .insert(name, Node::Dir(Box::new(Dir::new(perm, mtime))));
+                    let id = t.dirs.add(parent, name, perm, mtime);
+                    t.dirs.get_mut(parent).children.insert(name, Node::Dir(id));
                     let add = Part::Tree(Box::new(Totals::of_dir(perm)));
                     Ok((
                         Patch {
@@ -214,10 +226,14 @@ impl Tree {
                 path, replication, ..
             } => {
                 let repl = *replication;
-                descend(&mut self.root, &comps(path), now, |dir, name| {
+                self.at_parent(path, now, |t, parent, name| {
+                    let dir = t.dirs.get_mut(parent);
                     let sub = match dir.children.get(name) {
                         Some(NodeRef::Dir(_)) => return Err(format!("{path} is a directory")),
-                        Some(old) => part(old),
+                        Some(NodeRef::File(f)) => Part::File {
+                            len: f.len,
+                            repl: f.repl,
+                        },
                         None => Part::Nothing,
                     };
                     let file = File {
@@ -233,51 +249,45 @@ impl Tree {
             }
             Op::AddBlock { path, prev_len, .. } => {
                 let prev_len = *prev_len;
-                descend(&mut self.root, &comps(path), now, |dir, name| {
-                    change_file(dir, name, |f| {
-                        let blocks = f.open.as_mut().ok_or("not open for write")?;
-                        let mut was = 0;
-                        if let Some(last) = blocks.last_mut() {
-                            was = *last;
-                            *last = prev_len;
-                        }
-                        blocks.push(0);
-                        f.len = f.len.saturating_sub(was) + prev_len;
-                        Ok(())
-                    })
+                self.change_file(path, now, |f| {
+                    let blocks = f.open.as_mut().ok_or("not open for write")?;
+                    let mut was = 0;
+                    if let Some(last) = blocks.last_mut() {
+                        was = *last;
+                        *last = prev_len;
+                    }
+                    blocks.push(0);
+                    f.len = f.len.saturating_sub(was) + prev_len;
+                    Ok(())
                 })?;
             }
             Op::AbandonBlock { path, .. } => {
-                descend(&mut self.root, &comps(path), now, |dir, name| {
-                    change_file(dir, name, |f| {
-                        let blocks = f.open.as_mut().ok_or("not open for write")?;
-                        blocks.pop().ok_or("no block to abandon")?;
-                        Ok(())
-                    })
+                self.change_file(path, now, |f| {
+                    let blocks = f.open.as_mut().ok_or("not open for write")?;
+                    blocks.pop().ok_or("no block to abandon")?;
+                    Ok(())
                 })?;
             }
             Op::Close { path, len, .. } => {
                 let len = *len;
-                descend(&mut self.root, &comps(path), now, |dir, name| {
-                    change_file(dir, name, |f| {
-                        f.len = len;
-                        f.open = None;
-                        Ok(())
-                    })
+                self.change_file(path, now, |f| {
+                    f.len = len;
+                    f.open = None;
+                    Ok(())
                 })?;
             }
             Op::SetReplication { path, replication } => {
                 let repl = *replication;
-                descend(&mut self.root, &comps(path), now, |dir, name| {
-                    change_file(dir, name, |f| {
-                        f.repl = repl;
-                        Ok(())
-                    })
+                self.change_file(path, now, |f| {
+                    f.repl = repl;
+                    Ok(())
                 })?;
             }
             Op::SetPermission { path, perm } => self.set_permission(path, *perm, now)?,
             Op::Delete { path, .. } => {
-                self.detach(path, now)?;
+                if let Node::Dir(id) = self.detach(path, now)? {
+                    self.dirs.free(id);
+                }
             }
             Op::Rename {
                 src,
@@ -290,8 +300,18 @@ impl Tree {
         Ok(())
     }
 
+    fn change_file(
+        &mut self,
+        path: &str,
+        now: i64,
+        f: impl FnOnce(&mut File) -> Result<(), String>,
+    ) -> Result<(), String> {
+        self.at_parent(path, now, |t, parent, name| {
+            Ok((change_file(t.dirs.get_mut(parent), name, f)?, ()))
+        })
+    }
+
     fn set_permission(&mut self, path: &str, perm: u16, now: i64) -> Result<(), String> {
-        let c = comps(path);
         let flip = |d: &mut Dir| {
             let was = restricts(d.perm);
             d.perm = perm;
@@ -316,28 +336,30 @@ impl Tree {
             patch.apply(&mut d.tot);
             patch
         };
-        if c.is_empty() {
-            flip(&mut self.root);
+        if split_last(path).is_none() {
+            flip(self.dirs.get_mut(ROOT));
             return Ok(());
         }
-        descend(&mut self.root, &c, now, |dir, name| {
-            match dir.children.get_mut(name) {
-                Some(NodeMut::Dir(d)) => Ok((flip(d), ())),
-                Some(NodeMut::File) => Ok((Patch::default(), ())),
+        self.at_parent(path, now, |t, parent, name| {
+            match t.dirs.get(parent).children.get_dir(name) {
+                Some(NodeRef::Dir(d)) => Ok((flip(t.dirs.get_mut(d)), ())),
+                Some(NodeRef::File(_)) => Ok((Patch::default(), ())),
                 None => Err(format!("{path} does not exist")),
             }
-        })?;
-        Ok(())
+        })
     }
 
-    /// Removes the entry at `path` with its subtree and returns it.
+    /// Unlinks the entry at `path` from its directory and returns it; a directory stays
+    /// in the arena, to be linked again or freed.
     pub fn detach(&mut self, path: &str, now: i64) -> Result<Node, String> {
-        let (_, node) = descend(&mut self.root, &comps(path), now, |dir, name| {
-            let node = dir
+        self.at_parent(path, now, |t, parent, name| {
+            let node = t
+                .dirs
+                .get_mut(parent)
                 .children
                 .remove(name)
                 .ok_or_else(|| format!("{path} does not exist"))?;
-            let sub = part(node.as_ref());
+            let sub = t.part(node.as_ref());
             Ok((
                 Patch {
                     sub,
@@ -345,32 +367,164 @@ impl Tree {
                 },
                 node,
             ))
-        })?;
-        Ok(node)
+        })
     }
 
-    /// Puts `node` at `path`, replacing what is there.
+    /// Puts `node` (a file, or a directory of this tree's arena) at `path`, replacing
+    /// what is there.
     pub fn attach(&mut self, path: &str, node: Node, now: i64) -> Result<(), String> {
-        descend(&mut self.root, &comps(path), now, |dir, name| {
-            let add = part(node.as_ref());
-            let sub = match dir.children.insert(name, node) {
-                Some(old) => part(old.as_ref()),
+        self.at_parent(path, now, |t, parent, name| {
+            let add = t.part(node.as_ref());
+            let moved = match node {
+                Node::Dir(id) => Some(id),
+                Node::File(_) => None,
+            };
+            let old = t.dirs.get_mut(parent).children.insert(name, node);
+            if let Some(id) = moved {
+                t.dirs.relink(id, parent, name);
+            }
+            let sub = match old {
+                Some(old) => {
+                    let sub = t.part(old.as_ref());
+                    if let Node::Dir(o) = old {
+                        t.dirs.free(o);
+                    }
+                    sub
+                }
                 None => Part::Nothing,
             };
             Ok((Patch { sub, add }, ()))
-        })?;
-        Ok(())
+        })
     }
 
     fn rename(&mut self, src: &str, dst: &str, overwrite: bool, now: i64) -> Result<(), String> {
-        if comps(src) == comps(dst) {
+        if names(src).eq(names(dst)) {
             return Ok(());
         }
-        if self.find(dst).is_some() && !overwrite {
+        if !overwrite && self.exists(dst) {
             return Err(format!("rename destination {dst} already exists"));
         }
         let node = self.detach(src, now)?;
         self.attach(dst, node, now)
+    }
+
+    /// Takes the entry at `path` out of this tree with everything below it.
+    pub fn take(&mut self, path: &str, now: i64) -> Result<Detached, String> {
+        let node = self.detach(path, now)?;
+        Ok(self.own(node))
+    }
+
+    /// `node`, taken out of the arena (a directory's slots are freed).
+    fn own(&mut self, node: Node) -> Detached {
+        match node {
+            Node::File(f) => Detached::File(f),
+            Node::Dir(id) => {
+                let d = self.dirs.get_mut(id);
+                let (perm, updated) = (d.perm, d.updated);
+                let children = std::mem::take(&mut d.children)
+                    .drain()
+                    .into_iter()
+                    .map(|(name, n)| (name, self.own(n)))
+                    .collect();
+                self.dirs.free(id);
+                Detached::Dir {
+                    perm,
+                    updated,
+                    children,
+                }
+            }
+        }
+    }
+
+    /// Puts `entry` at `path`, replacing what is there.
+    pub fn put(&mut self, path: &str, entry: Detached, now: i64) -> Result<(), String> {
+        let node = match entry {
+            Detached::File(f) => Node::File(f),
+            // Built under the root, then moved into place by `attach`, which re-keys it.
+            Detached::Dir { .. } => Node::Dir(self.build(ROOT, "", entry)),
+        };
+        self.attach(path, node, now)
+    }
+
+    /// Builds a detached directory in the arena below `parent` (not linked into its
+    /// children) and returns its slot, its totals counted.
+    fn build(&mut self, parent: DirId, name: &str, entry: Detached) -> DirId {
+        let Detached::Dir {
+            perm,
+            updated,
+            children,
+        } = entry
+        else {
+            unreachable!("build takes a directory");
+        };
+        let id = self.dirs.add(parent, name, perm, updated);
+        for (n, child) in children {
+            let node = match child {
+                Detached::File(f) => Node::File(f),
+                d @ Detached::Dir { .. } => Node::Dir(self.build(id, &n, d)),
+            };
+            self.link(id, &n, node);
+        }
+        self.dirs.recount(id);
+        id
+    }
+
+    /// A new directory `name` in `parent`, linked into its children; its totals are
+    /// counted by [`recount`](Self::recount) once its own children are in (building or
+    /// loading bottom-up).
+    pub fn add_dir(&mut self, parent: DirId, name: &str, perm: u16, updated: i64) -> DirId {
+        let id = self.dirs.add(parent, name, perm, updated);
+        self.link(parent, name, Node::Dir(id));
+        id
+    }
+
+    /// Links a file into `parent`'s children, its totals counted by `recount`.
+    pub fn add_file(&mut self, parent: DirId, name: &str, file: File) {
+        self.link(parent, name, Node::File(file));
+    }
+
+    /// Links `node` into `parent`'s children; a directory it replaces (a name twice in a
+    /// checkpoint) is freed rather than left in the arena.
+    fn link(&mut self, parent: DirId, name: &str, node: Node) {
+        if let Some(Node::Dir(old)) = self.dirs.get_mut(parent).children.insert(name, node) {
+            self.dirs.free(old);
+        }
+    }
+
+    /// Recomputes a directory's totals from its children's.
+    pub fn recount(&mut self, id: DirId) {
+        self.dirs.recount(id);
+    }
+
+    pub fn dir_mut(&mut self, id: DirId) -> &mut Dir {
+        self.dirs.get_mut(id)
+    }
+
+    /// Checks the arena against the tree (tests): every directory reachable from the root
+    /// links to its parent and is found by its path through the index, and no slot or
+    /// index entry is left over.
+    #[cfg(test)]
+    pub fn check_arena(&self) {
+        let mut reachable = 0;
+        let mut stack = vec![(ROOT, Vec::<String>::new())];
+        while let Some((id, path)) = stack.pop() {
+            reachable += 1;
+            match self.dirs.lookup(path.iter().map(String::as_str)) {
+                Lookup::Found(found) => assert_eq!(found, id, "/{}", path.join("/")),
+                Lookup::Ambiguous => {}
+                Lookup::NotADir => panic!("/{} is not in the index", path.join("/")),
+            }
+            for (name, node) in self.dirs.get(id).children.iter() {
+                if let NodeRef::Dir(c) = node {
+                    assert_eq!(self.dirs.get(c).parent(), id, "the parent of {name}");
+                    let mut p = path.clone();
+                    p.push(name.to_string());
+                    stack.push((c, p));
+                }
+            }
+        }
+        assert_eq!(self.dirs.live(), reachable, "live slots");
+        assert_eq!(self.dirs.indexed(), reachable, "index entries");
     }
 }
 
