@@ -76,6 +76,25 @@ loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 # cpu_ticks PID: user+system clock ticks (1/100 s) the process has used so far.
 cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
 
+# thread_ticks PID: "NAME TICKS" per thread name (spaces made '_', digits dropped, so a
+# pool's threads add up: Ferrite's tokio-rt-worker, HDFS's IPC_Server_handler), sorted.
+# A whole-process figure cannot tell which thread a change moved; an A/B of one component
+# (the summary, the syncer) reads its own thread here.
+thread_ticks() {
+  local t
+  for t in /proc/"$1"/task/*; do
+    printf '%s %s\n' "$(tr ' ' '_' < "$t/comm" | tr -d '0-9')" \
+      "$(sed 's/.*) //' "$t/stat" 2>/dev/null | awk '{print $12 + $13}')"
+  done 2>/dev/null | awk 'NF == 2 {a[$1] += $2} END {for (k in a) print k, a[k]}' | sort
+}
+
+# thread_cpu BEFORE AFTER OPS: "name:µs,name:µs" per op from two thread_ticks files, the
+# threads that used at least 0.1 µs per op, busiest first.
+thread_cpu() {
+  join "$1" "$2" | awk -v n="$3" '{d = ($3 - $2) * 1e4 / n; if (d >= 0.1) printf "%s %.1f\n", $1, d}' \
+    | sort -k2 -rn | awk '{printf "%s%s:%s", (NR > 1 ? "," : ""), $1, $2}'
+}
+
 # start_hdfs_cluster WORKDIR N: a fresh Apache HDFS 3.4.1 NameNode and N DataNode JVMs on
 # loopback. Sets URL, PID (the NameNode) and DN_PIDS. Returns once a file can be written.
 start_hdfs_cluster() {
@@ -161,17 +180,19 @@ nnbench() {
     echo "$line" >> "$OUT/nnbench-$1-$3.log"
     case $line in
       *"Starting "*)
-        c0=$(cpu_ticks "$PID")
+        c0=$(cpu_ticks "$PID"); thread_ticks "$PID" > "$WORK/threads0"
         jpid=$(pgrep -n -f "$NNB -fs $2 -op $3 " || true)
         [ -n "$jpid" ] && j0=$(cpu_ticks "$jpid") ;;
       *"# operations:"*)
-        c1=$(cpu_ticks "$PID"); ops=${line##*operations: }; ops=${ops%% *}
+        c1=$(cpu_ticks "$PID"); thread_ticks "$PID" > "$WORK/threads1"
+        ops=${line##*operations: }; ops=${ops%% *}
         [ -n "$jpid" ] && j1=$(cpu_ticks "$jpid" 2>/dev/null || true) ;;
       *"Ops per sec"*) r=${line##* } ;;
     esac
   done < <(java $JAVA_OPTS -cp "$WORK/client:$HADOOP_CP" $NNB -fs "$2" -op "$3" -threads "$THREADS" $flag "$N" 2>&1)
-  local cpu_us="" client_us=""
+  local cpu_us="" client_us="" threads=""
   if [ -n "$c0" ] && [ -n "$c1" ] && [ "${ops:-0}" -gt 0 ] 2>/dev/null; then
+    threads=$(thread_cpu "$WORK/threads0" "$WORK/threads1" "$ops")
     # One decimal: a run's few hundred 10 ms ticks resolve about 1%, which whole
     # microseconds (8 against 9 for an open) threw away.
     cpu_us=$(awk -v t=$((c1 - c0)) -v n="$ops" 'BEGIN { printf "%.1f", t * 1e6 / 100 / n }')
@@ -179,5 +200,5 @@ nnbench() {
       client_us=$(awk -v t=$((j1 - j0)) -v n="$ops" 'BEGIN { printf "%.1f", t * 1e6 / 100 / n }')
     fi
   fi
-  echo "system=$1 driver=nnthroughput-remote op=$3 ops_per_s=${r:-FAILED} server_cpu_us_per_op=${cpu_us:-NA} client_cpu_us_per_op=${client_us:-NA} load=$(loadavg)" | tee -a "$OUT/results.txt"
+  echo "system=$1 driver=nnthroughput-remote op=$3 ops_per_s=${r:-FAILED} server_cpu_us_per_op=${cpu_us:-NA} client_cpu_us_per_op=${client_us:-NA} server_threads_us_per_op=${threads:-NA} load=$(loadavg)" | tee -a "$OUT/results.txt"
 }

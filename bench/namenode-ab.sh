@@ -2,7 +2,8 @@
 # A/B probe for one NameNode change: Hadoop 3.4.1's NNThroughputBenchmark (remote mode,
 # 64 threads) against a fresh Ferrite NameNode per run, alternating the variants run by run
 # so both see the same machine. Prints, per run, ops/s and the NameNode's and the client's
-# CPU µs per op (from /proc/PID/stat around the timed phase; `nnbench` in lib.sh). Not a
+# CPU µs per op (from /proc/PID/stat around the timed phase; `nnbench` in lib.sh), and the
+# NameNode's split by thread (runtime workers, journal syncer, summary). Not a
 # comparison with HDFS: that is namenode-vs-hdfs.sh.
 #
 #   bench/namenode-ab.sh [-r REPS] [-n OPS] [-o "create mkdirs ..."] VARIANT...
