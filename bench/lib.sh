@@ -175,6 +175,9 @@ nnbench() {
   # The server's CPU over the timed phase only: from the benchmark's "Starting N op(s)"
   # line (its inputs, e.g. the files an open needs, are made before it) to its results.
   # The client JVM's CPU too: on 2 shared cores it bounds what any server can reach.
+  # The window also holds the benchmark's clean-up, which runs before it prints: one
+  # recursive delete of the op's tree, on both systems alike. -keepResults would not take
+  # it out: in 3.4.1 it enters safe mode and saves the namespace there instead.
   local line r="" c0="" c1="" j0="" j1="" jpid="" ops=""
   while IFS= read -r line; do
     echo "$line" >> "$OUT/nnbench-$1-$3.log"
