@@ -22,6 +22,11 @@ pub struct SummaryArgs {
     /// Leaf directories the files spread over (under 64 top-level directories).
     #[arg(long, default_value_t = 1_000)]
     dirs: usize,
+    /// Levels from a top-level directory down to a leaf: above 1, the levels between make
+    /// a tree two wide (as NNThroughputBenchmark's mkdirs does), so that every event's
+    /// path is this deep.
+    #[arg(long, default_value_t = 1)]
+    depth: usize,
     /// Threads for the parallel run (default: every core).
     #[arg(long)]
     workers: Option<usize>,
@@ -50,8 +55,16 @@ impl Rng {
     }
 }
 
-fn leaf(d: usize) -> String {
-    format!("/t{}/d{d}", d % 64)
+/// Leaf directory `d`: under top-level directory `d % 64`, then `depth - 1` levels named
+/// by the bits of `d / 64`, so leaves share their upper levels as a binary tree's do.
+fn leaf(d: usize, depth: usize) -> String {
+    let mut path = format!("/t{}", d % 64);
+    for level in 0..depth.saturating_sub(1) {
+        let right = (d / 64) >> level & 1 == 1;
+        path.push_str(if right { "/r" } else { "/l" });
+    }
+    path.push_str(&format!("/d{d}"));
+    path
 }
 
 fn create(path: String, id: u64) -> Op {
@@ -90,13 +103,23 @@ fn preload(a: &SummaryArgs, rng: &mut Rng) -> (Namespace, Vec<String>, u64) {
         apply(&mut ns, mkdir(format!("/t{t}"), id));
     }
     for d in 0..a.dirs {
+        let path = leaf(d, a.depth);
+        // The levels between, each made once (the namespace refuses a second mkdir).
+        let mut at = 0;
+        while let Some(i) = path[at + 1..].find('/') {
+            at += 1 + i;
+            if ns.existing(&path[..at]).is_err() {
+                id += 1;
+                apply(&mut ns, mkdir(path[..at].to_string(), id));
+            }
+        }
         id += 1;
-        apply(&mut ns, mkdir(leaf(d), id));
+        apply(&mut ns, mkdir(path, id));
     }
     let mut files = Vec::with_capacity(a.files + a.events);
     for i in 0..a.files {
         id += 1;
-        let path = format!("{}/f{i}", leaf(i % a.dirs));
+        let path = format!("{}/f{i}", leaf(i % a.dirs, a.depth));
         apply(&mut ns, create(path.clone(), id));
         let len = rng.size();
         apply(
@@ -119,7 +142,7 @@ fn events(a: &SummaryArgs, rng: &mut Rng, mut live: Vec<String>, mut id: u64) ->
         let roll = rng.below(10);
         id += 1;
         if roll < 6 || live.is_empty() {
-            let path = format!("{}/n{n}", leaf(rng.below(a.dirs as u64) as usize));
+            let path = format!("{}/n{n}", leaf(rng.below(a.dirs as u64) as usize, a.depth));
             out.push(create(path.clone(), id));
             live.push(path);
         } else if roll < 9 {
@@ -202,8 +225,8 @@ pub fn run(a: SummaryArgs) -> anyhow::Result<()> {
         );
     }
     println!(
-        "summary bench: files={} events={} dirs={} runs={}",
-        a.files, a.events, a.dirs, a.runs
+        "summary bench: files={} events={} dirs={} depth={} runs={}",
+        a.files, a.events, a.dirs, a.depth, a.runs
     );
     println!("events_per_sec workers=1 {:.0}", median(single));
     println!("events_per_sec workers={workers} {:.0}", median(parallel));
