@@ -285,6 +285,36 @@ fn random_sequences_match_when_directories_share_keys() {
     }
 }
 
+/// A rename the tree refuses (a missing destination directory, or a directory moved below
+/// itself, which the namespace never journals) leaves it as it was: the directory it would
+/// have moved is still linked where it was, in the index, and counted once.
+#[test]
+fn a_refused_rename_leaves_the_tree_whole() {
+    let mut t = tree::Tree::new(0o755, 0);
+    let mkdir = |path: &str| Op::Mkdir {
+        path: path.into(),
+        id: 1,
+        perm: 0o755,
+        owner: "u".into(),
+        group: "g".into(),
+        mtime: 1,
+    };
+    for p in ["/a", "/a/b", "/a/b/c"] {
+        t.apply(&mkdir(p)).unwrap();
+    }
+    let rename = |dst: &str| Op::Rename {
+        src: "/a/b".into(),
+        dst: dst.into(),
+        mtime: 2,
+        overwrite: false,
+    };
+    assert!(t.apply(&rename("/missing/b")).is_err());
+    assert!(t.apply(&rename("/a/b/c/b")).is_err());
+    t.check_arena();
+    assert!(matches!(t.find("/a/b/c"), Some(tree::Found::Dir(_))));
+    assert_eq!(t.root().tot.dirs, 4);
+}
+
 #[test]
 fn the_summary_carries_on_after_a_checkpoint_round_trip() {
     let mut r = Rng(77);

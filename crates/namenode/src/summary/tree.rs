@@ -401,9 +401,20 @@ impl Tree {
         if names(src).eq(names(dst)) {
             return Ok(());
         }
+        // The namespace never journals one, but linked below itself a directory would make
+        // a cycle in the arena, and every later walk of it would not end.
+        let mut below = names(dst);
+        if names(src).all(|n| below.next() == Some(n)) {
+            return Err(format!("cannot move {src} below itself ({dst})"));
+        }
         if !overwrite && self.exists(dst) {
             return Err(format!("rename destination {dst} already exists"));
         }
+        // The destination's directory is found before the source is unlinked: a directory
+        // taken out and then refused would stay in the arena and its index, reachable by
+        // its old path's key but by no walk.
+        let (dst_dir, _) = split_last(dst).ok_or("cannot rename onto the root")?;
+        self.dir_at(dst_dir)?;
         let node = self.detach(src, now)?;
         self.attach(dst, node, now)
     }
