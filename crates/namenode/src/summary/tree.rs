@@ -175,6 +175,14 @@ impl Tree {
         Ok(out)
     }
 
+    /// The directory `path`'s last name would go in, which must exist. Checked before a
+    /// directory is unlinked or built to be attached there: one that `attach` then refused
+    /// would stay in the arena and its index, reachable by a key but by no walk.
+    fn dir_of(&self, path: &str) -> Result<DirId, String> {
+        let (dir, _) = split_last(path).ok_or("the root has no parent")?;
+        self.dir_at(dir)
+    }
+
     /// Whether `path` exists, for an event (through the index, as [`dir_at`](Self::dir_at)).
     fn exists(&self, path: &str) -> bool {
         match split_last(path) {
@@ -410,11 +418,7 @@ impl Tree {
         if !overwrite && self.exists(dst) {
             return Err(format!("rename destination {dst} already exists"));
         }
-        // The destination's directory is found before the source is unlinked: a directory
-        // taken out and then refused would stay in the arena and its index, reachable by
-        // its old path's key but by no walk.
-        let (dst_dir, _) = split_last(dst).ok_or("cannot rename onto the root")?;
-        self.dir_at(dst_dir)?;
+        self.dir_of(dst)?;
         let node = self.detach(src, now)?;
         self.attach(dst, node, now)
     }
@@ -449,6 +453,7 @@ impl Tree {
 
     /// Puts `entry` at `path`, replacing what is there.
     pub fn put(&mut self, path: &str, entry: Detached, now: i64) -> Result<(), String> {
+        self.dir_of(path)?;
         let node = match entry {
             Detached::File(f) => Node::File(f),
             // Built under the root, then moved into place by `attach`, which re-keys it.
