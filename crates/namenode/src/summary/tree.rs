@@ -162,6 +162,26 @@ impl Tree {
         now: i64,
         leaf: impl FnOnce(&mut Tree, DirId, &str) -> Result<(Patch, R), String>,
     ) -> Result<R, String> {
+        let (parent, name) = self.place(path)?;
+        self.in_dir(parent, name, now, leaf)
+    }
+
+    /// Runs `leaf` on `name` in directory `parent` and applies the patch it returns to
+    /// `parent` and every directory above it.
+    fn in_dir<R>(
+        &mut self,
+        parent: DirId,
+        name: &str,
+        now: i64,
+        leaf: impl FnOnce(&mut Tree, DirId, &str) -> Result<(Patch, R), String>,
+    ) -> Result<R, String> {
+        let (patch, out) = leaf(self, parent, name)?;
+        self.dirs.patch_up(parent, &patch, now);
+        Ok(out)
+    }
+
+    /// The directory `path`'s last name is in (which must exist), and that name.
+    fn place<'p>(&self, path: &'p str) -> Result<(DirId, &'p str), String> {
         let (dir, name) = split_last(path).ok_or_else(|| "the root has no parent".to_string())?;
         if name.len() > MAX_NAME {
             return Err(format!(
@@ -169,28 +189,7 @@ impl Tree {
                 name.len()
             ));
         }
-        let parent = self.dir_at(dir)?;
-        let (patch, out) = leaf(self, parent, name)?;
-        self.dirs.patch_up(parent, &patch, now);
-        Ok(out)
-    }
-
-    /// The directory `path`'s last name would go in, which must exist. Checked before a
-    /// directory is unlinked or built to be attached there: one that `attach` then refused
-    /// would stay in the arena and its index, reachable by a key but by no walk.
-    fn dir_of(&self, path: &str) -> Result<DirId, String> {
-        let (dir, _) = split_last(path).ok_or("the root has no parent")?;
-        self.dir_at(dir)
-    }
-
-    /// Whether `path` exists, for an event (through the index, as [`dir_at`](Self::dir_at)).
-    fn exists(&self, path: &str) -> bool {
-        match split_last(path) {
-            None => true,
-            Some((dir, name)) => self
-                .dir_at(dir)
-                .is_ok_and(|p| self.dirs.get(p).children.contains_key(name)),
-        }
+        Ok((self.dir_at(dir)?, name))
     }
 
     pub fn find(&self, path: &str) -> Option<Found<'_>> {
@@ -378,10 +377,10 @@ impl Tree {
         })
     }
 
-    /// Puts `node` (a file, or a directory of this tree's arena) at `path`, replacing
-    /// what is there.
-    pub fn attach(&mut self, path: &str, node: Node, now: i64) -> Result<(), String> {
-        self.at_parent(path, now, |t, parent, name| {
+    /// Puts `node` (a file, or a directory of this tree's arena) as `name` in `parent`,
+    /// replacing what is there.
+    fn attach(&mut self, parent: DirId, name: &str, node: Node, now: i64) -> Result<(), String> {
+        self.in_dir(parent, name, now, |t, parent, name| {
             let add = t.part(node.as_ref());
             let moved = match node {
                 Node::Dir(id) => Some(id),
@@ -415,12 +414,15 @@ impl Tree {
         if names(src).all(|n| below.next() == Some(n)) {
             return Err(format!("cannot move {src} below itself ({dst})"));
         }
-        if !overwrite && self.exists(dst) {
+        // The destination's directory is found before the source is unlinked: a directory
+        // unlinked and then refused would stay in the arena and its index, reachable by a
+        // key but by no walk. It stays valid through the unlinking: it is not below `src`.
+        let (parent, name) = self.place(dst)?;
+        if !overwrite && self.dirs.get(parent).children.contains_key(name) {
             return Err(format!("rename destination {dst} already exists"));
         }
-        self.dir_of(dst)?;
         let node = self.detach(src, now)?;
-        self.attach(dst, node, now)
+        self.attach(parent, name, node, now)
     }
 
     /// Takes the entry at `path` out of this tree with everything below it.
@@ -453,13 +455,14 @@ impl Tree {
 
     /// Puts `entry` at `path`, replacing what is there.
     pub fn put(&mut self, path: &str, entry: Detached, now: i64) -> Result<(), String> {
-        self.dir_of(path)?;
+        // Found first, so that a refused entry is never built into the arena.
+        let (parent, name) = self.place(path)?;
         let node = match entry {
             Detached::File(f) => Node::File(f),
             // Built under the root, then moved into place by `attach`, which re-keys it.
             Detached::Dir { .. } => Node::Dir(self.build(ROOT, "", entry)),
         };
-        self.attach(path, node, now)
+        self.attach(parent, name, node, now)
     }
 
     /// Builds a detached directory in the arena below `parent` (not linked into its
