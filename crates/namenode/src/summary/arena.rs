@@ -183,10 +183,7 @@ impl Dirs {
         let mut i = 0;
         while i < out.len() {
             let d = self.get(out[i]);
-            out.extend(d.children.values().filter_map(|n| match n {
-                NodeRef::Dir(c) => Some(c),
-                NodeRef::File(_) => None,
-            }));
+            out.extend(d.children.subdirs().map(|(_, c)| c));
             i += 1;
         }
         out
@@ -210,11 +207,8 @@ impl Dirs {
             let kids: Vec<(DirId, u64)> = self
                 .get(d)
                 .children
-                .iter()
-                .filter_map(|(n, node)| match node {
-                    NodeRef::Dir(c) => Some((c, self.child_key(key, n))),
-                    NodeRef::File(_) => None,
-                })
+                .subdirs()
+                .map(|(n, c)| (c, self.child_key(key, n)))
                 .collect();
             for (c, k) in kids {
                 let child = self.get_mut(c);

@@ -515,6 +515,13 @@ impl Children {
         self.iter().map(|(_, n)| n)
     }
 
+    /// The subdirectories alone, with their names: a walk of the directory tree need not
+    /// look at a single file.
+    pub fn subdirs(&self) -> impl Iterator<Item = (&str, DirId)> {
+        let keys = self.keys();
+        (0..self.dirs.len()).map(move |i| (keys.name(Pos::Dir(i)), self.dirs[i].dir))
+    }
+
     /// Empties the directory, handing out every (name, node).
     pub fn drain(&mut self) -> Vec<(String, Node)> {
         let mut all = std::mem::take(self);

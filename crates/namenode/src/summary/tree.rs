@@ -533,13 +533,11 @@ impl Tree {
                 Lookup::Ambiguous => {}
                 Lookup::NotADir => panic!("/{} is not in the index", path.join("/")),
             }
-            for (name, node) in self.dirs.get(id).children.iter() {
-                if let NodeRef::Dir(c) = node {
-                    assert_eq!(self.dirs.get(c).parent(), id, "the parent of {name}");
-                    let mut p = path.clone();
-                    p.push(name.to_string());
-                    stack.push((c, p));
-                }
+            for (name, c) in self.dirs.get(id).children.subdirs() {
+                assert_eq!(self.dirs.get(c).parent(), id, "the parent of {name}");
+                let mut p = path.clone();
+                p.push(name.to_string());
+                stack.push((c, p));
             }
         }
         assert_eq!(self.dirs.live(), reachable, "live slots");
