@@ -217,8 +217,7 @@ impl Tree {
                     if t.dirs.get(parent).children.contains_key(name) {
                         return Err(format!("{path} already exists"));
                     }
-                    let id = t.dirs.add(parent, name, perm, mtime);
-                    t.dirs.get_mut(parent).children.insert(name, Node::Dir(id));
+                    t.add_dir(parent, name, perm, mtime);
                     let add = Part::Tree(Box::new(Totals::of_dir(perm)));
                     Ok((
                         Patch {
@@ -488,9 +487,9 @@ impl Tree {
         id
     }
 
-    /// A new directory `name` in `parent`, linked into its children; its totals are
-    /// counted by [`recount`](Self::recount) once its own children are in (building or
-    /// loading bottom-up).
+    /// A new directory `name` in `parent`, linked into its children. A new directory's
+    /// totals are its own; when building or loading bottom-up, [`recount`](Self::recount)
+    /// counts its children in once they are.
     pub fn add_dir(&mut self, parent: DirId, name: &str, perm: u16, updated: i64) -> DirId {
         let id = self.dirs.add(parent, name, perm, updated);
         self.link(parent, name, Node::Dir(id));
