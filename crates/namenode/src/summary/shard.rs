@@ -129,9 +129,7 @@ impl Sharded {
                     mtime,
                 },
             ) => {
-                if self.shards[b].find(dst).is_some() && !overwrite {
-                    return Err(format!("rename destination {dst} already exists"));
-                }
+                self.shards[b].accepts(dst, *overwrite)?;
                 let entry = self.shards[a].take(src, *mtime)?;
                 self.shards[b].put(dst, entry, *mtime)
             }
@@ -161,5 +159,65 @@ impl Sharded {
             super::tree::Found::Dir(d) => Some(d.tot.clone()),
             super::tree::Found::File(f) => Some(Totals::of_file(f.len, f.repl)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mkdir(path: &str) -> Op {
+        Op::Mkdir {
+            path: path.into(),
+            id: 0,
+            perm: 0o755,
+            owner: "u".into(),
+            group: "g".into(),
+            mtime: 1,
+        }
+    }
+
+    #[test]
+    fn a_refused_rename_between_shards_leaves_the_source_in_place() {
+        let sharded = |ops: &[Op]| {
+            let mut s = Sharded::split(Tree::new(0o755, 0), 2);
+            s.apply_all(ops).unwrap();
+            s
+        };
+        // Two top-level names in different shards.
+        let names: Vec<String> = (0..64).map(|i| format!("t{i}")).collect();
+        let a = &names[0];
+        let b = names
+            .iter()
+            .find(|n| shard_of(n, 2) != shard_of(a, 2))
+            .expect("64 names fall in both of two shards");
+        let mut s = sharded(&[mkdir(&format!("/{a}")), mkdir(&format!("/{a}/d"))]);
+        let before = s.totals(&format!("/{a}")).unwrap();
+
+        // The destination's directory does not exist.
+        let rename = Op::Rename {
+            src: format!("/{a}/d"),
+            dst: format!("/{b}/missing/d"),
+            overwrite: false,
+            mtime: 2,
+        };
+        assert!(matches!(s.route(&rename), Route::Across(..)));
+        let e = s.apply_all(&[rename]).unwrap_err();
+        assert!(e.contains(b.as_str()), "{e}");
+        assert_eq!(s.totals(&format!("/{a}")).unwrap(), before);
+        assert!(s.totals(&format!("/{a}/d")).is_some(), "the source stays");
+
+        // The destination exists and overwrite is not asked for.
+        s.apply_all(&[mkdir(&format!("/{b}")), mkdir(&format!("/{b}/d"))])
+            .unwrap();
+        let rename = Op::Rename {
+            src: format!("/{a}/d"),
+            dst: format!("/{b}/d"),
+            overwrite: false,
+            mtime: 3,
+        };
+        let e = s.apply_all(&[rename]).unwrap_err();
+        assert!(e.contains("already exists"), "{e}");
+        assert!(s.totals(&format!("/{a}/d")).is_some(), "the source stays");
     }
 }

@@ -416,12 +416,25 @@ impl Tree {
         // The destination's directory is found before the source is unlinked: a directory
         // unlinked and then refused would stay in the arena and its index, reachable by a
         // key but by no walk. It stays valid through the unlinking: it is not below `src`.
+        let (parent, name) = self.destination(dst, overwrite)?;
+        let node = self.detach(src, now)?;
+        self.attach(parent, name, node, now)
+    }
+
+    /// Where a rename to `dst` would link its entry, or why it cannot.
+    fn destination<'p>(&self, dst: &'p str, overwrite: bool) -> Result<(DirId, &'p str), String> {
         let (parent, name) = self.place(dst)?;
         if !overwrite && self.dirs.get(parent).children.contains_key(name) {
             return Err(format!("rename destination {dst} already exists"));
         }
-        let node = self.detach(src, now)?;
-        self.attach(parent, name, node, now)
+        Ok((parent, name))
+    }
+
+    /// Whether a rename could [`put`](Self::put) an entry at `dst`: checked before the
+    /// source is [`take`](Self::take)n from another tree, which must not lose it to a
+    /// refused destination.
+    pub fn accepts(&self, dst: &str, overwrite: bool) -> Result<(), String> {
+        self.destination(dst, overwrite).map(|_| ())
     }
 
     /// Takes the entry at `path` out of this tree with everything below it.
