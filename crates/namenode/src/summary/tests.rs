@@ -316,6 +316,81 @@ fn a_refused_rename_leaves_the_tree_whole() {
 }
 
 #[test]
+fn renames_within_one_directory_keep_the_totals_above_it() {
+    let mut ns = Namespace::new("hdfs", "supergroup", 1);
+    let mut s = Summary::from_namespace(&ns, 0);
+    let mkdir = |path: &str, id: u64| Op::Mkdir {
+        path: path.into(),
+        id,
+        perm: 0o755,
+        owner: "u".into(),
+        group: "g".into(),
+        mtime: 1,
+    };
+    let file = |path: &str, id: u64| Op::Create {
+        path: path.into(),
+        id,
+        perm: 0o644,
+        owner: "u".into(),
+        group: "g".into(),
+        mtime: 1,
+        replication: 3,
+        block_size: 1 << 20,
+        client_name: "c".into(),
+        client_machine: "m".into(),
+    };
+    let close = |path: &str, len: u64| Op::Close {
+        path: path.into(),
+        mtime: 2,
+        len,
+    };
+    let rename = |src: &str, dst: &str, overwrite: bool, mtime: i64| Op::Rename {
+        src: src.into(),
+        dst: dst.into(),
+        mtime,
+        overwrite,
+    };
+    let ops = [
+        mkdir("/a", 10),
+        mkdir("/a/b", 11),
+        mkdir("/a/b/d", 12),
+        mkdir("/a/b/d/e", 13),
+        file("/a/b/d/e/x", 14),
+        close("/a/b/d/e/x", 5),
+        file("/a/b/f._COPYING_", 15),
+        close("/a/b/f._COPYING_", 7),
+        file("/a/b/g", 16),
+        close("/a/b/g", 11),
+        // A file, as `hdfs dfs -put` finishes one.
+        rename("/a/b/f._COPYING_", "/a/b/f", false, 3),
+        // A file over another: the replaced one's bytes leave the totals above.
+        rename("/a/b/f", "/a/b/g", true, 4),
+        // A directory with a subtree: its index keys must follow its new name.
+        rename("/a/b/d", "/a/b/d2", false, 5),
+        file("/a/b/d2/e/y", 17),
+        close("/a/b/d2/e/y", 13),
+        mkdir("/a/b/d2/e/z", 18),
+    ];
+    for (i, op) in ops.iter().enumerate() {
+        ns.apply(op).unwrap();
+        s.apply(i as u64 + 1, op).unwrap();
+        assert_matches(&ns, &s, &format!("after {op:?}"));
+    }
+    // Refused without a change: the source is missing, or the destination is taken.
+    for op in [
+        rename("/a/b/nothing", "/a/b/h", false, 6),
+        rename("/a/b/g", "/a/b/d2", false, 6),
+    ] {
+        assert!(s.apply(ops.len() as u64 + 1, &op).is_err(), "{op:?}");
+        assert_matches(&ns, &s, &format!("after refusing {op:?}"));
+    }
+    let b = s.get("/a/b").unwrap();
+    assert_eq!((b.tot.files, b.tot.bytes), (3, 7 + 5 + 13));
+    assert!(s.get("/a/b/d").is_none());
+    assert_eq!(s.get("/a/b/d2/e").unwrap().tot.files, 2);
+}
+
+#[test]
 fn the_summary_carries_on_after_a_checkpoint_round_trip() {
     let mut r = Rng(77);
     let mut ns = Namespace::new("hdfs", "supergroup", 1);
