@@ -352,11 +352,10 @@ impl Namespace {
         if s == ROOT_SLOT {
             return Ok(None);
         }
-        let dst_walk = self.walk(&dst_comps)?;
-        if let Some(d) = dst_walk.target() {
-            if self.inode(d).is_dir() {
-                dst_comps.push(src_comps.last().expect("not the root"));
-            }
+        let mut dst_walk = self.walk(&dst_comps)?;
+        let into_dir = dst_walk.target().is_some_and(|d| self.inode(d).is_dir());
+        if into_dir {
+            dst_comps.push(src_comps.last().expect("not the root"));
         }
         if src_comps == dst_comps {
             return Ok(Some(Planned::default()));
@@ -366,11 +365,15 @@ impl Namespace {
                 "Rename destination {dst} is a directory or file under source {src}"
             )));
         }
-        let dst_walk = match self.walk(&dst_comps) {
-            Ok(w) => w,
-            Err(FsError::ParentNotDirectory(_)) => return Ok(None),
-            Err(e) => return Err(e),
-        };
+        // Only a move into a directory has a new destination path to walk; otherwise the
+        // walk above is already it (a rename's path walks are most of its cost here).
+        if into_dir {
+            dst_walk = match self.walk(&dst_comps) {
+                Ok(w) => w,
+                Err(FsError::ParentNotDirectory(_)) => return Ok(None),
+                Err(e) => return Err(e),
+            };
+        }
         self.check_traverse(caller, &dst_walk)?;
         if dst_walk.target().is_some() || dst_walk.slots.len() < dst_comps.len() {
             return Ok(None);

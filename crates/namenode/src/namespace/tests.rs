@@ -199,6 +199,36 @@ fn rename_legacy_and_rename2() {
 }
 
 #[test]
+fn rename_legacy_within_a_directory() {
+    let mut h = Harness::new();
+    h.touch(&su(), "/b/f");
+    h.touch(&su(), "/b/g");
+    // False onto an existing file.
+    assert!(h
+        .ns
+        .plan_rename(&su(), "/b/f", "/b/g", 0)
+        .unwrap()
+        .is_none());
+    // A new name in the same directory.
+    let ops =
+        h.ns.plan_rename(&su(), "/b/f", "/b/f2", h.now)
+            .unwrap()
+            .unwrap();
+    h.commit(ops);
+    assert!(h.ns.get_file_info(&su(), "/b/f2").unwrap().is_some());
+    assert!(h.ns.get_file_info(&su(), "/b/f").unwrap().is_none());
+    // False into a directory that already holds the name.
+    h.touch(&su(), "/a/f2");
+    assert!(h.ns.plan_rename(&su(), "/a/f2", "/b", 0).unwrap().is_none());
+    // A destination below a file: as before, the walk's error.
+    assert!(matches!(
+        h.ns.plan_rename(&su(), "/b/f2", "/b/g/x", 0),
+        Err(FsError::ParentNotDirectory(_))
+    ));
+    assert_eq!(h.ns.file_count(), 3);
+}
+
+#[test]
 fn delete_rules() {
     let mut h = Harness::new();
     h.touch(&su(), "/d/e/f");
