@@ -231,6 +231,34 @@ fn assert_matches(ns: &Namespace, s: &Summary, when: &str) {
     s.tree().check_arena();
 }
 
+/// A mkdir record of `path` (mode 755, owner u:g) at `mtime`.
+fn mkdir_op(path: &str, id: u64, mtime: i64) -> Op {
+    Op::Mkdir {
+        path: path.into(),
+        id,
+        perm: 0o755,
+        owner: "u".into(),
+        group: "g".into(),
+        mtime,
+    }
+}
+
+/// A create record of `path` (mode 644, replication 3, 1 MiB blocks, client "c") at `mtime`.
+fn create_op(path: &str, id: u64, mtime: i64) -> Op {
+    Op::Create {
+        path: path.into(),
+        id,
+        perm: 0o644,
+        owner: "u".into(),
+        group: "g".into(),
+        mtime,
+        replication: 3,
+        block_size: 1 << 20,
+        client_name: "c".into(),
+        client_machine: "m".into(),
+    }
+}
+
 fn run(seed: u64, steps: u64) {
     let mut r = Rng(seed);
     let mut ns = Namespace::new("hdfs", "supergroup", 1);
@@ -291,14 +319,7 @@ fn random_sequences_match_when_directories_share_keys() {
 #[test]
 fn a_refused_rename_leaves_the_tree_whole() {
     let mut t = tree::Tree::new(0o755, 0);
-    let mkdir = |path: &str| Op::Mkdir {
-        path: path.into(),
-        id: 1,
-        perm: 0o755,
-        owner: "u".into(),
-        group: "g".into(),
-        mtime: 1,
-    };
+    let mkdir = |path: &str| mkdir_op(path, 1, 1);
     for p in ["/a", "/a/b", "/a/b/c"] {
         t.apply(&mkdir(p)).unwrap();
     }
@@ -319,26 +340,8 @@ fn a_refused_rename_leaves_the_tree_whole() {
 fn renames_within_one_directory_keep_the_totals_above_it() {
     let mut ns = Namespace::new("hdfs", "supergroup", 1);
     let mut s = Summary::from_namespace(&ns, 0);
-    let mkdir = |path: &str, id: u64| Op::Mkdir {
-        path: path.into(),
-        id,
-        perm: 0o755,
-        owner: "u".into(),
-        group: "g".into(),
-        mtime: 1,
-    };
-    let file = |path: &str, id: u64| Op::Create {
-        path: path.into(),
-        id,
-        perm: 0o644,
-        owner: "u".into(),
-        group: "g".into(),
-        mtime: 1,
-        replication: 3,
-        block_size: 1 << 20,
-        client_name: "c".into(),
-        client_machine: "m".into(),
-    };
+    let mkdir = |path: &str, id: u64| mkdir_op(path, id, 1);
+    let file = |path: &str, id: u64| create_op(path, id, 1);
     let close = |path: &str, len: u64| Op::Close {
         path: path.into(),
         mtime: 2,
@@ -414,14 +417,7 @@ fn the_summary_carries_on_after_a_checkpoint_round_trip() {
 #[test]
 fn gaps_and_replays_are_told_apart() {
     let mut s = Summary::empty(0o755);
-    let mk = |p: &str| Op::Mkdir {
-        path: p.into(),
-        id: 1,
-        perm: 0o755,
-        owner: "u".into(),
-        group: "g".into(),
-        mtime: 5,
-    };
+    let mk = |p: &str| mkdir_op(p, 1, 5);
     s.apply(1, &mk("/a")).unwrap();
     s.apply(1, &mk("/a")).unwrap(); // replayed: skipped
     assert!(s.apply(3, &mk("/b")).unwrap_err().contains("missing"));
@@ -510,18 +506,7 @@ fn an_abandoned_block_gives_back_the_length_rule_of_the_namespace() {
         prev_len,
     };
     let ops = [
-        Op::Create {
-            path: "/w".into(),
-            id: 500,
-            perm: 0o644,
-            owner: "u".into(),
-            group: "g".into(),
-            mtime: 1,
-            replication: 3,
-            block_size: 1 << 20,
-            client_name: "c".into(),
-            client_machine: "m".into(),
-        },
+        create_op("/w", 500, 1),
         add(1 << 30, 0),
         add((1 << 30) + 1, 1 << 20),
         Op::AbandonBlock {
