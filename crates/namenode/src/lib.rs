@@ -11,6 +11,7 @@ pub mod config;
 pub mod error;
 pub mod forked_writer;
 pub mod groups;
+pub mod id_map;
 pub mod identity;
 pub mod journal;
 pub mod leases;

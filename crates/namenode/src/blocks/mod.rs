@@ -56,8 +56,11 @@ pub fn replica_matches(r: &Reported, e: &Expected) -> bool {
 pub struct BlockManager {
     pub reg: Registry,
     /// Keyed by block id with foldhash: every getBlockLocations looks up each of its blocks
-    /// here, and SipHash was a measurable share of a 1,000-block reply.
-    entries: HashMap<u64, Entry, foldhash::fast::RandomState>,
+    /// here, and SipHash was a measurable share of a 1,000-block reply. An [`IdMap`], so
+    /// that its growth never re-hashes every block under this lock.
+    ///
+    /// [`IdMap`]: crate::id_map::IdMap
+    entries: crate::id_map::IdMap<Entry>,
     /// Blocks with at least one finalized replica.
     safe: usize,
     /// Blocks being copied, with the time after which the copy is given up on.

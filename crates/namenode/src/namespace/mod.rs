@@ -58,10 +58,6 @@ pub struct Applied {
 pub const FIRST_BLOCK_ID: u64 = (1 << 30) + 1;
 pub const FIRST_GENERATION_STAMP: u64 = 1001;
 
-/// The id maps are consulted on every create, addBlock and block report, under the
-/// namespace lock: a fast hash (randomly seeded per process) rather than SipHash.
-type Fold = foldhash::fast::RandomState;
-
 pub struct Namespace {
     arena: Arena,
     /// Files open for write: inode id → slot. Lease recovery and fileId lookups use it.
@@ -71,10 +67,14 @@ pub struct Namespace {
     open_files: std::collections::BTreeMap<u64, Slot>,
     names: NameArena,
     users: Interner,
-    /// Block id → the file that holds it: how block reports find their files.
+    /// Block id → the file that holds it: how block reports find their files. Consulted on
+    /// every addBlock and block report under the namespace lock, so it is an [`IdMap`]
+    /// (foldhash, and no growth that re-hashes millions of entries under that lock).
+    ///
+    /// [`IdMap`]: crate::id_map::IdMap
     /// (A block's index in its file never changes: blocks are only appended, and only the
     /// last is ever abandoned.)
-    block_files: std::collections::HashMap<u64, (Slot, u32), Fold>,
+    block_files: crate::id_map::IdMap<(Slot, u32)>,
     next_inode_id: u64,
     /// Never reused, even after a delete: a DataNode may still hold replicas of a dead block.
     next_block_id: u64,
