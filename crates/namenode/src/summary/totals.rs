@@ -219,6 +219,14 @@ pub struct Patch {
 }
 
 impl Patch {
+    /// Takes `part` out of the totals, adding nothing.
+    pub fn removing(part: Part) -> Patch {
+        Patch {
+            sub: part,
+            add: Part::Nothing,
+        }
+    }
+
     pub fn apply(&self, t: &mut Totals) {
         match &self.sub {
             Part::Nothing => {}

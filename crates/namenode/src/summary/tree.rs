@@ -364,20 +364,17 @@ impl Tree {
     /// Takes `name` (at `path`) out of `parent`, with the patch that takes it out of the
     /// totals above.
     fn unlink(&mut self, parent: DirId, name: &str, path: &str) -> Result<(Patch, Node), String> {
-        let node = self
-            .dirs
+        let node = self.remove_child(parent, name, path)?;
+        Ok((Patch::removing(self.part(node.as_ref())), node))
+    }
+
+    /// Takes `name` (at `path`) out of `parent`'s children, totals untouched.
+    fn remove_child(&mut self, parent: DirId, name: &str, path: &str) -> Result<Node, String> {
+        self.dirs
             .get_mut(parent)
             .children
             .remove(name)
-            .ok_or_else(|| format!("{path} does not exist"))?;
-        let sub = self.part(node.as_ref());
-        Ok((
-            Patch {
-                sub,
-                add: Part::Nothing,
-            },
-            node,
-        ))
+            .ok_or_else(|| format!("{path} does not exist"))
     }
 
     /// Puts `node` (a file, or a directory of this tree's arena) as `name` in `parent`,
@@ -427,20 +424,8 @@ impl Tree {
         now: i64,
     ) -> Result<(), String> {
         self.in_dir(parent, to, now, |t, parent, to| {
-            let node = t
-                .dirs
-                .get_mut(parent)
-                .children
-                .remove(from)
-                .ok_or_else(|| format!("{src} does not exist"))?;
-            let sub = t.link_replacing(parent, to, node);
-            Ok((
-                Patch {
-                    sub,
-                    add: Part::Nothing,
-                },
-                (),
-            ))
+            let node = t.remove_child(parent, from, src)?;
+            Ok((Patch::removing(t.link_replacing(parent, to, node)), ()))
         })
     }
 
