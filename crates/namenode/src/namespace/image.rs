@@ -221,6 +221,7 @@ impl Namespace {
             arena: Arena::default(),
             open_files: Default::default(),
             names: NameArena::default(),
+            name_move: None,
             users: Interner::default(),
             block_files: Default::default(),
             next_inode_id: 0,

@@ -224,6 +224,21 @@ impl Arena {
         self.live == 0
     }
 
+    /// One past the highest slot handed out so far.
+    pub fn end(&self) -> Slot {
+        self.chunks
+            .last()
+            .map_or(0, |c| ((self.chunks.len() - 1) * CHUNK + c.len()) as Slot)
+    }
+
+    /// The inode at `slot`, if the slot is live.
+    pub fn try_get_mut(&mut self, slot: Slot) -> Option<&mut Inode> {
+        self.chunks
+            .get_mut((slot >> CHUNK_BITS) as usize)?
+            .get_mut(slot as usize & (CHUNK - 1))?
+            .as_mut()
+    }
+
     /// Every live slot, in slot order.
     pub fn slots(&self) -> impl Iterator<Item = Slot> + '_ {
         self.chunks.iter().enumerate().flat_map(|(ci, c)| {

@@ -58,6 +58,10 @@ pub struct Applied {
 pub const FIRST_BLOCK_ID: u64 = (1 << 30) + 1;
 pub const FIRST_GENERATION_STAMP: u64 = 1001;
 
+/// Slots whose names one mutation moves while freed names are reclaimed: 2 million names
+/// move over some 2,000 mutations instead of in one 91 ms pause.
+const NAME_MOVE_STEP: Slot = 1024;
+
 pub struct Namespace {
     arena: Arena,
     /// Files open for write: inode id → slot. Lease recovery and fileId lookups use it.
@@ -66,6 +70,8 @@ pub struct Namespace {
     /// big as the open files (3.3% of an in-process create's CPU, against 0.9%).
     open_files: std::collections::BTreeMap<u64, Slot>,
     names: NameArena,
+    /// While the names move to a fresh buffer, the next slot whose name is to move.
+    name_move: Option<Slot>,
     users: Interner,
     /// Block id → the file that holds it: how block reports find their files. Consulted on
     /// every addBlock and block report under the namespace lock, so it is an [`IdMap`]
@@ -111,6 +117,7 @@ impl Namespace {
             arena: Arena::default(),
             open_files: Default::default(),
             names: NameArena::default(),
+            name_move: None,
             users: Interner::default(),
             block_files: Default::default(),
             next_inode_id: ROOT_INODE_ID + 1,
@@ -425,9 +432,7 @@ impl Namespace {
                 }
             }
         }
-        if self.names.wants_compaction() {
-            self.compact_names();
-        }
+        self.step_name_move();
         for (id, _) in &fx.closed_files {
             self.open_files.remove(id);
         }
@@ -651,12 +656,32 @@ impl Namespace {
         }
     }
 
-    fn compact_names(&mut self) {
-        let slots: Vec<Slot> = self.arena.slots().collect();
-        let live: Vec<_> = slots.iter().map(|&s| self.arena.get(s).name).collect();
-        let fresh = self.names.compact(&live);
-        for (s, r) in slots.into_iter().zip(fresh) {
-            self.arena.get_mut(s).name = r;
+    /// Reclaims the names freed by deletes and renames a step at a time: once they outgrow
+    /// the live ones, each mutation moves the names of the next [`NAME_MOVE_STEP`] slots
+    /// to a fresh buffer, until every slot has been visited (see [`NameArena`]). Slots
+    /// filled meanwhile already have their names there.
+    ///
+    /// [`NameArena`]: names::NameArena
+    fn step_name_move(&mut self) {
+        let Some(from) = self.name_move else {
+            if self.names.wants_compaction() {
+                self.names.begin_move();
+                self.name_move = Some(0);
+            }
+            return;
+        };
+        let end = self.arena.end();
+        let to = from.saturating_add(NAME_MOVE_STEP).min(end);
+        for slot in from..to {
+            if let Some(inode) = self.arena.try_get_mut(slot) {
+                inode.name = self.names.relocate(inode.name);
+            }
+        }
+        if to == end {
+            self.names.finish_move();
+            self.name_move = None;
+        } else {
+            self.name_move = Some(to);
         }
     }
 

@@ -382,6 +382,86 @@ fn replaying_the_log_rebuilds_the_same_namespace() {
 }
 
 #[test]
+fn names_move_in_steps_and_every_path_resolves_throughout() {
+    let mut h = Harness::new();
+    let long = "m".repeat(40);
+    let path = |i: usize| format!("/d{}/{long}{i}", i % 16);
+    let n = 40_000;
+    // Applied as the journal replays them, and logged so that `replayed` has them too.
+    let apply = |h: &mut Harness, op: Op| {
+        h.ns.apply(&op).unwrap();
+        h.log.push(op);
+    };
+    for i in 0..n {
+        let op = Op::Create {
+            path: path(i),
+            id: 100_000 + i as u64,
+            perm: 0o644,
+            owner: "u".into(),
+            group: "g".into(),
+            mtime: 1,
+            replication: 1,
+            block_size: 1 << 20,
+            client_name: "c".into(),
+            client_machine: "m".into(),
+        };
+        if i < 16 {
+            h.mkdirs(&su(), &format!("/d{i}")).unwrap();
+        }
+        apply(&mut h, op);
+    }
+    let resolves = |ns: &Namespace, i: usize, alive: bool| {
+        assert_eq!(
+            ns.get_file_info(&su(), &path(i)).unwrap().is_some(),
+            alive,
+            "{}",
+            path(i)
+        );
+    };
+    // Delete until more than half the names are garbage: the move starts.
+    let mut deleted = 0;
+    while h.ns.name_move.is_none() {
+        let p = path(deleted);
+        apply(&mut h, Op::Delete { path: p, mtime: 2 });
+        deleted += 1;
+    }
+    assert!(deleted < n, "the move never started");
+    // A few more changes, each moving a step, and names made meanwhile (a rename, new
+    // files) in the new buffer: every path resolves while the move is half done.
+    for j in 0..5 {
+        let src = path(n - 1 - j);
+        let dst = format!("{src}.r");
+        let rename = Op::Rename {
+            src,
+            dst,
+            mtime: 3,
+            overwrite: false,
+        };
+        apply(&mut h, rename);
+    }
+    assert!(h.ns.name_move.is_some(), "the move is still under way");
+    for i in (0..n - 5).step_by(7) {
+        resolves(&h.ns, i, i >= deleted);
+    }
+    for j in 0..5 {
+        let dst = format!("{}.r", path(n - 1 - j));
+        assert!(h.ns.get_file_info(&su(), &dst).unwrap().is_some(), "{dst}");
+    }
+    // Through to the end of the move: the old buffer is gone, and nothing was lost.
+    let before = h.ns.name_heap_bytes();
+    let mut k = 0;
+    while h.ns.name_move.is_some() {
+        h.mkdirs(&su(), &format!("/x{k}")).unwrap();
+        k += 1;
+    }
+    assert!(h.ns.name_heap_bytes() < before, "{before}");
+    for i in 0..n - 5 {
+        resolves(&h.ns, i, i >= deleted);
+    }
+    assert_eq!(h.replayed().dump(), h.ns.dump());
+}
+
+#[test]
 fn names_are_compacted_after_heavy_churn() {
     let mut h = Harness::new();
     h.mkdirs(&su(), "/c").unwrap();
