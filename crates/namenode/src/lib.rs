@@ -7,6 +7,7 @@
 pub mod atomic_file;
 pub mod blocks;
 pub mod checkpoint;
+pub mod chunked;
 pub mod config;
 pub mod error;
 pub mod forked_writer;

@@ -17,10 +17,12 @@
 //! whole path: moving a directory re-keys everything below it (work in proportion to the
 //! directories moved, where the namespace's rename is one entry).
 //!
-//! Slots live in fixed-size chunks, so growing the arena never copies the directories
-//! already in it, and freed slots are reused.
+//! Slots live in fixed-size chunks ([`Chunked`]), so growing the arena never copies the
+//! directories already in it, and freed slots are reused.
 
 use hashbrown::HashTable;
+
+use crate::chunked::Chunked;
 
 use super::children::{Children, NodeRef};
 use super::totals::{Patch, Totals};
@@ -49,9 +51,6 @@ impl Dir {
     }
 }
 
-const CHUNK_BITS: u32 = 12;
-const CHUNK: usize = 1 << CHUNK_BITS;
-
 /// What the index says about a path.
 pub enum Lookup {
     Found(DirId),
@@ -62,8 +61,7 @@ pub enum Lookup {
 }
 
 pub struct Dirs {
-    chunks: Vec<Vec<Option<Dir>>>,
-    free: Vec<DirId>,
+    slots: Chunked<Dir>,
     /// (key, slot) of every directory. The key is kept in the entry so that neither a
     /// probe nor the table's growth reads the directories themselves (a cache miss each).
     index: HashTable<(u64, DirId)>,
@@ -74,8 +72,7 @@ impl Dirs {
     /// An arena holding only a root directory.
     pub fn new(perm: u16, updated: i64) -> Dirs {
         let mut dirs = Dirs {
-            chunks: Vec::new(),
-            free: Vec::new(),
+            slots: Chunked::default(),
             index: HashTable::new(),
             seed: foldhash::fast::RandomState::default(),
         };
@@ -85,17 +82,11 @@ impl Dirs {
     }
 
     pub fn get(&self, id: DirId) -> &Dir {
-        let i = id as usize;
-        self.chunks[i >> CHUNK_BITS][i & (CHUNK - 1)]
-            .as_ref()
-            .expect("a live directory slot")
+        self.slots.get(id)
     }
 
     pub fn get_mut(&mut self, id: DirId) -> &mut Dir {
-        let i = id as usize;
-        self.chunks[i >> CHUNK_BITS][i & (CHUNK - 1)]
-            .as_mut()
-            .expect("a live directory slot")
+        self.slots.get_mut(id)
     }
 
     pub fn root(&self) -> &Dir {
@@ -143,24 +134,7 @@ impl Dirs {
             parent,
             key,
         };
-        let id = match self.free.pop() {
-            Some(id) => {
-                let i = id as usize;
-                self.chunks[i >> CHUNK_BITS][i & (CHUNK - 1)] = Some(dir);
-                id
-            }
-            None => {
-                if self.chunks.last().is_none_or(|c| c.len() == CHUNK) {
-                    self.chunks.push(Vec::with_capacity(CHUNK));
-                }
-                let id = (self.chunks.len() - 1) * CHUNK + self.chunks.last().map_or(0, Vec::len);
-                self.chunks
-                    .last_mut()
-                    .expect("pushed above")
-                    .push(Some(dir));
-                DirId::try_from(id).expect("fewer than 2^32 directories")
-            }
-        };
+        let id = self.slots.insert(dir);
         self.index_one(id);
         id
     }
@@ -224,9 +198,7 @@ impl Dirs {
     pub fn free(&mut self, id: DirId) {
         for d in self.subtree(id) {
             self.unindex_one(d);
-            let i = d as usize;
-            self.chunks[i >> CHUNK_BITS][i & (CHUNK - 1)] = None;
-            self.free.push(d);
+            self.slots.remove(d);
         }
     }
 
@@ -273,7 +245,7 @@ impl Dirs {
     /// Live directories (tests).
     #[cfg(test)]
     pub fn live(&self) -> usize {
-        self.chunks.iter().flatten().filter(|d| d.is_some()).count()
+        self.slots.len()
     }
 
     /// Directories in the index (tests: every live one, once).
