@@ -233,22 +233,16 @@ impl Tree {
             } => {
                 let repl = *replication;
                 self.at_parent(path, now, |t, parent, name| {
-                    let dir = t.dirs.get_mut(parent);
-                    let sub = match dir.children.get(name) {
-                        Some(NodeRef::Dir(_)) => return Err(format!("{path} is a directory")),
-                        Some(NodeRef::File(f)) => Part::File {
-                            len: f.len,
-                            repl: f.repl,
-                        },
-                        None => Part::Nothing,
-                    };
+                    if let Some(NodeRef::Dir(_)) = t.dirs.get(parent).children.get(name) {
+                        return Err(format!("{path} is a directory"));
+                    }
                     let file = File {
                         len: 0,
                         repl,
                         open: Some(Vec::new()),
                     };
                     // Replaces an old file of that name, if any.
-                    dir.children.insert(name, Node::File(file));
+                    let sub = t.link_replacing(parent, name, Node::File(file));
                     let add = Part::File { len: 0, repl };
                     Ok((Patch { sub, add }, ()))
                 })?;
