@@ -53,6 +53,10 @@ pub mod class {
     pub const ILLEGAL_ARGUMENT: &str = "java.lang.IllegalArgumentException";
     pub const RUNTIME: &str = "java.lang.RuntimeException";
     pub const HADOOP_ILLEGAL_ARGUMENT: &str = "org.apache.hadoop.HadoopIllegalArgumentException";
+    pub const MAX_DIRECTORY_ITEMS_EXCEEDED: &str =
+        "org.apache.hadoop.hdfs.protocol.FSLimitException$MaxDirectoryItemsExceededException";
+    pub const PATH_COMPONENT_TOO_LONG: &str =
+        "org.apache.hadoop.hdfs.protocol.FSLimitException$PathComponentTooLongException";
 }
 
 /// An error answer to one call. The connection stays open.

@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 
 use ferrite_ipc::conf::parse_size;
 
+/// The highest `dfs.namenode.fs-limits.max-directory-items` HDFS accepts.
+const MAX_DIR_ITEMS: u64 = 6_400_000;
+
 #[derive(Clone, Debug)]
 pub struct Config {
     /// `dfs.blocksize`
@@ -21,6 +24,8 @@ pub struct Config {
     pub min_replication: u16,
     /// `dfs.namenode.fs-limits.min-block-size`
     pub min_block_size: u64,
+    /// `dfs.namenode.fs-limits.max-directory-items`: most entries a directory may hold.
+    pub max_dir_items: usize,
     /// `dfs.bytes-per-checksum`
     pub bytes_per_checksum: u32,
     /// `dfs.client-write-packet-size`
@@ -159,6 +164,7 @@ impl Default for Config {
             max_replication: 512,
             min_replication: 1,
             min_block_size: 1 << 20,
+            max_dir_items: crate::namespace::DEFAULT_MAX_DIR_ITEMS,
             bytes_per_checksum: 512,
             write_packet_size: 64 << 10,
             file_buffer_size: 4096,
@@ -302,6 +308,17 @@ impl Config {
                 "dfs.replication.max" => self.max_replication = small(num()?)?,
                 "dfs.namenode.replication.min" => self.min_replication = small(num()?)?,
                 "dfs.namenode.fs-limits.min-block-size" => self.min_block_size = size()?,
+                "dfs.namenode.fs-limits.max-directory-items" => {
+                    // HDFS's own bounds: at least one, at most 6.4 million.
+                    self.max_dir_items = match num()? {
+                        n @ 1..=MAX_DIR_ITEMS => n as usize,
+                        _ => {
+                            return Err(bad(&format!(
+                                "cannot be less than 1 or greater than {MAX_DIR_ITEMS}"
+                            )))
+                        }
+                    }
+                }
                 "dfs.bytes-per-checksum" => self.bytes_per_checksum = num()? as u32,
                 "dfs.client-write-packet-size" => self.write_packet_size = size()? as u32,
                 "io.file.buffer.size" => self.file_buffer_size = size()? as u32,
@@ -540,6 +557,20 @@ mod tests {
         assert_eq!(unknown, vec!["foo.bar".to_string()]);
         assert!(c.apply_cli(&["novalue".into()]).is_err());
         assert!(c.apply_cli(&["dfs.replication=lots".into()]).is_err());
+    }
+
+    #[test]
+    fn directory_item_limit_within_hdfs_bounds() {
+        let key = "dfs.namenode.fs-limits.max-directory-items";
+        let mut c = Config::default();
+        assert_eq!(c.max_dir_items, 1_048_576);
+        c.apply_cli(&[format!("{key}=6400000")]).unwrap();
+        assert_eq!(c.max_dir_items, 6_400_000);
+        for bad in ["0", "6400001", "-1"] {
+            let e = c.apply_cli(&[format!("{key}={bad}")]).unwrap_err();
+            assert!(e.to_string().contains(key), "{e}");
+        }
+        assert_eq!(c.max_dir_items, 6_400_000);
     }
 
     #[test]

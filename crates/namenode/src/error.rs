@@ -30,6 +30,12 @@ pub enum FsError {
     Unsupported(String),
     #[error("{0}")]
     IllegalArgument(String),
+    /// A new entry would take its directory past `dfs.namenode.fs-limits.max-directory-items`.
+    #[error("{0}")]
+    DirectoryFull(String),
+    /// A path component longer than the limit, in a name being added.
+    #[error("{0}")]
+    ComponentTooLong(String),
     /// Anything HDFS reports as a plain `java.io.IOException`.
     #[error("{0}")]
     Io(String),
@@ -51,6 +57,8 @@ impl FsError {
             FsError::NotReplicatedYet(_) => class::NOT_REPLICATED_YET,
             FsError::Unsupported(_) => class::UNSUPPORTED_OPERATION,
             FsError::IllegalArgument(_) => class::HADOOP_ILLEGAL_ARGUMENT,
+            FsError::DirectoryFull(_) => class::MAX_DIRECTORY_ITEMS_EXCEEDED,
+            FsError::ComponentTooLong(_) => class::PATH_COMPONENT_TOO_LONG,
             FsError::Io(_) => class::IO,
         }
     }
@@ -112,6 +120,14 @@ mod tests {
             (
                 FsError::IllegalArgument(String::new()),
                 "org.apache.hadoop.HadoopIllegalArgumentException",
+            ),
+            (
+                FsError::DirectoryFull(String::new()),
+                "org.apache.hadoop.hdfs.protocol.FSLimitException$MaxDirectoryItemsExceededException",
+            ),
+            (
+                FsError::ComponentTooLong(String::new()),
+                "org.apache.hadoop.hdfs.protocol.FSLimitException$PathComponentTooLongException",
             ),
             (FsError::Io(String::new()), "java.io.IOException"),
         ];

@@ -123,7 +123,11 @@ impl NnState {
         NnState {
             last_image_txid: AtomicU64::new(storage.startup.image_txid),
             last_image_ms: AtomicI64::new(image_ms.unwrap_or(now)),
-            ns: RwLock::new(storage.ns),
+            ns: RwLock::new({
+                let mut ns = storage.ns;
+                ns.set_max_dir_items(cfg.max_dir_items);
+                ns
+            }),
             writers: tokio::sync::Mutex::new(()),
             leases: Mutex::new(leases),
             cfg,

@@ -108,8 +108,9 @@ def write_site(conf_dir: Path, core: dict, hdfs: dict):
         (conf_dir / name).write_text(f'<?xml version="1.0"?><configuration>{body}</configuration>\n')
 
 
-def start_hdfs(workdir: Path, trash_minutes: int) -> Server:
-    """A real Apache HDFS 3.4.1 NameNode (no DataNodes), freshly formatted."""
+def start_hdfs(workdir: Path, trash_minutes: int, hdfs_site=None) -> Server:
+    """A real Apache HDFS 3.4.1 NameNode (no DataNodes), freshly formatted; `hdfs_site`
+    adds to its hdfs-site.xml."""
     port = free_port()
     conf = workdir / "conf-nn"
     write_site(
@@ -121,6 +122,7 @@ def start_hdfs(workdir: Path, trash_minutes: int) -> Server:
             "dfs.namenode.http-address": "127.0.0.1:0",
             "dfs.namenode.secondary.http-address": "127.0.0.1:0",
             "dfs.namenode.safemode.extension": 0,
+            **(hdfs_site or {}),
         },
     )
     # The NameNode's web server wants its webapp folders on the classpath; they ship only in
@@ -270,9 +272,15 @@ def ferrite(workroot):
     yield from _server(workroot, "ferrite", lambda w: start_ferrite(w))
 
 
+# The trash pair also runs with a small directory item limit, so that the limit's
+# answers can be compared without starting a third HDFS.
+DIR_ITEMS_LIMIT = 4
+
+
 @pytest.fixture(scope="session")
 def ferrite_trash(workroot):
-    yield from _server(workroot, "ferrite-trash", lambda w: start_ferrite(w, ["fs.trash.interval=60"]))
+    conf = ["fs.trash.interval=60", f"dfs.namenode.fs-limits.max-directory-items={DIR_ITEMS_LIMIT}"]
+    yield from _server(workroot, "ferrite-trash", lambda w: start_ferrite(w, conf))
 
 
 @pytest.fixture(scope="session")
@@ -287,4 +295,5 @@ def hdfs_cluster(workroot):
 
 @pytest.fixture(scope="session")
 def hdfs_trash(workroot):
-    yield from _server(workroot, "hdfs-trash", lambda w: start_hdfs(w, 60))
+    site = {"dfs.namenode.fs-limits.max-directory-items": DIR_ITEMS_LIMIT}
+    yield from _server(workroot, "hdfs-trash", lambda w: start_hdfs(w, 60, site))

@@ -109,6 +109,21 @@ TRASH_BATCH = [
     C("-ls", "-R", "/user"),
 ]
 
+# Against a limit of 4 entries a directory (conftest's DIR_ITEMS_LIMIT).
+LIMIT_BATCH = [
+    C("-mkdir", "/lim"),
+    C("-touchz", "/lim/a", "/lim/b", "/lim/c"),
+    C("-mkdir", "/lim/d"),
+    C("-touchz", "/lim/e"),
+    C("-mkdir", "-p", "/lim/f/g"),
+    C("-mv", "/lim/a", "/lim/a2"),
+    C("-touchz", "/lim/d/x"),
+    C("-mv", "/lim/d/x", "/lim/x"),
+    C("-rm", "-skipTrash", "/lim/b"),
+    C("-mv", "/lim/d/x", "/lim/x"),
+    C("-ls", "-C", "/lim"),
+]
+
 
 def compare(batch, ours, theirs):
     assert len(ours) == len(theirs) == len(batch)
@@ -145,3 +160,14 @@ def test_fsshell_trash_matches_hdfs(ferrite_trash, hdfs_trash, workroot):
     assert ".Trash/Current/tr/d/f" in ours[5].out
     # -expunge -immediate checkpointed and removed the trash contents.
     assert ".Trash/Current" not in ours[11].out
+
+
+def test_fsshell_directory_item_limit_matches_hdfs(ferrite_trash, hdfs_trash, workroot):
+    ours = FsShell(ferrite_trash, workroot).run(*LIMIT_BATCH)
+    theirs = FsShell(hdfs_trash, workroot).run(*LIMIT_BATCH)
+    compare(LIMIT_BATCH, ours, theirs)
+    full = "The directory item limit of /lim is exceeded: limit=4 items=4"
+    assert [r.rc for r in ours] == [0, 0, 0, 1, 1, 0, 0, 1, 0, 0, 0]
+    for i in (3, 4, 7):
+        assert full in ours[i].err, ours[i].err
+    assert ours[10].out.split() == ["/lim/a2", "/lim/c", "/lim/d", "/lim/x"]

@@ -229,6 +229,7 @@ impl Namespace {
             next_gs: 0,
             files: 0,
             dirs: 0,
+            max_dir_items: super::DEFAULT_MAX_DIR_ITEMS,
         };
         let de = |kind| move |e| ImageError::Decode { kind, source: e };
         let mut sr = Reader::new(strings);

@@ -62,6 +62,9 @@ pub const FIRST_GENERATION_STAMP: u64 = 1001;
 /// move over some 2,000 mutations instead of in one 91 ms pause.
 const NAME_MOVE_STEP: Slot = 1024;
 
+/// HDFS's default for `dfs.namenode.fs-limits.max-directory-items`.
+pub const DEFAULT_MAX_DIR_ITEMS: usize = 1 << 20;
+
 pub struct Namespace {
     arena: Arena,
     /// Files open for write: inode id → slot. Lease recovery and fileId lookups use it.
@@ -87,6 +90,8 @@ pub struct Namespace {
     next_gs: u64,
     files: u64,
     dirs: u64,
+    /// `dfs.namenode.fs-limits.max-directory-items`, checked as mutations are planned.
+    max_dir_items: usize,
 }
 
 /// The result of walking a path from the root.
@@ -125,6 +130,7 @@ impl Namespace {
             next_gs: FIRST_GENERATION_STAMP,
             files: 0,
             dirs: 1,
+            max_dir_items: DEFAULT_MAX_DIR_ITEMS,
         };
         let owner = ns.users.intern(root_owner);
         let group = ns.users.intern(root_group);
@@ -142,6 +148,13 @@ impl Namespace {
         });
         debug_assert_eq!(root, ROOT_SLOT);
         ns
+    }
+
+    /// The most entries a directory may hold (HDFS's default is 1,048,576). Planned
+    /// mutations that would add past it fail; replay never checks, as HDFS checks only
+    /// once its image is loaded, so a journal written under a higher limit still loads.
+    pub fn set_max_dir_items(&mut self, n: usize) {
+        self.max_dir_items = n;
     }
 
     pub fn inode(&self, slot: Slot) -> &Inode {

@@ -25,8 +25,9 @@ pub fn components(path: &str) -> Result<Components<'_>, FsError> {
             return Err(FsError::InvalidPath(format!("Invalid path name {path}")));
         }
         if c.len() > MAX_COMPONENT_LEN {
-            return Err(FsError::InvalidPath(format!(
-                "The maximum path component name limit of {c} in directory {path} is exceeded: limit={MAX_COMPONENT_LEN} length={}",
+            return Err(FsError::ComponentTooLong(format!(
+                "The maximum path component name limit of {c} in directory {} is exceeded: limit={MAX_COMPONENT_LEN} length={}",
+                join(&out),
                 c.len()
             )));
         }

@@ -104,6 +104,20 @@ fn implicit_dir_perm(perm: u16) -> u16 {
 }
 
 impl Namespace {
+    /// Refuses a new entry in `dir` (at `dir_comps`) once it holds the most allowed
+    /// (HDFS's `MaxDirectoryItemsExceededException`, with its message).
+    fn check_room(&self, dir: Slot, dir_comps: &[&str]) -> Result<(), FsError> {
+        let items = self.inode(dir).children().map_or(0, |c| c.len());
+        if items < self.max_dir_items {
+            return Ok(());
+        }
+        Err(FsError::DirectoryFull(format!(
+            "The directory item limit of {} is exceeded: limit={} items={items}",
+            join(dir_comps),
+            self.max_dir_items
+        )))
+    }
+
     /// Ops that create the missing directories `comps[found..]` under `slots.last()`.
     fn mkdir_ops(
         &self,
@@ -164,6 +178,7 @@ impl Namespace {
         }
         let ancestor = walk.last();
         self.check_access(caller, ancestor, WRITE)?;
+        self.check_room(ancestor, &comps[..found])?;
         let ops = self.mkdir_ops(
             caller,
             &comps,
@@ -229,6 +244,7 @@ impl Namespace {
             )));
         }
         self.check_access(caller, ancestor, WRITE)?;
+        self.check_room(ancestor, &comps[..found])?;
         let dir_perm = implicit_dir_perm(a.masked);
         let mut ops = self.mkdir_ops(
             caller,
@@ -384,6 +400,10 @@ impl Namespace {
         // Every component but the last was found: the walk ends at the destination's directory.
         let dst_dir = dst_walk.last();
         self.check_access(caller, dst_dir, WRITE)?;
+        // Within one directory a rename adds no entry, and HDFS does not check there.
+        if dst_dir != src_parent {
+            self.check_room(dst_dir, &dst_comps[..dst_comps.len() - 1])?;
+        }
         let rename = Op::Rename {
             src: join(&src_comps),
             dst: join(&dst_comps),
@@ -463,6 +483,9 @@ impl Namespace {
                 )));
             }
             self.check_sticky(caller, dp, d)?;
+        } else if dp != src_parent {
+            // Replacing an entry adds none, so only a new name is checked.
+            self.check_room(dp, dst_parent_comps)?;
         }
         let rename = Op::Rename {
             src: join(&src_comps),

@@ -401,6 +401,75 @@ fn a_big_directory_lists_resolves_and_replays_through_growth_and_shrinkage() {
     assert_eq!(h.replayed().dump(), h.ns.dump());
 }
 
+/// `dfs.namenode.fs-limits.max-directory-items`: what adds an entry to a full directory
+/// fails with HDFS's message; what adds none (an overwrite, a rename within it) does not;
+/// and replay does not check, so a journal written under a higher limit still loads.
+#[test]
+fn a_full_directory_refuses_new_entries_but_not_replacements() {
+    let mut h = Harness::new();
+    h.ns.set_max_dir_items(3);
+    for f in ["a", "b"] {
+        h.touch(&su(), &format!("/full/{f}"));
+    }
+    h.mkdirs(&su(), "/full/sub").unwrap();
+    h.touch(&su(), "/elsewhere/f");
+    let full = |r: Result<(), FsError>| match r {
+        Err(FsError::DirectoryFull(m)) => {
+            assert_eq!(
+                m,
+                "The directory item limit of /full is exceeded: limit=3 items=3"
+            );
+        }
+        other => panic!("expected DirectoryFull, got {other:?}"),
+    };
+    full(h.create(&su(), "/full/c", false));
+    full(h.mkdirs(&su(), "/full/d/e"));
+    full(
+        h.ns.plan_rename(&su(), "/elsewhere/f", "/full/f", h.now)
+            .map(|_| ()),
+    );
+    full(
+        h.ns.plan_rename(&su(), "/elsewhere/f", "/full", h.now)
+            .map(|_| ()),
+    );
+    full(
+        h.ns.plan_rename2(&su(), "/elsewhere/f", "/full/f", false, h.now)
+            .map(|_| ()),
+    );
+    // Creating under a new directory checks only the directory that exists.
+    h.create(&su(), "/full/sub/x/y", false).unwrap();
+    // No new entry: an overwrite, renames within the directory, a replacing rename2.
+    h.create(&su(), "/full/a", true).unwrap();
+    let ops =
+        h.ns.plan_rename(&su(), "/full/a", "/full/a2", h.now)
+            .unwrap()
+            .unwrap();
+    h.commit(ops);
+    let ops =
+        h.ns.plan_rename2(&su(), "/elsewhere/f", "/full/b", true, h.now)
+            .unwrap();
+    h.commit(ops);
+    // Room again after a delete.
+    let ops =
+        h.ns.plan_delete(&su(), "/full/b", false, h.now)
+            .unwrap()
+            .unwrap();
+    h.commit(ops);
+    h.create(&su(), "/full/c", false).unwrap();
+    // The root is a directory like any other.
+    h.ns.set_max_dir_items(2);
+    match h.mkdirs(&su(), "/third") {
+        Err(FsError::DirectoryFull(m)) => assert!(m.contains("limit of / is"), "{m}"),
+        other => panic!("expected DirectoryFull, got {other:?}"),
+    }
+    let mut replay = Namespace::new("hdfs", "supergroup", 1);
+    replay.set_max_dir_items(1);
+    for op in &h.log {
+        replay.apply(op).expect("replay does not check the limit");
+    }
+    assert_eq!(replay.dump(), h.ns.dump());
+}
+
 #[test]
 fn content_summary_counts_the_subtree() {
     let mut h = Harness::new();
