@@ -322,7 +322,9 @@ impl NnState {
                 None => None,
             };
             drop(critical);
+            let retired = ns.take_retired();
             drop(ns);
+            drop(retired);
             if let Some(e) = applied.failed {
                 return Err(e);
             }

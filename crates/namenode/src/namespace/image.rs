@@ -222,6 +222,7 @@ impl Namespace {
             open_files: Default::default(),
             names: NameArena::default(),
             name_move: None,
+            retired_names: Vec::new(),
             users: Interner::default(),
             block_files: Default::default(),
             next_inode_id: 0,

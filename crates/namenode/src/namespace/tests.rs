@@ -599,6 +599,10 @@ fn names_move_in_steps_and_every_path_resolves_throughout() {
         k += 1;
     }
     assert!(h.ns.name_heap_bytes() < before, "{before}");
+    // The emptied buffer waits to be freed by whoever holds the lock, once released.
+    let retired = h.ns.take_retired();
+    assert!(retired.capacity() > 1 << 20, "{}", retired.capacity());
+    assert!(h.ns.take_retired().is_empty());
     for i in 0..n - 5 {
         resolves(&h.ns, i, i >= deleted);
     }
