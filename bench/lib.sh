@@ -166,6 +166,7 @@ NNB=org.apache.hadoop.hdfs.server.namenode.NNThroughputBenchmark
 # PID at URL, THREADS threads, N ops; WORK, OUT and HADOOP_CP set by the caller. Appends one
 # result line to $OUT/results.txt (and prints it), the benchmark's output to
 # $OUT/nnbench-SYSTEM-OP.log.
+# NNB_EXTRA="-filesPerDir 1000 ..." adds arguments to NNThroughputBenchmark.
 nnbench() {
   write_site "$WORK/client" core "fs.defaultFS=$2"
   write_site "$WORK/client" hdfs
@@ -192,7 +193,7 @@ nnbench() {
         [ -n "$jpid" ] && j1=$(cpu_ticks "$jpid" 2>/dev/null || true) ;;
       *"Ops per sec"*) r=${line##* } ;;
     esac
-  done < <(java $JAVA_OPTS -cp "$WORK/client:$HADOOP_CP" $NNB -fs "$2" -op "$3" -threads "$THREADS" $flag "$N" 2>&1)
+  done < <(java $JAVA_OPTS -cp "$WORK/client:$HADOOP_CP" $NNB -fs "$2" -op "$3" -threads "$THREADS" $flag "$N" ${NNB_EXTRA:-} 2>&1)
   local cpu_us="" client_us="" threads=""
   if [ -n "$c0" ] && [ -n "$c1" ] && [ "${ops:-0}" -gt 0 ] 2>/dev/null; then
     threads=$(thread_cpu "$WORK/threads0" "$WORK/threads1" "$ops")
