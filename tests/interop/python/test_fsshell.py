@@ -27,6 +27,8 @@ def C(*args):
     return list(args)
 
 
+LONG = "x" * 256
+
 # Commands run as the superuser (the user who started both NameNodes).
 ADMIN_BATCH = [
     C("-mkdir", "-p", "/t/a/b"),
@@ -77,6 +79,14 @@ ADMIN_BATCH = [
     C("-chmod", "777", "/shared"),
     C("-chmod", "700", "/private"),
     C("-ls", "/"),
+    # Names over 255 bytes: refused where added, simply absent where looked up.
+    C("-touchz", f"/t/{LONG}"),
+    C("-mkdir", "-p", f"/t/{'y' * 300}/z"),
+    C("-ls", f"/t/{LONG}"),
+    C("-test", "-e", f"/t/{LONG}"),
+    C("-touchz", f"/t/{LONG[1:]}"),
+    C("-mv", f"/t/{LONG[1:]}", f"/t/{LONG}"),
+    C("-ls", "-C", "/t"),
 ]
 
 # Then as an ordinary user that the host does not know (no groups).
@@ -143,6 +153,11 @@ def test_fsshell_matches_hdfs(ferrite, hdfs, workroot):
     assert "No such file or directory" in by_cmd["-ls /t/nope"].err
     assert "alice staff" in ours[29].out and "drwxrwxrwt" in ours[29].out
     assert norm(by_cmd["-count /t"].out).split() == ["3", "2", "0", "/t"]
+    too_long = "is exceeded: limit=255 length=256"
+    assert too_long in by_cmd[f"-touchz /t/{LONG}"].err
+    assert "No such file or directory" in by_cmd[f"-ls /t/{LONG}"].err
+    assert by_cmd[f"-test -e /t/{LONG}"].rc == 1
+    assert too_long in by_cmd[f"-mv /t/{LONG[1:]} /t/{LONG}"].err
 
     u_ours = FsShell(ferrite, workroot, user="alice").run(*USER_BATCH)
     u_theirs = FsShell(hdfs, workroot, user="alice").run(*USER_BATCH)

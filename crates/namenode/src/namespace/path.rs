@@ -8,11 +8,14 @@ use crate::error::FsError;
 /// its path, most more than once, and the heap allocation showed in the per-call profile.
 pub type Components<'a> = SmallVec<[&'a str; 16]>;
 
-/// Longest accepted path component in bytes (`dfs.namenode.fs-limits.max-component-length`).
+/// Longest name a new entry may have, in bytes (`dfs.namenode.fs-limits.max-component-length`,
+/// HDFS's default; the summary keeps name lengths in a byte).
 pub const MAX_COMPONENT_LEN: usize = 255;
 
 /// Splits an absolute path into its components. Empty components (`//`) are skipped as HDFS
-/// does; `.`, `..` and components containing `:` are invalid.
+/// does; `.`, `..` and components containing `:` are invalid. Length is not checked here:
+/// as in HDFS, only a name being added is refused for it (see [`check_new_name`]), and a
+/// lookup of an over-long one simply finds nothing.
 pub fn components(path: &str) -> Result<Components<'_>, FsError> {
     if !path.starts_with('/') {
         return Err(FsError::InvalidPath(format!(
@@ -24,16 +27,22 @@ pub fn components(path: &str) -> Result<Components<'_>, FsError> {
         if c == "." || c == ".." || c.contains(':') {
             return Err(FsError::InvalidPath(format!("Invalid path name {path}")));
         }
-        if c.len() > MAX_COMPONENT_LEN {
-            return Err(FsError::ComponentTooLong(format!(
-                "The maximum path component name limit of {c} in directory {} is exceeded: limit={MAX_COMPONENT_LEN} length={}",
-                join(&out),
-                c.len()
-            )));
-        }
         out.push(c);
     }
     Ok(out)
+}
+
+/// Refuses `name`, to be added under `parent`, if it is longer than [`MAX_COMPONENT_LEN`]
+/// (HDFS's `PathComponentTooLongException`, with its message).
+pub fn check_new_name(name: &str, parent: &[&str]) -> Result<(), FsError> {
+    if name.len() <= MAX_COMPONENT_LEN {
+        return Ok(());
+    }
+    Err(FsError::ComponentTooLong(format!(
+        "The maximum path component name limit of {name} in directory {} is exceeded: limit={MAX_COMPONENT_LEN} length={}",
+        join(parent),
+        name.len()
+    )))
 }
 
 /// The normalized path of `comps` (`/` for the root).
@@ -64,7 +73,16 @@ mod tests {
         ));
         assert!(matches!(components("/a/./b"), Err(FsError::InvalidPath(_))));
         assert!(matches!(components("/a:b"), Err(FsError::InvalidPath(_))));
-        assert!(components(&format!("/{}", "x".repeat(256))).is_err());
+        let long = "x".repeat(256);
+        assert_eq!(components(&format!("/a/{long}")).unwrap().len(), 2);
+        assert!(check_new_name(&long[1..], &["a"]).is_ok());
+        let Err(FsError::ComponentTooLong(m)) = check_new_name(&long, &["a"]) else {
+            panic!("a 256-byte name is refused")
+        };
+        assert!(
+            m.ends_with("in directory /a is exceeded: limit=255 length=256"),
+            "{m}"
+        );
         assert_eq!(join(&["a", "b"]), "/a/b");
         assert_eq!(join(&[]), "/");
     }

@@ -4,7 +4,7 @@
 
 use super::blocks::Previous;
 use super::inode::{Body, Slot, ROOT_SLOT};
-use super::path::{components, join};
+use super::path::{check_new_name, components, join};
 use super::perm::{Caller, EXECUTE, WRITE};
 use super::{Namespace, Op};
 use crate::error::FsError;
@@ -118,6 +118,19 @@ impl Namespace {
         )))
     }
 
+    /// Checks the entries a create or mkdirs adds, `comps[found..]`, in the order HDFS adds
+    /// them: each name's length, and room in `dir` for the first (the others go into
+    /// directories made with them).
+    fn check_new_entries(&self, dir: Slot, comps: &[&str], found: usize) -> Result<(), FsError> {
+        for i in found..comps.len() {
+            check_new_name(comps[i], &comps[..i])?;
+            if i == found {
+                self.check_room(dir, &comps[..found])?;
+            }
+        }
+        Ok(())
+    }
+
     /// Ops that create the missing directories `comps[found..]` under `slots.last()`.
     fn mkdir_ops(
         &self,
@@ -178,7 +191,7 @@ impl Namespace {
         }
         let ancestor = walk.last();
         self.check_access(caller, ancestor, WRITE)?;
-        self.check_room(ancestor, &comps[..found])?;
+        self.check_new_entries(ancestor, &comps, found)?;
         let ops = self.mkdir_ops(
             caller,
             &comps,
@@ -244,7 +257,7 @@ impl Namespace {
             )));
         }
         self.check_access(caller, ancestor, WRITE)?;
-        self.check_room(ancestor, &comps[..found])?;
+        self.check_new_entries(ancestor, &comps, found)?;
         let dir_perm = implicit_dir_perm(a.masked);
         let mut ops = self.mkdir_ops(
             caller,
@@ -400,9 +413,11 @@ impl Namespace {
         // Every component but the last was found: the walk ends at the destination's directory.
         let dst_dir = dst_walk.last();
         self.check_access(caller, dst_dir, WRITE)?;
+        let (dst_name, dst_parent) = dst_comps.split_last().expect("not the root");
+        check_new_name(dst_name, dst_parent)?;
         // Within one directory a rename adds no entry, and HDFS does not check there.
         if dst_dir != src_parent {
-            self.check_room(dst_dir, &dst_comps[..dst_comps.len() - 1])?;
+            self.check_room(dst_dir, dst_parent)?;
         }
         let rename = Op::Rename {
             src: join(&src_comps),
@@ -464,6 +479,7 @@ impl Namespace {
         let name = dst_comps
             .last()
             .expect("dst is not the root, it is not under src");
+        check_new_name(name, dst_parent_comps)?;
         if let Some(d) = self.child(dp, name.as_bytes()) {
             let (src_dir, dst_dir) = (self.inode(s).is_dir(), self.inode(d).is_dir());
             if src_dir != dst_dir {

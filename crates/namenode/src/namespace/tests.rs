@@ -470,6 +470,51 @@ fn a_full_directory_refuses_new_entries_but_not_replacements() {
     assert_eq!(replay.dump(), h.ns.dump());
 }
 
+/// A name over 255 bytes is refused where it would be added, with HDFS's exception, and
+/// is simply not found where it is looked up.
+#[test]
+fn over_long_names_are_refused_when_added_and_absent_when_looked_up() {
+    let mut h = Harness::new();
+    h.touch(&su(), "/d/f");
+    let long = "n".repeat(256);
+    let too_long = |r: Result<(), FsError>, dir: &str| match r {
+        Err(FsError::ComponentTooLong(m)) => {
+            assert!(
+                m.ends_with(&format!(
+                    "in directory {dir} is exceeded: limit=255 length=256"
+                )),
+                "{m}"
+            )
+        }
+        other => panic!("expected ComponentTooLong, got {other:?}"),
+    };
+    too_long(h.create(&su(), &format!("/d/{long}"), false), "/d");
+    too_long(
+        h.create(&su(), &format!("/d/new/{long}/f"), false),
+        "/d/new",
+    );
+    too_long(h.mkdirs(&su(), &format!("/d/{long}")), "/d");
+    let renamed = |to: &str| h.ns.plan_rename(&su(), "/d/f", to, h.now).map(|_| ());
+    too_long(renamed(&format!("/d/{long}")), "/d");
+    let renamed2 =
+        h.ns.plan_rename2(&su(), "/d/f", &format!("/{long}"), false, h.now);
+    too_long(renamed2.map(|_| ()), "/");
+    assert!(h
+        .ns
+        .get_file_info(&su(), &format!("/d/{long}"))
+        .unwrap()
+        .is_none());
+    assert!(h
+        .ns
+        .get_file_info(&su(), &format!("/{long}/f"))
+        .unwrap()
+        .is_none());
+    // 255 bytes is allowed.
+    h.create(&su(), &format!("/d/{}", &long[1..]), false)
+        .unwrap();
+    assert_eq!(h.replayed().dump(), h.ns.dump());
+}
+
 #[test]
 fn content_summary_counts_the_subtree() {
     let mut h = Harness::new();
