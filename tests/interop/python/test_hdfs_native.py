@@ -172,3 +172,27 @@ def test_trash_disabled_is_reported(client):
     with pytest.raises(Exception):
         client.trash("/hn/t")
     assert client.get_file_info("/hn/t")
+
+
+def test_a_full_directory_refuses_new_entries(workroot):
+    w = workroot / "dir-limit"
+    w.mkdir()
+    s = start_ferrite(w, ["dfs.namenode.fs-limits.max-directory-items=2"], datanodes=0)
+    c = Client(s.url)
+    c.mkdirs("/full/sub", create_parent=True)
+    touch(c, "/full/a")
+    full = "MaxDirectoryItemsExceededException.*The directory item limit of /full is exceeded: limit=2 items=2"
+    with pytest.raises(Exception, match=full):
+        touch(c, "/full/b")
+    with pytest.raises(Exception, match=full):
+        c.mkdirs("/full/c")
+    # Renaming within the directory adds no entry.
+    c.rename("/full/a", "/full/a2")
+    touch(c, "/other")
+    with pytest.raises(Exception, match=full):
+        c.rename("/other", "/full/other")
+    # Room again once an entry goes.
+    c.delete("/full/sub")
+    c.rename("/other", "/full/other")
+    assert sorted(os.path.basename(x.path) for x in c.list_status("/full")) == ["a2", "other"]
+    assert stop(s) == 0
