@@ -619,23 +619,16 @@ impl Namespace {
             .get(parent)
             .children()
             .expect("parent is a directory");
-        let name_of = |c: Slot| self.names.get(self.arena.get(c).name);
-        // Writers tend to add names in order (`part-00000`, `part-00001`, …), so the last
-        // entry, usually just added and still in cache, is checked before a binary search
-        // that would read log2(n) names, each behind two likely cache misses.
-        let pos = match children.last() {
-            Some(last) if name_of(last) < key => children.len(),
-            _ => children.partition_point(|c| name_of(c) < key),
-        };
+        let place = children.place_for(key, |c| self.names.get(self.arena.get(c).name));
         if let Body::Dir(children) = &mut self.arena.get_mut(parent).body {
-            children.insert(pos, slot, key);
+            children.insert_at(place, slot, key);
         }
     }
 
     /// Removes `slot` from its parent's children (the inode itself stays).
     fn detach(&mut self, slot: Slot) {
         let parent = self.arena.get(slot).parent;
-        let pos = {
+        let place = {
             let key = self.name(slot);
             let children = self
                 .arena
@@ -643,11 +636,11 @@ impl Namespace {
                 .children()
                 .expect("parent is a directory");
             children
-                .position(key, |c| self.name(c))
+                .find_place(key, |c| self.name(c))
                 .expect("child is listed in its parent")
         };
         if let Body::Dir(children) = &mut self.arena.get_mut(parent).body {
-            children.remove(pos);
+            children.remove_at(place);
         }
     }
 
