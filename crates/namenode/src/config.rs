@@ -26,6 +26,8 @@ pub struct Config {
     pub min_block_size: u64,
     /// `dfs.namenode.fs-limits.max-directory-items`: most entries a directory may hold.
     pub max_dir_items: usize,
+    /// `dfs.namenode.fs-limits.max-blocks-per-file`: most blocks a file may have.
+    pub max_blocks_per_file: usize,
     /// `dfs.bytes-per-checksum`
     pub bytes_per_checksum: u32,
     /// `dfs.client-write-packet-size`
@@ -164,7 +166,8 @@ impl Default for Config {
             max_replication: 512,
             min_replication: 1,
             min_block_size: 1 << 20,
-            max_dir_items: crate::namespace::DEFAULT_MAX_DIR_ITEMS,
+            max_dir_items: crate::namespace::Limits::default().dir_items,
+            max_blocks_per_file: crate::namespace::Limits::default().blocks_per_file,
             bytes_per_checksum: 512,
             write_packet_size: 64 << 10,
             file_buffer_size: 4096,
@@ -318,6 +321,10 @@ impl Config {
                             )))
                         }
                     }
+                }
+                "dfs.namenode.fs-limits.max-blocks-per-file" => {
+                    self.max_blocks_per_file =
+                        usize::try_from(num()?).map_err(|_| bad("too large"))?
                 }
                 "dfs.bytes-per-checksum" => self.bytes_per_checksum = num()? as u32,
                 "dfs.client-write-packet-size" => self.write_packet_size = size()? as u32,
@@ -560,7 +567,7 @@ mod tests {
     }
 
     #[test]
-    fn directory_item_limit_within_hdfs_bounds() {
+    fn namespace_limits_within_hdfs_bounds() {
         let key = "dfs.namenode.fs-limits.max-directory-items";
         let mut c = Config::default();
         assert_eq!(c.max_dir_items, 1_048_576);
@@ -571,6 +578,10 @@ mod tests {
             assert!(e.to_string().contains(key), "{e}");
         }
         assert_eq!(c.max_dir_items, 6_400_000);
+        assert_eq!(c.max_blocks_per_file, 10_000);
+        c.apply_cli(&["dfs.namenode.fs-limits.max-blocks-per-file=3".into()])
+            .unwrap();
+        assert_eq!(c.max_blocks_per_file, 3);
     }
 
     #[test]

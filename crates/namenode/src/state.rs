@@ -125,7 +125,10 @@ impl NnState {
             last_image_ms: AtomicI64::new(image_ms.unwrap_or(now)),
             ns: RwLock::new({
                 let mut ns = storage.ns;
-                ns.set_max_dir_items(cfg.max_dir_items);
+                ns.set_limits(crate::namespace::Limits {
+                    dir_items: cfg.max_dir_items,
+                    blocks_per_file: cfg.max_blocks_per_file,
+                });
                 ns
             }),
             writers: tokio::sync::Mutex::new(()),

@@ -196,3 +196,26 @@ def test_a_full_directory_refuses_new_entries(workroot):
     c.rename("/other", "/full/other")
     assert sorted(os.path.basename(x.path) for x in c.list_status("/full")) == ["a2", "other"]
     assert stop(s) == 0
+
+
+def test_a_file_at_its_block_limit_gets_no_further_block(workroot):
+    w = workroot / "block-limit"
+    w.mkdir()
+    conf = ["dfs.namenode.fs-limits.max-blocks-per-file=2", "dfs.namenode.fs-limits.min-block-size=1024"]
+    s = start_ferrite(w, conf, datanodes=1)
+    c = Client(s.url)
+    opts = WriteOptions(block_size=1024, replication=1)
+    with c.create("/two-blocks", opts) as f:
+        f.write(b"y" * 2048)
+    assert c.get_file_info("/two-blocks").length == 2048
+    f = c.create("/three-blocks", opts)
+    limit = r"maximum number of blocks \(dfs.namenode.fs-limits.max-blocks-per-file\): 2 >= 2"
+    with pytest.raises(Exception, match=limit):
+        f.write(b"x" * 3072)
+        f.close()
+    # As in the test above: close the failed writer while the server is up, for good.
+    with contextlib.suppress(Exception):
+        f.close()
+    io.RawIOBase.close(f)
+    assert c.get_file_info("/two-blocks").length == 2048
+    assert stop(s) == 0

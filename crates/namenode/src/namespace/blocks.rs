@@ -81,6 +81,14 @@ impl Namespace {
                 last.map(|b| b.id)
             )));
         }
+        // After the retry above, as in HDFS: a lost answer is still answered.
+        if blocks.len() >= self.limits.blocks_per_file {
+            return Err(FsError::Io(format!(
+                "File has reached the limit on maximum number of blocks (dfs.namenode.fs-limits.max-blocks-per-file): {} >= {}",
+                blocks.len(),
+                self.limits.blocks_per_file
+            )));
+        }
         let (id, gs) = self.next_block();
         let prev_len = previous.map(|p| p.len).unwrap_or(0);
         let offset =
@@ -272,6 +280,39 @@ mod tests {
             ns.plan_add_block("/f", "other", 0, Some(p1)),
             Err(FsError::LeaseExpired(_))
         ));
+    }
+
+    #[test]
+    fn a_file_at_its_block_limit_gets_no_new_block_but_a_retry_is_answered() {
+        let mut ns = open_file();
+        ns.set_limits(crate::namespace::Limits {
+            blocks_per_file: 2,
+            ..Default::default()
+        });
+        let NewBlock::Fresh(b1) = add(&mut ns, None) else {
+            panic!("fresh")
+        };
+        let p1 = Previous {
+            id: b1.block.id,
+            len: 1024,
+        };
+        let NewBlock::Fresh(b2) = add(&mut ns, Some(p1)) else {
+            panic!("fresh")
+        };
+        // The second block's answer was lost: asked again, it is still given.
+        assert_eq!(add(&mut ns, Some(p1)), NewBlock::Retry(b2));
+        let p2 = Previous {
+            id: b2.block.id,
+            len: 1024,
+        };
+        match ns.plan_add_block("/f", "c", 0, Some(p2)) {
+            Err(FsError::Io(m)) => assert_eq!(
+                m,
+                "File has reached the limit on maximum number of blocks \
+                 (dfs.namenode.fs-limits.max-blocks-per-file): 2 >= 2"
+            ),
+            other => panic!("expected the limit, got {other:?}"),
+        }
     }
 
     #[test]

@@ -230,7 +230,7 @@ impl Namespace {
             next_gs: 0,
             files: 0,
             dirs: 0,
-            max_dir_items: super::DEFAULT_MAX_DIR_ITEMS,
+            limits: Default::default(),
         };
         let de = |kind| move |e| ImageError::Decode { kind, source: e };
         let mut sr = Reader::new(strings);

@@ -62,8 +62,26 @@ pub const FIRST_GENERATION_STAMP: u64 = 1001;
 /// move over some 2,000 mutations instead of in one 91 ms pause.
 const NAME_MOVE_STEP: Slot = 1024;
 
-/// HDFS's default for `dfs.namenode.fs-limits.max-directory-items`.
-pub const DEFAULT_MAX_DIR_ITEMS: usize = 1 << 20;
+/// HDFS's `dfs.namenode.fs-limits.*` that mutations are planned against. Replay never
+/// checks them, as HDFS checks only once its image is loaded: a journal written under
+/// higher limits still loads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// `max-directory-items`: the most entries a directory may hold.
+    pub dir_items: usize,
+    /// `max-blocks-per-file`: the most blocks a file may have.
+    pub blocks_per_file: usize,
+}
+
+impl Default for Limits {
+    /// HDFS 3.4's defaults.
+    fn default() -> Self {
+        Limits {
+            dir_items: 1 << 20,
+            blocks_per_file: 10_000,
+        }
+    }
+}
 
 pub struct Namespace {
     arena: Arena,
@@ -94,8 +112,7 @@ pub struct Namespace {
     next_gs: u64,
     files: u64,
     dirs: u64,
-    /// `dfs.namenode.fs-limits.max-directory-items`, checked as mutations are planned.
-    max_dir_items: usize,
+    limits: Limits,
 }
 
 /// The result of walking a path from the root.
@@ -135,7 +152,7 @@ impl Namespace {
             next_gs: FIRST_GENERATION_STAMP,
             files: 0,
             dirs: 1,
-            max_dir_items: DEFAULT_MAX_DIR_ITEMS,
+            limits: Limits::default(),
         };
         let owner = ns.users.intern(root_owner);
         let group = ns.users.intern(root_group);
@@ -155,11 +172,8 @@ impl Namespace {
         ns
     }
 
-    /// The most entries a directory may hold (HDFS's default is 1,048,576). Planned
-    /// mutations that would add past it fail; replay never checks, as HDFS checks only
-    /// once its image is loaded, so a journal written under a higher limit still loads.
-    pub fn set_max_dir_items(&mut self, n: usize) {
-        self.max_dir_items = n;
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
     }
 
     /// Memory a mutation has finished with, to be dropped once the namespace lock is

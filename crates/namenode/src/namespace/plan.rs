@@ -108,13 +108,13 @@ impl Namespace {
     /// (HDFS's `MaxDirectoryItemsExceededException`, with its message).
     fn check_room(&self, dir: Slot, dir_comps: &[&str]) -> Result<(), FsError> {
         let items = self.inode(dir).children().map_or(0, |c| c.len());
-        if items < self.max_dir_items {
+        if items < self.limits.dir_items {
             return Ok(());
         }
         Err(FsError::DirectoryFull(format!(
             "The directory item limit of {} is exceeded: limit={} items={items}",
             join(dir_comps),
-            self.max_dir_items
+            self.limits.dir_items
         )))
     }
 

@@ -407,7 +407,10 @@ fn a_big_directory_lists_resolves_and_replays_through_growth_and_shrinkage() {
 #[test]
 fn a_full_directory_refuses_new_entries_but_not_replacements() {
     let mut h = Harness::new();
-    h.ns.set_max_dir_items(3);
+    h.ns.set_limits(Limits {
+        dir_items: 3,
+        ..Limits::default()
+    });
     for f in ["a", "b"] {
         h.touch(&su(), &format!("/full/{f}"));
     }
@@ -457,13 +460,19 @@ fn a_full_directory_refuses_new_entries_but_not_replacements() {
     h.commit(ops);
     h.create(&su(), "/full/c", false).unwrap();
     // The root is a directory like any other.
-    h.ns.set_max_dir_items(2);
+    h.ns.set_limits(Limits {
+        dir_items: 2,
+        ..Limits::default()
+    });
     match h.mkdirs(&su(), "/third") {
         Err(FsError::DirectoryFull(m)) => assert!(m.contains("limit of / is"), "{m}"),
         other => panic!("expected DirectoryFull, got {other:?}"),
     }
     let mut replay = Namespace::new("hdfs", "supergroup", 1);
-    replay.set_max_dir_items(1);
+    replay.set_limits(Limits {
+        dir_items: 1,
+        ..Limits::default()
+    });
     for op in &h.log {
         replay.apply(op).expect("replay does not check the limit");
     }
