@@ -51,6 +51,33 @@ impl Dir {
     }
 }
 
+/// The directories' keys, in 64 tables by key bits. One table doubling moved every entry
+/// on the summary's thread, under the lock content summaries wait on: 31 ms past 917,504
+/// directories, 49 ms past 1.8 million. A part doubles alone, moving a 64th of them.
+struct KeyIndex(Vec<HashTable<(u64, DirId)>>);
+
+impl Default for KeyIndex {
+    fn default() -> Self {
+        KeyIndex((0..64).map(|_| HashTable::new()).collect())
+    }
+}
+
+impl KeyIndex {
+    /// Bits hashbrown uses neither for the bucket (the low ones) nor for the control byte
+    /// (the top seven), so each part stays evenly spread.
+    fn slot(key: u64) -> usize {
+        (key >> 32) as usize & 63
+    }
+
+    fn part(&self, key: u64) -> &HashTable<(u64, DirId)> {
+        &self.0[Self::slot(key)]
+    }
+
+    fn part_mut(&mut self, key: u64) -> &mut HashTable<(u64, DirId)> {
+        &mut self.0[Self::slot(key)]
+    }
+}
+
 /// What the index says about a path.
 pub enum Lookup {
     Found(DirId),
@@ -64,7 +91,7 @@ pub struct Dirs {
     slots: Chunked<Dir>,
     /// (key, slot) of every directory. The key is kept in the entry so that neither a
     /// probe nor the table's growth reads the directories themselves (a cache miss each).
-    index: HashTable<(u64, DirId)>,
+    index: KeyIndex,
     seed: foldhash::fast::RandomState,
 }
 
@@ -73,7 +100,7 @@ impl Dirs {
     pub fn new(perm: u16, updated: i64) -> Dirs {
         let mut dirs = Dirs {
             slots: Chunked::default(),
-            index: HashTable::new(),
+            index: KeyIndex::default(),
             seed: foldhash::fast::RandomState::default(),
         };
         let root = dirs.alloc(ROOT, 0, perm, updated);
@@ -110,7 +137,11 @@ impl Dirs {
     /// The directory at the path made of `names` (empty: the root).
     pub fn lookup<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Lookup {
         let key = self.path_key(names);
-        let mut hits = self.index.iter_hash(key).filter(|&&(k, _)| k == key);
+        let mut hits = self
+            .index
+            .part(key)
+            .iter_hash(key)
+            .filter(|&&(k, _)| k == key);
         match (hits.next(), hits.next()) {
             (Some(&(_, id)), None) => Lookup::Found(id),
             (None, _) => Lookup::NotADir,
@@ -141,12 +172,18 @@ impl Dirs {
 
     fn index_one(&mut self, id: DirId) {
         let key = self.get(id).key;
-        self.index.insert_unique(key, (key, id), |&(k, _)| k);
+        self.index
+            .part_mut(key)
+            .insert_unique(key, (key, id), |&(k, _)| k);
     }
 
     fn unindex_one(&mut self, id: DirId) {
         let key = self.get(id).key;
-        if let Ok(e) = self.index.find_entry(key, |&(k, v)| k == key && v == id) {
+        if let Ok(e) = self
+            .index
+            .part_mut(key)
+            .find_entry(key, |&(k, v)| k == key && v == id)
+        {
             e.remove();
         }
     }
@@ -251,7 +288,7 @@ impl Dirs {
     /// Directories in the index (tests: every live one, once).
     #[cfg(test)]
     pub fn indexed(&self) -> usize {
-        self.index.len()
+        self.index.0.iter().map(HashTable::len).sum()
     }
 }
 
