@@ -57,6 +57,13 @@ enum Repr {
 #[derive(Debug)]
 struct Runs {
     runs: Vec<Vec<Entry>>,
+    /// A copy of a name per run, in order: no name in run `i` sorts before `fences[i]`,
+    /// and every name in run `i - 1` sorts before it (the first is empty). Finding a run
+    /// searches these, one read each, where reading runs' first names cost three likely
+    /// cache misses each (the run, the child's inode, its name). A fence is set when its
+    /// run is made and stays valid as entries come and go: an entry that would sort
+    /// before it goes to the run before.
+    fences: Vec<Box<[u8]>>,
     len: usize,
 }
 
@@ -107,19 +114,44 @@ impl Runs {
         (last, self.runs[last].len() + pos)
     }
 
-    /// The run whose name range would hold `name`: the last whose first entry is not
-    /// after it (the first run when `name` sorts before everything).
-    fn run_for<'a>(&self, name: &[u8], name_of: impl Fn(Slot) -> &'a [u8]) -> usize {
-        self.runs
-            .partition_point(|r| name_of(r[0].slot) <= name)
-            .saturating_sub(1)
+    /// Entries (in order, more than [`FLAT_MAX`]) as runs of half the longest.
+    fn from_flat<'a>(v: Vec<Entry>, name_of: impl Fn(Slot) -> &'a [u8]) -> Runs {
+        let runs: Vec<Vec<Entry>> = v.chunks(RUN_MAX / 2).map(<[Entry]>::to_vec).collect();
+        let fences = runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                if i == 0 {
+                    Box::default()
+                } else {
+                    name_of(r[0].slot).into()
+                }
+            })
+            .collect();
+        Runs {
+            len: v.len(),
+            runs,
+            fences,
+        }
     }
 
-    fn insert_at(&mut self, run: usize, at: usize, e: Entry) {
+    /// The run whose name range would hold `name`: the last whose fence is not after it.
+    fn run_for(&self, name: &[u8]) -> usize {
+        self.fences.partition_point(|f| **f <= *name) - 1
+    }
+
+    fn insert_at<'a>(
+        &mut self,
+        run: usize,
+        at: usize,
+        e: Entry,
+        name_of: impl Fn(Slot) -> &'a [u8],
+    ) {
         self.runs[run].insert(at, e);
         self.len += 1;
         if self.runs[run].len() > RUN_MAX {
             let upper = self.runs[run].split_off(RUN_MAX / 2);
+            self.fences.insert(run + 1, name_of(upper[0].slot).into());
             self.runs.insert(run + 1, upper);
         }
     }
@@ -128,13 +160,20 @@ impl Runs {
         let e = self.runs[run].remove(at);
         self.len -= 1;
         // Keep runs from thinning out: an empty run goes, and a short one joins its
-        // successor when both fit in half a run.
+        // successor when both fit in half a run. A remaining run keeps its fence: it still
+        // sorts after the run before and not after anything left in its own.
         if self.runs[run].is_empty() {
             self.runs.remove(run);
+            self.fences.remove(run);
+            // The first fence stays empty, so that any name finds a run.
+            if run == 0 {
+                self.fences[0] = Box::default();
+            }
         } else if run + 1 < self.runs.len()
             && self.runs[run].len() + self.runs[run + 1].len() <= RUN_MAX / 2
         {
             let next = self.runs.remove(run + 1);
+            self.fences.remove(run + 1);
             self.runs[run].extend(next);
         }
         e
@@ -225,7 +264,7 @@ impl Children {
         match &self.0 {
             Repr::Flat(v) => position_in(v, name, name_of),
             Repr::Runs(r) => {
-                let i = r.run_for(name, &name_of);
+                let i = r.run_for(name);
                 let before: usize = r.runs[..i].iter().map(Vec::len).sum();
                 scan_tags(&r.runs[i], name, name_of).map(|p| before + p)
             }
@@ -238,7 +277,7 @@ impl Children {
             // Within a run the tags are scanned: 8 KiB read in order, against ten name reads
             // each behind two likely cache misses for a binary search.
             Repr::Runs(r) => {
-                let run = &r.runs[r.run_for(name, &name_of)];
+                let run = &r.runs[r.run_for(name)];
                 scan_tags(run, name, name_of).map(|i| run[i].slot)
             }
         }
@@ -262,7 +301,7 @@ impl Children {
     /// Where an entry called `name` would go to keep the name order (it must not be
     /// present). No global position is computed: in a directory of runs that would be a
     /// scan of every run's length.
-    pub fn place_for<'a>(&self, name: &[u8], name_of: impl Fn(Slot) -> &'a [u8]) -> Place {
+    fn place_for<'a>(&self, name: &[u8], name_of: impl Fn(Slot) -> &'a [u8]) -> Place {
         let runs = self.runs();
         let last = runs.len() - 1;
         // Writers tend to add names in order (`part-00000`, `part-00001`, …), so the last
@@ -280,7 +319,7 @@ impl Children {
         }
         let run = match &self.0 {
             Repr::Flat(_) => 0,
-            Repr::Runs(r) => r.run_for(name, &name_of),
+            Repr::Runs(r) => r.run_for(name),
         };
         Place {
             run,
@@ -289,18 +328,38 @@ impl Children {
     }
 
     /// Where the entry called `name` is.
-    pub fn find_place<'a>(&self, name: &[u8], name_of: impl Fn(Slot) -> &'a [u8]) -> Option<Place> {
+    fn find_place<'a>(&self, name: &[u8], name_of: impl Fn(Slot) -> &'a [u8]) -> Option<Place> {
         match &self.0 {
             Repr::Flat(v) => position_in(v, name, name_of).map(|at| Place { run: 0, at }),
             Repr::Runs(r) => {
-                let run = r.run_for(name, &name_of);
+                let run = r.run_for(name);
                 scan_tags(&r.runs[run], name, name_of).map(|at| Place { run, at })
             }
         }
     }
 
-    /// Inserts `slot`, called `name`, at `place` (from [`place_for`](Self::place_for)).
-    pub fn insert_at(&mut self, place: Place, slot: Slot, name: &[u8]) {
+    /// Inserts `slot`, called `name`, in name order (no entry may have that name).
+    /// `name_of` reads the other entries' names.
+    pub fn insert<'a>(&mut self, slot: Slot, name: &[u8], name_of: impl Fn(Slot) -> &'a [u8]) {
+        let place = self.place_for(name, &name_of);
+        self.insert_at(place, slot, name, name_of);
+    }
+
+    /// Appends `slot`, called `name`, which sorts after every present entry.
+    pub fn push<'a>(&mut self, slot: Slot, name: &[u8], name_of: impl Fn(Slot) -> &'a [u8]) {
+        let runs = self.runs();
+        let run = runs.len() - 1;
+        let at = runs[run].len();
+        self.insert_at(Place { run, at }, slot, name, name_of);
+    }
+
+    fn insert_at<'a>(
+        &mut self,
+        place: Place,
+        slot: Slot,
+        name: &[u8],
+        name_of: impl Fn(Slot) -> &'a [u8],
+    ) {
         let e = Entry {
             slot,
             tag: tag(name),
@@ -310,25 +369,15 @@ impl Children {
             Repr::Flat(v) => {
                 let mut v = std::mem::take(v);
                 v.insert(place.at, e);
-                self.0 = Repr::Runs(Box::new(Runs {
-                    len: v.len(),
-                    runs: v.chunks(RUN_MAX / 2).map(<[Entry]>::to_vec).collect(),
-                }));
+                self.0 = Repr::Runs(Box::new(Runs::from_flat(v, name_of)));
             }
-            Repr::Runs(r) => r.insert_at(place.run, place.at, e),
+            Repr::Runs(r) => r.insert_at(place.run, place.at, e, name_of),
         }
     }
 
-    /// Appends `slot`, called `name`, which sorts after every present entry.
-    pub fn push(&mut self, slot: Slot, name: &[u8]) {
-        let runs = self.runs();
-        let run = runs.len() - 1;
-        let at = runs[run].len();
-        self.insert_at(Place { run, at }, slot, name);
-    }
-
-    /// Removes the entry at `place` (from [`find_place`](Self::find_place)).
-    pub fn remove_at(&mut self, place: Place) -> Slot {
+    /// Removes the entry called `name`, if there is one, and returns its slot.
+    pub fn remove<'a>(&mut self, name: &[u8], name_of: impl Fn(Slot) -> &'a [u8]) -> Option<Slot> {
+        let place = self.find_place(name, name_of)?;
         let e = match &mut self.0 {
             Repr::Flat(v) => v.remove(place.at),
             Repr::Runs(r) => {
@@ -344,14 +393,14 @@ impl Children {
                 e
             }
         };
-        e.slot
+        Some(e.slot)
     }
 }
 
 /// An entry's place in a directory: its run and its position there (run 0 of a directory
 /// kept in one vector). Valid until the directory next changes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Place {
+struct Place {
     run: usize,
     at: usize,
 }
@@ -428,14 +477,15 @@ mod tests {
         order.sort_by(|&a, &b| names[a].cmp(&names[b]));
         let mut c = Children::default();
         for i in order {
-            c.push(i as Slot, &names[i]);
+            c.push(i as Slot, &names[i], |s| names[s as usize].as_slice());
         }
         c
     }
 
     #[test]
     fn lookups_agree_with_a_search_by_name_in_small_and_large_directories() {
-        for n in [0, 1, 7, SCAN_MAX, SCAN_MAX + 1, 500] {
+        // The largest is built past FLAT_MAX by appends, as an image loads one.
+        for n in [0, 1, 7, SCAN_MAX, SCAN_MAX + 1, 500, 3 * FLAT_MAX] {
             // Long shared prefixes, as NNThroughputBenchmark names its entries.
             let names: Vec<Vec<u8>> = (0..n)
                 .map(|i| format!("ThroughputBench{}", i * 7).into_bytes())
@@ -447,6 +497,9 @@ mod tests {
             }
             for missing in [&b"ThroughputBench1"[..], b"", b"zzz", b"ThroughputBench"] {
                 assert_eq!(c.find(missing, name_of), None, "n={n}");
+            }
+            if let Repr::Runs(r) = &c.0 {
+                check_fences(r, name_of);
             }
         }
     }
@@ -460,13 +513,12 @@ mod tests {
         let name_of = |s: Slot| names[s as usize].as_slice();
         let mut c = Children::default();
         for (slot, name) in names.iter().enumerate() {
-            let place = c.place_for(name, name_of);
-            c.insert_at(place, slot as Slot, name);
+            c.insert(slot as Slot, name, name_of);
         }
         assert_eq!(c.slots().collect::<Vec<_>>(), [2, 0, 3, 1]);
         assert_eq!(c.position(b"b", name_of), Some(1));
-        let place = c.find_place(b"b", name_of).unwrap();
-        assert_eq!(c.remove_at(place), 0);
+        assert_eq!(c.remove(b"b", name_of), Some(0));
+        assert_eq!(c.remove(b"b", name_of), None);
         assert_eq!(c.find(b"b", name_of), None);
         assert_eq!(c.find(b"c", name_of), Some(3));
         assert_eq!(c.range(1..3).collect::<Vec<_>>(), [3, 1]);
@@ -517,15 +569,14 @@ mod tests {
                     }
                     let pos = c.partition_point(|s| name_of(s) < key);
                     assert_eq!(pos, model.partition_point(|&s| name_of(s) < key));
-                    c.insert_at(c.place_for(key, name_of), slot, key);
+                    c.insert(slot, key, name_of);
                     model.insert(pos, slot);
                 } else {
                     let victim = model[(next() % n as u64) as usize];
                     let name_of = |s: Slot| names[s as usize].as_slice();
                     let pos = c.position(name_of(victim), name_of).expect("present");
                     assert_eq!(model[pos], victim);
-                    let place = c.find_place(name_of(victim), name_of).expect("present");
-                    assert_eq!(c.remove_at(place), victim);
+                    assert_eq!(c.remove(name_of(victim), name_of), Some(victim));
                     model.remove(pos);
                 }
                 if next() % 64 == 0 {
@@ -535,6 +586,17 @@ mod tests {
             check_against_model(&c, &model, &names, &mut next);
         }
         assert!(matches!(c.0, Repr::Flat(_)), "shrunk back to one vector");
+    }
+
+    /// Every run's fence sorts after the run before and not after anything in its own.
+    fn check_fences<'a>(r: &Runs, name_of: impl Fn(Slot) -> &'a [u8]) {
+        assert_eq!(r.fences.len(), r.runs.len());
+        assert!(r.fences[0].is_empty());
+        for i in 1..r.runs.len() {
+            let before = name_of(r.runs[i - 1].last().unwrap().slot);
+            assert!(before < &*r.fences[i], "fence {i} not after the run before");
+            assert!(r.runs[i].iter().all(|e| &*r.fences[i] <= name_of(e.slot)));
+        }
     }
 
     fn check_against_model(
@@ -553,6 +615,7 @@ mod tests {
                 .runs
                 .iter()
                 .all(|run| !run.is_empty() && run.len() <= RUN_MAX));
+            check_fences(r, name_of);
         }
         for _ in 0..8 {
             let a = (next() % (model.len() as u64 + 1)) as usize;

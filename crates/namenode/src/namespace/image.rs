@@ -356,9 +356,7 @@ impl Namespace {
                 perm,
                 replication,
             });
-            if let Body::Dir(c) = &mut self.arena.get_mut(parent).body {
-                c.push(slot, name);
-            }
+            self.edit_children(parent, |c, ns| c.push(slot, name, |s| ns.name(s)));
             slot_of.insert(id, slot);
             if is_dir {
                 self.dirs += 1;

@@ -627,35 +627,38 @@ impl Namespace {
 
     /// Inserts `slot` into its parent's sorted children.
     fn attach(&mut self, parent: Slot, slot: Slot) {
-        let key = self.names.get(self.arena.get(slot).name);
-        let children = self
-            .arena
-            .get(parent)
-            .children()
-            .expect("parent is a directory");
-        let place = children.place_for(key, |c| self.names.get(self.arena.get(c).name));
-        if let Body::Dir(children) = &mut self.arena.get_mut(parent).body {
-            children.insert_at(place, slot, key);
-        }
+        self.edit_children(parent, |c, ns| {
+            c.insert(slot, ns.name(slot), |s| ns.name(s))
+        })
+        .expect("parent is a directory");
     }
 
     /// Removes `slot` from its parent's children (the inode itself stays).
     fn detach(&mut self, slot: Slot) {
         let parent = self.arena.get(slot).parent;
-        let place = {
-            let key = self.name(slot);
-            let children = self
-                .arena
-                .get(parent)
-                .children()
-                .expect("parent is a directory");
-            children
-                .find_place(key, |c| self.name(c))
-                .expect("child is listed in its parent")
+        self.edit_children(parent, |c, ns| c.remove(ns.name(slot), |s| ns.name(s)))
+            .flatten()
+            .expect("child is listed in its parent");
+    }
+
+    /// Runs `f` on the children of `dir` with the namespace at hand to read the other
+    /// entries' names (a big directory keeps copies of some as it changes); `None` if
+    /// `dir` is not a directory. The children are taken out of the arena meanwhile: no
+    /// entry's name is read through its own parent.
+    fn edit_children<R>(
+        &mut self,
+        dir: Slot,
+        f: impl FnOnce(&mut Children, &Namespace) -> R,
+    ) -> Option<R> {
+        let Body::Dir(c) = &mut self.arena.get_mut(dir).body else {
+            return None;
         };
-        if let Body::Dir(children) = &mut self.arena.get_mut(parent).body {
-            children.remove_at(place);
+        let mut children = std::mem::take(c);
+        let out = f(&mut children, self);
+        if let Body::Dir(c) = &mut self.arena.get_mut(dir).body {
+            *c = children;
         }
+        Some(out)
     }
 
     /// Frees an inode and everything under it. The caller has already detached it (or is
