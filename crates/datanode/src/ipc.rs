@@ -23,8 +23,7 @@ pub struct DnService {
 impl Service for DnService {}
 
 pub fn router(ds: Arc<Dataset>) -> Router<DnService> {
-    let mut r =
-        Router::new(Arc::new(DnService { ds })).with_retry_cache(std::time::Duration::ZERO, 0);
+    let mut r = Router::new(Arc::new(DnService { ds }));
     r.method(
         CLIENT_DATANODE_PROTOCOL,
         "getReplicaVisibleLength",

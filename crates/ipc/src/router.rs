@@ -152,14 +152,19 @@ pub struct Router<S: Service> {
 }
 
 impl<S: Service> Router<S> {
+    /// A router with no retry cache: a service with at-most-once methods opts in with
+    /// [`with_retry_cache`](Self::with_retry_cache). (A default one, sized for its cap,
+    /// was built and then replaced by the NameNode, and kept unused by the others.)
     pub fn new(state: Arc<S>) -> Self {
         Router {
             state,
             table: HashMap::new(),
-            retry_cache: RetryCache::new(Duration::from_secs(600), 1 << 20),
+            retry_cache: RetryCache::new(Duration::ZERO, 0),
         }
     }
 
+    /// Answers retried at-most-once calls from a cache of `capacity` replies kept for
+    /// `ttl` (Hadoop's retry cache); a capacity of 0 turns it off.
     pub fn with_retry_cache(mut self, ttl: Duration, capacity: usize) -> Self {
         self.retry_cache = RetryCache::new(ttl, capacity);
         self

@@ -83,7 +83,8 @@ impl Service for Svc {
 
 async fn serve() -> (Arc<Svc>, Arc<IpcClient>) {
     let svc = Arc::new(Svc::default());
-    let mut router = Router::new(svc.clone());
+    let mut router =
+        Router::new(svc.clone()).with_retry_cache(std::time::Duration::from_secs(600), 1 << 20);
     // A mutation: records its ticket as issued and defers its reply to it.
     router.method(
         PROTOCOL,
