@@ -195,16 +195,12 @@ impl Table {
     fn split(&mut self, keys: Keys) {
         let one = std::mem::take(&mut self.parts).pop().expect("one table");
         let mut split = Table {
-            parts: (0..PARTS)
-                .map(|_| HashTable::with_capacity(2 * one.len() / PARTS))
-                .collect(),
             hasher: std::mem::take(&mut self.hasher),
+            ..Table::with_capacity(2 * one.len())
         };
         for v in one {
             let h = hash(&split.hasher, keys.name(Pos::decode(v)));
-            let p = split.part(h);
-            let hasher = &split.hasher;
-            split.parts[p].insert_unique(h, v, |&x| hash(hasher, keys.name(Pos::decode(x))));
+            split.insert(h, v, keys);
         }
         *self = split;
     }
