@@ -65,6 +65,26 @@ impl Harness {
         Ok(())
     }
 
+    /// A legacy rename by the superuser that must succeed.
+    fn rename(&mut self, src: &str, dst: &str) {
+        let ops = self
+            .ns
+            .plan_rename(&su(), src, dst, self.now)
+            .unwrap()
+            .unwrap();
+        self.commit(ops);
+    }
+
+    /// A delete by the superuser that must find its path.
+    fn delete(&mut self, path: &str, recursive: bool) {
+        let ops = self
+            .ns
+            .plan_delete(&su(), path, recursive, self.now)
+            .unwrap()
+            .unwrap();
+        self.commit(ops);
+    }
+
     fn touch(&mut self, c: &Caller, p: &str) {
         self.create(c, p, false).unwrap();
         let (ok, ops) = self
@@ -155,11 +175,7 @@ fn rename_legacy_and_rename2() {
     h.touch(&su(), "/a/f");
     h.mkdirs(&su(), "/b").unwrap();
     // Legacy: into an existing directory.
-    let ops =
-        h.ns.plan_rename(&su(), "/a/f", "/b", h.now)
-            .unwrap()
-            .unwrap();
-    h.commit(ops);
+    h.rename("/a/f", "/b");
     assert!(h.ns.get_file_info(&su(), "/b/f").unwrap().is_some());
     // Legacy: false for a missing source or a missing destination parent.
     assert!(h.ns.plan_rename(&su(), "/nope", "/x", 0).unwrap().is_none());
@@ -210,11 +226,7 @@ fn rename_legacy_within_a_directory() {
         .unwrap()
         .is_none());
     // A new name in the same directory.
-    let ops =
-        h.ns.plan_rename(&su(), "/b/f", "/b/f2", h.now)
-            .unwrap()
-            .unwrap();
-    h.commit(ops);
+    h.rename("/b/f", "/b/f2");
     assert!(h.ns.get_file_info(&su(), "/b/f2").unwrap().is_some());
     assert!(h.ns.get_file_info(&su(), "/b/f").unwrap().is_none());
     // False into a directory that already holds the name.
@@ -242,8 +254,7 @@ fn delete_rules() {
         .unwrap()
         .is_none());
     assert!(h.ns.plan_delete(&su(), "/", true, 0).unwrap().is_none());
-    let ops = h.ns.plan_delete(&su(), "/d", true, h.now).unwrap().unwrap();
-    h.commit(ops);
+    h.delete("/d", true);
     assert_eq!(
         (h.ns.file_count(), h.ns.dir_count(), h.ns.inode_count()),
         (0, 1, 1)
@@ -359,12 +370,10 @@ fn a_big_directory_lists_resolves_and_replays_through_growth_and_shrinkage() {
     for i in 0..n {
         let p = name(i);
         if i % 3 == 0 {
-            let ops = h.ns.plan_delete(&su(), &p, false, h.now).unwrap().unwrap();
-            h.commit(ops);
+            h.delete(&p, false);
         } else if i % 3 == 1 {
             let to = p.replace("/f", "/g");
-            let ops = h.ns.plan_rename(&su(), &p, &to, h.now).unwrap().unwrap();
-            h.commit(ops);
+            h.rename(&p, &to);
         }
     }
     let seen = list_all(&h.ns);
@@ -392,8 +401,7 @@ fn a_big_directory_lists_resolves_and_replays_through_growth_and_shrinkage() {
             1 => name(i).replace("/f", "/g"),
             _ => name(i),
         };
-        let ops = h.ns.plan_delete(&su(), &p, false, h.now).unwrap().unwrap();
-        h.commit(ops);
+        h.delete(&p, false);
     }
     let left = list_all(&h.ns);
     assert_eq!(left.len(), 20);
@@ -443,21 +451,13 @@ fn a_full_directory_refuses_new_entries_but_not_replacements() {
     h.create(&su(), "/full/sub/x/y", false).unwrap();
     // No new entry: an overwrite, renames within the directory, a replacing rename2.
     h.create(&su(), "/full/a", true).unwrap();
-    let ops =
-        h.ns.plan_rename(&su(), "/full/a", "/full/a2", h.now)
-            .unwrap()
-            .unwrap();
-    h.commit(ops);
+    h.rename("/full/a", "/full/a2");
     let ops =
         h.ns.plan_rename2(&su(), "/elsewhere/f", "/full/b", true, h.now)
             .unwrap();
     h.commit(ops);
     // Room again after a delete.
-    let ops =
-        h.ns.plan_delete(&su(), "/full/b", false, h.now)
-            .unwrap()
-            .unwrap();
-    h.commit(ops);
+    h.delete("/full/b", false);
     h.create(&su(), "/full/c", false).unwrap();
     // The root is a directory like any other.
     h.ns.set_limits(Limits {
@@ -671,8 +671,7 @@ fn names_are_compacted_after_heavy_churn() {
     for i in 0..12_000 {
         let p = format!("/c/{long}{i}");
         h.touch(&su(), &p);
-        let ops = h.ns.plan_delete(&su(), &p, false, h.now).unwrap().unwrap();
-        h.commit(ops);
+        h.delete(&p, false);
     }
     assert!(
         h.ns.name_heap_bytes() < 2 << 20,
