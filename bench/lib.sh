@@ -188,9 +188,11 @@ nnbench() {
         jpid=$(pgrep -n -f "$NNB -fs $2 -op $3 " || true)
         [ -n "$jpid" ] && j0=$(cpu_ticks "$jpid") ;;
       *"# operations:"*)
+        # The client first: the JVM exits right after its last lines, while thread_ticks
+        # (three processes per server thread) can take a second.
+        [ -n "$jpid" ] && j1=$(cpu_ticks "$jpid" 2>/dev/null || true)
         c1=$(cpu_ticks "$PID"); thread_ticks "$PID" > "$WORK/threads1"
-        ops=${line##*operations: }; ops=${ops%% *}
-        [ -n "$jpid" ] && j1=$(cpu_ticks "$jpid" 2>/dev/null || true) ;;
+        ops=${line##*operations: }; ops=${ops%% *} ;;
       *"Ops per sec"*) r=${line##* } ;;
     esac
   done < <(java $JAVA_OPTS -cp "$WORK/client:$HADOOP_CP" $NNB -fs "$2" -op "$3" -threads "$THREADS" $flag "$N" ${NNB_EXTRA:-} 2>&1)
