@@ -28,6 +28,9 @@ pub struct Config {
     pub max_dir_items: usize,
     /// `dfs.namenode.fs-limits.max-blocks-per-file`: most blocks a file may have.
     pub max_blocks_per_file: usize,
+    /// `dfs.namenode.fs-limits.max-component-length`: longest name, in bytes, a new entry
+    /// may have.
+    pub max_component_len: usize,
     /// `dfs.bytes-per-checksum`
     pub bytes_per_checksum: u32,
     /// `dfs.client-write-packet-size`
@@ -168,6 +171,7 @@ impl Default for Config {
             min_block_size: 1 << 20,
             max_dir_items: crate::namespace::Limits::default().dir_items,
             max_blocks_per_file: crate::namespace::Limits::default().blocks_per_file,
+            max_component_len: crate::namespace::Limits::default().component_len,
             bytes_per_checksum: 512,
             write_packet_size: 64 << 10,
             file_buffer_size: 4096,
@@ -319,6 +323,19 @@ impl Config {
                             return Err(bad(&format!(
                                 "cannot be less than 1 or greater than {MAX_DIR_ITEMS}"
                             )))
+                        }
+                    }
+                }
+                "dfs.namenode.fs-limits.max-component-length" => {
+                    // HDFS takes 0 for "no limit"; Ferrite cannot go past 255 (the
+                    // summary keeps a name's length in a byte), so it refuses rather than
+                    // start with a limit other than the one asked for.
+                    self.max_component_len = match num()? {
+                        n @ 1..=255 => n as usize,
+                        _ => {
+                            return Err(bad(
+                                "must be between 1 and 255: Ferrite keeps names of at most 255 bytes (HDFS's 0, no limit, is not supported)",
+                            ))
                         }
                     }
                 }
@@ -582,6 +599,15 @@ mod tests {
         c.apply_cli(&["dfs.namenode.fs-limits.max-blocks-per-file=3".into()])
             .unwrap();
         assert_eq!(c.max_blocks_per_file, 3);
+        let key = "dfs.namenode.fs-limits.max-component-length";
+        assert_eq!(c.max_component_len, 255);
+        c.apply_cli(&[format!("{key}=8")]).unwrap();
+        assert_eq!(c.max_component_len, 8);
+        for bad in ["0", "256"] {
+            let e = c.apply_cli(&[format!("{key}={bad}")]).unwrap_err();
+            assert!(e.to_string().contains("between 1 and 255"), "{e}");
+        }
+        assert_eq!(c.max_component_len, 8);
     }
 
     #[test]

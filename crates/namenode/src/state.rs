@@ -128,6 +128,7 @@ impl NnState {
                 ns.set_limits(crate::namespace::Limits {
                     dir_items: cfg.max_dir_items,
                     blocks_per_file: cfg.max_blocks_per_file,
+                    component_len: cfg.max_component_len,
                 });
                 ns
             }),

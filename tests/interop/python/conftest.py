@@ -272,14 +272,19 @@ def ferrite(workroot):
     yield from _server(workroot, "ferrite", lambda w: start_ferrite(w))
 
 
-# The trash pair also runs with a small directory item limit, so that the limit's
-# answers can be compared without starting a third HDFS.
+# The trash pair also runs with a small directory item limit and a short name limit, so
+# that the limits' answers can be compared without starting a third HDFS.
 DIR_ITEMS_LIMIT = 4
+NAME_LIMIT = 32
 
 
 @pytest.fixture(scope="session")
 def ferrite_trash(workroot):
-    conf = ["fs.trash.interval=60", f"dfs.namenode.fs-limits.max-directory-items={DIR_ITEMS_LIMIT}"]
+    conf = [
+        "fs.trash.interval=60",
+        f"dfs.namenode.fs-limits.max-directory-items={DIR_ITEMS_LIMIT}",
+        f"dfs.namenode.fs-limits.max-component-length={NAME_LIMIT}",
+    ]
     yield from _server(workroot, "ferrite-trash", lambda w: start_ferrite(w, conf))
 
 
@@ -295,5 +300,8 @@ def hdfs_cluster(workroot):
 
 @pytest.fixture(scope="session")
 def hdfs_trash(workroot):
-    site = {"dfs.namenode.fs-limits.max-directory-items": DIR_ITEMS_LIMIT}
+    site = {
+        "dfs.namenode.fs-limits.max-directory-items": DIR_ITEMS_LIMIT,
+        "dfs.namenode.fs-limits.max-component-length": NAME_LIMIT,
+    }
     yield from _server(workroot, "hdfs-trash", lambda w: start_hdfs(w, 60, site))

@@ -132,6 +132,10 @@ LIMIT_BATCH = [
     C("-rm", "-skipTrash", "/lim/b"),
     C("-mv", "/lim/d/x", "/lim/x"),
     C("-ls", "-C", "/lim"),
+    # The name limit (32 on this pair): a new directory, and a rename within /lim.
+    C("-mkdir", "/lim/d/" + "y" * 33),
+    C("-mv", "/lim/c", "/lim/" + "z" * 33),
+    C("-mv", "/lim/c", "/lim/" + "z" * 32),
 ]
 
 
@@ -182,7 +186,9 @@ def test_fsshell_directory_item_limit_matches_hdfs(ferrite_trash, hdfs_trash, wo
     theirs = FsShell(hdfs_trash, workroot).run(*LIMIT_BATCH)
     compare(LIMIT_BATCH, ours, theirs)
     full = "The directory item limit of /lim is exceeded: limit=4 items=4"
-    assert [r.rc for r in ours] == [0, 0, 0, 1, 1, 0, 0, 1, 0, 0, 0]
+    assert [r.rc for r in ours] == [0, 0, 0, 1, 1, 0, 0, 1, 0, 0, 0, 1, 1, 0]
     for i in (3, 4, 7):
         assert full in ours[i].err, ours[i].err
     assert ours[10].out.split() == ["/lim/a2", "/lim/c", "/lim/d", "/lim/x"]
+    for i in (11, 12):
+        assert "is exceeded: limit=32 length=33" in ours[i].err, ours[i].err

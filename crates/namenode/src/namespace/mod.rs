@@ -71,6 +71,8 @@ pub struct Limits {
     pub dir_items: usize,
     /// `max-blocks-per-file`: the most blocks a file may have.
     pub blocks_per_file: usize,
+    /// `max-component-length`: the longest name, in bytes, an entry may be given.
+    pub component_len: usize,
 }
 
 impl Default for Limits {
@@ -79,6 +81,7 @@ impl Default for Limits {
         Limits {
             dir_items: 1 << 20,
             blocks_per_file: 10_000,
+            component_len: path::MAX_COMPONENT_LEN,
         }
     }
 }

@@ -8,8 +8,9 @@ use crate::error::FsError;
 /// its path, most more than once, and the heap allocation showed in the per-call profile.
 pub type Components<'a> = SmallVec<[&'a str; 16]>;
 
-/// Longest name a new entry may have, in bytes (`dfs.namenode.fs-limits.max-component-length`,
-/// HDFS's default; the summary keeps name lengths in a byte).
+/// Longest name any entry may have, in bytes: HDFS's default for
+/// `dfs.namenode.fs-limits.max-component-length`, and the most Ferrite allows it to be, as
+/// the summary keeps name lengths in a byte.
 pub const MAX_COMPONENT_LEN: usize = 255;
 
 /// Splits an absolute path into its components. Empty components (`//`) are skipped as HDFS
@@ -32,14 +33,14 @@ pub fn components(path: &str) -> Result<Components<'_>, FsError> {
     Ok(out)
 }
 
-/// Refuses `name`, to be added under `parent`, if it is longer than [`MAX_COMPONENT_LEN`]
-/// (HDFS's `PathComponentTooLongException`, with its message).
-pub fn check_new_name(name: &str, parent: &[&str]) -> Result<(), FsError> {
-    if name.len() <= MAX_COMPONENT_LEN {
+/// Refuses `name`, to be added under `parent`, if it is longer than `limit` bytes (HDFS's
+/// `PathComponentTooLongException`, with its message).
+pub fn check_new_name(name: &str, parent: &[&str], limit: usize) -> Result<(), FsError> {
+    if name.len() <= limit {
         return Ok(());
     }
     Err(FsError::ComponentTooLong(format!(
-        "The maximum path component name limit of {name} in directory {} is exceeded: limit={MAX_COMPONENT_LEN} length={}",
+        "The maximum path component name limit of {name} in directory {} is exceeded: limit={limit} length={}",
         join(parent),
         name.len()
     )))
@@ -75,8 +76,9 @@ mod tests {
         assert!(matches!(components("/a:b"), Err(FsError::InvalidPath(_))));
         let long = "x".repeat(256);
         assert_eq!(components(&format!("/a/{long}")).unwrap().len(), 2);
-        assert!(check_new_name(&long[1..], &["a"]).is_ok());
-        let Err(FsError::ComponentTooLong(m)) = check_new_name(&long, &["a"]) else {
+        assert!(check_new_name(&long[1..], &["a"], MAX_COMPONENT_LEN).is_ok());
+        let Err(FsError::ComponentTooLong(m)) = check_new_name(&long, &["a"], MAX_COMPONENT_LEN)
+        else {
             panic!("a 256-byte name is refused")
         };
         assert!(

@@ -123,7 +123,7 @@ impl Namespace {
     /// directories made with them).
     fn check_new_entries(&self, dir: Slot, comps: &[&str], found: usize) -> Result<(), FsError> {
         for i in found..comps.len() {
-            check_new_name(comps[i], &comps[..i])?;
+            check_new_name(comps[i], &comps[..i], self.limits.component_len)?;
             if i == found {
                 self.check_room(dir, &comps[..found])?;
             }
@@ -414,7 +414,7 @@ impl Namespace {
         let dst_dir = dst_walk.last();
         self.check_access(caller, dst_dir, WRITE)?;
         let (dst_name, dst_parent) = dst_comps.split_last().expect("not the root");
-        check_new_name(dst_name, dst_parent)?;
+        check_new_name(dst_name, dst_parent, self.limits.component_len)?;
         // Within one directory a rename adds no entry, and HDFS does not check there.
         if dst_dir != src_parent {
             self.check_room(dst_dir, dst_parent)?;
@@ -479,7 +479,7 @@ impl Namespace {
         let name = dst_comps
             .last()
             .expect("dst is not the root, it is not under src");
-        check_new_name(name, dst_parent_comps)?;
+        check_new_name(name, dst_parent_comps, self.limits.component_len)?;
         if let Some(d) = self.child(dp, name.as_bytes()) {
             let (src_dir, dst_dir) = (self.inode(s).is_dir(), self.inode(d).is_dir());
             if src_dir != dst_dir {

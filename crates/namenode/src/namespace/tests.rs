@@ -521,7 +521,37 @@ fn over_long_names_are_refused_when_added_and_absent_when_looked_up() {
     // 255 bytes is allowed.
     h.create(&su(), &format!("/d/{}", &long[1..]), false)
         .unwrap();
-    assert_eq!(h.replayed().dump(), h.ns.dump());
+    // A lower configured limit: names that exist stay, renames within a directory are
+    // checked too (HDFS checks the length on every rename), and replay does not check.
+    h.ns.set_limits(Limits {
+        component_len: 4,
+        ..Limits::default()
+    });
+    match h.mkdirs(&su(), "/d/12345") {
+        Err(FsError::ComponentTooLong(m)) => {
+            assert!(
+                m.ends_with("in directory /d is exceeded: limit=4 length=5"),
+                "{m}"
+            )
+        }
+        other => panic!("expected ComponentTooLong, got {other:?}"),
+    }
+    assert!(matches!(
+        h.ns.plan_rename(&su(), "/d/f", "/d/12345", h.now),
+        Err(FsError::ComponentTooLong(_))
+    ));
+    h.touch(&su(), "/d/1234");
+    let mut replay = Namespace::new("hdfs", "supergroup", 1);
+    replay.set_limits(Limits {
+        component_len: 1,
+        ..Limits::default()
+    });
+    for op in &h.log {
+        replay
+            .apply(op)
+            .expect("replay does not check name lengths");
+    }
+    assert_eq!(replay.dump(), h.ns.dump());
 }
 
 #[test]
