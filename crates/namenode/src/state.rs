@@ -308,7 +308,8 @@ impl NnState {
             let now = now_ms();
             let mut ns = self.ns.write();
             let (out, planned) = plan(&ns)?;
-            let planned = planned.into();
+            let mut planned: Planned = planned.into();
+            let then_fail = planned.then_fail.take();
             // From here until the records are in the journal, a panic would leave memory
             // ahead of the journal, under a lock that does not poison: later records would
             // build on a change that never replays. Stopping lets a restart replay a journal
@@ -329,7 +330,7 @@ impl NnState {
             let retired = ns.take_retired();
             drop(ns);
             drop(retired);
-            if let Some(e) = applied.failed {
+            if let Some(e) = applied.failed.or(then_fail) {
                 return Err(e);
             }
             ops.truncate(applied.count);

@@ -136,6 +136,11 @@ LIMIT_BATCH = [
     C("-mkdir", "/lim/d/" + "y" * 33),
     C("-mv", "/lim/c", "/lim/" + "z" * 33),
     C("-mv", "/lim/c", "/lim/" + "z" * 32),
+    # Refused partway: as in HDFS, the parent directories made before stay. (touchz checks
+    # its parent itself, so it never asks the NameNode to make new2.)
+    C("-mkdir", "-p", "/lim/d/new/" + "y" * 33),
+    C("-touchz", "/lim/d/new2/" + "y" * 33),
+    C("-ls", "-C", "-R", "/lim/d"),
 ]
 
 
@@ -186,9 +191,11 @@ def test_fsshell_directory_item_limit_matches_hdfs(ferrite_trash, hdfs_trash, wo
     theirs = FsShell(hdfs_trash, workroot).run(*LIMIT_BATCH)
     compare(LIMIT_BATCH, ours, theirs)
     full = "The directory item limit of /lim is exceeded: limit=4 items=4"
-    assert [r.rc for r in ours] == [0, 0, 0, 1, 1, 0, 0, 1, 0, 0, 0, 1, 1, 0]
+    assert [r.rc for r in ours] == [0, 0, 0, 1, 1, 0, 0, 1, 0, 0, 0, 1, 1, 0, 1, 1, 0]
     for i in (3, 4, 7):
         assert full in ours[i].err, ours[i].err
     assert ours[10].out.split() == ["/lim/a2", "/lim/c", "/lim/d", "/lim/x"]
-    for i in (11, 12):
+    for i in (11, 12, 14):
         assert "is exceeded: limit=32 length=33" in ours[i].err, ours[i].err
+    assert "No such file or directory" in ours[15].err
+    assert ours[16].out.split() == ["/lim/d/new"]

@@ -177,7 +177,8 @@ def test_trash_disabled_is_reported(client):
 def test_a_full_directory_refuses_new_entries(workroot):
     w = workroot / "dir-limit"
     w.mkdir()
-    s = start_ferrite(w, ["dfs.namenode.fs-limits.max-directory-items=2"], datanodes=0)
+    conf = ["dfs.namenode.fs-limits.max-directory-items=2", "dfs.namenode.fs-limits.max-component-length=8"]
+    s = start_ferrite(w, conf, datanodes=0)
     c = Client(s.url)
     c.mkdirs("/full/sub", create_parent=True)
     touch(c, "/full/a")
@@ -195,6 +196,12 @@ def test_a_full_directory_refuses_new_entries(workroot):
     c.delete("/full/sub")
     c.rename("/other", "/full/other")
     assert sorted(os.path.basename(x.path) for x in c.list_status("/full")) == ["a2", "other"]
+    # A create refused partway (a 9-byte name) keeps the parents it made, as HDFS's does.
+    long = "PathComponentTooLongException.*in directory /made/new is exceeded: limit=8 length=9"
+    with pytest.raises(Exception, match=long):
+        touch(c, "/made/new/123456789")
+    assert c.get_file_info("/made/new").isdir
+    assert list(c.list_status("/made/new")) == []
     assert stop(s) == 0
 
 

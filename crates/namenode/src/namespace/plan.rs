@@ -56,6 +56,9 @@ pub struct Planned {
     pub first_at: At,
     /// Each record after the first goes into the directory the one before it created.
     pub chained: bool,
+    /// The call fails with this once the records are applied: a `mkdir -p` or a create
+    /// whose parents were made before a limit refused the next entry keeps them, as in HDFS.
+    pub then_fail: Option<FsError>,
 }
 
 impl Planned {
@@ -63,7 +66,7 @@ impl Planned {
         Planned {
             ops,
             first_at,
-            chained: false,
+            ..Default::default()
         }
     }
 
@@ -73,7 +76,20 @@ impl Planned {
             ops,
             first_at: At::slot(dir),
             chained: true,
+            then_fail: None,
         }
+    }
+
+    /// The directories a create or mkdirs made before `refused` stopped it: made, and the
+    /// call failed with `refused`. Nothing made, the call simply fails.
+    fn made_then_refused(dir: Slot, ops: Vec<Op>, refused: FsError) -> Result<Self, FsError> {
+        if ops.is_empty() {
+            return Err(refused);
+        }
+        Ok(Planned {
+            then_fail: Some(refused),
+            ..Planned::chain(dir, ops)
+        })
     }
 
     /// Where record `i` applies, given the inode the record before it created, if any.
@@ -120,47 +136,57 @@ impl Namespace {
 
     /// Checks the entries a create or mkdirs adds, `comps[found..]`, in the order HDFS adds
     /// them: each name's length, and room in `dir` for the first (the others go into
-    /// directories made with them).
-    fn check_new_entries(&self, dir: Slot, comps: &[&str], found: usize) -> Result<(), FsError> {
+    /// directories made with them). Returns where the entries that may be made end, and
+    /// why the one there may not.
+    fn check_new_entries(
+        &self,
+        dir: Slot,
+        comps: &[&str],
+        found: usize,
+    ) -> (usize, Option<FsError>) {
         for i in found..comps.len() {
-            check_new_name(comps[i], &comps[..i], self.limits.component_len)?;
-            if i == found {
-                self.check_room(dir, &comps[..found])?;
+            let checked = check_new_name(comps[i], &comps[..i], self.limits.component_len)
+                .and_then(|()| match i == found {
+                    true => self.check_room(dir, &comps[..found]),
+                    false => Ok(()),
+                });
+            if let Err(e) = checked {
+                return (i, Some(e));
             }
         }
-        Ok(())
+        (comps.len(), None)
     }
 
-    /// Ops that create the missing directories `comps[found..]` under `slots.last()`.
+    /// Ops that create the missing directories `comps[made]` under `parent`: the last of
+    /// `comps` with `last_perm`, the others with `parent_perm`.
     fn mkdir_ops(
         &self,
         caller: &Caller,
         comps: &[&str],
-        found: usize,
+        made: std::ops::Range<usize>,
         parent: Slot,
         (last_perm, parent_perm): (u16, u16),
         now: i64,
     ) -> Vec<Op> {
         let group = self.user_name(self.inode(parent).group).to_string();
         let mut id = self.next_inode_id();
-        (found..comps.len())
-            .map(|i| {
-                let op = Op::Mkdir {
-                    path: join(&comps[..=i]),
-                    id,
-                    perm: if i + 1 == comps.len() {
-                        last_perm
-                    } else {
-                        parent_perm
-                    },
-                    owner: caller.user.clone(),
-                    group: group.clone(),
-                    mtime: now,
-                };
-                id += 1;
-                op
-            })
-            .collect()
+        made.map(|i| {
+            let op = Op::Mkdir {
+                path: join(&comps[..=i]),
+                id,
+                perm: if i + 1 == comps.len() {
+                    last_perm
+                } else {
+                    parent_perm
+                },
+                owner: caller.user.clone(),
+                group: group.clone(),
+                mtime: now,
+            };
+            id += 1;
+            op
+        })
+        .collect()
     }
 
     pub fn plan_mkdirs(
@@ -191,16 +217,19 @@ impl Namespace {
         }
         let ancestor = walk.last();
         self.check_access(caller, ancestor, WRITE)?;
-        self.check_new_entries(ancestor, &comps, found)?;
+        let (end, refused) = self.check_new_entries(ancestor, &comps, found);
         let ops = self.mkdir_ops(
             caller,
             &comps,
-            found,
+            found..end,
             ancestor,
             (masked, implicit_dir_perm(masked)),
             now,
         );
-        Ok(Planned::chain(ancestor, ops))
+        match refused {
+            None => Ok(Planned::chain(ancestor, ops)),
+            Some(e) => Planned::made_then_refused(ancestor, ops, e),
+        }
     }
 
     pub fn plan_create(
@@ -257,16 +286,19 @@ impl Namespace {
             )));
         }
         self.check_access(caller, ancestor, WRITE)?;
-        self.check_new_entries(ancestor, &comps, found)?;
+        let (end, refused) = self.check_new_entries(ancestor, &comps, found);
         let dir_perm = implicit_dir_perm(a.masked);
         let mut ops = self.mkdir_ops(
             caller,
-            &comps[..comps.len() - 1],
-            found,
+            &comps,
+            found..end.min(comps.len() - 1),
             ancestor,
             (dir_perm, dir_perm),
             now,
         );
+        if let Some(e) = refused {
+            return Planned::made_then_refused(ancestor, ops, e);
+        }
         let id = self.next_inode_id() + ops.len() as u64;
         ops.push(self.create_op(caller, a, ancestor, id, now));
         // The missing parents' Mkdirs, each in the one before, the first in `ancestor`, then

@@ -35,17 +35,25 @@ impl Harness {
     /// Applies planned records as the NameNode does: the first where its plan found it
     /// (which debug builds check against a walk), then the journal replays them by path.
     fn commit(&mut self, planned: impl Into<Planned>) {
-        let planned = planned.into();
+        self.commit_made(planned)
+            .expect("the plan does not end with an error");
+    }
+
+    /// [`commit`](Self::commit) for a plan that may make something and then fail (see
+    /// `Planned::then_fail`): returns that error.
+    fn commit_made(&mut self, planned: impl Into<Planned>) -> Result<(), FsError> {
+        let mut planned = planned.into();
+        let then_fail = planned.then_fail.take();
         let applied = self.ns.apply_planned(&planned, |_, _| {});
         assert!(applied.failed.is_none(), "planned op applies: {applied:?}");
         self.log.extend(planned.ops);
         self.now += 1;
+        then_fail.map_or(Ok(()), Err)
     }
 
     fn mkdirs(&mut self, c: &Caller, p: &str) -> Result<(), FsError> {
         let ops = self.ns.plan_mkdirs(c, p, 0o755, true, self.now)?;
-        self.commit(ops);
-        Ok(())
+        self.commit_made(ops)
     }
 
     fn create(&mut self, c: &Caller, p: &str, overwrite: bool) -> Result<(), FsError> {
@@ -61,8 +69,7 @@ impl Harness {
             block_size: 128 << 20,
         };
         let ops = self.ns.plan_create(c, &args, self.now)?;
-        self.commit(ops);
-        Ok(())
+        self.commit_made(ops)
     }
 
     /// A legacy rename by the superuser that must succeed.
@@ -503,6 +510,13 @@ fn over_long_names_are_refused_when_added_and_absent_when_looked_up() {
         "/d/new",
     );
     too_long(h.mkdirs(&su(), &format!("/d/{long}")), "/d");
+    too_long(h.mkdirs(&su(), &format!("/d/m1/m2/{long}/x")), "/d/m1/m2");
+    // As in HDFS, the directories made before the refused name stay.
+    for made in ["/d/new", "/d/m1/m2"] {
+        let st = h.ns.get_file_info(&su(), made).unwrap().expect(made);
+        assert!(st.is_dir, "{made}");
+    }
+    assert!(h.ns.get_file_info(&su(), "/d/m1/m2/x").unwrap().is_none());
     let renamed = |to: &str| h.ns.plan_rename(&su(), "/d/f", to, h.now).map(|_| ());
     too_long(renamed(&format!("/d/{long}")), "/d");
     let renamed2 =
