@@ -35,12 +35,22 @@ pub struct ServeArgs {
     /// Configuration override, Hadoop key names (repeatable): --conf fs.trash.interval=60
     #[arg(long = "conf", value_name = "KEY=VALUE")]
     pub conf: Vec<String>,
-    /// Recovery mode, for a journal damaged in the middle (as `hdfs namenode -recover`):
-    /// keep every edit before the damage, set the segments holding anything after it
-    /// aside as `*.abandoned`, and start. The edits after the damage are lost; without
-    /// this flag such a journal stops start-up.
-    #[arg(long)]
-    pub recover: bool,
+    /// Recovery mode, for a journal damaged in the middle (as `hdfs namenode -recover`),
+    /// which without it stops start-up. `stop` (the default): keep every edit before the
+    /// damage, set the segments holding anything after it aside as `*.abandoned`, and
+    /// start; the edits after the damage are lost. `skip` (HDFS's "continue"): replay
+    /// every edit still readable past the damage, skipping what is lost and what no
+    /// longer applies (each logged), save an image of the result, and set the damaged
+    /// segment copies aside.
+    #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "stop")]
+    pub recover: Option<Recovery>,
+}
+
+/// What `--recover` does at damage in the journal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Recovery {
+    Stop,
+    Skip,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -85,7 +95,8 @@ fn nn_config(args: &ServeArgs, local: bool) -> anyhow::Result<(Config, Vec<Strin
     if cfg.name_dirs.is_empty() {
         cfg.name_dirs.push(args.data.join("name"));
     }
-    cfg.recover_journal = args.recover;
+    cfg.recover_journal = args.recover.is_some();
+    cfg.recover_skip = args.recover == Some(Recovery::Skip);
     if !args.journal_dirs.is_empty() {
         // Extra journal directories join the configured ones (by default the name dirs).
         if cfg.edits_dirs.is_empty() {

@@ -156,15 +156,13 @@ async fn the_viewers_read_what_a_running_cluster_wrote() {
     cluster.stop();
 }
 
-/// The operator's way through a journal damaged in the middle, on real processes: start-up
-/// refuses and names both tools; `oev` shows the damage and what lies past it; one start
-/// with `--recover` keeps the edits before it and sets the segment aside; after that the
-/// NameNode starts plainly.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_damaged_journal_is_shown_then_recovered_from() {
-    let root = tempfile::tempdir().unwrap();
-    let data = root.path().join("nn");
-    let args = |extra: &[&str]| -> Vec<String> {
+/// A NameNode's data folder under `root` whose only finalized segment holds `/d1`..`/d8`
+/// (txids 1..8) with the fourth record damaged in its middle, found where `oev` says it
+/// is. Returns the `namenode` arguments for that folder (plus `extra`), the segment, and
+/// the damage's offset.
+async fn damaged_journal(root: &Path) -> (impl Fn(&[&str]) -> Vec<String>, PathBuf, usize) {
+    let data = root.join("nn");
+    let args = move |extra: &[&str]| -> Vec<String> {
         let mut a = vec!["namenode", "--port", "0", "--data", data.to_str().unwrap()];
         a.extend_from_slice(extra);
         a.into_iter().map(String::from).collect()
@@ -177,12 +175,9 @@ async fn a_damaged_journal_is_shown_then_recovered_from() {
     stdout_of(&["admin", "--fs", &nn.ready, "roll-edits"]);
     drop(fs);
     drop(nn); // kill -9: no image at shutdown, so start-up must replay the segment
-    let name_dir = data.join("name");
-    let seg = named(&name_dir, "edits_0")
+    let seg = named(&root.join("nn/name"), "edits_0")
         .pop()
         .expect("a finalized segment");
-
-    // Damage the middle of the fourth record, found where oev says it is.
     let listing = stdout_of(&["oev", "-i", seg.to_str().unwrap()]);
     let at: usize = listing
         .lines()
@@ -193,6 +188,18 @@ async fn a_damaged_journal_is_shown_then_recovered_from() {
     let mut bytes = std::fs::read(&seg).unwrap();
     bytes[at + 20] ^= 0x5a;
     std::fs::write(&seg, &bytes).unwrap();
+    (args, seg, at)
+}
+
+/// The operator's way through a journal damaged in the middle, on real processes: start-up
+/// refuses and names both tools; `oev` shows the damage and what lies past it; one start
+/// with `--recover` keeps the edits before it and sets the segment aside; after that the
+/// NameNode starts plainly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_journal_is_shown_then_recovered_from() {
+    let root = tempfile::tempdir().unwrap();
+    let (args, seg, at) = damaged_journal(root.path()).await;
+    let name_dir = root.path().join("nn/name");
 
     let refused = Command::new(env!("CARGO_BIN_EXE_ferrite"))
         .args(args(&[]))
@@ -242,4 +249,45 @@ async fn a_damaged_journal_is_shown_then_recovered_from() {
     assert!(fs.status("/after").await.unwrap().is_some());
     assert!(fs.status("/d3").await.unwrap().is_some());
     assert!(fs.status("/d4").await.unwrap().is_none());
+}
+
+/// `--recover skip` (HDFS's "continue"): every edit still readable past the damage is
+/// replayed, the damaged one is lost, an image holds the result, and the damaged segment is
+/// set aside; after that the NameNode starts plainly with the same namespace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recovery_can_skip_the_damage_and_keep_what_follows_it() {
+    let root = tempfile::tempdir().unwrap();
+    let (args, seg, _) = damaged_journal(root.path()).await;
+    let name_dir = root.path().join("nn/name");
+    let kept = |i: u32| i != 4;
+
+    let nn = spawn(&args(&["--recover", "skip"]));
+    let fs = FileSystem::connect(&nn.ready).await.unwrap();
+    for i in 1..=8 {
+        let there = fs.status(&format!("/d{i}")).await.unwrap().is_some();
+        assert_eq!(there, kept(i), "/d{i}");
+    }
+    assert!(fs.mkdirs("/after", 0o755, false).await.unwrap());
+    let damaged = seg.file_name().unwrap().to_string_lossy().into_owned();
+    let files: Vec<String> = named(&name_dir, "")
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        files.contains(&format!("{damaged}.abandoned")) && !files.contains(&damaged),
+        "the damaged segment is set aside under another name, not deleted: {files:?}"
+    );
+    assert!(
+        files.contains(&format!("fsimage_{:019}", 8)),
+        "an image at the last txid read holds the result: {files:?}"
+    );
+    drop(fs);
+    drop(nn);
+    let nn = spawn(&args(&[]));
+    let fs = FileSystem::connect(&nn.ready).await.unwrap();
+    for i in 1..=8 {
+        let there = fs.status(&format!("/d{i}")).await.unwrap().is_some();
+        assert_eq!(there, kept(i), "/d{i} after a plain restart");
+    }
+    assert!(fs.status("/after").await.unwrap().is_some());
 }

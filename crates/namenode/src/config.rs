@@ -117,6 +117,9 @@ pub struct Config {
     /// Start in recovery mode (`--recover`; not a site key: an operator's one-off
     /// decision): see `journal::recover::replay_recovering`.
     pub recover_journal: bool,
+    /// With `recover_journal`, its "skip" choice (`--recover skip`): replay every record
+    /// still readable past the damage instead of stopping there; see `journal::salvage`.
+    pub recover_skip: bool,
     /// `ferrite.summary.enabled`: keep the namespace summary and answer
     /// getContentSummary from it.
     pub summary_enabled: bool,
@@ -204,6 +207,7 @@ impl Default for Config {
             journal_dir_timeout_ms: 20_000,
             restore_failed_dirs: false,
             recover_journal: false,
+            recover_skip: false,
             summary_enabled: true,
             summary_checkpoint_txns: 1_000_000,
             summary_checkpoint_period_sec: 600,

@@ -19,7 +19,7 @@ use crate::checkpoint;
 use crate::config::Config;
 use crate::groups::GroupMapping;
 use crate::identity::Identity;
-use crate::journal::{recover, Journal, JournalConfig};
+use crate::journal::{recover, salvage, Journal, JournalConfig};
 use crate::namespace::{Caller, Namespace};
 use crate::state::{now_ms, NnState, StartupReport, Storage};
 use crate::summary::follow::{Rebuild, SummaryService};
@@ -87,6 +87,50 @@ fn recover_journal(
     Ok(replayed)
 }
 
+/// After a skipping replay ([`salvage::replay_skipping`]) that gave anything up: the
+/// namespace is saved as an image at the last txid read, so that no later start-up reads
+/// the journal's holes again, and only then are the damaged copies set aside as
+/// `*.abandoned` (never deleted: they are the operator's to inspect). Loud on purpose:
+/// edits are being given up. Returns whether anything was.
+fn set_salvage_down(
+    name_dirs: &[PathBuf],
+    journal_dirs: &[PathBuf],
+    ns: &Namespace,
+    out: &salvage::Salvaged,
+) -> std::io::Result<bool> {
+    if out.given_up.is_empty() && out.damaged.is_empty() {
+        info!(
+            last_txid = out.last_txid,
+            "recovery mode (skip): the journal read to its end; nothing given up"
+        );
+        return Ok(false);
+    }
+    for what in &out.given_up {
+        error!(%what, "RECOVERY: edit given up");
+    }
+    checkpoint::save(name_dirs, |f| {
+        ns.write_image(out.last_txid, f)?;
+        Ok(out.last_txid)
+    })?;
+    let mut aside = Vec::new();
+    for path in &out.damaged {
+        let to = PathBuf::from(format!("{}.abandoned", path.display()));
+        std::fs::rename(path, &to)?;
+        aside.push(to);
+    }
+    for d in journal_dirs {
+        std::fs::File::open(d)?.sync_all()?;
+    }
+    error!(
+        last_txid = out.last_txid,
+        edits_replayed = out.edits,
+        given_up = out.given_up.len(),
+        set_aside = ?aside,
+        "RECOVERY: the journal was replayed past its damage; an image now holds the result"
+    );
+    Ok(true)
+}
+
 fn io_err(e: impl std::fmt::Display) -> std::io::Error {
     std::io::Error::other(e.to_string())
 }
@@ -119,7 +163,16 @@ pub fn load_storage(
         None => (Namespace::new(superuser, &cfg.superuser_group, now_ms()), 0),
     };
     let apply = |_, op: &_| ns.apply(op).map(|_| ()).map_err(|e| e.to_string());
-    let replayed = if cfg.recover_journal {
+    let mut salvaged = false;
+    let replayed = if cfg.recover_journal && cfg.recover_skip {
+        let out = salvage::replay_skipping(&journal_dirs, image_txid, apply);
+        salvaged = set_salvage_down(&name_dirs, &journal_dirs, &ns, &out)?;
+        recover::Replayed {
+            last_txid: out.last_txid,
+            edits: out.edits,
+            ..Default::default()
+        }
+    } else if cfg.recover_journal {
         recover_journal(&journal_dirs, image_txid, apply)?
     } else {
         recover::replay(&journal_dirs, image_txid, apply).map_err(|e| match e {
@@ -168,6 +221,13 @@ pub fn load_storage(
     // it) or, without a usable one, is built from the namespace just loaded.
     let summary = cfg.summary_enabled.then(|| {
         let last = replayed.last_txid;
+        if salvaged {
+            // Its checkpoint may predate the damage: following the journal from there
+            // would meet the holes the salvage left.
+            let _ = std::fs::remove_file(
+                summary_dir(&name_dirs).join(crate::summary::codec::FILE_NAME),
+            );
+        }
         SummaryService::load_or_rebuild(&summary_dir(&name_dirs), last, || {
             Summary::from_namespace(&ns, last)
         })

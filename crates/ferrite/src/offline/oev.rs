@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use ferrite_namenode::journal::codec::{decode_frame, decode_op, Frame};
+use ferrite_namenode::journal::salvage::next_whole;
 use ferrite_namenode::journal::segment::{self, Mode, Tail};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -133,8 +134,8 @@ pub fn view(
 /// What lies past damage at `offset`: the whole records found by stepping forward a byte
 /// at a time to the next frame that checks and comes after the last good txid, then
 /// onwards from it; and past every further break the same way, to the segment's end.
-/// Start-up stops at the damage (unless another journal directory has a good copy), and
-/// `--recover` keeps only what came before it.
+/// Start-up stops at the damage (unless another journal directory has a good copy),
+/// `--recover` keeps only what came before it, and `--recover skip` replays these too.
 fn past_damage(
     bytes: &[u8],
     offset: usize,
@@ -148,8 +149,8 @@ fn past_damage(
     writeln!(
         out,
         "# past the damage from offset {at} (not replayed; `ferrite namenode --recover` \
-         keeps txids up to {last_good} and sets these aside, unless another journal \
-         directory holds them whole):"
+         keeps txids up to {last_good} and sets these aside, `--recover skip` replays \
+         them, unless another journal directory holds them whole):"
     )?;
     let mut counts = Counts::default();
     loop {
@@ -179,13 +180,6 @@ fn past_damage(
         at = next;
     }
     writeln!(out, "# past the damage: {}", counts.span())
-}
-
-/// The first offset from `from` on where a frame checks and holds a txid after `after`.
-fn next_whole(bytes: &[u8], from: usize, after: u64) -> Option<usize> {
-    (from..bytes.len()).find(
-        |&at| matches!(decode_frame(&bytes[at..]), Ok(Frame::Record { txid, .. }) if txid > after),
-    )
 }
 
 /// Records seen, by kind, and the txids they span.

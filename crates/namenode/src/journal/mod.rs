@@ -20,6 +20,7 @@
 pub mod codec;
 mod dirs;
 pub mod recover;
+pub mod salvage;
 pub mod segment;
 pub mod tail;
 #[cfg(test)]
