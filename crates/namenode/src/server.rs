@@ -180,7 +180,8 @@ pub fn load_storage(
                 io_err(format!(
                     "{e}. `ferrite oev -i SEGMENT` shows the damage and the edits past it. \
                      To start with the edits before the damage and set the rest aside \
-                     (they are lost), run once with --recover"
+                     (they are lost), run once with --recover; to replay every edit still \
+                     readable past it too, with --recover skip"
                 ))
             }
             e => io_err(e),

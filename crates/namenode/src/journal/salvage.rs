@@ -251,9 +251,16 @@ mod tests {
         assert_eq!((out.last_txid, out.edits), (8, 6));
         assert_eq!(out.given_up.len(), 2, "{:?}", out.given_up);
         assert_eq!(out.given_up[0], "txids 2..=2 are in no readable copy");
-        assert!(out.given_up[1].starts_with("txid 7 ("), "{}", out.given_up[1]);
+        assert!(
+            out.given_up[1].starts_with("txid 7 ("),
+            "{}",
+            out.given_up[1]
+        );
         assert!(out.given_up[1].ends_with("no longer applies: no such file"));
-        assert_eq!(out.damaged, [dir.path().join(segment::finalized_name(1, 5))]);
+        assert_eq!(
+            out.damaged,
+            [dir.path().join(segment::finalized_name(1, 5))]
+        );
     }
 
     #[test]
