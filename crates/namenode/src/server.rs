@@ -95,7 +95,7 @@ fn recover_journal(
 fn set_salvage_down(
     name_dirs: &[PathBuf],
     journal_dirs: &[PathBuf],
-    ns: &Namespace,
+    ns: &mut Namespace,
     out: &salvage::Salvaged,
 ) -> std::io::Result<bool> {
     if out.given_up.is_empty() && out.damaged.is_empty() {
@@ -108,6 +108,7 @@ fn set_salvage_down(
     for what in &out.given_up {
         error!(%what, "RECOVERY: edit given up");
     }
+    ns.reserve_ids(out.lost);
     checkpoint::save(name_dirs, |f| {
         ns.write_image(out.last_txid, f)?;
         Ok(out.last_txid)
@@ -166,7 +167,7 @@ pub fn load_storage(
     let mut salvaged = false;
     let replayed = if cfg.recover_journal && cfg.recover_skip {
         let out = salvage::replay_skipping(&journal_dirs, image_txid, apply);
-        salvaged = set_salvage_down(&name_dirs, &journal_dirs, &ns, &out)?;
+        salvaged = set_salvage_down(&name_dirs, &journal_dirs, &mut ns, &out)?;
         recover::Replayed {
             last_txid: out.last_txid,
             edits: out.edits,

@@ -27,6 +27,9 @@ pub struct Salvaged {
     /// What was given up, one line each: missing txids, and records that did not decode
     /// or no longer applied.
     pub given_up: Vec<String>,
+    /// How many records were given up (txids in no readable copy, and records that did
+    /// not decode or apply).
+    pub lost: u64,
     /// Segment copies with damage that records follow, to be set aside.
     pub damaged: Vec<PathBuf>,
 }
@@ -149,6 +152,7 @@ pub fn replay_skipping(
                 let (from, to) = (out.last_txid + 1, txid - 1);
                 out.given_up
                     .push(format!("txids {from}..={to} are in no readable copy"));
+                out.lost += to + 1 - from;
             }
             let Ok(Frame::Record { op, .. }) = decode_frame(&bytes[*offset..offset + size]) else {
                 unreachable!("find_records checked this frame");
@@ -158,9 +162,11 @@ pub fn replay_skipping(
                 .and_then(|op| apply(*txid, &op).map_err(|e| format!("no longer applies: {e}")));
             match applied {
                 Ok(()) => out.edits += 1,
-                Err(why) => out
-                    .given_up
-                    .push(format!("txid {txid} ({path}, offset {offset}) {why}")),
+                Err(why) => {
+                    out.given_up
+                        .push(format!("txid {txid} ({path}, offset {offset}) {why}"));
+                    out.lost += 1;
+                }
             }
             out.last_txid = *txid;
         }
@@ -248,7 +254,7 @@ mod tests {
             Ok(())
         });
         assert_eq!(seen, [1, 3, 4, 5, 6, 7, 8]);
-        assert_eq!((out.last_txid, out.edits), (8, 6));
+        assert_eq!((out.last_txid, out.edits, out.lost), (8, 6, 2));
         assert_eq!(out.given_up.len(), 2, "{:?}", out.given_up);
         assert_eq!(out.given_up[0], "txids 2..=2 are in no readable copy");
         assert!(

@@ -465,6 +465,18 @@ mod tests {
         assert_eq!(back.block_file(ns.last_block(g_live).unwrap().id), Some(g));
     }
 
+    /// After a recovery that skipped records, ids they could have handed out stay unused,
+    /// across the image recovery then writes.
+    #[test]
+    fn reserved_ids_are_kept_by_the_image() {
+        let mut ns = sample();
+        let ((block, gs), inode) = (ns.next_block(), ns.next_inode_id());
+        ns.reserve_ids(5);
+        let (back, _) = Namespace::decode_image(&ns.encode_image(7)).unwrap();
+        assert_eq!(back.next_block(), (block + 5, gs + 5));
+        assert_eq!(back.next_inode_id(), inode + 5);
+    }
+
     #[test]
     fn an_image_streamed_in_many_chunks_round_trips() {
         // Enough inodes for the inode section to span several chunks, each with its own

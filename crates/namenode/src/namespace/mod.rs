@@ -756,6 +756,16 @@ impl Namespace {
         (self.next_block_id, self.next_gs)
     }
 
+    /// Moves the inode id, block id and generation stamp counters past what `records`
+    /// lost journal records could have handed out (each hands out at most one of each),
+    /// after a recovery that skipped them: a block id a DataNode still holds must never be
+    /// given to a new block.
+    pub fn reserve_ids(&mut self, records: u64) {
+        self.next_inode_id += records;
+        self.next_block_id += records;
+        self.next_gs += records;
+    }
+
     /// A fresh generation stamp after `next_block`'s (for pipeline recovery).
     pub fn next_gs(&self) -> u64 {
         self.next_gs
