@@ -421,6 +421,33 @@ async fn retried_non_idempotent_calls_are_not_applied_twice() {
     nn.shutdown().await;
 }
 
+/// The status fields HDFS 3.4.1's NameNode answers for a new file (checked against one
+/// with a raw client): no name for `getFileInfo`, childrenNum 0 (not the field's default
+/// of -1), storage policy and flags 0; a directory counts its entries.
+#[tokio::test]
+async fn file_status_fields_are_as_hdfs_answers_them() {
+    let nn = start(Config::default()).await;
+    let c = su_client(&nn).await;
+    let created: CreateResponseProto = c.call("create", &create_req("/s/f")).await.unwrap();
+    let info = |src: &str| GetFileInfoRequestProto { src: src.into() };
+    let got: GetFileInfoResponseProto = c.call("getFileInfo", &info("/s/f")).await.unwrap();
+    for fs in [created.fs.unwrap(), got.fs.unwrap()] {
+        assert_eq!(
+            fs.file_type,
+            hdfs_file_status_proto::FileType::IsFile as i32
+        );
+        assert!(fs.path.is_empty());
+        assert_eq!(
+            (fs.children_num, fs.storage_policy, fs.flags),
+            (Some(0), Some(0), Some(0))
+        );
+        assert_eq!((fs.block_replication, fs.length), (Some(1), 0));
+    }
+    let dir: GetFileInfoResponseProto = c.call("getFileInfo", &info("/s")).await.unwrap();
+    assert_eq!(dir.fs.unwrap().children_num, Some(1));
+    nn.shutdown().await;
+}
+
 #[tokio::test]
 async fn many_concurrent_calls_on_one_connection() {
     let nn = start(Config::default()).await;

@@ -21,6 +21,8 @@ pub struct FileStatus {
     pub replication: u16,
     pub block_size: u64,
     pub file_id: u64,
+    /// Entries of a directory; 0 for a file, as HDFS 3.4.1's NameNode answers (the
+    /// protobuf field's default is -1, but HDFS sets it).
     pub children: i32,
     pub under_construction: bool,
 }
@@ -67,7 +69,7 @@ pub fn created_status(op: &Op) -> Option<FileStatus> {
         replication: *replication,
         block_size: *block_size,
         file_id: *id,
-        children: -1,
+        children: 0,
         under_construction: true,
     })
 }
@@ -81,7 +83,7 @@ impl Namespace {
                 f.len(),
                 inode.replication,
                 f.block_size,
-                -1,
+                0,
                 f.uc().is_some(),
             ),
         };
