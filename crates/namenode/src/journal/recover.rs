@@ -173,6 +173,22 @@ enum Reading {
     Recover,
 }
 
+/// Every segment copy in `dirs`. A directory that cannot be listed is skipped with a
+/// warning (one that does not exist, silently): the others may hold what it did.
+pub(super) fn every_copy(dirs: &[PathBuf]) -> Vec<SegmentFile> {
+    let mut copies = Vec::new();
+    for d in dirs {
+        match segment::list(d) {
+            Ok(s) => copies.extend(s),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                warn!(dir = %d.display(), error = %e, "journal directory unreadable; skipped for replay")
+            }
+        }
+    }
+    copies
+}
+
 fn read_after(
     dirs: &[PathBuf],
     after: u64,
@@ -187,16 +203,7 @@ fn read_after(
     // A follower takes nothing past `synced`: its scans stop there, and its records too.
     let end = live.unwrap_or(u64::MAX);
     let recovering = reading == Reading::Recover;
-    let mut candidates: Vec<SegmentFile> = Vec::new();
-    for d in dirs {
-        match segment::list(d) {
-            Ok(s) => candidates.extend(s),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                warn!(dir = %d.display(), error = %e, "journal directory unreadable; skipped for replay")
-            }
-        }
-    }
+    let candidates = every_copy(dirs);
     let mut out = Replayed {
         last_txid: after,
         ..Default::default()

@@ -14,7 +14,8 @@ use std::path::PathBuf;
 use tracing::warn;
 
 use super::codec::{decode_frame, decode_op, Frame};
-use super::segment::{self, SegmentFile, HEADER_LEN, MAGIC};
+use super::recover::every_copy;
+use super::segment::{SegmentFile, HEADER_LEN, MAGIC};
 use crate::namespace::Op;
 
 /// What a skipping replay did.
@@ -99,18 +100,8 @@ pub fn replay_skipping(
 ) -> Salvaged {
     // Every copy of a segment, grouped by the txid its name starts at.
     let mut segments: BTreeMap<u64, Vec<SegmentFile>> = BTreeMap::new();
-    for d in dirs {
-        match segment::list(d) {
-            Ok(list) => {
-                for s in list {
-                    segments.entry(s.first).or_default().push(s);
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                warn!(dir = %d.display(), error = %e, "journal directory unreadable; skipped")
-            }
-        }
+    for s in every_copy(dirs) {
+        segments.entry(s.first).or_default().push(s);
     }
     let mut out = Salvaged {
         last_txid: after,
@@ -177,7 +168,7 @@ pub fn replay_skipping(
 #[cfg(test)]
 mod tests {
     use super::super::codec::encode_record;
-    use super::super::segment::tests::op;
+    use super::super::segment::{self, tests::op};
     use super::*;
 
     /// A segment's bytes: header, then records `txids`, then `zeros` of preallocated tail.

@@ -146,9 +146,12 @@ impl Namespace {
     ) -> (usize, Option<FsError>) {
         for i in found..comps.len() {
             let checked = check_new_name(comps[i], &comps[..i], self.limits.component_len)
-                .and_then(|()| match i == found {
-                    true => self.check_room(dir, &comps[..found]),
-                    false => Ok(()),
+                .and_then(|()| {
+                    if i == found {
+                        self.check_room(dir, &comps[..found])
+                    } else {
+                        Ok(())
+                    }
                 });
             if let Err(e) = checked {
                 return (i, Some(e));
