@@ -257,3 +257,22 @@ fn a_failed_directory_comes_back_at_a_roll_only_when_restoring_is_on() {
         (1..=11).collect::<Vec<_>>()
     );
 }
+
+/// With half its target pending, a sync goes at once rather than idle the disk for the
+/// rest; with fewer, it waits for them (here in vain: the wait runs out).
+#[test]
+fn a_sync_with_half_its_target_pending_does_not_wait() {
+    let wake = parking_lot::Condvar::new();
+    let pending = parking_lot::Mutex::new(super::Pending {
+        buf: Vec::new(),
+        last_appended: 0,
+        closing: false,
+        commits: 16,
+        wake_at: 32,
+        rolls: Vec::new(),
+    });
+    let mut p = pending.lock();
+    assert!(super::gather(&wake, &mut p, Duration::from_micros(1)));
+    p.commits = 15;
+    assert!(!super::gather(&wake, &mut p, Duration::from_micros(1)));
+}
