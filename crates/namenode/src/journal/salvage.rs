@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use tracing::warn;
 
-use super::codec::{decode_frame, decode_op, Frame};
+use super::codec::{decode_frame, decode_op, Frame, RECORD_PREFIX};
 use super::recover::every_copy;
 use super::segment::{SegmentFile, HEADER_LEN, MAGIC};
 use crate::namespace::Op;
@@ -45,28 +45,50 @@ struct Found {
     damage: Vec<(usize, usize)>,
 }
 
+/// The fewest bytes a record takes: its length and checksum, then its txid.
+const MIN_RECORD: usize = RECORD_PREFIX + 8;
+
+/// Txids [`next_whole`] lets be missing without leaving any bytes behind (a gap in the
+/// numbering with whole records on both sides).
+const MISSING_MAX: u64 = 1 << 20;
+
 /// The first offset from `from` on where a whole record starts (its length and checksum
-/// hold) with a txid after `after`. A frame that matches its checksum by chance is a one
-/// in four billion event, and must also carry a plausible length and txid.
+/// hold) with a txid after `after`, where `from` is where the record after `after` would
+/// have begun. A frame that matches its checksum by chance is a one in four billion event.
+///
+/// The txid is checked before the checksum, against what could fit: the record `after + k`
+/// starts at least `(k - 1) * MIN_RECORD` bytes past `from`, unless up to [`MISSING_MAX`]
+/// txids went missing without a trace. Without that, a damaged stretch of some repeated
+/// small number (each one a plausible length) would cost a checksum of up to a megabyte
+/// at every byte.
 pub fn next_whole(bytes: &[u8], from: usize, after: u64) -> Option<usize> {
-    (from..bytes.len()).find(
-        |&at| matches!(decode_frame(&bytes[at..]), Ok(Frame::Record { txid, .. }) if txid > after),
-    )
+    (from..bytes.len()).find(|&at| {
+        let Some(txid) = bytes.get(at + RECORD_PREFIX..at + MIN_RECORD) else {
+            return false;
+        };
+        let txid = u64::from_le_bytes(txid.try_into().expect("8 bytes"));
+        let fit = ((at - from) / MIN_RECORD) as u64 + 1;
+        let furthest = after.saturating_add(fit + MISSING_MAX);
+        (after + 1..=furthest).contains(&txid)
+            && matches!(decode_frame(&bytes[at..]), Ok(Frame::Record { .. }))
+    })
 }
 
-/// Walks a segment copy record by record, and past each break (damage, or a hole of
-/// zeros) steps to the next whole record ([`next_whole`]) and goes on from there.
-fn find_records(bytes: &[u8]) -> Found {
+/// Walks a segment copy whose first txid is `first` (as its name says) record by record,
+/// and past each break (damage, or a hole of zeros) steps to the next whole record
+/// ([`next_whole`]) and goes on from there.
+fn find_records(bytes: &[u8], first: u64) -> Found {
     let mut out = Found::default();
     let mut pos = HEADER_LEN;
+    let mut last = first.saturating_sub(1);
     if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC {
-        let Some(next) = next_whole(bytes, 0, 0) else {
+        // The first record starts after the header, whatever the header's bytes became.
+        let Some(next) = next_whole(bytes, HEADER_LEN.min(bytes.len()), last) else {
             return out;
         };
         out.damage.push((0, next));
         pos = next;
     }
-    let mut last = 0;
     loop {
         if let Ok(Frame::Record { txid, size, .. }) = decode_frame(&bytes[pos..]) {
             if txid > last {
@@ -125,7 +147,7 @@ pub fn replay_skipping(
                     continue;
                 }
             };
-            let found = find_records(&bytes);
+            let found = find_records(&bytes, c.first);
             for (from, to) in &found.damage {
                 warn!(segment = %c.path.display(), from, to, "recovery: damaged bytes skipped");
             }
@@ -192,7 +214,7 @@ mod tests {
     #[test]
     fn a_clean_segment_is_read_whole_and_its_zero_tail_is_not_damage() {
         let (b, at) = segment_bytes(1..=5, 4096);
-        let f = find_records(&b);
+        let f = find_records(&b, 1);
         assert_eq!(txids(&f), [1, 2, 3, 4, 5]);
         assert_eq!(f.records[2].1, at[2]);
         assert!(f.damage.is_empty());
@@ -202,7 +224,7 @@ mod tests {
     fn records_after_a_flipped_byte_are_found_again() {
         let (mut b, at) = segment_bytes(1..=6, 512);
         b[at[2] + 12] ^= 0xff;
-        let f = find_records(&b);
+        let f = find_records(&b, 1);
         assert_eq!(txids(&f), [1, 2, 4, 5, 6]);
         assert_eq!(f.damage, [(at[2], at[3])]);
     }
@@ -212,9 +234,23 @@ mod tests {
         let (mut b, at) = segment_bytes(1..=6, 0);
         b[at[1]..at[4]].fill(0);
         b[..4].fill(0xee);
-        let f = find_records(&b);
+        let f = find_records(&b, 1);
         assert_eq!(txids(&f), [1, 5, 6]);
         assert_eq!(f.damage, [(0, HEADER_LEN), (at[1], at[4])]);
+    }
+
+    /// A frame whose checksum holds but whose txid could not be where it sits (record
+    /// `after + k` needs `k - 1` records' room before it, give or take `MISSING_MAX`) is
+    /// not taken for the next one.
+    #[test]
+    fn a_whole_frame_with_a_txid_that_cannot_be_there_is_stepped_over() {
+        let far = 5 + MISSING_MAX + 2;
+        let mut b = Vec::new();
+        encode_record(far, &op(far), &mut b);
+        let next = b.len();
+        encode_record(6, &op(6), &mut b);
+        assert_eq!(next_whole(&b, 0, 5), Some(next));
+        assert_eq!(next_whole(&b, 0, 6), Some(0), "a gap of MISSING_MAX fits");
     }
 
     #[test]
@@ -222,7 +258,7 @@ mod tests {
         let (mut b, at) = segment_bytes(1..=3, 0);
         b.truncate(at[2] + 5);
         b.resize(b.len() + 1000, 0);
-        let f = find_records(&b);
+        let f = find_records(&b, 1);
         assert_eq!(txids(&f), [1, 2]);
         assert!(f.damage.is_empty(), "{:?}", f.damage);
     }
