@@ -5,7 +5,7 @@
 //!
 //! The journal then has holes that a plain start-up would stop at again, so the caller
 //! saves an image at the last txid read and sets the damaged copies aside (see
-//! `server::salvage_journal`). Pure apart from reading the segment files.
+//! `server::set_salvage_down`). Pure apart from reading the segment files.
 
 use std::collections::BTreeMap;
 use std::fs;
