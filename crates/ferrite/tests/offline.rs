@@ -290,4 +290,19 @@ async fn recovery_can_skip_the_damage_and_keep_what_follows_it() {
         assert_eq!(there, kept(i), "/d{i} after a plain restart");
     }
     assert!(fs.status("/after").await.unwrap().is_some());
+    drop(fs);
+    drop(nn);
+    // On a sound journal, `--recover skip` is a plain start: nothing else is set aside.
+    let abandoned = || {
+        named(&name_dir, "")
+            .iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "abandoned"))
+            .count()
+    };
+    let before = abandoned();
+    let nn = spawn(&args(&["--recover", "skip"]));
+    let fs = FileSystem::connect(&nn.ready).await.unwrap();
+    assert!(fs.status("/after").await.unwrap().is_some());
+    assert!(fs.status("/d5").await.unwrap().is_some());
+    assert_eq!(abandoned(), before);
 }
