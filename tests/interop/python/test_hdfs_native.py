@@ -20,6 +20,14 @@ def touch(c, path):
     c.create(path).close()
 
 
+def own_ferrite(workroot, name, conf=(), datanodes=0):
+    """A Ferrite of this test's own in `workroot/name`, started with `conf`, and a client."""
+    w = workroot / name
+    w.mkdir()
+    s = start_ferrite(w, conf, datanodes=datanodes)
+    return s, Client(s.url)
+
+
 def test_mkdirs_and_file_info(client):
     client.mkdirs("/hn/a/b", create_parent=True)
     st = client.get_file_info("/hn/a/b")
@@ -134,10 +142,7 @@ def test_lease_recovery_closes_an_open_file(client, ferrite):
 
 
 def test_writing_data_fails_clearly_without_datanodes(workroot):
-    w = workroot / "no-datanodes"
-    w.mkdir()
-    s = start_ferrite(w, datanodes=0)
-    client = Client(s.url)
+    s, client = own_ferrite(workroot, "no-datanodes")
     client.mkdirs("/hn", create_parent=True)
     f = client.create("/hn/data")
     with pytest.raises(Exception, match="could only be written to 0"):
@@ -175,11 +180,8 @@ def test_trash_disabled_is_reported(client):
 
 
 def test_a_full_directory_refuses_new_entries(workroot):
-    w = workroot / "dir-limit"
-    w.mkdir()
     conf = ["dfs.namenode.fs-limits.max-directory-items=2", "dfs.namenode.fs-limits.max-component-length=8"]
-    s = start_ferrite(w, conf, datanodes=0)
-    c = Client(s.url)
+    s, c = own_ferrite(workroot, "dir-limit", conf)
     c.mkdirs("/full/sub", create_parent=True)
     touch(c, "/full/a")
     full = "MaxDirectoryItemsExceededException.*The directory item limit of /full is exceeded: limit=2 items=2"
@@ -206,11 +208,8 @@ def test_a_full_directory_refuses_new_entries(workroot):
 
 
 def test_a_file_at_its_block_limit_gets_no_further_block(workroot):
-    w = workroot / "block-limit"
-    w.mkdir()
     conf = ["dfs.namenode.fs-limits.max-blocks-per-file=2", "dfs.namenode.fs-limits.min-block-size=1024"]
-    s = start_ferrite(w, conf, datanodes=1)
-    c = Client(s.url)
+    s, c = own_ferrite(workroot, "block-limit", conf, datanodes=1)
     opts = WriteOptions(block_size=1024, replication=1)
     with c.create("/two-blocks", opts) as f:
         f.write(b"y" * 2048)
