@@ -12,6 +12,9 @@ use ferrite_ipc::conf::parse_size;
 /// The highest `dfs.namenode.fs-limits.max-directory-items` HDFS accepts.
 const MAX_DIR_ITEMS: u64 = 6_400_000;
 
+/// The highest `dfs.namenode.fs-limits.max-component-length` Ferrite accepts.
+const MAX_COMPONENT_LEN: u64 = crate::namespace::path::MAX_COMPONENT_LEN as u64;
+
 #[derive(Clone, Debug)]
 pub struct Config {
     /// `dfs.blocksize`
@@ -335,7 +338,7 @@ impl Config {
                     // summary keeps a name's length in a byte), so it refuses rather than
                     // start with a limit other than the one asked for.
                     self.max_component_len = match num()? {
-                        n @ 1..=255 => n as usize,
+                        n @ 1..=MAX_COMPONENT_LEN => n as usize,
                         _ => {
                             return Err(bad(
                                 "must be between 1 and 255: Ferrite keeps names of at most 255 bytes (HDFS's 0, no limit, is not supported)",
