@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use ferrite_datanode::{DataNode, DataNodeHandle, DnConfig};
-use ferrite_namenode::{Config, NameNode};
+use ferrite_namenode::{config, Config, NameNode};
 use tokio::net::TcpListener;
 use tracing::info;
 
@@ -95,8 +95,11 @@ fn nn_config(args: &ServeArgs, local: bool) -> anyhow::Result<(Config, Vec<Strin
     if cfg.name_dirs.is_empty() {
         cfg.name_dirs.push(args.data.join("name"));
     }
-    cfg.recover_journal = args.recover.is_some();
-    cfg.recover_skip = args.recover == Some(Recovery::Skip);
+    cfg.recovery = match args.recover {
+        None => config::Recovery::Off,
+        Some(Recovery::Stop) => config::Recovery::Stop,
+        Some(Recovery::Skip) => config::Recovery::Skip,
+    };
     if !args.journal_dirs.is_empty() {
         // Extra journal directories join the configured ones (by default the name dirs).
         if cfg.edits_dirs.is_empty() {

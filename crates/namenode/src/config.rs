@@ -15,6 +15,18 @@ const MAX_DIR_ITEMS: u64 = 6_400_000;
 /// The highest `dfs.namenode.fs-limits.max-component-length` Ferrite accepts.
 const MAX_COMPONENT_LEN: u64 = crate::namespace::path::MAX_COMPONENT_LEN as u64;
 
+/// What start-up does where the journal is damaged with records after the damage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recovery {
+    /// Stop, naming the file and offset.
+    Off,
+    /// `--recover`: keep the records before the damage and set the rest aside
+    /// (`journal::recover::replay_recovering`).
+    Stop,
+    /// `--recover skip`: replay every record still readable past it (`journal::salvage`).
+    Skip,
+}
+
 #[derive(Clone, Debug)]
 pub struct Config {
     /// `dfs.blocksize`
@@ -117,12 +129,8 @@ pub struct Config {
     /// directories back into service (HDFS's default: off). `hdfs dfsadmin
     /// -restoreFailedStorage` switches it while running.
     pub restore_failed_dirs: bool,
-    /// Start in recovery mode (`--recover`; not a site key: an operator's one-off
-    /// decision): see `journal::recover::replay_recovering`.
-    pub recover_journal: bool,
-    /// With `recover_journal`, its "skip" choice (`--recover skip`): replay every record
-    /// still readable past the damage instead of stopping there; see `journal::salvage`.
-    pub recover_skip: bool,
+    /// Recovery mode (`--recover`; not a site key: an operator's one-off decision).
+    pub recovery: Recovery,
     /// `ferrite.summary.enabled`: keep the namespace summary and answer
     /// getContentSummary from it.
     pub summary_enabled: bool,
@@ -209,8 +217,7 @@ impl Default for Config {
             journal_group_delay_us: 1_000,
             journal_dir_timeout_ms: 20_000,
             restore_failed_dirs: false,
-            recover_journal: false,
-            recover_skip: false,
+            recovery: Recovery::Off,
             summary_enabled: true,
             summary_checkpoint_txns: 1_000_000,
             summary_checkpoint_period_sec: 600,

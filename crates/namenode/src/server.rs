@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
 use crate::checkpoint;
-use crate::config::Config;
+use crate::config::{Config, Recovery};
 use crate::groups::GroupMapping;
 use crate::identity::Identity;
 use crate::journal::{recover, salvage, Journal, JournalConfig};
@@ -165,28 +165,30 @@ pub fn load_storage(
     };
     let apply = |_, op: &_| ns.apply(op).map(|_| ()).map_err(|e| e.to_string());
     let mut salvaged = false;
-    let replayed = if cfg.recover_journal && cfg.recover_skip {
-        let out = salvage::replay_skipping(&journal_dirs, image_txid, apply);
-        salvaged = set_salvage_down(&name_dirs, &journal_dirs, &mut ns, &out)?;
-        recover::Replayed {
-            last_txid: out.last_txid,
-            edits: out.edits,
-            ..Default::default()
+    let replayed = match cfg.recovery {
+        Recovery::Skip => {
+            let out = salvage::replay_skipping(&journal_dirs, image_txid, apply);
+            salvaged = set_salvage_down(&name_dirs, &journal_dirs, &mut ns, &out)?;
+            recover::Replayed {
+                last_txid: out.last_txid,
+                edits: out.edits,
+                ..Default::default()
+            }
         }
-    } else if cfg.recover_journal {
-        recover_journal(&journal_dirs, image_txid, apply)?
-    } else {
-        recover::replay(&journal_dirs, image_txid, apply).map_err(|e| match e {
-            recover::RecoverError::Corrupt(_) | recover::RecoverError::Gap { .. } => {
-                io_err(format!(
-                    "{e}. `ferrite oev -i SEGMENT` shows the damage and the edits past it. \
+        Recovery::Stop => recover_journal(&journal_dirs, image_txid, apply)?,
+        Recovery::Off => {
+            recover::replay(&journal_dirs, image_txid, apply).map_err(|e| match e {
+                recover::RecoverError::Corrupt(_) | recover::RecoverError::Gap { .. } => {
+                    io_err(format!(
+                        "{e}. `ferrite oev -i SEGMENT` shows the damage and the edits past it. \
                      To start with the edits before the damage and set the rest aside \
                      (they are lost), run once with --recover; to replay every edit still \
                      readable past it too, with --recover skip"
-                ))
-            }
-            e => io_err(e),
-        })?
+                    ))
+                }
+                e => io_err(e),
+            })?
+        }
     };
     recover::close_in_progress(&journal_dirs)?;
     let startup = StartupReport {

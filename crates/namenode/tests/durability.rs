@@ -341,7 +341,7 @@ async fn a_torn_tail_is_truncated_and_corruption_in_the_middle_stops_startup() {
     // The operator's way out (`--recover`): the edit before the damage is kept, every
     // segment holding anything after it is set aside, and the NameNode starts.
     let mut recovering = cfg.clone();
-    recovering.recover_journal = true;
+    recovering.recovery = ferrite_namenode::config::Recovery::Stop;
     let storage = load_storage(&recovering, "hdfs", CancellationToken::new()).unwrap();
     assert_eq!(storage.startup.last_txid, 1);
     storage.journal.as_ref().unwrap().close();
