@@ -45,7 +45,8 @@ struct Found {
     damage: Vec<(usize, usize)>,
 }
 
-/// The fewest bytes a record takes: its length and checksum, then its txid.
+/// The fewest bytes a record takes: its length and checksum, then its txid (where its op
+/// begins).
 const MIN_RECORD: usize = RECORD_PREFIX + 8;
 
 /// Txids [`next_whole`] lets be missing without leaving any bytes behind (a gap in the
@@ -167,10 +168,8 @@ pub fn replay_skipping(
                     .push(format!("txids {from}..={to} are in no readable copy"));
                 out.lost += to + 1 - from;
             }
-            let Ok(Frame::Record { op, .. }) = decode_frame(&bytes[*offset..offset + size]) else {
-                unreachable!("find_records checked this frame");
-            };
-            let applied = decode_op(op)
+            // find_records checked the frame; the op follows its prefix and txid.
+            let applied = decode_op(&bytes[offset + MIN_RECORD..offset + size])
                 .map_err(|e| format!("does not decode: {e}"))
                 .and_then(|op| apply(*txid, &op).map_err(|e| format!("no longer applies: {e}")));
             match applied {
