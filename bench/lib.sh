@@ -65,7 +65,7 @@ start_ferrite() {
   FERRITE_LOG=warn,ferrite_namenode::journal=info "$FERRITE" namenode --data "$w/data" --port 0 --conf dfs.namenode.fs-limits.min-block-size=16 "${extra[@]}" > "$w/ready" 2> "$w/nn.log" &
   PID=$!
   for _ in $(seq 1 100); do [ -s "$w/ready" ] && break; sleep 0.1; done
-  URL="$(sed 's/^ready //' "$w/ready")"
+  URL="$(awk '{print $2}' "$w/ready")"
   [ -n "$URL" ] || { echo "ferrite did not start; see $w/nn.log" >&2; return 1; }
 }
 
@@ -156,7 +156,7 @@ start_ferrite_local() {
   FERRITE_LOG=warn "$FERRITE" local --data "$w/data" --port 0 --datanodes "$n" --conf dfs.namenode.fs-limits.min-block-size=16 > "$w/ready" 2> "$w/local.log" &
   PID=$!
   for _ in $(seq 1 100); do [ -s "$w/ready" ] && break; sleep 0.1; done
-  URL="$(sed 's/^ready //' "$w/ready")"
+  URL="$(awk '{print $2}' "$w/ready")"
   [ -n "$URL" ] || { echo "ferrite did not start; see $w/local.log" >&2; return 1; }
 }
 

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use ferrite_datanode::{DataNode, DataNodeHandle, DnConfig};
+use ferrite_http::HttpServer;
+use ferrite_namenode::jmx::NameNodeBeans;
 use ferrite_namenode::{config, Config, NameNode};
 use tokio::net::TcpListener;
 use tracing::info;
@@ -20,9 +22,10 @@ pub struct ServeArgs {
     /// NameNode RPC port; 0 picks a free one.
     #[arg(long, default_value_t = 9000)]
     pub port: u16,
-    /// HTTP port (accepted now; the HTTP server arrives in a later issue).
-    #[arg(long = "http-port", default_value_t = 9870)]
-    pub http_port: u16,
+    /// HTTP port for `/jmx` metrics; 0 picks a free one. Default 9870, or a free one when
+    /// `--port` is 0 (so that test servers never meet on 9870).
+    #[arg(long = "http-port")]
+    pub http_port: Option<u16>,
     /// DataNodes to run in `local`.
     #[arg(long, default_value_t = 3)]
     pub datanodes: u32,
@@ -131,8 +134,21 @@ pub async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
     let listener = TcpListener::bind((args.bind.as_str(), args.port))
         .await
         .with_context(|| format!("binding {}:{}", args.bind, args.port))?;
+    // Both ports are bound before start-up, so a port in use stops us before the journal
+    // is opened.
+    let http_port = args
+        .http_port
+        .unwrap_or(if args.port == 0 { 0 } else { 9870 });
+    let http_listener = TcpListener::bind((args.bind.as_str(), http_port))
+        .await
+        .with_context(|| format!("binding HTTP {}:{http_port}", args.bind))?;
     let nn = NameNode::start(cfg, listener).await?;
     let port = nn.addr.port();
+    let beans = NameNodeBeans {
+        nn: nn.state.clone(),
+        host_and_port: format!("{}:{port}", args.bind),
+    };
+    let http = HttpServer::spawn(http_listener, std::sync::Arc::new(beans))?;
     let mut datanodes: Vec<DataNodeHandle> = Vec::new();
     if local {
         for i in 0..args.datanodes {
@@ -152,7 +168,11 @@ pub async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
     {
         // Exactly one line on stdout, so scripts can wait for it and read the port.
         let mut out = std::io::stdout().lock();
-        writeln!(out, "ready hdfs://127.0.0.1:{port}")?;
+        let http_port = http.addr.port();
+        writeln!(
+            out,
+            "ready hdfs://127.0.0.1:{port} http://127.0.0.1:{http_port}"
+        )?;
         out.flush()?;
     }
     let fatal = nn.fatal.clone();
@@ -162,6 +182,7 @@ pub async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
     }
     let failed = nn.fatal.is_cancelled();
     info!("shutting down");
+    http.shutdown().await;
     for dn in datanodes {
         dn.shutdown().await;
     }

@@ -20,6 +20,8 @@ use parking_lot::Mutex;
 struct Server {
     child: Child,
     addr: SocketAddr,
+    /// The `/jmx` HTTP server.
+    http: SocketAddr,
 }
 
 impl Drop for Server {
@@ -44,17 +46,45 @@ fn start(data: &Path, extra: &[&str]) -> Server {
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let port: u16 = line
-        .trim()
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap_or_else(|_| panic!("ready line {line:?}"));
+    // `ready hdfs://127.0.0.1:PORT http://127.0.0.1:HTTPPORT`
+    let port = |i: usize| -> u16 {
+        line.split_whitespace()
+            .nth(i)
+            .and_then(|url| url.rsplit(':').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("ready line {line:?}"))
+    };
     Server {
         child,
-        addr: ([127, 0, 0, 1], port).into(),
+        addr: ([127, 0, 0, 1], port(1)).into(),
+        http: ([127, 0, 0, 1], port(2)).into(),
     }
+}
+
+/// The NameNode's `/jmx` bean `name` (as HDFS's monitoring reads it), over plain HTTP.
+fn jmx_bean(http: SocketAddr, name: &str) -> serde_json::Value {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(http).unwrap();
+    write!(s, "GET /jmx?qry={name} HTTP/1.0\r\nHost: {http}\r\n\r\n").unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    let (head, body) = reply.split_once("\r\n\r\n").unwrap();
+    assert!(
+        head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),
+        "{head}"
+    );
+    let mut all: serde_json::Value = serde_json::from_str(body).unwrap();
+    all["beans"][0].take()
+}
+
+/// Parses one of the attributes HDFS gives as JSON inside a string.
+fn json_attr(bean: &serde_json::Value, attr: &str) -> serde_json::Value {
+    serde_json::from_str(
+        bean[attr]
+            .as_str()
+            .unwrap_or_else(|| panic!("{attr} in {bean}")),
+    )
+    .unwrap()
 }
 
 /// `ferrite admin namenode-stats` against `addr`: its output.
@@ -333,6 +363,18 @@ async fn acknowledged_operations_survive_kill_9() {
         }
     }
     let server = start(data.path(), &args);
+    // Start-up reports what it replayed (HDFS's StartupProgress): the edits after the image.
+    let progress = jmx_bean(server.http, "Hadoop:service=NameNode,name=StartupProgress");
+    let info = jmx_bean(server.http, "Hadoop:service=NameNode,name=NameNodeInfo");
+    let txids = json_attr(&info, "JournalTransactionInfo");
+    let txid = |k: &str| txids[k].as_str().unwrap().parse::<u64>().unwrap();
+    let replayed = progress["LoadingEditsCount"].as_u64().unwrap();
+    assert!(replayed > 0, "{progress}");
+    assert!(
+        txid("MostRecentCheckpointTxId") + replayed <= txid("LastAppliedOrWrittenTxId"),
+        "{progress} {txids}"
+    );
+    assert!(progress["ElapsedTime"].is_u64(), "{progress}");
     total = total.max(verify(server.addr, &models).await);
     let ops: u64 = models.iter().map(|m| m.lock().next).sum();
     assert!(ops > 200, "the workload made progress ({ops} rounds)");
@@ -497,6 +539,31 @@ async fn losing_journal_directories_keeps_serving_until_none_is_left() {
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or_else(|| panic!("no failed_journal_dirs in:\n{stats}"));
     assert!(failed >= 2, "{stats}");
+    // So does monitoring that reads an HDFS NameNode's `/jmx`.
+    let info = jmx_bean(server.http, "Hadoop:service=NameNode,name=NameNodeInfo");
+    let statuses = json_attr(&info, "NameDirStatuses");
+    for gone in [&dirs[0], &dirs[1]] {
+        assert_eq!(statuses["failed"][gone.as_str()], "EDITS", "{statuses}");
+    }
+    let name_dir = data.path().join("name").display().to_string();
+    assert_eq!(
+        statuses["active"][name_dir.as_str()],
+        "IMAGE_AND_EDITS",
+        "{statuses}"
+    );
+    let journal = jmx_bean(server.http, "Ferrite:service=NameNode,name=Journal");
+    let reasons: Vec<&str> = journal["Directories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d["error"].as_str())
+        .collect();
+    assert!(reasons.len() >= 2, "{journal}");
+    assert_eq!(
+        journal["FailedDirectories"].as_u64(),
+        Some(failed),
+        "{journal}"
+    );
     // The read-only directory is writable again: with restoring on, the next roll brings
     // it back, closing out what it held before; the vanished one is not made anew.
     drop(ro_guard);
@@ -510,6 +577,13 @@ async fn losing_journal_directories_keeps_serving_until_none_is_left() {
     let stats = admin_stats(server.addr);
     let ro_line = journal_dir_line(&stats, &dirs[1]);
     assert!(ro_line.ends_with(" in service"), "{stats}");
+    let info = jmx_bean(server.http, "Hadoop:service=NameNode,name=NameNodeInfo");
+    let statuses = json_attr(&info, "NameDirStatuses");
+    assert_eq!(statuses["active"][dirs[1].as_str()], "EDITS", "{statuses}");
+    assert!(
+        statuses["failed"].get(dirs[1].as_str()).is_none(),
+        "{statuses}"
+    );
     assert!(!gone_dir.exists(), "a vanished directory is not made anew");
     mkdirs(server.addr, "/restored-", 50).await;
     let mut in_progress: Vec<String> = std::fs::read_dir(&ro_dir)

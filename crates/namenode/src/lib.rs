@@ -14,6 +14,7 @@ pub mod forked_writer;
 pub mod groups;
 pub mod id_map;
 pub mod identity;
+pub mod jmx;
 pub mod journal;
 pub mod leases;
 pub mod located_reply;

@@ -1,6 +1,6 @@
 //! org.ferrite.NameNodeStatsProtocol: what an operator needs to see of the journal (sync
-//! accounting, and which directories are in service and why not) and of the namespace,
-//! until the HTTP metrics land. `ferrite admin namenode-stats` prints it.
+//! accounting, and which directories are in service and why not) and of the namespace.
+//! `ferrite admin namenode-stats` prints it; `/jmx` shows the same (`jmx.rs`).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -163,6 +163,7 @@ pub fn load_storage(
         }
         None => (Namespace::new(superuser, &cfg.superuser_group, now_ms()), 0),
     };
+    let (image_inodes, image_millis) = (ns.inode_count() as u64, started.elapsed().as_millis());
     let apply = |_, op: &_| ns.apply(op).map(|_| ()).map_err(|e| e.to_string());
     let mut salvaged = false;
     let replayed = match cfg.recovery {
@@ -193,6 +194,8 @@ pub fn load_storage(
     recover::close_in_progress(&journal_dirs)?;
     let startup = StartupReport {
         image_txid,
+        image_inodes,
+        image_millis: image_millis as u64,
         edits_replayed: replayed.edits,
         last_txid: replayed.last_txid,
         millis: started.elapsed().as_millis() as u64,

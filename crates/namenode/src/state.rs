@@ -41,6 +41,10 @@ pub fn now_ms() -> i64 {
 #[derive(Clone, Debug, Default)]
 pub struct StartupReport {
     pub image_txid: u64,
+    /// Files and directories the image held.
+    pub image_inodes: u64,
+    /// Of `millis`, the time spent loading the image.
+    pub image_millis: u64,
     pub edits_replayed: u64,
     pub last_txid: u64,
     pub millis: u64,
@@ -66,6 +70,8 @@ pub struct NnState {
     /// Where `readEdits` last stopped reading the segments (see `recover::Cursor`).
     pub edits_cursor: Mutex<Option<crate::journal::recover::Cursor>>,
     pub startup: StartupReport,
+    /// When this NameNode started serving (ms since the epoch).
+    pub started_ms: i64,
     last_image_txid: AtomicU64,
     /// When that image was written (ms since the epoch; its file's time at start-up).
     last_image_ms: AtomicI64,
@@ -121,6 +127,7 @@ impl NnState {
             .map(|s| SummaryService::new(s, Some(summary_dir)));
         let image_ms = checkpoint::image_mtime_ms(&storage.name_dirs, storage.startup.image_txid);
         NnState {
+            started_ms: now,
             last_image_txid: AtomicU64::new(storage.startup.image_txid),
             last_image_ms: AtomicI64::new(image_ms.unwrap_or(now)),
             ns: RwLock::new({
@@ -561,6 +568,11 @@ impl NnState {
     }
 
     /// How long ago the newest image was written.
+    /// When the newest image was written (ms since the epoch).
+    pub fn last_image_ms(&self) -> i64 {
+        self.last_image_ms.load(Ordering::SeqCst)
+    }
+
     pub fn image_age_ms(&self) -> i64 {
         now_ms() - self.last_image_ms.load(Ordering::SeqCst)
     }

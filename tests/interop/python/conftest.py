@@ -28,6 +28,8 @@ class Server:
     workdir: Path
     # Further processes of the same cluster (DataNodes), stopped before `proc`.
     others: list = field(default_factory=list)
+    # The NameNode's HTTP server (`/jmx`), when the test knows it.
+    http: str = ""
 
     def __post_init__(self):
         _STARTED.append(self)
@@ -66,10 +68,10 @@ def start_ferrite(workdir: Path, conf=(), datanodes=3) -> Server:
     log = open(workdir / "ferrite.log", "w")
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True)
     line = proc.stdout.readline().strip()
-    m = re.fullmatch(r"ready hdfs://127\.0\.0\.1:(\d+)", line)
+    m = re.fullmatch(r"ready hdfs://127\.0\.0\.1:(\d+) http://127\.0\.0\.1:(\d+)", line)
     assert m, f"unexpected first line from ferrite: {line!r}"
     port = int(m.group(1))
-    return Server(f"hdfs://127.0.0.1:{port}", port, proc, workdir)
+    return Server(f"hdfs://127.0.0.1:{port}", port, proc, workdir, http=f"http://127.0.0.1:{m.group(2)}")
 
 
 def stop(server: Server):
@@ -111,7 +113,7 @@ def write_site(conf_dir: Path, core: dict, hdfs: dict):
 def start_hdfs(workdir: Path, trash_minutes: int, hdfs_site=None) -> Server:
     """A real Apache HDFS 3.4.1 NameNode (no DataNodes), freshly formatted; `hdfs_site`
     adds to its hdfs-site.xml."""
-    port = free_port()
+    port, http_port = free_port(), free_port()
     conf = workdir / "conf-nn"
     write_site(
         conf,
@@ -119,7 +121,7 @@ def start_hdfs(workdir: Path, trash_minutes: int, hdfs_site=None) -> Server:
         {
             "dfs.namenode.name.dir": f"file://{workdir}/nn",
             "dfs.namenode.rpc-bind-host": "127.0.0.1",
-            "dfs.namenode.http-address": "127.0.0.1:0",
+            "dfs.namenode.http-address": f"127.0.0.1:{http_port}",
             "dfs.namenode.secondary.http-address": "127.0.0.1:0",
             "dfs.namenode.safemode.extension": 0,
             **(hdfs_site or {}),
@@ -156,7 +158,7 @@ def start_hdfs(workdir: Path, trash_minutes: int, hdfs_site=None) -> Server:
             break
         except Exception:
             time.sleep(0.3)
-    return Server(f"hdfs://127.0.0.1:{port}", port, proc, workdir)
+    return Server(f"hdfs://127.0.0.1:{port}", port, proc, workdir, http=f"http://127.0.0.1:{http_port}")
 
 
 def start_hdfs_cluster(workdir: Path, datanodes=1) -> Server:

@@ -189,7 +189,8 @@ def spawn_ready(args, log):
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True)
     line = p.stdout.readline().strip()
     assert line.startswith("ready "), f"unexpected first line {line!r}"
-    return p, line[len("ready ") :]
+    # A NameNode adds its HTTP address after the RPC one; the first is what callers want.
+    return p, line.split()[1]
 
 
 @contextlib.contextmanager

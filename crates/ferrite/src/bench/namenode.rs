@@ -119,10 +119,11 @@ fn start_target(args: &NamenodeArgs) -> anyhow::Result<Target> {
         .spawn()?;
     let mut line = String::new();
     BufReader::new(child.stdout.take().context("child stdout")?).read_line(&mut line)?;
+    // `ready hdfs://127.0.0.1:PORT http://127.0.0.1:HTTPPORT`
     let port: u16 = line
-        .trim()
-        .rsplit(':')
-        .next()
+        .split_whitespace()
+        .nth(1)
+        .and_then(|url| url.rsplit(':').next())
         .unwrap_or("")
         .parse()
         .with_context(|| format!("ready line {line:?}"))?;

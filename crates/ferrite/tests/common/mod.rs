@@ -40,7 +40,8 @@ pub fn spawn(args: &[String]) -> Proc {
     assert!(line.starts_with("ready "), "unexpected first line {line:?}");
     Proc {
         child,
-        ready: line.trim().trim_start_matches("ready ").to_string(),
+        // A NameNode adds its HTTP address after its RPC one.
+        ready: line.split_whitespace().nth(1).unwrap_or("").to_string(),
     }
 }
 

@@ -79,6 +79,8 @@ pub struct JournalMetrics {
     pub bytes_synced: AtomicU64,
     pub sync_micros: AtomicU64,
     pub segments_rolled: AtomicU64,
+    /// The first txid of the segment being written (HDFS's "since last log roll").
+    pub segment_first: AtomicU64,
     /// Syncs that waited out the whole group-commit delay because the clients the one
     /// before answered did not all come back in time.
     pub gathers_timed_out: AtomicU64,
@@ -378,6 +380,10 @@ fn syncer(shared: Arc<Shared>, cfg: JournalConfig, mut dirs: Dirs, start_txid: u
     let mut woken = Vec::new();
     let mut synced = start_txid;
     let mut seg_first = start_txid + 1;
+    shared
+        .metrics
+        .segment_first
+        .store(seg_first, Ordering::Relaxed);
     loop {
         let (batch_last, commits, closing, rolls) = {
             let mut p = shared.pending.lock();
@@ -456,6 +462,7 @@ fn syncer(shared: Arc<Shared>, cfg: JournalConfig, mut dirs: Dirs, start_txid: u
             if synced >= seg_first {
                 dirs.roll(synced);
                 seg_first = synced + 1;
+                m.segment_first.store(seg_first, Ordering::Relaxed);
                 m.segments_rolled.fetch_add(1, Ordering::Relaxed);
                 m.log("segment rolled");
             }

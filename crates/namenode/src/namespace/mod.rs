@@ -772,6 +772,11 @@ impl Namespace {
     }
 
     /// The slot of a file open for write, by inode id.
+    /// How many files are open for write (under construction).
+    pub fn open_file_count(&self) -> usize {
+        self.open_files.len()
+    }
+
     pub fn open_file_slot(&self, id: u64) -> Option<Slot> {
         self.open_files.get(&id).copied()
     }

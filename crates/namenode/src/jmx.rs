@@ -1,0 +1,493 @@
+//! The NameNode's `/jmx` beans: the names and attributes HDFS 3.4.1's NameNode shows for
+//! what Ferrite has (its storage directories and their failures, the journal's sync
+//! accounting, start-up, safe mode, namespace size), so that monitoring pointed at an
+//! HDFS NameNode's HTTP port reads a Ferrite one unchanged. Attributes Ferrite cannot fill
+//! truthfully are left out rather than shown as zeros. `Ferrite:service=NameNode,name=Journal`
+//! adds what HDFS's beans have no place for: why a directory was taken out of service.
+//!
+//! [`Facts`] is gathered from the live state in one place; [`beans`] is pure.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use ferrite_http::{Bean, Beans};
+use serde_json::{json, Map, Value};
+
+use crate::blocks::registry::Liveness;
+use crate::journal::DirStatus;
+use crate::state::{now_ms, NnState, StartupReport};
+
+const NN: &str = "Hadoop:service=NameNode,name=";
+
+/// What the beans show, read from the NameNode at one moment.
+#[derive(Debug, Clone, Default)]
+pub struct Facts {
+    pub cluster_id: String,
+    pub block_pool_id: String,
+    pub host_and_port: String,
+    pub started_ms: i64,
+    /// Why, when in safe mode.
+    pub safe_mode: Option<String>,
+    pub files: u64,
+    pub dirs: u64,
+    pub blocks: u64,
+    pub open_files: u64,
+    pub lease_holders: u64,
+    pub live_datanodes: u64,
+    pub dead_datanodes: u64,
+    /// Where images are written.
+    pub name_dirs: Vec<PathBuf>,
+    pub journal: Option<JournalFacts>,
+    pub startup: StartupReport,
+    pub last_image_txid: u64,
+    pub last_image_ms: i64,
+    pub threads: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct JournalFacts {
+    pub dirs: Vec<DirStatus>,
+    pub last_appended: u64,
+    pub last_synced: Option<u64>,
+    pub segment_first: u64,
+    pub syncs: u64,
+    pub txns_synced: u64,
+    pub bytes_synced: u64,
+    pub sync_micros: u64,
+    pub segments_rolled: u64,
+    pub gathers_timed_out: u64,
+}
+
+impl Facts {
+    pub fn gather(nn: &NnState, host_and_port: &str) -> Facts {
+        let (files, dirs, blocks, open_files) = {
+            let ns = nn.ns.read();
+            let open = ns.open_file_count() as u64;
+            (
+                ns.file_count(),
+                ns.dir_count(),
+                ns.block_count() as u64,
+                open,
+            )
+        };
+        let (live_datanodes, dead_datanodes) = {
+            let (now, dead_ms) = (now_ms(), nn.cfg.dead_interval_ms());
+            let mgr = nn.blocks.lock();
+            let dead = mgr
+                .reg
+                .iter()
+                .filter(|(_, n)| n.liveness(now, u64::MAX, dead_ms) == Liveness::Dead)
+                .count() as u64;
+            (mgr.reg.iter().count() as u64 - dead, dead)
+        };
+        let journal = nn.journal.as_ref().map(|j| {
+            let m = j.metrics();
+            JournalFacts {
+                dirs: m.dirs(),
+                last_appended: j.last_appended(),
+                last_synced: j.last_synced().ok(),
+                segment_first: m.segment_first.load(Ordering::Relaxed),
+                syncs: m.syncs.load(Ordering::Relaxed),
+                txns_synced: m.txns_synced.load(Ordering::Relaxed),
+                bytes_synced: m.bytes_synced.load(Ordering::Relaxed),
+                sync_micros: m.sync_micros.load(Ordering::Relaxed),
+                segments_rolled: m.segments_rolled.load(Ordering::Relaxed),
+                gathers_timed_out: m.gathers_timed_out.load(Ordering::Relaxed),
+            }
+        });
+        Facts {
+            cluster_id: nn.identity.cluster_id.clone(),
+            block_pool_id: nn.identity.block_pool_id.clone(),
+            host_and_port: host_and_port.to_string(),
+            started_ms: nn.started_ms,
+            safe_mode: nn.in_safe_mode().then(|| nn.safe_mode_reason()),
+            files,
+            dirs,
+            blocks,
+            open_files,
+            lease_holders: nn.leases.lock().holder_count() as u64,
+            live_datanodes,
+            dead_datanodes,
+            name_dirs: nn.name_dirs.clone(),
+            journal,
+            startup: nn.startup.clone(),
+            last_image_txid: nn.last_image_txid(),
+            last_image_ms: nn.last_image_ms(),
+            threads: process_threads(),
+        }
+    }
+}
+
+/// The process's thread count, from `/proc/self/status`.
+fn process_threads() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse().ok())
+}
+
+/// The NameNode's beans, answered afresh for every request.
+pub struct NameNodeBeans {
+    pub nn: Arc<NnState>,
+    pub host_and_port: String,
+}
+
+impl Beans for NameNodeBeans {
+    fn beans(&self) -> Vec<Bean> {
+        beans(&Facts::gather(&self.nn, &self.host_and_port))
+    }
+}
+
+/// Every bean for `f`.
+pub fn beans(f: &Facts) -> Vec<Bean> {
+    let mut out = vec![
+        name_node_info(f),
+        fs_namesystem(f),
+        fs_namesystem_state(f),
+        startup_progress(f),
+        name_node_status(f),
+    ];
+    if let Some(j) = &f.journal {
+        out.push(activity(j));
+        out.push(journal(j));
+    }
+    out
+}
+
+fn name_node_info(f: &Facts) -> Bean {
+    // HDFS shows "" when out of safe mode, else its tip behind "Safe mode is ON. ".
+    let safe_mode = f
+        .safe_mode
+        .as_ref()
+        .map_or(String::new(), |why| format!("Safe mode is ON. {why}"));
+    let mut bean = Bean::new(format!("{NN}NameNodeInfo"), "NameNodeInfo")
+        .with("Version", format!("ferrite {}", env!("CARGO_PKG_VERSION")))
+        .with("SoftwareVersion", env!("CARGO_PKG_VERSION"))
+        .with("ClusterId", f.cluster_id.clone())
+        .with("BlockPoolId", f.block_pool_id.clone())
+        .with("Safemode", safe_mode)
+        .with("TotalBlocks", f.blocks)
+        .with("TotalFiles", f.files + f.dirs)
+        .with("NNStartedTimeInMillis", f.started_ms);
+    if let Some(t) = f.threads {
+        bean = bean.with("Threads", t);
+    }
+    // HDFS gives these three as JSON inside a string; scrapers parse them a second time.
+    bean.with("NameDirStatuses", name_dir_statuses(f).to_string())
+        .with("NameJournalStatus", name_journal_status(f).to_string())
+        .with(
+            "JournalTransactionInfo",
+            json!({
+                "MostRecentCheckpointTxId": f.last_image_txid.to_string(),
+                "LastAppliedOrWrittenTxId": last_written(f).to_string(),
+            })
+            .to_string(),
+        )
+}
+
+fn last_written(f: &Facts) -> u64 {
+    f.journal
+        .as_ref()
+        .map_or(f.startup.last_txid, |j| j.last_appended)
+}
+
+/// `{"active": {dir: type}, "failed": {dir: type}}`, with HDFS's storage types: a
+/// directory holding images and the journal is `IMAGE_AND_EDITS`.
+fn name_dir_statuses(f: &Facts) -> Value {
+    let mut active = Map::new();
+    let mut failed = Map::new();
+    let journal_dirs = f.journal.as_ref().map_or(&[][..], |j| &j.dirs[..]);
+    for d in &f.name_dirs {
+        if !journal_dirs.iter().any(|j| j.path == *d) {
+            active.insert(d.display().to_string(), "IMAGE".into());
+        }
+    }
+    for j in journal_dirs {
+        let kind = if f.name_dirs.contains(&j.path) {
+            "IMAGE_AND_EDITS"
+        } else {
+            "EDITS"
+        };
+        let side = if j.failed.is_some() {
+            &mut failed
+        } else {
+            &mut active
+        };
+        side.insert(j.path.display().to_string(), kind.into());
+    }
+    json!({ "active": active, "failed": failed })
+}
+
+/// One entry per journal directory: the segment being written, or that it is disabled.
+fn name_journal_status(f: &Facts) -> Value {
+    let Some(j) = &f.journal else {
+        return json!([]);
+    };
+    let entries: Vec<Value> = j
+        .dirs
+        .iter()
+        .map(|d| {
+            let stream = match &d.failed {
+                Some(_) => "failed".to_string(),
+                None => d
+                    .path
+                    .join(format!("edits_inprogress_{:019}", j.segment_first))
+                    .display()
+                    .to_string(),
+            };
+            json!({
+                "manager": format!("JournalDir(root={})", d.path.display()),
+                "stream": stream,
+                "disabled": d.failed.is_some().to_string(),
+                "required": "false",
+            })
+        })
+        .collect();
+    Value::Array(entries)
+}
+
+fn fs_namesystem(f: &Facts) -> Bean {
+    let written = last_written(f);
+    let mut bean = Bean::new(format!("{NN}FSNamesystem"), "FSNamesystem")
+        .with("tag.Context", "dfs")
+        .with("tag.HAState", "active")
+        // HDFS counts every inode, directories too (a fresh namespace shows 1: the root).
+        .with("FilesTotal", f.files + f.dirs)
+        .with("BlocksTotal", f.blocks)
+        .with("NumFilesUnderConstruction", f.open_files)
+        .with("NumActiveClients", f.lease_holders)
+        .with("NumLiveDataNodes", f.live_datanodes)
+        .with("NumDeadDataNodes", f.dead_datanodes)
+        .with("LastWrittenTransactionId", written)
+        .with(
+            "TransactionsSinceLastCheckpoint",
+            written.saturating_sub(f.last_image_txid),
+        )
+        .with("LastCheckpointTime", f.last_image_ms);
+    if let Some(j) = &f.journal {
+        bean = bean.with(
+            "TransactionsSinceLastLogRoll",
+            (j.last_appended + 1).saturating_sub(j.segment_first),
+        );
+    }
+    bean
+}
+
+fn fs_namesystem_state(f: &Facts) -> Bean {
+    let state = if f.safe_mode.is_some() {
+        "safeMode"
+    } else {
+        "Operational"
+    };
+    Bean::new(format!("{NN}FSNamesystemState"), "FSNamesystemState")
+        .with("FSState", state)
+        .with("FilesTotal", f.files + f.dirs)
+        .with("BlocksTotal", f.blocks)
+        .with("NumLiveDataNodes", f.live_datanodes)
+        .with("NumDeadDataNodes", f.dead_datanodes)
+}
+
+fn startup_progress(f: &Facts) -> Bean {
+    let s = &f.startup;
+    Bean::new(format!("{NN}StartupProgress"), "StartupProgress")
+        .with("ElapsedTime", s.millis)
+        .with("PercentComplete", 1.0)
+        .with("LoadingFsImageCount", s.image_inodes)
+        .with("LoadingFsImageElapsedTime", s.image_millis)
+        .with("LoadingEditsCount", s.edits_replayed)
+        .with(
+            "LoadingEditsElapsedTime",
+            s.millis.saturating_sub(s.image_millis),
+        )
+}
+
+fn name_node_status(f: &Facts) -> Bean {
+    Bean::new(format!("{NN}NameNodeStatus"), "NameNodeStatus")
+        .with("State", "active")
+        .with("NNRole", "NameNode")
+        .with("HostAndPort", f.host_and_port.clone())
+        .with("SecurityEnabled", false)
+}
+
+/// HDFS's edit-log counters in `NameNodeActivity`: syncs and their mean time (ms), the
+/// transactions synced, and those that rode in another's sync.
+fn activity(j: &JournalFacts) -> Bean {
+    let avg_ms = if j.syncs == 0 {
+        0.0
+    } else {
+        j.sync_micros as f64 / j.syncs as f64 / 1000.0
+    };
+    Bean::new(format!("{NN}NameNodeActivity"), "NameNodeActivity")
+        .with("tag.ProcessName", "NameNode")
+        .with("tag.Context", "dfs")
+        .with("SyncsNumOps", j.syncs)
+        .with("SyncsAvgTime", avg_ms)
+        .with("TransactionsNumOps", j.txns_synced)
+        .with(
+            "TransactionsBatchedInSync",
+            j.txns_synced.saturating_sub(j.syncs),
+        )
+}
+
+/// Ferrite's own: every journal directory with its state and the error that took it out,
+/// and the sync accounting `ferrite admin namenode-stats` prints.
+fn journal(j: &JournalFacts) -> Bean {
+    let dirs: Vec<Value> = j
+        .dirs
+        .iter()
+        .map(|d| {
+            json!({
+                "path": d.path.display().to_string(),
+                "inService": d.failed.is_none(),
+                "error": d.failed,
+            })
+        })
+        .collect();
+    let per_sync = if j.syncs == 0 {
+        0.0
+    } else {
+        j.txns_synced as f64 / j.syncs as f64
+    };
+    Bean::new("Ferrite:service=NameNode,name=Journal", "Journal")
+        .with("Directories", Value::Array(dirs))
+        .with(
+            "FailedDirectories",
+            j.dirs.iter().filter(|d| d.failed.is_some()).count(),
+        )
+        .with("LastAppendedTxId", j.last_appended)
+        .with("LastSyncedTxId", j.last_synced)
+        .with("SegmentFirstTxId", j.segment_first)
+        .with("Syncs", j.syncs)
+        .with("TransactionsPerSync", per_sync)
+        .with("SyncMicrosTotal", j.sync_micros)
+        .with("BytesSynced", j.bytes_synced)
+        .with("SegmentsRolled", j.segments_rolled)
+        .with("GathersTimedOut", j.gathers_timed_out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts() -> Facts {
+        let name = PathBuf::from("/data/name");
+        let extra = PathBuf::from("/nfs/edits");
+        Facts {
+            cluster_id: "CID-1".into(),
+            files: 5,
+            dirs: 3,
+            name_dirs: vec![name.clone()],
+            last_image_txid: 10,
+            journal: Some(JournalFacts {
+                dirs: vec![
+                    DirStatus {
+                        path: name,
+                        failed: None,
+                    },
+                    DirStatus {
+                        path: extra,
+                        failed: Some("sync: Input/output error (os error 5)".into()),
+                    },
+                ],
+                last_appended: 42,
+                segment_first: 40,
+                syncs: 4,
+                txns_synced: 32,
+                sync_micros: 1000,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn bean<'a>(all: &'a [Bean], name: &str) -> &'a Bean {
+        all.iter().find(|b| b.name.ends_with(name)).unwrap()
+    }
+
+    fn json_in(b: &Bean, attr: &str) -> Value {
+        serde_json::from_str(b.get(attr).unwrap().as_str().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_failed_journal_directory_is_listed_as_failed_with_its_reason() {
+        let all = beans(&facts());
+        let info = bean(&all, "name=NameNodeInfo");
+        assert_eq!(
+            json_in(info, "NameDirStatuses"),
+            json!({
+                "active": { "/data/name": "IMAGE_AND_EDITS" },
+                "failed": { "/nfs/edits": "EDITS" },
+            })
+        );
+        let streams = json_in(info, "NameJournalStatus");
+        assert_eq!(
+            streams[0]["stream"],
+            "/data/name/edits_inprogress_0000000000000000040"
+        );
+        assert_eq!(streams[1]["disabled"], "true");
+        let j = bean(&all, "name=Journal");
+        assert_eq!(j.get("FailedDirectories"), Some(&json!(1)));
+        assert_eq!(
+            j.get("Directories").unwrap()[1]["error"],
+            "sync: Input/output error (os error 5)"
+        );
+    }
+
+    #[test]
+    fn counts_follow_hdfs_meanings() {
+        let all = beans(&facts());
+        let ns = bean(&all, "name=FSNamesystem");
+        assert_eq!(
+            ns.get("FilesTotal"),
+            Some(&json!(8)),
+            "files and directories"
+        );
+        assert_eq!(ns.get("TransactionsSinceLastCheckpoint"), Some(&json!(32)));
+        assert_eq!(ns.get("TransactionsSinceLastLogRoll"), Some(&json!(3)));
+        assert_eq!(
+            bean(&all, "name=FSNamesystemState").get("FSState"),
+            Some(&json!("Operational"))
+        );
+        let act = bean(&all, "name=NameNodeActivity");
+        assert_eq!(act.get("SyncsAvgTime"), Some(&json!(0.25)));
+        assert_eq!(act.get("TransactionsBatchedInSync"), Some(&json!(28)));
+        let info = bean(&all, "name=NameNodeInfo");
+        assert_eq!(info.get("Safemode"), Some(&json!("")));
+        assert_eq!(
+            json_in(info, "JournalTransactionInfo"),
+            json!({ "MostRecentCheckpointTxId": "10", "LastAppliedOrWrittenTxId": "42" })
+        );
+    }
+
+    #[test]
+    fn safe_mode_shows_its_reason_as_hdfs_does() {
+        let mut f = facts();
+        f.safe_mode = Some("It was turned on manually.".into());
+        let all = beans(&f);
+        assert_eq!(
+            bean(&all, "name=NameNodeInfo").get("Safemode"),
+            Some(&json!("Safe mode is ON. It was turned on manually."))
+        );
+        assert_eq!(
+            bean(&all, "name=FSNamesystemState").get("FSState"),
+            Some(&json!("safeMode"))
+        );
+    }
+
+    #[test]
+    fn without_a_journal_there_are_no_journal_beans() {
+        let f = Facts {
+            name_dirs: vec![],
+            journal: None,
+            ..facts()
+        };
+        let all = beans(&f);
+        assert!(all.iter().all(|b| !b.name.ends_with("name=Journal")));
+        assert_eq!(
+            json_in(bean(&all, "name=NameNodeInfo"), "NameDirStatuses"),
+            json!({ "active": {}, "failed": {} })
+        );
+    }
+}

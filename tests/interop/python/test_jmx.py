@@ -1,0 +1,161 @@
+"""The NameNode's `/jmx`, read as monitoring reads an HDFS NameNode's HTTP port: the same
+beans and attributes from Ferrite and from Apache HDFS 3.4.1, with the same types and
+meanings."""
+
+import json
+import time
+import urllib.error
+import urllib.request
+import uuid
+
+from hdfs_native import Client
+
+# What a monitoring setup for HDFS typically scrapes, bean by bean. Every attribute listed
+# must be in HDFS's answer too, which keeps the list honest.
+ATTRS = {
+    "NameNodeInfo": [
+        "Version",
+        "SoftwareVersion",
+        "ClusterId",
+        "BlockPoolId",
+        "Safemode",
+        "TotalBlocks",
+        "Threads",
+        "NNStartedTimeInMillis",
+        "NameDirStatuses",
+        "NameJournalStatus",
+        "JournalTransactionInfo",
+    ],
+    "FSNamesystem": [
+        "tag.HAState",
+        "FilesTotal",
+        "BlocksTotal",
+        "NumFilesUnderConstruction",
+        "NumActiveClients",
+        "NumLiveDataNodes",
+        "NumDeadDataNodes",
+        "LastWrittenTransactionId",
+        "TransactionsSinceLastCheckpoint",
+        "TransactionsSinceLastLogRoll",
+        "LastCheckpointTime",
+    ],
+    "FSNamesystemState": ["FSState", "FilesTotal", "BlocksTotal", "NumLiveDataNodes", "NumDeadDataNodes"],
+    "StartupProgress": [
+        "ElapsedTime",
+        "PercentComplete",
+        "LoadingFsImageCount",
+        "LoadingFsImageElapsedTime",
+        "LoadingEditsCount",
+        "LoadingEditsElapsedTime",
+    ],
+    "NameNodeStatus": ["State", "NNRole", "HostAndPort", "SecurityEnabled"],
+    "NameNodeActivity": ["SyncsNumOps", "SyncsAvgTime", "TransactionsNumOps", "TransactionsBatchedInSync"],
+}
+
+
+def jmx(server, query):
+    try:
+        with urllib.request.urlopen(f"{server.http}/jmx?{query}", timeout=10) as r:
+            return r.status, json.load(r)
+    except urllib.error.HTTPError as e:
+        return e.code, json.load(e)
+
+
+def bean(server, name):
+    status, body = jmx(server, f"qry=Hadoop:service=NameNode,name={name}")
+    assert status == 200
+    assert len(body["beans"]) == 1, body
+    return body["beans"][0]
+
+
+def live_txid(server):
+    info = bean(server, "NameNodeInfo")
+    return int(json.loads(info["JournalTransactionInfo"])["LastAppliedOrWrittenTxId"])
+
+
+def polled(server, name, ready):
+    """Bean `name` once `ready(bean)` holds (or as it is after a minute). HDFS's metrics
+    beans are snapshots, each refreshed at most every 10 seconds, while NameNodeInfo is
+    read live; Ferrite reads every bean live."""
+    deadline = time.time() + 60
+    while True:
+        b = bean(server, name)
+        if ready(b) or time.time() > deadline:
+            return b
+        time.sleep(0.5)
+
+
+def settled(server):
+    """FSNamesystem once it shows the journal's last txid."""
+    txid = live_txid(server)
+    return polled(server, "FSNamesystem", lambda b: b["LastWrittenTransactionId"] == txid)
+
+
+def test_the_beans_monitoring_reads_are_there_with_hdfs_types(ferrite, hdfs):
+    for name, attrs in ATTRS.items():
+        f, h = bean(ferrite, name), bean(hdfs, name)
+        assert f["name"] == h["name"] == f"Hadoop:service=NameNode,name={name}"
+        for a in attrs:
+            assert a in h, f"HDFS has no {name}.{a}"
+            assert a in f, f"Ferrite has no {name}.{a}"
+            assert type(f[a]) is type(h[a]), f"{name}.{a}: {f[a]!r} against HDFS's {h[a]!r}"
+    for s in (ferrite, hdfs):
+        info = bean(s, "NameNodeInfo")
+        assert info["Safemode"] == ""
+        dirs = json.loads(info["NameDirStatuses"])
+        assert set(dirs) == {"active", "failed"}
+        assert list(dirs["active"].values()) == ["IMAGE_AND_EDITS"], dirs
+        assert dirs["failed"] == {}
+        txids = json.loads(info["JournalTransactionInfo"])
+        assert set(txids) == {"MostRecentCheckpointTxId", "LastAppliedOrWrittenTxId"}
+        assert int(txids["LastAppliedOrWrittenTxId"]) >= int(txids["MostRecentCheckpointTxId"])
+        journals = json.loads(info["NameJournalStatus"])
+        assert [j["disabled"] for j in journals] == ["false"]
+        assert "edits_inprogress_" in journals[0]["stream"]
+        assert bean(s, "NameNodeStatus")["State"] == "active"
+        assert bean(s, "FSNamesystem")["tag.HAState"] == "active"
+        assert bean(s, "FSNamesystemState")["FSState"] == "Operational"
+
+
+def test_counts_move_as_they_do_in_hdfs(ferrite, hdfs):
+    moved = {}
+    for s in (ferrite, hdfs):
+        c = Client(s.url)
+        before, act = settled(s), bean(s, "NameNodeActivity")
+        base = f"/jmx-{uuid.uuid4().hex[:8]}"
+        c.mkdirs(f"{base}/a/b", create_parent=True)
+        for i in range(3):
+            c.create(f"{base}/a/f{i}").close()
+        open_file = c.create(f"{base}/open")
+        during = settled(s)
+        open_file.close()
+        after = settled(s)
+        moved[s.url] = (
+            during["FilesTotal"] - before["FilesTotal"],
+            during["NumFilesUnderConstruction"] - before["NumFilesUnderConstruction"],
+            after["NumFilesUnderConstruction"] - before["NumFilesUnderConstruction"],
+        )
+        assert after["LastWrittenTransactionId"] > before["LastWrittenTransactionId"]
+        assert after["TransactionsSinceLastCheckpoint"] > before["TransactionsSinceLastCheckpoint"]
+        synced = polled(s, "NameNodeActivity", lambda b: b["SyncsNumOps"] > act["SyncsNumOps"])
+        assert synced["SyncsNumOps"] > act["SyncsNumOps"]
+    # Three directories and four files are seven inodes; one file open, then none.
+    assert moved[ferrite.url] == moved[hdfs.url] == (7, 1, 0), moved
+
+
+def test_queries_and_their_errors_answer_as_in_hdfs(ferrite, hdfs):
+    for s in (ferrite, hdfs):
+        status, body = jmx(s, "get=Hadoop:service=NameNode,name=FSNamesystem::FilesTotal")
+        assert status == 200
+        assert set(body["beans"][0]) == {"name", "modelerType", "FilesTotal"}
+        _, body = jmx(s, "get=Hadoop:service=NameNode,name=FSNamesystem::Nope")
+        b = body["beans"][0]
+        assert (b["result"], b["message"]) == ("ERROR", "No attribute with name Nope was found.")
+        assert jmx(s, "qry=Hadoop:service=Nope,*") == (200, {"beans": []})
+        _, body = jmx(s, "qry=Hadoop:service=NameNode,*")
+        names = {b["name"] for b in body["beans"]}
+        assert {f"Hadoop:service=NameNode,name={n}" for n in ATTRS} <= names
+        # A malformed get: the same JSON error (HDFS says it with status 200, Ferrite 400).
+        status, body = jmx(s, "get=no-separator")
+        assert body == {"result": "ERROR", "message": "query format is not as expected."}
+        assert status in (200, 400)
