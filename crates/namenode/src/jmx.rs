@@ -39,6 +39,7 @@ pub struct Facts {
     /// Where images are written.
     pub name_dirs: Vec<PathBuf>,
     pub journal: Option<JournalFacts>,
+    pub summary: Option<SummaryFacts>,
     pub startup: StartupReport,
     pub last_image_txid: u64,
     pub last_image_ms: i64,
@@ -57,6 +58,22 @@ pub struct JournalFacts {
     pub sync_micros: u64,
     pub segments_rolled: u64,
     pub gathers_timed_out: u64,
+}
+
+/// The namespace summary's progress behind the journal.
+#[derive(Debug, Clone, Default)]
+pub struct SummaryFacts {
+    pub applied_txid: u64,
+    pub records: u64,
+    pub batches: u64,
+    pub rebuilds: u64,
+    pub checkpoints: u64,
+    pub answered: u64,
+    pub walked: u64,
+    pub lag_sum_us: u64,
+    pub lag_batches: u64,
+    pub lag_max_us: u64,
+    pub disk_catch_ups: u64,
 }
 
 impl Facts {
@@ -96,6 +113,23 @@ impl Facts {
                 gathers_timed_out: m.gathers_timed_out.load(Ordering::Relaxed),
             }
         });
+        let summary = nn.summary.as_ref().map(|s| {
+            let m = &s.metrics;
+            let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+            SummaryFacts {
+                applied_txid: s.txid(),
+                records: get(&m.events),
+                batches: get(&m.batches),
+                rebuilds: get(&m.rebuilds),
+                checkpoints: get(&m.checkpoints),
+                answered: get(&m.answered),
+                walked: get(&m.walked),
+                lag_sum_us: get(&m.lag_sum_us),
+                lag_batches: get(&m.lag_batches),
+                lag_max_us: get(&m.lag_max_us),
+                disk_catch_ups: get(&m.disk_catch_ups),
+            }
+        });
         Facts {
             cluster_id: nn.identity.cluster_id.clone(),
             block_pool_id: nn.identity.block_pool_id.clone(),
@@ -111,6 +145,7 @@ impl Facts {
             dead_datanodes,
             name_dirs: nn.name_dirs.clone(),
             journal,
+            summary,
             startup: nn.startup.clone(),
             last_image_txid: nn.last_image_txid(),
             last_image_ms: nn.last_image_ms(),
@@ -152,6 +187,9 @@ pub fn beans(f: &Facts) -> Vec<Bean> {
     if let Some(j) = &f.journal {
         out.push(activity(j));
         out.push(journal(j));
+    }
+    if let Some(s) = &f.summary {
+        out.push(summary(s, last_written(f)));
     }
     out
 }
@@ -367,6 +405,30 @@ fn journal(j: &JournalFacts) -> Bean {
         .with("GathersTimedOut", j.gathers_timed_out)
 }
 
+/// Ferrite's own: how far the summary behind getContentSummary has applied the journal.
+fn summary(s: &SummaryFacts, last_written: u64) -> Bean {
+    let lag_mean_ms = if s.lag_batches == 0 {
+        0.0
+    } else {
+        s.lag_sum_us as f64 / s.lag_batches as f64 / 1000.0
+    };
+    Bean::new("Ferrite:service=NameNode,name=Summary", "Summary")
+        .with("AppliedTxId", s.applied_txid)
+        .with(
+            "TransactionsBehind",
+            last_written.saturating_sub(s.applied_txid),
+        )
+        .with("RecordsApplied", s.records)
+        .with("BatchesApplied", s.batches)
+        .with("LagMeanMs", lag_mean_ms)
+        .with("LagMaxMs", s.lag_max_us as f64 / 1000.0)
+        .with("DiskCatchUps", s.disk_catch_ups)
+        .with("Rebuilds", s.rebuilds)
+        .with("Checkpoints", s.checkpoints)
+        .with("AnsweredFromSummary", s.answered)
+        .with("AnsweredByWalk", s.walked)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -474,6 +536,23 @@ mod tests {
             bean(&all, "name=FSNamesystemState").get("FSState"),
             Some(&json!("safeMode"))
         );
+    }
+
+    #[test]
+    fn the_summary_bean_says_how_far_behind_it_is() {
+        let f = Facts {
+            summary: Some(SummaryFacts {
+                applied_txid: 40,
+                lag_sum_us: 3000,
+                lag_batches: 2,
+                ..Default::default()
+            }),
+            ..facts()
+        };
+        let all = beans(&f);
+        let s = bean(&all, "name=Summary");
+        assert_eq!(s.get("TransactionsBehind"), Some(&json!(2)));
+        assert_eq!(s.get("LagMeanMs"), Some(&json!(1.5)));
     }
 
     #[test]

@@ -159,3 +159,21 @@ def test_queries_and_their_errors_answer_as_in_hdfs(ferrite, hdfs):
         status, body = jmx(s, "get=no-separator")
         assert body == {"result": "ERROR", "message": "query format is not as expected."}
         assert status in (200, 400)
+
+
+def test_ferrite_says_how_far_its_summary_is_behind(ferrite):
+    c = Client(ferrite.url)
+    base = f"/jmx-sum-{uuid.uuid4().hex[:8]}"
+    c.mkdirs(f"{base}/d", create_parent=True)
+    c.create(f"{base}/d/f").close()
+    _, body = jmx(ferrite, "qry=Ferrite:service=NameNode,name=Summary")
+    before = body["beans"][0]
+    txid = live_txid(ferrite)
+    assert c.get_content_summary(base).file_count == 1
+    _, body = jmx(ferrite, "qry=Ferrite:service=NameNode,name=Summary")
+    after = body["beans"][0]
+    assert after["AnsweredFromSummary"] == before["AnsweredFromSummary"] + 1
+    # The answer waited for the summary to reach the namespace as the call found it, so
+    # it has applied the records that made the directory and the file.
+    assert after["AppliedTxId"] >= txid
+    assert after["RecordsApplied"] > 0
