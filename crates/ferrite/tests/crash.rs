@@ -800,3 +800,90 @@ async fn a_lone_journal_directory_that_hangs_stops_the_namenode() {
     }
     kill9(server);
 }
+
+/// Starts a NameNode that must refuse to start; its error output.
+fn start_fails(data: &Path, extra: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_ferrite"))
+        .args(["namenode", "--port", "0", "--data"])
+        .arg(data)
+        .args(extra)
+        .env("FERRITE_LOG", "error")
+        .output()
+        .expect("run ferrite");
+    assert!(!out.status.success(), "started: {out:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_required_journal_directory_that_fails_stops_the_namenode() {
+    let data = tempfile::tempdir().unwrap();
+    let req = tempfile::tempdir().unwrap();
+    let req_dir = req.path().to_str().unwrap().to_string();
+    // A required directory must be one of the journal's.
+    let stray = format!("dfs.namenode.edits.dir.required={req_dir}/elsewhere");
+    let err = start_fails(data.path(), &["--journal-dir", &req_dir, "--conf", &stray]);
+    assert!(
+        err.contains("dfs.namenode.edits.dir.required lists"),
+        "{err}"
+    );
+    let required = format!("dfs.namenode.edits.dir.required={req_dir}");
+    let args = [
+        "--journal-dir",
+        req_dir.as_str(),
+        "--conf",
+        required.as_str(),
+    ];
+    let mut s = start(data.path(), &args);
+    assert!(mkdir(s.addr, "/before").await.unwrap().result);
+    let info = jmx_bean(s.http, "Hadoop:service=NameNode,name=NameNodeInfo");
+    let journals = json_attr(&info, "NameJournalStatus");
+    let req_entry = journals
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["manager"].as_str().unwrap().contains(&req_dir))
+        .unwrap_or_else(|| panic!("{journals}"));
+    assert_eq!(req_entry["required"], "true", "{journals}");
+    // The name directory still takes writes, the required one no longer does: nothing
+    // more is acknowledged, and the NameNode stops.
+    let ro = ReadOnly::set(req.path());
+    let e = mkdir(s.addr, "/never-acked").await.unwrap_err().to_string();
+    assert!(e.contains("required journal directory"), "{e}");
+    let status = exited(&mut s, Duration::from_secs(10))
+        .await
+        .expect("the NameNode stops when a required journal directory fails");
+    assert!(!status.success());
+    drop(ro);
+    let s = start(data.path(), &args);
+    assert!(exists(s.addr, "/before").await);
+    kill9(s);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fewer_journal_directories_than_the_minimum_stop_the_namenode() {
+    let data = tempfile::tempdir().unwrap();
+    let (b, c) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (b_dir, c_dir) = (b.path().to_str().unwrap(), c.path().to_str().unwrap());
+    let args = [
+        "--journal-dir",
+        b_dir,
+        "--journal-dir",
+        c_dir,
+        "--conf",
+        "dfs.namenode.edits.dir.minimum=2",
+    ];
+    let mut s = start(data.path(), &args);
+    assert!(mkdir(s.addr, "/one").await.unwrap().result);
+    // Three directories, two needed: losing one is fine...
+    let _ro_c = ReadOnly::set(c.path());
+    assert!(mkdir(s.addr, "/two").await.unwrap().result);
+    assert!(s.child.try_wait().unwrap().is_none());
+    // ...losing a second is not.
+    let _ro_b = ReadOnly::set(b.path());
+    let e = mkdir(s.addr, "/three").await.unwrap_err().to_string();
+    assert!(e.contains("dfs.namenode.edits.dir.minimum"), "{e}");
+    let status = exited(&mut s, Duration::from_secs(10))
+        .await
+        .expect("the NameNode stops below the minimum");
+    assert!(!status.success());
+}

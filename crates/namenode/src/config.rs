@@ -95,6 +95,10 @@ pub struct Config {
     pub retry_cache_max_entries: Option<usize>,
     /// `dfs.namenode.edits.dir` (plus `--journal-dir`); empty means the name directories.
     pub edits_dirs: Vec<PathBuf>,
+    /// Journal directories whose failure stops the NameNode (`dfs.namenode.edits.dir.required`).
+    pub required_edits_dirs: Vec<PathBuf>,
+    /// Directories not required that must stay in service (`dfs.namenode.edits.dir.minimum`).
+    pub edits_dir_minimum: usize,
     /// `dfs.namenode.checkpoint.txns`: take an image after this many transactions.
     pub checkpoint_txns: u64,
     /// `dfs.namenode.checkpoint.period`: … or after this many seconds.
@@ -206,6 +210,8 @@ impl Default for Config {
             retry_cache_heap_percent: 0.03,
             retry_cache_max_entries: None,
             edits_dirs: Vec::new(),
+            required_edits_dirs: Vec::new(),
+            edits_dir_minimum: 1,
             checkpoint_txns: 1_000_000,
             checkpoint_period_sec: 3600,
             checkpoints_retained: 2,
@@ -380,6 +386,8 @@ impl Config {
                 }
                 "dfs.namenode.name.dir" => self.name_dirs = dir_list(value),
                 "dfs.namenode.edits.dir" => self.edits_dirs = dir_list(value),
+                "dfs.namenode.edits.dir.required" => self.required_edits_dirs = dir_list(value),
+                "dfs.namenode.edits.dir.minimum" => self.edits_dir_minimum = num()? as usize,
                 "dfs.namenode.checkpoint.txns" => self.checkpoint_txns = num()?.max(1),
                 "dfs.namenode.checkpoint.period" => self.checkpoint_period_sec = num()?.max(1),
                 "dfs.namenode.num.extra.edits.retained" => self.extra_edits_retained = num()?,

@@ -49,6 +49,8 @@ pub struct Facts {
 #[derive(Debug, Clone, Default)]
 pub struct JournalFacts {
     pub dirs: Vec<DirStatus>,
+    /// Those of `dirs` whose failure stops the NameNode.
+    pub required: Vec<PathBuf>,
     pub last_appended: u64,
     pub last_synced: Option<u64>,
     pub segment_first: u64,
@@ -102,6 +104,7 @@ impl Facts {
             let m = j.metrics();
             JournalFacts {
                 dirs: m.dirs(),
+                required: nn.cfg.required_edits_dirs.clone(),
                 last_appended: j.last_appended(),
                 last_synced: j.last_synced().ok(),
                 segment_first: m.segment_first.load(Ordering::Relaxed),
@@ -279,7 +282,7 @@ fn name_journal_status(f: &Facts) -> Value {
                 "manager": format!("JournalDir(root={})", d.path.display()),
                 "stream": stream,
                 "disabled": d.failed.is_some().to_string(),
-                "required": "false",
+                "required": j.required.contains(&d.path).to_string(),
             })
         })
         .collect();
@@ -379,6 +382,7 @@ fn journal(j: &JournalFacts) -> Bean {
             json!({
                 "path": d.path.display().to_string(),
                 "inService": d.failed.is_none(),
+                "required": j.required.contains(&d.path),
                 "error": d.failed,
             })
         })
@@ -489,6 +493,7 @@ mod tests {
             "/data/name/edits_inprogress_0000000000000000040"
         );
         assert_eq!(streams[1]["disabled"], "true");
+        assert_eq!(streams[0]["required"], "false");
         let j = bean(&all, "name=Journal");
         assert_eq!(j.get("FailedDirectories"), Some(&json!(1)));
         assert_eq!(

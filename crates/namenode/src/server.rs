@@ -19,7 +19,7 @@ use crate::checkpoint;
 use crate::config::{Config, Recovery};
 use crate::groups::GroupMapping;
 use crate::identity::Identity;
-use crate::journal::{recover, salvage, Journal, JournalConfig};
+use crate::journal::{recover, salvage, DirPolicy, Journal, JournalConfig};
 use crate::namespace::{Caller, Namespace};
 use crate::state::{now_ms, NnState, StartupReport, Storage};
 use crate::summary::follow::{Rebuild, SummaryService};
@@ -155,6 +155,9 @@ pub fn load_storage(
             summary: None,
         });
     }
+    // A required directory that is not a journal directory is a configuration mistake:
+    // said before the replay, not after.
+    dir_policy(cfg).validate(&journal_dirs).map_err(io_err)?;
     let started = Instant::now();
     let (mut ns, image_txid) = match checkpoint::load_newest(&name_dirs).map_err(io_err)? {
         Some((ns, txid, path)) => {
@@ -218,6 +221,7 @@ pub fn load_storage(
         group_delay: std::time::Duration::from_micros(cfg.journal_group_delay_us),
         dir_timeout: std::time::Duration::from_millis(cfg.journal_dir_timeout_ms),
         restore_failed: cfg.restore_failed_dirs,
+        policy: dir_policy(cfg),
     };
     let journal = Journal::start(jcfg, replayed.last_txid, move |msg| {
         error!("stopping the NameNode: {msg}");
@@ -569,6 +573,13 @@ async fn checkpointer(nn: Arc<NnState>, cancel: CancellationToken) {
 }
 
 /// Every journal directory the configuration names: `dfs.namenode.edits.dir`, else the name dirs.
+fn dir_policy(cfg: &Config) -> DirPolicy {
+    DirPolicy {
+        required: cfg.required_edits_dirs.clone(),
+        min_redundant: cfg.edits_dir_minimum,
+    }
+}
+
 pub fn journal_dirs(cfg: &Config) -> Vec<PathBuf> {
     if cfg.edits_dirs.is_empty() {
         cfg.name_dirs.clone()

@@ -317,11 +317,19 @@ impl Dirs {
         Arc::try_unwrap(batch).unwrap_or_else(|b| b.to_vec())
     }
 
-    pub fn all_failed(&self) -> bool {
+    /// Whether the directories still in service are enough to go on (see
+    /// [`super::DirPolicy`]).
+    pub fn check(&self) -> Result<(), String> {
         match &self.only {
             // Given up on by the watchdog, it is out even if its late write succeeded.
-            Some((d, _)) => d.seg.is_none() || self.shared.stalled.load(Ordering::SeqCst),
-            None => self.helpers.iter().all(|h| !h.state.live),
+            Some((d, _)) => {
+                let live = d.seg.is_some() && !self.shared.stalled.load(Ordering::SeqCst);
+                self.cfg.policy.check([(d.dir.as_path(), live)])
+            }
+            None => self
+                .cfg
+                .policy
+                .check(self.helpers.iter().map(|h| (h.dir.as_path(), h.state.live))),
         }
     }
 

@@ -65,6 +65,78 @@ pub struct JournalConfig {
     /// Bring failed directories back into service at each roll (`dfs.namenode.name.dir.restore`,
     /// and `hdfs dfsadmin -restoreFailedStorage` while running).
     pub restore_failed: bool,
+    /// Which directories the journal cannot do without.
+    pub policy: DirPolicy,
+}
+
+/// HDFS's rule for which journal directories may fail before the NameNode must stop
+/// (`NameNodeResourcePolicy`): none of the required ones
+/// (`dfs.namenode.edits.dir.required`), and of the others, when there are any, no more
+/// than leaves `min_redundant` in service (`dfs.namenode.edits.dir.minimum`). Ferrite
+/// adds one floor: at least one directory in service, whatever the minimum says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirPolicy {
+    pub required: Vec<PathBuf>,
+    pub min_redundant: usize,
+}
+
+impl Default for DirPolicy {
+    fn default() -> Self {
+        DirPolicy {
+            required: Vec::new(),
+            min_redundant: 1,
+        }
+    }
+}
+
+impl DirPolicy {
+    /// Whether the journal may go on, given each directory and whether it is in service;
+    /// if not, why not, naming the directories.
+    pub fn check<'a>(
+        &self,
+        dirs: impl IntoIterator<Item = (&'a std::path::Path, bool)>,
+    ) -> Result<(), String> {
+        let (mut redundant, mut redundant_live, mut live) = (0, 0, 0);
+        for (dir, in_service) in dirs {
+            live += usize::from(in_service);
+            if self.required.iter().any(|r| r == dir) {
+                if !in_service {
+                    return Err(format!(
+                        "required journal directory {} is out of service \
+                         (dfs.namenode.edits.dir.required)",
+                        dir.display()
+                    ));
+                }
+            } else {
+                redundant += 1;
+                redundant_live += usize::from(in_service);
+            }
+        }
+        if live == 0 {
+            return Err("every journal directory has failed".into());
+        }
+        if redundant > 0 && redundant_live < self.min_redundant {
+            return Err(format!(
+                "{redundant_live} of the {redundant} journal directories that are not required \
+                 are in service, fewer than dfs.namenode.edits.dir.minimum ({})",
+                self.min_redundant
+            ));
+        }
+        Ok(())
+    }
+
+    /// Every required directory must be one of the journal's `dirs`.
+    pub fn validate(&self, dirs: &[PathBuf]) -> Result<(), String> {
+        match self.required.iter().find(|r| !dirs.contains(r)) {
+            Some(r) => Err(format!(
+                "dfs.namenode.edits.dir.required lists {}, which is not one of the journal \
+                 directories {dirs:?} (dfs.namenode.edits.dir, or the name directories when \
+                 that is unset, plus --journal-dir)",
+                r.display()
+            )),
+            None => Ok(()),
+        }
+    }
 }
 
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -225,9 +297,11 @@ impl Journal {
                 }
             }
         }
-        if writers.iter().all(|w| w.seg.is_none()) {
+        cfg.policy.validate(&cfg.dirs).map_err(JournalError)?;
+        let usable = writers.iter().map(|w| (w.dir.as_path(), w.seg.is_some()));
+        if let Err(why) = cfg.policy.check(usable) {
             return Err(JournalError(format!(
-                "no usable journal directory among {:?}",
+                "cannot start the journal: {why} (directories {:?})",
                 cfg.dirs
             )));
         }
@@ -374,6 +448,18 @@ impl Drop for Journal {
     }
 }
 
+/// The journal can go on no longer: every waiting client gets the reason, and the NameNode
+/// stops.
+fn stop(shared: &Shared, cfg: &JournalConfig, why: &str) {
+    let msg = format!(
+        "{why} ({:?}); no edit can be made durable any more",
+        cfg.dirs
+    );
+    error!("{msg}");
+    shared.waiters.fail(JournalError(msg.clone()));
+    shared.fatal.fire(msg);
+}
+
 fn syncer(shared: Arc<Shared>, cfg: JournalConfig, mut dirs: Dirs, start_txid: u64) {
     let mut spare: Vec<u8> = Vec::with_capacity(1 << 16);
     let mut chunker = tail::chunker();
@@ -415,15 +501,10 @@ fn syncer(shared: Arc<Shared>, cfg: JournalConfig, mut dirs: Dirs, start_txid: u
         if !spare.is_empty() {
             let started = std::time::Instant::now();
             spare = dirs.write(spare);
-            if dirs.all_failed() {
-                let msg = format!(
-                    "every journal directory has failed ({:?}); no edit can be made durable",
-                    cfg.dirs
-                );
-                error!("{msg}");
-                shared.waiters.fail(JournalError(msg.clone()));
-                shared.fatal.fire(msg);
-                return;
+            if let Err(why) = dirs.check() {
+                // This batch is not acknowledged: it did not reach every directory the
+                // policy requires.
+                return stop(&shared, &cfg, &why);
             }
             let m = &shared.metrics;
             m.syncs.fetch_add(1, Ordering::Relaxed);
@@ -461,6 +542,9 @@ fn syncer(shared: Arc<Shared>, cfg: JournalConfig, mut dirs: Dirs, start_txid: u
             let m = &shared.metrics;
             if synced >= seg_first {
                 dirs.roll(synced);
+                if let Err(why) = dirs.check() {
+                    return stop(&shared, &cfg, &why);
+                }
                 seg_first = synced + 1;
                 m.segment_first.store(seg_first, Ordering::Relaxed);
                 m.segments_rolled.fetch_add(1, Ordering::Relaxed);

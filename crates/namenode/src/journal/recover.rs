@@ -628,6 +628,7 @@ mod tests {
             group_delay: Duration::ZERO,
             dir_timeout: Duration::from_secs(20),
             restore_failed: false,
+            policy: Default::default(),
         };
         let journal = Arc::new(Journal::start(cfg, 0, |_| {}).unwrap());
         let stop = Arc::new(AtomicBool::new(false));
@@ -823,6 +824,7 @@ mod tests {
             group_delay: Duration::ZERO,
             dir_timeout: Duration::from_secs(20),
             restore_failed: false,
+            policy: Default::default(),
         };
         let journal = Journal::start(cfg, 5, |_| {}).unwrap();
         assert_eq!(journal.append_all(&[op(6)]), 6);

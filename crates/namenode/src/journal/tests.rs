@@ -17,6 +17,7 @@ fn config(dir: &std::path::Path, group_delay: Duration) -> JournalConfig {
         group_delay,
         dir_timeout: Duration::from_secs(20),
         restore_failed: false,
+        policy: Default::default(),
     }
 }
 
@@ -275,4 +276,75 @@ fn a_sync_with_half_its_target_pending_does_not_wait() {
     assert!(super::gather(&wake, &mut p, Duration::from_micros(1)));
     p.commits = 15;
     assert!(!super::gather(&wake, &mut p, Duration::from_micros(1)));
+}
+
+#[test]
+fn the_directory_policy_is_hdfs_rule_with_one_directory_as_a_floor() {
+    use super::DirPolicy;
+    use std::path::Path;
+    let (a, b, r) = (Path::new("/a"), Path::new("/b"), Path::new("/r"));
+    let default = DirPolicy::default();
+    assert_eq!(default.check([(a, true), (b, false)]), Ok(()));
+    let none = default.check([(a, false), (b, false)]).unwrap_err();
+    assert!(none.contains("every journal directory"), "{none}");
+    let required = DirPolicy {
+        required: vec![r.to_path_buf()],
+        min_redundant: 1,
+    };
+    assert_eq!(required.check([(a, true), (r, true)]), Ok(()));
+    let lost = required.check([(a, true), (r, false)]).unwrap_err();
+    assert!(lost.contains("required journal directory /r"), "{lost}");
+    // Only required directories: no redundant minimum to meet.
+    assert_eq!(required.check([(r, true)]), Ok(()));
+    let two = DirPolicy {
+        required: vec![],
+        min_redundant: 2,
+    };
+    assert_eq!(two.check([(a, true), (b, true), (r, false)]), Ok(()));
+    let short = two.check([(a, true), (b, false), (r, false)]).unwrap_err();
+    assert!(short.contains("1 of the 3"), "{short}");
+    // A minimum of 0 still needs one directory in service.
+    let zero = DirPolicy {
+        required: vec![],
+        min_redundant: 0,
+    };
+    assert!(zero.check([(a, false)]).is_err());
+    assert!(required
+        .validate(&[a.to_path_buf(), r.to_path_buf()])
+        .is_ok());
+    let stray = required.validate(&[a.to_path_buf()]).unwrap_err();
+    assert!(stray.contains("lists /r"), "{stray}");
+}
+
+#[test]
+fn a_failed_required_directory_fails_the_batch_and_stops_the_journal() {
+    let (keep, req) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut cfg = config(keep.path(), Duration::ZERO);
+    let req_dir = req.path().join("j");
+    cfg.dirs.push(req_dir.clone());
+    cfg.policy.required = vec![req_dir.clone()];
+    let fired = Arc::new(std::sync::Mutex::new(None));
+    let f = fired.clone();
+    let journal = Journal::start(cfg, 0, move |msg| *f.lock().unwrap() = Some(msg)).unwrap();
+    let rt = runtime();
+    commit_mkdirs(&journal, &rt, 0, 3);
+    // The required directory goes away: its next write fails.
+    std::fs::remove_dir_all(&req_dir).unwrap();
+    std::fs::write(&req_dir, b"not a directory").unwrap();
+    roll_and_write_one(&journal, &rt);
+    let msg = fired.lock().unwrap().clone().expect("the journal stopped");
+    assert!(msg.contains("required journal directory"), "{msg}");
+    assert!(journal.last_synced().is_err(), "nothing more is durable");
+}
+
+/// Rolls (so that the next segment must be created in every directory) and commits one
+/// more operation, which must not be acknowledged if the roll lost a required directory.
+fn roll_and_write_one(journal: &Journal, rt: &tokio::runtime::Runtime) {
+    let _ = rt.block_on(journal.roll());
+    let txid = journal.append_all(&[mkdir(99)]);
+    let synced = rt.block_on(journal.wait_synced(txid));
+    assert!(
+        synced.is_err(),
+        "acknowledged without the required directory"
+    );
 }
