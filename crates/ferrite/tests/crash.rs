@@ -887,3 +887,50 @@ async fn fewer_journal_directories_than_the_minimum_stop_the_namenode() {
         .expect("the NameNode stops below the minimum");
     assert!(!status.success());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_required_journal_directory_short_of_space_means_safe_mode() {
+    let data = tempfile::tempdir().unwrap();
+    let small = tempfile::tempdir().unwrap();
+    let mnt = small.path().join("mnt");
+    assert!(
+        mount_tmpfs(&mnt, "8m"),
+        "this test needs to mount a small tmpfs (root with CAP_SYS_ADMIN)"
+    );
+    let _mounted = Mount(mnt.clone());
+    let dir = mnt.to_str().unwrap();
+    // 8 MiB is below the default reserve (100 MiB); the name directory's disk is not.
+    let every_100ms = "dfs.namenode.resource.check.interval=100";
+    let redundant = ["--journal-dir", dir, "--conf", every_100ms];
+    let s = start(data.path(), &redundant);
+    assert!(mkdir(s.addr, "/a").await.unwrap().result);
+    // Several checks later: one directory with room is enough.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(mkdir(s.addr, "/b").await.unwrap().result);
+    kill9(s);
+
+    // Required, it must have room itself, or the NameNode would stop when it fills.
+    let required = format!("dfs.namenode.edits.dir.required={dir}");
+    let args = [
+        "--journal-dir",
+        dir,
+        "--conf",
+        every_100ms,
+        "--conf",
+        &required,
+    ];
+    let s = start(data.path(), &args);
+    let mut on = false;
+    for _ in 0..100 {
+        on = admin(s.addr, &["safemode", "get"]).contains("ON");
+        if on {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(on, "safe mode for want of space in a required directory");
+    let e = mkdir(s.addr, "/c").await.unwrap_err().to_string();
+    assert!(e.contains("Resources are low"), "{e}");
+    assert!(exists(s.addr, "/b").await, "reads go on");
+    kill9(s);
+}

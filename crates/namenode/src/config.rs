@@ -170,6 +170,9 @@ pub struct Config {
     pub resource_reserved_bytes: u64,
     /// `dfs.namenode.resource.check.interval` (ms): how often free space is checked.
     pub resource_check_interval_ms: u64,
+    /// `dfs.namenode.resource.checked.volumes.minimum`: journal directories not required
+    /// that must keep the reserve.
+    pub resource_checked_minimum: usize,
     /// `dfs.namenode.redundancy.interval.seconds`: how often replication is checked.
     pub replication_interval_sec: u64,
     /// `dfs.block.access.token.enable`: on by default in Ferrite (off in HDFS).
@@ -237,6 +240,7 @@ impl Default for Config {
             safemode_min_datanodes: 0,
             resource_reserved_bytes: 100 << 20,
             resource_check_interval_ms: 5000,
+            resource_checked_minimum: 1,
             replication_interval_sec: 3,
             block_tokens: true,
             block_key_times: ferrite_blocktoken::KeyTimes::default(),
@@ -428,6 +432,9 @@ impl Config {
                 }
                 "dfs.namenode.safemode.extension" => self.safemode_extension_ms = num()?,
                 "dfs.namenode.resource.du.reserved" => self.resource_reserved_bytes = size()?,
+                "dfs.namenode.resource.checked.volumes.minimum" => {
+                    self.resource_checked_minimum = num()? as usize
+                }
                 "dfs.namenode.resource.check.interval" => {
                     self.resource_check_interval_ms = num()?.max(1)
                 }

@@ -197,8 +197,9 @@ impl NnState {
         }
     }
 
-    /// Enters safe mode when no journal directory in service keeps the reserved free
-    /// space; never leaves it by itself (HDFS's resource monitor).
+    /// Enters safe mode when the journal directories in service that keep the reserved
+    /// free space are not enough by HDFS's policy (`resources.rs`); never leaves it by
+    /// itself (HDFS's resource monitor).
     pub fn check_resources(&self) {
         let Some(j) = &self.journal else {
             return;
@@ -211,7 +212,12 @@ impl NnState {
             .filter(|d| d.failed.is_none())
             .map(|d| (crate::resources::available(&d.path), d.path))
             .collect();
-        if crate::resources::has_room(dirs.iter().map(|(s, _)| s), reserved) {
+        let policy = crate::journal::DirPolicy {
+            required: self.cfg.required_edits_dirs.clone(),
+            min_redundant: self.cfg.resource_checked_minimum,
+        };
+        let spaces = dirs.iter().map(|(s, d)| (d.as_path(), s));
+        if crate::resources::has_room(spaces, reserved, &policy) {
             return;
         }
         if !self.resources_low.swap(true, Ordering::SeqCst) {
@@ -232,7 +238,7 @@ impl NnState {
     /// Why mutations are refused right now, in HDFS's words.
     pub fn safe_mode_reason(&self) -> String {
         if self.resources_low.load(Ordering::SeqCst) {
-            return "Resources are low on NN: no journal directory has the free space dfs.namenode.resource.du.reserved asks for. Free or add space, then turn safe mode off with \"hdfs dfsadmin -safemode leave\"; while space is still short, the NameNode enters safe mode again at its next check.".into();
+            return "Resources are low on NN: the journal directories lack the free space dfs.namenode.resource.du.reserved asks for (every directory in dfs.namenode.edits.dir.required, and dfs.namenode.resource.checked.volumes.minimum of the others, must have it). Free or add space, then turn safe mode off with \"hdfs dfsadmin -safemode leave\"; while space is still short, the NameNode enters safe mode again at its next check.".into();
         }
         if self.safe_mode.load(Ordering::SeqCst) {
             return "It was turned on manually. Use \"hdfs dfsadmin -safemode leave\" to turn safe mode off.".into();
