@@ -148,7 +148,7 @@ pub async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
         nn: nn.state.clone(),
         host_and_port: format!("{}:{port}", args.bind),
     };
-    let http = HttpServer::spawn(http_listener, std::sync::Arc::new(beans))?;
+    let http = HttpServer::spawn(http_listener, std::sync::Arc::new(beans), true)?;
     let mut datanodes: Vec<DataNodeHandle> = Vec::new();
     if local {
         for i in 0..args.datanodes {

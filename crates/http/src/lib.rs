@@ -1,5 +1,6 @@
 //! A Ferrite server's HTTP port (HDFS's 9870 for a NameNode): Hadoop's `/jmx` metrics, in
-//! the JSON that HDFS's monitoring tools and scrapers read. WebHDFS is not served yet.
+//! the JSON that HDFS's monitoring tools and scrapers read, and for a NameNode the
+//! `/isActive` health check load balancers use. WebHDFS is not served yet.
 
 pub mod jmx;
 
@@ -27,10 +28,20 @@ pub struct HttpServer {
 }
 
 impl HttpServer {
-    /// Serves `beans` at `/jmx` on `listener` until [`shutdown`](Self::shutdown).
-    pub fn spawn(listener: TcpListener, beans: Arc<dyn Beans>) -> std::io::Result<HttpServer> {
+    /// Serves `beans` at `/jmx` on `listener` until [`shutdown`](Self::shutdown); with
+    /// `active`, also `/isActive` as an HDFS NameNode does (Ferrite has no standby, so its
+    /// NameNode is always the active one).
+    pub fn spawn(
+        listener: TcpListener,
+        beans: Arc<dyn Beans>,
+        active: bool,
+    ) -> std::io::Result<HttpServer> {
         let addr = listener.local_addr()?;
-        let app = Router::new().route("/jmx", get(jmx_page)).with_state(beans);
+        let mut app = Router::new().route("/jmx", get(jmx_page));
+        if active {
+            app = app.route("/isActive", get(is_active));
+        }
+        let app = app.with_state(beans);
         let cancel = CancellationToken::new();
         let stop = cancel.clone().cancelled_owned();
         let task = tokio::spawn(async move {
@@ -41,7 +52,7 @@ impl HttpServer {
                 warn!(error = %e, "HTTP server stopped");
             }
         });
-        info!(%addr, "HTTP serving /jmx");
+        info!(%addr, "HTTP serving");
         Ok(HttpServer { addr, cancel, task })
     }
 
@@ -50,6 +61,16 @@ impl HttpServer {
         self.cancel.cancel();
         let _ = self.task.await;
     }
+}
+
+/// HDFS's answer for the active NameNode (a standby answers 405).
+async fn is_active() -> Response {
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/plain;charset=utf-8")],
+        "I am Active!",
+    )
+        .into_response()
 }
 
 async fn jmx_page(

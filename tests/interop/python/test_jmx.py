@@ -143,6 +143,12 @@ def test_counts_move_as_they_do_in_hdfs(ferrite, hdfs):
     assert moved[ferrite.url] == moved[hdfs.url] == (7, 1, 0), moved
 
 
+def test_is_active_answers_as_the_active_hdfs_namenode(ferrite, hdfs):
+    for s in (ferrite, hdfs):
+        with urllib.request.urlopen(f"{s.http}/isActive", timeout=10) as r:
+            assert (r.status, r.read()) == (200, b"I am Active!")
+
+
 def test_queries_and_their_errors_answer_as_in_hdfs(ferrite, hdfs):
     for s in (ferrite, hdfs):
         status, body = jmx(s, "get=Hadoop:service=NameNode,name=FSNamesystem::FilesTotal")
