@@ -573,12 +573,12 @@ impl NnState {
         checkpoint::recent_enough(self.image_age_ms(), image, last, window_s, txn_gap)
     }
 
-    /// How long ago the newest image was written.
     /// When the newest image was written (ms since the epoch).
     pub fn last_image_ms(&self) -> i64 {
         self.last_image_ms.load(Ordering::SeqCst)
     }
 
+    /// How long ago the newest image was written.
     pub fn image_age_ms(&self) -> i64 {
         now_ms() - self.last_image_ms.load(Ordering::SeqCst)
     }

@@ -19,6 +19,7 @@
 
 pub mod codec;
 mod dirs;
+mod policy;
 pub mod recover;
 pub mod salvage;
 pub mod segment;
@@ -41,6 +42,7 @@ use tracing::{error, info};
 
 use crate::namespace::Op;
 use dirs::{DirWriter, Dirs};
+pub use policy::DirPolicy;
 use segment::SegmentWriter;
 pub use tail::Batch;
 
@@ -67,76 +69,6 @@ pub struct JournalConfig {
     pub restore_failed: bool,
     /// Which directories the journal cannot do without.
     pub policy: DirPolicy,
-}
-
-/// HDFS's rule for which journal directories may fail before the NameNode must stop
-/// (`NameNodeResourcePolicy`): none of the required ones
-/// (`dfs.namenode.edits.dir.required`), and of the others, when there are any, no more
-/// than leaves `min_redundant` in service (`dfs.namenode.edits.dir.minimum`). Ferrite
-/// adds one floor: at least one directory in service, whatever the minimum says.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DirPolicy {
-    pub required: Vec<PathBuf>,
-    pub min_redundant: usize,
-}
-
-impl Default for DirPolicy {
-    fn default() -> Self {
-        DirPolicy {
-            required: Vec::new(),
-            min_redundant: 1,
-        }
-    }
-}
-
-impl DirPolicy {
-    /// Whether the journal may go on, given each directory and whether it is in service;
-    /// if not, why not, naming the directories.
-    pub fn check<'a>(
-        &self,
-        dirs: impl IntoIterator<Item = (&'a std::path::Path, bool)>,
-    ) -> Result<(), String> {
-        let (mut redundant, mut redundant_live, mut live) = (0, 0, 0);
-        for (dir, in_service) in dirs {
-            live += usize::from(in_service);
-            if self.required.iter().any(|r| r == dir) {
-                if !in_service {
-                    return Err(format!(
-                        "required journal directory {} is out of service \
-                         (dfs.namenode.edits.dir.required)",
-                        dir.display()
-                    ));
-                }
-            } else {
-                redundant += 1;
-                redundant_live += usize::from(in_service);
-            }
-        }
-        if live == 0 {
-            return Err("every journal directory has failed".into());
-        }
-        if redundant > 0 && redundant_live < self.min_redundant {
-            return Err(format!(
-                "{redundant_live} of the {redundant} journal directories that are not required \
-                 are in service, fewer than dfs.namenode.edits.dir.minimum ({})",
-                self.min_redundant
-            ));
-        }
-        Ok(())
-    }
-
-    /// Every required directory must be one of the journal's `dirs`.
-    pub fn validate(&self, dirs: &[PathBuf]) -> Result<(), String> {
-        match self.required.iter().find(|r| !dirs.contains(r)) {
-            Some(r) => Err(format!(
-                "dfs.namenode.edits.dir.required lists {}, which is not one of the journal \
-                 directories {dirs:?} (dfs.namenode.edits.dir, or the name directories when \
-                 that is unset, plus --journal-dir)",
-                r.display()
-            )),
-            None => Ok(()),
-        }
-    }
 }
 
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]

@@ -279,44 +279,6 @@ fn a_sync_with_half_its_target_pending_does_not_wait() {
 }
 
 #[test]
-fn the_directory_policy_is_hdfs_rule_with_one_directory_as_a_floor() {
-    use super::DirPolicy;
-    use std::path::Path;
-    let (a, b, r) = (Path::new("/a"), Path::new("/b"), Path::new("/r"));
-    let default = DirPolicy::default();
-    assert_eq!(default.check([(a, true), (b, false)]), Ok(()));
-    let none = default.check([(a, false), (b, false)]).unwrap_err();
-    assert!(none.contains("every journal directory"), "{none}");
-    let required = DirPolicy {
-        required: vec![r.to_path_buf()],
-        min_redundant: 1,
-    };
-    assert_eq!(required.check([(a, true), (r, true)]), Ok(()));
-    let lost = required.check([(a, true), (r, false)]).unwrap_err();
-    assert!(lost.contains("required journal directory /r"), "{lost}");
-    // Only required directories: no redundant minimum to meet.
-    assert_eq!(required.check([(r, true)]), Ok(()));
-    let two = DirPolicy {
-        required: vec![],
-        min_redundant: 2,
-    };
-    assert_eq!(two.check([(a, true), (b, true), (r, false)]), Ok(()));
-    let short = two.check([(a, true), (b, false), (r, false)]).unwrap_err();
-    assert!(short.contains("1 of the 3"), "{short}");
-    // A minimum of 0 still needs one directory in service.
-    let zero = DirPolicy {
-        required: vec![],
-        min_redundant: 0,
-    };
-    assert!(zero.check([(a, false)]).is_err());
-    assert!(required
-        .validate(&[a.to_path_buf(), r.to_path_buf()])
-        .is_ok());
-    let stray = required.validate(&[a.to_path_buf()]).unwrap_err();
-    assert!(stray.contains("lists /r"), "{stray}");
-}
-
-#[test]
 fn a_failed_required_directory_fails_the_batch_and_stops_the_journal() {
     let (keep, req) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let mut cfg = config(keep.path(), Duration::ZERO);
