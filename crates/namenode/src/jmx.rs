@@ -210,7 +210,6 @@ fn name_node_info(f: &Facts) -> Bean {
         .with("BlockPoolId", f.block_pool_id.clone())
         .with("Safemode", safe_mode)
         .with("TotalBlocks", f.blocks)
-        .with("TotalFiles", f.files + f.dirs)
         .with("NNStartedTimeInMillis", f.started_ms);
     if let Some(t) = f.threads {
         bean = bean.with("Threads", t);
