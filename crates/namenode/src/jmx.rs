@@ -8,15 +8,16 @@
 //! [`Facts`] is gathered from the live state in one place; [`beans`] is pure.
 
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use ferrite_http::{Bean, Beans};
 use serde_json::{json, Map, Value};
 
 use crate::blocks::registry::Liveness;
-use crate::journal::DirStatus;
+use crate::journal::{DirStatus, Journal};
 use crate::state::{now_ms, NnState, StartupReport};
+use crate::summary::follow::SummaryService;
 
 const NN: &str = "Hadoop:service=NameNode,name=";
 
@@ -78,6 +79,47 @@ pub struct SummaryFacts {
     pub disk_catch_ups: u64,
 }
 
+impl JournalFacts {
+    /// The journal's counters and directories now; `required` as configured.
+    pub fn read(j: &Journal, required: &[PathBuf]) -> JournalFacts {
+        let m = j.metrics();
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        JournalFacts {
+            dirs: m.dirs(),
+            required: required.to_vec(),
+            last_appended: j.last_appended(),
+            last_synced: j.last_synced().ok(),
+            segment_first: get(&m.segment_first),
+            syncs: get(&m.syncs),
+            txns_synced: get(&m.txns_synced),
+            bytes_synced: get(&m.bytes_synced),
+            sync_micros: get(&m.sync_micros),
+            segments_rolled: get(&m.segments_rolled),
+            gathers_timed_out: get(&m.gathers_timed_out),
+        }
+    }
+}
+
+impl SummaryFacts {
+    pub fn read(s: &SummaryService) -> SummaryFacts {
+        let m = &s.metrics;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        SummaryFacts {
+            applied_txid: s.txid(),
+            records: get(&m.events),
+            batches: get(&m.batches),
+            rebuilds: get(&m.rebuilds),
+            checkpoints: get(&m.checkpoints),
+            answered: get(&m.answered),
+            walked: get(&m.walked),
+            lag_sum_us: get(&m.lag_sum_us),
+            lag_batches: get(&m.lag_batches),
+            lag_max_us: get(&m.lag_max_us),
+            disk_catch_ups: get(&m.disk_catch_ups),
+        }
+    }
+}
+
 impl Facts {
     pub fn gather(nn: &NnState, host_and_port: &str) -> Facts {
         let (files, dirs, blocks, open_files) = {
@@ -100,39 +142,11 @@ impl Facts {
                 .count() as u64;
             (mgr.reg.iter().count() as u64 - dead, dead)
         };
-        let journal = nn.journal.as_ref().map(|j| {
-            let m = j.metrics();
-            JournalFacts {
-                dirs: m.dirs(),
-                required: nn.cfg.required_edits_dirs.clone(),
-                last_appended: j.last_appended(),
-                last_synced: j.last_synced().ok(),
-                segment_first: m.segment_first.load(Ordering::Relaxed),
-                syncs: m.syncs.load(Ordering::Relaxed),
-                txns_synced: m.txns_synced.load(Ordering::Relaxed),
-                bytes_synced: m.bytes_synced.load(Ordering::Relaxed),
-                sync_micros: m.sync_micros.load(Ordering::Relaxed),
-                segments_rolled: m.segments_rolled.load(Ordering::Relaxed),
-                gathers_timed_out: m.gathers_timed_out.load(Ordering::Relaxed),
-            }
-        });
-        let summary = nn.summary.as_ref().map(|s| {
-            let m = &s.metrics;
-            let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-            SummaryFacts {
-                applied_txid: s.txid(),
-                records: get(&m.events),
-                batches: get(&m.batches),
-                rebuilds: get(&m.rebuilds),
-                checkpoints: get(&m.checkpoints),
-                answered: get(&m.answered),
-                walked: get(&m.walked),
-                lag_sum_us: get(&m.lag_sum_us),
-                lag_batches: get(&m.lag_batches),
-                lag_max_us: get(&m.lag_max_us),
-                disk_catch_ups: get(&m.disk_catch_ups),
-            }
-        });
+        let journal = nn
+            .journal
+            .as_ref()
+            .map(|j| JournalFacts::read(j, &nn.cfg.required_edits_dirs));
+        let summary = nn.summary.as_deref().map(SummaryFacts::read);
         Facts {
             cluster_id: nn.identity.cluster_id.clone(),
             block_pool_id: nn.identity.block_pool_id.clone(),

@@ -2,12 +2,12 @@
 //! accounting, and which directories are in service and why not) and of the namespace.
 //! `ferrite admin namenode-stats` prints it; `/jmx` shows the same (`jmx.rs`).
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use ferrite_ipc::{CallCtx, MethodKind, Router, RpcError, NAMENODE_STATS_PROTOCOL};
 use ferrite_proto::ferrite::*;
 
+use crate::jmx::JournalFacts;
 use crate::state::NnState;
 
 pub fn register(r: &mut Router<NnState>) {
@@ -38,17 +38,17 @@ async fn get_stats(
         ..Default::default()
     };
     if let Some(j) = &nn.journal {
-        let m = j.metrics();
-        out.last_appended_txid = j.last_appended();
-        out.last_synced_txid = j.last_synced().ok();
-        out.syncs = m.syncs.load(Ordering::Relaxed);
-        out.txns_synced = m.txns_synced.load(Ordering::Relaxed);
-        out.bytes_synced = m.bytes_synced.load(Ordering::Relaxed);
-        out.sync_micros = m.sync_micros.load(Ordering::Relaxed);
-        out.segments_rolled = m.segments_rolled.load(Ordering::Relaxed);
-        out.failed_journal_dirs = m.failed_dirs();
-        out.journal_dirs = m
-            .dirs()
+        let f = JournalFacts::read(j, &nn.cfg.required_edits_dirs);
+        out.last_appended_txid = f.last_appended;
+        out.last_synced_txid = f.last_synced;
+        out.syncs = f.syncs;
+        out.txns_synced = f.txns_synced;
+        out.bytes_synced = f.bytes_synced;
+        out.sync_micros = f.sync_micros;
+        out.segments_rolled = f.segments_rolled;
+        out.failed_journal_dirs = f.dirs.iter().filter(|d| d.failed.is_some()).count() as u64;
+        out.journal_dirs = f
+            .dirs
             .into_iter()
             .map(|d| JournalDirStatusProto {
                 path: d.path.display().to_string(),
