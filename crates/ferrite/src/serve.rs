@@ -8,7 +8,6 @@ use anyhow::Context;
 use clap::Args;
 use ferrite_datanode::{DataNode, DataNodeHandle, DnConfig};
 use ferrite_http::HttpServer;
-use ferrite_namenode::jmx::NameNodeBeans;
 use ferrite_namenode::{config, Config, NameNode};
 use tokio::net::TcpListener;
 use tracing::info;
@@ -144,10 +143,7 @@ pub async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
         .with_context(|| format!("binding HTTP {}:{http_port}", args.bind))?;
     let nn = NameNode::start(cfg, listener).await?;
     let port = nn.addr.port();
-    let beans = NameNodeBeans {
-        nn: nn.state.clone(),
-        host_and_port: format!("{}:{port}", args.bind),
-    };
+    let beans = nn.beans(&args.bind);
     let http = HttpServer::spawn(http_listener, std::sync::Arc::new(beans), true)?;
     let mut datanodes: Vec<DataNodeHandle> = Vec::new();
     if local {

@@ -75,6 +75,17 @@ pub struct ServerHandle {
     pub local_addr: SocketAddr,
     cancel: CancellationToken,
     task: JoinHandle<()>,
+    connections: Connections,
+}
+
+/// A server's open connections, counted live (for metrics).
+#[derive(Clone)]
+pub struct Connections(TaskTracker);
+
+impl Connections {
+    pub fn open(&self) -> usize {
+        self.0.len()
+    }
 }
 
 impl ServerHandle {
@@ -86,6 +97,10 @@ impl ServerHandle {
 
     pub fn cancel_token(&self) -> CancellationToken {
         self.cancel.clone()
+    }
+
+    pub fn connections(&self) -> Connections {
+        self.connections.clone()
     }
 }
 
@@ -99,23 +114,26 @@ pub fn spawn<S: Service>(
         .local_addr()
         .expect("bound listener has an address");
     let cancel = CancellationToken::new();
-    let task = tokio::spawn(run(listener, router, cfg, cancel.clone()));
+    // A connection is a tracked task, so the tracker also counts them.
+    let tracker = TaskTracker::new();
+    let task = tokio::spawn(run(listener, router, cfg, cancel.clone(), tracker.clone()));
     ServerHandle {
         local_addr,
         cancel,
         task,
+        connections: Connections(tracker),
     }
 }
 
 /// The accept loop. Returns after `cancel` fires and every connection has drained.
-pub async fn run<S: Service>(
+async fn run<S: Service>(
     listener: TcpListener,
     router: Arc<Router<S>>,
     cfg: ServerConfig,
     cancel: CancellationToken,
+    tracker: TaskTracker,
 ) {
     let limit = Arc::new(Semaphore::new(cfg.max_connections));
-    let tracker = TaskTracker::new();
     let next_id = AtomicU64::new(1);
     let mut backoff = Duration::from_millis(10);
     loop {

@@ -12,6 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use ferrite_http::{Bean, Beans};
+use ferrite_ipc::metrics::MethodSnapshot;
+use ferrite_ipc::server::Connections;
+use ferrite_ipc::Router;
 use serde_json::{json, Map, Value};
 
 use crate::blocks::registry::Liveness;
@@ -41,6 +44,7 @@ pub struct Facts {
     pub name_dirs: Vec<PathBuf>,
     pub journal: Option<JournalFacts>,
     pub summary: Option<SummaryFacts>,
+    pub rpc: RpcFacts,
     pub startup: StartupReport,
     pub last_image_txid: u64,
     pub last_image_ms: i64,
@@ -61,6 +65,14 @@ pub struct JournalFacts {
     pub sync_micros: u64,
     pub segments_rolled: u64,
     pub gathers_timed_out: u64,
+}
+
+/// The RPC server: its port, open connections, and every method's counters.
+#[derive(Debug, Clone, Default)]
+pub struct RpcFacts {
+    pub port: u16,
+    pub open_connections: u64,
+    pub methods: Vec<MethodSnapshot>,
 }
 
 /// The namespace summary's progress behind the journal.
@@ -121,7 +133,7 @@ impl SummaryFacts {
 }
 
 impl Facts {
-    pub fn gather(nn: &NnState, host_and_port: &str) -> Facts {
+    pub fn gather(nn: &NnState, host_and_port: &str, rpc: RpcFacts) -> Facts {
         let (files, dirs, blocks, open_files) = {
             let ns = nn.ns.read();
             let open = ns.open_file_count() as u64;
@@ -163,6 +175,7 @@ impl Facts {
             name_dirs: nn.name_dirs.clone(),
             journal,
             summary,
+            rpc,
             startup: nn.startup.clone(),
             last_image_txid: nn.last_image_txid(),
             last_image_ms: nn.last_image_ms(),
@@ -183,12 +196,20 @@ fn process_threads() -> Option<u64> {
 /// The NameNode's beans, answered afresh for every request.
 pub struct NameNodeBeans {
     pub nn: Arc<NnState>,
+    pub router: Arc<Router<NnState>>,
+    pub connections: Connections,
     pub host_and_port: String,
+    pub port: u16,
 }
 
 impl Beans for NameNodeBeans {
     fn beans(&self) -> Vec<Bean> {
-        beans(&Facts::gather(&self.nn, &self.host_and_port))
+        let rpc = RpcFacts {
+            port: self.port,
+            open_connections: self.connections.open() as u64,
+            methods: self.router.metrics(),
+        };
+        beans(&Facts::gather(&self.nn, &self.host_and_port, rpc))
     }
 }
 
@@ -200,6 +221,8 @@ pub fn beans(f: &Facts) -> Vec<Bean> {
         fs_namesystem_state(f),
         startup_progress(f),
         name_node_status(f),
+        rpc_activity(&f.rpc),
+        rpc_detailed_activity(&f.rpc),
     ];
     if let Some(j) = &f.journal {
         out.push(activity(j));
@@ -365,14 +388,61 @@ fn name_node_status(f: &Facts) -> Bean {
         .with("SecurityEnabled", false)
 }
 
+/// Mean milliseconds from a total in microseconds over `n`.
+fn mean_ms(total_us: u64, n: u64) -> f64 {
+    if n == 0 {
+        0.0
+    } else {
+        total_us as f64 / n as f64 / 1000.0
+    }
+}
+
+/// HDFS's `RpcActivityForPort<port>`: the RPC server as a whole. Times are means since
+/// start (HDFS's cover its last metrics interval).
+fn rpc_activity(r: &RpcFacts) -> Bean {
+    let calls: u64 = r.methods.iter().map(|m| m.calls).sum();
+    let errors: u64 = r.methods.iter().map(|m| m.errors).sum();
+    let micros: u64 = r.methods.iter().map(|m| m.total_micros).sum();
+    let name = format!("RpcActivityForPort{}", r.port);
+    Bean::new(format!("{NN}{name}"), name)
+        .with("tag.port", r.port.to_string())
+        .with("tag.Context", "rpc")
+        .with("NumOpenConnections", r.open_connections)
+        .with("TotalRequests", calls)
+        .with("RpcCallSuccesses", calls - errors)
+        .with("RpcProcessingTimeNumOps", calls)
+        .with("RpcProcessingTimeAvgTime", mean_ms(micros, calls))
+}
+
+/// HDFS's `RpcDetailedActivityForPort<port>`: `<Method>NumOps` and `<Method>AvgTime`
+/// (milliseconds) for every method served, its name capitalized as HDFS does. A name
+/// served by two protocols is counted once, summed.
+fn rpc_detailed_activity(r: &RpcFacts) -> Bean {
+    let mut by_name: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
+    for m in &r.methods {
+        let mut chars = m.method.chars();
+        let Some(first) = chars.next() else { continue };
+        let name = first.to_uppercase().chain(chars).collect::<String>();
+        let e = by_name.entry(name).or_default();
+        e.0 += m.calls;
+        e.1 += m.total_micros;
+    }
+    let name = format!("RpcDetailedActivityForPort{}", r.port);
+    let mut bean = Bean::new(format!("{NN}{name}"), name)
+        .with("tag.port", r.port.to_string())
+        .with("tag.Context", "rpcdetailed");
+    for (method, (calls, micros)) in by_name {
+        bean = bean
+            .with(&format!("{method}NumOps"), calls)
+            .with(&format!("{method}AvgTime"), mean_ms(micros, calls));
+    }
+    bean
+}
+
 /// HDFS's edit-log counters in `NameNodeActivity`: syncs and their mean time (ms), the
 /// transactions synced, and those that rode in another's sync.
 fn activity(j: &JournalFacts) -> Bean {
-    let avg_ms = if j.syncs == 0 {
-        0.0
-    } else {
-        j.sync_micros as f64 / j.syncs as f64 / 1000.0
-    };
+    let avg_ms = mean_ms(j.sync_micros, j.syncs);
     Bean::new(format!("{NN}NameNodeActivity"), "NameNodeActivity")
         .with("tag.ProcessName", "NameNode")
         .with("tag.Context", "dfs")
@@ -554,6 +624,40 @@ mod tests {
             bean(&all, "name=FSNamesystemState").get("FSState"),
             Some(&json!("safeMode"))
         );
+    }
+
+    #[test]
+    fn rpc_beans_count_calls_per_method_as_hdfs_names_them() {
+        let snap = |protocol, method, calls, total_micros| MethodSnapshot {
+            protocol,
+            method,
+            calls,
+            errors: 0,
+            total_micros,
+            retry_cache_hits: 0,
+        };
+        let f = Facts {
+            rpc: RpcFacts {
+                port: 9000,
+                open_connections: 3,
+                methods: vec![
+                    snap("p1", "getFileInfo", 4, 10_000),
+                    snap("p1", "versionRequest", 1, 1_000),
+                    snap("p2", "versionRequest", 1, 3_000),
+                ],
+            },
+            ..facts()
+        };
+        let all = beans(&f);
+        let detailed = bean(&all, "name=RpcDetailedActivityForPort9000");
+        assert_eq!(detailed.get("GetFileInfoNumOps"), Some(&json!(4)));
+        assert_eq!(detailed.get("GetFileInfoAvgTime"), Some(&json!(2.5)));
+        assert_eq!(detailed.get("VersionRequestNumOps"), Some(&json!(2)));
+        assert_eq!(detailed.get("VersionRequestAvgTime"), Some(&json!(2.0)));
+        let rpc = bean(&all, "name=RpcActivityForPort9000");
+        assert_eq!(rpc.get("NumOpenConnections"), Some(&json!(3)));
+        assert_eq!(rpc.get("RpcProcessingTimeNumOps"), Some(&json!(6)));
+        assert_eq!(rpc.get("tag.port"), Some(&json!("9000")));
     }
 
     #[test]

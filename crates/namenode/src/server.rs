@@ -363,6 +363,17 @@ fn start_summary_task(
 }
 
 impl NameNodeHandle {
+    /// What `/jmx` shows of this NameNode; `host` is the address it was bound to.
+    pub fn beans(&self, host: &str) -> crate::jmx::NameNodeBeans {
+        crate::jmx::NameNodeBeans {
+            nn: self.state.clone(),
+            router: self.router.clone(),
+            connections: self.ipc.connections(),
+            host_and_port: format!("{host}:{}", self.addr.port()),
+            port: self.addr.port(),
+        }
+    }
+
     /// Stops serving, syncs and closes the journal, and saves a checkpoint image.
     pub async fn shutdown(self) {
         self.cancel.cancel();

@@ -183,3 +183,22 @@ def test_ferrite_says_how_far_its_summary_is_behind(ferrite):
     # it has applied the records that made the directory and the file.
     assert after["AppliedTxId"] >= txid
     assert after["RecordsApplied"] > 0
+
+
+def test_rpc_activity_counts_calls_as_hdfs_does(ferrite, hdfs):
+    for s in (ferrite, hdfs):
+        detailed, activity = f"RpcDetailedActivityForPort{s.port}", f"RpcActivityForPort{s.port}"
+        c = Client(s.url)
+        before = bean(s, detailed)
+        for _ in range(5):
+            c.get_file_info("/")
+        want = before["GetFileInfoNumOps"] + 5
+        after = polled(s, detailed, lambda b: b["GetFileInfoNumOps"] >= want)
+        assert after["GetFileInfoNumOps"] >= want, after
+        assert isinstance(after["GetFileInfoAvgTime"], float)
+        assert after["tag.port"] == str(s.port)
+        rpc = polled(s, activity, lambda b: b["NumOpenConnections"] >= 1)
+        assert rpc["NumOpenConnections"] >= 1, "this test's client is connected"
+        assert rpc["RpcProcessingTimeNumOps"] >= rpc["RpcCallSuccesses"] > 0
+        assert isinstance(rpc["RpcProcessingTimeAvgTime"], float)
+        assert rpc["TotalRequests"] >= rpc["RpcProcessingTimeNumOps"]
