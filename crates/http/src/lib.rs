@@ -20,6 +20,9 @@ use tracing::{info, warn};
 
 pub use jmx::{Bean, Beans};
 
+/// How long a shutdown waits for requests in progress.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// A running HTTP server.
 pub struct HttpServer {
     pub addr: SocketAddr,
@@ -56,10 +59,19 @@ impl HttpServer {
         Ok(HttpServer { addr, cancel, task })
     }
 
-    /// Stops accepting, lets requests in progress finish, and returns once it has.
+    /// Stops accepting, lets requests in progress finish, and returns once they have, or
+    /// after a few seconds: a client that never finishes sending its request must not
+    /// hold up the NameNode's shutdown (and its checkpoint).
     pub async fn shutdown(self) {
         self.cancel.cancel();
-        let _ = self.task.await;
+        let mut task = self.task;
+        if tokio::time::timeout(SHUTDOWN_GRACE, &mut task)
+            .await
+            .is_err()
+        {
+            warn!("HTTP requests still in progress after {SHUTDOWN_GRACE:?}; dropped");
+            task.abort();
+        }
     }
 }
 
@@ -95,4 +107,62 @@ async fn jmx_page(
         text,
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    struct One;
+    impl Beans for One {
+        fn beans(&self) -> Vec<Bean> {
+            vec![Bean::new("Test:name=One", "One").with("Answer", 42)]
+        }
+    }
+
+    async fn server() -> HttpServer {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        HttpServer::spawn(listener, Arc::new(One), true).unwrap()
+    }
+
+    async fn get(addr: SocketAddr, path: &str) -> String {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        out
+    }
+
+    #[tokio::test]
+    async fn serves_jmx_and_is_active_and_refuses_the_rest() {
+        let http = server().await;
+        let jmx = get(http.addr, "/jmx?get=Test:name=One::Answer").await;
+        assert!(jmx.starts_with("HTTP/1.1 200"), "{jmx}");
+        assert!(jmx.contains("application/json"), "{jmx}");
+        assert!(jmx.contains("\"Answer\": 42"), "{jmx}");
+        let bad = get(http.addr, "/jmx?get=no-separator").await;
+        assert!(bad.starts_with("HTTP/1.1 400"), "{bad}");
+        assert!(bad.contains("query format is not as expected."), "{bad}");
+        let active = get(http.addr, "/isActive").await;
+        assert!(active.ends_with("I am Active!"), "{active}");
+        let other = get(http.addr, "/webhdfs/v1/?op=LISTSTATUS").await;
+        assert!(other.starts_with("HTTP/1.1 404"), "{other}");
+        http.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn a_request_that_never_finishes_does_not_hold_up_shutdown() {
+        let http = server().await;
+        let mut slow = tokio::net::TcpStream::connect(http.addr).await.unwrap();
+        slow.write_all(b"GET /jmx HTTP/1.1\r\nHost: x\r\n")
+            .await
+            .unwrap();
+        // The server has the connection and half a request; shutdown must still end.
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        tokio::time::timeout(SHUTDOWN_GRACE * 2, http.shutdown())
+            .await
+            .expect("shutdown ends");
+    }
 }
