@@ -6,6 +6,7 @@
 //! [`DataNode::start`] wires them together.
 
 pub mod ipc;
+pub mod jmx;
 pub mod nn_link;
 pub mod readserver;
 pub mod storage;
@@ -42,6 +43,8 @@ pub struct DnConfig {
     pub bind: SocketAddr,
     /// Address of the IPC port (`dfs.datanode.ipc.address`); port 0 picks one.
     pub ipc_bind: SocketAddr,
+    /// Address of the HTTP port serving `/jmx` (`dfs.datanode.http.address`); `None`: none.
+    pub http_bind: Option<SocketAddr>,
     /// `dfs.heartbeat.interval`
     pub heartbeat_interval: Duration,
     /// `dfs.blockreport.intervalMsec`
@@ -60,6 +63,7 @@ impl DnConfig {
             namenode,
             bind: "127.0.0.1:0".parse().expect("literal"),
             ipc_bind: "127.0.0.1:0".parse().expect("literal"),
+            http_bind: None,
             heartbeat_interval: Duration::from_secs(3),
             block_report_interval: Duration::from_secs(6 * 3600),
             xceiver: XceiverConfig::default(),
@@ -137,6 +141,8 @@ impl DnConfig {
 
 pub struct DataNodeHandle {
     pub xfer_addr: SocketAddr,
+    /// Where `/jmx` is served, if anywhere.
+    pub http_addr: Option<SocketAddr>,
     pub uuid: String,
     pub dataset: Arc<Dataset>,
     cancel: CancellationToken,
@@ -177,6 +183,11 @@ impl DataNode {
         let xfer_addr = listener.local_addr()?;
         let ipc_listener = TcpListener::bind(cfg.ipc_bind).await?;
         let ipc_addr = ipc_listener.local_addr()?;
+        let http_listener = match cfg.http_bind {
+            Some(a) => Some(TcpListener::bind(a).await?),
+            None => None,
+        };
+        let http_addr = http_listener.as_ref().map(|l| l.local_addr()).transpose()?;
         let ipc = ferrite_ipc::server::spawn(
             ipc_listener,
             Arc::new(ipc::router(ds.clone())),
@@ -187,7 +198,8 @@ impl DataNode {
             ip: xfer_addr.ip().to_string(),
             host: "localhost".into(),
             xfer_port: xfer_addr.port() as u32,
-            info_port: 0,
+            // Registered, so the NameNode's reports point at this node's `/jmx`.
+            info_port: http_addr.map_or(0, |a| u32::from(a.port())),
             ipc_port: ipc_addr.port() as u32,
         };
         let link = NnLink::new(cfg.namenode, &cfg.user, &ns, &me);
@@ -197,6 +209,25 @@ impl DataNode {
             cfg: cfg.xceiver.clone(),
         });
         let mut tasks = vec![tokio::spawn(xceiver::serve(x, listener, cancel.clone()))];
+        if let Some(l) = http_listener {
+            let beans = jmx::DataNodeBeans {
+                ds: ds.clone(),
+                node: jmx::NodeInfo {
+                    uuid: uuid.clone(),
+                    cluster_id: ns.storage_info.cluster_id.clone(),
+                    started_ms: now_ms(),
+                    data_port: xfer_addr.port(),
+                    ipc_port: ipc_addr.port(),
+                    http_port: http_addr.map_or(0, |a| a.port()),
+                },
+            };
+            let http = ferrite_http::HttpServer::spawn(l, Arc::new(beans), false)?;
+            let cancel = cancel.clone();
+            tasks.push(tokio::spawn(async move {
+                cancel.cancelled().await;
+                http.shutdown().await;
+            }));
+        }
         {
             // The IPC server stops with everything else.
             let cancel = cancel.clone();
@@ -217,9 +248,10 @@ impl DataNode {
             cfg.block_report_interval,
             cancel.clone(),
         )));
-        info!(%xfer_addr, %ipc_addr, %uuid, volumes = ds.volumes.len(), "DataNode serving");
+        info!(%xfer_addr, %ipc_addr, http_addr = ?http_addr, %uuid, volumes = ds.volumes.len(), "DataNode serving");
         Ok(DataNodeHandle {
             xfer_addr,
+            http_addr,
             uuid,
             dataset: ds,
             cancel,

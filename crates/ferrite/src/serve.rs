@@ -152,6 +152,9 @@ pub async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
             c.namenode = nn.addr;
             c.bind = format!("{}:0", args.bind).parse()?;
             c.ipc_bind = format!("{}:0", args.bind).parse()?;
+            // Each local DataNode's `/jmx` on a port of its own, as in a real cluster; the
+            // NameNode's LiveNodes says where.
+            c.http_bind = Some(format!("{}:0", args.bind).parse()?);
             if c.data_dirs.is_empty() || args.datanodes > 1 {
                 c.data_dirs = vec![args.data.join(format!("dn{i}"))];
             }
@@ -212,6 +215,10 @@ pub struct DataNodeArgs {
     /// IPC port (ClientDatanodeProtocol); 0 picks a free one.
     #[arg(long = "ipc-port", default_value_t = 9867)]
     pub ipc_port: u16,
+    /// HTTP port for `/jmx`; 0 picks a free one. Default 9864, or a free one when `--port`
+    /// is 0.
+    #[arg(long = "http-port")]
+    pub http_port: Option<u16>,
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     pub bind: String,
@@ -234,6 +241,10 @@ pub async fn run_datanode(args: DataNodeArgs) -> anyhow::Result<()> {
     let mut cfg = DnConfig::new(dirs, nn_addr);
     cfg.bind = format!("{}:{}", args.bind, args.port).parse()?;
     cfg.ipc_bind = format!("{}:{}", args.bind, args.ipc_port).parse()?;
+    let http_port = args
+        .http_port
+        .unwrap_or(if args.port == 0 { 0 } else { 9864 });
+    cfg.http_bind = Some(format!("{}:{http_port}", args.bind).parse()?);
     let pairs = config_pairs(&args.conf)?;
     let unknown = cfg
         .apply(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
@@ -242,7 +253,10 @@ pub async fn run_datanode(args: DataNodeArgs) -> anyhow::Result<()> {
     let dn = DataNode::start(cfg).await?;
     {
         let mut out = std::io::stdout().lock();
-        writeln!(out, "ready {}", dn.xfer_addr)?;
+        match dn.http_addr {
+            Some(http) => writeln!(out, "ready {} http://{http}", dn.xfer_addr)?,
+            None => writeln!(out, "ready {}", dn.xfer_addr)?,
+        }
         out.flush()?;
     }
     wait_for_signal().await;

@@ -391,9 +391,41 @@ async fn failed_volume_is_taken_out_and_its_blocks_copied() {
     // The volume disappears under a running DataNode: its replicas are reported lost and
     // copied to the node that did not have one.
     let victim = holders(&fs, &cluster, "/vol").await[0];
-    std::fs::remove_dir_all(root.path().join(format!("dn{victim}")).join("current")).unwrap();
+    let volume = root.path().join(format!("dn{victim}"));
+    std::fs::remove_dir_all(volume.join("current")).unwrap();
     wait_for_holders(&fs, &cluster, "/vol", 2, victim).await;
     assert_eq!(get(&fs, "/vol").await, bytes);
+    // Monitoring sees it as in HDFS: the DataNode's /jmx counts and names the volume...
+    let dn_http = cluster.dns[victim].http.expect("a DataNode serves /jmx");
+    let state = jmx_bean(dn_http, "Hadoop:service=DataNode,name=FSDatasetState-*");
+    assert_eq!(state["NumFailedVolumes"], 1, "{state}");
+    let failed = state["FailedStorageLocations"].as_array().unwrap();
+    assert_eq!(failed, &[serde_json::json!(volume.display().to_string())]);
+    // ...and the NameNode's LiveNodes has its failed volume, and says where its /jmx is.
+    let nn_http = cluster
+        .nn
+        .as_ref()
+        .and_then(|p| p.http)
+        .expect("NameNode /jmx");
+    let xfer = &cluster.dns[victim].ready;
+    let mut entry = serde_json::Value::Null;
+    for _ in 0..100 {
+        let info = jmx_bean(nn_http, "Hadoop:service=NameNode,name=NameNodeInfo");
+        let live = json_attr(&info, "LiveNodes");
+        entry = live
+            .as_object()
+            .unwrap()
+            .values()
+            .find(|n| n["xferaddr"] == xfer.as_str())
+            .cloned()
+            .unwrap_or_default();
+        if entry["volfails"] == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(entry["volfails"], 1, "{entry}");
+    assert_eq!(entry["infoAddr"], dn_http.to_string(), "{entry}");
     cluster.stop();
 }
 

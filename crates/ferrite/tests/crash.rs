@@ -12,6 +12,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod common;
+
+use common::{jmx_bean, json_attr};
 use ferrite_ipc::client::IpcClient;
 use ferrite_ipc::CLIENT_PROTOCOL;
 use ferrite_proto::hdfs::*;
@@ -59,32 +62,6 @@ fn start(data: &Path, extra: &[&str]) -> Server {
         addr: ([127, 0, 0, 1], port(1)).into(),
         http: ([127, 0, 0, 1], port(2)).into(),
     }
-}
-
-/// The NameNode's `/jmx` bean `name` (as HDFS's monitoring reads it), over plain HTTP.
-fn jmx_bean(http: SocketAddr, name: &str) -> serde_json::Value {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(http).unwrap();
-    write!(s, "GET /jmx?qry={name} HTTP/1.0\r\nHost: {http}\r\n\r\n").unwrap();
-    let mut reply = String::new();
-    s.read_to_string(&mut reply).unwrap();
-    let (head, body) = reply.split_once("\r\n\r\n").unwrap();
-    assert!(
-        head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),
-        "{head}"
-    );
-    let mut all: serde_json::Value = serde_json::from_str(body).unwrap();
-    all["beans"][0].take()
-}
-
-/// Parses one of the attributes HDFS gives as JSON inside a string.
-fn json_attr(bean: &serde_json::Value, attr: &str) -> serde_json::Value {
-    serde_json::from_str(
-        bean[attr]
-            .as_str()
-            .unwrap_or_else(|| panic!("{attr} in {bean}")),
-    )
-    .unwrap()
 }
 
 /// `ferrite admin namenode-stats` against `addr`: its output.

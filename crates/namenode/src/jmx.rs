@@ -40,6 +40,8 @@ pub struct Facts {
     pub lease_holders: u64,
     pub live_datanodes: u64,
     pub dead_datanodes: u64,
+    /// Every DataNode registered, live or dead.
+    pub datanodes: Vec<NodeFacts>,
     /// Where images are written.
     pub name_dirs: Vec<PathBuf>,
     pub journal: Option<JournalFacts>,
@@ -67,6 +69,23 @@ pub struct JournalFacts {
     pub gathers_timed_out: u64,
 }
 
+/// One DataNode as HDFS's `LiveNodes` / `DeadNodes` show it.
+#[derive(Debug, Clone, Default)]
+pub struct NodeFacts {
+    /// `host:xferPort`, HDFS's key for it.
+    pub key: String,
+    pub xfer_addr: String,
+    /// Where its `/jmx` is (`ip:infoPort`).
+    pub info_addr: String,
+    /// Seconds since its last heartbeat.
+    pub last_contact_s: i64,
+    pub dead: bool,
+    pub capacity: u64,
+    pub used: u64,
+    pub remaining: u64,
+    pub failed_volumes: u64,
+}
+
 /// The RPC server: its port, open connections, and every method's counters.
 #[derive(Debug, Clone, Default)]
 pub struct RpcFacts {
@@ -89,6 +108,23 @@ pub struct SummaryFacts {
     pub lag_batches: u64,
     pub lag_max_us: u64,
     pub disk_catch_ups: u64,
+}
+
+impl NodeFacts {
+    fn of(n: &crate::blocks::registry::Node, now: i64, dead_ms: u64) -> NodeFacts {
+        let live = n.storages.iter().filter(|s| !s.failed);
+        NodeFacts {
+            key: format!("{}:{}", n.id.host, n.id.xfer_port),
+            xfer_addr: n.id.xfer_addr(),
+            info_addr: format!("{}:{}", n.id.ip, n.id.info_port),
+            last_contact_s: (now - n.last_heartbeat_ms).max(0) / 1000,
+            dead: n.liveness(now, u64::MAX, dead_ms) == Liveness::Dead,
+            capacity: live.clone().map(|s| s.capacity).sum(),
+            used: live.clone().map(|s| s.dfs_used).sum(),
+            remaining: live.map(|s| s.remaining).sum(),
+            failed_volumes: n.storages.iter().filter(|s| s.failed).count() as u64,
+        }
+    }
 }
 
 impl JournalFacts {
@@ -144,16 +180,16 @@ impl Facts {
                 open,
             )
         };
-        let (live_datanodes, dead_datanodes) = {
+        let datanodes: Vec<NodeFacts> = {
             let (now, dead_ms) = (now_ms(), nn.cfg.dead_interval_ms());
             let mgr = nn.blocks.lock();
-            let dead = mgr
-                .reg
+            mgr.reg
                 .iter()
-                .filter(|(_, n)| n.liveness(now, u64::MAX, dead_ms) == Liveness::Dead)
-                .count() as u64;
-            (mgr.reg.iter().count() as u64 - dead, dead)
+                .map(|(_, n)| NodeFacts::of(n, now, dead_ms))
+                .collect()
         };
+        let dead_datanodes = datanodes.iter().filter(|n| n.dead).count() as u64;
+        let live_datanodes = datanodes.len() as u64 - dead_datanodes;
         let journal = nn
             .journal
             .as_ref()
@@ -172,6 +208,7 @@ impl Facts {
             lease_holders: nn.leases.lock().holder_count() as u64,
             live_datanodes,
             dead_datanodes,
+            datanodes,
             name_dirs: nn.name_dirs.clone(),
             journal,
             summary,
@@ -252,7 +289,9 @@ fn name_node_info(f: &Facts) -> Bean {
         bean = bean.with("Threads", t);
     }
     // HDFS gives these three as JSON inside a string; scrapers parse them a second time.
-    bean.with("NameDirStatuses", name_dir_statuses(f).to_string())
+    bean.with("LiveNodes", nodes(f, false).to_string())
+        .with("DeadNodes", nodes(f, true).to_string())
+        .with("NameDirStatuses", name_dir_statuses(f).to_string())
         .with("NameJournalStatus", name_journal_status(f).to_string())
         .with(
             "JournalTransactionInfo",
@@ -262,6 +301,34 @@ fn name_node_info(f: &Facts) -> Bean {
             })
             .to_string(),
         )
+}
+
+/// HDFS's `LiveNodes` (or `DeadNodes`): every such DataNode keyed by `host:xferPort`.
+fn nodes(f: &Facts, dead: bool) -> Value {
+    let mut out = Map::new();
+    for n in f.datanodes.iter().filter(|n| n.dead == dead) {
+        let entry = if dead {
+            json!({
+                "lastContact": n.last_contact_s,
+                "xferaddr": n.xfer_addr,
+                "adminState": "In Service",
+                "decommissioned": false,
+            })
+        } else {
+            json!({
+                "infoAddr": n.info_addr,
+                "xferaddr": n.xfer_addr,
+                "lastContact": n.last_contact_s,
+                "adminState": "In Service",
+                "capacity": n.capacity,
+                "usedSpace": n.used,
+                "remaining": n.remaining,
+                "volfails": n.failed_volumes,
+            })
+        };
+        out.insert(n.key.clone(), entry);
+    }
+    Value::Object(out)
 }
 
 fn last_written(f: &Facts) -> u64 {
@@ -583,6 +650,27 @@ mod tests {
             j.get("Directories").unwrap()[1]["error"],
             "sync: Input/output error (os error 5)"
         );
+    }
+
+    #[test]
+    fn datanodes_are_listed_live_or_dead_under_host_and_port() {
+        let node = |key: &str, dead| NodeFacts {
+            key: key.into(),
+            info_addr: "127.0.0.1:9864".into(),
+            dead,
+            ..Default::default()
+        };
+        let f = Facts {
+            datanodes: vec![node("localhost:1", false), node("localhost:2", true)],
+            ..facts()
+        };
+        let all = beans(&f);
+        let info = bean(&all, "name=NameNodeInfo");
+        let live = json_in(info, "LiveNodes");
+        assert_eq!(live["localhost:1"]["infoAddr"], "127.0.0.1:9864");
+        assert!(live.get("localhost:2").is_none());
+        let dead = json_in(info, "DeadNodes");
+        assert_eq!(dead["localhost:2"]["adminState"], "In Service");
     }
 
     #[test]

@@ -163,11 +163,11 @@ def start_hdfs(workdir: Path, trash_minutes: int, hdfs_site=None) -> Server:
 
 def start_hdfs_cluster(workdir: Path, datanodes=1) -> Server:
     """A real Apache HDFS 3.4.1 NameNode and DataNode(s), each its own JVM, on loopback."""
-    port = free_port()
+    port, http_port = free_port(), free_port()
     common = {
         "dfs.namenode.rpc-address": f"127.0.0.1:{port}",
         "dfs.namenode.rpc-bind-host": "127.0.0.1",
-        "dfs.namenode.http-address": "127.0.0.1:0",
+        "dfs.namenode.http-address": f"127.0.0.1:{http_port}",
         "dfs.namenode.secondary.http-address": "127.0.0.1:0",
         "dfs.replication": min(datanodes, 3),
         "dfs.namenode.safemode.extension": 0,
@@ -223,7 +223,8 @@ def start_hdfs_cluster(workdir: Path, datanodes=1) -> Server:
         except Exception:
             assert time.time() < deadline, f"HDFS cluster did not start; see {workdir}"
             time.sleep(0.5)
-    return Server(f"hdfs://127.0.0.1:{port}", port, nn, workdir, procs[1:])
+    http = f"http://127.0.0.1:{http_port}"
+    return Server(f"hdfs://127.0.0.1:{port}", port, nn, workdir, procs[1:], http=http)
 
 
 @dataclass

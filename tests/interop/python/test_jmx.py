@@ -202,3 +202,59 @@ def test_rpc_activity_counts_calls_as_hdfs_does(ferrite, hdfs):
         assert rpc["RpcProcessingTimeNumOps"] >= rpc["RpcCallSuccesses"] > 0
         assert isinstance(rpc["RpcProcessingTimeAvgTime"], float)
         assert rpc["TotalRequests"] >= rpc["RpcProcessingTimeNumOps"]
+
+
+# A DataNode's beans as monitoring reads them.
+DN_ATTRS = {
+    "FSDatasetState": ["Capacity", "DfsUsed", "Remaining", "NumFailedVolumes"],
+    "DataNodeInfo": [
+        "Version",
+        "SoftwareVersion",
+        "ClusterId",
+        "DataPort",
+        "RpcPort",
+        "HttpPort",
+        "DNStartedTimeInMillis",
+        "SecurityEnabled",
+        "VolumeInfo",
+    ],
+}
+LIVE_NODE_KEYS = {"infoAddr", "xferaddr", "lastContact", "adminState", "capacity", "usedSpace", "remaining", "volfails"}
+
+
+def dn_beans(http, pattern):
+    with urllib.request.urlopen(f"{http}/jmx?qry=Hadoop:service=DataNode,name={pattern}", timeout=10) as r:
+        return json.load(r)["beans"]
+
+
+def test_datanodes_and_their_jmx_are_found_and_read_as_in_hdfs(ferrite, hdfs_cluster):
+    for s in (ferrite, hdfs_cluster):
+        live = json.loads(bean(s, "NameNodeInfo")["LiveNodes"])
+        assert live, f"{s.url}: no live DataNodes"
+        for key, node in live.items():
+            assert LIVE_NODE_KEYS <= set(node), f"{key}: {sorted(node)}"
+            assert node["adminState"] == "In Service"
+            assert node["volfails"] == 0
+        # The NameNode says where each DataNode's /jmx is, as HDFS's web UI finds it.
+        dn_http = "http://" + next(iter(live.values()))["infoAddr"]
+        for name, attrs in DN_ATTRS.items():
+            (b,) = dn_beans(dn_http, name)
+            for a in attrs:
+                assert a in b, f"{s.url} {name}.{a}"
+        (per_uuid,) = dn_beans(dn_http, "FSDatasetState-*")
+        assert per_uuid["NumFailedVolumes"] == 0
+        assert per_uuid["FailedStorageLocations"] == []
+        info = dn_beans(dn_http, "DataNodeInfo")[0]
+        assert info["HttpPort"] == dn_http.rsplit(":", 1)[1]
+        volumes = json.loads(info["VolumeInfo"])
+        assert len(volumes) == 1
+        for v in volumes.values():
+            assert {"numBlocks", "usedSpace", "freeSpace", "reservedSpace", "storageType"} <= set(v)
+            assert v["storageType"] == "DISK"
+    # The same types from both.
+    f_http = "http://" + next(iter(json.loads(bean(ferrite, "NameNodeInfo")["LiveNodes"]).values()))["infoAddr"]
+    h_http = "http://" + next(iter(json.loads(bean(hdfs_cluster, "NameNodeInfo")["LiveNodes"]).values()))["infoAddr"]
+    for name, attrs in DN_ATTRS.items():
+        (f,), (h,) = dn_beans(f_http, name), dn_beans(h_http, name)
+        for a in attrs:
+            assert type(f[a]) is type(h[a]), f"{name}.{a}: {f[a]!r} against HDFS's {h[a]!r}"

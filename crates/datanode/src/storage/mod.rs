@@ -427,6 +427,18 @@ impl Dataset {
         self.volumes.iter().filter(|v| v.is_failed()).count()
     }
 
+    /// Per volume, the bytes and number of its replicas (one pass over the map).
+    pub fn usage(&self) -> Vec<(u64, u64)> {
+        let mut out = vec![(0, 0); self.volumes.len()];
+        for r in self.replicas.lock().values() {
+            if let Some(v) = out.get_mut(r.volume) {
+                v.0 += r.len;
+                v.1 += 1;
+            }
+        }
+        out
+    }
+
     /// Bytes of replicas on a volume.
     pub fn used(&self, vi: usize) -> u64 {
         self.replicas

@@ -15,7 +15,11 @@ pub const BLOCK: u64 = 1024;
 
 pub struct Proc {
     pub child: Child,
+    /// The address the ready line gives first (a NameNode's URL, a DataNode's transfer
+    /// address).
     pub ready: String,
+    /// Its HTTP server (`/jmx`), when the ready line names one.
+    pub http: Option<SocketAddr>,
 }
 
 impl Drop for Proc {
@@ -38,11 +42,41 @@ pub fn spawn(args: &[String]) -> Proc {
         .read_line(&mut line)
         .unwrap();
     assert!(line.starts_with("ready "), "unexpected first line {line:?}");
+    let mut words = line.split_whitespace().skip(1);
     Proc {
         child,
-        // A NameNode adds its HTTP address after its RPC one.
-        ready: line.split_whitespace().nth(1).unwrap_or("").to_string(),
+        ready: words.next().unwrap_or("").to_string(),
+        http: words
+            .next()
+            .and_then(|h| h.trim_start_matches("http://").parse().ok()),
     }
+}
+
+/// Bean `name` of the `/jmx` at `http` (the first that matches), over plain HTTP, as
+/// HDFS's monitoring reads it.
+pub fn jmx_bean(http: SocketAddr, name: &str) -> serde_json::Value {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(http).unwrap();
+    write!(s, "GET /jmx?qry={name} HTTP/1.0\r\nHost: {http}\r\n\r\n").unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    let (head, body) = reply.split_once("\r\n\r\n").unwrap();
+    assert!(
+        head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),
+        "{head}"
+    );
+    let mut all: serde_json::Value = serde_json::from_str(body).unwrap();
+    all["beans"][0].take()
+}
+
+/// Parses one of the attributes HDFS gives as JSON inside a string.
+pub fn json_attr(bean: &serde_json::Value, attr: &str) -> serde_json::Value {
+    serde_json::from_str(
+        bean[attr]
+            .as_str()
+            .unwrap_or_else(|| panic!("{attr} in {bean}")),
+    )
+    .unwrap()
 }
 
 pub struct Cluster {
