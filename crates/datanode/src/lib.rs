@@ -184,7 +184,11 @@ impl DataNode {
         let ipc_listener = TcpListener::bind(cfg.ipc_bind).await?;
         let ipc_addr = ipc_listener.local_addr()?;
         let http_listener = match cfg.http_bind {
-            Some(a) => Some(TcpListener::bind(a).await?),
+            Some(a) => Some(
+                TcpListener::bind(a)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("binding the HTTP port {a}: {e}"))?,
+            ),
             None => None,
         };
         let http_addr = http_listener.as_ref().map(|l| l.local_addr()).transpose()?;
