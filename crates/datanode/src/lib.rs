@@ -110,6 +110,13 @@ impl DnConfig {
                         .parse()
                         .map_err(|_| format!("bad address {v:?} for {k}"))?
                 }
+                "dfs.datanode.http.address" => {
+                    self.http_bind = Some(
+                        v.trim()
+                            .parse()
+                            .map_err(|_| format!("bad address {v:?} for {k}"))?,
+                    )
+                }
                 "dfs.data.transfer.max.packet.size" => self.xceiver.max_packet = num()? as usize,
                 "dfs.blocksize" => {
                     self.xceiver.block_size = ferrite_ipc::conf::parse_size(v)
@@ -277,5 +284,29 @@ async fn log_read_stats(ds: Arc<Dataset>, cancel: CancellationToken) {
             last = s.reads;
             info!("read server: {}", s.log_line());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hadoop_address_keys_set_the_ports_and_bad_ones_are_refused() {
+        let mut cfg = DnConfig::new(Vec::new(), "127.0.0.1:9000".parse().unwrap());
+        let unknown = cfg
+            .apply([
+                ("dfs.datanode.http.address", "127.0.0.1:19864"),
+                ("dfs.datanode.ipc.address", "127.0.0.1:19867"),
+                ("no.such.key", "1"),
+            ])
+            .unwrap();
+        assert_eq!(cfg.http_bind, Some("127.0.0.1:19864".parse().unwrap()));
+        assert_eq!(cfg.ipc_bind, "127.0.0.1:19867".parse().unwrap());
+        assert_eq!(unknown, ["no.such.key"]);
+        let e = cfg
+            .apply([("dfs.datanode.http.address", "nowhere")])
+            .unwrap_err();
+        assert!(e.contains("dfs.datanode.http.address"), "{e}");
     }
 }
