@@ -474,9 +474,6 @@ fn syncer(shared: Arc<Shared>, cfg: JournalConfig, mut dirs: Dirs, start_txid: u
             let m = &shared.metrics;
             if synced >= seg_first {
                 dirs.roll(synced);
-                if let Err(why) = dirs.check() {
-                    return stop(&shared, &cfg, &why);
-                }
                 seg_first = synced + 1;
                 m.segment_first.store(seg_first, Ordering::Relaxed);
                 m.segments_rolled.fetch_add(1, Ordering::Relaxed);
@@ -484,6 +481,11 @@ fn syncer(shared: Arc<Shared>, cfg: JournalConfig, mut dirs: Dirs, start_txid: u
             }
             if shared.restore_failed.load(Ordering::SeqCst) {
                 dirs.restore(seg_first);
+            }
+            // A directory the roll lost ends the journal now if the policy needs it, rather
+            // than at the next write; restoring has had its chance to bring it back first.
+            if let Err(why) = dirs.check() {
+                return stop(&shared, &cfg, &why);
             }
             for r in rolls {
                 let _ = r.send(seg_first);
