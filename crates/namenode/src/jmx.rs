@@ -38,8 +38,6 @@ pub struct Facts {
     pub blocks: u64,
     pub open_files: u64,
     pub lease_holders: u64,
-    pub live_datanodes: u64,
-    pub dead_datanodes: u64,
     /// Every DataNode registered, live or dead.
     pub datanodes: Vec<NodeFacts>,
     /// Where images are written.
@@ -188,8 +186,6 @@ impl Facts {
                 .map(|(_, n)| NodeFacts::of(n, now, dead_ms))
                 .collect()
         };
-        let dead_datanodes = datanodes.iter().filter(|n| n.dead).count() as u64;
-        let live_datanodes = datanodes.len() as u64 - dead_datanodes;
         let journal = nn
             .journal
             .as_ref()
@@ -206,8 +202,6 @@ impl Facts {
             blocks,
             open_files,
             lease_holders: nn.leases.lock().holder_count() as u64,
-            live_datanodes,
-            dead_datanodes,
             datanodes,
             name_dirs: nn.name_dirs.clone(),
             journal,
@@ -218,6 +212,14 @@ impl Facts {
             last_image_ms: nn.last_image_ms(),
             threads: process_threads(),
         }
+    }
+}
+
+impl Facts {
+    /// (live, dead) DataNodes.
+    fn datanode_counts(&self) -> (u64, u64) {
+        let dead = self.datanodes.iter().filter(|n| n.dead).count() as u64;
+        (self.datanodes.len() as u64 - dead, dead)
     }
 }
 
@@ -394,6 +396,7 @@ fn name_journal_status(f: &Facts) -> Value {
 
 fn fs_namesystem(f: &Facts) -> Bean {
     let written = last_written(f);
+    let (live, dead) = f.datanode_counts();
     let mut bean = Bean::new(format!("{NN}FSNamesystem"), "FSNamesystem")
         .with("tag.Context", "dfs")
         .with("tag.HAState", "active")
@@ -402,8 +405,8 @@ fn fs_namesystem(f: &Facts) -> Bean {
         .with("BlocksTotal", f.blocks)
         .with("NumFilesUnderConstruction", f.open_files)
         .with("NumActiveClients", f.lease_holders)
-        .with("NumLiveDataNodes", f.live_datanodes)
-        .with("NumDeadDataNodes", f.dead_datanodes)
+        .with("NumLiveDataNodes", live)
+        .with("NumDeadDataNodes", dead)
         .with("LastWrittenTransactionId", written)
         .with(
             "TransactionsSinceLastCheckpoint",
@@ -425,12 +428,13 @@ fn fs_namesystem_state(f: &Facts) -> Bean {
     } else {
         "Operational"
     };
+    let (live, dead) = f.datanode_counts();
     Bean::new(format!("{NN}FSNamesystemState"), "FSNamesystemState")
         .with("FSState", state)
         .with("FilesTotal", f.files + f.dirs)
         .with("BlocksTotal", f.blocks)
-        .with("NumLiveDataNodes", f.live_datanodes)
-        .with("NumDeadDataNodes", f.dead_datanodes)
+        .with("NumLiveDataNodes", live)
+        .with("NumDeadDataNodes", dead)
 }
 
 fn startup_progress(f: &Facts) -> Bean {
