@@ -20,6 +20,19 @@ use tracing::{info, warn};
 
 pub use jmx::{Bean, Beans};
 
+/// This process's thread count, from `/proc/self/status` (0 if it cannot be read): the
+/// `Threads` a server's beans show.
+pub fn process_threads() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Threads:"))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
 /// How long a shutdown waits for requests in progress.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 

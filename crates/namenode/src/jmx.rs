@@ -48,7 +48,7 @@ pub struct Facts {
     pub startup: StartupReport,
     pub last_image_txid: u64,
     pub last_image_ms: i64,
-    pub threads: Option<u64>,
+    pub threads: u64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -210,7 +210,7 @@ impl Facts {
             startup: nn.startup.clone(),
             last_image_txid: nn.last_image_txid(),
             last_image_ms: nn.last_image_ms(),
-            threads: process_threads(),
+            threads: ferrite_http::process_threads(),
         }
     }
 }
@@ -221,15 +221,6 @@ impl Facts {
         let dead = self.datanodes.iter().filter(|n| n.dead).count() as u64;
         (self.datanodes.len() as u64 - dead, dead)
     }
-}
-
-/// The process's thread count, from `/proc/self/status`.
-fn process_threads() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Threads:"))
-        .and_then(|n| n.trim().parse().ok())
 }
 
 /// The NameNode's beans, answered afresh for every request.
@@ -287,8 +278,8 @@ fn name_node_info(f: &Facts) -> Bean {
         .with("Safemode", safe_mode)
         .with("TotalBlocks", f.blocks)
         .with("NNStartedTimeInMillis", f.started_ms);
-    if let Some(t) = f.threads {
-        bean = bean.with("Threads", t);
+    if f.threads > 0 {
+        bean = bean.with("Threads", f.threads);
     }
     // HDFS gives these three as JSON inside a string; scrapers parse them a second time.
     bean.with("LiveNodes", nodes(f, false).to_string())

@@ -110,7 +110,7 @@ impl ReadServer {
                 .iter()
                 .map(|p| load_usize(&p.stats.running))
                 .collect(),
-            threads: metrics::threads(),
+            threads: ferrite_http::process_threads(),
             fds: metrics::fds(),
         }
     }
