@@ -126,6 +126,11 @@ impl NodeFacts {
 }
 
 impl JournalFacts {
+    /// Directories out of service now.
+    pub fn failed_dirs(&self) -> u64 {
+        self.dirs.iter().filter(|d| d.failed.is_some()).count() as u64
+    }
+
     /// The journal's counters and directories now; `required` as configured.
     pub fn read(j: &Journal, required: &[PathBuf]) -> JournalFacts {
         let m = j.metrics();
@@ -539,10 +544,7 @@ fn journal(j: &JournalFacts) -> Bean {
     };
     Bean::new("Ferrite:service=NameNode,name=Journal", "Journal")
         .with("Directories", Value::Array(dirs))
-        .with(
-            "FailedDirectories",
-            j.dirs.iter().filter(|d| d.failed.is_some()).count(),
-        )
+        .with("FailedDirectories", j.failed_dirs())
         .with("LastAppendedTxId", j.last_appended)
         .with("LastSyncedTxId", j.last_synced)
         .with("SegmentFirstTxId", j.segment_first)

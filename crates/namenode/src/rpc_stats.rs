@@ -46,7 +46,7 @@ async fn get_stats(
         out.bytes_synced = f.bytes_synced;
         out.sync_micros = f.sync_micros;
         out.segments_rolled = f.segments_rolled;
-        out.failed_journal_dirs = f.dirs.iter().filter(|d| d.failed.is_some()).count() as u64;
+        out.failed_journal_dirs = f.failed_dirs();
         out.journal_dirs = f
             .dirs
             .into_iter()

@@ -128,7 +128,7 @@ impl JournalMetrics {
         self.dirs.lock().clone()
     }
 
-    /// Directories taken out of service (a directory fails once: it is never retried).
+    /// Directories out of service now (a restore at a roll can bring one back).
     pub fn failed_dirs(&self) -> u64 {
         self.dirs
             .lock()
