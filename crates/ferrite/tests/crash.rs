@@ -377,13 +377,19 @@ async fn run_for(addr: SocketAddr, models: &[Arc<Mutex<Model>>], ms: u64) {
     }
 }
 
-fn mount_tmpfs(at: &Path, size: &str) -> bool {
+/// A tmpfs of `size` mounted at `at`, unmounted when the guard drops.
+fn mount_tmpfs(at: &Path, size: &str) -> Mount {
     std::fs::create_dir_all(at).unwrap();
-    Command::new("mount")
+    let mounted = Command::new("mount")
         .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
         .arg(at)
         .status()
-        .is_ok_and(|s| s.success())
+        .is_ok_and(|s| s.success());
+    assert!(
+        mounted,
+        "this test needs to mount a small tmpfs (root with CAP_SYS_ADMIN)"
+    );
+    Mount(at.to_path_buf())
 }
 
 /// Unmounts on drop, so a failing test leaves no mount behind.
@@ -460,11 +466,7 @@ async fn losing_journal_directories_keeps_serving_until_none_is_left() {
     let ro = tempfile::tempdir().unwrap();
     let full = tempfile::tempdir().unwrap();
     let full_mnt = full.path().join("mnt");
-    assert!(
-        mount_tmpfs(&full_mnt, "256k"),
-        "this test needs to mount a small tmpfs (root with CAP_SYS_ADMIN)"
-    );
-    let _full_guard = Mount(full_mnt.clone());
+    let _full_guard = mount_tmpfs(&full_mnt, "256k");
     let gone_dir = gone.path().join("j");
     let ro_dir = ro.path().join("j");
     let dirs = [&gone_dir, &ro_dir, &full_mnt].map(|p| p.to_str().unwrap().to_string());
@@ -870,11 +872,7 @@ async fn a_required_journal_directory_short_of_space_means_safe_mode() {
     let data = tempfile::tempdir().unwrap();
     let small = tempfile::tempdir().unwrap();
     let mnt = small.path().join("mnt");
-    assert!(
-        mount_tmpfs(&mnt, "8m"),
-        "this test needs to mount a small tmpfs (root with CAP_SYS_ADMIN)"
-    );
-    let _mounted = Mount(mnt.clone());
+    let _mounted = mount_tmpfs(&mnt, "8m");
     let dir = mnt.to_str().unwrap();
     // 8 MiB is below the default reserve (100 MiB); the name directory's disk is not.
     let every_100ms = "dfs.namenode.resource.check.interval=100";
