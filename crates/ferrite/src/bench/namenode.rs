@@ -32,8 +32,10 @@ pub struct NamenodeArgs {
     pid: Option<u32>,
     /// Comma-separated: create, mkdirs, open, fileStatus, rename, delete (NNThroughputBenchmark's
     /// operations), inode-memory, listing; with --inproc also fsync-rate and restart.
+    /// `--op` is the same option, as the issue and NNThroughputBenchmark's `-op` spell it.
     #[arg(
         long,
+        alias = "op",
         value_delimiter = ',',
         default_value = "create,mkdirs,open,fileStatus,rename,delete"
     )]
@@ -435,4 +437,29 @@ async fn listing(
         (last as f64 - first as f64) / 1024.0
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NamenodeArgs;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: NamenodeArgs,
+    }
+
+    fn ops(argv: &[&str]) -> Vec<String> {
+        let argv = std::iter::once("bench").chain(argv.iter().copied());
+        Cli::try_parse_from(argv).unwrap().args.ops
+    }
+
+    #[test]
+    fn op_is_taken_as_ops_is() {
+        assert_eq!(ops(&["--op", "create"]), ["create"]);
+        assert_eq!(ops(&["--op", "open,delete"]), ["open", "delete"]);
+        assert_eq!(ops(&["--ops", "mkdirs"]), ["mkdirs"]);
+        assert_eq!(ops(&[]).len(), 6, "NNThroughputBenchmark's six by default");
+    }
 }
