@@ -3,11 +3,16 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
 use ferrite_datanode::{DataNode, DataNodeHandle, DnConfig};
-use ferrite_http::HttpServer;
+use ferrite_http::{BeanSlot, HttpServer};
+use ferrite_namenode::jmx::StartingBeans;
+use ferrite_namenode::server::ensure_dir;
+use ferrite_namenode::startup_progress::StartupProgress;
 use ferrite_namenode::{config, Config, NameNode};
 use tokio::net::TcpListener;
 use tracing::info;
@@ -128,7 +133,7 @@ pub async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
     }
     log_unknown(unknown, dn_unknown);
     for d in &cfg.name_dirs {
-        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+        ensure_dir(d).with_context(|| format!("creating {}", d.display()))?;
     }
     let listener = TcpListener::bind((args.bind.as_str(), args.port))
         .await
@@ -141,10 +146,20 @@ pub async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
     let http_listener = TcpListener::bind((args.bind.as_str(), http_port))
         .await
         .with_context(|| format!("binding HTTP {}:{http_port}", args.bind))?;
-    let nn = NameNode::start(cfg, listener).await?;
+    // The HTTP port answers from the first moment: `/startupProgress` and the
+    // `StartupProgress` bean while the namespace loads, every bean once it serves.
+    let progress = Arc::new(StartupProgress::new(Instant::now()));
+    let beans = Arc::new(BeanSlot::new(Arc::new(StartingBeans(progress.clone()))));
+    let http = HttpServer::spawn(http_listener, beans.clone(), true)?;
+    let nn = match NameNode::start_tracked(cfg, listener, progress).await {
+        Ok(nn) => nn,
+        Err(e) => {
+            http.shutdown().await;
+            return Err(e.into());
+        }
+    };
     let port = nn.addr.port();
-    let beans = nn.beans(&args.bind);
-    let http = HttpServer::spawn(http_listener, std::sync::Arc::new(beans), true)?;
+    beans.set(Arc::new(nn.beans(&args.bind)));
     let mut datanodes: Vec<DataNodeHandle> = Vec::new();
     if local {
         for i in 0..args.datanodes {

@@ -780,6 +780,109 @@ async fn a_lone_journal_directory_that_hangs_stops_the_namenode() {
     kill9(server);
 }
 
+/// While the namespace loads, the HTTP port already answers what start-up has done, as
+/// HDFS's does (`/startupProgress` and the `StartupProgress` bean), so an operator
+/// watching a long start sees how far it is rather than a closed port. The name
+/// directory is frozen so that start-up stops where it first writes (closing out the
+/// segment a kill -9 left in progress), after the replay: what it shows there is then
+/// certain, not a race with the load.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_up_progress_is_answered_while_the_namespace_loads() {
+    let disk = tempfile::tempdir().unwrap();
+    let (mnt, _mounted) = freezable_mount(disk.path());
+    let data = mnt.join("data");
+    // The 64 MiB file system is below the default reserve, which would mean safe mode.
+    let reserve = ["--conf", "dfs.namenode.resource.du.reserved=0"];
+    let server = start(&data, &reserve);
+    mkdirs(server.addr, "/loaded-", 300).await;
+    kill9(server);
+
+    let frozen = Frozen::set(&mnt);
+    let http_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let http: SocketAddr = ([127, 0, 0, 1], http_port).into();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ferrite"))
+        .args([
+            "namenode",
+            "--port",
+            "0",
+            "--http-port",
+            &http_port.to_string(),
+        ])
+        .arg("--data")
+        .arg(&data)
+        .args(reserve)
+        .env("FERRITE_LOG", "warn")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn ferrite");
+    let stdout = child.stdout.take().unwrap();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = ready_tx.send(line);
+    });
+    let progress = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            if std::net::TcpStream::connect(http).is_ok() {
+                let doc = common::http_json(http, "/startupProgress");
+                if doc["phases"][1]["steps"][0]["count"].as_u64() >= Some(300) {
+                    return doc;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("start-up progress answered while the name directory is frozen");
+    let phase = |i: usize| &progress["phases"][i];
+    assert_eq!(phase(0)["name"], "LoadingFsImage");
+    assert_eq!(phase(0)["status"], "COMPLETE", "{progress}");
+    assert_eq!(phase(1)["name"], "LoadingEdits");
+    let step = &phase(1)["steps"][0];
+    assert!(
+        step["file"].as_str().unwrap().contains("edits_inprogress_"),
+        "{progress}"
+    );
+    assert_eq!(phase(3)["status"], "PENDING", "{progress}");
+    assert!(progress["percentComplete"].as_f64().unwrap() < 1.0);
+    let replayed = step["count"].as_u64().unwrap();
+    let bean = jmx_bean(http, "Hadoop:service=NameNode,name=StartupProgress");
+    assert_eq!(bean["LoadingEditsCount"].as_u64(), Some(replayed), "{bean}");
+    assert!(
+        ready_rx.try_recv().is_err(),
+        "not serving while start-up cannot write"
+    );
+
+    drop(frozen);
+    let line = ready_rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("serving once thawed");
+    assert!(line.starts_with("ready hdfs://"), "{line:?}");
+    let done = common::http_json(http, "/startupProgress");
+    assert_eq!(done["percentComplete"], 1.0, "{done}");
+    for p in done["phases"].as_array().unwrap() {
+        assert_eq!(p["status"], "COMPLETE", "{done}");
+    }
+    let bean = jmx_bean(http, "Hadoop:service=NameNode,name=StartupProgress");
+    assert_eq!(bean["LoadingEditsCount"].as_u64(), Some(replayed), "{bean}");
+    assert_eq!(bean["PercentComplete"], 1.0, "{bean}");
+    let info = jmx_bean(http, "Hadoop:service=NameNode,name=NameNodeInfo");
+    let txids = json_attr(&info, "JournalTransactionInfo");
+    let last: u64 = txids["LastAppliedOrWrittenTxId"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(replayed >= 300 && replayed <= last, "{replayed} of {last}");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// Starts a NameNode that must refuse to start; its error output.
 fn start_fails(data: &Path, extra: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_ferrite"))

@@ -71,6 +71,39 @@ impl Bean {
 /// Where a server's beans come from; asked afresh for every request.
 pub trait Beans: Send + Sync + 'static {
     fn beans(&self) -> Vec<Bean>;
+
+    /// A NameNode's `/startupProgress` document; `None` (404) for other servers.
+    fn startup_progress(&self) -> Option<serde_json::Value> {
+        None
+    }
+}
+
+/// Beans that change hands while the server runs: a NameNode answers from its start-up
+/// progress while it loads, then from everything once it serves.
+pub struct BeanSlot(std::sync::RwLock<std::sync::Arc<dyn Beans>>);
+
+impl BeanSlot {
+    pub fn new(first: std::sync::Arc<dyn Beans>) -> BeanSlot {
+        BeanSlot(std::sync::RwLock::new(first))
+    }
+
+    pub fn set(&self, next: std::sync::Arc<dyn Beans>) {
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = next;
+    }
+
+    fn current(&self) -> std::sync::Arc<dyn Beans> {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl Beans for BeanSlot {
+    fn beans(&self) -> Vec<Bean> {
+        self.current().beans()
+    }
+
+    fn startup_progress(&self) -> Option<serde_json::Value> {
+        self.current().startup_progress()
+    }
 }
 
 /// What a `/jmx` request asks for.

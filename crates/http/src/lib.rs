@@ -1,6 +1,7 @@
 //! A Ferrite server's HTTP port (HDFS's 9870 for a NameNode): Hadoop's `/jmx` metrics, in
 //! the JSON that HDFS's monitoring tools and scrapers read, and for a NameNode the
-//! `/isActive` health check load balancers use. WebHDFS is not served yet.
+//! `/isActive` health check load balancers use, and its `/startupProgress`. WebHDFS is not
+//! served yet.
 
 pub mod jmx;
 
@@ -18,7 +19,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-pub use jmx::{Bean, Beans};
+pub use jmx::{Bean, BeanSlot, Beans};
 
 /// This process's thread count, from `/proc/self/status` (0 if it cannot be read): the
 /// `Threads` a server's beans show.
@@ -45,8 +46,8 @@ pub struct HttpServer {
 
 impl HttpServer {
     /// Serves `beans` at `/jmx` on `listener` until [`shutdown`](Self::shutdown); with
-    /// `active`, also `/isActive` as an HDFS NameNode does (Ferrite has no standby, so its
-    /// NameNode is always the active one).
+    /// `active`, also what an HDFS NameNode's port serves beside it: `/isActive` (Ferrite
+    /// has no standby, so its NameNode is always the active one) and `/startupProgress`.
     pub fn spawn(
         listener: TcpListener,
         beans: Arc<dyn Beans>,
@@ -55,7 +56,9 @@ impl HttpServer {
         let addr = listener.local_addr()?;
         let mut app = Router::new().route("/jmx", get(jmx_page));
         if active {
-            app = app.route("/isActive", get(is_active));
+            app = app
+                .route("/isActive", get(is_active))
+                .route("/startupProgress", get(startup_progress));
         }
         let app = app.with_state(beans);
         let cancel = CancellationToken::new();
@@ -96,6 +99,21 @@ async fn is_active() -> Response {
         "I am Active!",
     )
         .into_response()
+}
+
+async fn startup_progress(State(beans): State<Arc<dyn Beans>>) -> Response {
+    match beans.startup_progress() {
+        Some(doc) => (
+            StatusCode::OK,
+            [
+                (header::CONTENT_TYPE, "application/json; charset=UTF-8"),
+                (header::CACHE_CONTROL, "no-cache"),
+            ],
+            doc.to_string(),
+        )
+            .into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
 }
 
 async fn jmx_page(
@@ -162,6 +180,40 @@ mod tests {
         assert!(active.ends_with("I am Active!"), "{active}");
         let other = get(http.addr, "/webhdfs/v1/?op=LISTSTATUS").await;
         assert!(other.starts_with("HTTP/1.1 404"), "{other}");
+        let none = get(http.addr, "/startupProgress").await;
+        assert!(
+            none.starts_with("HTTP/1.1 404"),
+            "no progress to show: {none}"
+        );
+        http.shutdown().await;
+    }
+
+    struct Starting;
+    impl Beans for Starting {
+        fn beans(&self) -> Vec<Bean> {
+            vec![Bean::new("Test:name=StartupProgress", "StartupProgress")]
+        }
+        fn startup_progress(&self) -> Option<serde_json::Value> {
+            Some(serde_json::json!({"percentComplete": 0.5}))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_slot_answers_from_its_current_beans() {
+        let slot = Arc::new(BeanSlot::new(Arc::new(Starting)));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let http = HttpServer::spawn(listener, slot.clone(), true).unwrap();
+        let progress = get(http.addr, "/startupProgress").await;
+        assert!(progress.starts_with("HTTP/1.1 200"), "{progress}");
+        assert!(
+            progress.ends_with(r#"{"percentComplete":0.5}"#),
+            "{progress}"
+        );
+        let jmx = get(http.addr, "/jmx").await;
+        assert!(jmx.contains("Test:name=StartupProgress") && !jmx.contains("One"));
+        slot.set(Arc::new(One));
+        let jmx = get(http.addr, "/jmx").await;
+        assert!(jmx.contains("Test:name=One"), "{jmx}");
         http.shutdown().await;
     }
 

@@ -4,11 +4,13 @@
 use std::fs::{self, File};
 use std::io::{self, Seek};
 use std::path::PathBuf;
+use std::time::Instant;
 
 use tracing::{info, warn};
 
 use crate::atomic_file::{copy_into, map_committed, Staged};
 use crate::namespace::Namespace;
+use crate::startup_progress::{Phase, StartupProgress, StepKind, StepSpec};
 
 pub fn image_name(txid: u64) -> String {
     format!("fsimage_{txid:019}")
@@ -115,15 +117,34 @@ pub fn save(
 
 /// The newest image that decodes and verifies. A damaged image is skipped with a warning
 /// (an older one plus more journal may still rebuild the namespace); `Ok(None)` when there
-/// are none at all.
-pub fn load_newest(dirs: &[PathBuf]) -> Result<Option<(Namespace, u64, PathBuf)>, String> {
+/// are none at all. Each image tried is the image phase's file in `progress`, its inodes
+/// a step there.
+pub fn load_newest(
+    dirs: &[PathBuf],
+    progress: &StartupProgress,
+) -> Result<Option<(Namespace, u64, PathBuf)>, String> {
     let images = list(dirs);
     let mut errors = Vec::new();
     for (txid, path) in &images {
-        match map_committed(path)
+        let decoded = map_committed(path)
             .map_err(|e| e.to_string())
-            .and_then(|b| Namespace::decode_image(&b).map_err(|e| e.to_string()))
-        {
+            .and_then(|b| {
+                let phase = Phase::LoadingFsImage;
+                progress.set_file(phase, path.display().to_string(), b.len() as u64);
+                let inodes = StepSpec {
+                    kind: Some(StepKind::Inodes),
+                    ..Default::default()
+                };
+                progress.begin_step(phase, inodes, Instant::now());
+                let mut on_inodes = |loaded, total| {
+                    if loaded == 0 {
+                        progress.set_total(phase, total);
+                    }
+                    progress.set_count(loaded);
+                };
+                Namespace::decode_image_with(&b, &mut on_inodes).map_err(|e| e.to_string())
+            });
+        match decoded {
             Ok((ns, t)) if t == *txid => return Ok(Some((ns, t, path.clone()))),
             Ok((_, t)) => errors.push(format!("{}: header says txid {t}", path.display())),
             Err(e) => {

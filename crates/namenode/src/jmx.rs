@@ -19,6 +19,7 @@ use serde_json::{json, Map, Value};
 
 use crate::blocks::registry::Liveness;
 use crate::journal::{DirStatus, Journal};
+use crate::startup_progress::{StartupProgress, View};
 use crate::state::{now_ms, NnState, StartupReport};
 use crate::summary::follow::SummaryService;
 
@@ -46,6 +47,8 @@ pub struct Facts {
     pub summary: Option<SummaryFacts>,
     pub rpc: RpcFacts,
     pub startup: StartupReport,
+    /// Start-up's phases (HDFS's `StartupProgress`).
+    pub progress: View,
     pub last_image_txid: u64,
     pub last_image_ms: i64,
     pub threads: u64,
@@ -213,6 +216,7 @@ impl Facts {
             summary,
             rpc,
             startup: nn.startup.clone(),
+            progress: nn.progress.view(std::time::Instant::now()),
             last_image_txid: nn.last_image_txid(),
             last_image_ms: nn.last_image_ms(),
             threads: ferrite_http::process_threads(),
@@ -245,6 +249,25 @@ impl Beans for NameNodeBeans {
             methods: self.router.metrics(),
         };
         beans(&Facts::gather(&self.nn, &self.host_and_port, rpc))
+    }
+
+    fn startup_progress(&self) -> Option<Value> {
+        Some(self.nn.progress.view(std::time::Instant::now()).json())
+    }
+}
+
+/// What the NameNode's HTTP port answers while the namespace loads: its start-up progress,
+/// as HDFS's does before its other beans exist.
+pub struct StartingBeans(pub Arc<StartupProgress>);
+
+impl Beans for StartingBeans {
+    fn beans(&self) -> Vec<Bean> {
+        let view = self.0.view(std::time::Instant::now());
+        vec![view.bean(format!("{NN}StartupProgress"))]
+    }
+
+    fn startup_progress(&self) -> Option<Value> {
+        Some(self.0.view(std::time::Instant::now()).json())
     }
 }
 
@@ -434,17 +457,7 @@ fn fs_namesystem_state(f: &Facts) -> Bean {
 }
 
 fn startup_progress(f: &Facts) -> Bean {
-    let s = &f.startup;
-    Bean::new(format!("{NN}StartupProgress"), "StartupProgress")
-        .with("ElapsedTime", s.millis)
-        .with("PercentComplete", 1.0)
-        .with("LoadingFsImageCount", s.image_inodes)
-        .with("LoadingFsImageElapsedTime", s.image_millis)
-        .with("LoadingEditsCount", s.edits_replayed)
-        .with(
-            "LoadingEditsElapsedTime",
-            s.millis.saturating_sub(s.image_millis),
-        )
+    f.progress.bean(format!("{NN}StartupProgress"))
 }
 
 fn name_node_status(f: &Facts) -> Bean {

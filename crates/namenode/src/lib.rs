@@ -26,6 +26,7 @@ pub mod rpc_datanode;
 pub mod rpc_stats;
 pub mod rpc_summary;
 pub mod server;
+pub mod startup_progress;
 pub mod state;
 pub mod summary;
 pub mod tokens;

@@ -19,8 +19,9 @@ use crate::checkpoint;
 use crate::config::{Config, Recovery};
 use crate::groups::GroupMapping;
 use crate::identity::Identity;
-use crate::journal::{recover, salvage, DirPolicy, Journal, JournalConfig};
+use crate::journal::{recover, salvage, segment, DirPolicy, Journal, JournalConfig};
 use crate::namespace::{Caller, Namespace};
+use crate::startup_progress::{EditSteps, Phase, SegmentInfo, StartupProgress};
 use crate::state::{now_ms, NnState, StartupReport, Storage};
 use crate::summary::follow::{Rebuild, SummaryService};
 use crate::summary::Summary;
@@ -142,10 +143,29 @@ pub fn load_storage(
     superuser: &str,
     fatal: CancellationToken,
 ) -> std::io::Result<Storage> {
+    let progress = Arc::new(StartupProgress::new(Instant::now()));
+    load_storage_tracked(cfg, superuser, fatal, progress)
+}
+
+/// [`load_storage`], advancing `progress` through the image and edits phases as it goes
+/// (what `/startupProgress` shows while the NameNode starts).
+pub fn load_storage_tracked(
+    cfg: &Config,
+    superuser: &str,
+    fatal: CancellationToken,
+    progress: Arc<StartupProgress>,
+) -> std::io::Result<Storage> {
     let name_dirs = cfg.name_dirs.clone();
     let journal_dirs = journal_dirs(cfg);
     if name_dirs.is_empty() {
         let ns = Namespace::new(superuser, &cfg.superuser_group, now_ms());
+        for p in [
+            Phase::LoadingFsImage,
+            Phase::LoadingEdits,
+            Phase::SavingCheckpoint,
+        ] {
+            progress.end_phase(p, Instant::now());
+        }
         return Ok(Storage {
             ns,
             journal: None,
@@ -153,13 +173,17 @@ pub fn load_storage(
             journal_dirs,
             startup: StartupReport::default(),
             summary: None,
+            progress,
         });
     }
     // A required directory that is not a journal directory is a configuration mistake:
     // said before the replay, not after.
     dir_policy(cfg).validate(&journal_dirs).map_err(io_err)?;
     let started = Instant::now();
-    let (mut ns, image_txid) = match checkpoint::load_newest(&name_dirs).map_err(io_err)? {
+    progress.begin_phase(Phase::LoadingFsImage, started);
+    let (mut ns, image_txid) = match checkpoint::load_newest(&name_dirs, &progress)
+        .map_err(io_err)?
+    {
         Some((ns, txid, path)) => {
             info!(image = %path.display(), txid, inodes = ns.inode_count(), "checkpoint image loaded");
             (ns, txid)
@@ -167,7 +191,21 @@ pub fn load_storage(
         None => (Namespace::new(superuser, &cfg.superuser_group, now_ms()), 0),
     };
     let (image_inodes, image_millis) = (ns.inode_count() as u64, started.elapsed().as_millis());
-    let apply = |_, op: &_| ns.apply(op).map(|_| ()).map_err(|e| e.to_string());
+    progress.end_phase(Phase::LoadingFsImage, Instant::now());
+    progress.begin_phase(Phase::LoadingEdits, Instant::now());
+    let mut steps = EditSteps::new(segments_for_progress(&journal_dirs), image_txid);
+    let mut in_step = 0u64;
+    let apply = |txid, op: &_| {
+        if let Some(spec) = steps.enter(txid) {
+            progress.begin_step(Phase::LoadingEdits, spec, Instant::now());
+            in_step = 0;
+        }
+        in_step += 1;
+        if in_step.is_multiple_of(EDITS_PROGRESS_STRIDE) {
+            progress.set_count(in_step);
+        }
+        ns.apply(op).map(|_| ()).map_err(|e| e.to_string())
+    };
     let mut salvaged = false;
     let replayed = match cfg.recovery {
         Recovery::Skip => {
@@ -194,7 +232,12 @@ pub fn load_storage(
             })?
         }
     };
+    progress.set_count(in_step);
     recover::close_in_progress(&journal_dirs)?;
+    // A recovery's image was saved during the edits phase; no other start-up saves one,
+    // so the checkpoint phase is passed at once, as HDFS marks it when it has none to save.
+    progress.end_phase(Phase::LoadingEdits, Instant::now());
+    progress.end_phase(Phase::SavingCheckpoint, Instant::now());
     let startup = StartupReport {
         image_txid,
         image_inodes,
@@ -250,18 +293,50 @@ pub fn load_storage(
         journal_dirs,
         startup,
         summary,
+        progress,
     })
+}
+
+/// Records replayed between two updates of the running step's count: a store every few
+/// milliseconds at a million records a second.
+const EDITS_PROGRESS_STRIDE: u64 = 4096;
+
+/// The segments of the first journal directory that lists, for the edits phase's steps
+/// (display only: the replay itself reads every directory's copies).
+fn segments_for_progress(dirs: &[PathBuf]) -> Vec<SegmentInfo> {
+    let Some(list) = dirs.iter().find_map(|d| segment::list(d).ok()) else {
+        return Vec::new();
+    };
+    list.into_iter()
+        .map(|s| SegmentInfo {
+            size: std::fs::metadata(&s.path).map_or(0, |m| m.len()),
+            file: s.path.display().to_string(),
+            first: s.first,
+            last: s.last,
+        })
+        .collect()
 }
 
 impl NameNode {
     /// Serves on `listener` until [`NameNodeHandle::shutdown`].
     pub async fn start(cfg: Config, listener: TcpListener) -> std::io::Result<NameNodeHandle> {
+        let progress = Arc::new(StartupProgress::new(Instant::now()));
+        Self::start_tracked(cfg, listener, progress).await
+    }
+
+    /// [`start`](Self::start), advancing `progress` as the namespace loads (for an HTTP
+    /// port that answers during start-up).
+    pub async fn start_tracked(
+        cfg: Config,
+        listener: TcpListener,
+        progress: Arc<StartupProgress>,
+    ) -> std::io::Result<NameNodeHandle> {
         let addr = listener.local_addr()?;
         let superuser = current_user();
         let groups = GroupMapping::from_host(&cfg.static_groups);
         let identity = match cfg.name_dirs.first() {
             Some(dir) => {
-                std::fs::create_dir_all(dir)?;
+                ensure_dir(dir)?;
                 Identity::load_or_create(dir, now_ms())?
             }
             None => Identity::generate(u64::from(addr.port()) << 20 ^ now_ms() as u64, now_ms()),
@@ -269,7 +344,7 @@ impl NameNode {
         let fatal = CancellationToken::new();
         let storage = {
             let (cfg, user, fatal) = (cfg.clone(), superuser.clone(), fatal.clone());
-            tokio::task::spawn_blocking(move || load_storage(&cfg, &user, fatal))
+            tokio::task::spawn_blocking(move || load_storage_tracked(&cfg, &user, fatal, progress))
                 .await
                 .map_err(io_err)??
         };
@@ -315,6 +390,18 @@ impl NameNode {
             tasks,
             summary_task,
         })
+    }
+}
+
+/// Creates `dir` unless it exists. `create_dir_all` tries `mkdir` first, and on a file
+/// system that takes no writes (frozen, a hung NFS mount) that waits, even for a
+/// directory that is there: start-up would stop before reading anything, and before
+/// `/startupProgress` could say where it is.
+pub fn ensure_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    if dir.is_dir() {
+        Ok(())
+    } else {
+        std::fs::create_dir_all(dir)
     }
 }
 

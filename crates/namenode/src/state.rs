@@ -25,6 +25,7 @@ use crate::identity::Identity;
 use crate::journal::{recover, Journal};
 use crate::leases::Leases;
 use crate::namespace::{Applied, Caller, Namespace, Op, Planned};
+use crate::startup_progress::{Phase, StartupProgress, StepKind, StepSpec};
 use crate::summary::follow::SummaryService;
 use crate::summary::Summary;
 use crate::tokens::BlockTokens;
@@ -70,6 +71,8 @@ pub struct NnState {
     /// Where `readEdits` last stopped reading the segments (see `recover::Cursor`).
     pub edits_cursor: Mutex<Option<crate::journal::recover::Cursor>>,
     pub startup: StartupReport,
+    /// Start-up's phases, for `/jmx` and `/startupProgress`; safe mode's ends here.
+    pub progress: Arc<StartupProgress>,
     /// When this NameNode started serving (ms since the epoch).
     pub started_ms: i64,
     last_image_txid: AtomicU64,
@@ -95,6 +98,11 @@ pub struct NnState {
     pub summary: Option<Arc<SummaryService>>,
 }
 
+/// Blocks that must have a reported replica before start-up safe mode may end.
+fn safe_threshold_blocks(threshold: f64, total: usize) -> usize {
+    (threshold * total as f64).ceil() as usize
+}
+
 pub struct Storage {
     pub ns: Namespace,
     pub journal: Option<Journal>,
@@ -103,6 +111,8 @@ pub struct Storage {
     pub startup: StartupReport,
     /// The initial namespace summary, when the summary is on.
     pub summary: Option<Summary>,
+    /// Start-up's phases so far; the NameNode ends the last one, safe mode.
+    pub progress: Arc<StartupProgress>,
 }
 
 impl NnState {
@@ -126,6 +136,18 @@ impl NnState {
             .summary
             .map(|s| SummaryService::new(s, Some(summary_dir)));
         let image_ms = checkpoint::image_mtime_ms(&storage.name_dirs, storage.startup.image_txid);
+        let progress = storage.progress;
+        let started = std::time::Instant::now();
+        progress.begin_phase(Phase::SafeMode, started);
+        let awaiting = StepSpec {
+            kind: Some(StepKind::AwaitingReportedBlocks),
+            total: safe_threshold_blocks(cfg.safemode_threshold, storage.ns.block_count()) as u64,
+            ..Default::default()
+        };
+        progress.begin_step(Phase::SafeMode, awaiting, started);
+        if !startup_safe {
+            progress.end_phase(Phase::SafeMode, started);
+        }
         NnState {
             started_ms: now,
             last_image_txid: AtomicU64::new(storage.startup.image_txid),
@@ -150,6 +172,7 @@ impl NnState {
             journal_dirs: storage.journal_dirs,
             edits_cursor: Mutex::new(None),
             startup: storage.startup,
+            progress,
             saving: Mutex::new(()),
             safe_mode: AtomicBool::new(false),
             startup_safe_mode: AtomicBool::new(startup_safe),
@@ -192,7 +215,7 @@ impl NnState {
     pub fn set_safe_mode(&self, on: bool) {
         self.safe_mode.store(on, Ordering::SeqCst);
         if !on {
-            self.startup_safe_mode.store(false, Ordering::SeqCst);
+            self.end_startup_safe_mode();
             self.resources_low.store(false, Ordering::SeqCst);
         }
     }
@@ -261,7 +284,15 @@ impl NnState {
     }
 
     fn safe_threshold_blocks(&self, total: usize) -> usize {
-        (self.cfg.safemode_threshold * total as f64).ceil() as usize
+        safe_threshold_blocks(self.cfg.safemode_threshold, total)
+    }
+
+    /// Start-up safe mode is over (for good: it is never entered again), and so is start-up.
+    fn end_startup_safe_mode(&self) {
+        if self.startup_safe_mode.swap(false, Ordering::SeqCst) {
+            self.progress
+                .end_phase(Phase::SafeMode, std::time::Instant::now());
+        }
     }
 
     /// Ends start-up safe mode once enough blocks have a reported replica, enough DataNodes
@@ -283,6 +314,7 @@ impl NnState {
                 .count();
             (b.safe_blocks(), live)
         };
+        self.progress.set_count(safe as u64);
         let met =
             safe >= self.safe_threshold_blocks(total) && live >= self.cfg.safemode_min_datanodes;
         let mut since = self.threshold_met_at.lock();
@@ -292,7 +324,7 @@ impl NnState {
         }
         let started = *since.get_or_insert(now);
         if now - started >= self.cfg.safemode_extension_ms as i64 {
-            self.startup_safe_mode.store(false, Ordering::SeqCst);
+            self.end_startup_safe_mode();
             info!(safe, total, live, "start-up safe mode is off");
         }
     }

@@ -40,13 +40,11 @@ ATTRS = {
         "LastCheckpointTime",
     ],
     "FSNamesystemState": ["FSState", "FilesTotal", "BlocksTotal", "NumLiveDataNodes", "NumDeadDataNodes"],
-    "StartupProgress": [
-        "ElapsedTime",
-        "PercentComplete",
-        "LoadingFsImageCount",
-        "LoadingFsImageElapsedTime",
-        "LoadingEditsCount",
-        "LoadingEditsElapsedTime",
+    "StartupProgress": ["ElapsedTime", "PercentComplete"]
+    + [
+        f"{phase}{what}"
+        for phase in ("LoadingFsImage", "LoadingEdits", "SavingCheckpoint", "SafeMode")
+        for what in ("Count", "ElapsedTime", "Total", "PercentComplete")
     ],
     "NameNodeStatus": ["State", "NNRole", "HostAndPort", "SecurityEnabled"],
     "NameNodeActivity": ["SyncsNumOps", "SyncsAvgTime", "TransactionsNumOps", "TransactionsBatchedInSync"],
@@ -141,6 +139,32 @@ def test_counts_move_as_they_do_in_hdfs(ferrite, hdfs):
         assert synced["SyncsNumOps"] > act["SyncsNumOps"]
     # Three directories and four files are seven inodes; one file open, then none.
     assert moved[ferrite.url] == moved[hdfs.url] == (7, 1, 0), moved
+
+
+def test_startup_progress_is_the_document_hdfs_serves(ferrite, hdfs):
+    docs = {}
+    for s in (ferrite, hdfs):
+        with urllib.request.urlopen(f"{s.http}/startupProgress", timeout=10) as r:
+            assert r.status == 200
+            assert r.headers["Content-Type"].startswith("application/json")
+            docs[s.url] = json.load(r)
+    f, h = docs[ferrite.url], docs[hdfs.url]
+    assert set(f) == set(h) == {"elapsedTime", "percentComplete", "phases"}
+    names = ["LoadingFsImage", "LoadingEdits", "SavingCheckpoint", "SafeMode"]
+    assert [p["name"] for p in f["phases"]] == [p["name"] for p in h["phases"]] == names
+    for fp, hp in zip(f["phases"], h["phases"]):
+        # Both are up: every phase done. The image phase names its file only when there
+        # is an image (a formatted HDFS always has one; a fresh Ferrite has none).
+        assert fp["status"] == hp["status"] == "COMPLETE"
+        assert fp["desc"] == hp["desc"]
+        common = {"name", "desc", "status", "percentComplete", "elapsedTime", "steps"}
+        assert common <= set(fp) and common <= set(hp), (fp, hp)
+        for k in common:
+            assert type(fp[k]) is type(hp[k]), (k, fp, hp)
+    safe = [p["steps"] for p in (f["phases"][3], h["phases"][3])]
+    assert [s[0]["name"] for s in safe] == ["AwaitingReportedBlocks"] * 2, safe
+    assert set(safe[0][0]) == set(safe[1][0]), safe
+    assert f["percentComplete"] == h["percentComplete"] == 1.0
 
 
 def test_is_active_answers_as_the_active_hdfs_namenode(ferrite, hdfs):

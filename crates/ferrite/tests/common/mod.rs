@@ -52,12 +52,11 @@ pub fn spawn(args: &[String]) -> Proc {
     }
 }
 
-/// Bean `name` of the `/jmx` at `http` (the first that matches), over plain HTTP, as
-/// HDFS's monitoring reads it.
-pub fn jmx_bean(http: SocketAddr, name: &str) -> serde_json::Value {
+/// The JSON document at `path` of the HTTP server at `http`, over plain HTTP/1.0.
+pub fn http_json(http: SocketAddr, path: &str) -> serde_json::Value {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(http).unwrap();
-    write!(s, "GET /jmx?qry={name} HTTP/1.0\r\nHost: {http}\r\n\r\n").unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {http}\r\n\r\n").unwrap();
     let mut reply = String::new();
     s.read_to_string(&mut reply).unwrap();
     let (head, body) = reply.split_once("\r\n\r\n").unwrap();
@@ -65,8 +64,13 @@ pub fn jmx_bean(http: SocketAddr, name: &str) -> serde_json::Value {
         head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),
         "{head}"
     );
-    let mut all: serde_json::Value = serde_json::from_str(body).unwrap();
-    all["beans"][0].take()
+    serde_json::from_str(body).unwrap()
+}
+
+/// Bean `name` of the `/jmx` at `http` (the first that matches), over plain HTTP, as
+/// HDFS's monitoring reads it.
+pub fn jmx_bean(http: SocketAddr, name: &str) -> serde_json::Value {
+    http_json(http, &format!("/jmx?qry={name}"))["beans"][0].take()
 }
 
 /// Parses one of the attributes HDFS gives as JSON inside a string.
