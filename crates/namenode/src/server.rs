@@ -301,13 +301,19 @@ pub fn load_storage_tracked(
 /// milliseconds at a million records a second.
 const EDITS_PROGRESS_STRIDE: u64 = 4096;
 
-/// The segments of the first journal directory that lists, for the edits phase's steps
-/// (display only: the replay itself reads every directory's copies).
+/// The journal's segments, for the edits phase's steps: every directory's, one copy per
+/// first txid (a finalized copy over an in-progress one, whose end is unknown). Display
+/// only: the replay itself chooses among the copies.
 fn segments_for_progress(dirs: &[PathBuf]) -> Vec<SegmentInfo> {
-    let Some(list) = dirs.iter().find_map(|d| segment::list(d).ok()) else {
-        return Vec::new();
-    };
-    list.into_iter()
+    let mut by_first: std::collections::BTreeMap<u64, segment::SegmentFile> = Default::default();
+    for s in dirs.iter().filter_map(|d| segment::list(d).ok()).flatten() {
+        let known = by_first.get(&s.first).is_some_and(|k| k.last.is_some());
+        if !known {
+            by_first.insert(s.first, s);
+        }
+    }
+    by_first
+        .into_values()
         .map(|s| SegmentInfo {
             size: std::fs::metadata(&s.path).map_or(0, |m| m.len()),
             file: s.path.display().to_string(),

@@ -421,15 +421,22 @@ impl EditSteps {
     }
 
     /// The step that begins with `txid`, if it opens a segment not yet counted. A txid no
-    /// listed segment holds (a copy the listing did not see) stays in the current step.
+    /// listed segment holds (one the listing missed) stays in the current step, or, before
+    /// any, opens a step with no file, so that no replayed edit goes uncounted.
     pub fn enter(&mut self, txid: u64) -> Option<StepSpec> {
         if self.started && self.current_last.is_none_or(|l| txid <= l) {
             return None;
         }
-        let i = self.next
-            + self.segments[self.next..]
-                .iter()
-                .position(|s| s.last.is_none_or(|l| txid <= l))?;
+        let found = self.segments[self.next..]
+            .iter()
+            .position(|s| s.last.is_none_or(|l| txid <= l));
+        let Some(i) = found.map(|k| self.next + k) else {
+            if self.started {
+                return None;
+            }
+            (self.current_last, self.started) = (None, true);
+            return Some(StepSpec::default());
+        };
         let s = &self.segments[i];
         (self.next, self.current_last, self.started) = (i + 1, s.last, true);
         Some(StepSpec {
@@ -551,6 +558,13 @@ mod tests {
             steps.enter(1_000).is_none(),
             "an open segment takes the rest"
         );
+
+        let mut unlisted = EditSteps::new(vec![seg("edits_1-10", 1, Some(10))], 10);
+        let spec = unlisted
+            .enter(11)
+            .expect("a step even with no segment listed");
+        assert_eq!((spec.file, spec.total), (None, 0));
+        assert!(unlisted.enter(12).is_none());
     }
 
     #[test]
