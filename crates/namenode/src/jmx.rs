@@ -17,6 +17,7 @@ use ferrite_ipc::server::Connections;
 use ferrite_ipc::Router;
 use serde_json::{json, Map, Value};
 
+use crate::activity::{op_counters, ActivityFacts};
 use crate::blocks::registry::Liveness;
 use crate::journal::{DirStatus, Journal};
 use crate::startup_progress::{StartupProgress, View};
@@ -49,6 +50,8 @@ pub struct Facts {
     pub startup: StartupReport,
     /// Start-up's phases (HDFS's `StartupProgress`).
     pub progress: View,
+    /// What `NameNodeActivity` counts beyond the router's per-method calls.
+    pub activity: ActivityFacts,
     pub last_image_txid: u64,
     pub last_image_ms: i64,
     pub threads: u64,
@@ -217,6 +220,7 @@ impl Facts {
             rpc,
             startup: nn.startup.clone(),
             progress: nn.progress.view(std::time::Instant::now()),
+            activity: nn.activity.facts(),
             last_image_txid: nn.last_image_txid(),
             last_image_ms: nn.last_image_ms(),
             threads: ferrite_http::process_threads(),
@@ -281,9 +285,9 @@ pub fn beans(f: &Facts) -> Vec<Bean> {
         name_node_status(f),
         rpc_activity(&f.rpc),
         rpc_detailed_activity(&f.rpc),
+        activity(f),
     ];
     if let Some(j) = &f.journal {
-        out.push(activity(j));
         out.push(journal(j));
     }
     if let Some(s) = &f.summary {
@@ -519,15 +523,21 @@ fn rpc_detailed_activity(r: &RpcFacts) -> Bean {
     bean
 }
 
-/// HDFS's edit-log counters in `NameNodeActivity`: syncs and their mean time (ms), the
-/// transactions synced, and those that rode in another's sync.
-fn activity(j: &JournalFacts) -> Bean {
-    let avg_ms = mean_ms(j.sync_micros, j.syncs);
-    Bean::new(format!("{NN}NameNodeActivity"), "NameNodeActivity")
+/// HDFS's `NameNodeActivity`: the operation counters (see [`crate::activity`]), and with a
+/// journal its edit-log counters: syncs and their mean time (ms), the transactions
+/// synced, and those that rode in another's sync.
+fn activity(f: &Facts) -> Bean {
+    let mut bean = Bean::new(format!("{NN}NameNodeActivity"), "NameNodeActivity")
         .with("tag.ProcessName", "NameNode")
-        .with("tag.Context", "dfs")
-        .with("SyncsNumOps", j.syncs)
-        .with("SyncsAvgTime", avg_ms)
+        .with("tag.Context", "dfs");
+    for (name, n) in op_counters(&f.rpc.methods, &f.activity) {
+        bean = bean.with(name, n);
+    }
+    let Some(j) = &f.journal else {
+        return bean;
+    };
+    bean.with("SyncsNumOps", j.syncs)
+        .with("SyncsAvgTime", mean_ms(j.sync_micros, j.syncs))
         .with("TransactionsNumOps", j.txns_synced)
         .with(
             "TransactionsBatchedInSync",
@@ -707,6 +717,17 @@ mod tests {
             json_in(info, "JournalTransactionInfo"),
             json!({ "MostRecentCheckpointTxId": "10", "LastAppliedOrWrittenTxId": "42" })
         );
+    }
+
+    #[test]
+    fn operation_counters_show_even_without_a_journal() {
+        let mut f = Facts::default();
+        f.activity.files_created = 5;
+        let all = beans(&f);
+        let act = bean(&all, "name=NameNodeActivity");
+        assert_eq!(act.get("FilesCreated"), Some(&json!(5)));
+        assert_eq!(act.get("CreateFileOps"), Some(&json!(0)));
+        assert_eq!(act.get("SyncsNumOps"), None, "no journal, no syncs to show");
     }
 
     #[test]

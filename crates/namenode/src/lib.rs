@@ -4,6 +4,7 @@
 //! [`rpc`] maps ClientNamenodeProtocol onto it through the IPC router; [`server`] wires the
 //! listener, background tasks (lease monitor, trash emptier) and configuration together.
 
+pub mod activity;
 pub mod atomic_file;
 pub mod blocks;
 pub mod checkpoint;

@@ -194,6 +194,8 @@ pub async fn get_listing(
         .ns
         .read()
         .list(&caller, &req.src, &req.start_after, nn.cfg.ls_limit)?;
+    nn.activity
+        .listed(listing.as_ref().map(|l| l.entries.len()));
     Ok(GetListingResponseProto {
         dir_list: listing.map(|l| DirectoryListingProto {
             partial_listing: l.entries.iter().map(status_proto).collect(),
@@ -458,6 +460,9 @@ pub async fn rename(nn: Nn, ctx: CallCtx, req: RenameRequestProto) -> Res<Rename
             })
         })
         .await?;
+    if !ok {
+        nn.activity.rename_answered_false();
+    }
     Ok(RenameResponseProto { result: ok })
 }
 
@@ -487,6 +492,9 @@ pub async fn delete(nn: Nn, ctx: CallCtx, req: DeleteRequestProto) -> Res<Delete
             )
         })
         .await?;
+    if !ok {
+        nn.activity.delete_answered_false();
+    }
     Ok(DeleteResponseProto { result: ok })
 }
 

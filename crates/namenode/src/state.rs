@@ -15,6 +15,7 @@ use ferrite_ipc::{CallCtx, MethodKind, RpcError, Service};
 use parking_lot::{Mutex, RwLock};
 use tracing::{error, info, warn};
 
+use crate::activity::Activity;
 use crate::blocks::BlockManager;
 use crate::checkpoint;
 use crate::config::Config;
@@ -73,6 +74,8 @@ pub struct NnState {
     pub startup: StartupReport,
     /// Start-up's phases, for `/jmx` and `/startupProgress`; safe mode's ends here.
     pub progress: Arc<StartupProgress>,
+    /// `NameNodeActivity`'s operation counters the RPC router cannot keep.
+    pub activity: Activity,
     /// When this NameNode started serving (ms since the epoch).
     pub started_ms: i64,
     last_image_txid: AtomicU64,
@@ -173,6 +176,7 @@ impl NnState {
             edits_cursor: Mutex::new(None),
             startup: storage.startup,
             progress,
+            activity: Activity::default(),
             saving: Mutex::new(()),
             safe_mode: AtomicBool::new(false),
             startup_safe_mode: AtomicBool::new(startup_safe),
@@ -360,8 +364,11 @@ impl NnState {
             // build on a change that never replays. Stopping lets a restart replay a journal
             // that agrees with every answer given.
             let critical = AbortOnUnwind("applying planned records");
+            let inodes_before = ns.inode_count();
             let applied = self.apply_all(&mut ns, &planned, now);
             let mut ops = planned.ops;
+            self.activity
+                .applied(&ops[..applied.count], inodes_before, ns.inode_count());
             // What was applied is journaled even when a later record failed: memory and the
             // journal must agree.
             let last = match &self.journal {

@@ -141,6 +141,52 @@ def test_counts_move_as_they_do_in_hdfs(ferrite, hdfs):
     assert moved[ferrite.url] == moved[hdfs.url] == (7, 1, 0), moved
 
 
+COUNTERS = [
+    "CreateFileOps",
+    "FilesCreated",
+    "FilesRenamed",
+    "GetListingOps",
+    "FilesInGetListingOps",
+    "DeleteFileOps",
+    "FilesDeleted",
+    "FileInfoOps",
+    "GetBlockLocations",
+]
+
+
+def test_operation_counters_move_as_they_do_in_hdfs(ferrite, hdfs):
+    moved = {}
+    for s in (ferrite, hdfs):
+        c = Client(s.url)
+        # A snapshot of HDFS's may predate calls made before it (the fixture's own): one
+        # taken after a call it shows has everything before that call.
+        first = bean(s, "NameNodeActivity")
+        c.get_file_info("/")
+        before = polled(s, "NameNodeActivity", lambda b: b["FileInfoOps"] > first["FileInfoOps"])
+        base = f"/ops-{uuid.uuid4().hex[:8]}"
+        c.mkdirs(f"{base}/a/b", create_parent=True)
+        for i in range(3):
+            c.create(f"{base}/a/f{i}").close()
+        c.rename(f"{base}/a/f0", f"{base}/a/g0")
+        listed = list(c.list_status(f"{base}/a"))
+        c.get_file_info(f"{base}/a/g0")
+        with c.read(f"{base}/a/g0") as r:
+            r.read()
+        assert c.delete(f"{base}/missing", recursive=False) is False
+        assert c.delete(base, recursive=True)
+        # HDFS refreshes the bean every 10 s: wait until it shows the last operation.
+        after = polled(
+            s, "NameNodeActivity", lambda b: b["FilesDeleted"] >= before["FilesDeleted"] + 6
+        )
+        moved[s.url] = {k: after[k] - before[k] for k in COUNTERS}
+        assert len(listed) == 4  # b, g0, f1, f2
+    f, h = moved[ferrite.url], moved[hdfs.url]
+    assert f == h, (f, h)
+    # Three directories and three files made; base, a, b and three files deleted.
+    assert (f["FilesCreated"], f["CreateFileOps"], f["FilesDeleted"]) == (6, 3, 6), f
+    assert (f["DeleteFileOps"], f["FilesRenamed"], f["FilesInGetListingOps"]) == (1, 1, 4), f
+
+
 def test_startup_progress_is_the_document_hdfs_serves(ferrite, hdfs):
     docs = {}
     for s in (ferrite, hdfs):
