@@ -146,14 +146,7 @@ mod tests {
     }
 
     fn mkdir(path: &str) -> Op {
-        Op::Mkdir {
-            path: path.into(),
-            id: 0,
-            perm: 0o755,
-            owner: "u".into(),
-            group: "g".into(),
-            mtime: 0,
-        }
+        crate::namespace::ops::mkdir_record(path, 0, 0)
     }
 
     #[test]

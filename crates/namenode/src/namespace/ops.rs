@@ -226,6 +226,19 @@ fn word(s: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// A mkdir record of `path` (mode 755, owner u:g) at `mtime`, for tests that feed records.
+#[cfg(test)]
+pub(crate) fn mkdir_record(path: &str, id: u64, mtime: i64) -> Op {
+    Op::Mkdir {
+        path: path.into(),
+        id,
+        perm: 0o755,
+        owner: "u".into(),
+        group: "g".into(),
+        mtime,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::Op;

@@ -167,14 +167,7 @@ mod tests {
     use super::*;
 
     fn mkdir(path: &str) -> Op {
-        Op::Mkdir {
-            path: path.into(),
-            id: 0,
-            perm: 0o755,
-            owner: "u".into(),
-            group: "g".into(),
-            mtime: 1,
-        }
+        crate::namespace::ops::mkdir_record(path, 0, 1)
     }
 
     #[test]

@@ -6,6 +6,7 @@
 use super::totals::{bucket, restricts, Totals};
 use super::*;
 use crate::namespace::inode::Slot;
+use crate::namespace::ops::mkdir_record as mkdir_op;
 
 struct Rng(u64);
 
@@ -229,18 +230,6 @@ fn assert_matches(ns: &Namespace, s: &Summary, when: &str) {
     }
     assert_eq!(s.files(), ns.file_count(), "{when}: file count");
     s.tree().check_arena();
-}
-
-/// A mkdir record of `path` (mode 755, owner u:g) at `mtime`.
-fn mkdir_op(path: &str, id: u64, mtime: i64) -> Op {
-    Op::Mkdir {
-        path: path.into(),
-        id,
-        perm: 0o755,
-        owner: "u".into(),
-        group: "g".into(),
-        mtime,
-    }
 }
 
 /// A create record of `path` (mode 644, replication 3, 1 MiB blocks, client "c") at `mtime`.
