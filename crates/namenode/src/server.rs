@@ -190,7 +190,6 @@ pub fn load_storage_tracked(
         }
         None => (Namespace::new(superuser, &cfg.superuser_group, now_ms()), 0),
     };
-    let (image_inodes, image_millis) = (ns.inode_count() as u64, started.elapsed().as_millis());
     progress.end_phase(Phase::LoadingFsImage, Instant::now());
     progress.begin_phase(Phase::LoadingEdits, Instant::now());
     let mut steps = EditSteps::new(segments_for_progress(&journal_dirs), image_txid);
@@ -240,8 +239,6 @@ pub fn load_storage_tracked(
     progress.end_phase(Phase::SavingCheckpoint, Instant::now());
     let startup = StartupReport {
         image_txid,
-        image_inodes,
-        image_millis: image_millis as u64,
         edits_replayed: replayed.edits,
         last_txid: replayed.last_txid,
         millis: started.elapsed().as_millis() as u64,

@@ -43,10 +43,6 @@ pub fn now_ms() -> i64 {
 #[derive(Clone, Debug, Default)]
 pub struct StartupReport {
     pub image_txid: u64,
-    /// Files and directories the image held.
-    pub image_inodes: u64,
-    /// Of `millis`, the time spent loading the image.
-    pub image_millis: u64,
     pub edits_replayed: u64,
     pub last_txid: u64,
     pub millis: u64,
