@@ -266,8 +266,9 @@ pub struct StartingBeans(pub Arc<StartupProgress>);
 
 impl Beans for StartingBeans {
     fn beans(&self) -> Vec<Bean> {
-        let view = self.0.view(std::time::Instant::now());
-        vec![view.bean(format!("{NN}StartupProgress"))]
+        vec![startup_progress_bean(
+            &self.0.view(std::time::Instant::now()),
+        )]
     }
 
     fn startup_progress(&self) -> Option<Value> {
@@ -461,7 +462,12 @@ fn fs_namesystem_state(f: &Facts) -> Bean {
 }
 
 fn startup_progress(f: &Facts) -> Bean {
-    f.progress.bean(format!("{NN}StartupProgress"))
+    startup_progress_bean(&f.progress)
+}
+
+/// The `StartupProgress` bean, the same while loading and once serving.
+fn startup_progress_bean(view: &View) -> Bean {
+    view.bean(format!("{NN}StartupProgress"))
 }
 
 fn name_node_status(f: &Facts) -> Bean {
