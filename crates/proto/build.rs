@@ -14,6 +14,7 @@ fn main() {
         "proto/DatanodeProtocol.proto",
         "proto/datatransfer.proto",
         "proto/ClientDatanodeProtocol.proto",
+        "proto/InterDatanodeProtocol.proto",
         "proto/FerriteBlockToken.proto",
         "proto/FerriteSummary.proto",
         "proto/FerriteDataNode.proto",

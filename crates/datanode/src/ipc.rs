@@ -6,11 +6,13 @@ use std::sync::Arc;
 
 use ferrite_ipc::{
     CallCtx, MethodKind, Router, RpcError, Service, CLIENT_DATANODE_PROTOCOL,
-    DATANODE_STATS_PROTOCOL,
+    DATANODE_STATS_PROTOCOL, INTER_DATANODE_PROTOCOL,
 };
 use ferrite_proto::ferrite::{GetReadStatsRequestProto, ReadStatsProto};
 use ferrite_proto::hdfs::{
     GetReplicaVisibleLengthRequestProto, GetReplicaVisibleLengthResponseProto,
+    InitReplicaRecoveryRequestProto, InitReplicaRecoveryResponseProto,
+    UpdateReplicaUnderRecoveryRequestProto, UpdateReplicaUnderRecoveryResponseProto,
 };
 
 use crate::readserver::metrics::Snapshot;
@@ -29,6 +31,18 @@ pub fn router(ds: Arc<Dataset>) -> Router<DnService> {
         "getReplicaVisibleLength",
         MethodKind::READ,
         visible_length,
+    );
+    r.method(
+        INTER_DATANODE_PROTOCOL,
+        "initReplicaRecovery",
+        MethodKind::READ,
+        init_replica_recovery,
+    );
+    r.method(
+        INTER_DATANODE_PROTOCOL,
+        "updateReplicaUnderRecovery",
+        MethodKind::READ,
+        update_replica_under_recovery,
     );
     r.method(
         DATANODE_STATS_PROTOCOL,
@@ -83,4 +97,38 @@ async fn visible_length(
             ),
         )),
     }
+}
+
+/// The class HDFS's DataNodes answer a refused recovery step with.
+const RECOVERY_IN_PROGRESS: &str = "org.apache.hadoop.hdfs.protocol.RecoveryInProgressException";
+
+async fn init_replica_recovery(
+    s: Arc<DnService>,
+    _: CallCtx,
+    req: InitReplicaRecoveryRequestProto,
+) -> Result<InitReplicaRecoveryResponseProto, RpcError> {
+    let ds = s.ds.clone();
+    tokio::task::spawn_blocking(move || crate::recovery::init_answer(&ds, &req.block))
+        .await
+        .map_err(|e| RpcError::app("java.io.IOException", e.to_string()))?
+        .map_err(|e| RpcError::app(RECOVERY_IN_PROGRESS, e))
+}
+
+async fn update_replica_under_recovery(
+    s: Arc<DnService>,
+    _: CallCtx,
+    req: UpdateReplicaUnderRecoveryRequestProto,
+) -> Result<UpdateReplicaUnderRecoveryResponseProto, RpcError> {
+    let ds = s.ds.clone();
+    let (id, rid, len) = (req.block.block_id, req.recovery_id, req.new_length);
+    let done = tokio::task::spawn_blocking(move || {
+        ds.update_recovered(id, rid, len)
+            .map(|r| ds.volumes[r.volume].storage_uuid.clone())
+    })
+    .await
+    .map_err(|e| RpcError::app("java.io.IOException", e.to_string()))?
+    .map_err(|e| RpcError::app("java.io.IOException", e.to_string()))?;
+    Ok(UpdateReplicaUnderRecoveryResponseProto {
+        storage_uuid: Some(done),
+    })
 }

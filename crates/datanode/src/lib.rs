@@ -9,6 +9,7 @@ pub mod ipc;
 pub mod jmx;
 pub mod nn_link;
 pub mod readserver;
+pub mod recovery;
 pub mod storage;
 pub mod xceiver;
 

@@ -153,6 +153,26 @@ impl NnLink {
         unreachable!("the loop returns")
     }
 
+    /// This node's DataNode uuid.
+    pub fn uuid(&self) -> String {
+        self.registration.lock().datanode_id.datanode_uuid.clone()
+    }
+
+    /// The user this node speaks to other servers as.
+    pub fn user(&self) -> String {
+        self.user.clone()
+    }
+
+    /// Reports the end of a block recovery this node led.
+    pub async fn commit_block_sync(
+        &self,
+        req: &CommitBlockSynchronizationRequestProto,
+    ) -> Result<(), ClientError> {
+        let _: CommitBlockSynchronizationResponseProto =
+            self.call("commitBlockSynchronization", req).await?;
+        Ok(())
+    }
+
     fn update_keys(&self, keys: &ExportedBlockKeysProto) {
         let mut ring = self.keys.write();
         ring.update(keys, crate::now_ms());
@@ -467,6 +487,11 @@ impl NnLink {
                         }
                     }
                     _ => debug!(action = bc.action, "block command ignored"),
+                }
+            }
+            Ok(CmdType::BlockRecoveryCommand) => {
+                for rb in cmd.recovery_cmd.map(|c| c.blocks).unwrap_or_default() {
+                    tokio::spawn(crate::recovery::run(ds.clone(), self.clone(), rb));
                 }
             }
             Ok(CmdType::KeyUpdateCommand) => {

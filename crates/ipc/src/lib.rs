@@ -36,6 +36,10 @@ pub const CLIENT_PROTOCOL: &str = "org.apache.hadoop.hdfs.protocol.ClientProtoco
 pub const NAMENODE_PROTOCOL: &str = "org.apache.hadoop.hdfs.server.protocol.NamenodeProtocol";
 /// `declaringClassProtocolName` of DatanodeProtocol.
 pub const DATANODE_PROTOCOL: &str = "org.apache.hadoop.hdfs.server.protocol.DatanodeProtocol";
+/// `declaringClassProtocolName` of InterDatanodeProtocol (a DataNode's IPC port): what the
+/// primary DataNode of a block recovery asks the other replicas' DataNodes.
+pub const INTER_DATANODE_PROTOCOL: &str =
+    "org.apache.hadoop.hdfs.server.protocol.InterDatanodeProtocol";
 /// `declaringClassProtocolName` of ClientDatanodeProtocol (a DataNode's IPC port).
 pub const CLIENT_DATANODE_PROTOCOL: &str = "org.apache.hadoop.hdfs.protocol.ClientDatanodeProtocol";
 /// Ferrite's own summary protocol (per-directory usage, and the journal stream).

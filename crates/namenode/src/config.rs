@@ -74,6 +74,9 @@ pub struct Config {
     pub superuser_group: String,
     /// `dfs.namenode.lease-hard-limit-sec`
     pub lease_hard_limit_sec: u64,
+    /// `ferrite.namenode.block-recovery.timeout.ms`: a block recovery whose primary has
+    /// not reported back after this long is started again, with another primary.
+    pub block_recovery_timeout_ms: u64,
     /// `dfs.namenode.accesstime.precision` (ms): an open moves a file's access time once
     /// this much has passed since the last move; 0 turns access times off (and `setTimes`
     /// with an access time is refused, as in HDFS).
@@ -204,6 +207,7 @@ impl Default for Config {
             permissions_enabled: true,
             superuser_group: "supergroup".into(),
             lease_hard_limit_sec: 20 * 60,
+            block_recovery_timeout_ms: 30_000,
             access_time_precision_ms: 3_600_000,
             static_groups: String::new(),
             name_dirs: Vec::new(),
@@ -384,6 +388,9 @@ impl Config {
                 "dfs.permissions.enabled" => self.permissions_enabled = boolean()?,
                 "dfs.permissions.superusergroup" => self.superuser_group = value.trim().into(),
                 "dfs.namenode.lease-hard-limit-sec" => self.lease_hard_limit_sec = num()?,
+                "ferrite.namenode.block-recovery.timeout.ms" => {
+                    self.block_recovery_timeout_ms = num()?.max(1)
+                }
                 "dfs.namenode.accesstime.precision" => self.access_time_precision_ms = num()?,
                 "hadoop.user.group.static.mapping.overrides" => {
                     self.static_groups = value.trim().into()

@@ -17,6 +17,7 @@ pub mod id_map;
 pub mod identity;
 pub mod jmx;
 pub mod journal;
+pub mod lease_recovery;
 pub mod leases;
 pub mod located_reply;
 pub mod namespace;

@@ -442,10 +442,28 @@ pub async fn create(nn: Nn, ctx: CallCtx, req: CreateRequestProto) -> Res<Create
     Ok(CreateResponseProto { fs })
 }
 
+/// hflush/hsync's call. A length (the first flush of each block, and every hsync with
+/// `UPDATE_LENGTH`) is recorded for the block being written, journaled, so that the file's
+/// status shows it, as HDFS's `persistBlocks` does.
 pub async fn fsync(nn: Nn, _: CallCtx, req: FsyncRequestProto) -> Res<FsyncResponseProto> {
-    nn.ns
-        .read()
-        .open_file(&req.src, &req.client, req.file_id.unwrap_or(0))?;
+    let file_id = req.file_id.unwrap_or(0);
+    let len = req.last_block_length.unwrap_or(-1);
+    nn.commit(|ns| {
+        let slot = ns.open_file(&req.src, &req.client, file_id)?;
+        let update = match ns.last_block(slot) {
+            Some(b) if len > 0 && ns.inode(slot).file().and_then(|f| f.uc()).is_some() => {
+                vec![crate::namespace::Op::UpdateLastBlock {
+                    path: ns.path_of(slot),
+                    id: b.id,
+                    gs: b.gs,
+                    len: len as u64,
+                }]
+            }
+            _ => Vec::new(),
+        };
+        Ok(((), update))
+    })
+    .await?;
     Ok(FsyncResponseProto {})
 }
 
@@ -589,22 +607,20 @@ pub async fn recover_lease(
     req: RecoverLeaseRequestProto,
 ) -> Res<RecoverLeaseResponseProto> {
     let caller = nn.caller(&ctx.user);
-    let now = crate::state::now_ms();
-    let nn2 = nn.clone();
-    let closed = nn
-        .commit(|ns| {
-            let slot = ns.file_slot(&caller, &req.src)?;
-            let st = ns.status(slot, false);
-            if !st.under_construction {
-                return Ok((true, Vec::new()));
-            }
-            ns.check_access(&caller, slot, crate::namespace::perm::WRITE)?;
-            // Without DataNode block recovery, the file closes at once at the length its
-            // finished replicas reported.
-            Ok((true, nn2.recovery_close(ns, slot, now)))
-        })
-        .await?;
-    Ok(RecoverLeaseResponseProto { result: closed })
+    let file_id = {
+        let ns = nn.ns.read();
+        let slot = ns.file_slot(&caller, &req.src)?;
+        if !ns.status(slot, false).under_construction {
+            return Ok(RecoverLeaseResponseProto { result: true });
+        }
+        ns.check_access(&caller, slot, crate::namespace::perm::WRITE)?;
+        ns.inode(slot).id
+    };
+    // True once the file is closed; false while its last block is being recovered.
+    let outcome = nn.recover_file(file_id, None).await?;
+    Ok(RecoverLeaseResponseProto {
+        result: outcome == crate::lease_recovery::Outcome::Closed,
+    })
 }
 
 /// The software version we report, in Hadoop's format (clients only display it).

@@ -417,8 +417,10 @@ pub async fn get_block_locations(
         let is_last = last_id.is_some() && i + 1 == placed.len();
         let mut p = *p;
         if range.under_construction && Some(p.block.id) == last_id {
-            // The block being written: as long as its finished replicas say.
-            p.block.len = mgr.entry(p.block.id).map(|e| e.reported_len).unwrap_or(0);
+            // The block being written: as long as its finished replicas say, or as an
+            // hsync recorded.
+            let reported = mgr.entry(p.block.id).map_or(0, |e| e.reported_len);
+            p.block.len = p.block.len.max(reported);
         }
         let block_seed = call_seed ^ p.block.id.wrapping_mul(0x9e37_79b9_7f4a_7c15);
         reader_locations(

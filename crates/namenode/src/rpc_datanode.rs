@@ -188,6 +188,14 @@ pub async fn send_heartbeat(
     for t in transfers {
         cmds.push(transfer_command(&mgr, &nn.identity.block_pool_id, t));
     }
+    let synced = nn
+        .journal
+        .as_ref()
+        .map_or(u64::MAX, |j| j.last_synced().unwrap_or(0));
+    let orders = mgr.recoveries.take_orders(ix, synced);
+    if !orders.is_empty() {
+        cmds.push(recovery_command(&mgr, &nn.identity.block_pool_id, orders));
+    }
     Ok(HeartbeatResponseProto {
         cmds,
         ha_status,
@@ -233,6 +241,43 @@ fn transfer_command(
         storage_types: vec![StorageTypeProto::Disk as i32; nodes.len()],
     }];
     cmd
+}
+
+/// Orders the primary to recover blocks: each with its replicas and the new stamp.
+fn recovery_command(
+    mgr: &crate::blocks::BlockManager,
+    pool: &str,
+    orders: Vec<(u64, crate::blocks::recovery::Recovery)>,
+) -> DatanodeCommandProto {
+    let blocks = orders
+        .into_iter()
+        .map(|(id, r)| {
+            let placed = crate::namespace::blocks::Placed {
+                block: crate::namespace::inode::Block {
+                    id,
+                    gs: r.gs,
+                    len: r.len,
+                },
+                offset: 0,
+            };
+            let empty = ferrite_proto::common::TokenProto::default();
+            let block = crate::rpc_blocks::located(pool, &placed, &mgr.reg, &r.replicas, empty);
+            ferrite_proto::hdfs::RecoveringBlockProto {
+                new_gen_stamp: r.recovery_id,
+                block,
+                truncate_block: r.new_len.map(|len| BlockProto {
+                    block_id: id,
+                    gen_stamp: r.recovery_id,
+                    num_bytes: Some(len),
+                }),
+            }
+        })
+        .collect();
+    DatanodeCommandProto {
+        cmd_type: CmdType::BlockRecoveryCommand as i32,
+        recovery_cmd: Some(BlockRecoveryCommandProto { blocks }),
+        ..Default::default()
+    }
 }
 
 pub fn block_command(
@@ -373,13 +418,29 @@ pub async fn report_bad_blocks(
 }
 
 pub async fn commit_block_sync(
-    _: Nn,
+    nn: Nn,
     _: CallCtx,
     req: CommitBlockSynchronizationRequestProto,
 ) -> Res<CommitBlockSynchronizationResponseProto> {
-    Err(FsError::Unsupported(format!(
-        "block recovery is not supported yet (block {})",
-        req.block.block_id
-    ))
-    .into())
+    let holders = req
+        .new_taragets
+        .iter()
+        .zip(
+            req.new_target_storages
+                .iter()
+                .chain(std::iter::repeat(&String::new())),
+        )
+        .map(|(d, s)| (d.datanode_uuid.clone(), s.clone()))
+        .collect();
+    let report = crate::lease_recovery::SyncReport {
+        block_id: req.block.block_id,
+        old_gs: req.block.generation_stamp,
+        recovery_id: req.new_gen_stamp,
+        new_len: req.new_length,
+        close: req.close_file,
+        delete: req.delete_block,
+        holders,
+    };
+    nn.commit_block_sync(report).await?;
+    Ok(CommitBlockSynchronizationResponseProto {})
 }

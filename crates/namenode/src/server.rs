@@ -494,7 +494,8 @@ impl NameNodeHandle {
     }
 }
 
-/// Closes files whose writers stopped renewing for longer than the hard limit.
+/// Recovers the files of writers that stopped renewing for longer than the hard limit, and
+/// starts again block recoveries whose primary has not reported back.
 async fn lease_monitor(nn: Arc<NnState>, cancel: CancellationToken) {
     let hard_ms = nn.cfg.lease_hard_limit_sec as i64 * 1000;
     loop {
@@ -502,6 +503,7 @@ async fn lease_monitor(nn: Arc<NnState>, cancel: CancellationToken) {
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
             _ = cancel.cancelled() => return,
         }
+        nn.retry_overdue_recoveries().await;
         let expired = nn.leases.lock().expired(now_ms(), hard_ms);
         if expired.is_empty() {
             continue;
@@ -516,22 +518,16 @@ async fn lease_monitor(nn: Arc<NnState>, cancel: CancellationToken) {
         }
         for holder in expired {
             for id in files.remove(&holder).unwrap_or_default() {
-                let now = now_ms();
-                let result = nn
-                    .commit(|ns| {
-                        let Some(slot) = ns.open_file_slot(id) else {
-                            return Ok(((), Vec::new()));
-                        };
-                        Ok(((), nn.recovery_close(ns, slot, now)))
-                    })
-                    .await;
-                // A close ends the file's lease as any close does (`Leases::on_op`).
-                match result {
-                    Ok(()) => info!(%holder, file_id = id, "lease expired; file closed"),
+                // A close ends the file's lease as any close does (`Leases::on_op`); a
+                // block recovery closes it when the primary reports back, and is started
+                // again if it does not.
+                match nn.recover_file(id, None).await {
+                    Ok(outcome) => {
+                        info!(%holder, file_id = id, ?outcome, "lease expired; recovering the file")
+                    }
                     Err(e) => warn!(%holder, file_id = id, error = %e, "lease recovery failed"),
                 }
             }
-            // Files that could not be closed are not retried: the holder is forgotten.
             nn.leases.lock().forget_expired(&holder, now_ms(), hard_ms);
         }
     }

@@ -523,47 +523,6 @@ impl NnState {
         Ok(txid)
     }
 
-    /// The records that close an abandoned file (lease recovery, without DataNode block
-    /// recovery): a last block no DataNode finished is dropped (its replicas are deleted);
-    /// otherwise it keeps the length its finished replicas reported.
-    pub fn recovery_close(
-        &self,
-        ns: &Namespace,
-        slot: crate::namespace::inode::Slot,
-        now: i64,
-    ) -> Vec<Op> {
-        let path = ns.path_of(slot);
-        let mut ops = Vec::new();
-        let mut last_len = 0;
-        if let Some(b) = ns.last_block(slot) {
-            let finished = self
-                .blocks
-                .lock()
-                .entry(b.id)
-                .filter(|e| e.replicas.iter().any(|r| r.finalized))
-                .map(|e| e.reported_len);
-            match finished {
-                Some(l) => last_len = l,
-                None => ops.push(Op::AbandonBlock {
-                    path: path.clone(),
-                    id: b.id,
-                }),
-            }
-        }
-        // After an abandon, the last block is the one before, whose length is already fixed.
-        let len = if ops.is_empty() {
-            ns.length_with_last(slot, last_len)
-        } else {
-            ns.length_with_last(slot, 0)
-        };
-        ops.push(Op::Close {
-            path,
-            mtime: now,
-            len,
-        });
-        ops
-    }
-
     /// One replication pass over every block (when `force` or something changed).
     /// Returns (copies ordered, replicas to delete).
     pub fn replication_scan(&self, force: bool) -> (usize, usize) {

@@ -2,6 +2,7 @@
 //! them, finding them for readers, deleting them when the NameNode says so, and taking a
 //! failed volume out of service.
 
+pub mod recovery;
 pub mod volume;
 
 use std::collections::HashMap;
@@ -9,7 +10,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use ferrite_transfer::checksum::{meta_header, Checksum, META_HEADER_LEN};
 use parking_lot::Mutex;
@@ -27,6 +28,9 @@ pub struct Replica {
     pub len: u64,
     pub state: State,
     pub volume: usize,
+    /// The block recovery that owns this replica (0: none). Its writer, if any, has been
+    /// stopped, and only a recovery with a newer id may take it over.
+    pub recovery_id: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -52,9 +56,33 @@ pub enum StorageError {
 pub struct Dataset {
     pub volumes: Vec<Volume>,
     replicas: Mutex<HashMap<u64, Replica>>,
+    /// The latch of each replica that has a writer, so that block recovery can stop it.
+    latches: Mutex<HashMap<u64, Arc<WriterLatch>>>,
     next_volume: AtomicUsize,
     /// The read side (open-file cache, per-volume I/O pools), set once at start.
     reads: OnceLock<ReadServer>,
+}
+
+/// Whether a replica's writer may still write. Block recovery revokes it: from then on
+/// every write, truncate and finalize of that writer fails, and a write in progress is
+/// waited for (it holds the latch), so the recovery sees the replica's files at rest.
+#[derive(Debug, Default)]
+pub struct WriterLatch(Mutex<bool>);
+
+impl WriterLatch {
+    /// Runs `f` unless the writer has been revoked.
+    fn run<T>(&self, f: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
+        let revoked = self.0.lock();
+        if *revoked {
+            return Err(io::Error::other("the replica is under block recovery"));
+        }
+        f()
+    }
+
+    /// Stops the writer for good, once its write in progress (if any) has ended.
+    pub fn revoke(&self) {
+        *self.0.lock() = true;
+    }
 }
 
 /// Files of a replica being written. Data and checksums are appended in step.
@@ -65,6 +93,7 @@ pub struct RbwFiles {
     meta: File,
     /// The room on its volume the rest of the block is promised.
     space: SpaceHold,
+    latch: Arc<WriterLatch>,
 }
 
 impl RbwFiles {
@@ -73,20 +102,32 @@ impl RbwFiles {
     /// chunk (after an hflush) overwrites it in place.
     pub fn write_at(&self, offset: u64, data: &[u8], sums: &[u8], c: &Checksum) -> io::Result<()> {
         use std::os::unix::fs::FileExt;
-        self.data.write_all_at(data, offset)?;
-        let chunk = offset / c.bytes_per_checksum as u64;
-        let at = META_HEADER_LEN as u64 + chunk * c.kind.size() as u64;
-        self.meta.write_all_at(sums, at)?;
-        self.space.written(offset + data.len() as u64);
-        Ok(())
+        self.latch.run(|| {
+            self.data.write_all_at(data, offset)?;
+            let chunk = offset / c.bytes_per_checksum as u64;
+            let at = META_HEADER_LEN as u64 + chunk * c.kind.size() as u64;
+            self.meta.write_all_at(sums, at)?;
+            self.space.written(offset + data.len() as u64);
+            Ok(())
+        })
     }
 
     /// Cuts both files to exactly `len` bytes of data (a final partial chunk re-sent
     /// shorter must not leave stale bytes behind).
     pub fn truncate(&self, len: u64, c: &Checksum) -> io::Result<()> {
-        self.data.set_len(len)?;
-        let sums = c.chunks(len as usize) as u64 * c.kind.size() as u64;
-        self.meta.set_len(META_HEADER_LEN as u64 + sums)
+        self.latch.run(|| {
+            self.data.set_len(len)?;
+            let sums = c.chunks(len as usize) as u64 * c.kind.size() as u64;
+            self.meta.set_len(META_HEADER_LEN as u64 + sums)
+        })
+    }
+
+    /// hsync: the replica's data and checksums reach the disk.
+    pub fn sync(&self) -> io::Result<()> {
+        self.latch.run(|| {
+            self.data.sync_data()?;
+            self.meta.sync_data()
+        })
     }
 }
 
@@ -130,6 +171,7 @@ impl Dataset {
                         len: f.len,
                         state: f.state,
                         volume: vi,
+                        recovery_id: 0,
                     },
                 );
             }
@@ -138,6 +180,7 @@ impl Dataset {
             Dataset {
                 volumes,
                 replicas: Mutex::new(replicas),
+                latches: Mutex::new(HashMap::new()),
                 next_volume: AtomicUsize::new(0),
                 reads: OnceLock::new(),
             },
@@ -240,6 +283,7 @@ impl Dataset {
                 len: 0,
                 state: State::Rbw,
                 volume: vi,
+                recovery_id: 0,
             },
         );
         Ok(RbwFiles {
@@ -248,6 +292,7 @@ impl Dataset {
             data,
             meta,
             space,
+            latch: self.new_latch(id),
         })
     }
 
@@ -313,11 +358,29 @@ impl Dataset {
             meta,
             // The block stays where it is; it is promised the rest of a block.
             space: v.hold(block_size.saturating_sub(acked)),
+            latch: self.new_latch(id),
         };
         files.truncate(acked, &checksum).map_err(io_err)?;
         r.len = acked;
         self.replicas.lock().insert(id, r);
         Ok((Some(files), acked, checksum))
+    }
+
+    /// A writer's latch for replica `id`; the latch of an earlier writer of it is revoked.
+    fn new_latch(&self, id: u64) -> Arc<WriterLatch> {
+        let latch = Arc::new(WriterLatch::default());
+        if let Some(old) = self.latches.lock().insert(id, latch.clone()) {
+            old.revoke();
+        }
+        latch
+    }
+
+    /// Stops the writer of replica `id`, if it has one (block recovery).
+    fn revoke_writer(&self, id: u64) {
+        let latch = self.latches.lock().remove(&id);
+        if let Some(l) = latch {
+            l.revoke();
+        }
     }
 
     /// Records bytes a writer has stored (readers of a block being written see them).
@@ -335,22 +398,38 @@ impl Dataset {
             data,
             meta,
             space,
+            latch,
         } = files;
         let io_err = |source| StorageError::Io { volume, source };
         drop((data, meta, space));
-        let mut r = self.get(id).ok_or(StorageError::NotFound(id))?;
-        let v = &self.volumes[volume];
-        let (src_d, src_m) = v.rbw_paths(id, r.gs);
-        let (dst_d, dst_m) = v.finalized_paths(id, r.gs);
-        fs::create_dir_all(v.finalized_dir(id)).map_err(io_err)?;
-        // Meta first: a crash between the renames leaves a data file without meta in rbw,
-        // which the scan ignores, rather than a finalized block without checksums.
-        fs::rename(&src_m, &dst_m).map_err(io_err)?;
-        fs::rename(&src_d, &dst_d).map_err(io_err)?;
-        r.len = len;
-        r.state = State::Finalized;
-        self.replicas.lock().insert(id, r.clone());
+        let r = latch
+            .run(|| {
+                let mut r = self.get(id).ok_or(io::ErrorKind::NotFound)?;
+                let v = &self.volumes[volume];
+                let (src_d, src_m) = v.rbw_paths(id, r.gs);
+                let (dst_d, dst_m) = v.finalized_paths(id, r.gs);
+                fs::create_dir_all(v.finalized_dir(id))?;
+                // Meta first: a crash between the renames leaves a data file without meta
+                // in rbw, which the scan ignores, rather than a finalized block without
+                // checksums.
+                fs::rename(&src_m, &dst_m)?;
+                fs::rename(&src_d, &dst_d)?;
+                r.len = len;
+                r.state = State::Finalized;
+                self.replicas.lock().insert(id, r.clone());
+                Ok(r)
+            })
+            .map_err(io_err)?;
+        self.forget_latch(id, &latch);
         Ok(r)
+    }
+
+    /// The writer holding `latch` is done with replica `id`.
+    fn forget_latch(&self, id: u64, latch: &Arc<WriterLatch>) {
+        let mut latches = self.latches.lock();
+        if latches.get(&id).is_some_and(|l| Arc::ptr_eq(l, latch)) {
+            latches.remove(&id);
+        }
     }
 
     /// Deletes a replica (NameNode invalidation). A different generation stamp than the
@@ -368,6 +447,7 @@ impl Dataset {
             );
             return false;
         }
+        self.revoke_writer(id);
         self.replicas.lock().remove(&id);
         self.forget_handles(id);
         self.delete_files(&r);

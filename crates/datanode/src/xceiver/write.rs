@@ -400,10 +400,19 @@ fn store(
             return Err(Status::ErrorChecksum);
         }
     }
-    if pkt.data.is_empty() {
+    if pkt.data.is_empty() && !h.sync {
         return Ok(());
     }
-    let r = tokio::task::block_in_place(|| files.write_at(offset as u64, &pkt.data, &pkt.sums, c));
+    // hsync: the packet is acked only once its bytes (and every earlier one) are on disk.
+    let r = tokio::task::block_in_place(|| {
+        if !pkt.data.is_empty() {
+            files.write_at(offset as u64, &pkt.data, &pkt.sums, c)?;
+        }
+        if h.sync {
+            files.sync()?;
+        }
+        Ok::<_, std::io::Error>(())
+    });
     if let Err(e) = r {
         warn!(block = files.id, error = %e, "write to disk failed");
         if let Some(rep) = x.ds.get(files.id) {

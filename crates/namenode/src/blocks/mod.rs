@@ -6,6 +6,7 @@
 //! restart. Callers take the namespace lock first and this one second.
 
 pub mod placement;
+pub mod recovery;
 pub mod registry;
 pub mod report;
 
@@ -47,7 +48,10 @@ pub struct Expected {
 /// Whether a reported replica is a good copy of the block the namespace expects.
 pub fn replica_matches(r: &Reported, e: &Expected) -> bool {
     if r.gs != e.gs {
-        return false;
+        // A block being written whose replica carries a newer stamp: a block recovery
+        // the NameNode has not heard the end of (it restarted, or the report crossed the
+        // primary's). The replica holds the data that recovery will close the file at.
+        return !e.complete && r.gs > e.gs;
     }
     !(e.complete && r.state == ReplicaState::Finalized && r.len != e.len)
 }
@@ -67,6 +71,8 @@ pub struct BlockManager {
     pending: HashMap<u64, i64>,
     /// Something changed that may leave blocks with too few or too many replicas.
     pub needs_scan: bool,
+    /// Block recoveries under way (lease recovery, truncate).
+    pub recoveries: recovery::Recoveries,
 }
 
 /// The cluster facts a replication decision needs.
@@ -169,6 +175,7 @@ impl BlockManager {
     /// Blocks that left the namespace: every replica holder is told to delete its copy.
     pub fn blocks_removed(&mut self, blocks: &[(u64, u64)]) {
         for &(id, gs) in blocks {
+            self.recoveries.finish(id);
             let Some(e) = self.entries.remove(&id) else {
                 continue;
             };

@@ -148,6 +148,8 @@ mod tag {
     pub const ADD_BLOCK: u8 = 10;
     pub const ABANDON_BLOCK: u8 = 11;
     pub const BUMP_GENERATION_STAMP: u8 = 12;
+    pub const SET_GENERATION_STAMP: u8 = 13;
+    pub const UPDATE_LAST_BLOCK: u8 = 14;
 }
 
 pub fn encode_op(op: &Op, out: &mut Vec<u8>) {
@@ -261,6 +263,17 @@ pub fn encode_op(op: &Op, out: &mut Vec<u8>) {
             w.str(path);
             w.u16(*replication);
         }
+        Op::SetGenerationStamp { gs } => {
+            w.u8(tag::SET_GENERATION_STAMP);
+            w.u64(*gs);
+        }
+        Op::UpdateLastBlock { path, id, gs, len } => {
+            w.u8(tag::UPDATE_LAST_BLOCK);
+            w.str(path);
+            w.u64(*id);
+            w.u64(*gs);
+            w.u64(*len);
+        }
     }
 }
 
@@ -334,6 +347,13 @@ pub fn decode_op(bytes: &[u8]) -> Result<Op, DecodeError> {
         tag::SET_REPLICATION => Op::SetReplication {
             path: r.str()?,
             replication: r.u16()?,
+        },
+        tag::SET_GENERATION_STAMP => Op::SetGenerationStamp { gs: r.u64()? },
+        tag::UPDATE_LAST_BLOCK => Op::UpdateLastBlock {
+            path: r.str()?,
+            id: r.u64()?,
+            gs: r.u64()?,
+            len: r.u64()?,
         },
         other => return Err(DecodeError::BadTag(other)),
     };
@@ -464,6 +484,13 @@ pub(crate) mod tests {
                 path: "/a/f".into(),
                 id: (1 << 30) + 2,
                 gs: 1003,
+            },
+            Op::SetGenerationStamp { gs: 1004 },
+            Op::UpdateLastBlock {
+                path: "/a/f".into(),
+                id: (1 << 30) + 2,
+                gs: 1004,
+                len: 188,
             },
             Op::AbandonBlock {
                 path: "/a/f".into(),

@@ -466,6 +466,25 @@ impl Namespace {
                     inode.atime = *a;
                 }
             }
+            Op::SetGenerationStamp { gs } => self.next_gs = self.next_gs.max(gs + 1),
+            Op::UpdateLastBlock { path, id, gs, len } => {
+                let slot = self.existing_at(path, at.slot)?;
+                let f = self.open_file_data(slot, path)?;
+                let was = match f.blocks_mut().last_mut() {
+                    Some(b) if b.id == *id => {
+                        let was = b.len;
+                        (b.gs, b.len) = (*gs, *len);
+                        was
+                    }
+                    _ => {
+                        return Err(FsError::Io(format!(
+                            "block {id} is not the last block of {path}"
+                        )))
+                    }
+                };
+                f.set_len(f.len().saturating_sub(was) + len);
+                self.next_gs = self.next_gs.max(gs + 1);
+            }
             Op::SetReplication { path, replication } => {
                 let slot = self.existing_at(path, at.slot)?;
                 match &mut self.arena.get_mut(slot).body {

@@ -84,6 +84,19 @@ pub enum Op {
         path: String,
         replication: u16,
     },
+    /// Hands out generation stamps up to `gs` (a block recovery's id), so that none is
+    /// given twice, even across a restart, while the recovery has not committed.
+    SetGenerationStamp {
+        gs: u64,
+    },
+    /// The last block of an open file takes stamp `gs` and holds `len` bytes: a block
+    /// recovery's outcome, or the length an hsync recorded (`gs` unchanged then).
+    UpdateLastBlock {
+        path: String,
+        id: u64,
+        gs: u64,
+        len: u64,
+    },
 }
 
 /// One line per record for people (`ferrite oev`, logs): the op's name (HDFS's edits
@@ -189,6 +202,10 @@ impl std::fmt::Display for Op {
             Op::SetReplication { path, replication } => {
                 write!(f, " path={} replication={replication}", word(path))
             }
+            Op::SetGenerationStamp { gs } => write!(f, " gs={gs}"),
+            Op::UpdateLastBlock { path, id, gs, len } => {
+                write!(f, " path={} block={id} gs={gs} len={len}", word(path))
+            }
         }
     }
 }
@@ -209,6 +226,8 @@ impl Op {
             Op::SetOwner { .. } => "OP_SET_OWNER",
             Op::SetTimes { .. } => "OP_TIMES",
             Op::SetReplication { .. } => "OP_SET_REPLICATION",
+            Op::SetGenerationStamp { .. } => "OP_SET_GENSTAMP_V2",
+            Op::UpdateLastBlock { .. } => "OP_UPDATE_BLOCKS",
         }
     }
 }

@@ -75,7 +75,10 @@ impl Sharded {
             | Op::SetPermission { path, .. }
             | Op::SetOwner { path, .. }
             | Op::SetTimes { path, .. }
-            | Op::SetReplication { path, .. } => first(path).map_or(Route::All, Route::One),
+            | Op::SetReplication { path, .. }
+            | Op::UpdateLastBlock { path, .. } => first(path).map_or(Route::All, Route::One),
+            // Changes nothing a summary counts.
+            Op::SetGenerationStamp { .. } => Route::All,
         }
     }
 

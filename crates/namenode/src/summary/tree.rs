@@ -268,6 +268,16 @@ impl Tree {
                     Ok(())
                 })?;
             }
+            Op::UpdateLastBlock { path, len, .. } => {
+                let len = *len;
+                self.change_file(path, now, |f| {
+                    let open = f.open.as_mut().ok_or("not open for write")?;
+                    let last = open.last_mut().ok_or("no block being written")?;
+                    let was = std::mem::replace(last, len);
+                    f.len = f.len.saturating_sub(was) + len;
+                    Ok(())
+                })?;
+            }
             Op::Close { path, len, .. } => {
                 let len = *len;
                 self.change_file(path, now, |f| {
@@ -295,7 +305,10 @@ impl Tree {
                 overwrite,
                 ..
             } => self.rename(src, dst, *overwrite, now)?,
-            Op::BumpGenerationStamp { .. } | Op::SetOwner { .. } | Op::SetTimes { .. } => {}
+            Op::BumpGenerationStamp { .. }
+            | Op::SetGenerationStamp { .. }
+            | Op::SetOwner { .. }
+            | Op::SetTimes { .. } => {}
         }
         Ok(())
     }

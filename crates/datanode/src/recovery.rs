@@ -1,0 +1,314 @@
+//! Block recovery, led by this DataNode as the primary the NameNode chose: ask every
+//! replica what it holds (InterDatanodeProtocol `initReplicaRecovery`, or our own dataset),
+//! choose the length every good replica has, cut them all to it under the new generation
+//! stamp (`updateReplicaUnderRecovery`), and report to the NameNode
+//! (`commitBlockSynchronization`), which then closes the file.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferrite_ipc::client::{ClientError, IpcClient};
+use ferrite_ipc::INTER_DATANODE_PROTOCOL;
+use ferrite_proto::datanode::CommitBlockSynchronizationRequestProto;
+use ferrite_proto::hdfs::{
+    BlockProto, DatanodeInfoProto, ExtendedBlockProto, InitReplicaRecoveryRequestProto,
+    InitReplicaRecoveryResponseProto, RecoveringBlockProto, ReplicaStateProto,
+    UpdateReplicaUnderRecoveryRequestProto, UpdateReplicaUnderRecoveryResponseProto,
+};
+use tracing::{info, warn};
+
+use crate::nn_link::NnLink;
+use crate::storage::recovery::ReplicaInfo;
+use crate::storage::{Dataset, State};
+
+/// How long the primary waits for another DataNode's answer.
+const PEER_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// What the primary decided: the length, and which replicas (by index into the block's
+/// locations) take part.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub len: u64,
+    pub participants: Vec<usize>,
+}
+
+/// Chooses the recovered length as HDFS does. Finalized replicas know the block's length:
+/// they and the unfinished ones that hold exactly as much take part. Otherwise every
+/// unfinished replica takes part at the shortest length among them: each holds at least
+/// every byte the writer's pipeline acknowledged (an hflush returns only then), so nothing
+/// acknowledged is lost and nothing unacknowledged is kept on one replica only. A
+/// truncate's length wins where the replicas hold it. None when no replica answered.
+pub fn choose(replicas: &[(usize, ReplicaInfo)], truncate: Option<u64>) -> Option<Plan> {
+    let finalized = replicas
+        .iter()
+        .find(|(_, r)| r.state == State::Finalized)
+        .map(|(_, r)| r.len);
+    let (len, participants) = match finalized {
+        Some(len) => (
+            len,
+            replicas
+                .iter()
+                .filter(|(_, r)| r.len == len)
+                .map(|&(i, _)| i)
+                .collect(),
+        ),
+        None => (
+            replicas.iter().map(|(_, r)| r.len).min()?,
+            replicas.iter().map(|&(i, _)| i).collect::<Vec<_>>(),
+        ),
+    };
+    if participants.is_empty() {
+        return None;
+    }
+    let len = match truncate {
+        Some(t) if t <= len => t,
+        _ => len,
+    };
+    Some(Plan { len, participants })
+}
+
+/// Carries out one recovery the NameNode ordered. Failures are logged: the NameNode starts
+/// the recovery again, with another primary, when no report comes.
+pub async fn run(ds: Arc<Dataset>, link: Arc<NnLink>, rb: RecoveringBlockProto) {
+    let id = rb.block.b.block_id;
+    match recover(&ds, &link, &rb).await {
+        Ok(len) => info!(
+            block = id,
+            recovery_id = rb.new_gen_stamp,
+            len,
+            "block recovered"
+        ),
+        Err(e) => {
+            warn!(block = id, recovery_id = rb.new_gen_stamp, error = %e, "block recovery failed")
+        }
+    }
+}
+
+async fn recover(
+    ds: &Arc<Dataset>,
+    link: &Arc<NnLink>,
+    rb: &RecoveringBlockProto,
+) -> Result<u64, String> {
+    let block = &rb.block.b;
+    let recovery_id = rb.new_gen_stamp;
+    let me = link.uuid();
+    let locs = &rb.block.locs;
+    let mut found = Vec::new();
+    let mut answered = 0;
+    for (i, loc) in locs.iter().enumerate() {
+        let got = if loc.id.datanode_uuid == me {
+            let ds = ds.clone();
+            let (bid, gs) = (block.block_id, block.generation_stamp);
+            tokio::task::spawn_blocking(move || ds.init_recovery(bid, gs, recovery_id))
+                .await
+                .map_err(|e| e.to_string())
+                .and_then(|r| r.map_err(|e| e.to_string()))
+        } else {
+            init_remote(loc, &link.user(), rb).await
+        };
+        match got {
+            Ok(Some(info)) => {
+                answered += 1;
+                found.push((i, info));
+            }
+            Ok(None) => answered += 1,
+            Err(e) => {
+                warn!(block = block.block_id, node = %loc.id.datanode_uuid, error = %e, "a replica could not join the recovery")
+            }
+        }
+    }
+    let truncate = rb.truncate_block.as_ref().and_then(|b| b.num_bytes);
+    let commit =
+        |len, delete, holders: Vec<(usize, String)>| CommitBlockSynchronizationRequestProto {
+            block: block.clone(),
+            new_gen_stamp: recovery_id,
+            new_length: len,
+            close_file: true,
+            delete_block: delete,
+            new_taragets: holders.iter().map(|(i, _)| locs[*i].id.clone()).collect(),
+            new_target_storages: holders.into_iter().map(|(_, s)| s).collect(),
+        };
+    let Some(plan) = choose(&found, truncate) else {
+        if answered == locs.len() {
+            // Every DataNode answered and none holds the block: nothing was written to it.
+            link.commit_block_sync(&commit(0, true, Vec::new()))
+                .await
+                .map_err(|e| e.to_string())?;
+            return Ok(0);
+        }
+        return Err("no replica could be reached".into());
+    };
+    let mut holders = Vec::new();
+    for &i in &plan.participants {
+        let loc = &locs[i];
+        let done = if loc.id.datanode_uuid == me {
+            let ds = ds.clone();
+            let (bid, len) = (block.block_id, plan.len);
+            tokio::task::spawn_blocking(move || {
+                ds.update_recovered(bid, recovery_id, len)
+                    .map(|r| ds.volumes[r.volume].storage_uuid.clone())
+            })
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.map_err(|e| e.to_string()))
+        } else {
+            update_remote(loc, &link.user(), block, recovery_id, plan.len).await
+        };
+        match done {
+            Ok(storage) => holders.push((i, storage)),
+            Err(e) => {
+                warn!(block = block.block_id, node = %loc.id.datanode_uuid, error = %e, "a replica could not be updated")
+            }
+        }
+    }
+    if holders.is_empty() {
+        return Err("no replica could be updated".into());
+    }
+    link.commit_block_sync(&commit(plan.len, false, holders))
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(plan.len)
+}
+
+fn ipc_addr(loc: &DatanodeInfoProto) -> Result<SocketAddr, String> {
+    format!("{}:{}", loc.id.ip_addr, loc.id.ipc_port)
+        .parse()
+        .map_err(|e| format!("bad IPC address of {}: {e}", loc.id.datanode_uuid))
+}
+
+async fn call<Req: prost::Message, Resp: prost::Message + Default>(
+    loc: &DatanodeInfoProto,
+    user: &str,
+    method: &str,
+    req: &Req,
+) -> Result<Resp, String> {
+    let addr = ipc_addr(loc)?;
+    let attempt = async {
+        let c = IpcClient::connect(addr, user, INTER_DATANODE_PROTOCOL).await?;
+        c.call::<Req, Resp>(method, req).await
+    };
+    match tokio::time::timeout(PEER_TIMEOUT, attempt).await {
+        Ok(r) => r.map_err(|e: ClientError| e.to_string()),
+        Err(_) => Err(format!("{addr} did not answer {method} in time")),
+    }
+}
+
+async fn init_remote(
+    loc: &DatanodeInfoProto,
+    user: &str,
+    rb: &RecoveringBlockProto,
+) -> Result<Option<ReplicaInfo>, String> {
+    let req = InitReplicaRecoveryRequestProto { block: rb.clone() };
+    let resp: InitReplicaRecoveryResponseProto =
+        call(loc, user, "initReplicaRecovery", &req).await?;
+    if !resp.replica_found {
+        return Ok(None);
+    }
+    let b = resp.block.ok_or("an answer without its block")?;
+    let state = match resp.state.map(ReplicaStateProto::try_from) {
+        Some(Ok(ReplicaStateProto::Finalized)) => State::Finalized,
+        _ => State::Rbw,
+    };
+    Ok(Some(ReplicaInfo {
+        state,
+        gs: b.gen_stamp,
+        len: b.num_bytes.unwrap_or(0),
+    }))
+}
+
+async fn update_remote(
+    loc: &DatanodeInfoProto,
+    user: &str,
+    block: &ExtendedBlockProto,
+    recovery_id: u64,
+    len: u64,
+) -> Result<String, String> {
+    let req = UpdateReplicaUnderRecoveryRequestProto {
+        block: block.clone(),
+        recovery_id,
+        new_length: len,
+        new_block_id: Some(0),
+    };
+    let resp: UpdateReplicaUnderRecoveryResponseProto =
+        call(loc, user, "updateReplicaUnderRecovery", &req).await?;
+    Ok(resp.storage_uuid.unwrap_or_default())
+}
+
+/// initReplicaRecovery, answered from this node's dataset.
+pub fn init_answer(
+    ds: &Dataset,
+    rb: &RecoveringBlockProto,
+) -> Result<InitReplicaRecoveryResponseProto, String> {
+    let b = &rb.block.b;
+    let found = ds
+        .init_recovery(b.block_id, b.generation_stamp, rb.new_gen_stamp)
+        .map_err(|e| e.to_string())?;
+    Ok(match found {
+        None => InitReplicaRecoveryResponseProto {
+            replica_found: false,
+            state: None,
+            block: None,
+        },
+        Some(r) => InitReplicaRecoveryResponseProto {
+            replica_found: true,
+            state: Some(match r.state {
+                State::Finalized => ReplicaStateProto::Finalized,
+                State::Rbw => ReplicaStateProto::Rbw,
+            } as i32),
+            block: Some(BlockProto {
+                block_id: b.block_id,
+                gen_stamp: r.gs,
+                num_bytes: Some(r.len),
+            }),
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rep(state: State, len: u64) -> ReplicaInfo {
+        ReplicaInfo {
+            state,
+            gs: 1001,
+            len,
+        }
+    }
+
+    #[test]
+    fn unfinished_replicas_agree_on_the_shortest_and_finalized_ones_win() {
+        let rbw = [
+            (0, rep(State::Rbw, 1500)),
+            (1, rep(State::Rbw, 1200)),
+            (2, rep(State::Rbw, 1800)),
+        ];
+        assert_eq!(
+            choose(&rbw, None),
+            Some(Plan {
+                len: 1200,
+                participants: vec![0, 1, 2]
+            })
+        );
+        let mixed = [
+            (0, rep(State::Rbw, 900)),
+            (1, rep(State::Finalized, 1200)),
+            (2, rep(State::Rbw, 1200)),
+        ];
+        assert_eq!(
+            choose(&mixed, None),
+            Some(Plan {
+                len: 1200,
+                participants: vec![1, 2]
+            })
+        );
+        assert_eq!(choose(&rbw, Some(100)).map(|p| p.len), Some(100));
+        assert_eq!(
+            choose(&rbw, Some(5000)).map(|p| p.len),
+            Some(1200),
+            "truncate cannot grow"
+        );
+        assert_eq!(choose(&[], None), None);
+    }
+}

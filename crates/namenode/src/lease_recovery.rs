@@ -1,0 +1,295 @@
+//! Lease recovery with DataNode block recovery, as HDFS does it.
+//!
+//! A file whose writer is gone is closed at the length every good replica of its last
+//! block holds, not at what the NameNode last heard: the bytes a writer hflushed were
+//! acknowledged by every DataNode of its pipeline, and the NameNode never saw them. So the
+//! NameNode reserves a new generation stamp (journaled), orders the primary DataNode to
+//! recover the block (see `blocks::recovery`), and closes the file when the primary reports
+//! back with `commitBlockSynchronization`. Only a last block no DataNode ever reported is
+//! dropped, as HDFS drops one with no expected locations.
+
+use tracing::{info, warn};
+
+use crate::blocks::recovery::Start;
+use crate::blocks::registry::NodeIx;
+use crate::error::FsError;
+use crate::namespace::inode::Slot;
+use crate::namespace::{Namespace, Op};
+use crate::state::{now_ms, NnState};
+
+/// What a lease recovery did for one file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The file is closed (it was, or it could be closed at once).
+    Closed,
+    /// Block recovery is under way; the file closes when the primary reports back.
+    InProgress,
+}
+
+/// The primary's report at the end of a block recovery.
+#[derive(Debug)]
+pub struct SyncReport {
+    pub block_id: u64,
+    pub old_gs: u64,
+    pub recovery_id: u64,
+    pub new_len: u64,
+    pub close: bool,
+    pub delete: bool,
+    /// The DataNodes (uuid) and storages that now hold the recovered replica.
+    pub holders: Vec<(String, String)>,
+}
+
+impl NnState {
+    /// How long a block recovery may take before it is started again.
+    fn recovery_timeout_ms(&self) -> i64 {
+        self.cfg.block_recovery_timeout_ms as i64
+    }
+
+    /// Recovers the lease on open file `file_id`: closes it at once when its last block
+    /// needs no agreement between DataNodes, otherwise starts block recovery (or starts
+    /// it again when the one under way is overdue). `new_len` cuts the last block to a
+    /// truncate's length.
+    pub async fn recover_file(
+        &self,
+        file_id: u64,
+        new_len: Option<u64>,
+    ) -> Result<Outcome, FsError> {
+        let now = now_ms();
+        let outcome = self
+            .commit_then(
+                |ns| {
+                    let Some(slot) = ns.open_file_slot(file_id) else {
+                        return Ok((Outcome::Closed, Vec::new()));
+                    };
+                    self.plan_recovery(ns, slot, file_id, new_len, now)
+                },
+                |out, _| out,
+            )
+            .await?;
+        if outcome == Outcome::InProgress {
+            // The order waits for the recovery id to be durable (`Recoveries::take_orders`):
+            // it is now appended, so the last appended txid covers it.
+            let txid = self.journal.as_ref().map_or(0, |j| j.last_appended());
+            self.blocks
+                .lock()
+                .recoveries
+                .set_txid_if_pending(file_id, txid);
+        }
+        Ok(outcome)
+    }
+
+    /// Under the writers' turn: the records (if any) that recover `slot`'s lease now.
+    fn plan_recovery(
+        &self,
+        ns: &Namespace,
+        slot: Slot,
+        file_id: u64,
+        new_len: Option<u64>,
+        now: i64,
+    ) -> Result<(Outcome, Vec<Op>), FsError> {
+        let path = ns.path_of(slot);
+        let Some(last) = ns.last_block(slot) else {
+            let close = Op::Close {
+                path,
+                mtime: now,
+                len: ns.length_with_last(slot, 0),
+            };
+            return Ok((Outcome::Closed, vec![close]));
+        };
+        let mut mgr = self.blocks.lock();
+        if mgr
+            .recoveries
+            .in_progress(last.id, now, self.recovery_timeout_ms())
+        {
+            return Ok((Outcome::InProgress, Vec::new()));
+        }
+        let replicas: Vec<(NodeIx, u8)> = mgr
+            .entry(last.id)
+            .map(|e| e.replicas.iter().map(|r| (r.node, r.storage)).collect())
+            .unwrap_or_default();
+        if replicas.is_empty() {
+            mgr.recoveries.finish(last.id);
+            if last.len > 0 {
+                // Bytes an hsync recorded, on DataNodes that have not reported since (a
+                // restarted NameNode): wait for them rather than lose the bytes.
+                warn!(%path, block = last.id, "lease recovery waits: no replica of the last block is known");
+                return Ok((Outcome::InProgress, Vec::new()));
+            }
+            // No DataNode ever reported the block: nothing was written to it that anyone
+            // acknowledged. Drop it, as HDFS drops a block with no expected locations.
+            let ops = vec![
+                Op::AbandonBlock {
+                    path: path.clone(),
+                    id: last.id,
+                },
+                // The earlier blocks' bytes: the dropped block held none anyone recorded.
+                Op::Close {
+                    path,
+                    mtime: now,
+                    len: ns.length_with_last(slot, 0),
+                },
+            ];
+            return Ok((Outcome::Closed, ops));
+        }
+        let recovery_id = ns.next_gs();
+        let start = Start {
+            block_id: last.id,
+            file_id,
+            recovery_id,
+            gs: last.gs,
+            len: last.len,
+            new_len,
+            // Set once the record is appended (see `recover_file`).
+            txid: u64::MAX,
+        };
+        let dead_ms = self.cfg.dead_interval_ms();
+        let m: &mut crate::blocks::BlockManager = &mut mgr;
+        let started = m
+            .recoveries
+            .start(&m.reg, start, &replicas, now, dead_ms)
+            .map(|r| r.primary);
+        match started {
+            Some(primary) => {
+                info!(%path, block = last.id, recovery_id, primary, "block recovery started");
+                Ok((
+                    Outcome::InProgress,
+                    vec![Op::SetGenerationStamp { gs: recovery_id }],
+                ))
+            }
+            None => {
+                warn!(%path, block = last.id, "lease recovery waits: every replica of the last block is on a dead DataNode");
+                Ok((Outcome::InProgress, Vec::new()))
+            }
+        }
+    }
+
+    /// Starts again every recovery that has not reported back in time.
+    pub async fn retry_overdue_recoveries(&self) {
+        let overdue = self
+            .blocks
+            .lock()
+            .recoveries
+            .overdue(now_ms(), self.recovery_timeout_ms());
+        for (block, r) in overdue {
+            warn!(
+                block,
+                recovery_id = r.recovery_id,
+                primary = r.primary,
+                "block recovery overdue; starting it again"
+            );
+            if let Err(e) = self.recover_file(r.file_id, r.new_len).await {
+                warn!(block, error = %e, "block recovery could not be started again");
+            }
+        }
+    }
+
+    /// `commitBlockSynchronization`: the primary's outcome. The last block takes the
+    /// recovery id and the agreed length, and the file is closed (when asked). A report for
+    /// a recovery that is no longer the current one is refused, as HDFS refuses it; a
+    /// repeated report of one already applied is accepted.
+    pub async fn commit_block_sync(&self, r: SyncReport) -> Result<(), FsError> {
+        let now = now_ms();
+        let ops = self
+            .commit_then(
+                |ns| {
+                    let slot = ns.block_file(r.block_id).ok_or_else(|| {
+                        FsError::Io(format!("Block (={}) not found", r.block_id))
+                    })?;
+                    let last = ns.last_block(slot).filter(|b| b.id == r.block_id);
+                    let open = ns.inode(slot).file().and_then(|f| f.uc()).is_some();
+                    if !open || last.is_none() {
+                        if last.is_some_and(|b| b.gs == r.recovery_id && b.len == r.new_len) {
+                            return Ok(((), Vec::new()));
+                        }
+                        return Err(FsError::Io(format!(
+                            "Unexpected block (={}) since the file (={}) is not under construction",
+                            r.block_id,
+                            ns.path_of(slot)
+                        )));
+                    }
+                    let current = self.blocks.lock().recoveries.get(r.block_id).map(|x| x.recovery_id);
+                    if current != Some(r.recovery_id) {
+                        return Err(FsError::Io(format!(
+                            "The recovery id {} does not match current recovery id {} for block blk_{}_{}",
+                            r.recovery_id,
+                            current.map_or("(none)".into(), |c| c.to_string()),
+                            r.block_id,
+                            r.old_gs
+                        )));
+                    }
+                    Ok(((), sync_ops(ns, slot, &r, now)))
+                },
+                |_, ops| ops.to_vec(),
+            )
+            .await?;
+        let mut mgr = self.blocks.lock();
+        mgr.recoveries.finish(r.block_id);
+        if ops.is_empty() || r.delete {
+            return Ok(());
+        }
+        // The holders have the recovered replica, finalized under the new stamp; the others
+        // keep the old stamp and are deleted when they next report it.
+        let holders: Vec<(NodeIx, u8)> = r
+            .holders
+            .iter()
+            .filter_map(|(uuid, storage)| {
+                let ix = mgr.reg.lookup(uuid)?;
+                Some((ix, mgr.reg.get_mut(ix).storage_ix(storage)))
+            })
+            .collect();
+        let stale: Vec<NodeIx> = mgr
+            .entry(r.block_id)
+            .map(|e| {
+                e.replicas
+                    .iter()
+                    .map(|x| x.node)
+                    .filter(|n| !holders.iter().any(|(h, _)| h == n))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for n in stale {
+            mgr.invalidate(n, r.block_id, r.old_gs);
+        }
+        for (ix, storage) in holders {
+            mgr.add_replica(r.block_id, ix, storage, true, r.new_len);
+        }
+        mgr.needs_scan = true;
+        info!(
+            block = r.block_id,
+            recovery_id = r.recovery_id,
+            len = r.new_len,
+            closed = r.close,
+            "block recovery committed"
+        );
+        Ok(())
+    }
+}
+
+/// The records that apply a committed recovery to the open file at `slot`.
+fn sync_ops(ns: &Namespace, slot: Slot, r: &SyncReport, now: i64) -> Vec<Op> {
+    let path = ns.path_of(slot);
+    let mut ops = Vec::new();
+    let len = if r.delete {
+        ops.push(Op::AbandonBlock {
+            path: path.clone(),
+            id: r.block_id,
+        });
+        ns.length_with_last(slot, 0)
+    } else {
+        ops.push(Op::UpdateLastBlock {
+            path: path.clone(),
+            id: r.block_id,
+            gs: r.recovery_id,
+            len: r.new_len,
+        });
+        ns.length_with_last(slot, r.new_len)
+    };
+    if r.close {
+        ops.push(Op::Close {
+            path,
+            mtime: now,
+            len,
+        });
+    }
+    ops
+}
