@@ -190,15 +190,30 @@ pub async fn get_listing(
     req: GetListingRequestProto,
 ) -> Res<GetListingResponseProto> {
     let caller = nn.caller(&ctx.user);
-    let listing = nn
-        .ns
-        .read()
-        .list(&caller, &req.src, &req.start_after, nn.cfg.ls_limit)?;
+    let ns = nn.ns.read();
+    let listing = ns.list(&caller, &req.src, &req.start_after, nn.cfg.ls_limit)?;
     nn.activity
         .listed(listing.as_ref().map(|l| l.entries.len()));
+    let Some(l) = listing else {
+        return Ok(GetListingResponseProto { dir_list: None });
+    };
+    let mut partial_listing: Vec<HdfsFileStatusProto> =
+        l.entries.iter().map(status_proto).collect();
+    if req.need_location {
+        // listFiles / listLocatedStatus: every file comes with its blocks (Hadoop's client
+        // takes such a status as an HdfsLocatedFileStatus; without them, as a plain one).
+        let now = crate::state::now_ms();
+        let mgr = nn.blocks.lock();
+        for ((st, e), &slot) in partial_listing.iter_mut().zip(&l.entries).zip(&l.slots) {
+            if !e.is_dir {
+                let range = ns.block_range(slot, 0, u64::MAX);
+                st.locations = Some(rb::located_blocks(&nn, &mgr, &range, &ctx.peer_ip, now));
+            }
+        }
+    }
     Ok(GetListingResponseProto {
-        dir_list: listing.map(|l| DirectoryListingProto {
-            partial_listing: l.entries.iter().map(status_proto).collect(),
+        dir_list: Some(DirectoryListingProto {
+            partial_listing,
             remaining_entries: l.remaining,
         }),
     })

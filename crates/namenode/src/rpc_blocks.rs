@@ -431,6 +431,44 @@ pub async fn get_block_locations(
     Ok(reply.finish())
 }
 
+/// A file's blocks with their replicas as a message, for the statuses that carry them (a
+/// listing with locations, getLocatedFileInfo). No tokens, as in HDFS: a reader asks
+/// getBlockLocations when it opens the file.
+pub(crate) fn located_blocks(
+    nn: &NnState,
+    mgr: &BlockManager,
+    range: &crate::namespace::blocks::BlockRange,
+    reader_ip: &str,
+    now: i64,
+) -> LocatedBlocksProto {
+    let pool = &nn.identity.block_pool_id;
+    let mut locs = Vec::new();
+    let mut one = |p: &Placed, being_written: bool| {
+        let mut p = *p;
+        if being_written {
+            let reported = mgr.entry(p.block.id).map_or(0, |e| e.reported_len);
+            p.block.len = p.block.len.max(reported);
+        }
+        reader_locations(nn, mgr, p.block.id, reader_ip, now, seed(), &mut locs);
+        located(pool, &p, &mgr.reg, &locs, TokenProto::default())
+    };
+    let last_id = range.last.map(|l| l.block.id);
+    let uc = range.under_construction;
+    let blocks = range
+        .blocks
+        .iter()
+        .map(|p| one(p, uc && Some(p.block.id) == last_id))
+        .collect();
+    LocatedBlocksProto {
+        file_length: range.file_len,
+        blocks,
+        under_construction: uc,
+        last_block: range.last.as_ref().map(|p| one(p, uc)),
+        is_last_block_complete: !uc,
+        ..Default::default()
+    }
+}
+
 /// A client or DataNode found a corrupt replica. It stops being handed out, and is deleted
 /// once re-replication has restored enough good copies.
 pub fn mark_bad_blocks(nn: &NnState, blocks: &[LocatedBlockProto]) {

@@ -125,6 +125,11 @@ pub struct Walk {
     pub slots: SmallVec<[Slot; 17]>,
     /// Number of components in the path.
     pub depth: usize,
+    /// The path went on past a file: the message of HDFS's ParentNotDirectoryException,
+    /// naming that file. What it means depends on the caller: a lookup by the superuser
+    /// finds nothing there, anyone else's is refused by the permission checker (as HDFS's
+    /// traverse check does), and an operation that would add a name there is refused.
+    pub not_dir: Option<String>,
 }
 
 impl Walk {
@@ -136,6 +141,14 @@ impl Walk {
     /// The last slot found (the target if it exists, else its deepest existing ancestor).
     pub fn last(&self) -> Slot {
         *self.slots.last().expect("root is always there")
+    }
+
+    /// Refuses a path that goes on past a file, for operations that add a name.
+    pub fn require_dirs(&self) -> Result<(), FsError> {
+        match &self.not_dir {
+            Some(m) => Err(FsError::ParentNotDirectory(m.clone())),
+            None => Ok(()),
+        }
     }
 }
 
@@ -230,12 +243,11 @@ impl Namespace {
         let mut slots = SmallVec::new();
         slots.push(ROOT_SLOT);
         let mut cur = ROOT_SLOT;
+        let mut not_dir = None;
         for (i, c) in comps.iter().enumerate() {
             if !self.arena.get(cur).is_dir() {
-                return Err(FsError::ParentNotDirectory(format!(
-                    "{} (is not a directory)",
-                    path::join(&comps[..i])
-                )));
+                not_dir = Some(format!("{} (is not a directory)", path::join(&comps[..i])));
+                break;
             }
             match self.child(cur, c.as_bytes()) {
                 Some(s) => {
@@ -248,6 +260,7 @@ impl Namespace {
         Ok(Walk {
             slots,
             depth: comps.len(),
+            not_dir,
         })
     }
 

@@ -203,6 +203,7 @@ impl Namespace {
         let comps = components(src)?;
         let walk = self.walk(&comps)?;
         self.check_traverse(caller, &walk)?;
+        walk.require_dirs()?;
         if let Some(t) = walk.target() {
             if self.inode(t).is_dir() {
                 return Ok(Planned::default());
@@ -250,6 +251,7 @@ impl Namespace {
         }
         let walk = self.walk(&comps)?;
         self.check_traverse(caller, &walk)?;
+        walk.require_dirs()?;
         if let Some(t) = walk.target() {
             let inode = self.inode(t);
             let file = match &inode.body {
@@ -417,6 +419,8 @@ impl Namespace {
             return Ok(None);
         }
         let mut dst_walk = self.walk(&dst_comps)?;
+        // As HDFS: a destination past a file is an error, not a false answer.
+        dst_walk.require_dirs()?;
         let into_dir = dst_walk.target().is_some_and(|d| self.inode(d).is_dir());
         if into_dir {
             dst_comps.push(src_comps.last().expect("not the root"));

@@ -29,6 +29,8 @@ pub struct FileStatus {
 
 pub struct Listing {
     pub entries: Vec<FileStatus>,
+    /// Each entry's inode, in the same order.
+    pub slots: Vec<Slot>,
     pub remaining: u32,
 }
 
@@ -134,18 +136,18 @@ impl Namespace {
         let Some(children) = self.inode(t).children() else {
             return Ok(Some(Listing {
                 entries: vec![self.status(t, false)],
+                slots: vec![t],
                 remaining: 0,
             }));
         };
         self.check_access(caller, t, READ | EXECUTE)?;
         let start = children.partition_point(|c| self.name(c) <= start_after);
         let end = (start + limit.max(1)).min(children.len());
-        let entries = children
-            .range(start..end)
-            .map(|c| self.status(c, true))
-            .collect();
+        let slots: Vec<Slot> = children.range(start..end).collect();
+        let entries = slots.iter().map(|&c| self.status(c, true)).collect();
         Ok(Some(Listing {
             entries,
+            slots,
             remaining: (children.len() - end) as u32,
         }))
     }

@@ -760,13 +760,35 @@ fn walks_find_names_whose_tags_collide() {
     assert_eq!(h.ns.walk(&comps).unwrap().slots.len(), 2, "{b} is gone");
 }
 
+/// A path that goes on past a file, as HDFS 3.4.1 answers it: the superuser (whom the
+/// permission checker skips) finds nothing there, anyone else is refused by the traverse
+/// check, and nobody may add a name there.
 #[test]
-fn a_walk_through_a_file_is_refused() {
+fn a_path_past_a_file_is_missing_for_the_superuser_and_refused_for_others() {
     let mut h = Harness::new();
     h.create(&su(), "/d/f", false).unwrap();
-    let comps = ["d", "f", "x"];
+    h.commit(vec![Op::SetPermission {
+        path: "/d".into(),
+        perm: 0o755,
+    }]);
+    let walk = h.ns.walk(&["d", "f", "x"]).unwrap();
+    assert!(walk.target().is_none());
+    assert_eq!(walk.not_dir.as_deref(), Some("/d/f (is not a directory)"));
+    assert!(matches!(h.ns.get_file_info(&su(), "/d/f/x"), Ok(None)));
     assert!(matches!(
-        h.ns.walk(&comps),
+        h.ns.get_file_info(&user("alice"), "/d/f/x"),
+        Err(FsError::ParentNotDirectory(m)) if m == "/d/f (is not a directory)"
+    ));
+    assert!(matches!(
+        h.ns.plan_mkdirs(&su(), "/d/f/x", 0o755, true, 1),
+        Err(FsError::ParentNotDirectory(_))
+    ));
+    assert!(matches!(
+        h.create(&su(), "/d/f/x", false),
+        Err(FsError::ParentNotDirectory(_))
+    ));
+    assert!(matches!(
+        h.ns.plan_rename(&su(), "/d", "/d/f/x", 1),
         Err(FsError::ParentNotDirectory(_))
     ));
 }
