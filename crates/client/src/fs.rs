@@ -344,6 +344,33 @@ impl FileSystem {
         ))
     }
 
+    /// Opens an existing file to write more at its end: in its last block while that has
+    /// room (the DataNodes reopen their replicas), else in a new block.
+    pub async fn append(&self, path: &str) -> Result<FileWriter> {
+        let req = AppendRequestProto {
+            src: path.into(),
+            client_name: self.inner.client_name.clone(),
+            flag: Some(0x04), // CreateFlag.APPEND
+        };
+        let r: AppendResponseProto = self.call("append", &req).await?;
+        let st = r
+            .stat
+            .ok_or_else(|| Error::Invalid(format!("append of {path}: no file status")))?;
+        let block_size = st.blocksize.unwrap_or(0);
+        if block_size == 0 {
+            return Err(Error::Invalid(format!("append of {path}: no block size")));
+        }
+        FileWriter::appending(
+            self.inner.clone(),
+            path,
+            st.file_id.unwrap_or(0),
+            block_size,
+            st.length,
+            r.block,
+        )
+        .await
+    }
+
     pub async fn open(&self, path: &str) -> Result<FileReader> {
         let blocks = crate::reader::locate(&self.inner, path).await?;
         Ok(FileReader::new(self.inner.clone(), path, blocks))

@@ -55,6 +55,36 @@ impl FileWriter {
         }
     }
 
+    /// A writer that goes on at the end of a file of `len` bytes that append reopened:
+    /// in `last`, the file's partial last block, when the NameNode handed it back (the
+    /// DataNodes reopen their replicas for it), else in a new block.
+    pub(crate) async fn appending(
+        fs: Arc<Inner>,
+        path: &str,
+        file_id: u64,
+        block_size: u64,
+        len: u64,
+        last: Option<LocatedBlockProto>,
+    ) -> Result<Self> {
+        let mut w = FileWriter::new(fs, path, file_id, block_size);
+        w.written = len;
+        if let Some(lb) = last {
+            let in_block = lb.b.num_bytes.unwrap_or(0);
+            // As hdfs-native appends: the block's own stamp, no updateBlockForPipeline.
+            let setup = Setup {
+                stage: Stage::PipelineSetupAppend,
+                acked: in_block,
+                sent: in_block,
+                gs: lb.b.generation_stamp,
+            };
+            let bw = BlockWriter::open(&lb, &w.fs.client_name, w.checksum, setup)
+                .await
+                .map_err(|f| f.error)?;
+            w.block = Some((bw, lb));
+        }
+        Ok(w)
+    }
+
     pub fn bytes_written(&self) -> u64 {
         self.written + self.buf.len() as u64
     }
@@ -63,11 +93,18 @@ impl FileWriter {
         while !data.is_empty() {
             let in_block = self.written % self.block_size;
             let room_block = (self.block_size - in_block) as usize - self.buf.len();
-            let room = (self.packet_bytes - self.buf.len()).min(room_block);
+            // After an append the block ends inside a chunk: the first packet finishes
+            // that chunk, so that every later one starts on a chunk boundary again.
+            let bpc = self.checksum.bytes_per_checksum as u64;
+            let packet = match self.written % bpc {
+                0 => self.packet_bytes,
+                partial => (bpc - partial) as usize,
+            };
+            let room = (packet - self.buf.len()).min(room_block);
             let take = room.min(data.len());
             self.buf.extend_from_slice(&data[..take]);
             data = &data[take..];
-            if self.buf.len() == self.packet_bytes || take == room_block {
+            if self.buf.len() == packet || take == room_block {
                 self.flush_packet().await?;
             }
         }

@@ -42,6 +42,8 @@ pub mod class {
     pub const SAFE_MODE: &str = "org.apache.hadoop.hdfs.server.namenode.SafeModeException";
     pub const ALREADY_BEING_CREATED: &str =
         "org.apache.hadoop.hdfs.protocol.AlreadyBeingCreatedException";
+    pub const RECOVERY_IN_PROGRESS: &str =
+        "org.apache.hadoop.hdfs.protocol.RecoveryInProgressException";
     pub const LEASE_EXPIRED: &str = "org.apache.hadoop.hdfs.server.namenode.LeaseExpiredException";
     pub const NOT_REPLICATED_YET: &str =
         "org.apache.hadoop.hdfs.server.namenode.NotReplicatedYetException";

@@ -21,6 +21,9 @@ pub enum FsError {
     AlreadyBeingCreated(String),
     #[error("{0}")]
     LeaseExpired(String),
+    /// The file's last block is being recovered; the client tries again later.
+    #[error("{0}")]
+    RecoveryInProgress(String),
     #[error("{0}")]
     SafeMode(String),
     /// The previous block has too few finished replicas yet; the client retries.
@@ -53,6 +56,7 @@ impl FsError {
             FsError::InvalidPath(_) => class::INVALID_PATH,
             FsError::AlreadyBeingCreated(_) => class::ALREADY_BEING_CREATED,
             FsError::LeaseExpired(_) => class::LEASE_EXPIRED,
+            FsError::RecoveryInProgress(_) => class::RECOVERY_IN_PROGRESS,
             FsError::SafeMode(_) => class::SAFE_MODE,
             FsError::NotReplicatedYet(_) => class::NOT_REPLICATED_YET,
             FsError::Unsupported(_) => class::UNSUPPORTED_OPERATION,

@@ -63,7 +63,7 @@ impl Leases {
     /// `closed` names the holder of each open file the operation closed, deleted or
     /// replaced.
     pub fn on_op<'a>(&mut self, op: &Op, closed: impl IntoIterator<Item = &'a str>, now_ms: i64) {
-        if let Op::Create { client_name, .. } = op {
+        if let Op::Create { client_name, .. } | Op::Append { client_name, .. } = op {
             self.add(client_name, now_ms);
         }
         for holder in closed {
@@ -90,6 +90,11 @@ impl Leases {
         {
             self.holders.remove(holder);
         }
+    }
+
+    /// When `holder` last renewed, if it holds a lease.
+    pub fn renewed_ms(&self, holder: &str) -> Option<i64> {
+        self.holders.get(holder).map(|l| l.last_renewed_ms)
     }
 
     pub fn holder_count(&self) -> usize {

@@ -23,6 +23,7 @@ pub mod located_reply;
 pub mod namespace;
 pub mod resources;
 pub mod rpc;
+pub mod rpc_append;
 pub mod rpc_blocks;
 pub mod rpc_datanode;
 pub mod rpc_stats;

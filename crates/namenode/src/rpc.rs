@@ -88,7 +88,8 @@ pub fn router(state: Nn) -> Router<NnState> {
         .method(p, "setTimes", K::WRITE, set_times)
         .method(p, "setReplication", K::WRITE, set_replication)
         .method(p, "renewLease", K::WRITE, renew_lease)
-        .method(p, "recoverLease", K::WRITE, recover_lease);
+        .method(p, "recoverLease", K::WRITE, recover_lease)
+        .method(p, "append", K::WRITE_ONCE, crate::rpc_append::append);
     r.method(p, "saveNamespace", K::ADMIN, save_namespace)
         .method(p, "rollEdits", K::ADMIN, roll_edits)
         .method(p, "restoreFailedStorage", K::ADMIN, restore_failed_storage);

@@ -465,7 +465,6 @@ pub(crate) fn located_blocks(
         under_construction: uc,
         last_block: range.last.as_ref().map(|p| one(p, uc)),
         is_last_block_complete: !uc,
-        ..Default::default()
     }
 }
 

@@ -2,6 +2,7 @@
 //! them, finding them for readers, deleting them when the NameNode says so, and taking a
 //! failed volume out of service.
 
+pub mod append;
 pub mod recovery;
 pub mod volume;
 
@@ -120,6 +121,13 @@ impl RbwFiles {
             let sums = c.chunks(len as usize) as u64 * c.kind.size() as u64;
             self.meta.set_len(META_HEADER_LEN as u64 + sums)
         })
+    }
+
+    /// Reads stored data back: the start of a partial last chunk that an append's first
+    /// packet completes.
+    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        self.latch.run(|| self.data.read_exact_at(buf, offset))
     }
 
     /// hsync: the replica's data and checksums reach the disk.
@@ -269,6 +277,7 @@ impl Dataset {
             OpenOptions::new()
                 .create(true)
                 .truncate(true)
+                .read(true)
                 .write(true)
                 .open(p)
         };
@@ -348,6 +357,7 @@ impl Dataset {
             return Ok((None, r.len, checksum));
         }
         let data = OpenOptions::new()
+            .read(true)
             .write(true)
             .open(&data_path)
             .map_err(io_err)?;

@@ -51,15 +51,19 @@ pub async fn serve(
     let stage = Stage::try_from(op.stage).unwrap_or(Stage::DataStreaming);
     let recovering = matches!(
         stage,
-        Stage::PipelineSetupStreamingRecovery | Stage::PipelineCloseRecovery
+        Stage::PipelineSetupStreamingRecovery
+            | Stage::PipelineCloseRecovery
+            | Stage::PipelineSetupAppendRecovery
     );
+    let appending = stage == Stage::PipelineSetupAppend;
     if !recovering
+        && !appending
         && !matches!(
             stage,
             Stage::PipelineSetupCreate | Stage::TransferRbw | Stage::TransferFinalized
         )
     {
-        let msg = format!("write stage {stage:?} is not supported yet (append)");
+        let msg = format!("write stage {stage:?} is not supported");
         refuse(&mut wr, Status::ErrorUnsupported, &msg).await;
         return Ok(());
     }
@@ -76,7 +80,27 @@ pub async fn serve(
     // A new replica, or (pipeline recovery) the one this node had, under the new stamp
     // and cut back to what every node acknowledged. `files` is None for a replica that
     // was already finalized (the failure came while closing).
-    let opened = if recovering {
+    let append_again = recovering
+        && stage == Stage::PipelineSetupAppendRecovery
+        && ds
+            .get(id)
+            .is_some_and(|r| r.state == crate::storage::State::Finalized);
+    let opened = if appending || append_again {
+        // Java bumps the stamp first and names the new one; hdfs-native keeps the block's.
+        let gs = match op.latest_generation_stamp {
+            0 => blk.generation_stamp,
+            gs => gs,
+        };
+        let (old, len) = (blk.generation_stamp, op.min_bytes_rcvd);
+        let bs = x.cfg.block_size;
+        let old = if append_again {
+            ds.get(id).map_or(old, |r| r.gs)
+        } else {
+            old
+        };
+        tokio::task::block_in_place(|| ds.append(id, old, gs, len, bs))
+            .map(|(f, len, c)| (Some(f), len, c, gs))
+    } else if recovering {
         let gs = op.latest_generation_stamp;
         tokio::task::block_in_place(|| ds.recover(id, gs, op.min_bytes_rcvd, x.cfg.block_size))
             .map(|(f, len, c)| (f, len, c, gs))
@@ -377,12 +401,16 @@ fn store(
     let h = pkt.header;
     let offset = h.offset_in_block;
     let bpc = c.bytes_per_checksum as u64;
-    if offset < 0 || offset as u64 > written || offset as u64 % bpc != 0 && h.data_len > 0 {
+    if offset < 0 || offset as u64 > written {
         warn!(
             block = files.id,
             offset, written, "packet at an unexpected offset"
         );
         return Err(Status::ErrorInvalid);
+    }
+    if offset as u64 % bpc != 0 && h.data_len > 0 {
+        // An append's first packet finishes the replica's partial last chunk.
+        return store_mid_chunk(x, files, pkt, c);
     }
     if pkt.sums.len() != c.chunks(pkt.data.len()) * c.kind.size() {
         warn!(
@@ -422,6 +450,49 @@ fn store(
         return Err(Status::Error);
     }
     Ok(())
+}
+
+/// Stores a packet that starts inside a chunk (an append's first packet, which carries
+/// only the bytes that finish the replica's partial last chunk). Its checksums cover its
+/// own bytes: every node checks them, since each then computes the whole chunk's checksum
+/// afresh from the bytes already stored and these, which verification of the stored
+/// chunk alone could not catch.
+fn store_mid_chunk(
+    x: &Xceiver,
+    files: &RbwFiles,
+    pkt: &Packet,
+    c: &Checksum,
+) -> Result<(), Status> {
+    let offset = pkt.header.offset_in_block as u64;
+    if c.verify(&pkt.data, &pkt.sums).is_err() {
+        warn!(
+            block = files.id,
+            offset, "checksum error in an append's first packet"
+        );
+        return Err(Status::ErrorChecksum);
+    }
+    let start = offset - offset % c.bytes_per_checksum as u64;
+    let head = (offset - start) as usize;
+    let mut whole = vec![0u8; head];
+    whole.extend_from_slice(&pkt.data);
+    let r = tokio::task::block_in_place(|| {
+        files.read_at(start, &mut whole[..head])?;
+        let mut sums = Vec::new();
+        c.compute_into(&whole, &mut sums);
+        files.write_at(start, &whole, &sums, c)?;
+        if pkt.header.sync {
+            files.sync()?;
+        }
+        Ok::<_, std::io::Error>(())
+    });
+    r.map_err(|e| {
+        warn!(block = files.id, error = %e, "append to the partial chunk failed");
+        if let Some(rep) = x.ds.get(files.id) {
+            let lost = x.ds.check_volume(rep.volume);
+            super::read::report_lost(x, &rep, &lost);
+        }
+        Status::Error
+    })
 }
 
 /// Connects to the next node and sends it the op with itself removed from the targets.

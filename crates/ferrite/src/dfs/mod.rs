@@ -11,6 +11,7 @@ use ferrite_client::{Error as ClientError, FileStatus, FileSystem};
 use format::{human, ls_time, perm_string};
 
 const USAGE: &str = "Usage: ferrite dfs [-fs hdfs://HOST:PORT] [generic options]
+\t[-appendToFile <localsrc> ... <dst>]
 \t[-cat <src> ...]
 \t[-checksum <src> ...]
 \t[-chgrp [-R] GROUP PATH...]
@@ -108,6 +109,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<i32> {
         "-put" | "-copyFromLocal" => transfer::put(&mut sh, rest).await,
         "-get" | "-copyToLocal" => transfer::get(&mut sh, rest).await,
         "-cat" => transfer::cat(&mut sh, rest).await,
+        "-appendToFile" => transfer::append_to_file(&mut sh, rest).await,
         "-tail" => transfer::tail(&mut sh, rest).await,
         "-cp" => transfer::cp(&mut sh, rest).await,
         "-checksum" => sh.checksum(rest).await,

@@ -121,6 +121,55 @@ pub async fn put(sh: &mut Shell, args: &[String]) -> Res {
     Ok(())
 }
 
+/// `-appendToFile <localsrc> ... <dst>`: the sources, in order, at the end of `dst` (made
+/// when missing); `-` reads standard input.
+pub async fn append_to_file(sh: &mut Shell, args: &[String]) -> Res {
+    if args.len() < 2 {
+        return Err(sh.usage("Not enough arguments: expected 2"));
+    }
+    let (srcs, dst) = args.split_at(args.len() - 1);
+    let target = sh.abs(&dst[0]);
+    let mut w = match sh.fs.status(&target).await.map_err(|e| sh.err(e))? {
+        Some(st) if st.is_dir => {
+            return Err(Failed(format!(
+                "appendToFile: `{}': Is a directory",
+                dst[0]
+            )))
+        }
+        Some(_) => sh.fs.append(&target).await.map_err(|e| sh.err(e))?,
+        None => {
+            let opts = CreateOptions::default();
+            sh.fs.create(&target, &opts).await.map_err(|e| sh.err(e))?
+        }
+    };
+    let mut buf = vec![0u8; 1 << 20];
+    for src in srcs {
+        let mut input: Box<dyn tokio::io::AsyncRead + Unpin + Send> = if src == "-" {
+            Box::new(tokio::io::stdin())
+        } else {
+            match tokio::fs::File::open(src).await {
+                Ok(f) => Box::new(f),
+                Err(_) => {
+                    return Err(Failed(format!(
+                        "appendToFile: `{src}': No such file or directory"
+                    )))
+                }
+            }
+        };
+        loop {
+            let n = input
+                .read(&mut buf)
+                .await
+                .map_err(|e| Failed(format!("appendToFile: {src}: {e}")))?;
+            if n == 0 {
+                break;
+            }
+            w.write(&buf[..n]).await.map_err(|e| sh.err(e))?;
+        }
+    }
+    w.close().await.map_err(|e| sh.err(e))
+}
+
 /// `-get [-f] <src> ... <localdst>`: written to `<localdst>._COPYING_`, then renamed.
 pub async fn get(sh: &mut Shell, args: &[String]) -> Res {
     let (f, rest) = flags(args, &["-f", "-p", "-crc", "-ignoreCrc"]).map_err(|e| sh.usage(&e))?;

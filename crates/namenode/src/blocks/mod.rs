@@ -141,6 +141,21 @@ impl BlockManager {
         }
     }
 
+    /// A finished block opens for write again (append): its replicas are being written
+    /// once more and count as finished only when their DataNodes say so again.
+    pub fn reopen(&mut self, id: u64) {
+        let Some(e) = self.entries.get_mut(&id) else {
+            return;
+        };
+        if e.replicas.iter().any(|r| r.finalized) {
+            self.safe -= 1;
+        }
+        for r in e.replicas.iter_mut() {
+            r.finalized = false;
+        }
+        e.reported_len = 0;
+    }
+
     /// Forgets the replica of `id` on `node`, if there is one.
     pub fn remove_replica(&mut self, id: u64, node: NodeIx) {
         let Some(e) = self.entries.get_mut(&id) else {

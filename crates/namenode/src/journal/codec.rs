@@ -150,6 +150,7 @@ mod tag {
     pub const BUMP_GENERATION_STAMP: u8 = 12;
     pub const SET_GENERATION_STAMP: u8 = 13;
     pub const UPDATE_LAST_BLOCK: u8 = 14;
+    pub const APPEND: u8 = 15;
 }
 
 pub fn encode_op(op: &Op, out: &mut Vec<u8>) {
@@ -263,6 +264,18 @@ pub fn encode_op(op: &Op, out: &mut Vec<u8>) {
             w.str(path);
             w.u16(*replication);
         }
+        Op::Append {
+            path,
+            client_name,
+            client_machine,
+            last_len,
+        } => {
+            w.u8(tag::APPEND);
+            w.str(path);
+            w.str(client_name);
+            w.str(client_machine);
+            w.u64(*last_len);
+        }
         Op::SetGenerationStamp { gs } => {
             w.u8(tag::SET_GENERATION_STAMP);
             w.u64(*gs);
@@ -349,6 +362,12 @@ pub fn decode_op(bytes: &[u8]) -> Result<Op, DecodeError> {
             replication: r.u16()?,
         },
         tag::SET_GENERATION_STAMP => Op::SetGenerationStamp { gs: r.u64()? },
+        tag::APPEND => Op::Append {
+            path: r.str()?,
+            client_name: r.str()?,
+            client_machine: r.str()?,
+            last_len: r.u64()?,
+        },
         tag::UPDATE_LAST_BLOCK => Op::UpdateLastBlock {
             path: r.str()?,
             id: r.u64()?,
@@ -486,6 +505,12 @@ pub(crate) mod tests {
                 gs: 1003,
             },
             Op::SetGenerationStamp { gs: 1004 },
+            Op::Append {
+                path: "/a/f".into(),
+                client_name: "c2".into(),
+                client_machine: "10.0.0.2".into(),
+                last_len: 512,
+            },
             Op::UpdateLastBlock {
                 path: "/a/f".into(),
                 id: (1 << 30) + 2,

@@ -63,6 +63,15 @@ impl Namespace {
         let slot = self.writable_file(src, client_name, file_id)?;
         let blocks = self.inode(slot).file().map(|f| f.blocks()).unwrap_or(&[]);
         let last = blocks.last();
+        // After an append that starts a new block (the last one full, or NEW_BLOCK), the
+        // writer has no previous block of its own: the file's last one is finished.
+        let previous = match (previous, last) {
+            (None, Some(b)) if b.len > 0 => Some(Previous {
+                id: b.id,
+                len: b.len,
+            }),
+            _ => previous,
+        };
         let prev_id = previous.map(|p| p.id);
         if last.map(|b| b.id) != prev_id {
             // The client's "previous" is our second-to-last: its first try succeeded and

@@ -130,6 +130,16 @@ impl FileData {
             .blocks
     }
 
+    /// Opens a closed file for write again (append).
+    pub fn reopen(&mut self, uc: UnderConstruction) {
+        let len = self.len();
+        self.blocks_mut();
+        if let Some(e) = self.extra.as_mut() {
+            e.uc = Some(uc);
+            e.len = len;
+        }
+    }
+
     /// Ends the write. Returns who was writing, if the file was open.
     pub fn close(&mut self) -> Option<UnderConstruction> {
         let extra = self.extra.as_mut()?;

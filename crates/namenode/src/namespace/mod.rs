@@ -5,6 +5,7 @@
 //! [`Namespace::apply`] then performs each record. The RPC layer runs both under the
 //! namespace write lock and hands the records to the journal; replay calls `apply` alone.
 
+pub mod append;
 pub mod blocks;
 pub mod children;
 pub mod image;
@@ -480,6 +481,24 @@ impl Namespace {
                 }
             }
             Op::SetGenerationStamp { gs } => self.next_gs = self.next_gs.max(gs + 1),
+            Op::Append {
+                path,
+                client_name,
+                client_machine,
+                ..
+            } => {
+                let slot = self.existing_at(path, at.slot)?;
+                let inode = self.arena.get_mut(slot);
+                let id = inode.id;
+                match &mut inode.body {
+                    Body::File(f) if f.uc().is_none() => f.reopen(UnderConstruction {
+                        client_name: client_name.clone(),
+                        client_machine: client_machine.clone(),
+                    }),
+                    _ => return Err(FsError::Io(format!("{path} is not a closed file"))),
+                }
+                self.open_files.insert(id, slot);
+            }
             Op::UpdateLastBlock { path, id, gs, len } => {
                 let slot = self.existing_at(path, at.slot)?;
                 let f = self.open_file_data(slot, path)?;

@@ -84,6 +84,14 @@ pub enum Op {
         path: String,
         replication: u16,
     },
+    /// Open a closed file for write again by `client_name` (append). `last_len` is what its
+    /// last block holds now (the summary needs it to follow later block records).
+    Append {
+        path: String,
+        client_name: String,
+        client_machine: String,
+        last_len: u64,
+    },
     /// Hands out generation stamps up to `gs` (a block recovery's id), so that none is
     /// given twice, even across a restart, while the recovery has not committed.
     SetGenerationStamp {
@@ -203,6 +211,18 @@ impl std::fmt::Display for Op {
                 write!(f, " path={} replication={replication}", word(path))
             }
             Op::SetGenerationStamp { gs } => write!(f, " gs={gs}"),
+            Op::Append {
+                path,
+                client_name,
+                client_machine,
+                last_len,
+            } => write!(
+                f,
+                " path={} client={} machine={} last_len={last_len}",
+                word(path),
+                word(client_name),
+                word(client_machine)
+            ),
             Op::UpdateLastBlock { path, id, gs, len } => {
                 write!(f, " path={} block={id} gs={gs} len={len}", word(path))
             }
@@ -227,6 +247,7 @@ impl Op {
             Op::SetTimes { .. } => "OP_TIMES",
             Op::SetReplication { .. } => "OP_SET_REPLICATION",
             Op::SetGenerationStamp { .. } => "OP_SET_GENSTAMP_V2",
+            Op::Append { .. } => "OP_APPEND",
             Op::UpdateLastBlock { .. } => "OP_UPDATE_BLOCKS",
         }
     }

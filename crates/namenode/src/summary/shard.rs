@@ -76,7 +76,8 @@ impl Sharded {
             | Op::SetOwner { path, .. }
             | Op::SetTimes { path, .. }
             | Op::SetReplication { path, .. }
-            | Op::UpdateLastBlock { path, .. } => first(path).map_or(Route::All, Route::One),
+            | Op::UpdateLastBlock { path, .. }
+            | Op::Append { path, .. } => first(path).map_or(Route::All, Route::One),
             // Changes nothing a summary counts.
             Op::SetGenerationStamp { .. } => Route::All,
         }

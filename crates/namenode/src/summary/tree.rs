@@ -268,6 +268,14 @@ impl Tree {
                     Ok(())
                 })?;
             }
+            Op::Append { path, last_len, .. } => {
+                let last_len = *last_len;
+                self.change_file(path, now, |f| {
+                    // Only the last block's length matters to the records that follow.
+                    f.open = Some(vec![last_len]);
+                    Ok(())
+                })?;
+            }
             Op::UpdateLastBlock { path, len, .. } => {
                 let len = *len;
                 self.change_file(path, now, |f| {
