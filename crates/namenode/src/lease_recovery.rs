@@ -150,7 +150,8 @@ impl NnState {
             .map(|r| r.primary);
         match started {
             Some(primary) => {
-                info!(%path, block = last.id, recovery_id, primary, "block recovery started");
+                let uuid = &m.reg.get(primary).id.uuid;
+                info!(%path, block = last.id, recovery_id, primary = %uuid, "block recovery started");
                 Ok((
                     Outcome::InProgress,
                     vec![Op::SetGenerationStamp { gs: recovery_id }],

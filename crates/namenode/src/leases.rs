@@ -63,8 +63,15 @@ impl Leases {
     /// `closed` names the holder of each open file the operation closed, deleted or
     /// replaced.
     pub fn on_op<'a>(&mut self, op: &Op, closed: impl IntoIterator<Item = &'a str>, now_ms: i64) {
-        if let Op::Create { client_name, .. } | Op::Append { client_name, .. } = op {
-            self.add(client_name, now_ms);
+        match op {
+            Op::Create { client_name, .. }
+            | Op::Append { client_name, .. }
+            | Op::Truncate {
+                client_name,
+                cut: Some(_),
+                ..
+            } => self.add(client_name, now_ms),
+            _ => {}
         }
         for holder in closed {
             self.remove_file(holder);

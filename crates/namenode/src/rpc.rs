@@ -89,7 +89,10 @@ pub fn router(state: Nn) -> Router<NnState> {
         .method(p, "setReplication", K::WRITE, set_replication)
         .method(p, "renewLease", K::WRITE, renew_lease)
         .method(p, "recoverLease", K::WRITE, recover_lease)
-        .method(p, "append", K::WRITE_ONCE, crate::rpc_append::append);
+        .method(p, "append", K::WRITE_ONCE, crate::rpc_file_ops::append)
+        .method(p, "truncate", K::WRITE, crate::rpc_file_ops::truncate)
+        .method(p, "concat", K::WRITE_ONCE, crate::rpc_file_ops::concat)
+        .method(p, "getLocatedFileInfo", K::READ, get_located_file_info);
     r.method(p, "saveNamespace", K::ADMIN, save_namespace)
         .method(p, "rollEdits", K::ADMIN, roll_edits)
         .method(p, "restoreFailedStorage", K::ADMIN, restore_failed_storage);
@@ -170,6 +173,38 @@ pub async fn get_file_info(
     Ok(GetFileInfoResponseProto {
         fs: st.as_ref().map(status_proto),
     })
+}
+
+/// A file's status with its blocks' locations (PathHandle opens use it); None when the
+/// path does not exist.
+pub async fn get_located_file_info(
+    nn: Nn,
+    ctx: CallCtx,
+    req: GetLocatedFileInfoRequestProto,
+) -> Res<GetLocatedFileInfoResponseProto> {
+    let caller = nn.caller(&ctx.user);
+    let src = req.src.unwrap_or_default();
+    let ns = nn.ns.read();
+    let Some(st) = ns.get_file_info(&caller, &src)? else {
+        return Ok(GetLocatedFileInfoResponseProto { fs: None });
+    };
+    let mut fs = status_proto(&st);
+    if !st.is_dir {
+        let slot = ns.file_slot(&caller, &src)?;
+        let range = ns.block_range(slot, 0, u64::MAX);
+        let mgr = nn.blocks.lock();
+        let mut located =
+            rb::located_blocks(&nn, &mgr, &range, &ctx.peer_ip, crate::state::now_ms());
+        if req.need_block_token.unwrap_or(false) {
+            let pool = &nn.identity.block_pool_id;
+            let read = ferrite_blocktoken::Modes::READ;
+            for b in located.blocks.iter_mut().chain(located.last_block.as_mut()) {
+                b.block_token = nn.tokens.for_block(&ctx.user, pool, read, b.b.block_id);
+            }
+        }
+        fs.locations = Some(located);
+    }
+    Ok(GetLocatedFileInfoResponseProto { fs: Some(fs) })
 }
 
 pub async fn get_file_link_info(

@@ -151,6 +151,8 @@ mod tag {
     pub const SET_GENERATION_STAMP: u8 = 13;
     pub const UPDATE_LAST_BLOCK: u8 = 14;
     pub const APPEND: u8 = 15;
+    pub const TRUNCATE: u8 = 16;
+    pub const CONCAT: u8 = 17;
 }
 
 pub fn encode_op(op: &Op, out: &mut Vec<u8>) {
@@ -276,6 +278,42 @@ pub fn encode_op(op: &Op, out: &mut Vec<u8>) {
             w.str(client_machine);
             w.u64(*last_len);
         }
+        Op::Truncate {
+            path,
+            len,
+            mtime,
+            client_name,
+            client_machine,
+            cut,
+        } => {
+            w.u8(tag::TRUNCATE);
+            w.str(path);
+            w.u64(*len);
+            w.i64(*mtime);
+            w.str(client_name);
+            w.str(client_machine);
+            match cut {
+                Some((kept, had)) => {
+                    w.u8(1);
+                    w.u64(*kept);
+                    w.u64(*had);
+                }
+                None => w.u8(0),
+            }
+        }
+        Op::Concat {
+            target,
+            srcs,
+            mtime,
+        } => {
+            w.u8(tag::CONCAT);
+            w.str(target);
+            w.i64(*mtime);
+            w.0.extend_from_slice(&(srcs.len() as u32).to_le_bytes());
+            for src in srcs {
+                w.str(src);
+            }
+        }
         Op::SetGenerationStamp { gs } => {
             w.u8(tag::SET_GENERATION_STAMP);
             w.u64(*gs);
@@ -362,6 +400,36 @@ pub fn decode_op(bytes: &[u8]) -> Result<Op, DecodeError> {
             replication: r.u16()?,
         },
         tag::SET_GENERATION_STAMP => Op::SetGenerationStamp { gs: r.u64()? },
+        tag::TRUNCATE => Op::Truncate {
+            path: r.str()?,
+            len: r.u64()?,
+            mtime: r.i64()?,
+            client_name: r.str()?,
+            client_machine: r.str()?,
+            cut: match r.u8()? {
+                0 => None,
+                _ => Some((r.u64()?, r.u64()?)),
+            },
+        },
+        tag::CONCAT => {
+            let target = r.str()?;
+            let mtime = r.i64()?;
+            let n = r.u32()? as usize;
+            // Each source takes at least its length prefix: a count beyond what the
+            // record holds is corrupt, and must not size an allocation.
+            if n > r.remaining() / 4 {
+                return Err(DecodeError::BadLength(n));
+            }
+            let mut srcs = Vec::with_capacity(n);
+            for _ in 0..n {
+                srcs.push(r.str()?);
+            }
+            Op::Concat {
+                target,
+                srcs,
+                mtime,
+            }
+        }
         tag::APPEND => Op::Append {
             path: r.str()?,
             client_name: r.str()?,
@@ -505,6 +573,27 @@ pub(crate) mod tests {
                 gs: 1003,
             },
             Op::SetGenerationStamp { gs: 1004 },
+            Op::Truncate {
+                path: "/a/f".into(),
+                len: 100,
+                mtime: 12,
+                client_name: "c3".into(),
+                client_machine: "m3".into(),
+                cut: Some((100, 512)),
+            },
+            Op::Truncate {
+                path: "/a/f".into(),
+                len: 0,
+                mtime: 13,
+                client_name: String::new(),
+                client_machine: String::new(),
+                cut: None,
+            },
+            Op::Concat {
+                target: "/a/t".into(),
+                srcs: vec!["/a/s1".into(), "/a/s2".into()],
+                mtime: 14,
+            },
             Op::Append {
                 path: "/a/f".into(),
                 client_name: "c2".into(),

@@ -16,6 +16,7 @@ pub mod path;
 pub mod perm;
 pub mod plan;
 pub mod query;
+pub mod truncate;
 
 #[cfg(test)]
 mod tests;
@@ -481,6 +482,34 @@ impl Namespace {
                 }
             }
             Op::SetGenerationStamp { gs } => self.next_gs = self.next_gs.max(gs + 1),
+            Op::Truncate {
+                path,
+                len,
+                mtime,
+                client_name,
+                client_machine,
+                cut,
+            } => {
+                let slot = self.existing_at(path, at.slot)?;
+                self.apply_truncate(slot, path, *len, *cut, &mut fx)?;
+                let inode = self.arena.get_mut(slot);
+                inode.mtime = *mtime;
+                let id = inode.id;
+                if cut.is_some() {
+                    if let Body::File(f) = &mut inode.body {
+                        f.reopen(UnderConstruction {
+                            client_name: client_name.clone(),
+                            client_machine: client_machine.clone(),
+                        });
+                    }
+                    self.open_files.insert(id, slot);
+                }
+            }
+            Op::Concat {
+                target,
+                srcs,
+                mtime,
+            } => self.apply_concat(target, srcs, at, *mtime, &mut fx)?,
             Op::Append {
                 path,
                 client_name,
@@ -530,6 +559,95 @@ impl Namespace {
             self.open_files.remove(id);
         }
         Ok(fx)
+    }
+
+    /// Drops the blocks of file `slot` past `len`. A block that `len` falls inside stays
+    /// whole (`cut` says what it keeps and had), as the file shows it until recovery.
+    fn apply_truncate(
+        &mut self,
+        slot: Slot,
+        path: &str,
+        len: u64,
+        cut: Option<(u64, u64)>,
+        fx: &mut Effects,
+    ) -> Result<(), FsError> {
+        let Body::File(f) = &mut self.arena.get_mut(slot).body else {
+            return Err(FsError::Io(format!("truncate of directory {path}")));
+        };
+        if f.uc().is_some() || len > f.len() {
+            return Err(FsError::Io(format!("{path} cannot be cut to {len} bytes")));
+        }
+        let blocks = f.blocks_mut();
+        let (mut start, mut keep) = (0, 0);
+        while keep < blocks.len() && start < len {
+            start += blocks[keep].len;
+            keep += 1;
+        }
+        let found = match blocks[..keep].last() {
+            Some(b) if start > len => Some((len - (start - b.len), b.len)),
+            _ => None,
+        };
+        if found != cut {
+            return Err(FsError::Io(format!(
+                "truncate of {path} to {len}: the record cuts {cut:?}, the file {found:?}"
+            )));
+        }
+        for b in blocks.drain(keep..) {
+            fx.removed_blocks.push((b.id, b.gs));
+        }
+        f.set_len(start.max(len));
+        for (id, _) in &fx.removed_blocks {
+            self.block_files.remove(id);
+        }
+        Ok(())
+    }
+
+    /// Moves the sources' blocks to the end of the target and removes the sources.
+    fn apply_concat(
+        &mut self,
+        target: &str,
+        srcs: &[String],
+        at: At,
+        mtime: i64,
+        fx: &mut Effects,
+    ) -> Result<(), FsError> {
+        let t = self.existing_at(target, at.slot)?;
+        let mut moved = Vec::new();
+        let mut added = 0;
+        for src in srcs {
+            let s = self.existing(src)?;
+            if s == t {
+                return Err(FsError::Io(format!("concat of {target} into itself")));
+            }
+            match &mut self.arena.get_mut(s).body {
+                Body::File(f) if f.uc().is_none() => {
+                    added += f.len();
+                    moved.append(f.blocks_mut());
+                    f.set_len(0);
+                }
+                _ => {
+                    return Err(FsError::Io(format!(
+                        "concat source {src} is not a closed file"
+                    )))
+                }
+            }
+            self.remove_subtree(s, fx);
+        }
+        let Body::File(f) = &mut self.arena.get_mut(t).body else {
+            return Err(FsError::Io(format!("concat target {target} is not a file")));
+        };
+        let blocks = f.blocks_mut();
+        let first = blocks.len();
+        blocks.extend_from_slice(&moved);
+        f.set_len(f.len() + added);
+        for (i, b) in moved.iter().enumerate() {
+            self.block_files.insert(b.id, (t, (first + i) as u32));
+        }
+        let inode = self.arena.get_mut(t);
+        inode.mtime = mtime;
+        let parent = inode.parent;
+        self.arena.get_mut(parent).mtime = mtime;
+        Ok(())
     }
 
     fn apply_rename(

@@ -92,6 +92,24 @@ pub enum Op {
         client_machine: String,
         last_len: u64,
     },
+    /// Cut a closed file to `len` bytes: blocks past it are dropped. When `len` falls inside
+    /// a block (`cut`: the bytes that block keeps, and the bytes it had), the file opens
+    /// for write by `client_name` and, as in HDFS, keeps showing that block whole until
+    /// block recovery has cut its replicas and closes the file at `len`.
+    Truncate {
+        path: String,
+        len: u64,
+        mtime: i64,
+        client_name: String,
+        client_machine: String,
+        cut: Option<(u64, u64)>,
+    },
+    /// Move the blocks of `srcs`, in order, to the end of `target` and delete the sources.
+    Concat {
+        target: String,
+        srcs: Vec<String>,
+        mtime: i64,
+    },
     /// Hands out generation stamps up to `gs` (a block recovery's id), so that none is
     /// given twice, even across a restart, while the recovery has not committed.
     SetGenerationStamp {
@@ -211,6 +229,36 @@ impl std::fmt::Display for Op {
                 write!(f, " path={} replication={replication}", word(path))
             }
             Op::SetGenerationStamp { gs } => write!(f, " gs={gs}"),
+            Op::Truncate {
+                path,
+                len,
+                mtime,
+                client_name,
+                client_machine,
+                cut,
+            } => {
+                write!(f, " path={} len={len} mtime={mtime}", word(path))?;
+                if let Some((kept, had)) = cut {
+                    write!(
+                        f,
+                        " block_keeps={kept} block_had={had} client={} machine={}",
+                        word(client_name),
+                        word(client_machine)
+                    )?;
+                }
+                Ok(())
+            }
+            Op::Concat {
+                target,
+                srcs,
+                mtime,
+            } => {
+                write!(f, " target={} mtime={mtime}", word(target))?;
+                for s in srcs {
+                    write!(f, " src={}", word(s))?;
+                }
+                Ok(())
+            }
             Op::Append {
                 path,
                 client_name,
@@ -248,6 +296,8 @@ impl Op {
             Op::SetReplication { .. } => "OP_SET_REPLICATION",
             Op::SetGenerationStamp { .. } => "OP_SET_GENSTAMP_V2",
             Op::Append { .. } => "OP_APPEND",
+            Op::Truncate { .. } => "OP_TRUNCATE",
+            Op::Concat { .. } => "OP_CONCAT_DELETE",
             Op::UpdateLastBlock { .. } => "OP_UPDATE_BLOCKS",
         }
     }

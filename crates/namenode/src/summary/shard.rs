@@ -77,7 +77,9 @@ impl Sharded {
             | Op::SetTimes { path, .. }
             | Op::SetReplication { path, .. }
             | Op::UpdateLastBlock { path, .. }
-            | Op::Append { path, .. } => first(path).map_or(Route::All, Route::One),
+            | Op::Append { path, .. }
+            | Op::Truncate { path, .. }
+            | Op::Concat { target: path, .. } => first(path).map_or(Route::All, Route::One),
             // Changes nothing a summary counts.
             Op::SetGenerationStamp { .. } => Route::All,
         }

@@ -276,6 +276,33 @@ impl Tree {
                     Ok(())
                 })?;
             }
+            Op::Truncate { path, len, cut, .. } => {
+                let (len, cut) = (*len, *cut);
+                self.change_file(path, now, |f| {
+                    // As the namespace: the cut block counts whole until recovery.
+                    match cut {
+                        Some((kept, had)) => {
+                            f.len = len - kept + had;
+                            f.open = Some(vec![had]);
+                        }
+                        None => f.len = len,
+                    }
+                    Ok(())
+                })?;
+            }
+            Op::Concat { target, srcs, .. } => {
+                let mut added = 0;
+                for src in srcs {
+                    match self.detach(src, now)? {
+                        Node::File(f) => added += f.len,
+                        Node::Dir(_) => return Err(format!("concat source {src} is a directory")),
+                    }
+                }
+                self.change_file(target, now, |f| {
+                    f.len += added;
+                    Ok(())
+                })?;
+            }
             Op::UpdateLastBlock { path, len, .. } => {
                 let len = *len;
                 self.change_file(path, now, |f| {

@@ -1,0 +1,334 @@
+//! Planning truncate and concat: the calls that reshape closed files' block lists.
+
+use super::perm::{Caller, READ, WRITE};
+use super::{At, Namespace, Op, Planned};
+use crate::error::FsError;
+
+/// What truncate decided.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Truncated {
+    pub file_id: u64,
+    /// The block the cut falls inside, with the bytes it keeps: block recovery cuts its
+    /// replicas, and the file stays open until then. None when the file is ready now.
+    pub recover: Option<(u64, u64)>,
+}
+
+impl Namespace {
+    /// Plans truncate of `src` to `len` bytes by `client_name`, with HDFS's checks. A file
+    /// open for write is refused here as append refuses it; the caller settles an
+    /// abandoned lease first.
+    pub fn plan_truncate(
+        &self,
+        caller: &Caller,
+        src: &str,
+        len: u64,
+        client_name: &str,
+        client_machine: &str,
+        now: i64,
+    ) -> Result<(Truncated, Planned), FsError> {
+        if len > i64::MAX as u64 {
+            return Err(FsError::IllegalArgument(format!(
+                "Cannot truncate to a negative file size: {}.",
+                len as i64
+            )));
+        }
+        let (slot, path) = self.resolve_checked(caller, src)?;
+        self.check_access(caller, slot, WRITE)?;
+        let inode = self.inode(slot);
+        let Some(file) = inode.file() else {
+            return Err(FsError::NotFound(format!("Path is not a file: {path}")));
+        };
+        if let Some(uc) = file.uc() {
+            let why = if uc.client_name == client_name {
+                "current leaseholder is trying to recreate file.".to_string()
+            } else {
+                format!(
+                    "this file lease is currently owned by {} on {}",
+                    uc.client_name, uc.client_machine
+                )
+            };
+            return Err(FsError::AlreadyBeingCreated(format!(
+                "Failed to TRUNCATE_FILE {path} for {client_name} on {client_machine} because {why}"
+            )));
+        }
+        let old = file.len();
+        let mut done = Truncated {
+            file_id: inode.id,
+            recover: None,
+        };
+        if old == len {
+            return Ok((done, Planned::default()));
+        }
+        if old < len {
+            return Err(FsError::IllegalArgument(format!(
+                "Cannot truncate to a larger file size. Current size: {old}, truncate size: {len}."
+            )));
+        }
+        let mut start = 0;
+        let mut cut = None;
+        for b in file.blocks() {
+            if start < len && len < start + b.len {
+                done.recover = Some((b.id, len - start));
+                cut = Some((len - start, b.len));
+                break;
+            }
+            start += b.len;
+        }
+        let op = Op::Truncate {
+            path,
+            len,
+            mtime: now,
+            client_name: client_name.to_string(),
+            client_machine: client_machine.to_string(),
+            cut,
+        };
+        Ok((done, Planned::at(At::slot(slot), vec![op])))
+    }
+
+    /// Plans concat of `srcs` onto `target`, with HDFS's rules: every file in the target's
+    /// directory, closed, the sources non-empty, distinct, not the target, and with a
+    /// preferred block size no larger than the target's.
+    pub fn plan_concat(
+        &self,
+        caller: &Caller,
+        target: &str,
+        srcs: &[String],
+        now: i64,
+    ) -> Result<Planned, FsError> {
+        if target.is_empty() {
+            return Err(FsError::IllegalArgument("Target file name is empty".into()));
+        }
+        if srcs.is_empty() {
+            return Err(FsError::IllegalArgument("No sources given".into()));
+        }
+        let (t, target_path) = self.resolve_checked(caller, target)?;
+        self.check_access(caller, t, WRITE)?;
+        let Some(tf) = self.inode(t).file() else {
+            return Err(FsError::NotFound(format!(
+                "Path is not a file: {target_path}"
+            )));
+        };
+        if tf.uc().is_some() {
+            return Err(FsError::IllegalArgument(format!(
+                "concat: target file {target_path} is under construction"
+            )));
+        }
+        let parent = self.inode(t).parent;
+        let mut seen = std::collections::HashSet::new();
+        let mut paths = Vec::with_capacity(srcs.len());
+        for src in srcs {
+            let (s, path) = self.resolve_checked(caller, src)?;
+            self.check_access(caller, s, READ)?;
+            self.check_access(caller, self.inode(s).parent, WRITE)?;
+            let Some(sf) = self.inode(s).file() else {
+                return Err(FsError::NotFound(format!("Path is not a file: {path}")));
+            };
+            if self.inode(s).parent != parent {
+                return Err(FsError::IllegalArgument(format!(
+                    "Source file {path} is not in the same directory with the target {target_path}"
+                )));
+            }
+            if s == t {
+                return Err(FsError::IllegalArgument(format!(
+                    "concat: the src file {path} is the same with the target file {target_path}"
+                )));
+            }
+            if sf.uc().is_some() || sf.blocks().is_empty() {
+                return Err(FsError::IllegalArgument(format!(
+                    "concat: source file {path} is invalid or empty or underConstruction"
+                )));
+            }
+            if sf.block_size > tf.block_size {
+                return Err(FsError::IllegalArgument(format!(
+                    "concat: source file {path} has preferred block size {} which is greater than the target file's preferred block size {}",
+                    sf.block_size, tf.block_size
+                )));
+            }
+            seen.insert(s);
+            paths.push(path);
+        }
+        if seen.len() < srcs.len() {
+            return Err(FsError::IllegalArgument(
+                "concat: at least two of the source files are the same".into(),
+            ));
+        }
+        let op = Op::Concat {
+            target: target_path,
+            srcs: paths,
+            mtime: now,
+        };
+        Ok(Planned::at(At::slot(t), vec![op]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::namespace::blocks::{NewBlock, Previous};
+    use crate::namespace::Namespace;
+
+    fn su() -> Caller {
+        Caller::superuser("hdfs")
+    }
+
+    /// Closed file `path` of `len` bytes in blocks of `bs`.
+    fn file(ns: &mut Namespace, path: &str, id: u64, len: u64, bs: u64) {
+        ns.apply(&Op::Create {
+            path: path.into(),
+            id,
+            perm: 0o644,
+            owner: "hdfs".into(),
+            group: "supergroup".into(),
+            mtime: 1,
+            replication: 3,
+            block_size: bs,
+            client_name: "w".into(),
+            client_machine: "m".into(),
+        })
+        .unwrap();
+        let (mut prev, mut left) = (None, len);
+        while left > 0 {
+            let (nb, planned) = ns.plan_add_block(path, "w", 0, prev).unwrap();
+            ns.apply_planned(&planned, |_, _| {});
+            let NewBlock::Fresh(p) = nb else { panic!() };
+            let l = left.min(bs);
+            prev = Some(Previous {
+                id: p.block.id,
+                len: l,
+            });
+            left -= l;
+        }
+        ns.apply(&Op::Close {
+            path: path.into(),
+            mtime: 2,
+            len,
+        })
+        .unwrap();
+    }
+
+    fn len_of(ns: &Namespace, path: &str) -> (u64, bool) {
+        let st = ns.status(ns.existing(path).unwrap(), false);
+        (st.len, st.under_construction)
+    }
+
+    #[test]
+    fn a_cut_on_a_boundary_is_done_at_once_and_one_inside_a_block_waits_for_recovery() {
+        let mut ns = Namespace::new("hdfs", "supergroup", 0);
+        file(&mut ns, "/f", 16400, 2500, 1024);
+        let (t, planned) = ns.plan_truncate(&su(), "/f", 2048, "c", "m", 5).unwrap();
+        assert_eq!(t.recover, None);
+        let applied = ns.apply_planned(&planned, |_, fx| assert_eq!(fx.removed_blocks.len(), 1));
+        assert!(applied.failed.is_none());
+        assert_eq!(len_of(&ns, "/f"), (2048, false));
+        // Inside the second block: it shows whole, open, until recovery cuts it.
+        let (t, planned) = ns.plan_truncate(&su(), "/f", 1100, "c", "m", 6).unwrap();
+        let (block, kept) = t.recover.expect("a block to recover");
+        assert_eq!(kept, 76);
+        ns.apply_planned(&planned, |_, _| {});
+        assert_eq!(len_of(&ns, "/f"), (2048, true));
+        ns.apply(&Op::UpdateLastBlock {
+            path: "/f".into(),
+            id: block,
+            gs: 5000,
+            len: kept,
+        })
+        .unwrap();
+        ns.apply(&Op::Close {
+            path: "/f".into(),
+            mtime: 7,
+            len: 1100,
+        })
+        .unwrap();
+        assert_eq!(len_of(&ns, "/f"), (1100, false));
+        assert!(matches!(
+            ns.plan_truncate(&su(), "/f", 1101, "c", "m", 8),
+            Err(FsError::IllegalArgument(m)) if m == "Cannot truncate to a larger file size. Current size: 1100, truncate size: 1101."
+        ));
+        assert!(matches!(
+            ns.plan_truncate(&su(), "/", 0, "c", "m", 8),
+            Err(FsError::NotFound(_))
+        ));
+        let (t, planned) = ns.plan_truncate(&su(), "/f", 1100, "c", "m", 8).unwrap();
+        assert!(
+            t.recover.is_none() && planned.ops.is_empty(),
+            "same length: nothing to do"
+        );
+    }
+
+    #[test]
+    fn concat_moves_blocks_in_order_and_refuses_what_hdfs_refuses() {
+        let mut ns = Namespace::new("hdfs", "supergroup", 0);
+        for (i, d) in ["/d", "/e"].iter().enumerate() {
+            ns.apply(&crate::namespace::ops::mkdir_record(d, 16390 + i as u64, 1))
+                .unwrap();
+        }
+        file(&mut ns, "/d/t", 16400, 1500, 1024);
+        file(&mut ns, "/d/a", 16401, 300, 1024);
+        file(&mut ns, "/d/b", 16402, 2048, 1024);
+        file(&mut ns, "/d/empty", 16403, 0, 1024);
+        file(&mut ns, "/d/big", 16404, 10, 4096);
+        file(&mut ns, "/e/x", 16405, 10, 1024);
+        let refused = |ns: &Namespace, srcs: &[&str]| {
+            let srcs: Vec<String> = srcs.iter().map(|s| s.to_string()).collect();
+            match ns.plan_concat(&su(), "/d/t", &srcs, 9) {
+                Err(FsError::IllegalArgument(m)) => m,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(
+            refused(&ns, &["/d/t"]),
+            "concat: the src file /d/t is the same with the target file /d/t"
+        );
+        assert_eq!(
+            refused(&ns, &["/d/empty"]),
+            "concat: source file /d/empty is invalid or empty or underConstruction"
+        );
+        assert_eq!(
+            refused(&ns, &["/e/x"]),
+            "Source file /e/x is not in the same directory with the target /d/t"
+        );
+        assert_eq!(
+            refused(&ns, &["/d/a", "/d/a"]),
+            "concat: at least two of the source files are the same"
+        );
+        assert!(refused(&ns, &["/d/big"])
+            .contains("which is greater than the target file's preferred block size 1024"));
+        let before: Vec<u64> = ["/d/t", "/d/a", "/d/b"]
+            .iter()
+            .flat_map(|p| {
+                ns.inode(ns.existing(p).unwrap())
+                    .file()
+                    .unwrap()
+                    .blocks()
+                    .iter()
+                    .map(|b| b.id)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let planned = ns
+            .plan_concat(&su(), "/d/t", &["/d/a".into(), "/d/b".into()], 9)
+            .unwrap();
+        let applied = ns.apply_planned(&planned, |_, fx| assert!(fx.removed_blocks.is_empty()));
+        assert!(applied.failed.is_none());
+        let t = ns.existing("/d/t").unwrap();
+        let after: Vec<u64> = ns
+            .inode(t)
+            .file()
+            .unwrap()
+            .blocks()
+            .iter()
+            .map(|b| b.id)
+            .collect();
+        assert_eq!(after, before);
+        assert_eq!(len_of(&ns, "/d/t"), (1500 + 300 + 2048, false));
+        assert!(ns.existing("/d/a").is_err() && ns.existing("/d/b").is_err());
+        for (i, id) in after.iter().enumerate() {
+            assert_eq!(ns.block_position(*id), Some((t, i)));
+        }
+        let r = ns.block_range(t, 1600, 10);
+        assert_eq!(
+            r.blocks[0].offset, 1500,
+            "the moved block starts where the target ended"
+        );
+    }
+}
