@@ -243,6 +243,35 @@ impl FileSystem {
         Ok(r.result)
     }
 
+    /// Cuts a file to `len` bytes. True when it is ready at once; false while the
+    /// DataNodes cut its last block (the file is closed when they have).
+    pub async fn truncate(&self, path: &str, len: u64) -> Result<bool> {
+        let req = TruncateRequestProto {
+            src: path.into(),
+            new_length: len,
+            client_name: self.inner.client_name.clone(),
+        };
+        let r: TruncateResponseProto = self.call("truncate", &req).await?;
+        Ok(r.result)
+    }
+
+    /// Moves the blocks of `srcs`, in order, to the end of `target` and deletes them.
+    pub async fn concat(&self, target: &str, srcs: &[String]) -> Result<()> {
+        let req = ConcatRequestProto {
+            trg: target.into(),
+            srcs: srcs.to_vec(),
+        };
+        let _: ConcatResponseProto = self.call("concat", &req).await?;
+        Ok(())
+    }
+
+    /// Whether a file is closed (not open for write, nor being recovered).
+    pub async fn is_file_closed(&self, path: &str) -> Result<bool> {
+        let req = IsFileClosedRequestProto { src: path.into() };
+        let r: IsFileClosedResponseProto = self.call("isFileClosed", &req).await?;
+        Ok(r.result)
+    }
+
     pub async fn rename_to_trash(&self, src: &str, dst: &str) -> Result<()> {
         let req = Rename2RequestProto {
             src: src.into(),

@@ -1,6 +1,7 @@
 //! `ferrite dfs`: Hadoop's shell commands with Hadoop's option style and messages, on top
 //! of ferrite-client. Works against Ferrite and against Apache HDFS.
 
+mod edit;
 pub mod format;
 mod transfer;
 
@@ -17,6 +18,7 @@ const USAGE: &str = "Usage: ferrite dfs [-fs hdfs://HOST:PORT] [generic options]
 \t[-chgrp [-R] GROUP PATH...]
 \t[-chmod [-R] <MODE[,MODE]... | OCTALMODE> PATH...]
 \t[-chown [-R] [OWNER][:[GROUP]] PATH...]
+\t[-concat <target path> <src path> <src path> ...]
 \t[-count [-q] [-h] <path> ...]
 \t[-cp [-f] <src> ... <dst>]
 \t[-du [-s] [-h] <path> ...]
@@ -31,7 +33,8 @@ const USAGE: &str = "Usage: ferrite dfs [-fs hdfs://HOST:PORT] [generic options]
 \t[-stat [format] <path> ...]
 \t[-tail [-f] <file>]
 \t[-test -[defsz] <path>]
-\t[-touchz <path> ...]";
+\t[-touchz <path> ...]
+\t[-truncate [-w] <length> <path> ...]";
 
 /// A command failure: printed as `cmd: message`, exit status 1.
 pub(crate) struct Failed(pub String);
@@ -110,6 +113,8 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<i32> {
         "-get" | "-copyToLocal" => transfer::get(&mut sh, rest).await,
         "-cat" => transfer::cat(&mut sh, rest).await,
         "-appendToFile" => transfer::append_to_file(&mut sh, rest).await,
+        "-truncate" => edit::truncate(&mut sh, rest).await,
+        "-concat" => edit::concat(&mut sh, rest).await,
         "-tail" => transfer::tail(&mut sh, rest).await,
         "-cp" => transfer::cp(&mut sh, rest).await,
         "-checksum" => sh.checksum(rest).await,
