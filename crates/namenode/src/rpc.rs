@@ -169,7 +169,8 @@ pub async fn get_file_info(
     req: GetFileInfoRequestProto,
 ) -> Res<GetFileInfoResponseProto> {
     let caller = nn.caller(&ctx.user);
-    let st = nn.ns.read().get_file_info(&caller, &req.src)?;
+    let ns = nn.ns.read();
+    let st = ns.get_file_info(&caller, &ns.resolve_reserved(&req.src)?)?;
     Ok(GetFileInfoResponseProto {
         fs: st.as_ref().map(status_proto),
     })
@@ -183,8 +184,8 @@ pub async fn get_located_file_info(
     req: GetLocatedFileInfoRequestProto,
 ) -> Res<GetLocatedFileInfoResponseProto> {
     let caller = nn.caller(&ctx.user);
-    let src = req.src.unwrap_or_default();
     let ns = nn.ns.read();
+    let src = ns.resolve_reserved(req.src.as_deref().unwrap_or_default())?;
     let Some(st) = ns.get_file_info(&caller, &src)? else {
         return Ok(GetLocatedFileInfoResponseProto { fs: None });
     };

@@ -386,15 +386,20 @@ pub async fn get_block_locations(
     let now = now_ms();
     let (range, touch) = {
         let ns = nn.ns.read();
-        let slot = ns.file_slot(&caller, &req.src)?;
+        let slot = ns.file_slot(&caller, &ns.resolve_reserved(&req.src)?)?;
         ns.check_access(&caller, slot, crate::namespace::perm::READ)?;
         let range = ns.block_range(slot, req.offset, req.length);
-        (range, nn.access_time_due(ns.inode(slot).atime, now))
+        // The file's own path, for the access time's record (rare: an inode path, or a
+        // time to move).
+        let touch = nn
+            .access_time_due(ns.inode(slot).atime, now)
+            .then(|| ns.path_of(slot));
+        (range, touch)
     };
-    if touch {
+    if let Some(path) = touch {
         // Boxed: the commit's future is large and this path is rare (once per file per
         // precision); inline, it would grow every open's future.
-        Box::pin(nn.record_access(&caller, &req.src, now)).await;
+        Box::pin(nn.record_access(&caller, &path, now)).await;
     }
     let pool = &nn.identity.block_pool_id;
     let placed: Vec<Placed> = range

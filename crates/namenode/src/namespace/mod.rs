@@ -16,6 +16,7 @@ pub mod path;
 pub mod perm;
 pub mod plan;
 pub mod query;
+pub mod reserved;
 pub mod truncate;
 
 #[cfg(test)]
