@@ -194,14 +194,16 @@ def spawn_ready(args, log):
 
 
 @contextlib.contextmanager
-def process_cluster(w, datanodes):
+def process_cluster(w, datanodes, nn_conf=()):
     """A `ferrite namenode` and `datanodes` `ferrite datanode` processes (so one can be
-    killed). Yields (url, datanode processes, their data dirs, their transfer ports)."""
+    killed); `nn_conf` adds NameNode settings. Yields (url, datanode processes, their data
+    dirs, their transfer ports)."""
     w.mkdir()
     log = open(w / "cluster.log", "w")
     ferrite = str(FERRITE_BIN)
     hb = ["--conf", "dfs.heartbeat.interval=1"]
-    nn, url = spawn_ready([ferrite, "namenode", "--port", "0", "--data", str(w / "nn"), *hb], log)
+    extra = [a for c in nn_conf for a in ("--conf", c)]
+    nn, url = spawn_ready([ferrite, "namenode", "--port", "0", "--data", str(w / "nn"), *hb, *extra], log)
     dirs = [w / f"dn{i}" for i in range(datanodes)]
     started = [spawn_ready([ferrite, "datanode", "--namenode", url[len("hdfs://") :], "--port", "0", "--ipc-port", "0", "--data", str(d), *hb], log) for d in dirs]
     dns = [p for p, _ in started]

@@ -210,8 +210,14 @@ impl Namespace {
             })
             .copied()
             .collect();
+        // A file being written reports its length without the block being written, as
+        // HDFS does: readers add what the DataNodes say that block holds.
+        let file_len = match (uc, all.last()) {
+            (true, Some(last)) => f.len() - last.block.len,
+            _ => f.len(),
+        };
         BlockRange {
-            file_len: f.len(),
+            file_len,
             blocks,
             under_construction: uc,
             last: all.last().copied(),

@@ -25,6 +25,7 @@ import org.apache.hadoop.hdfs.DistributedFileSystem;
  *                              after the last whole record are not a record's prefix.
  *   recover PATH               recoverLease until it answers true (at most 60 s); prints
  *                              "recovered" and the file's length.
+ *   recoverOnce PATH           one recoverLease; prints its answer.
  *
  * A record is SIZE bytes: "rec <i>\n" padded with the record number's low byte, so a reader
  * can check every byte.
@@ -95,6 +96,9 @@ public final class WalCheck {
         }
         break;
       }
+      case "recoverOnce":
+        System.out.println(((DistributedFileSystem) fs).recoverLease(p));
+        break;
       case "recover": {
         DistributedFileSystem dfs = (DistributedFileSystem) fs;
         long deadline = System.currentTimeMillis() + 60_000;
