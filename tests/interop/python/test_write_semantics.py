@@ -307,3 +307,23 @@ def test_a_path_past_a_file_answers_as_hdfs(ferrite, hdfs, workroot):
     for who, (f, h) in zip(("superuser", "alice"), zip(out["ferrite"], out["hdfs"])):
         for c, a, b in zip(commands, f, h):
             assert a == b, (who, c)
+
+
+def test_hadoop_contract_tests_for_append_concat_and_path_handles_pass_as_on_hdfs(ferrite, hdfs_cluster, workroot):
+    """AbstractContractAppendTest, AbstractContractConcatTest and
+    AbstractContractPathHandleTest from Hadoop's test jar, bound to each running cluster."""
+    from conftest import write_site
+
+    results = {}
+    for name, server in (("ferrite", ferrite), ("hdfs", hdfs_cluster)):
+        conf = workroot / f"contract-{name}"
+        site = {"dfs.replication": 1} if server.others else {}
+        write_site(conf, {"fs.defaultFS": server.url, "fs.contract.test.fs.hdfs": server.url}, site)
+        cmd = ["java", "-Djava.net.preferIPv4Stack=true", "-cp", java_cp(conf), "ferrite.interop.ContractTests"]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        results[name] = sorted(l for l in p.stdout.splitlines() if l.split(" ", 1)[0] in ("pass", "fail", "skip"))
+        assert results[name], p.stdout + p.stderr[-3000:]
+    failed = [l for l in results["ferrite"] if not l.startswith("pass")]
+    assert not failed, failed
+    assert len(results["ferrite"]) >= 60
+    assert results["ferrite"] == results["hdfs"]

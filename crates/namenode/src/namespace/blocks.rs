@@ -60,7 +60,7 @@ impl Namespace {
         file_id: u64,
         previous: Option<Previous>,
     ) -> Result<(NewBlock, Planned), FsError> {
-        let slot = self.writable_file(src, client_name, file_id)?;
+        let (slot, moved) = self.writable_file_where(src, client_name, file_id)?;
         let blocks = self.inode(slot).file().map(|f| f.blocks()).unwrap_or(&[]);
         let last = blocks.last();
         // After an append that starts a new block (the last one full, or NEW_BLOCK), the
@@ -103,7 +103,7 @@ impl Namespace {
         let offset =
             blocks.iter().map(|b| b.len).sum::<u64>() - last.map(|b| b.len).unwrap_or(0) + prev_len;
         let op = Op::AddBlock {
-            path: src.to_string(),
+            path: moved.unwrap_or_else(|| src.to_string()),
             id,
             gs,
             prev_len,
@@ -121,7 +121,7 @@ impl Namespace {
         file_id: u64,
         block_id: u64,
     ) -> Result<((), Vec<Op>), FsError> {
-        let slot = self.writable_file(src, client_name, file_id)?;
+        let (slot, moved) = self.writable_file_where(src, client_name, file_id)?;
         let blocks = self.inode(slot).file().map(|f| f.blocks()).unwrap_or(&[]);
         if blocks.last().map(|b| b.id) != Some(block_id) {
             // Already abandoned (a retry) or never ours: nothing to do, as in HDFS.
@@ -130,7 +130,7 @@ impl Namespace {
         Ok((
             (),
             vec![Op::AbandonBlock {
-                path: src.to_string(),
+                path: moved.unwrap_or_else(|| src.to_string()),
                 id: block_id,
             }],
         ))
@@ -227,13 +227,24 @@ impl Namespace {
     /// The file open for write by `client_name` (by inode id when the client gives one,
     /// else by path), for the block calls.
     fn writable_file(&self, src: &str, client_name: &str, file_id: u64) -> Result<Slot, FsError> {
-        let slot = self.open_file(src, client_name, file_id)?;
+        self.writable_file_where(src, client_name, file_id)
+            .map(|(s, _)| s)
+    }
+
+    /// [`writable_file`](Self::writable_file), with its path when it has moved from `src`.
+    fn writable_file_where(
+        &self,
+        src: &str,
+        client_name: &str,
+        file_id: u64,
+    ) -> Result<(Slot, Option<String>), FsError> {
+        let (slot, moved) = self.open_file_where(src, client_name, file_id)?;
         if self.inode(slot).file().and_then(|f| f.uc()).is_none() {
             return Err(FsError::LeaseExpired(format!(
                 "No lease on {src} (inode {file_id}): File is not open for writing. Holder {client_name} does not have any open files."
             )));
         }
-        Ok(slot)
+        Ok((slot, moved))
     }
 }
 

@@ -346,7 +346,7 @@ impl Namespace {
         now: i64,
         replicated: impl Fn(u64) -> bool,
     ) -> Result<(bool, Planned), FsError> {
-        let slot = self.open_file(src, client_name, file_id)?;
+        let (slot, moved) = self.open_file_where(src, client_name, file_id)?;
         let Some(file) = self.inode(slot).file() else {
             return Err(FsError::NotFound(format!("Path is not a file: {src}")));
         };
@@ -367,7 +367,7 @@ impl Namespace {
             None => 0,
         };
         let close = Op::Close {
-            path: src.to_string(),
+            path: moved.unwrap_or_else(|| src.to_string()),
             mtime: now,
             len,
         };
@@ -376,16 +376,32 @@ impl Namespace {
 
     /// Resolves a file that `client_name` must hold the lease on (or has just closed).
     pub fn open_file(&self, src: &str, client_name: &str, file_id: u64) -> Result<Slot, FsError> {
-        let slot = self
-            .existing(src)
-            .map_err(|_| FsError::NotFound(format!("File does not exist: {src} (inode {file_id}) Holder {client_name} does not have any open files.")))?;
+        self.open_file_where(src, client_name, file_id).map(|(s, _)| s)
+    }
+
+    /// [`open_file`](Self::open_file), and the file's path when it is no longer `src`: as
+    /// in HDFS, a writer's file is found by its inode id (when the client gives one), so a
+    /// file renamed while it is written goes on being written. Records then name the path
+    /// it has now.
+    pub fn open_file_where(
+        &self,
+        src: &str,
+        client_name: &str,
+        file_id: u64,
+    ) -> Result<(Slot, Option<String>), FsError> {
+        let by_path = self.existing(src).ok();
+        let (slot, moved) = match by_path {
+            Some(s) if file_id == 0 || self.inode(s).id == file_id => (s, None),
+            _ => match self.open_file_slot(file_id).filter(|_| file_id != 0) {
+                Some(s) => (s, Some(self.path_of(s))),
+                None => {
+                    return Err(FsError::NotFound(format!(
+                        "File does not exist: {src} (inode {file_id}) Holder {client_name} does not have any open files."
+                    )))
+                }
+            },
+        };
         let inode = self.inode(slot);
-        if file_id != 0 && inode.id != file_id {
-            return Err(FsError::NotFound(format!(
-                "File does not exist: {src} (inode {file_id}): the path now names inode {}",
-                inode.id
-            )));
-        }
         let Some(file) = inode.file() else {
             return Err(FsError::NotFound(format!("Path is not a file: {src}")));
         };
@@ -397,7 +413,7 @@ impl Namespace {
                 )));
             }
         }
-        Ok(slot)
+        Ok((slot, moved))
     }
 
     /// Legacy `rename`: `Ok(None)` is the `false` answer HDFS gives for most failures.
