@@ -613,24 +613,31 @@ impl Namespace {
         fx: &mut Effects,
     ) -> Result<(), FsError> {
         let t = self.existing_at(target, at.slot)?;
-        let mut moved = Vec::new();
-        let mut added = 0;
+        if !matches!(&self.arena.get(t).body, Body::File(f) if f.uc().is_none()) {
+            return Err(FsError::Io(format!(
+                "concat target {target} is not a closed file"
+            )));
+        }
+        // Everything is checked before anything moves: a record that cannot apply must
+        // leave the namespace as it was.
+        let mut slots = Vec::with_capacity(srcs.len());
         for src in srcs {
             let s = self.existing(src)?;
-            if s == t {
-                return Err(FsError::Io(format!("concat of {target} into itself")));
+            let closed = matches!(&self.arena.get(s).body, Body::File(f) if f.uc().is_none());
+            if s == t || !closed || slots.contains(&s) {
+                return Err(FsError::Io(format!(
+                    "concat source {src} cannot join {target}"
+                )));
             }
-            match &mut self.arena.get_mut(s).body {
-                Body::File(f) if f.uc().is_none() => {
-                    added += f.len();
-                    moved.append(f.blocks_mut());
-                    f.set_len(0);
-                }
-                _ => {
-                    return Err(FsError::Io(format!(
-                        "concat source {src} is not a closed file"
-                    )))
-                }
+            slots.push(s);
+        }
+        let mut moved = Vec::new();
+        let mut added = 0;
+        for s in slots {
+            if let Body::File(f) = &mut self.arena.get_mut(s).body {
+                added += f.len();
+                moved.append(f.blocks_mut());
+                f.set_len(0);
             }
             self.remove_subtree(s, fx);
         }

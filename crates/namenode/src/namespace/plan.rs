@@ -376,7 +376,8 @@ impl Namespace {
 
     /// Resolves a file that `client_name` must hold the lease on (or has just closed).
     pub fn open_file(&self, src: &str, client_name: &str, file_id: u64) -> Result<Slot, FsError> {
-        self.open_file_where(src, client_name, file_id).map(|(s, _)| s)
+        self.open_file_where(src, client_name, file_id)
+            .map(|(s, _)| s)
     }
 
     /// [`open_file`](Self::open_file), and the file's path when it is no longer `src`: as

@@ -886,3 +886,109 @@ fn an_open_moves_the_access_time_once_per_precision() {
         Err(FsError::NotFound(_))
     ));
 }
+
+/// Append, truncate (on a boundary and inside a block, then the recovery's records),
+/// concat, a write to a file renamed while open, and recovery records all replay to the
+/// same namespace.
+#[test]
+fn replaying_appends_truncates_and_concats_rebuilds_the_same_namespace() {
+    use super::blocks::{NewBlock, Previous};
+    let mut h = Harness::new();
+    // `n` files under /w of three 1 KiB-ish blocks each, written by "cli".
+    let write = |h: &mut Harness, path: &str| {
+        h.create(&su(), path, false).unwrap();
+        let mut prev = None;
+        for len in [128 << 20, 128 << 20, 700] {
+            let (nb, planned) = h.ns.plan_add_block(path, "cli", 0, prev).unwrap();
+            h.commit(planned);
+            let NewBlock::Fresh(p) = nb else { panic!() };
+            prev = Some(Previous {
+                id: p.block.id,
+                len,
+            });
+        }
+        let (ok, planned) =
+            h.ns.plan_complete(path, "cli", 0, prev, h.now, |_| true)
+                .unwrap();
+        assert!(ok);
+        h.commit(planned);
+    };
+    for f in ["a", "b", "c", "d"] {
+        write(&mut h, &format!("/w/{f}"));
+    }
+    let (a, planned) = h.ns.plan_append(&su(), "/w/a", "app", "m", false).unwrap();
+    h.commit(planned);
+    let last = a.last.expect("a partial last block");
+    // The appender's file is renamed while open; its writes follow it.
+    h.rename("/w/a", "/w/a2");
+    let file_id = a.file_id;
+    let (nb, planned) =
+        h.ns.plan_add_block(
+            "/w/a",
+            "app",
+            file_id,
+            Some(Previous {
+                id: last.block.id,
+                len: 128 << 20,
+            }),
+        )
+        .unwrap();
+    h.commit(planned);
+    let NewBlock::Fresh(p) = nb else { panic!() };
+    let (ok, planned) =
+        h.ns.plan_complete(
+            "/w/a",
+            "app",
+            file_id,
+            Some(Previous {
+                id: p.block.id,
+                len: 5,
+            }),
+            h.now,
+            |_| true,
+        )
+        .unwrap();
+    assert!(ok);
+    h.commit(planned);
+    assert_eq!(
+        h.ns.status(h.ns.existing("/w/a2").unwrap(), false).len,
+        3 * (128 << 20) + 5
+    );
+    let (t, planned) =
+        h.ns.plan_truncate(&su(), "/w/b", 128 << 20, "tr", "m", h.now)
+            .unwrap();
+    assert!(t.recover.is_none());
+    h.commit(planned);
+    let (t, planned) =
+        h.ns.plan_truncate(&su(), "/w/c", 1000, "tr", "m", h.now)
+            .unwrap();
+    let (block, kept) = t.recover.unwrap();
+    h.commit(planned);
+    let gs = h.ns.next_gs();
+    let path = "/w/c".to_string();
+    h.commit(vec![
+        Op::SetGenerationStamp { gs },
+        Op::UpdateLastBlock {
+            path: path.clone(),
+            id: block,
+            gs,
+            len: kept,
+        },
+        Op::Close {
+            path,
+            mtime: h.now,
+            len: 1000,
+        },
+    ]);
+    let planned =
+        h.ns.plan_concat(&su(), "/w/b", &["/w/c".into(), "/w/d".into()], h.now)
+            .unwrap();
+    h.commit(planned);
+    assert_eq!(
+        h.ns.status(h.ns.existing("/w/b").unwrap(), false).len,
+        (128 << 20) + 1000 + 2 * (128 << 20) + 700
+    );
+    let replayed = h.replayed();
+    assert_eq!(replayed.dump(), h.ns.dump());
+    assert_eq!(replayed.next_gs(), h.ns.next_gs());
+}

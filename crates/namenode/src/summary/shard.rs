@@ -20,6 +20,9 @@ pub struct Sharded {
 enum Route {
     One(usize),
     Across(usize, usize),
+    /// A concat whose sources sit in other shards than its target (files at the top):
+    /// they move to the target's shard first.
+    Gather(usize),
     All,
 }
 
@@ -78,8 +81,12 @@ impl Sharded {
             | Op::SetReplication { path, .. }
             | Op::UpdateLastBlock { path, .. }
             | Op::Append { path, .. }
-            | Op::Truncate { path, .. }
-            | Op::Concat { target: path, .. } => first(path).map_or(Route::All, Route::One),
+            | Op::Truncate { path, .. } => first(path).map_or(Route::All, Route::One),
+            Op::Concat { target, srcs, .. } => match first(target) {
+                Some(t) if srcs.iter().all(|s| first(s) == Some(t)) => Route::One(t),
+                Some(t) => Route::Gather(t),
+                None => Route::All,
+            },
             // Changes nothing a summary counts.
             Op::SetGenerationStamp { .. } => Route::All,
         }
@@ -138,6 +145,19 @@ impl Sharded {
                 self.shards[b].accepts(dst, *overwrite)?;
                 let entry = self.shards[a].take(src, *mtime)?;
                 self.shards[b].put(dst, entry, *mtime)
+            }
+            (Route::Gather(t), Op::Concat { srcs, mtime, .. }) => {
+                // Concat's sources share the target's directory: one at the top lives in
+                // every shard's root, so it can move to the target's shard as it is.
+                let n = self.shards.len();
+                for src in srcs {
+                    let i = names(src).next().map_or(t, |c| shard_of(c, n));
+                    if i != t {
+                        let entry = self.shards[i].take(src, *mtime)?;
+                        self.shards[t].put(src, entry, *mtime)?;
+                    }
+                }
+                self.shards[t].apply(op)
             }
             _ => self.shards.iter_mut().try_for_each(|t| t.apply(op)),
         }

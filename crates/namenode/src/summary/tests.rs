@@ -53,7 +53,10 @@ const PERMS: [u16; 4] = [0o755, 0o700, 0o555, 0o751];
 /// A random operation; those that act on an existing entry mostly pick one of `made`
 /// (paths created earlier), so that most of them are valid.
 fn random_op(r: &mut Rng, ns: &Namespace, made: &[String], n: u64) -> Op {
-    let kind = r.below(20);
+    let kind = r.below(25);
+    if kind >= 20 {
+        return random_file_op(r, ns, made, n, kind);
+    }
     let p = if kind >= 8 && !made.is_empty() && r.below(4) != 0 {
         made[r.below(made.len() as u64) as usize].clone()
     } else {
@@ -128,6 +131,70 @@ fn random_op(r: &mut Rng, ns: &Namespace, made: &[String], n: u64) -> Op {
             path: p,
             replication: 1 + r.below(5) as u16,
         },
+    }
+}
+
+/// The records of append, hsync's length, block recovery, truncate and concat, on the
+/// files made so far (what the namespace refuses is skipped by the caller).
+fn random_file_op(r: &mut Rng, ns: &Namespace, made: &[String], n: u64, kind: u64) -> Op {
+    let p = if made.is_empty() {
+        path(r, true)
+    } else {
+        made[r.below(made.len() as u64) as usize].clone()
+    };
+    let file = ns.existing(&p).ok().and_then(|s| ns.inode(s).file());
+    let blocks: Vec<_> = file.map(|f| f.blocks().to_vec()).unwrap_or_default();
+    let len = file.map_or(0, |f| f.len());
+    let last = blocks.last().copied();
+    let mtime = 1_000 + n as i64;
+    match kind {
+        20 => Op::Append {
+            path: p,
+            client_name: "c2".into(),
+            client_machine: "m2".into(),
+            last_len: last.map_or(0, |b| b.len),
+        },
+        21 => Op::UpdateLastBlock {
+            path: p,
+            id: last.map_or(0, |b| b.id),
+            gs: 5_000 + n,
+            len: r.below(1 << 20),
+        },
+        22 => {
+            let to = r.below(len + 1);
+            let mut start = 0;
+            let mut cut = None;
+            for b in &blocks {
+                if start < to && to < start + b.len {
+                    cut = Some((to - start, b.len));
+                    break;
+                }
+                start += b.len;
+            }
+            Op::Truncate {
+                path: p,
+                len: to,
+                mtime,
+                client_name: "c3".into(),
+                client_machine: "m3".into(),
+                cut,
+            }
+        }
+        23 => Op::SetGenerationStamp { gs: 9_000 + n },
+        _ => {
+            let dir = p.rsplit_once('/').map_or("", |(d, _)| d).to_string();
+            let srcs = made
+                .iter()
+                .filter(|m| m.rsplit_once('/').map(|(d, _)| d) == Some(dir.as_str()) && **m != p)
+                .take(1 + r.below(2) as usize)
+                .cloned()
+                .collect();
+            Op::Concat {
+                target: p,
+                srcs,
+                mtime,
+            }
+        }
     }
 }
 
