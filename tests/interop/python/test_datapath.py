@@ -185,6 +185,49 @@ def test_ferrite_shell_against_ferrite(ferrite, payload, workroot):
     assert b"cat: `/dp/nope': No such file or directory" in missing.stderr
 
 
+def test_ferrite_shell_globs_directories_and_file_edits(ferrite, workroot):
+    """`ferrite dfs` for daily use: globs expand as Hadoop's shell expands them (the same
+    paths as `hdfs dfs -ls` lists), directories go up, come down and copy whole, and files
+    are appended to, truncated and concatenated."""
+    url = ferrite.url
+    up = workroot / "shell-tree"
+    (up / "sub" / "deeper").mkdir(parents=True)
+    (up / "a").write_bytes(b"one\n")
+    (up / "sub" / "b").write_bytes(b"two\n")
+    (up / "sub" / "deeper" / "c").write_bytes(random.Random(5).randbytes(200_000))
+    ferrite_dfs(url, "-mkdir", "-p", "/sh/logs/2026-11-01", "/sh/logs/2026-11-02", "/sh/logs/2025-01-01")
+    for d in ("2026-11-01", "2026-11-02", "2025-01-01"):
+        for part in ("part-0", "part-1"):
+            ferrite_dfs(url, "-put", str(up / "a"), f"/sh/logs/{d}/{part}")
+    pattern = "/sh/logs/2026-*/part-{0,1}"
+    ours = [l.split()[-1] for l in ferrite_dfs(url, "-ls", pattern).stdout.decode().splitlines()]
+    theirs = FsShell(ferrite, workroot).run(["-ls", pattern])[0]
+    assert theirs.rc == 0, theirs.err
+    assert ours == [l.split()[-1] for l in theirs.out.splitlines()]
+    assert len(ours) == 4
+    assert ferrite_dfs(url, "-cat", "/sh/logs/202[5]-*/part-1").stdout == b"one\n"
+    nothing = ferrite_dfs(url, "-ls", "/sh/logs/19*", check=False)
+    assert nothing.returncode == 1 and b"ls: `/sh/logs/19*': No such file or directory" in nothing.stderr
+    # Directories, whole.
+    ferrite_dfs(url, "-put", str(up), "/sh/tree")
+    ferrite_dfs(url, "-cp", "/sh/tree", "/sh/tree2")
+    down = workroot / "shell-tree-down"
+    ferrite_dfs(url, "-get", "/sh/tree2", str(down))
+    for rel in ("a", "sub/b", "sub/deeper/c"):
+        assert (down / rel).read_bytes() == (up / rel).read_bytes(), rel
+    ferrite_dfs(url, "-mv", "/sh/tree2", "/sh/tree3")
+    assert ferrite_dfs(url, "-test", "-d", "/sh/tree3/sub/deeper", check=False).returncode == 0
+    # Append, truncate, concat.
+    ferrite_dfs(url, "-appendToFile", str(up / "sub" / "b"), str(up / "a"), "/sh/tree/a")
+    assert ferrite_dfs(url, "-cat", "/sh/tree/a").stdout == b"one\ntwo\none\n"
+    assert b"Truncated /sh/tree/a to length: 5" in ferrite_dfs(url, "-truncate", "-w", "5", "/sh/tree/a").stdout
+    ferrite_dfs(url, "-concat", "/sh/tree/a", "/sh/tree/sub", check=False)  # a directory: refused
+    ferrite_dfs(url, "-put", str(up / "a"), "/sh/tree/a2")
+    ferrite_dfs(url, "-put", str(up / "a"), "/sh/tree/a3")
+    ferrite_dfs(url, "-concat", "/sh/tree/a", "/sh/tree/a2", "/sh/tree/a3")
+    assert ferrite_dfs(url, "-cat", "/sh/tree/a").stdout == b"one\ntone\none\n"
+
+
 def spawn_ready(args, log):
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True)
     line = p.stdout.readline().strip()

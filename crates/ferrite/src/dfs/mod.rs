@@ -2,7 +2,9 @@
 //! of ferrite-client. Works against Ferrite and against Apache HDFS.
 
 mod edit;
+mod expand;
 pub mod format;
+mod glob;
 mod transfer;
 
 use std::io::Write;
@@ -105,7 +107,14 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<i32> {
         cmd: cmd.trim_start_matches('-').to_string(),
         errors: 0,
     };
-    let rest = &args[1..];
+    let rest = match sh.expand_args(&cmd, &args[1..]).await {
+        Ok(r) => r,
+        Err(Failed(msg)) => {
+            eprintln!("{msg}");
+            return Ok(1);
+        }
+    };
+    let rest = &rest[..];
     let r = match cmd.as_str() {
         "-ls" => sh.ls(rest).await,
         "-mkdir" => sh.mkdir(rest).await,
@@ -703,7 +712,7 @@ impl Shell {
     }
 
     /// Every path at and under `p` (for -R).
-    async fn tree(&self, p: &str) -> Result<Vec<(String, FileStatus)>, Failed> {
+    pub(crate) async fn tree(&self, p: &str) -> Result<Vec<(String, FileStatus)>, Failed> {
         let st = self.need(p).await?;
         let abs = self.abs(p);
         let mut out = vec![(abs.clone(), st.clone())];

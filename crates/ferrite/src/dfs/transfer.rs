@@ -4,7 +4,7 @@
 use std::io::{IsTerminal, Write};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use ferrite_client::CreateOptions;
+use ferrite_client::{CreateOptions, FileStatus};
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -59,63 +59,105 @@ pub async fn put(sh: &mut Shell, args: &[String]) -> Res {
         } else {
             dst_abs.clone()
         };
-        if !force && sh.exists(&target).await? {
-            sh.fail(Failed(format!("put: `{target}': File exists")));
+        if src != "-" && std::path::Path::new(src).is_dir() {
+            // A directory goes up whole: its tree is made, then every file put into it.
+            for (local, remote, is_dir) in local_tree(src, &target) {
+                if is_dir {
+                    sh.fs
+                        .mkdirs(&remote, 0o755, true)
+                        .await
+                        .map_err(|e| sh.err(e))?;
+                } else {
+                    put_one(sh, &local, &remote, force, direct).await?;
+                }
+            }
             continue;
         }
-        let (mut input, len): (Box<dyn tokio::io::AsyncRead + Unpin + Send>, u64) = if src == "-" {
-            (Box::new(tokio::io::stdin()), 0)
-        } else {
-            match tokio::fs::File::open(src).await {
-                Ok(f) => {
-                    let len = f.metadata().await.map(|m| m.len()).unwrap_or(0);
-                    (Box::new(f), len)
-                }
-                Err(_) => {
-                    sh.fail(Failed(format!("put: `{src}': No such file or directory")));
-                    continue;
-                }
-            }
-        };
-        let tmp = if direct {
-            target.clone()
-        } else {
-            format!("{target}._COPYING_")
-        };
-        let opts = CreateOptions {
-            overwrite: true,
-            ..Default::default()
-        };
-        let mut w = sh.fs.create(&tmp, &opts).await.map_err(|e| sh.err(e))?;
-        let pb = progress(len, src);
-        let mut buf = vec![0u8; 1 << 20];
-        loop {
-            let n = input
-                .read(&mut buf)
-                .await
-                .map_err(|e| Failed(format!("put: {src}: {e}")))?;
-            if n == 0 {
-                break;
-            }
-            w.write(&buf[..n]).await.map_err(|e| sh.err(e))?;
-            pb.inc(n as u64);
+        put_one(sh, src, &target, force, direct).await?;
+    }
+    Ok(())
+}
+
+/// Every directory and file under local directory `src` (itself first), each with its
+/// place under remote `target`, parents before children.
+fn local_tree(src: &str, target: &str) -> Vec<(String, String, bool)> {
+    let mut out = vec![(src.to_string(), target.to_string(), true)];
+    let mut i = 0;
+    while i < out.len() {
+        let (local, remote, is_dir) = out[i].clone();
+        i += 1;
+        if !is_dir {
+            continue;
         }
-        w.close().await.map_err(|e| sh.err(e))?;
-        pb.finish_and_clear();
-        if !direct {
-            if force
-                && sh
-                    .fs
-                    .status(&target)
-                    .await
-                    .map_err(|e| sh.err(e))?
-                    .is_some()
-            {
-                sh.fs.delete(&target, false).await.map_err(|e| sh.err(e))?;
+        let Ok(rd) = std::fs::read_dir(&local) else {
+            continue;
+        };
+        let mut entries: Vec<_> = rd.flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let dir = e.file_type().is_ok_and(|t| t.is_dir());
+            out.push((
+                e.path().to_string_lossy().into_owned(),
+                format!("{}/{name}", remote.trim_end_matches('/')),
+                dir,
+            ));
+        }
+    }
+    out
+}
+
+/// Puts one local file (or `-`, standard input) at remote `target`.
+async fn put_one(sh: &mut Shell, src: &str, target: &str, force: bool, direct: bool) -> Res {
+    if !force && sh.exists(target).await? {
+        sh.fail(Failed(format!("put: `{target}': File exists")));
+        return Ok(());
+    }
+    let (mut input, len): (Box<dyn tokio::io::AsyncRead + Unpin + Send>, u64) = if src == "-" {
+        (Box::new(tokio::io::stdin()), 0)
+    } else {
+        match tokio::fs::File::open(src).await {
+            Ok(f) => {
+                let len = f.metadata().await.map(|m| m.len()).unwrap_or(0);
+                (Box::new(f), len)
             }
-            if !sh.fs.rename(&tmp, &target).await.map_err(|e| sh.err(e))? {
-                sh.fail(Failed(format!("put: rename of {tmp} to {target} failed")));
+            Err(_) => {
+                sh.fail(Failed(format!("put: `{src}': No such file or directory")));
+                return Ok(());
             }
+        }
+    };
+    let tmp = if direct {
+        target.to_string()
+    } else {
+        format!("{target}._COPYING_")
+    };
+    let opts = CreateOptions {
+        overwrite: true,
+        ..Default::default()
+    };
+    let mut w = sh.fs.create(&tmp, &opts).await.map_err(|e| sh.err(e))?;
+    let pb = progress(len, src);
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = input
+            .read(&mut buf)
+            .await
+            .map_err(|e| Failed(format!("put: {src}: {e}")))?;
+        if n == 0 {
+            break;
+        }
+        w.write(&buf[..n]).await.map_err(|e| sh.err(e))?;
+        pb.inc(n as u64);
+    }
+    w.close().await.map_err(|e| sh.err(e))?;
+    pb.finish_and_clear();
+    if !direct {
+        if force && sh.exists(target).await? {
+            sh.fs.delete(target, false).await.map_err(|e| sh.err(e))?;
+        }
+        if !sh.fs.rename(&tmp, target).await.map_err(|e| sh.err(e))? {
+            sh.fail(Failed(format!("put: rename of {tmp} to {target} failed")));
         }
     }
     Ok(())
@@ -183,49 +225,71 @@ pub async fn get(sh: &mut Shell, args: &[String]) -> Res {
         let Some(st) = sh.found(src).await else {
             continue;
         };
-        if st.is_dir {
-            sh.fail(Failed(format!(
-                "get: `{src}': Is a directory (copying directories is not supported yet)"
-            )));
-            continue;
-        }
+        let src_abs = sh.abs(src);
         let local = if dst.is_dir() {
-            dst.join(sh.abs(src).rsplit('/').next().unwrap_or("out"))
+            dst.join(src_abs.rsplit('/').next().unwrap_or("out"))
         } else {
             dst.clone()
         };
-        if local.exists() && !force {
-            sh.fail(Failed(format!("get: `{}': File exists", local.display())));
+        if !st.is_dir {
+            get_one(sh, &src_abs, &local, force).await?;
             continue;
         }
-        let tmp = local.with_file_name(format!(
-            "{}._COPYING_",
-            local
-                .file_name()
-                .map(|n| n.to_string_lossy())
-                .unwrap_or_default()
-        ));
-        let mut r = sh.fs.open(&sh.abs(src)).await.map_err(|e| sh.err(e))?;
-        let mut out = tokio::fs::File::create(&tmp)
-            .await
-            .map_err(|e| Failed(format!("get: {}: {e}", tmp.display())))?;
-        let pb = progress(r.len(), src);
-        loop {
-            let chunk = r.read_chunk().await.map_err(|e| sh.err(e))?;
-            if chunk.is_empty() {
-                break;
+        // A directory comes down whole: its tree is made locally, every file fetched.
+        std::fs::create_dir_all(&local)
+            .map_err(|e| Failed(format!("get: {}: {e}", local.display())))?;
+        for (path, st) in sh.tree(&src_abs).await? {
+            let rel = path
+                .strip_prefix(&src_abs)
+                .unwrap_or(&path)
+                .trim_start_matches('/');
+            if rel.is_empty() {
+                continue;
             }
-            out.write_all(&chunk)
-                .await
-                .map_err(|e| Failed(format!("get: {e}")))?;
-            pb.inc(chunk.len() as u64);
+            let to = local.join(rel);
+            if st.is_dir {
+                std::fs::create_dir_all(&to)
+                    .map_err(|e| Failed(format!("get: {}: {e}", to.display())))?;
+            } else {
+                get_one(sh, &path, &to, force).await?;
+            }
         }
-        out.flush().await.map_err(|e| Failed(format!("get: {e}")))?;
-        drop(out);
-        pb.finish_and_clear();
-        std::fs::rename(&tmp, &local).map_err(|e| Failed(format!("get: {e}")))?;
     }
     Ok(())
+}
+
+/// Fetches remote file `src` to `local`, through `<local>._COPYING_`.
+async fn get_one(sh: &mut Shell, src: &str, local: &std::path::Path, force: bool) -> Res {
+    if local.exists() && !force {
+        sh.fail(Failed(format!("get: `{}': File exists", local.display())));
+        return Ok(());
+    }
+    let tmp = local.with_file_name(format!(
+        "{}._COPYING_",
+        local
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
+    ));
+    let mut r = sh.fs.open(src).await.map_err(|e| sh.err(e))?;
+    let mut out = tokio::fs::File::create(&tmp)
+        .await
+        .map_err(|e| Failed(format!("get: {}: {e}", tmp.display())))?;
+    let pb = progress(r.len(), src);
+    loop {
+        let chunk = r.read_chunk().await.map_err(|e| sh.err(e))?;
+        if chunk.is_empty() {
+            break;
+        }
+        out.write_all(&chunk)
+            .await
+            .map_err(|e| Failed(format!("get: {e}")))?;
+        pb.inc(chunk.len() as u64);
+    }
+    out.flush().await.map_err(|e| Failed(format!("get: {e}")))?;
+    drop(out);
+    pb.finish_and_clear();
+    std::fs::rename(&tmp, local).map_err(|e| Failed(format!("get: {e}")))
 }
 
 pub async fn cat(sh: &mut Shell, args: &[String]) -> Res {
@@ -300,34 +364,56 @@ pub async fn cp(sh: &mut Shell, args: &[String]) -> Res {
         let Some(st) = sh.found(src).await else {
             continue;
         };
-        if st.is_dir {
+        let src_abs = sh.abs(src);
+        let target = Shell::landing(&dst_abs, dst_is_dir, &src_abs);
+        if !st.is_dir {
+            cp_one(sh, &src_abs, &st, &target, force).await?;
+            continue;
+        }
+        if target == src_abs || target.starts_with(&format!("{src_abs}/")) {
             sh.fail(Failed(format!(
-                "cp: `{src}': Is a directory (copying directories is not supported yet)"
+                "cp: `{src}' to `{target}': is a subdirectory of itself"
             )));
             continue;
         }
-        let src_abs = sh.abs(src);
-        let target = Shell::landing(&dst_abs, dst_is_dir, &src_abs);
-        if !force && sh.exists(&target).await? {
-            sh.fail(Failed(format!("cp: `{target}': File exists")));
-            continue;
-        }
-        let mut r = sh.fs.open(&src_abs).await.map_err(|e| sh.err(e))?;
-        let opts = CreateOptions {
-            overwrite: true,
-            replication: Some(st.replication),
-            block_size: Some(st.block_size),
-            ..Default::default()
-        };
-        let mut w = sh.fs.create(&target, &opts).await.map_err(|e| sh.err(e))?;
-        loop {
-            let chunk = r.read_chunk().await.map_err(|e| sh.err(e))?;
-            if chunk.is_empty() {
-                break;
+        // A directory is copied whole: its tree is made, every file copied into it.
+        for (path, st) in sh.tree(&src_abs).await? {
+            let rel = path.strip_prefix(&src_abs).unwrap_or(&path);
+            let to = format!("{target}{rel}");
+            if st.is_dir {
+                sh.fs
+                    .mkdirs(&to, 0o755, true)
+                    .await
+                    .map_err(|e| sh.err(e))?;
+            } else {
+                cp_one(sh, &path, &st, &to, force).await?;
             }
-            w.write(&chunk).await.map_err(|e| sh.err(e))?;
         }
-        w.close().await.map_err(|e| sh.err(e))?;
     }
     Ok(())
+}
+
+/// Copies remote file `src` (its status `st`) to `target`, with its replication and
+/// block size.
+async fn cp_one(sh: &mut Shell, src: &str, st: &FileStatus, target: &str, force: bool) -> Res {
+    if !force && sh.exists(target).await? {
+        sh.fail(Failed(format!("cp: `{target}': File exists")));
+        return Ok(());
+    }
+    let mut r = sh.fs.open(src).await.map_err(|e| sh.err(e))?;
+    let opts = CreateOptions {
+        overwrite: true,
+        replication: Some(st.replication),
+        block_size: Some(st.block_size),
+        ..Default::default()
+    };
+    let mut w = sh.fs.create(target, &opts).await.map_err(|e| sh.err(e))?;
+    loop {
+        let chunk = r.read_chunk().await.map_err(|e| sh.err(e))?;
+        if chunk.is_empty() {
+            break;
+        }
+        w.write(&chunk).await.map_err(|e| sh.err(e))?;
+    }
+    w.close().await.map_err(|e| sh.err(e))
 }
