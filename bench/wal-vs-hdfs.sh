@@ -40,7 +40,7 @@ run() {  # run SYSTEM WRITERS MODE REP
   r=$(java $JAVA_OPTS -cp "$WORK/client:$CLASSES:$HADOOP_CP" WalBench "$URL" "/bench/wal-$2-$3-$4" "$2" "$RECORDS" 512 "$3" "$SECS" 2>>"$OUT/client-$1.log" | tail -1)
   d1=$(dn_ticks)
   local flushes=${r#flushes=}; flushes=${flushes%% *}
-  local dn_us; dn_us=$(awk -v t=$((d1 - d0)) -v n="$flushes" 'BEGIN {printf "%.1f", n > 0 ? t * 1e4 / n : 0}')
+  local dn_us; dn_us=$(awk -v t=$((d1 - d0)) -v n="$flushes" 'BEGIN {printf "%.1f", (n > 0 ? t * 1e4 / n : 0)}')
   echo "system=$1 writers=$2 mode=$3 rep=$4 $r dn_cpu_us=$dn_us load=$(loadavg)" | tee -a "$OUT/results.txt"
 }
 

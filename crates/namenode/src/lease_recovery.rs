@@ -103,10 +103,7 @@ impl NnState {
         {
             return Ok((Outcome::InProgress, Vec::new()));
         }
-        let replicas: Vec<(NodeIx, u8)> = mgr
-            .entry(last.id)
-            .map(|e| e.replicas.iter().map(|r| (r.node, r.storage)).collect())
-            .unwrap_or_default();
+        let replicas = mgr.places(last.id);
         if replicas.is_empty() {
             mgr.recoveries.finish(last.id);
             if last.len > 0 {
@@ -238,16 +235,8 @@ impl NnState {
                 Some((ix, mgr.reg.get_mut(ix).storage_ix(storage)))
             })
             .collect();
-        let stale: Vec<NodeIx> = mgr
-            .entry(r.block_id)
-            .map(|e| {
-                e.replicas
-                    .iter()
-                    .map(|x| x.node)
-                    .filter(|n| !holders.iter().any(|(h, _)| h == n))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let keep: Vec<NodeIx> = holders.iter().map(|&(n, _)| n).collect();
+        let stale = mgr.holders_except(r.block_id, &keep);
         for n in stale {
             mgr.invalidate(n, r.block_id, r.old_gs);
         }

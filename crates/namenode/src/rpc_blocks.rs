@@ -260,16 +260,7 @@ pub async fn update_pipeline(
         .iter()
         .filter_map(|d| mgr.reg.lookup(&d.datanode_uuid))
         .collect();
-    let gone: Vec<_> = mgr
-        .entry(nb.block_id)
-        .map(|e| {
-            e.replicas
-                .iter()
-                .map(|r| r.node)
-                .filter(|n| !keep.contains(n))
-                .collect()
-        })
-        .unwrap_or_default();
+    let gone = mgr.holders_except(nb.block_id, &keep);
     for n in gone {
         mgr.remove_replica(nb.block_id, n);
     }

@@ -51,10 +51,7 @@ pub async fn append(
     let block = appended.last.map(|last| {
         let mut mgr = nn.blocks.lock();
         mgr.reopen(last.block.id);
-        let locs: Vec<_> = mgr
-            .entry(last.block.id)
-            .map(|e| e.replicas.iter().map(|r| (r.node, r.storage)).collect())
-            .unwrap_or_default();
+        let locs = mgr.places(last.block.id);
         let pool = &nn.identity.block_pool_id;
         let token = nn
             .tokens

@@ -125,11 +125,15 @@ def test_recovery_goes_on_when_the_primary_dies_before_it_is_told(workroot):
         assert m, "the NameNode logged no recovery"
         primary = [uuid_of(d) for d in dirs].index(m.group(1))
         dns[primary].send_signal(signal.SIGKILL)
+        # Meanwhile another client's append is told to come back later.
+        busy = api(srv, w, ("append", "/wal/log", "x"))[0]
+        assert "Failed to APPEND_FILE /wal/log for DFSClient_X on 127.0.0.1 because lease recovery is in progress. Try again later." in busy, busy
         for i, p in enumerate(dns):
             if i != primary:
                 p.send_signal(signal.SIGCONT)
-        rec = java(srv, w, "WalCheck", "recover", "/wal/log")
-        assert rec.stdout.split("\n")[:2] == ["recovered", f"length {100 * RECORD}"], rec.stdout + rec.stderr[-2000:]
+        # `hdfs debug recoverLease` retries until the file is closed.
+        rec = shell(srv, w).run(["debug", "recoverLease", "-path", "/wal/log", "-retries", "10"])[0]
+        assert rec.rc == 0 and "recoverLease SUCCEEDED on /wal/log" in rec.out, rec.out + rec.err[-2000:]
         plain = re.sub(r"\x1b\[[0-9;]*m", "", log.read_text())
         # Started again (by the next recoverLease or the NameNode's own check, whichever
         # came first once the first attempt was overdue) with another primary.
@@ -185,12 +189,15 @@ def test_append_refusals_are_hdfs_s(ferrite, hdfs_cluster, workroot):
                 ("append", "/apr/missing", "x"),
                 ("append", "/apr/open", "x"),
                 ("truncate", "/apr/open", "1"),
+                ("hsyncLength", "/apr/synced", "70000"),
             )
         finally:
             writer.kill()
             writer.wait()
     assert answers["ferrite"] == answers["hdfs"]
     assert "Failed to APPEND_FILE /apr/open for DFSClient_X on 127.0.0.1 because this file lease is currently owned by" in answers["ferrite"][2]
+    # hsync with UPDATE_LENGTH: the NameNode records the length while the file is open.
+    assert answers["ferrite"][4] == "open 70000\nclosed 70000\n"
 
 
 def test_truncate_concat_and_the_multipart_uploader_as_on_hdfs(ferrite, hdfs_cluster, workroot):

@@ -141,6 +141,28 @@ impl BlockManager {
         }
     }
 
+    /// Where the replicas of block `id` are: (node, storage) each.
+    pub fn places(&self, id: u64) -> Vec<(NodeIx, u8)> {
+        self.entries
+            .get(&id)
+            .map(|e| e.replicas.iter().map(|r| (r.node, r.storage)).collect())
+            .unwrap_or_default()
+    }
+
+    /// The nodes holding a replica of block `id` other than `keep`.
+    pub fn holders_except(&self, id: u64, keep: &[NodeIx]) -> Vec<NodeIx> {
+        self.entries
+            .get(&id)
+            .map(|e| {
+                e.replicas
+                    .iter()
+                    .map(|r| r.node)
+                    .filter(|n| !keep.contains(n))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// A finished block opens for write again (append): its replicas are being written
     /// once more and count as finished only when their DataNodes say so again.
     pub fn reopen(&mut self, id: u64) {

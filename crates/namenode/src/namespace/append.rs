@@ -2,6 +2,7 @@
 //! that block has room, else in a new one.
 
 use super::blocks::Placed;
+use super::inode::UnderConstruction;
 use super::perm::{Caller, WRITE};
 use super::{At, Namespace, Op, Planned};
 use crate::error::FsError;
@@ -13,6 +14,28 @@ pub struct Appended {
     pub file_id: u64,
     /// The last block to go on writing (None: the next write starts a new block).
     pub last: Option<Placed>,
+}
+
+/// HDFS's answer to a call that needs a file someone holds open: the holder itself
+/// (`current leaseholder is trying to recreate file`), or another client.
+pub(super) fn lease_conflict(
+    op: &str,
+    src: &str,
+    client_name: &str,
+    client_machine: &str,
+    uc: &UnderConstruction,
+) -> FsError {
+    let why = if uc.client_name == client_name {
+        "current leaseholder is trying to recreate file.".to_string()
+    } else {
+        format!(
+            "this file lease is currently owned by {} on {}",
+            uc.client_name, uc.client_machine
+        )
+    };
+    FsError::AlreadyBeingCreated(format!(
+        "Failed to {op} {src} for {client_name} on {client_machine} because {why}"
+    ))
 }
 
 impl Namespace {
@@ -43,17 +66,13 @@ impl Namespace {
         };
         self.check_access(caller, slot, WRITE)?;
         if let Some(uc) = file.uc() {
-            let why = if uc.client_name == client_name {
-                "current leaseholder is trying to recreate file.".to_string()
-            } else {
-                format!(
-                    "this file lease is currently owned by {} on {}",
-                    uc.client_name, uc.client_machine
-                )
-            };
-            return Err(FsError::AlreadyBeingCreated(format!(
-                "Failed to APPEND_FILE {src} for {client_name} on {client_machine} because {why}"
-            )));
+            return Err(lease_conflict(
+                "APPEND_FILE",
+                src,
+                client_name,
+                client_machine,
+                uc,
+            ));
         }
         let blocks = file.blocks();
         let last = blocks.last().copied();

@@ -39,17 +39,13 @@ impl Namespace {
             return Err(FsError::NotFound(format!("Path is not a file: {path}")));
         };
         if let Some(uc) = file.uc() {
-            let why = if uc.client_name == client_name {
-                "current leaseholder is trying to recreate file.".to_string()
-            } else {
-                format!(
-                    "this file lease is currently owned by {} on {}",
-                    uc.client_name, uc.client_machine
-                )
-            };
-            return Err(FsError::AlreadyBeingCreated(format!(
-                "Failed to TRUNCATE_FILE {path} for {client_name} on {client_machine} because {why}"
-            )));
+            return Err(super::append::lease_conflict(
+                "TRUNCATE_FILE",
+                &path,
+                client_name,
+                client_machine,
+                uc,
+            ));
         }
         let old = file.len();
         let mut done = Truncated {

@@ -39,6 +39,8 @@ import org.apache.hadoop.fs.UploadHandle;
  *   handle KEY PATH OPT        a PathHandle of PATH kept as KEY; OPT: exact|content|path|reference
  *   openHandle KEY             read through the handle: "length N md5 H"
  *   rename SRC DST             FileSystem.rename's answer
+ *   hsyncLength PATH N         writes N bytes, hsync with UPDATE_LENGTH: the length a status
+ *                              shows then, and after close
  *   mpu DIR NAME PART...       the multipart uploader: each PART text uploaded as a part, in
  *                              reverse order, completed as DIR/NAME
  */
@@ -137,6 +139,18 @@ public final class ApiBatch {
       case "openHandle":
         System.out.println(digest(fs.open(HANDLES.get(a[1]))));
         break;
+      case "hsyncLength": {
+        Path p = new Path(a[1]);
+        try (FSDataOutputStream out = fs.create(p, true)) {
+          out.write(new byte[Integer.parseInt(a[2])]);
+          ((org.apache.hadoop.hdfs.client.HdfsDataOutputStream) out)
+              .hsync(java.util.EnumSet.of(
+                  org.apache.hadoop.hdfs.client.HdfsDataOutputStream.SyncFlag.UPDATE_LENGTH));
+          System.out.println("open " + fs.getFileStatus(p).getLen());
+        }
+        System.out.println("closed " + fs.getFileStatus(p).getLen());
+        break;
+      }
       case "rename":
         System.out.println(fs.rename(new Path(a[1]), new Path(a[2])));
         break;
