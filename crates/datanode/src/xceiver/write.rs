@@ -23,6 +23,9 @@ use super::access::allowed;
 use super::{refuse, timed, Xceiver};
 use crate::storage::{RbwFiles, StorageError};
 
+/// Packets up to this size are written on the async worker itself (see `store`).
+const SMALL_WRITE: usize = 4096;
+
 /// How long the last packet's ack waits for the NameNode to take the RECEIVED report.
 const IBR_WAIT: Duration = Duration::from_secs(10);
 
@@ -432,7 +435,7 @@ fn store(
         return Ok(());
     }
     // hsync: the packet is acked only once its bytes (and every earlier one) are on disk.
-    let r = tokio::task::block_in_place(|| {
+    let write = || {
         if !pkt.data.is_empty() {
             files.write_at(offset as u64, &pkt.data, &pkt.sums, c)?;
         }
@@ -440,7 +443,16 @@ fn store(
             files.sync()?;
         }
         Ok::<_, std::io::Error>(())
-    });
+    };
+    // A small write into the page cache takes a few microseconds; handing the worker's
+    // other tasks to another thread around it (block_in_place) costs more than that, and
+    // an hflush-heavy writer sends nothing but small packets.
+    let small = pkt.data.len() <= SMALL_WRITE && !h.sync;
+    let r = if small {
+        write()
+    } else {
+        tokio::task::block_in_place(write)
+    };
     if let Err(e) = r {
         warn!(block = files.id, error = %e, "write to disk failed");
         if let Some(rep) = x.ds.get(files.id) {
