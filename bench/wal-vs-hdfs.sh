@@ -59,15 +59,17 @@ python3 - "$OUT/results.txt" <<'PY' | tee "$OUT/summary.txt"
 import statistics, sys
 rows = [dict(kv.split("=", 1) for kv in l.split() if "=" in kv) for l in open(sys.argv[1]) if l.startswith("system=")]
 def med(sys_, w, m, k):
-    v = [float(r[k]) for r in rows if r["system"] == sys_ and r["writers"] == w and r["mode"] == m]
+    v = [float(r[k]) for r in rows if r["system"] == sys_ and r["writers"] == w and r["mode"] == m and k in r]
     return statistics.median(v) if v else float("nan")
-print(f"{'writers':>7} {'mode':>6} | {'flushes/s HDFS':>14} {'Ferrite':>8} {'ratio':>6} | {'p50 µs HDFS':>11} {'Ferrite':>8} | {'p99 µs HDFS':>11} {'Ferrite':>8} {'ratio':>6} | {'DN CPU µs HDFS':>14} {'Ferrite':>8} {'ratio':>6}")
+print(f"{'writers':>7} {'mode':>6} | {'flushes/s HDFS':>14} {'Ferrite':>8} {'ratio':>6} | {'p50 µs HDFS':>11} {'Ferrite':>8} | {'p99 µs HDFS':>11} {'Ferrite':>8} {'ratio':>6} | {'DN CPU µs HDFS':>14} {'Ferrite':>8} {'ratio':>6} | {'client CPU µs HDFS':>18} {'Ferrite':>8}")
 for w in ("16", "64"):
     for m in ("hflush", "hsync"):
-        f = {k: (med("hdfs", w, m, k), med("ferrite", w, m, k)) for k in ("flushes_per_s", "p50_us", "p99_us", "dn_cpu_us")}
+        keys = ("flushes_per_s", "p50_us", "p99_us", "dn_cpu_us", "client_cpu_us")
+        f = {k: (med("hdfs", w, m, k), med("ferrite", w, m, k)) for k in keys}
         r = lambda k: f[k][1] / f[k][0] if f[k][0] else float("nan")
         print(f"{w:>7} {m:>6} | {f['flushes_per_s'][0]:>14.0f} {f['flushes_per_s'][1]:>8.0f} {r('flushes_per_s'):>5.2f}x | "
               f"{f['p50_us'][0]:>11.0f} {f['p50_us'][1]:>8.0f} | {f['p99_us'][0]:>11.0f} {f['p99_us'][1]:>8.0f} {r('p99_us'):>5.2f}x | "
-              f"{f['dn_cpu_us'][0]:>14.1f} {f['dn_cpu_us'][1]:>8.1f} {r('dn_cpu_us'):>5.2f}x")
+              f"{f['dn_cpu_us'][0]:>14.1f} {f['dn_cpu_us'][1]:>8.1f} {r('dn_cpu_us'):>5.2f}x | "
+              f"{f['client_cpu_us'][0]:>18.1f} {f['client_cpu_us'][1]:>8.1f}")
 PY
 echo "raw output: $OUT"
