@@ -137,6 +137,13 @@ impl Recoveries {
         }
     }
 
+    /// Forgets the recoveries of `file_id` other than that of block `keep` (the file was
+    /// closed or deleted meanwhile, or its last block changed): nothing will commit them.
+    pub fn forget_file_except(&mut self, file_id: u64, keep: Option<u64>) {
+        self.by_block
+            .retain(|&id, r| r.file_id != file_id || Some(id) == keep);
+    }
+
     /// The recovery ended (committed, or its block left the namespace).
     pub fn finish(&mut self, block_id: u64) -> Option<Recovery> {
         self.by_block.remove(&block_id)
@@ -236,6 +243,12 @@ mod tests {
         assert_eq!(sent[0].0, 7);
         assert!(r.take_orders(0, 9).is_empty(), "sent once");
         assert_eq!(r.finish(7).map(|x| x.recovery_id), Some(2000));
+        assert!(r.is_empty());
+        r.start(&reg, start(7, 2001, 5), &[(0, 0)], 0, 10_000);
+        r.start(&reg, start(8, 2002, 5), &[(0, 0)], 0, 10_000);
+        r.forget_file_except(16400, Some(8));
+        assert!(r.get(7).is_none() && r.get(8).is_some());
+        r.forget_file_except(16400, None);
         assert!(r.is_empty());
     }
 }
