@@ -61,11 +61,17 @@ impl NnState {
                     let Some(slot) = ns.open_file_slot(file_id) else {
                         // Closed or deleted meanwhile: a recovery still listed for it
                         // will never commit.
-                        self.blocks.lock().recoveries.forget_file_except(file_id, None);
+                        self.blocks
+                            .lock()
+                            .recoveries
+                            .forget_file_except(file_id, None);
                         return Ok((Outcome::Closed, Vec::new()));
                     };
                     let last = ns.last_block(slot).map(|b| b.id);
-                    self.blocks.lock().recoveries.forget_file_except(file_id, last);
+                    self.blocks
+                        .lock()
+                        .recoveries
+                        .forget_file_except(file_id, last);
                     self.plan_recovery(ns, slot, file_id, new_len, now)
                 },
                 |out, _| out,

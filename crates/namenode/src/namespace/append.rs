@@ -103,18 +103,9 @@ mod tests {
     /// A file of `len` bytes in blocks of 1,024, closed.
     fn closed_file(len: u64) -> Namespace {
         let mut ns = Namespace::new("hdfs", "supergroup", 0);
-        ns.apply(&Op::Create {
-            path: "/f".into(),
-            id: 20000,
-            perm: 0o644,
-            owner: "hdfs".into(),
-            group: "supergroup".into(),
-            mtime: 1,
-            replication: 3,
-            block_size: 1024,
-            client_name: "writer".into(),
-            client_machine: "m".into(),
-        })
+        ns.apply(&crate::namespace::ops::create_record(
+            "/f", 20000, 1024, "writer",
+        ))
         .unwrap();
         let mut prev: Option<Previous> = None;
         let mut left = len;

@@ -255,18 +255,9 @@ mod tests {
 
     fn open_file() -> Namespace {
         let mut ns = Namespace::new("hdfs", "supergroup", 0);
-        ns.apply(&Op::Create {
-            path: "/f".into(),
-            id: 20000,
-            perm: 0o644,
-            owner: "hdfs".into(),
-            group: "supergroup".into(),
-            mtime: 1,
-            replication: 3,
-            block_size: 1024,
-            client_name: "c".into(),
-            client_machine: "127.0.0.1".into(),
-        })
+        ns.apply(&crate::namespace::ops::create_record(
+            "/f", 20000, 1024, "c",
+        ))
         .unwrap();
         ns
     }

@@ -329,6 +329,24 @@ pub(crate) fn mkdir_record(path: &str, id: u64, mtime: i64) -> Op {
     }
 }
 
+/// A create record of `path` (mode 644, owner hdfs:supergroup, replication 3, blocks of
+/// `block_size`) open for `client`, for tests that feed records.
+#[cfg(test)]
+pub(crate) fn create_record(path: &str, id: u64, block_size: u64, client: &str) -> Op {
+    Op::Create {
+        path: path.into(),
+        id,
+        perm: 0o644,
+        owner: "hdfs".into(),
+        group: "supergroup".into(),
+        mtime: 1,
+        replication: 3,
+        block_size,
+        client_name: client.into(),
+        client_machine: "127.0.0.1".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::Op;

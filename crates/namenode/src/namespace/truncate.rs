@@ -169,19 +169,8 @@ mod tests {
 
     /// Closed file `path` of `len` bytes in blocks of `bs`.
     fn file(ns: &mut Namespace, path: &str, id: u64, len: u64, bs: u64) {
-        ns.apply(&Op::Create {
-            path: path.into(),
-            id,
-            perm: 0o644,
-            owner: "hdfs".into(),
-            group: "supergroup".into(),
-            mtime: 1,
-            replication: 3,
-            block_size: bs,
-            client_name: "w".into(),
-            client_machine: "m".into(),
-        })
-        .unwrap();
+        ns.apply(&crate::namespace::ops::create_record(path, id, bs, "w"))
+            .unwrap();
         let (mut prev, mut left) = (None, len);
         while left > 0 {
             let (nb, planned) = ns.plan_add_block(path, "w", 0, prev).unwrap();
