@@ -227,8 +227,30 @@ pub async fn get_listing(
     req: GetListingRequestProto,
 ) -> Res<GetListingResponseProto> {
     let caller = nn.caller(&ctx.user);
-    let ns = nn.ns.read();
-    let listing = ns.list(&caller, &req.src, &req.start_after, nn.cfg.ls_limit)?;
+    let (listing, located) = {
+        let ns = nn.ns.read();
+        let listing = ns.list(&caller, &req.src, &req.start_after, nn.cfg.ls_limit)?;
+        // listFiles / listLocatedStatus: every file comes with its blocks (Hadoop's client
+        // takes such a status as an HdfsLocatedFileStatus; without them, as a plain one).
+        let located = match &listing {
+            Some(l) if req.need_location => {
+                let now = crate::state::now_ms();
+                let mgr = nn.blocks.lock();
+                l.entries
+                    .iter()
+                    .zip(&l.slots)
+                    .map(|(e, &slot)| {
+                        (!e.is_dir).then(|| {
+                            let range = ns.block_range(slot, 0, u64::MAX);
+                            rb::located_blocks(&nn, &mgr, &range, &ctx.peer_ip, now)
+                        })
+                    })
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        (listing, located)
+    };
     nn.activity
         .listed(listing.as_ref().map(|l| l.entries.len()));
     let Some(l) = listing else {
@@ -236,17 +258,8 @@ pub async fn get_listing(
     };
     let mut partial_listing: Vec<HdfsFileStatusProto> =
         l.entries.iter().map(status_proto).collect();
-    if req.need_location {
-        // listFiles / listLocatedStatus: every file comes with its blocks (Hadoop's client
-        // takes such a status as an HdfsLocatedFileStatus; without them, as a plain one).
-        let now = crate::state::now_ms();
-        let mgr = nn.blocks.lock();
-        for ((st, e), &slot) in partial_listing.iter_mut().zip(&l.entries).zip(&l.slots) {
-            if !e.is_dir {
-                let range = ns.block_range(slot, 0, u64::MAX);
-                st.locations = Some(rb::located_blocks(&nn, &mgr, &range, &ctx.peer_ip, now));
-            }
-        }
+    for (st, loc) in partial_listing.iter_mut().zip(located) {
+        st.locations = loc;
     }
     Ok(GetListingResponseProto {
         dir_list: Some(DirectoryListingProto {

@@ -282,6 +282,9 @@ def test_located_listings_and_path_handles_as_on_hdfs(ferrite, hdfs_cluster, wor
             ("openHandle", "reference"),
             ("append", "/ph/b2", "more"),
             ("openHandle", "content"),
+            ("appendNewBlock", "/ph/c2", "new block"),
+            ("listLocated", "/ph"),
+            ("read", "/ph/c2"),
         )
     assert out["ferrite"] == out["hdfs"]
     assert out["ferrite"][0] == "a\tfalse\t10\t1\nb\tfalse\t20\t1\nd\tfalse\t40\t1\nsub\ttrue\t0\t0\n"

@@ -33,6 +33,7 @@ import org.apache.hadoop.fs.UploadHandle;
  *   listLocated DIR            each entry of listLocatedStatus: name, dir?, length, blocks
  *   listFiles DIR              each file of listFiles(DIR, true): path, length, blocks
  *   append PATH TEXT           appends TEXT (UTF-8)
+ *   appendNewBlock PATH TEXT   appends TEXT in a new block (CreateFlag.NEW_BLOCK)
  *   truncate PATH LEN          truncate's answer (true: done at once)
  *   concat TARGET SRC...       FileSystem.concat
  *   read PATH                  "length N md5 H"
@@ -103,6 +104,16 @@ public final class ApiBatch {
       }
       case "append": {
         try (FSDataOutputStream out = fs.append(new Path(a[1]))) {
+          out.write(a[2].getBytes(StandardCharsets.UTF_8));
+        }
+        System.out.println("appended");
+        break;
+      }
+      case "appendNewBlock": {
+        org.apache.hadoop.hdfs.DistributedFileSystem dfs = (org.apache.hadoop.hdfs.DistributedFileSystem) fs;
+        try (FSDataOutputStream out = dfs.append(new Path(a[1]),
+            java.util.EnumSet.of(org.apache.hadoop.fs.CreateFlag.APPEND, org.apache.hadoop.fs.CreateFlag.NEW_BLOCK),
+            4096, null)) {
           out.write(a[2].getBytes(StandardCharsets.UTF_8));
         }
         System.out.println("appended");
