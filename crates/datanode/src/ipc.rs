@@ -107,10 +107,8 @@ async fn init_replica_recovery(
     _: CallCtx,
     req: InitReplicaRecoveryRequestProto,
 ) -> Result<InitReplicaRecoveryResponseProto, RpcError> {
-    let ds = s.ds.clone();
-    tokio::task::spawn_blocking(move || crate::recovery::init_answer(&ds, &req.block))
+    crate::recovery::init_local(s.ds.clone(), req.block)
         .await
-        .map_err(|e| RpcError::app("java.io.IOException", e.to_string()))?
         .map_err(|e| RpcError::app(RECOVERY_IN_PROGRESS, e))
 }
 
@@ -119,16 +117,11 @@ async fn update_replica_under_recovery(
     _: CallCtx,
     req: UpdateReplicaUnderRecoveryRequestProto,
 ) -> Result<UpdateReplicaUnderRecoveryResponseProto, RpcError> {
-    let ds = s.ds.clone();
     let (id, rid, len) = (req.block.block_id, req.recovery_id, req.new_length);
-    let done = tokio::task::spawn_blocking(move || {
-        ds.update_recovered(id, rid, len)
-            .map(|r| ds.volumes[r.volume].storage_uuid.clone())
-    })
-    .await
-    .map_err(|e| RpcError::app("java.io.IOException", e.to_string()))?
-    .map_err(|e| RpcError::app("java.io.IOException", e.to_string()))?;
+    let storage = crate::recovery::update_local(s.ds.clone(), id, rid, len)
+        .await
+        .map_err(|e| RpcError::app("java.io.IOException", e))?;
     Ok(UpdateReplicaUnderRecoveryResponseProto {
-        storage_uuid: Some(done),
+        storage_uuid: Some(storage),
     })
 }

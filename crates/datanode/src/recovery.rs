@@ -100,10 +100,11 @@ async fn recover(
         let got = if loc.id.datanode_uuid == me {
             let ds = ds.clone();
             let (bid, gs) = (block.block_id, block.generation_stamp);
-            tokio::task::spawn_blocking(move || ds.init_recovery(bid, gs, recovery_id))
-                .await
-                .map_err(|e| e.to_string())
-                .and_then(|r| r.map_err(|e| e.to_string()))
+            on_disk(move || {
+                ds.init_recovery(bid, gs, recovery_id)
+                    .map_err(|e| e.to_string())
+            })
+            .await
         } else {
             init_remote(loc, &link.user(), rb).await
         };
@@ -143,15 +144,7 @@ async fn recover(
     for &i in &plan.participants {
         let loc = &locs[i];
         let done = if loc.id.datanode_uuid == me {
-            let ds = ds.clone();
-            let (bid, len) = (block.block_id, plan.len);
-            tokio::task::spawn_blocking(move || {
-                ds.update_recovered(bid, recovery_id, len)
-                    .map(|r| ds.volumes[r.volume].storage_uuid.clone())
-            })
-            .await
-            .map_err(|e| e.to_string())
-            .and_then(|r| r.map_err(|e| e.to_string()))
+            update_local(ds.clone(), block.block_id, recovery_id, plan.len).await
         } else {
             update_remote(loc, &link.user(), block, recovery_id, plan.len).await
         };
@@ -169,6 +162,38 @@ async fn recover(
         .await
         .map_err(|e| e.to_string())?;
     Ok(plan.len)
+}
+
+/// Runs a dataset call off the async workers: recovery renames, cuts and syncs files.
+async fn on_disk<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| e.to_string())?
+}
+
+/// updateReplicaUnderRecovery on this node's own replica: the storage now holding it.
+pub async fn update_local(
+    ds: Arc<Dataset>,
+    id: u64,
+    recovery_id: u64,
+    len: u64,
+) -> Result<String, String> {
+    on_disk(move || {
+        ds.update_recovered(id, recovery_id, len)
+            .map(|r| ds.volumes[r.volume].storage_uuid.clone())
+            .map_err(|e| e.to_string())
+    })
+    .await
+}
+
+/// initReplicaRecovery on this node's own replica, answered as the protocol answers it.
+pub async fn init_local(
+    ds: Arc<Dataset>,
+    rb: RecoveringBlockProto,
+) -> Result<InitReplicaRecoveryResponseProto, String> {
+    on_disk(move || init_answer(&ds, &rb)).await
 }
 
 fn ipc_addr(loc: &DatanodeInfoProto) -> Result<SocketAddr, String> {
@@ -236,7 +261,7 @@ async fn update_remote(
 }
 
 /// initReplicaRecovery, answered from this node's dataset.
-pub fn init_answer(
+fn init_answer(
     ds: &Dataset,
     rb: &RecoveringBlockProto,
 ) -> Result<InitReplicaRecoveryResponseProto, String> {
