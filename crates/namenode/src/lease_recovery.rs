@@ -41,7 +41,7 @@ pub struct SyncReport {
 
 impl NnState {
     /// How long a block recovery may take before it is started again.
-    fn recovery_timeout_ms(&self) -> i64 {
+    pub(crate) fn recovery_timeout_ms(&self) -> i64 {
         self.cfg.block_recovery_timeout_ms as i64
     }
 
@@ -56,26 +56,20 @@ impl NnState {
     ) -> Result<Outcome, FsError> {
         let now = now_ms();
         let outcome = self
-            .commit_then(
-                |ns| {
-                    let Some(slot) = ns.open_file_slot(file_id) else {
-                        // Closed or deleted meanwhile: a recovery still listed for it
-                        // will never commit.
-                        self.blocks
-                            .lock()
-                            .recoveries
-                            .forget_file_except(file_id, None);
-                        return Ok((Outcome::Closed, Vec::new()));
-                    };
-                    let last = ns.last_block(slot).map(|b| b.id);
-                    self.blocks
-                        .lock()
-                        .recoveries
-                        .forget_file_except(file_id, last);
-                    self.plan_recovery(ns, slot, file_id, new_len, now)
-                },
-                |out, _| out,
-            )
+            .commit(|ns| {
+                let slot = ns.open_file_slot(file_id);
+                let last = slot.and_then(|s| ns.last_block(s)).map(|b| b.id);
+                // A recovery of a file closed or deleted meanwhile, or of a block that is
+                // no longer its last, will never commit.
+                self.blocks
+                    .lock()
+                    .recoveries
+                    .forget_file_except(file_id, last);
+                match slot {
+                    Some(slot) => self.plan_recovery(ns, slot, file_id, new_len, now),
+                    None => Ok((Outcome::Closed, Vec::new())),
+                }
+            })
             .await?;
         if outcome == Outcome::InProgress {
             // The order waits for the recovery id to be durable (`Recoveries::take_orders`):

@@ -33,21 +33,14 @@ pub async fn append(
     let new_block = req.flag.unwrap_or(0) & FLAG_NEW_BLOCK != 0;
     let machine = ctx.peer_ip.clone();
     take_over_if_abandoned(&nn, "APPEND_FILE", &req.src, &req.client_name, &machine).await?;
-    let (appended, status) = nn
-        .commit_then(
-            |ns| {
-                let (a, planned) =
-                    ns.plan_append(&caller, &req.src, &req.client_name, &machine, new_block)?;
-                Ok((a, planned))
-            },
-            |a, _| a,
-        )
-        .await
-        .map(|a: Appended| {
-            let ns = nn.ns.read();
-            let status = ns.open_file_slot(a.file_id).map(|s| ns.status(s, false));
-            (a, status)
-        })?;
+    let appended: Appended = nn
+        .commit(|ns| ns.plan_append(&caller, &req.src, &req.client_name, &machine, new_block))
+        .await?;
+    let status = {
+        let ns = nn.ns.read();
+        ns.open_file_slot(appended.file_id)
+            .map(|s| ns.status(s, false))
+    };
     let block = appended.last.map(|last| {
         let mut mgr = nn.blocks.lock();
         mgr.reopen(last.block.id);
@@ -94,7 +87,7 @@ async fn take_over_if_abandoned(
         nn.blocks
             .lock()
             .recoveries
-            .in_progress(id, now, nn.cfg.block_recovery_timeout_ms as i64)
+            .in_progress(id, now, nn.recovery_timeout_ms())
     });
     let lapsed = nn
         .leases
