@@ -192,7 +192,7 @@ impl NnState {
     /// repeated report of one already applied is accepted.
     pub async fn commit_block_sync(&self, r: SyncReport) -> Result<(), FsError> {
         let now = now_ms();
-        let ops = self
+        let changed = self
             .commit_then(
                 |ns| {
                     let slot = ns.block_file(r.block_id).ok_or_else(|| {
@@ -222,12 +222,12 @@ impl NnState {
                     }
                     Ok(((), sync_ops(ns, slot, &r, now)))
                 },
-                |_, ops| ops.to_vec(),
+                |_, ops| !ops.is_empty(),
             )
             .await?;
         let mut mgr = self.blocks.lock();
         mgr.recoveries.finish(r.block_id);
-        if ops.is_empty() || r.delete {
+        if !changed || r.delete {
             return Ok(());
         }
         // The holders have the recovered replica, finalized under the new stamp; the others
