@@ -221,7 +221,8 @@ def test_ferrite_shell_globs_directories_and_file_edits(ferrite, workroot):
     ferrite_dfs(url, "-appendToFile", str(up / "sub" / "b"), str(up / "a"), "/sh/tree/a")
     assert ferrite_dfs(url, "-cat", "/sh/tree/a").stdout == b"one\ntwo\none\n"
     assert b"Truncated /sh/tree/a to length: 5" in ferrite_dfs(url, "-truncate", "-w", "5", "/sh/tree/a").stdout
-    ferrite_dfs(url, "-concat", "/sh/tree/a", "/sh/tree/sub", check=False)  # a directory: refused
+    refused = ferrite_dfs(url, "-concat", "/sh/tree/a", "/sh/tree/sub", "/sh/tree/a2", check=False)
+    assert refused.returncode == 1 and b"Path is not a file: /sh/tree/sub" in refused.stderr
     ferrite_dfs(url, "-put", str(up / "a"), "/sh/tree/a2")
     ferrite_dfs(url, "-put", str(up / "a"), "/sh/tree/a3")
     ferrite_dfs(url, "-concat", "/sh/tree/a", "/sh/tree/a2", "/sh/tree/a3")

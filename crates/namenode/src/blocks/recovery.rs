@@ -149,10 +149,6 @@ impl Recoveries {
         self.by_block.remove(&block_id)
     }
 
-    pub fn len(&self) -> usize {
-        self.by_block.len()
-    }
-
     pub fn is_empty(&self) -> bool {
         self.by_block.is_empty()
     }
