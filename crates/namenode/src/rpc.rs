@@ -186,12 +186,12 @@ pub async fn get_located_file_info(
     let caller = nn.caller(&ctx.user);
     let ns = nn.ns.read();
     let src = ns.resolve_reserved(req.src.as_deref().unwrap_or_default())?;
-    let Some(st) = ns.get_file_info(&caller, &src)? else {
+    let Some(slot) = ns.lookup(&caller, &src)? else {
         return Ok(GetLocatedFileInfoResponseProto { fs: None });
     };
+    let st = ns.status(slot, false);
     let mut fs = status_proto(&st);
     if !st.is_dir {
-        let slot = ns.file_slot(&caller, &src)?;
         let range = ns.block_range(slot, 0, u64::MAX);
         let mgr = nn.blocks.lock();
         let mut located =

@@ -112,10 +112,15 @@ impl Namespace {
 
     /// `getFileInfo`: `Ok(None)` when the path does not exist.
     pub fn get_file_info(&self, caller: &Caller, src: &str) -> Result<Option<FileStatus>, FsError> {
+        Ok(self.lookup(caller, src)?.map(|t| self.status(t, false)))
+    }
+
+    /// The inode at `src` after the traverse check, `Ok(None)` when there is none.
+    pub fn lookup(&self, caller: &Caller, src: &str) -> Result<Option<Slot>, FsError> {
         let comps = components(src)?;
         let walk = self.walk(&comps)?;
         self.check_traverse(caller, &walk)?;
-        Ok(walk.target().map(|t| self.status(t, false)))
+        Ok(walk.target())
     }
 
     /// `getListing`: entries named strictly after `start_after`, at most `limit` of them.
