@@ -16,7 +16,7 @@ use ferrite_ipc::server::{self, ServerConfig};
 use ferrite_ipc::{CallCtx, Router, RpcError, Service, SUMMARY_PROTOCOL};
 use ferrite_namenode::error::FsError;
 use ferrite_namenode::namespace::Namespace;
-use ferrite_namenode::rpc_summary::summary_reply;
+use ferrite_namenode::rpc::summary::summary_reply;
 use ferrite_namenode::summary::follow::SummaryService;
 use ferrite_namenode::summary::{codec, Summary};
 use ferrite_proto::ferrite::*;

@@ -39,6 +39,9 @@ pub enum FsError {
     /// A path component longer than the limit, in a name being added.
     #[error("{0}")]
     ComponentTooLong(String),
+    /// A DataNode call from a node not (or no longer) registered.
+    #[error("{0}")]
+    UnregisteredNode(String),
     /// Anything HDFS reports as a plain `java.io.IOException`.
     #[error("{0}")]
     Io(String),
@@ -63,6 +66,9 @@ impl FsError {
             FsError::IllegalArgument(_) => class::HADOOP_ILLEGAL_ARGUMENT,
             FsError::DirectoryFull(_) => class::MAX_DIRECTORY_ITEMS_EXCEEDED,
             FsError::ComponentTooLong(_) => class::PATH_COMPONENT_TOO_LONG,
+            FsError::UnregisteredNode(_) => {
+                "org.apache.hadoop.hdfs.protocol.UnregisteredNodeException"
+            }
             FsError::Io(_) => class::IO,
         }
     }

@@ -2,7 +2,6 @@
 //! serve IPC with the background tasks (lease monitor, trash emptier, checkpointer). The
 //! caller binds the listener, so tests and `--port 0` get an ephemeral port.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -16,23 +15,23 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
 use crate::checkpoint;
+use crate::clock::now_ms;
 use crate::config::{Config, Recovery};
 use crate::groups::GroupMapping;
 use crate::identity::Identity;
 use crate::journal::{recover, salvage, segment, DirPolicy, Journal, JournalConfig};
-use crate::namespace::{Caller, Namespace};
+use crate::namespace::Namespace;
+use crate::service::{summary_dir, NameNodeService, StartupReport, Storage};
 use crate::startup_progress::{EditSteps, Phase, SegmentInfo, StartupProgress};
-use crate::state::{now_ms, NnState, StartupReport, Storage};
-use crate::summary::follow::{Rebuild, SummaryService};
+use crate::summary::follow::SummaryService;
 use crate::summary::Summary;
-use crate::trash::{self, TrashAction};
 
 pub struct NameNode;
 
 pub struct NameNodeHandle {
     pub addr: SocketAddr,
-    pub state: Arc<NnState>,
-    pub router: Arc<Router<NnState>>,
+    pub state: Arc<NameNodeService>,
+    pub router: Arc<Router<NameNodeService>>,
     /// Fires if the NameNode must stop on its own (every journal directory failed).
     pub fatal: CancellationToken,
     ipc: ServerHandle,
@@ -356,7 +355,7 @@ impl NameNode {
             read_batch_bytes: cfg.read_batch_bytes,
             ..Default::default()
         };
-        let state = Arc::new(NnState::new(
+        let state = Arc::new(NameNodeService::new(
             cfg,
             superuser.clone(),
             groups,
@@ -371,10 +370,10 @@ impl NameNode {
             tokio::spawn(datanode_monitor(state.clone(), cancel.clone())),
             tokio::spawn(replication_monitor(state.clone(), cancel.clone())),
         ];
-        if state.cfg.trash_interval_min > 0 {
+        if state.config().trash_interval_min > 0 {
             tasks.push(tokio::spawn(trash_emptier(state.clone(), cancel.clone())));
         }
-        if state.journal.is_some() {
+        if state.has_journal() {
             tasks.push(tokio::spawn(checkpointer(state.clone(), cancel.clone())));
             tasks.push(tokio::spawn(resource_monitor(
                 state.clone(),
@@ -408,47 +407,17 @@ pub fn ensure_dir(dir: &std::path::Path) -> std::io::Result<()> {
     }
 }
 
-/// Where the summary checkpoint lives: beside the images in the first name directory.
-pub fn summary_dir(name_dirs: &[PathBuf]) -> PathBuf {
-    name_dirs
-        .first()
-        .map(|d| d.join("summary"))
-        .unwrap_or_default()
-}
-
 /// Starts the thread that keeps the summary in step with the journal.
 fn start_summary_task(
-    state: &Arc<NnState>,
+    state: &Arc<NameNodeService>,
 ) -> std::io::Result<Option<std::thread::JoinHandle<()>>> {
-    let (Some(svc), Some(_)) = (state.summary.clone(), &state.journal) else {
+    if state.summary().is_none() || !state.has_journal() {
         return Ok(None);
-    };
+    }
     let nn = state.clone();
     std::thread::Builder::new()
         .name("summary".into())
-        .spawn(move || {
-            let for_rebuild = nn.clone();
-            let rebuild: Rebuild = Box::new(move || {
-                // Under the namespace lock, the journal's last appended txid is exactly
-                // the state the namespace shows.
-                let ns = for_rebuild.ns.read();
-                let txid = for_rebuild
-                    .journal
-                    .as_ref()
-                    .map_or(0, |j| j.last_appended());
-                Summary::from_namespace(&ns, txid)
-            });
-            let journal = nn.journal.as_ref().expect("checked above");
-            let every = Duration::from_secs(nn.cfg.summary_checkpoint_period_sec);
-            svc.run(
-                journal,
-                &nn.journal_dirs,
-                rebuild,
-                nn.cfg.summary_checkpoint_txns,
-                every,
-                Duration::from_millis(nn.cfg.summary_rest_ms),
-            );
-        })
+        .spawn(move || nn.follow_journal_with_summary())
         .map(Some)
 }
 
@@ -467,26 +436,14 @@ impl NameNodeHandle {
     /// Stops serving, syncs and closes the journal, and saves a checkpoint image.
     pub async fn shutdown(self) {
         self.cancel.cancel();
-        if let Some(s) = &self.state.summary {
-            s.stop();
-        }
+        self.state.stop_summary();
         self.ipc.shutdown().await;
         for t in self.tasks {
             let _ = t.await;
         }
         let state = self.state.clone();
         let healthy = !self.fatal.is_cancelled();
-        let _ = tokio::task::spawn_blocking(move || {
-            if healthy {
-                if let Err(e) = state.save_namespace() {
-                    warn!(error = %e, "checkpoint at shutdown failed; the journal still has every edit");
-                }
-            }
-            if let Some(j) = &state.journal {
-                j.close();
-            }
-        })
-        .await;
+        let _ = tokio::task::spawn_blocking(move || state.close(healthy)).await;
         // The journal is closed: the summary task applies what is left, checkpoints, ends.
         if let Some(t) = self.summary_task {
             let _ = tokio::task::spawn_blocking(move || t.join()).await;
@@ -496,69 +453,32 @@ impl NameNodeHandle {
 
 /// Recovers the files of writers that stopped renewing for longer than the hard limit, and
 /// starts again block recoveries whose primary has not reported back.
-async fn lease_monitor(nn: Arc<NnState>, cancel: CancellationToken) {
-    let hard_ms = nn.cfg.lease_hard_limit_sec as i64 * 1000;
+async fn lease_monitor(nn: Arc<NameNodeService>, cancel: CancellationToken) {
     loop {
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
             _ = cancel.cancelled() => return,
         }
-        nn.retry_overdue_recoveries().await;
-        let expired = nn.leases.lock().expired(now_ms(), hard_ms);
-        if expired.is_empty() {
-            continue;
-        }
-        // One scan of the open files, however many holders expired at once.
-        let mut files: HashMap<String, Vec<u64>> =
-            expired.iter().map(|h| (h.clone(), Vec::new())).collect();
-        for (id, holder) in nn.ns.read().open_files() {
-            if let Some(ids) = files.get_mut(holder) {
-                ids.push(id);
-            }
-        }
-        for holder in expired {
-            for id in files.remove(&holder).unwrap_or_default() {
-                // A close ends the file's lease as any close does (`Leases::on_op`); a
-                // block recovery closes it when the primary reports back, and is started
-                // again if it does not.
-                match nn.recover_file(id, None).await {
-                    Ok(outcome) => {
-                        info!(%holder, file_id = id, ?outcome, "lease expired; recovering the file")
-                    }
-                    Err(e) => warn!(%holder, file_id = id, error = %e, "lease recovery failed"),
-                }
-            }
-            nn.leases.lock().forget_expired(&holder, now_ms(), hard_ms);
-        }
+        nn.check_leases().await;
     }
 }
 
 /// Declares silent DataNodes dead (their replicas stop counting), ends start-up safe
 /// mode once enough blocks are reported, and rolls block keys when due.
-async fn datanode_monitor(nn: Arc<NnState>, cancel: CancellationToken) {
+async fn datanode_monitor(nn: Arc<NameNodeService>, cancel: CancellationToken) {
     loop {
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(500)) => {}
             _ = cancel.cancelled() => return,
         }
-        let now = now_ms();
-        {
-            let mut mgr = nn.blocks.lock();
-            for ix in mgr.reg.newly_dead(now, nn.cfg.dead_interval_ms()) {
-                warn!(node = ix, uuid = %mgr.reg.get(ix).id.uuid, "DataNode declared dead");
-                mgr.node_lost(ix);
-                mgr.needs_scan = true;
-            }
-        }
-        nn.check_startup_safe_mode(now);
-        nn.tokens.roll_if_due();
+        nn.check_datanodes(now_ms());
     }
 }
 
 /// Checks the journal directories' free space now and every
 /// `dfs.namenode.resource.check.interval`, entering safe mode when it runs short.
-async fn resource_monitor(nn: Arc<NnState>, cancel: CancellationToken) {
-    let every = Duration::from_millis(nn.cfg.resource_check_interval_ms);
+async fn resource_monitor(nn: Arc<NameNodeService>, cancel: CancellationToken) {
+    let every = Duration::from_millis(nn.config().resource_check_interval_ms);
     loop {
         // statvfs may block on a hung NFS mount: keep it off the runtime's workers, and
         // do not let it hold up shutdown.
@@ -579,8 +499,8 @@ async fn resource_monitor(nn: Arc<NnState>, cancel: CancellationToken) {
 /// good replicas and deletions for surplus ones. Scans when something changed (a
 /// setReplication, a lost node, a corrupt replica, a block report) and otherwise every
 /// tenth interval.
-async fn replication_monitor(nn: Arc<NnState>, cancel: CancellationToken) {
-    let every = Duration::from_secs(nn.cfg.replication_interval_sec.max(1));
+async fn replication_monitor(nn: Arc<NameNodeService>, cancel: CancellationToken) {
+    let every = Duration::from_secs(nn.config().replication_interval_sec.max(1));
     let mut round = 0u64;
     loop {
         tokio::select! {
@@ -599,9 +519,9 @@ async fn replication_monitor(nn: Arc<NnState>, cancel: CancellationToken) {
 }
 
 /// Hadoop's trash emptier, run inside the NameNode as HDFS does.
-async fn trash_emptier(nn: Arc<NnState>, cancel: CancellationToken) {
-    let interval = nn.cfg.trash_interval_min;
-    let every = match nn.cfg.trash_checkpoint_interval_min {
+async fn trash_emptier(nn: Arc<NameNodeService>, cancel: CancellationToken) {
+    let interval = nn.config().trash_interval_min;
+    let every = match nn.config().trash_checkpoint_interval_min {
         0 => interval,
         c => c.min(interval),
     };
@@ -616,49 +536,22 @@ async fn trash_emptier(nn: Arc<NnState>, cancel: CancellationToken) {
             _ = tokio::time::sleep(Duration::from_secs(every * 60)) => {}
             _ = cancel.cancelled() => return,
         }
-        run_trash_once(&nn, now_ms(), interval_ms).await;
-    }
-}
-
-/// One emptier pass; public so tests can drive it with a chosen time.
-pub async fn run_trash_once(nn: &NnState, now: i64, interval_ms: i64) {
-    let su = Caller::superuser(&nn.superuser);
-    let actions = trash::plan(&nn.ns.read(), now, interval_ms);
-    for action in actions {
-        let result = match &action {
-            TrashAction::Delete { path } => {
-                nn.commit(|ns| {
-                    Ok((
-                        (),
-                        ns.plan_delete(&su, path, true, now)?.unwrap_or_default(),
-                    ))
-                })
-                .await
-            }
-            TrashAction::Checkpoint { from, to } => {
-                nn.commit(|ns| Ok(((), ns.plan_rename2(&su, from, to, false, now)?)))
-                    .await
-            }
-        };
-        match result {
-            Ok(()) => info!(?action, "trash"),
-            Err(e) => warn!(?action, error = %e, "trash emptier step failed"),
-        }
+        nn.empty_trash(now_ms(), interval_ms).await;
     }
 }
 
 /// Saves an image every `dfs.namenode.checkpoint.txns` transactions or
 /// `dfs.namenode.checkpoint.period` seconds, whichever comes first.
 /// The period counts from the newest image, however it was taken (a `saveNamespace` too).
-async fn checkpointer(nn: Arc<NnState>, cancel: CancellationToken) {
-    let period = Duration::from_secs(nn.cfg.checkpoint_period_sec);
+async fn checkpointer(nn: Arc<NameNodeService>, cancel: CancellationToken) {
+    let period = Duration::from_secs(nn.config().checkpoint_period_sec);
     loop {
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_secs(1).min(period)) => {}
             _ = cancel.cancelled() => return,
         }
         let since = nn.txns_since_image();
-        let due = since >= nn.cfg.checkpoint_txns
+        let due = since >= nn.config().checkpoint_txns
             || (nn.image_age_ms() >= period.as_millis() as i64 && since > 0);
         if !due {
             continue;

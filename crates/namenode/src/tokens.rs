@@ -5,13 +5,12 @@
 use std::ops::Range;
 
 use ferrite_blocktoken::keys::{self, Grant};
-use ferrite_blocktoken::{KeyManager, KeyTimes, Modes};
-use ferrite_proto::common::TokenProto;
+use ferrite_blocktoken::{KeyManager, KeyTimes, Modes, Token};
 use ferrite_proto::hdfs::ExportedBlockKeysProto;
 use parking_lot::RwLock;
 use tracing::info;
 
-use crate::state::now_ms;
+use crate::clock::now_ms;
 
 pub struct BlockTokens {
     keys: Option<RwLock<KeyManager>>,
@@ -65,34 +64,30 @@ impl BlockTokens {
     }
 
     /// The tokens of a reply over `ids`: consecutive index ranges, each sharing one signed
-    /// token (a single range unless the ids are scattered). One empty token, as HDFS sends,
-    /// when tokens are off.
+    /// token (a single range unless the ids are scattered). One range without a token when
+    /// tokens are off (HDFS then sends an empty one).
     pub fn for_reply(
         &self,
         user: &str,
         pool: &str,
         modes: Modes,
         ids: &[u64],
-    ) -> Vec<(Range<usize>, TokenProto)> {
+    ) -> Vec<(Range<usize>, Option<Token>)> {
         let Some(k) = &self.keys else {
-            return vec![(0..ids.len(), TokenProto::default())];
+            return vec![(0..ids.len(), None)];
         };
         let grant = Grant { user, pool, modes };
         let groups = k.read().issue(now_ms().max(0) as u64, grant, ids);
         groups
             .into_iter()
-            .map(|(range, token)| (range, token.to_proto()))
+            .map(|(range, token)| (range, Some(token)))
             .collect()
     }
 
-    /// The token for one block (addBlock, pipeline recovery).
-    pub fn for_block(&self, user: &str, pool: &str, modes: Modes, id: u64) -> TokenProto {
-        let Some(k) = &self.keys else {
-            return TokenProto::default();
-        };
+    /// The token for one block (addBlock, pipeline recovery); `None` when tokens are off.
+    pub fn for_block(&self, user: &str, pool: &str, modes: Modes, id: u64) -> Option<Token> {
+        let k = self.keys.as_ref()?;
         let grant = Grant { user, pool, modes };
-        k.read()
-            .issue_one(now_ms().max(0) as u64, grant, id)
-            .to_proto()
+        Some(k.read().issue_one(now_ms().max(0) as u64, grant, id))
     }
 }

@@ -89,7 +89,7 @@ async fn let_time_pass() {
 async fn an_open_moves_the_access_time_once_per_precision_and_a_restart_keeps_it() {
     let dir = tempfile::tempdir().unwrap();
     let nn = start(config(dir.path(), 1)).await;
-    let su = connect(&nn, &nn.state.superuser).await;
+    let su = connect(&nn, nn.state.superuser()).await;
     make_file(&su, "/f").await;
     let (mtime, created) = times(&su, "/f").await;
 
@@ -119,7 +119,7 @@ async fn an_open_moves_the_access_time_once_per_precision_and_a_restart_keeps_it
 
     // The move was journaled: a restart (journal replay) gives the same times.
     let nn = start(config(dir.path(), 1)).await;
-    let su = connect(&nn, &nn.state.superuser).await;
+    let su = connect(&nn, nn.state.superuser()).await;
     assert_eq!(times(&su, "/f").await, (mtime, a2));
     nn.shutdown().await;
 }
@@ -129,7 +129,7 @@ async fn within_the_precision_an_open_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     // HDFS's default: an hour. The file was created moments ago.
     let nn = start(config(dir.path(), 3_600_000)).await;
-    let su = connect(&nn, &nn.state.superuser).await;
+    let su = connect(&nn, nn.state.superuser()).await;
     make_file(&su, "/f").await;
     let before = times(&su, "/f").await;
     let_time_pass().await;
@@ -142,7 +142,7 @@ async fn within_the_precision_an_open_changes_nothing() {
 async fn a_precision_of_zero_turns_access_times_off() {
     let dir = tempfile::tempdir().unwrap();
     let nn = start(config(dir.path(), 0)).await;
-    let su = connect(&nn, &nn.state.superuser).await;
+    let su = connect(&nn, nn.state.superuser()).await;
     make_file(&su, "/f").await;
     let (mtime, atime) = times(&su, "/f").await;
     let_time_pass().await;

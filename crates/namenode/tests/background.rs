@@ -5,7 +5,6 @@ use std::time::Duration;
 use ferrite_ipc::client::IpcClient;
 use ferrite_ipc::CLIENT_PROTOCOL;
 use ferrite_namenode::namespace::Caller;
-use ferrite_namenode::server::run_trash_once;
 use ferrite_namenode::{Config, NameNode};
 use ferrite_proto::hdfs::*;
 use tokio::net::TcpListener;
@@ -25,7 +24,7 @@ async fn trash_emptier_checkpoints_then_expires() {
     };
     let nn = start(cfg).await;
     let st = nn.state.clone();
-    let su = Caller::superuser(&st.superuser);
+    let su = Caller::superuser(st.superuser());
     st.commit(|ns| {
         Ok((
             (),
@@ -35,39 +34,16 @@ async fn trash_emptier_checkpoints_then_expires() {
     .await
     .unwrap();
     let now = 1_795_317_163_000; // 2026-11-22 03:12:43 UTC
-    run_trash_once(&st, now, 3_600_000).await;
-    {
-        let ns = st.ns.read();
-        assert!(ns
-            .get_file_info(&su, "/user/alice/.Trash/Current")
-            .unwrap()
-            .is_none());
-        assert!(ns
-            .get_file_info(&su, "/user/alice/.Trash/261122031243/d")
-            .unwrap()
-            .is_some());
-    }
+    st.empty_trash(now, 3_600_000).await;
+    let exists = |p: &str| st.file_info(st.superuser(), p).unwrap().is_some();
+    assert!(!exists("/user/alice/.Trash/Current"));
+    assert!(exists("/user/alice/.Trash/261122031243/d"));
     // Within the interval the checkpoint stays; after it, it goes.
-    run_trash_once(&st, now + 1_800_000, 3_600_000).await;
-    assert!(st
-        .ns
-        .read()
-        .get_file_info(&su, "/user/alice/.Trash/261122031243")
-        .unwrap()
-        .is_some());
-    run_trash_once(&st, now + 3_700_000, 3_600_000).await;
-    assert!(st
-        .ns
-        .read()
-        .get_file_info(&su, "/user/alice/.Trash/261122031243")
-        .unwrap()
-        .is_none());
-    assert!(st
-        .ns
-        .read()
-        .get_file_info(&su, "/user/alice/.Trash")
-        .unwrap()
-        .is_some());
+    st.empty_trash(now + 1_800_000, 3_600_000).await;
+    assert!(exists("/user/alice/.Trash/261122031243"));
+    st.empty_trash(now + 3_700_000, 3_600_000).await;
+    assert!(!exists("/user/alice/.Trash/261122031243"));
+    assert!(exists("/user/alice/.Trash"));
     nn.shutdown().await;
 }
 
@@ -78,7 +54,7 @@ async fn with_hard_limit(secs: u64) -> (ferrite_namenode::NameNodeHandle, IpcCli
         ..Default::default()
     };
     let nn = start(cfg).await;
-    let c = IpcClient::connect(nn.addr, &nn.state.superuser, CLIENT_PROTOCOL)
+    let c = IpcClient::connect(nn.addr, nn.state.superuser(), CLIENT_PROTOCOL)
         .await
         .unwrap();
     (nn, c)
@@ -122,7 +98,7 @@ async fn an_abandoned_writer_loses_its_files_after_the_hard_limit() {
         tokio::time::sleep(Duration::from_millis(200)).await;
         waited += Duration::from_millis(200);
     }
-    assert_eq!(nn.state.leases.lock().holder_count(), 0);
+    assert_eq!(nn.state.lease_holders(), 0);
     nn.shutdown().await;
 }
 
@@ -177,11 +153,11 @@ async fn the_checkpoint_period_images_recent_edits() {
     };
     let nn = start(cfg).await;
     let st = nn.state.clone();
-    let su = Caller::superuser(&st.superuser);
+    let su = Caller::superuser(st.superuser());
     st.commit(|ns| Ok(((), ns.plan_mkdirs(&su, "/periodic", 0o755, true, 0)?)))
         .await
         .unwrap();
-    let last = st.journal.as_ref().unwrap().last_appended();
+    let last = st.last_txid();
     assert!(st.last_image_txid() < last);
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while st.last_image_txid() < last {

@@ -8,7 +8,7 @@ use ferrite_namenode::namespace::blocks::{NewBlock, Previous};
 use ferrite_namenode::namespace::plan::CreateArgs;
 use ferrite_namenode::namespace::Caller;
 use ferrite_namenode::server::load_storage;
-use ferrite_namenode::state::NnState;
+use ferrite_namenode::service::NameNodeService;
 use ferrite_namenode::{groups::GroupMapping, identity::Identity, Config};
 use tokio_util::sync::CancellationToken;
 
@@ -22,10 +22,10 @@ fn config(dir: &Path) -> Config {
     }
 }
 
-fn open(dir: &Path) -> NnState {
+fn open(dir: &Path) -> NameNodeService {
     let cfg = config(dir);
     let storage = load_storage(&cfg, "hdfs", CancellationToken::new()).unwrap();
-    NnState::new(
+    NameNodeService::new(
         cfg,
         "hdfs".into(),
         GroupMapping::default(),
@@ -35,7 +35,7 @@ fn open(dir: &Path) -> NnState {
 }
 
 /// Creates `path` (and its missing parents) as client "c", open for write.
-async fn create(st: &NnState, su: &Caller, path: &str, now: i64) {
+async fn create(st: &NameNodeService, su: &Caller, path: &str, now: i64) {
     let args = CreateArgs {
         src: path,
         masked: 0o644,
@@ -53,7 +53,7 @@ async fn create(st: &NnState, su: &Caller, path: &str, now: i64) {
 }
 
 /// A deterministic mixed workload (creates, closes, renames, deletes, attribute changes).
-async fn workload(st: &NnState, from: u64, to: u64) {
+async fn workload(st: &NameNodeService, from: u64, to: u64) {
     let su = Caller::superuser("hdfs");
     for i in from..to {
         let d = i % 13;
@@ -125,8 +125,8 @@ async fn workload(st: &NnState, from: u64, to: u64) {
     }
 }
 
-fn dump(st: &NnState) -> String {
-    st.ns.read().dump()
+fn dump(st: &NameNodeService) -> String {
+    st.with_namespace(|ns| ns.dump())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -135,16 +135,16 @@ async fn journal_replay_rebuilds_the_live_namespace() {
     let st = open(dir.path());
     workload(&st, 0, 600).await;
     let live = dump(&st);
-    let last = st.journal.as_ref().unwrap().last_appended();
-    st.journal.as_ref().unwrap().close(); // no image: everything comes from the journal
+    let last = st.last_txid();
+    st.close(false); // no image: everything comes from the journal
     drop(st);
     let back = open(dir.path());
     assert_eq!(dump(&back), live);
-    assert_eq!(back.startup.image_txid, 0);
-    assert_eq!(back.startup.edits_replayed, last);
-    assert_eq!(back.startup.last_txid, last);
+    assert_eq!(back.startup_report().image_txid, 0);
+    assert_eq!(back.startup_report().edits_replayed, last);
+    assert_eq!(back.startup_report().last_txid, last);
     // Open files got their leases back.
-    assert!(back.leases.lock().holder_count() > 0);
+    assert!(back.lease_holders() > 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -155,13 +155,14 @@ async fn image_plus_journal_rebuilds_the_live_namespace() {
     let image_txid = st.save_namespace().unwrap();
     workload(&st, 300, 500).await;
     let live = dump(&st);
-    st.journal.as_ref().unwrap().close();
+    st.close(false);
     drop(st);
     let back = open(dir.path());
     assert_eq!(dump(&back), live);
-    assert_eq!(back.startup.image_txid, image_txid);
+    assert_eq!(back.startup_report().image_txid, image_txid);
     assert!(
-        back.startup.edits_replayed > 0 && back.startup.edits_replayed < back.startup.last_txid
+        back.startup_report().edits_replayed > 0
+            && back.startup_report().edits_replayed < back.startup_report().last_txid
     );
     // Segments wholly before the retained images are purged after the next checkpoints.
     back.save_namespace().unwrap();
@@ -180,7 +181,7 @@ async fn image_plus_journal_rebuilds_the_live_namespace() {
     assert_eq!(images, 2, "two images retained");
     assert!(segs <= 3, "old segments purged, {segs} left");
     let live = dump(&back);
-    back.journal.as_ref().unwrap().close();
+    back.close(false);
     drop(back);
     assert_eq!(dump(&open(dir.path())), live);
 }
@@ -194,7 +195,7 @@ async fn mutations_proceed_while_a_checkpoint_image_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let st = std::sync::Arc::new(open(dir.path()));
     workload(&st, 0, 200).await;
-    let txid_before = st.journal.as_ref().unwrap().last_appended();
+    let txid_before = st.last_txid();
     // The image writer says it has started, then waits for the go-ahead.
     let (mut started_r, started_w) = std::io::pipe().unwrap();
     let (go_r, mut go_w) = std::io::pipe().unwrap();
@@ -225,14 +226,14 @@ async fn mutations_proceed_while_a_checkpoint_image_is_written() {
         "the image is the namespace as of the fork"
     );
     let live = dump(&st);
-    let last = st.journal.as_ref().unwrap().last_appended();
+    let last = st.last_txid();
     assert!(last > image_txid);
-    st.journal.as_ref().unwrap().close();
+    st.close(false);
     drop(st);
     let back = open(dir.path());
     assert_eq!(dump(&back), live);
-    assert_eq!(back.startup.image_txid, image_txid);
-    assert_eq!(back.startup.edits_replayed, last - image_txid);
+    assert_eq!(back.startup_report().image_txid, image_txid);
+    assert_eq!(back.startup_report().edits_replayed, last - image_txid);
 }
 
 /// Many clients committing at once, with the group-commit delay on (the default): every
@@ -241,7 +242,7 @@ async fn mutations_proceed_while_a_checkpoint_image_is_written() {
 async fn concurrent_commits_under_the_group_commit_delay_are_all_durable() {
     let dir = tempfile::tempdir().unwrap();
     let st = std::sync::Arc::new(open(dir.path()));
-    assert!(st.cfg.journal_group_delay_us > 0, "the default delays");
+    assert!(st.config().journal_group_delay_us > 0, "the default delays");
     let tasks: Vec<_> = (0..16)
         .map(|t| {
             let st = st.clone();
@@ -257,8 +258,7 @@ async fn concurrent_commits_under_the_group_commit_delay_are_all_durable() {
     for t in tasks {
         t.await.unwrap();
     }
-    let journal = st.journal.as_ref().unwrap();
-    let m = journal.metrics();
+    let m = st.journal_metrics().unwrap();
     let (syncs, txns) = (
         m.syncs.load(std::sync::atomic::Ordering::Relaxed),
         m.txns_synced.load(std::sync::atomic::Ordering::Relaxed),
@@ -268,11 +268,11 @@ async fn concurrent_commits_under_the_group_commit_delay_are_all_durable() {
         "{txns} records in {syncs} syncs: no group commit"
     );
     let live = dump(&st);
-    journal.close();
+    st.close(false);
     drop(st);
     let back = open(dir.path());
     assert_eq!(dump(&back), live);
-    assert_eq!(back.ns.read().file_count(), 16 * 50);
+    assert_eq!(back.with_namespace(|ns| ns.file_count()), 16 * 50);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -281,8 +281,8 @@ async fn a_torn_tail_is_truncated_and_corruption_in_the_middle_stops_startup() {
     let st = open(dir.path());
     workload(&st, 0, 50).await;
     let live = dump(&st);
-    let last = st.journal.as_ref().unwrap().last_appended();
-    st.journal.as_ref().unwrap().close();
+    let last = st.last_txid();
+    st.close(false);
     drop(st);
     let name = dir.path().join("name");
     let mut segs: Vec<_> = std::fs::read_dir(&name)
@@ -308,8 +308,8 @@ async fn a_torn_tail_is_truncated_and_corruption_in_the_middle_stops_startup() {
         live,
         "the torn record is dropped, nothing else"
     );
-    assert_eq!(back.startup.last_txid, last);
-    back.journal.as_ref().unwrap().close();
+    assert_eq!(back.startup_report().last_txid, last);
+    back.close(false);
     drop(back);
 
     // Flip a byte inside the first segment's second record: records follow it, so start-up
@@ -358,6 +358,6 @@ async fn a_torn_tail_is_truncated_and_corruption_in_the_middle_stops_startup() {
     );
     // From then on a plain start-up is clean, and picks up where recovery left off.
     let back = open(dir.path());
-    assert_eq!(back.startup.last_txid, 1);
-    back.journal.as_ref().unwrap().close();
+    assert_eq!(back.startup_report().last_txid, 1);
+    back.close(false);
 }

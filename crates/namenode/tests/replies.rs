@@ -27,7 +27,7 @@ fn create_req(src: &str, overwrite: bool) -> CreateRequestProto {
 async fn create_answers_with_the_new_files_status() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let nn = NameNode::start(Config::default(), listener).await.unwrap();
-    let c = IpcClient::connect(nn.addr, &nn.state.superuser, CLIENT_PROTOCOL)
+    let c = IpcClient::connect(nn.addr, nn.state.superuser(), CLIENT_PROTOCOL)
         .await
         .unwrap();
     let info = |path: &'static str| {

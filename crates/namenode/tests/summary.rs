@@ -12,7 +12,7 @@ use ferrite_ipc::CLIENT_PROTOCOL;
 use ferrite_namenode::namespace::blocks::{NewBlock, Previous};
 use ferrite_namenode::namespace::plan::CreateArgs;
 use ferrite_namenode::namespace::Caller;
-use ferrite_namenode::state::NnState;
+use ferrite_namenode::service::NameNodeService;
 use ferrite_namenode::{Config, NameNode, NameNodeHandle};
 use ferrite_proto::hdfs::*;
 use tokio::net::TcpListener;
@@ -36,8 +36,8 @@ async fn start_with(dir: &Path, tweak: impl FnOnce(&mut Config)) -> NameNodeHand
 }
 
 /// Creates `path` with one block of `len` bytes (none when 0), closed.
-async fn file(st: &NnState, path: &str, len: u64, replication: u16) {
-    let su = Caller::superuser(&st.superuser);
+async fn file(st: &NameNodeService, path: &str, len: u64, replication: u16) {
+    let su = Caller::superuser(st.superuser());
     let args = CreateArgs {
         src: path,
         masked: 0o644,
@@ -83,8 +83,8 @@ async fn first_run(dir: &Path) -> PathBuf {
     checkpoint_file(dir)
 }
 
-async fn workload(st: &NnState, round: u64) {
-    let su = Caller::superuser(&st.superuser);
+async fn workload(st: &NameNodeService, round: u64) {
+    let su = Caller::superuser(st.superuser());
     for i in 0..60u64 {
         let len = (i * 7919 + round * 31) % 5_000_000;
         file(
@@ -126,21 +126,17 @@ async fn summary_of(c: &IpcClient, path: &str) -> Result<(u64, u64, u64, u64), S
     .map_err(|e| e.to_string())
 }
 
-fn walked(st: &NnState, path: &str) -> (u64, u64, u64, u64) {
-    let su = Caller::superuser(&st.superuser);
-    let cs = st.ns.read().content_summary(&su, path).unwrap();
+fn walked(st: &NameNodeService, path: &str) -> (u64, u64, u64, u64) {
+    let su = Caller::superuser(st.superuser());
+    let cs = st.with_namespace(|ns| ns.content_summary(&su, path).unwrap());
     (cs.files, cs.dirs, cs.length, cs.space_consumed)
 }
 
 async fn check_all(nn: &NameNodeHandle, paths: &[&str]) {
-    let c = IpcClient::connect(nn.addr, &nn.state.superuser, CLIENT_PROTOCOL)
+    let c = IpcClient::connect(nn.addr, nn.state.superuser(), CLIENT_PROTOCOL)
         .await
         .unwrap();
-    let svc = nn
-        .state
-        .summary
-        .as_ref()
-        .expect("the summary is on by default");
+    let svc = nn.state.summary().expect("the summary is on by default");
     let before = svc.metrics.answered.load(Ordering::Relaxed);
     for p in paths {
         assert_eq!(
@@ -198,7 +194,7 @@ async fn answers_come_from_the_summary_and_survive_restarts() {
 
     // Restart: the summary resumes from its checkpoint, then follows new edits.
     let nn = start(dir.path()).await;
-    let svc = nn.state.summary.clone().unwrap();
+    let svc = nn.state.summary().cloned().unwrap();
     assert_eq!(svc.metrics.rebuilds.load(Ordering::Relaxed), 0);
     workload(&nn.state, 1).await;
     check_all(&nn, PATHS).await;
@@ -209,8 +205,8 @@ async fn answers_come_from_the_summary_and_survive_restarts() {
     // (a crash): the summary loads it and catches up from the journal segments.
     std::fs::write(&ckpt, old).unwrap();
     let nn = start(dir.path()).await;
-    let svc = nn.state.summary.clone().unwrap();
-    let last = nn.state.journal.as_ref().unwrap().last_appended();
+    let svc = nn.state.summary().cloned().unwrap();
+    let last = nn.state.last_txid();
     assert!(svc.caught_up(last, Duration::from_secs(10)).await);
     assert_eq!(
         svc.metrics.rebuilds.load(Ordering::Relaxed),
@@ -240,7 +236,7 @@ async fn permissions_still_decide() {
     let dir = tempfile::tempdir().unwrap();
     let nn = start(dir.path()).await;
     let st = nn.state.clone();
-    let su = Caller::superuser(&st.superuser);
+    let su = Caller::superuser(st.superuser());
     for d in ["/open/a", "/shut/private"] {
         st.commit(|ns| Ok(((), ns.plan_mkdirs(&su, d, 0o755, true, 0)?)))
             .await
@@ -254,7 +250,7 @@ async fn permissions_still_decide() {
     let c = IpcClient::connect(nn.addr, "mallory", CLIENT_PROTOCOL)
         .await
         .unwrap();
-    let svc = st.summary.clone().unwrap();
+    let svc = st.summary().cloned().unwrap();
     // Nothing restricted below /open: the summary answers anyone.
     assert_eq!(summary_of(&c, "/open").await.unwrap(), (1, 2, 10, 10));
     assert_eq!(svc.metrics.walked.load(Ordering::Relaxed), 0);
@@ -263,7 +259,7 @@ async fn permissions_still_decide() {
     assert!(e.contains("Permission denied"), "{e}");
     assert_eq!(svc.metrics.walked.load(Ordering::Relaxed), 1);
     // The superuser reads it from the summary.
-    let root = IpcClient::connect(nn.addr, &st.superuser, CLIENT_PROTOCOL)
+    let root = IpcClient::connect(nn.addr, st.superuser(), CLIENT_PROTOCOL)
         .await
         .unwrap();
     assert_eq!(summary_of(&root, "/shut").await.unwrap(), (1, 2, 20, 20));
@@ -296,14 +292,13 @@ async fn read_edits_serves_a_follower_from_the_segments() {
         .await
         .unwrap();
     workload(&nn.state, 1).await;
-    let last = nn.state.journal.as_ref().unwrap().last_appended();
-    let c = IpcClient::connect(nn.addr, &nn.state.superuser, SUMMARY_PROTOCOL)
+    let last = nn.state.last_txid();
+    let c = IpcClient::connect(nn.addr, nn.state.superuser(), SUMMARY_PROTOCOL)
         .await
         .unwrap();
-    let root_perm = {
-        let ns = nn.state.ns.read();
-        ns.inode(ferrite_namenode::namespace::inode::ROOT_SLOT).perm
-    };
+    let root_perm = nn
+        .state
+        .with_namespace(|ns| ns.inode(ferrite_namenode::namespace::inode::ROOT_SLOT).perm);
     let follower = SummaryService::new(Summary::empty(root_perm), None);
     let mut replies = 0;
     while follower.txid() < last {
@@ -322,7 +317,7 @@ async fn read_edits_serves_a_follower_from_the_segments() {
         replies += 1;
     }
     assert!(replies > 3, "bounded replies ({replies})");
-    let theirs = nn.state.summary.as_ref().unwrap();
+    let theirs = nn.state.summary().unwrap();
     assert!(theirs.caught_up(last, Duration::from_secs(10)).await);
     for p in PATHS.iter().chain(&["/data/r1", "/data/moved1"]) {
         let a = follower.read(|s| s.get(p)).map(|mut s| {
@@ -361,8 +356,8 @@ async fn a_checkpoint_behind_the_purged_journal_is_rebuilt() {
     nn.shutdown().await;
     std::fs::write(&ckpt, old).unwrap();
     let nn = start(dir.path()).await;
-    let svc = nn.state.summary.clone().unwrap();
-    let last = nn.state.journal.as_ref().unwrap().last_appended();
+    let svc = nn.state.summary().cloned().unwrap();
+    let last = nn.state.last_txid();
     assert!(svc.caught_up(last, Duration::from_secs(10)).await);
     assert_eq!(svc.metrics.rebuilds.load(Ordering::Relaxed), 1);
     check_all(&nn, PATHS).await;

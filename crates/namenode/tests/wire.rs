@@ -30,7 +30,7 @@ async fn client(addr: SocketAddr) -> IpcClient {
 
 /// A client that runs as the NameNode's own user, the superuser.
 async fn su_client(nn: &NameNodeHandle) -> IpcClient {
-    IpcClient::connect(nn.addr, &nn.state.superuser, CLIENT_PROTOCOL)
+    IpcClient::connect(nn.addr, nn.state.superuser(), CLIENT_PROTOCOL)
         .await
         .unwrap()
 }

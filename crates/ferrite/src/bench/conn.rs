@@ -8,12 +8,15 @@ use anyhow::bail;
 use ferrite_ipc::client::IpcClient;
 use ferrite_ipc::CallCtx;
 use ferrite_namenode::rpc;
-use ferrite_namenode::state::NnState;
+use ferrite_namenode::service::NameNodeService;
 use ferrite_proto::hdfs::*;
 
 pub enum Conn {
     Rpc(IpcClient),
-    Local { nn: Arc<NnState>, ctx: CallCtx },
+    Local {
+        nn: Arc<NameNodeService>,
+        ctx: CallCtx,
+    },
 }
 
 macro_rules! call {
@@ -42,7 +45,7 @@ impl Conn {
             block_size: 16,
             ..Default::default()
         };
-        let _: CreateResponseProto = call!(self, "create", rpc::create, req);
+        let _: CreateResponseProto = call!(self, "create", rpc::client::create, req);
         Ok(())
     }
 
@@ -53,12 +56,7 @@ impl Conn {
             last: None,
             file_id: None,
         };
-        let r: CompleteResponseProto = call!(
-            self,
-            "complete",
-            ferrite_namenode::rpc_blocks::complete,
-            req
-        );
+        let r: CompleteResponseProto = call!(self, "complete", rpc::blocks::complete, req);
         if !r.result {
             bail!("complete({src}) returned false");
         }
@@ -72,7 +70,7 @@ impl Conn {
             create_parent: true,
             unmasked: None,
         };
-        let _: MkdirsResponseProto = call!(self, "mkdirs", rpc::mkdirs, req);
+        let _: MkdirsResponseProto = call!(self, "mkdirs", rpc::client::mkdirs, req);
         Ok(())
     }
 
@@ -93,8 +91,7 @@ impl Conn {
             // In process the reply is built but, as in NNThroughputBenchmark, not serialized;
             // a missing file is an error here too.
             Conn::Local { nn, ctx } => {
-                ferrite_namenode::rpc_blocks::get_block_locations(nn.clone(), ctx.clone(), req)
-                    .await?;
+                rpc::blocks::get_block_locations(nn.clone(), ctx.clone(), req).await?;
             }
         }
         Ok(())
@@ -102,7 +99,8 @@ impl Conn {
 
     pub async fn stat(&self, src: &str) -> anyhow::Result<()> {
         let req = GetFileInfoRequestProto { src: src.into() };
-        let r: GetFileInfoResponseProto = call!(self, "getFileInfo", rpc::get_file_info, req);
+        let r: GetFileInfoResponseProto =
+            call!(self, "getFileInfo", rpc::client::get_file_info, req);
         if r.fs.is_none() {
             bail!("{src} missing");
         }
@@ -115,7 +113,7 @@ impl Conn {
             src: src.into(),
             dst: dst.into(),
         };
-        let r: RenameResponseProto = call!(self, "rename", rpc::rename, req);
+        let r: RenameResponseProto = call!(self, "rename", rpc::client::rename, req);
         if !r.result {
             bail!("rename({src}) returned false");
         }
@@ -127,7 +125,7 @@ impl Conn {
             src: src.into(),
             recursive,
         };
-        let r: DeleteResponseProto = call!(self, "delete", rpc::delete, req);
+        let r: DeleteResponseProto = call!(self, "delete", rpc::client::delete, req);
         Ok(r.result)
     }
 }

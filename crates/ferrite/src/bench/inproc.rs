@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use ferrite_ipc::CallCtx;
 use ferrite_namenode::journal::JournalMetrics;
 use ferrite_namenode::server::load_storage;
-use ferrite_namenode::state::NnState;
+use ferrite_namenode::service::NameNodeService;
 use ferrite_namenode::{Config, NameNode, NameNodeHandle};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -59,7 +59,7 @@ async fn start_local(
     threads: usize,
 ) -> anyhow::Result<(NameNodeHandle, Vec<Arc<Conn>>)> {
     let nn = NameNode::start(config(dir, conf)?, TcpListener::bind("127.0.0.1:0").await?).await?;
-    let user = nn.state.superuser.clone();
+    let user = nn.state.superuser().to_string();
     let conns = (0..threads)
         .map(|_| {
             Arc::new(Conn::Local {
@@ -73,8 +73,8 @@ async fn start_local(
 
 /// Before an op: resets the summary's maximum lag and returns its lag counters and its
 /// count of catch-ups from disk.
-fn lag_start(state: &NnState) -> (u64, u64, u64) {
-    let Some(s) = &state.summary else {
+fn lag_start(state: &NameNodeService) -> (u64, u64, u64) {
+    let Some(s) = state.summary() else {
         return (0, 0, 0);
     };
     let m = &s.metrics;
@@ -89,11 +89,11 @@ fn lag_start(state: &NnState) -> (u64, u64, u64) {
 /// After an op: waits for the summary to catch up, then reports its lag behind the journal
 /// during the op (from each batch's sync to its records being applied), and how often it
 /// fell out of the journal's in-memory tail and read the segments instead.
-async fn lag_report(state: &NnState, (sum0, n0, disk0): (u64, u64, u64)) -> String {
-    let Some(s) = &state.summary else {
+async fn lag_report(state: &NameNodeService, (sum0, n0, disk0): (u64, u64, u64)) -> String {
+    let Some(s) = state.summary() else {
         return String::new();
     };
-    let last = state.journal.as_ref().map_or(0, |j| j.last_appended());
+    let last = state.last_txid();
     s.caught_up(last, Duration::from_secs(10)).await;
     let m = &s.metrics;
     let sum = m.lag_sum_us.load(Ordering::Relaxed) - sum0;
@@ -130,7 +130,7 @@ pub async fn throughput(
         if throughput::needs_files(op) {
             throughput::generate(&conns, op, per).await?;
         }
-        let m = state.journal.as_ref().expect("journal on disk").metrics();
+        let m = state.journal_metrics().expect("journal on disk");
         let (s0, t0, us0) = sync_counts(m);
         let lag0 = lag_start(&state);
         let out = throughput::timed(&conns, op, per).await?;
@@ -204,7 +204,7 @@ pub async fn replay(
         let out = throughput::timed(&conns, "create", files.div_ceil(threads)).await?;
         print_outcome("inproc", "create", &out, "");
         // Stop without the shutdown image, as after a crash: start-up must replay everything.
-        state.journal.as_ref().expect("journal").close();
+        state.close(false);
         drop(conns);
         std::mem::forget(nn);
     }
@@ -245,8 +245,8 @@ mod tests {
         }
         let exists = |p: &str| {
             let comps = ferrite_namenode::namespace::path::components(p).unwrap();
-            let ns = nn.state.ns.read();
-            ns.walk(&comps).unwrap().target().is_some()
+            nn.state
+                .with_namespace(|ns| ns.walk(&comps).unwrap().target().is_some())
         };
         assert!(exists(&throughput::file_path("create", 2, 4)));
         assert!(exists(&format!(

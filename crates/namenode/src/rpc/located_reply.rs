@@ -22,9 +22,10 @@ use smallvec::SmallVec;
 
 use prost::Message;
 
+use super::convert::node_info;
 use crate::blocks::registry::{NodeIx, Registry};
 use crate::namespace::blocks::Placed;
-use crate::rpc_blocks::datanode_info;
+use crate::service::LocatedSink;
 
 /// One LocatedBlock, kept as numbers until the frame is written.
 struct Row {
@@ -204,7 +205,7 @@ impl LocatedReply {
             let slot = *self.replica_of.entry((ix, storage)).or_insert(next);
             if slot == next {
                 self.replicas.push(Replica {
-                    info: delimited(3, &datanode_info(reg.get(ix)).encode_to_vec()),
+                    info: delimited(3, &node_info(reg.get(ix)).encode_to_vec()),
                     storage: delimited(8, reg.get(ix).storage_uuid(storage).as_bytes()),
                 });
             }
@@ -311,6 +312,25 @@ impl Body for LocatedReply {
     }
 }
 
+impl LocatedSink for LocatedReply {
+    fn start(
+        pool: &str,
+        file_len: u64,
+        under_construction: bool,
+        tokens: &[(Range<usize>, Option<ferrite_blocktoken::Token>)],
+    ) -> Self {
+        let tokens: Vec<(Range<usize>, TokenProto)> = tokens
+            .iter()
+            .map(|(r, t)| (r.clone(), super::convert::token_proto(t)))
+            .collect();
+        LocatedReply::new(pool, file_len, under_construction, &tokens)
+    }
+
+    fn push(&mut self, block: &Placed, replicas: &[(NodeIx, u8)], nodes: &Registry, is_last: bool) {
+        LocatedReply::push(self, block, replicas, nodes, is_last)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use bytes::Bytes;
@@ -319,7 +339,21 @@ mod tests {
     use super::*;
     use crate::blocks::registry::{NodeId, StorageState};
     use crate::namespace::inode::Block;
-    use crate::rpc_blocks::located;
+
+    /// The addBlock path's LocatedBlock message, with `token`.
+    fn located(
+        pool: &str,
+        p: &Placed,
+        reg: &Registry,
+        locs: &[(NodeIx, u8)],
+        token: TokenProto,
+    ) -> ferrite_proto::hdfs::LocatedBlockProto {
+        let lb = crate::service::LocatedBlock::new(p, reg, locs);
+        ferrite_proto::hdfs::LocatedBlockProto {
+            block_token: token,
+            ..crate::rpc::convert::located_block(pool, &lb)
+        }
+    }
 
     const POOL: &str = "BP-7-127.0.0.1-1";
 

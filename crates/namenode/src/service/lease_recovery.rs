@@ -10,12 +10,13 @@
 
 use tracing::{info, warn};
 
+use super::NameNodeService;
 use crate::blocks::recovery::Start;
 use crate::blocks::registry::NodeIx;
+use crate::clock::now_ms;
 use crate::error::FsError;
 use crate::namespace::inode::Slot;
 use crate::namespace::{Namespace, Op};
-use crate::state::{now_ms, NnState};
 
 /// What a lease recovery did for one file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,7 +40,7 @@ pub struct SyncReport {
     pub holders: Vec<(String, String)>,
 }
 
-impl NnState {
+impl NameNodeService {
     /// How long a block recovery may take before it is started again.
     pub(crate) fn recovery_timeout_ms(&self) -> i64 {
         self.cfg.block_recovery_timeout_ms as i64

@@ -2,43 +2,34 @@
 //! accounting, and which directories are in service and why not) and of the namespace.
 //! `ferrite admin namenode-stats` prints it; `/jmx` shows the same (`jmx.rs`).
 
-use std::sync::Arc;
-
-use ferrite_ipc::{CallCtx, MethodKind, Router, RpcError, NAMENODE_STATS_PROTOCOL};
+use ferrite_ipc::{CallCtx, Router, NAMENODE_STATS_PROTOCOL};
 use ferrite_proto::ferrite::*;
 
-use crate::jmx::JournalFacts;
-use crate::state::NnState;
+use super::{kind, Nn, Res};
+use crate::service::facts::{Facts, RpcFacts};
+use crate::service::NameNodeService;
 
-pub fn register(r: &mut Router<NnState>) {
+pub fn register(r: &mut Router<NameNodeService>) {
     r.method(
         NAMENODE_STATS_PROTOCOL,
         "getNameNodeStats",
-        MethodKind::READ,
+        kind("getNameNodeStats"),
         get_stats,
     );
 }
 
-async fn get_stats(
-    nn: Arc<NnState>,
-    _: CallCtx,
-    _: GetNameNodeStatsRequestProto,
-) -> Result<NameNodeStatsProto, RpcError> {
-    let (files, dirs, blocks) = {
-        let ns = nn.ns.read();
-        (ns.file_count(), ns.dir_count(), ns.block_count() as u64)
-    };
+async fn get_stats(nn: Nn, _: CallCtx, _: GetNameNodeStatsRequestProto) -> Res<NameNodeStatsProto> {
+    let f = Facts::gather(&nn, "", RpcFacts::default());
     let mut out = NameNodeStatsProto {
-        last_image_txid: nn.last_image_txid(),
-        safe_mode: nn.in_safe_mode(),
-        files,
-        dirs,
-        blocks,
-        summary_txid: nn.summary.as_ref().map(|s| s.txid()),
+        last_image_txid: f.last_image_txid,
+        safe_mode: f.safe_mode.is_some(),
+        files: f.files,
+        dirs: f.dirs,
+        blocks: f.blocks,
+        summary_txid: f.summary.as_ref().map(|s| s.applied_txid),
         ..Default::default()
     };
-    if let Some(j) = &nn.journal {
-        let f = JournalFacts::read(j, &nn.cfg.required_edits_dirs);
+    if let Some(f) = f.journal {
         out.last_appended_txid = f.last_appended;
         out.last_synced_txid = f.last_synced;
         out.syncs = f.syncs;

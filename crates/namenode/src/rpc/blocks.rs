@@ -1,0 +1,205 @@
+//! The block half of ClientNamenodeProtocol: addBlock, abandonBlock, complete, pipeline
+//! recovery, getBlockLocations (encoded straight into the reply, see `located_reply.rs`),
+//! reportBadBlocks and the cluster reports clients ask for.
+
+use ferrite_ipc::{CallCtx, Router, CLIENT_PROTOCOL};
+use ferrite_proto::hdfs::*;
+
+use super::convert::{block_of, datanode_info, located_block, previous_of, xfer_addrs};
+use super::located_reply::LocatedReply;
+use super::{kind, origin, Nn, Res};
+use crate::service::{AddBlock, NameNodeService, NodeFilter};
+
+pub fn register(r: &mut Router<NameNodeService>) {
+    let p = CLIENT_PROTOCOL;
+    macro_rules! m {
+        ($name:literal, $f:expr) => {
+            r.method(p, $name, kind($name), $f)
+        };
+    }
+    m!("getBlockLocations", get_block_locations);
+    m!("getFsStats", get_fs_stats);
+    m!("getDatanodeReport", get_datanode_report);
+    m!("complete", complete);
+    m!("addBlock", add_block);
+    m!("abandonBlock", abandon_block);
+    m!("updateBlockForPipeline", update_block_for_pipeline);
+    m!("updatePipeline", update_pipeline);
+    m!("getAdditionalDatanode", get_additional_datanode);
+    m!("reportBadBlocks", report_bad_blocks);
+}
+
+pub async fn add_block(
+    nn: Nn,
+    ctx: CallCtx,
+    req: AddBlockRequestProto,
+) -> Res<AddBlockResponseProto> {
+    let add = AddBlock {
+        src: &req.src,
+        client_name: &req.client_name,
+        file_id: req.file_id.unwrap_or(0),
+        previous: req.previous.as_ref().map(previous_of),
+        excluded: xfer_addrs(&req.exclude_nodes),
+    };
+    let lb = nn.add_block(origin(&ctx), &add).await?;
+    Ok(AddBlockResponseProto {
+        block: located_block(&nn.identity().block_pool_id, &lb),
+    })
+}
+
+/// Pipeline recovery, step 1: a new generation stamp for the block being written.
+pub async fn update_block_for_pipeline(
+    nn: Nn,
+    ctx: CallCtx,
+    req: UpdateBlockForPipelineRequestProto,
+) -> Res<UpdateBlockForPipelineResponseProto> {
+    let lb = nn
+        .update_block_for_pipeline(&ctx.user, req.block.block_id, &req.client_name)
+        .await?;
+    Ok(UpdateBlockForPipelineResponseProto {
+        block: located_block(&nn.identity().block_pool_id, &lb),
+    })
+}
+
+/// Pipeline recovery, last step: the client names the nodes that carry on.
+pub async fn update_pipeline(
+    nn: Nn,
+    _: CallCtx,
+    req: UpdatePipelineRequestProto,
+) -> Res<UpdatePipelineResponseProto> {
+    let nodes: Vec<&str> = req
+        .new_nodes
+        .iter()
+        .map(|d| d.datanode_uuid.as_str())
+        .collect();
+    nn.update_pipeline(
+        &req.client_name,
+        req.old_block.block_id,
+        block_of(&req.new_block),
+        &nodes,
+    )?;
+    Ok(UpdatePipelineResponseProto {})
+}
+
+/// More targets for a pipeline that lost nodes (the client then copies the block there).
+pub async fn get_additional_datanode(
+    nn: Nn,
+    ctx: CallCtx,
+    req: GetAdditionalDatanodeRequestProto,
+) -> Res<GetAdditionalDatanodeResponseProto> {
+    let existing: Vec<(&str, &str)> = req
+        .existings
+        .iter()
+        .zip(
+            req.existing_storage_uuids
+                .iter()
+                .map(String::as_str)
+                .chain(std::iter::repeat("")),
+        )
+        .map(|(d, s)| (d.id.datanode_uuid.as_str(), s))
+        .collect();
+    let lb = nn.additional_datanodes(
+        origin(&ctx),
+        &req.src,
+        block_of(&req.blk),
+        &existing,
+        &xfer_addrs(&req.excludes),
+        req.num_additional_nodes as usize,
+    )?;
+    Ok(GetAdditionalDatanodeResponseProto {
+        block: located_block(&nn.identity().block_pool_id, &lb),
+    })
+}
+
+pub async fn abandon_block(
+    nn: Nn,
+    _: CallCtx,
+    req: AbandonBlockRequestProto,
+) -> Res<AbandonBlockResponseProto> {
+    let file_id = req.file_id.unwrap_or(0);
+    nn.abandon_block(&req.src, &req.holder, file_id, req.b.block_id)
+        .await?;
+    Ok(AbandonBlockResponseProto {})
+}
+
+pub async fn complete(nn: Nn, _: CallCtx, req: CompleteRequestProto) -> Res<CompleteResponseProto> {
+    let last = req.last.as_ref().map(previous_of);
+    let result = nn
+        .complete(&req.src, &req.client_name, req.file_id.unwrap_or(0), last)
+        .await?;
+    Ok(CompleteResponseProto { result })
+}
+
+pub async fn get_block_locations(
+    nn: Nn,
+    ctx: CallCtx,
+    req: GetBlockLocationsRequestProto,
+) -> Res<LocatedReply> {
+    let reply: LocatedReply = nn
+        .block_locations(origin(&ctx), &req.src, req.offset, req.length)
+        .await?;
+    Ok(reply.finish())
+}
+
+/// Corrupt replicas, as the service takes them: (block, the nodes holding them).
+pub(super) fn bad_replicas(blocks: &[LocatedBlockProto]) -> Vec<(u64, Vec<&str>)> {
+    blocks
+        .iter()
+        .map(|lb| {
+            let nodes = lb
+                .locs
+                .iter()
+                .map(|d| d.id.datanode_uuid.as_str())
+                .collect();
+            (lb.b.block_id, nodes)
+        })
+        .collect()
+}
+
+pub async fn report_bad_blocks(
+    nn: Nn,
+    _: CallCtx,
+    req: ReportBadBlocksRequestProto,
+) -> Res<ReportBadBlocksResponseProto> {
+    nn.mark_bad_blocks(&bad_replicas(&req.blocks));
+    Ok(ReportBadBlocksResponseProto {})
+}
+
+pub async fn get_datanode_report(
+    nn: Nn,
+    _: CallCtx,
+    req: GetDatanodeReportRequestProto,
+) -> Res<GetDatanodeReportResponseProto> {
+    let filter = match DatanodeReportTypeProto::try_from(req.r#type) {
+        Ok(DatanodeReportTypeProto::All) | Err(_) => NodeFilter::All,
+        Ok(DatanodeReportTypeProto::Live) => NodeFilter::Live,
+        Ok(DatanodeReportTypeProto::Dead) => NodeFilter::Dead,
+        Ok(_) => NodeFilter::None,
+    };
+    Ok(GetDatanodeReportResponseProto {
+        di: nn
+            .datanode_report(filter)
+            .iter()
+            .map(datanode_info)
+            .collect(),
+    })
+}
+
+pub async fn get_fs_stats(
+    nn: Nn,
+    _: CallCtx,
+    _: GetFsStatusRequestProto,
+) -> Res<GetFsStatsResponseProto> {
+    let s = nn.fs_stats();
+    Ok(GetFsStatsResponseProto {
+        capacity: s.capacity,
+        used: s.used,
+        remaining: s.remaining,
+        under_replicated: 0,
+        corrupt_blocks: 0,
+        missing_blocks: s.missing_blocks,
+        missing_repl_one_blocks: Some(0),
+        blocks_in_future: Some(0),
+        pending_deletion_blocks: Some(s.pending_deletion_blocks),
+    })
+}

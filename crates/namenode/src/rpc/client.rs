@@ -1,0 +1,425 @@
+//! ClientNamenodeProtocol's namespace calls: lookups, listings, summaries, and the
+//! mutations of names, permissions, owners, times and replication.
+
+use ferrite_ipc::{CallCtx, Router, CLIENT_PROTOCOL};
+use ferrite_proto::common::HaServiceStateProto;
+use ferrite_proto::hdfs::*;
+
+use super::convert::{located_blocks, perm_bits, status_proto};
+use super::{kind, origin, Nn, Res};
+use crate::error::FsError;
+use crate::namespace::query::ContentSummary;
+use crate::service::{CreateRequest, NameNodeService, SafeModeAction};
+
+pub fn register(r: &mut Router<NameNodeService>) {
+    let p = CLIENT_PROTOCOL;
+    macro_rules! m {
+        ($name:literal, $f:expr) => {
+            r.method(p, $name, kind($name), $f)
+        };
+    }
+    m!("getServerDefaults", get_server_defaults);
+    m!("getFileInfo", get_file_info);
+    m!("getFileLinkInfo", get_file_link_info);
+    m!("getLocatedFileInfo", get_located_file_info);
+    m!("getListing", get_listing);
+    m!("getContentSummary", get_content_summary);
+    m!("getQuotaUsage", get_quota_usage);
+    m!("getPreferredBlockSize", get_preferred_block_size);
+    m!("isFileClosed", is_file_closed);
+    m!("getDataEncryptionKey", get_data_encryption_key);
+    m!("getHAServiceState", get_ha_service_state);
+    m!("msync", msync);
+    m!("setSafeMode", set_safe_mode);
+    m!("mkdirs", mkdirs);
+    m!("create", create);
+    m!("fsync", fsync);
+    m!("rename", rename);
+    m!("rename2", rename2);
+    m!("delete", delete);
+    m!("setPermission", set_permission);
+    m!("setOwner", set_owner);
+    m!("setTimes", set_times);
+    m!("setReplication", set_replication);
+    m!("renewLease", renew_lease);
+    m!("recoverLease", recover_lease);
+    m!("saveNamespace", save_namespace);
+    m!("rollEdits", roll_edits);
+    m!("restoreFailedStorage", restore_failed_storage);
+}
+
+pub async fn get_server_defaults(
+    nn: Nn,
+    _: CallCtx,
+    _: GetServerDefaultsRequestProto,
+) -> Res<GetServerDefaultsResponseProto> {
+    let c = nn.config();
+    Ok(GetServerDefaultsResponseProto {
+        server_defaults: FsServerDefaultsProto {
+            block_size: c.block_size,
+            bytes_per_checksum: c.bytes_per_checksum,
+            write_packet_size: c.write_packet_size,
+            replication: c.replication as u32,
+            file_buffer_size: c.file_buffer_size,
+            encrypt_data_transfer: Some(false),
+            trash_interval: Some(c.trash_interval_min),
+            checksum_type: Some(ChecksumTypeProto::ChecksumCrc32c as i32),
+            key_provider_uri: Some(String::new()),
+            policy_id: Some(7),
+            snapshot_trash_root_enabled: Some(false),
+        },
+    })
+}
+
+pub async fn get_file_info(
+    nn: Nn,
+    ctx: CallCtx,
+    req: GetFileInfoRequestProto,
+) -> Res<GetFileInfoResponseProto> {
+    let st = nn.file_info(&ctx.user, &req.src)?;
+    Ok(GetFileInfoResponseProto {
+        fs: st.as_ref().map(status_proto),
+    })
+}
+
+pub async fn get_file_link_info(
+    nn: Nn,
+    ctx: CallCtx,
+    req: GetFileLinkInfoRequestProto,
+) -> Res<GetFileLinkInfoResponseProto> {
+    let st = nn.file_link_info(&ctx.user, &req.src)?;
+    Ok(GetFileLinkInfoResponseProto {
+        fs: st.as_ref().map(status_proto),
+    })
+}
+
+/// A file's status with its blocks' locations (PathHandle opens use it); None when the
+/// path does not exist.
+pub async fn get_located_file_info(
+    nn: Nn,
+    ctx: CallCtx,
+    req: GetLocatedFileInfoRequestProto,
+) -> Res<GetLocatedFileInfoResponseProto> {
+    let src = req.src.as_deref().unwrap_or_default();
+    let need_token = req.need_block_token.unwrap_or(false);
+    let found = nn.located_file_info(origin(&ctx), src, need_token)?;
+    let pool = &nn.identity().block_pool_id;
+    Ok(GetLocatedFileInfoResponseProto {
+        fs: found.map(|(st, located)| {
+            let mut fs = status_proto(&st);
+            fs.locations = located.as_ref().map(|l| located_blocks(pool, l));
+            fs
+        }),
+    })
+}
+
+pub async fn get_listing(
+    nn: Nn,
+    ctx: CallCtx,
+    req: GetListingRequestProto,
+) -> Res<GetListingResponseProto> {
+    let listing = nn.listing(origin(&ctx), &req.src, &req.start_after, req.need_location)?;
+    let Some(l) = listing else {
+        return Ok(GetListingResponseProto { dir_list: None });
+    };
+    let pool = &nn.identity().block_pool_id;
+    let mut partial_listing: Vec<HdfsFileStatusProto> =
+        l.entries.iter().map(status_proto).collect();
+    for (st, loc) in partial_listing.iter_mut().zip(&l.located) {
+        st.locations = loc.as_ref().map(|l| located_blocks(pool, l));
+    }
+    Ok(GetListingResponseProto {
+        dir_list: Some(DirectoryListingProto {
+            partial_listing,
+            remaining_entries: l.remaining,
+        }),
+    })
+}
+
+fn content_summary_proto(cs: &ContentSummary) -> ContentSummaryProto {
+    ContentSummaryProto {
+        length: cs.length,
+        file_count: cs.files,
+        directory_count: cs.dirs,
+        quota: u64::MAX,
+        space_consumed: cs.space_consumed,
+        space_quota: u64::MAX,
+        ..Default::default()
+    }
+}
+
+pub async fn get_content_summary(
+    nn: Nn,
+    ctx: CallCtx,
+    req: GetContentSummaryRequestProto,
+) -> Res<GetContentSummaryResponseProto> {
+    let cs = nn.content_summary(&ctx.user, &req.path).await?;
+    Ok(GetContentSummaryResponseProto {
+        summary: content_summary_proto(&cs),
+    })
+}
+
+pub async fn get_quota_usage(
+    nn: Nn,
+    ctx: CallCtx,
+    req: GetQuotaUsageRequestProto,
+) -> Res<GetQuotaUsageResponseProto> {
+    let cs = nn.content_summary(&ctx.user, &req.path).await?;
+    Ok(GetQuotaUsageResponseProto {
+        usage: QuotaUsageProto {
+            file_and_directory_count: cs.files + cs.dirs,
+            quota: u64::MAX,
+            space_consumed: cs.space_consumed,
+            space_quota: u64::MAX,
+            type_quota_infos: None,
+        },
+    })
+}
+
+pub async fn get_preferred_block_size(
+    nn: Nn,
+    ctx: CallCtx,
+    req: GetPreferredBlockSizeRequestProto,
+) -> Res<GetPreferredBlockSizeResponseProto> {
+    let st = nn.regular_file_status(&ctx.user, &req.filename)?;
+    Ok(GetPreferredBlockSizeResponseProto {
+        bsize: st.block_size,
+    })
+}
+
+pub async fn is_file_closed(
+    nn: Nn,
+    ctx: CallCtx,
+    req: IsFileClosedRequestProto,
+) -> Res<IsFileClosedResponseProto> {
+    let st = nn.regular_file_status(&ctx.user, &req.src)?;
+    Ok(IsFileClosedResponseProto {
+        result: !st.under_construction,
+    })
+}
+
+pub async fn get_data_encryption_key(
+    _: Nn,
+    _: CallCtx,
+    _: GetDataEncryptionKeyRequestProto,
+) -> Res<GetDataEncryptionKeyResponseProto> {
+    Ok(GetDataEncryptionKeyResponseProto {})
+}
+
+pub async fn get_ha_service_state(
+    _: Nn,
+    _: CallCtx,
+    _: HaServiceStateRequestProto,
+) -> Res<HaServiceStateResponseProto> {
+    Ok(HaServiceStateResponseProto {
+        state: HaServiceStateProto::Active as i32,
+    })
+}
+
+pub async fn msync(_: Nn, _: CallCtx, _: MsyncRequestProto) -> Res<MsyncResponseProto> {
+    Ok(MsyncResponseProto {})
+}
+
+pub async fn set_safe_mode(
+    nn: Nn,
+    ctx: CallCtx,
+    req: SetSafeModeRequestProto,
+) -> Res<SetSafeModeResponseProto> {
+    let action = match SafeModeActionProto::try_from(req.action) {
+        Ok(SafeModeActionProto::SafemodeGet) => SafeModeAction::Get,
+        Ok(SafeModeActionProto::SafemodeEnter) => SafeModeAction::Enter,
+        Ok(SafeModeActionProto::SafemodeLeave) => SafeModeAction::Leave,
+        Ok(SafeModeActionProto::SafemodeForceExit) => SafeModeAction::ForceExit,
+        Err(_) => {
+            return Err(FsError::IllegalArgument(format!(
+                "unknown safe mode action {}",
+                req.action
+            ))
+            .into())
+        }
+    };
+    Ok(SetSafeModeResponseProto {
+        result: nn.safe_mode_action(&ctx.user, action)?,
+    })
+}
+
+pub async fn mkdirs(nn: Nn, ctx: CallCtx, req: MkdirsRequestProto) -> Res<MkdirsResponseProto> {
+    nn.mkdirs(
+        &ctx.user,
+        &req.src,
+        perm_bits(&req.masked),
+        req.create_parent,
+    )
+    .await?;
+    Ok(MkdirsResponseProto { result: true })
+}
+
+const FLAG_CREATE: u32 = 0x01;
+const FLAG_OVERWRITE: u32 = 0x02;
+const FLAG_APPEND: u32 = 0x04;
+
+pub async fn create(nn: Nn, ctx: CallCtx, req: CreateRequestProto) -> Res<CreateResponseProto> {
+    let flags = req.create_flag;
+    let create = CreateRequest {
+        src: &req.src,
+        masked: perm_bits(&req.masked),
+        client_name: &req.client_name,
+        create: flags & FLAG_CREATE != 0,
+        overwrite: flags & FLAG_OVERWRITE != 0,
+        append: flags & FLAG_APPEND != 0,
+        create_parent: req.create_parent,
+        replication: req.replication,
+        block_size: req.block_size,
+    };
+    let st = nn.create(origin(&ctx), &create).await?;
+    Ok(CreateResponseProto {
+        fs: st.as_ref().map(status_proto),
+    })
+}
+
+pub async fn fsync(nn: Nn, _: CallCtx, req: FsyncRequestProto) -> Res<FsyncResponseProto> {
+    // -1 (or nothing) when the client has no length to record.
+    let len = req.last_block_length.and_then(|l| u64::try_from(l).ok());
+    nn.fsync(&req.src, &req.client, req.file_id.unwrap_or(0), len)
+        .await?;
+    Ok(FsyncResponseProto {})
+}
+
+pub async fn rename(nn: Nn, ctx: CallCtx, req: RenameRequestProto) -> Res<RenameResponseProto> {
+    let result = nn.rename(&ctx.user, &req.src, &req.dst).await?;
+    Ok(RenameResponseProto { result })
+}
+
+pub async fn rename2(nn: Nn, ctx: CallCtx, req: Rename2RequestProto) -> Res<Rename2ResponseProto> {
+    nn.rename2(&ctx.user, &req.src, &req.dst, req.overwrite_dest)
+        .await?;
+    Ok(Rename2ResponseProto {})
+}
+
+pub async fn delete(nn: Nn, ctx: CallCtx, req: DeleteRequestProto) -> Res<DeleteResponseProto> {
+    let result = nn.delete(&ctx.user, &req.src, req.recursive).await?;
+    Ok(DeleteResponseProto { result })
+}
+
+pub async fn set_permission(
+    nn: Nn,
+    ctx: CallCtx,
+    req: SetPermissionRequestProto,
+) -> Res<SetPermissionResponseProto> {
+    nn.set_permission(&ctx.user, &req.src, perm_bits(&req.permission))
+        .await?;
+    Ok(SetPermissionResponseProto {})
+}
+
+pub async fn set_owner(
+    nn: Nn,
+    ctx: CallCtx,
+    req: SetOwnerRequestProto,
+) -> Res<SetOwnerResponseProto> {
+    nn.set_owner(
+        &ctx.user,
+        &req.src,
+        req.username.as_deref(),
+        req.groupname.as_deref(),
+    )
+    .await?;
+    Ok(SetOwnerResponseProto {})
+}
+
+pub async fn set_times(
+    nn: Nn,
+    ctx: CallCtx,
+    req: SetTimesRequestProto,
+) -> Res<SetTimesResponseProto> {
+    // -1 (sent as u64::MAX) leaves a time unchanged.
+    let keep = |t: u64| (t as i64 >= 0).then_some(t as i64);
+    nn.set_times(&ctx.user, &req.src, keep(req.mtime), keep(req.atime))
+        .await?;
+    Ok(SetTimesResponseProto {})
+}
+
+pub async fn set_replication(
+    nn: Nn,
+    ctx: CallCtx,
+    req: SetReplicationRequestProto,
+) -> Res<SetReplicationResponseProto> {
+    let result = nn
+        .set_replication(&ctx.user, &req.src, req.replication)
+        .await?;
+    Ok(SetReplicationResponseProto { result })
+}
+
+pub async fn renew_lease(
+    nn: Nn,
+    _: CallCtx,
+    req: RenewLeaseRequestProto,
+) -> Res<RenewLeaseResponseProto> {
+    nn.renew_lease(&req.client_name);
+    Ok(RenewLeaseResponseProto {})
+}
+
+pub async fn recover_lease(
+    nn: Nn,
+    ctx: CallCtx,
+    req: RecoverLeaseRequestProto,
+) -> Res<RecoverLeaseResponseProto> {
+    let result = nn.recover_lease(&ctx.user, &req.src).await?;
+    Ok(RecoverLeaseResponseProto { result })
+}
+
+/// The software version we report, in Hadoop's format (clients only display it).
+const SOFTWARE_VERSION: &str = "3.4.1";
+
+pub async fn version_request(
+    nn: Nn,
+    _: CallCtx,
+    _: VersionRequestProto,
+) -> Res<VersionResponseProto> {
+    let id = nn.identity();
+    Ok(VersionResponseProto {
+        info: NamespaceInfoProto {
+            build_version: concat!("ferrite-", env!("CARGO_PKG_VERSION")).into(),
+            unused: 0,
+            block_pool_id: id.block_pool_id.clone(),
+            storage_info: StorageInfoProto {
+                layout_version: crate::identity::LAYOUT_VERSION as u32,
+                namespce_id: id.namespace_id,
+                cluster_id: id.cluster_id.clone(),
+                c_time: id.ctime_ms as u64,
+            },
+            software_version: SOFTWARE_VERSION.into(),
+            // Bit 0: block reports may use the compact buffer encoding.
+            capabilities: Some(1),
+        },
+    })
+}
+
+pub async fn save_namespace(
+    nn: Nn,
+    _: CallCtx,
+    req: SaveNamespaceRequestProto,
+) -> Res<SaveNamespaceResponseProto> {
+    let (window, gap) = (req.time_window.unwrap_or(0), req.tx_gap.unwrap_or(0));
+    let saved = nn.save_namespace_now(window, gap).await?;
+    Ok(SaveNamespaceResponseProto { saved: Some(saved) })
+}
+
+pub async fn roll_edits(
+    nn: Nn,
+    _: CallCtx,
+    _: RollEditsRequestProto,
+) -> Res<RollEditsResponseProto> {
+    Ok(RollEditsResponseProto {
+        new_segment_tx_id: nn.roll_edits().await?,
+    })
+}
+
+pub async fn restore_failed_storage(
+    nn: Nn,
+    _: CallCtx,
+    req: RestoreFailedStorageRequestProto,
+) -> Res<RestoreFailedStorageResponseProto> {
+    Ok(RestoreFailedStorageResponseProto {
+        result: nn.restore_failed_storage(&req.arg)?,
+    })
+}

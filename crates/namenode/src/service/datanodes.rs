@@ -1,0 +1,439 @@
+//! The DataNodes' side of the NameNode: registration, heartbeats and the commands they
+//! carry back, block reports, error and bad-replica reports, the cluster reports clients
+//! ask for, and the monitors that declare nodes dead and keep replication up.
+
+use tracing::{debug, info, warn};
+
+use super::locations::{DatanodeInfo, LocatedBlock, Location};
+use super::NameNodeService;
+use crate::blocks::registry::{Liveness, NodeId, NodeIx, StorageState, Transfer};
+use crate::blocks::report::{ReplicaState, Reported};
+use crate::blocks::{BlockManager, Expected, ReportOutcome};
+use crate::clock::now_ms;
+use crate::error::FsError;
+use crate::namespace::blocks::Placed;
+use crate::namespace::inode::Block;
+use crate::namespace::Namespace;
+
+/// Blocks to delete per heartbeat, as HDFS's `dfs.block.invalidate.limit` (1000).
+const INVALIDATE_PER_HEARTBEAT: usize = 1000;
+
+/// What a DataNode says of itself when it registers.
+#[derive(Clone, Debug)]
+pub struct NodeRegistration {
+    /// Its address fields; `ip` is replaced by the address it connects from.
+    pub id: NodeId,
+    /// The cluster it was formatted for (empty when new).
+    pub cluster_id: String,
+}
+
+/// A heartbeat's report: load and each storage's space.
+#[derive(Clone, Debug, Default)]
+pub struct HeartbeatReport {
+    pub xceivers: u32,
+    pub storages: Vec<StorageState>,
+}
+
+/// What the NameNode orders a DataNode to do, in a heartbeat reply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DnCommand {
+    /// Register again (the NameNode restarted, or declared the node dead).
+    Register,
+    /// New block keys: send [`NameNodeService::block_keys`].
+    KeyUpdate,
+    /// Delete these replicas.
+    Invalidate(Vec<Block>),
+    /// Copy a replica to other nodes.
+    Transfer {
+        block: Block,
+        targets: Vec<Location>,
+    },
+    /// Recover these blocks as their primary.
+    Recover(Vec<RecoveringBlock>),
+}
+
+/// One block for a primary to recover: its replicas, the new generation stamp, and a
+/// truncate's new length.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecoveringBlock {
+    pub block: LocatedBlock,
+    pub recovery_id: u64,
+    pub new_len: Option<u64>,
+}
+
+/// What an incremental block report says of one replica.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplicaEvent {
+    Received,
+    Receiving,
+    Deleted,
+}
+
+/// Which DataNodes a report lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeFilter {
+    All,
+    Live,
+    Dead,
+    /// A kind this NameNode does not track (decommissioning, …): nothing.
+    None,
+}
+
+/// The cluster's space and block health, for getFsStats.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FsStats {
+    pub capacity: u64,
+    pub used: u64,
+    pub remaining: u64,
+    pub missing_blocks: u64,
+    pub pending_deletion_blocks: u64,
+}
+
+/// What the namespace expects of block `id`, for checking a reported replica.
+pub(super) fn expected(ns: &Namespace, id: u64) -> Option<Expected> {
+    let (slot, i) = ns.block_position(id)?;
+    let f = ns.inode(slot).file()?;
+    let blocks = f.blocks();
+    let b = *blocks.get(i).filter(|b| b.id == id)?;
+    let being_written = f.uc().is_some() && i + 1 == blocks.len();
+    Some(Expected {
+        gs: b.gs,
+        len: b.len,
+        complete: !being_written,
+    })
+}
+
+fn unregistered(uuid: &str) -> FsError {
+    FsError::UnregisteredNode(format!("Unregistered server: DatanodeRegistration({uuid})"))
+}
+
+impl NameNodeService {
+    /// The block keys as a DataNode receives them (at registration and in key updates).
+    pub fn block_keys(&self) -> ferrite_proto::hdfs::ExportedBlockKeysProto {
+        self.tokens.export()
+    }
+
+    fn node_of(&self, mgr: &BlockManager, uuid: &str) -> Result<NodeIx, FsError> {
+        mgr.reg.lookup(uuid).ok_or_else(|| unregistered(uuid))
+    }
+
+    /// registerDatanode: the node joins (again) under its uuid, at the address it connects
+    /// from, as a Java NameNode takes it. Answers the id as registered.
+    pub fn register_datanode(&self, ip: &str, reg: NodeRegistration) -> Result<NodeId, FsError> {
+        let cluster = &self.identity.cluster_id;
+        if &reg.cluster_id != cluster && !reg.cluster_id.is_empty() {
+            return Err(FsError::Io(format!(
+                "DataNode {} belongs to cluster {}, this NameNode to {cluster}",
+                reg.id.uuid, reg.cluster_id
+            )));
+        }
+        let id = NodeId {
+            ip: ip.to_string(),
+            ..reg.id
+        };
+        // The generation first, then (by the caller) the keys: a roll in between is sent
+        // again at the next heartbeat rather than missed.
+        let generation = self.tokens.generation();
+        let mut mgr = self.blocks.lock();
+        let ix = mgr
+            .reg
+            .register(id.clone(), now_ms())
+            .map_err(|_| FsError::Io("too many DataNodes".into()))?;
+        mgr.reg.get_mut(ix).keys_generation = generation;
+        info!(node = ix, uuid = %id.uuid, addr = %id.xfer_addr(), "DataNode registered");
+        Ok(id)
+    }
+
+    /// sendHeartbeat: records the node's load and space, and answers its orders. An
+    /// unknown node, or one declared dead (its replicas forgotten), must register again.
+    pub fn heartbeat(&self, uuid: &str, report: HeartbeatReport) -> Vec<DnCommand> {
+        let mut mgr = self.blocks.lock();
+        let Some(ix) = mgr.reg.lookup(uuid) else {
+            return vec![DnCommand::Register];
+        };
+        let node = mgr.reg.get_mut(ix);
+        if node.dead {
+            return vec![DnCommand::Register];
+        }
+        node.last_heartbeat_ms = now_ms();
+        node.xceivers = report.xceivers;
+        for s in report.storages {
+            let i = node.storage_ix(&s.uuid) as usize;
+            node.storages[i] = s;
+        }
+        let mut cmds = Vec::new();
+        let generation = self.tokens.generation();
+        if node.keys_generation < generation {
+            node.keys_generation = generation;
+            cmds.push(DnCommand::KeyUpdate);
+        }
+        if !node.invalidate.is_empty() {
+            let n = node.invalidate.len().min(INVALIDATE_PER_HEARTBEAT);
+            let blocks = node
+                .invalidate
+                .drain(..n)
+                .map(|(id, gs)| Block { id, gs, len: 0 })
+                .collect();
+            cmds.push(DnCommand::Invalidate(blocks));
+        }
+        for t in std::mem::take(&mut node.transfers) {
+            cmds.push(transfer(&mgr, t));
+        }
+        let synced = self
+            .journal
+            .as_ref()
+            .map_or(u64::MAX, |j| j.last_synced().unwrap_or(0));
+        let orders = mgr.recoveries.take_orders(ix, synced);
+        if !orders.is_empty() {
+            let blocks = orders
+                .into_iter()
+                .map(|(id, r)| {
+                    let placed = Placed {
+                        block: Block {
+                            id,
+                            gs: r.gs,
+                            len: r.len,
+                        },
+                        offset: 0,
+                    };
+                    RecoveringBlock {
+                        block: LocatedBlock::new(&placed, &mgr.reg, &r.replicas),
+                        recovery_id: r.recovery_id,
+                        new_len: r.new_len,
+                    }
+                })
+                .collect();
+            cmds.push(DnCommand::Recover(blocks));
+        }
+        cmds
+    }
+
+    /// A full block report: per storage (uuid), every replica. Each is checked against
+    /// what the namespace expects; stale and unknown replicas are ordered deleted.
+    pub fn block_report(
+        &self,
+        uuid: &str,
+        storages: &[(String, Vec<Reported>)],
+    ) -> Result<(), FsError> {
+        let mut total = ReportOutcome::default();
+        let ix = {
+            let ns = self.ns.read();
+            let mut mgr = self.blocks.lock();
+            let ix = self.node_of(&mgr, uuid)?;
+            for (storage, replicas) in storages {
+                let s = mgr.reg.get_mut(ix).storage_ix(storage);
+                let o = mgr.full_report(ix, s, replicas, |id| expected(&ns, id));
+                total.accepted += o.accepted;
+                total.invalidated += o.invalidated;
+                total.forgotten += o.forgotten;
+            }
+            mgr.needs_scan = true;
+            ix
+        };
+        info!(
+            node = ix,
+            accepted = total.accepted,
+            invalidated = total.invalidated,
+            forgotten = total.forgotten,
+            "full block report processed"
+        );
+        self.check_startup_safe_mode(now_ms());
+        Ok(())
+    }
+
+    /// blockReceivedAndDeleted: replicas finished, being written, or deleted, per storage.
+    pub fn incremental_report(
+        &self,
+        uuid: &str,
+        storages: &[(String, Vec<(Reported, ReplicaEvent)>)],
+    ) -> Result<(), FsError> {
+        {
+            let ns = self.ns.read();
+            let mut mgr = self.blocks.lock();
+            let ix = self.node_of(&mgr, uuid)?;
+            let mut out = ReportOutcome::default();
+            let expect = |id| expected(&ns, id);
+            for (storage, events) in storages {
+                let six = mgr.reg.get_mut(ix).storage_ix(storage);
+                for &(r, event) in events {
+                    match event {
+                        ReplicaEvent::Received => mgr.one_replica(ix, six, &r, &expect, &mut out),
+                        ReplicaEvent::Receiving => {
+                            let r = Reported {
+                                state: ReplicaState::Unfinished,
+                                ..r
+                            };
+                            mgr.one_replica(ix, six, &r, &expect, &mut out)
+                        }
+                        ReplicaEvent::Deleted => mgr.remove_replica(r.id, ix),
+                    }
+                }
+            }
+            debug!(
+                node = ix,
+                accepted = out.accepted,
+                invalidated = out.invalidated,
+                "IBR"
+            );
+        }
+        self.check_startup_safe_mode(now_ms());
+        Ok(())
+    }
+
+    /// errorReport: a fatal disk error takes the node out at once (its replicas stop
+    /// counting); anything else is only logged.
+    pub fn datanode_error(&self, uuid: &str, fatal: bool, code: u32, msg: &str) {
+        warn!(datanode = %uuid, code, msg, "DataNode error report");
+        if fatal {
+            let mut mgr = self.blocks.lock();
+            if let Some(ix) = mgr.reg.lookup(uuid) {
+                mgr.reg.get_mut(ix).dead = true;
+                mgr.node_lost(ix);
+            }
+        }
+    }
+
+    /// A client or DataNode found corrupt replicas: (block id, the uuids of the nodes
+    /// holding them). They stop being handed out, and are deleted once re-replication has
+    /// restored enough good copies.
+    pub fn mark_bad_blocks(&self, bad: &[(u64, Vec<&str>)]) {
+        let ns = self.ns.read();
+        let mut mgr = self.blocks.lock();
+        for (id, nodes) in bad {
+            let id = *id;
+            if ns.block_file(id).is_none() {
+                continue;
+            }
+            for uuid in nodes {
+                let Some(node) = mgr.reg.lookup(uuid) else {
+                    continue;
+                };
+                let others = mgr
+                    .entry(id)
+                    .map(|e| {
+                        e.replicas
+                            .iter()
+                            .filter(|r| r.node != node && r.finalized)
+                            .count()
+                    })
+                    .unwrap_or(0);
+                warn!(
+                    block = id,
+                    datanode = %uuid,
+                    good_copies_left = others,
+                    "replica reported corrupt"
+                );
+                // Kept (unread) until re-replication has made enough good copies.
+                mgr.mark_corrupt(id, node);
+                mgr.needs_scan = true;
+            }
+        }
+    }
+
+    /// getDatanodeReport.
+    pub fn datanode_report(&self, filter: NodeFilter) -> Vec<DatanodeInfo> {
+        let now = now_ms();
+        let mgr = self.blocks.lock();
+        mgr.reg
+            .iter()
+            .filter(|(_, n)| {
+                let dead = n.liveness(now, u64::MAX, self.cfg.dead_interval_ms()) == Liveness::Dead;
+                match filter {
+                    NodeFilter::Live => !dead,
+                    NodeFilter::Dead => dead,
+                    NodeFilter::All => true,
+                    NodeFilter::None => false,
+                }
+            })
+            .map(|(_, n)| DatanodeInfo::of(n))
+            .collect()
+    }
+
+    /// getFsStats: the live nodes' space, and blocks without any reported replica.
+    pub fn fs_stats(&self) -> FsStats {
+        let now = now_ms();
+        let total_blocks = self.ns.read().block_count() as u64;
+        let mgr = self.blocks.lock();
+        let live =
+            mgr.reg.iter().map(|(_, n)| n).filter(|n| {
+                n.liveness(now, u64::MAX, self.cfg.dead_interval_ms()) != Liveness::Dead
+            });
+        let mut s = FsStats::default();
+        for n in live {
+            s.capacity += n.capacity();
+            s.used += n.dfs_used();
+            s.remaining += n.remaining();
+        }
+        s.missing_blocks = total_blocks.saturating_sub(mgr.block_entries() as u64);
+        s.pending_deletion_blocks = mgr.reg.iter().map(|(_, n)| n.invalidate.len() as u64).sum();
+        s
+    }
+
+    /// Declares silent DataNodes dead (their replicas stop counting). The DataNode
+    /// monitor's step, with start-up safe mode's check and the block keys' roll.
+    pub fn check_datanodes(&self, now: i64) {
+        {
+            let mut mgr = self.blocks.lock();
+            for ix in mgr.reg.newly_dead(now, self.cfg.dead_interval_ms()) {
+                warn!(node = ix, uuid = %mgr.reg.get(ix).id.uuid, "DataNode declared dead");
+                mgr.node_lost(ix);
+                mgr.needs_scan = true;
+            }
+        }
+        self.check_startup_safe_mode(now);
+        self.tokens.roll_if_due();
+    }
+
+    /// One replication pass over every block (when `force` or something changed).
+    /// Returns (copies ordered, replicas to delete).
+    pub fn replication_scan(&self, force: bool) -> (usize, usize) {
+        use crate::blocks::{Decision, ReplicationCtx};
+        let ns = self.ns.read();
+        let mut mgr = self.blocks.lock();
+        if !force && !mgr.needs_scan {
+            return (0, 0);
+        }
+        mgr.needs_scan = false;
+        let ctx = ReplicationCtx {
+            now_ms: now_ms(),
+            stale_ms: self.cfg.stale_interval_ms,
+            dead_ms: self.cfg.dead_interval_ms(),
+            pending_timeout_ms: 60_000,
+            seed: now_ms() as u64,
+        };
+        let (mut ordered, mut deleted) = (0, 0);
+        for (id, slot) in ns.blocks() {
+            let Some(e) = expected(&ns, id) else {
+                continue;
+            };
+            if !e.complete {
+                continue; // still being written: its pipeline decides
+            }
+            let want = ns.inode(slot).replication as usize;
+            match mgr.check_replication(id, want, &e, &ctx) {
+                Decision::Replicate { targets, .. } => ordered += targets,
+                Decision::Excess(nodes) => deleted += nodes.len(),
+                Decision::Waiting => mgr.needs_scan = true,
+                Decision::Fine => {}
+            }
+        }
+        (ordered, deleted)
+    }
+}
+
+/// A transfer order with its targets' addresses.
+fn transfer(mgr: &BlockManager, t: Transfer) -> DnCommand {
+    let placed = Placed {
+        block: Block {
+            id: t.id,
+            gs: t.gs,
+            len: t.len,
+        },
+        offset: 0,
+    };
+    let located = LocatedBlock::new(&placed, &mgr.reg, &t.targets);
+    DnCommand::Transfer {
+        block: located.block,
+        targets: located.locations,
+    }
+}

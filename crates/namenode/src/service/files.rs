@@ -1,0 +1,427 @@
+//! The namespace operations of ClientProtocol: lookups, listings, summaries, and the
+//! mutations that change names, permissions, owners, times and replication. Each checks
+//! its arguments against configuration with HDFS's messages, asks the namespace to plan,
+//! and commits.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::lease_recovery::Outcome;
+use super::locations::LocatedBlocks;
+use super::{NameNodeService, Origin};
+use crate::clock::now_ms;
+use crate::error::FsError;
+use crate::namespace::plan::CreateArgs;
+use crate::namespace::query::{created_status, ContentSummary, FileStatus};
+use crate::namespace::{perm, Caller, Op, Planned};
+
+/// What create asks for.
+#[derive(Clone, Copy, Debug)]
+pub struct CreateRequest<'a> {
+    pub src: &'a str,
+    /// The permission after the client's umask.
+    pub masked: u16,
+    /// The lease holder: the writing client's name.
+    pub client_name: &'a str,
+    /// `CreateFlag.CREATE`, `OVERWRITE`, `APPEND`.
+    pub create: bool,
+    pub overwrite: bool,
+    pub append: bool,
+    pub create_parent: bool,
+    pub replication: u32,
+    pub block_size: u64,
+}
+
+/// One page of a directory.
+#[derive(Debug, Default)]
+pub struct Listing {
+    pub entries: Vec<FileStatus>,
+    /// Entries after this page.
+    pub remaining: u32,
+    /// With `need_location`: each entry's blocks (None for a directory), in entry order.
+    pub located: Vec<Option<LocatedBlocks>>,
+}
+
+impl NameNodeService {
+    /// getFileInfo: the status of `src` (an `/.reserved/.inodes/<id>` path too), `None`
+    /// when it does not exist.
+    pub fn file_info(&self, user: &str, src: &str) -> Result<Option<FileStatus>, FsError> {
+        let caller = self.caller(user);
+        let ns = self.ns.read();
+        ns.get_file_info(&caller, &ns.resolve_reserved(src)?)
+    }
+
+    /// getFileLinkInfo: as getFileInfo, since no symlinks exist.
+    pub fn file_link_info(&self, user: &str, src: &str) -> Result<Option<FileStatus>, FsError> {
+        let caller = self.caller(user);
+        self.ns.read().get_file_info(&caller, src)
+    }
+
+    /// getLocatedFileInfo: a file's status with its blocks' replicas (PathHandle opens use
+    /// it), READ tokens on each block when asked; `None` when the path does not exist.
+    pub fn located_file_info(
+        &self,
+        who: Origin<'_>,
+        src: &str,
+        need_token: bool,
+    ) -> Result<Option<(FileStatus, Option<LocatedBlocks>)>, FsError> {
+        let caller = self.caller(who.user);
+        let ns = self.ns.read();
+        let src = ns.resolve_reserved(src)?;
+        let Some(slot) = ns.lookup(&caller, &src)? else {
+            return Ok(None);
+        };
+        let st = ns.status(slot, false);
+        if st.is_dir {
+            return Ok(Some((st, None)));
+        }
+        let range = ns.block_range(slot, 0, u64::MAX);
+        let mut located = {
+            let mgr = self.blocks.lock();
+            self.located_blocks(&mgr, &range, who.ip, now_ms())
+        };
+        if need_token {
+            let pool = &self.identity.block_pool_id;
+            let read = ferrite_blocktoken::Modes::READ;
+            for b in located.blocks.iter_mut().chain(located.last.as_mut()) {
+                b.token = self.tokens.for_block(who.user, pool, read, b.block.id);
+            }
+        }
+        Ok(Some((st, Some(located))))
+    }
+
+    /// getListing: a page of `src` after `start_after` (`None` when `src` does not
+    /// exist); with `need_location`, each file's blocks and replicas too (listFiles and
+    /// listLocatedStatus take such statuses as located ones).
+    pub fn listing(
+        &self,
+        who: Origin<'_>,
+        src: &str,
+        start_after: &[u8],
+        need_location: bool,
+    ) -> Result<Option<Listing>, FsError> {
+        let caller = self.caller(who.user);
+        let (listing, located) = {
+            let ns = self.ns.read();
+            let listing = ns.list(&caller, src, start_after, self.cfg.ls_limit)?;
+            let located = match &listing {
+                Some(l) if need_location => {
+                    let now = now_ms();
+                    let mgr = self.blocks.lock();
+                    l.entries
+                        .iter()
+                        .zip(&l.slots)
+                        .map(|(e, &slot)| {
+                            (!e.is_dir).then(|| {
+                                let range = ns.block_range(slot, 0, u64::MAX);
+                                self.located_blocks(&mgr, &range, who.ip, now)
+                            })
+                        })
+                        .collect()
+                }
+                _ => Vec::new(),
+            };
+            (listing, located)
+        };
+        self.activity
+            .listed(listing.as_ref().map(|l| l.entries.len()));
+        Ok(listing.map(|l| Listing {
+            entries: l.entries,
+            remaining: l.remaining,
+            located,
+        }))
+    }
+
+    /// A subtree's content summary: from the summary service when it has applied
+    /// everything the namespace had at the time of the call and the caller's permissions
+    /// cannot make the answer differ (nothing in the subtree withholds r-x from anyone, or
+    /// the caller bypasses checks); otherwise by HDFS's exact, permission-checked walk.
+    pub async fn content_summary(&self, user: &str, src: &str) -> Result<ContentSummary, FsError> {
+        let caller = self.caller(user);
+        if let (Some(svc), Some(journal)) = (&self.summary, &self.journal) {
+            // Errors (missing path, a directory on the way that cannot be traversed) come
+            // from the namespace, exactly as the walk would give them.
+            let (_, path) = self.ns.read().resolve_checked(&caller, src)?;
+            let seen = journal.last_appended();
+            let wait = Duration::from_millis(self.cfg.summary_wait_ms);
+            if svc.caught_up(seen, wait).await {
+                let found = svc.read(|s| s.get(&path));
+                if let Some(p) = found.filter(|p| p.tot.restricted == 0 || caller.bypass()) {
+                    svc.metrics.answered.fetch_add(1, Ordering::Relaxed);
+                    return Ok(ContentSummary {
+                        length: p.tot.bytes,
+                        files: p.tot.files,
+                        dirs: p.tot.dirs,
+                        space_consumed: p.tot.raw,
+                    });
+                }
+            }
+            svc.metrics.walked.fetch_add(1, Ordering::Relaxed);
+        }
+        self.ns.read().content_summary(&caller, src)
+    }
+
+    /// A file's status (an error for a directory or a missing path).
+    pub fn regular_file_status(&self, user: &str, src: &str) -> Result<FileStatus, FsError> {
+        let caller = self.caller(user);
+        self.ns.read().file_status(&caller, src)
+    }
+
+    pub async fn mkdirs(
+        &self,
+        user: &str,
+        src: &str,
+        masked: u16,
+        create_parent: bool,
+    ) -> Result<(), FsError> {
+        let caller = self.caller(user);
+        let now = now_ms();
+        self.commit(|ns| {
+            Ok((
+                (),
+                ns.plan_mkdirs(&caller, src, masked, create_parent, now)?,
+            ))
+        })
+        .await
+    }
+
+    /// Checks a replication factor against `dfs.namenode.replication.min` and
+    /// `dfs.replication.max`.
+    fn check_replication(&self, src: &str, replication: u32) -> Result<u16, FsError> {
+        let c = &self.cfg;
+        if replication < c.min_replication as u32 {
+            return Err(FsError::Io(format!(
+                "Requested replication factor of {replication} is less than the required minimum of {} for {src}",
+                c.min_replication
+            )));
+        }
+        if replication > c.max_replication as u32 {
+            return Err(FsError::Io(format!(
+                "Requested replication factor of {replication} exceeds maximum of {} for {src}",
+                c.max_replication
+            )));
+        }
+        Ok(replication as u16)
+    }
+
+    /// create: answers the new file's status, which its create record holds.
+    pub async fn create(
+        &self,
+        who: Origin<'_>,
+        req: &CreateRequest<'_>,
+    ) -> Result<Option<FileStatus>, FsError> {
+        if req.append {
+            return Err(FsError::Unsupported(
+                "create with CreateFlag.APPEND is not supported; call append".into(),
+            ));
+        }
+        let replication = self.check_replication(req.src, req.replication)?;
+        if req.block_size < self.cfg.min_block_size {
+            return Err(FsError::Io(format!(
+                "Specified block size is less than configured minimum value (dfs.namenode.fs-limits.min-block-size): {} < {}",
+                req.block_size, self.cfg.min_block_size
+            )));
+        }
+        let caller = self.caller(who.user);
+        let args = CreateArgs {
+            src: req.src,
+            masked: req.masked,
+            client_name: req.client_name,
+            client_machine: who.ip,
+            create: req.create,
+            overwrite: req.overwrite,
+            create_parent: req.create_parent,
+            replication,
+            block_size: req.block_size,
+        };
+        let now = now_ms();
+        self.commit_then(
+            |ns| Ok(((), ns.plan_create(&caller, &args, now)?)),
+            |(), ops| ops.iter().rev().find_map(created_status),
+        )
+        .await
+    }
+
+    /// hflush/hsync's call. A length (the first flush of each block, and every hsync with
+    /// `UPDATE_LENGTH`) is recorded for the block being written, journaled, so that the
+    /// file's status shows it, as HDFS's `persistBlocks` does.
+    pub async fn fsync(
+        &self,
+        src: &str,
+        client_name: &str,
+        file_id: u64,
+        last_block_len: Option<u64>,
+    ) -> Result<(), FsError> {
+        self.commit(|ns| {
+            let slot = ns.open_file(src, client_name, file_id)?;
+            let update = match (ns.last_block(slot), last_block_len) {
+                (Some(b), Some(len))
+                    if len > 0 && ns.inode(slot).file().and_then(|f| f.uc()).is_some() =>
+                {
+                    vec![Op::UpdateLastBlock {
+                        path: ns.path_of(slot),
+                        id: b.id,
+                        gs: b.gs,
+                        len,
+                    }]
+                }
+                _ => Vec::new(),
+            };
+            Ok(((), update))
+        })
+        .await
+    }
+
+    /// rename (the old form): false rather than an error for most refusals, as HDFS.
+    pub async fn rename(&self, user: &str, src: &str, dst: &str) -> Result<bool, FsError> {
+        let caller = self.caller(user);
+        let now = now_ms();
+        let ok = self
+            .commit(|ns| {
+                Ok(match ns.plan_rename(&caller, src, dst, now)? {
+                    Some(ops) => (true, ops),
+                    None => (false, Planned::default()),
+                })
+            })
+            .await?;
+        if !ok {
+            self.activity.rename_answered_false();
+        }
+        Ok(ok)
+    }
+
+    pub async fn rename2(
+        &self,
+        user: &str,
+        src: &str,
+        dst: &str,
+        overwrite: bool,
+    ) -> Result<(), FsError> {
+        let caller = self.caller(user);
+        let now = now_ms();
+        self.commit(|ns| Ok(((), ns.plan_rename2(&caller, src, dst, overwrite, now)?)))
+            .await
+    }
+
+    pub async fn delete(&self, user: &str, src: &str, recursive: bool) -> Result<bool, FsError> {
+        let caller = self.caller(user);
+        let now = now_ms();
+        let ok = self
+            .commit(|ns| {
+                Ok(match ns.plan_delete(&caller, src, recursive, now)? {
+                    Some(ops) => (true, ops),
+                    None => (false, Planned::default()),
+                })
+            })
+            .await?;
+        if !ok {
+            self.activity.delete_answered_false();
+        }
+        Ok(ok)
+    }
+
+    pub async fn set_permission(&self, user: &str, src: &str, perm: u16) -> Result<(), FsError> {
+        let caller = self.caller(user);
+        self.commit(|ns| Ok(((), ns.plan_set_permission(&caller, src, perm)?)))
+            .await
+    }
+
+    /// setOwner: `None` (or empty) leaves that half unchanged; both missing is an error.
+    pub async fn set_owner(
+        &self,
+        user: &str,
+        src: &str,
+        owner: Option<&str>,
+        group: Option<&str>,
+    ) -> Result<(), FsError> {
+        let (owner, group) = (
+            owner.filter(|s| !s.is_empty()),
+            group.filter(|s| !s.is_empty()),
+        );
+        if owner.is_none() && group.is_none() {
+            return Err(FsError::Io(
+                "Both the user name and the group name are null".into(),
+            ));
+        }
+        let caller = self.caller(user);
+        self.commit(|ns| Ok(((), ns.plan_set_owner(&caller, src, owner, group)?)))
+            .await
+    }
+
+    /// setTimes: `None` leaves a time unchanged.
+    pub async fn set_times(
+        &self,
+        user: &str,
+        src: &str,
+        mtime: Option<i64>,
+        atime: Option<i64>,
+    ) -> Result<(), FsError> {
+        if atime.is_some() && self.cfg.access_time_precision_ms == 0 {
+            return Err(FsError::Io(
+                "Access time for hdfs is not configured.  Please set \
+                 dfs.namenode.accesstime.precision configuration parameter."
+                    .into(),
+            ));
+        }
+        let caller = self.caller(user);
+        self.commit(|ns| Ok(((), ns.plan_set_times(&caller, src, mtime, atime)?)))
+            .await
+    }
+
+    /// setReplication: false for a directory or a missing path, as HDFS.
+    pub async fn set_replication(
+        &self,
+        user: &str,
+        src: &str,
+        replication: u32,
+    ) -> Result<bool, FsError> {
+        let r = self.check_replication(src, replication)?;
+        let caller = self.caller(user);
+        self.commit(|ns| {
+            Ok(match ns.plan_set_replication(&caller, src, r)? {
+                Some(ops) => (true, ops),
+                None => (false, Vec::new()),
+            })
+        })
+        .await
+    }
+
+    pub fn renew_lease(&self, client_name: &str) {
+        self.leases.lock().renew(client_name, now_ms());
+    }
+
+    /// recoverLease: true once the file is closed (at once, or because it already was);
+    /// false while its last block is being recovered.
+    pub async fn recover_lease(&self, user: &str, src: &str) -> Result<bool, FsError> {
+        let caller = self.caller(user);
+        let file_id = {
+            let ns = self.ns.read();
+            let slot = ns.file_slot(&caller, src)?;
+            if !ns.status(slot, false).under_construction {
+                return Ok(true);
+            }
+            ns.check_access(&caller, slot, perm::WRITE)?;
+            ns.inode(slot).id
+        };
+        Ok(self.recover_file(file_id, None).await? == Outcome::Closed)
+    }
+
+    /// Whether an open at `now` should move a file's access time last set at `atime`. Never
+    /// in safe mode, where HDFS leaves access times alone too.
+    pub(super) fn access_time_due(&self, atime: i64, now: i64) -> bool {
+        crate::namespace::plan::access_time_due(atime, now, self.cfg.access_time_precision_ms)
+            && !self.in_safe_mode()
+    }
+
+    /// Moves a file's access time for an open (a journaled `OP_TIMES`, at most once per
+    /// precision). Its failure does not fail the read, as in HDFS: it is logged.
+    pub(super) async fn record_access(&self, caller: &Caller, src: &str, now: i64) {
+        let precision = self.cfg.access_time_precision_ms;
+        let planned = self
+            .commit(|ns| Ok(((), ns.plan_access_time(caller, src, now, precision)?)))
+            .await;
+        if let Err(e) = planned {
+            tracing::warn!(src, error = %e, "could not move the access time of a file being read");
+        }
+    }
+}

@@ -1,0 +1,253 @@
+//! Where a file's blocks are: replicas in reader order, as domain values for the replies
+//! that carry a few blocks (addBlock, append, listings with locations), and through a
+//! [`LocatedSink`] for getBlockLocations, whose reply is encoded straight from the block
+//! map without copying a node per block.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use ferrite_blocktoken::{Modes, Token};
+
+use super::{NameNodeService, Origin};
+use crate::blocks::placement::sort_for_reader;
+use crate::blocks::registry::{Liveness, Node, NodeId, NodeIx, Registry};
+use crate::blocks::BlockManager;
+use crate::clock::now_ms;
+use crate::error::FsError;
+use crate::namespace::blocks::{BlockRange, Placed};
+use crate::namespace::inode::Block;
+use crate::namespace::perm;
+
+/// A DataNode as a client is shown it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DatanodeInfo {
+    pub id: NodeId,
+    pub capacity: u64,
+    pub dfs_used: u64,
+    pub remaining: u64,
+    pub last_update_ms: i64,
+    pub xceivers: u32,
+}
+
+impl DatanodeInfo {
+    pub fn of(n: &Node) -> Self {
+        DatanodeInfo {
+            id: n.id.clone(),
+            capacity: n.capacity(),
+            dfs_used: n.dfs_used(),
+            remaining: n.remaining(),
+            last_update_ms: n.last_heartbeat_ms,
+            xceivers: n.xceivers,
+        }
+    }
+}
+
+/// One replica's place: the node and the storage on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Location {
+    pub node: DatanodeInfo,
+    pub storage_uuid: String,
+}
+
+/// A block with its replicas in the order a reader (or the pipeline) should use them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LocatedBlock {
+    pub block: Block,
+    /// Where the block starts in its file.
+    pub offset: u64,
+    pub locations: Vec<Location>,
+    /// `None` when block tokens are off (the wire then carries an empty token).
+    pub token: Option<Token>,
+}
+
+impl LocatedBlock {
+    /// The block at `p` on replicas `locs`, without a token.
+    pub fn new(p: &Placed, reg: &Registry, locs: &[(NodeIx, u8)]) -> Self {
+        LocatedBlock {
+            block: p.block,
+            offset: p.offset,
+            locations: locs
+                .iter()
+                .map(|&(ix, s)| {
+                    let n = reg.get(ix);
+                    Location {
+                        node: DatanodeInfo::of(n),
+                        storage_uuid: n.storage_uuid(s),
+                    }
+                })
+                .collect(),
+            token: None,
+        }
+    }
+}
+
+/// A file's blocks with their replicas.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LocatedBlocks {
+    pub file_len: u64,
+    pub blocks: Vec<LocatedBlock>,
+    pub under_construction: bool,
+    pub last: Option<LocatedBlock>,
+}
+
+/// Receives a getBlockLocations answer block by block, straight from the block map (the
+/// IPC front end encodes its reply this way; see `rpc/located_reply.rs`).
+pub trait LocatedSink {
+    /// Called once, first. `tokens` covers the blocks by index ranges, in the order they
+    /// are pushed.
+    fn start(
+        pool: &str,
+        file_len: u64,
+        under_construction: bool,
+        tokens: &[(Range<usize>, Option<Token>)],
+    ) -> Self;
+    /// Each block in file order, the last block of a file being written last.
+    fn push(&mut self, block: &Placed, replicas: &[(NodeIx, u8)], nodes: &Registry, is_last: bool);
+}
+
+/// A per-process counter that varies placement and reader order between calls.
+pub(super) fn seed() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(0x9e37_79b9_7f4a_7c15);
+    NEXT.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed)
+}
+
+impl NameNodeService {
+    /// The readable replicas of a block, closest to `reader_ip` first (ties broken by
+    /// `seed`), into `locs`.
+    fn reader_locations(
+        &self,
+        mgr: &BlockManager,
+        id: u64,
+        reader_ip: &str,
+        now: i64,
+        seed: u64,
+        locs: &mut Vec<(NodeIx, u8)>,
+    ) {
+        let dead_ms = self.cfg.dead_interval_ms();
+        locs.clear();
+        if let Some(e) = mgr.entry(id) {
+            locs.extend(
+                e.replicas
+                    .iter()
+                    .filter(|r| {
+                        !r.corrupt
+                            && mgr.reg.get(r.node).liveness(now, u64::MAX, dead_ms)
+                                != Liveness::Dead
+                    })
+                    .map(|r| (r.node, r.storage)),
+            );
+        }
+        sort_for_reader(
+            &mgr.reg,
+            locs,
+            reader_ip,
+            now,
+            self.cfg.stale_interval_ms,
+            seed,
+        );
+    }
+
+    /// The block being written is as long as its finished replicas say, or as an hsync
+    /// recorded, whichever is more.
+    fn with_reported_len(mgr: &BlockManager, p: &Placed) -> Placed {
+        let mut p = *p;
+        let reported = mgr.entry(p.block.id).map_or(0, |e| e.reported_len);
+        p.block.len = p.block.len.max(reported);
+        p
+    }
+
+    /// getBlockLocations: the blocks of `src` covering `offset..offset+length`, readable
+    /// replicas nearest `who` first, with one READ token for the reply. Moves the file's
+    /// access time when due (journaled).
+    pub async fn block_locations<S: LocatedSink>(
+        &self,
+        who: Origin<'_>,
+        src: &str,
+        offset: u64,
+        length: u64,
+    ) -> Result<S, FsError> {
+        let caller = self.caller(who.user);
+        let now = now_ms();
+        let (range, touch) = {
+            let ns = self.ns.read();
+            let slot = ns.file_slot(&caller, &ns.resolve_reserved(src)?)?;
+            ns.check_access(&caller, slot, perm::READ)?;
+            let range = ns.block_range(slot, offset, length);
+            // The file's own path, for the access time's record (rare: an inode path, or a
+            // time to move).
+            let touch = self
+                .access_time_due(ns.inode(slot).atime, now)
+                .then(|| ns.path_of(slot));
+            (range, touch)
+        };
+        if let Some(path) = touch {
+            // Boxed: the commit's future is large and this path is rare (once per file per
+            // precision); inline, it would grow every open's future.
+            Box::pin(self.record_access(&caller, &path, now)).await;
+        }
+        let pool = &self.identity.block_pool_id;
+        let placed: Vec<Placed> = range
+            .blocks
+            .iter()
+            .chain(range.last.as_ref())
+            .copied()
+            .collect();
+        // One token, signed once, for every block of the reply (HDFS signs one per block).
+        let ids: Vec<u64> = placed.iter().map(|p| p.block.id).collect();
+        let tokens = self.tokens.for_reply(who.user, pool, Modes::READ, &ids);
+        let mut sink = S::start(pool, range.file_len, range.under_construction, &tokens);
+        let mgr = self.blocks.lock();
+        let mut locs = Vec::new();
+        let last_id = range.last.map(|l| l.block.id);
+        // One draw per call (an atomic add); each block mixes in its id, so equal replicas
+        // still come in different orders from block to block.
+        let call_seed = seed();
+        for (i, p) in placed.iter().enumerate() {
+            let is_last = last_id.is_some() && i + 1 == placed.len();
+            let p = if range.under_construction && Some(p.block.id) == last_id {
+                Self::with_reported_len(&mgr, p)
+            } else {
+                *p
+            };
+            let block_seed = call_seed ^ p.block.id.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            self.reader_locations(&mgr, p.block.id, who.ip, now, block_seed, &mut locs);
+            sink.push(&p, &locs, &mgr.reg, is_last);
+        }
+        Ok(sink)
+    }
+
+    /// A file's blocks with their replicas, for the statuses that carry them (a listing
+    /// with locations, getLocatedFileInfo). No tokens, as in HDFS: a reader asks
+    /// getBlockLocations when it opens the file.
+    pub(super) fn located_blocks(
+        &self,
+        mgr: &BlockManager,
+        range: &BlockRange,
+        reader_ip: &str,
+        now: i64,
+    ) -> LocatedBlocks {
+        let mut locs = Vec::new();
+        let mut one = |p: &Placed, being_written: bool| {
+            let p = if being_written {
+                Self::with_reported_len(mgr, p)
+            } else {
+                *p
+            };
+            self.reader_locations(mgr, p.block.id, reader_ip, now, seed(), &mut locs);
+            LocatedBlock::new(&p, &mgr.reg, &locs)
+        };
+        let last_id = range.last.map(|l| l.block.id);
+        let uc = range.under_construction;
+        let blocks = range
+            .blocks
+            .iter()
+            .map(|p| one(p, uc && Some(p.block.id) == last_id))
+            .collect();
+        LocatedBlocks {
+            file_len: range.file_len,
+            blocks,
+            under_construction: uc,
+            last: range.last.as_ref().map(|p| one(p, uc)),
+        }
+    }
+}

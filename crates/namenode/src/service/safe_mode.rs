@@ -1,0 +1,166 @@
+//! Safe mode: the administrator's switch, start-up's wait for block reports, and the
+//! journal-space guard. Mutations are refused while any of them is on (see `admission`).
+
+use std::sync::atomic::Ordering;
+
+use tracing::{error, info, warn};
+
+use super::admission::superuser_required;
+use super::NameNodeService;
+use crate::error::FsError;
+use crate::startup_progress::Phase;
+
+/// What `setSafeMode` asks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SafeModeAction {
+    Get,
+    Enter,
+    Leave,
+    ForceExit,
+}
+
+/// Blocks that must have a reported replica before start-up safe mode may end.
+pub(super) fn threshold_blocks(threshold: f64, total: usize) -> usize {
+    (threshold * total as f64).ceil() as usize
+}
+
+impl NameNodeService {
+    /// `setSafeMode`: any user may ask whether it is on; changing it is the superuser's.
+    /// Answers whether safe mode is on after the action.
+    pub fn safe_mode_action(&self, user: &str, action: SafeModeAction) -> Result<bool, FsError> {
+        if action != SafeModeAction::Get && !self.caller(user).superuser {
+            return Err(superuser_required(user));
+        }
+        match action {
+            SafeModeAction::Enter => self.set_safe_mode(true),
+            SafeModeAction::Leave | SafeModeAction::ForceExit => self.set_safe_mode(false),
+            SafeModeAction::Get => {}
+        }
+        Ok(self.in_safe_mode())
+    }
+
+    pub fn in_safe_mode(&self) -> bool {
+        self.safe_mode.load(Ordering::SeqCst)
+            || self.startup_safe_mode.load(Ordering::SeqCst)
+            || self.resources_low.load(Ordering::SeqCst)
+    }
+
+    /// The administrator's switch. Leaving also ends start-up safe mode, as
+    /// `hdfs dfsadmin -safemode leave` does.
+    pub fn set_safe_mode(&self, on: bool) {
+        self.safe_mode.store(on, Ordering::SeqCst);
+        if !on {
+            self.end_startup_safe_mode();
+            self.resources_low.store(false, Ordering::SeqCst);
+        }
+    }
+
+    /// Enters safe mode when the journal directories in service that keep the reserved
+    /// free space are not enough by HDFS's policy (`resources.rs`); never leaves it by
+    /// itself (HDFS's resource monitor).
+    pub fn check_resources(&self) {
+        let Some(j) = &self.journal else {
+            return;
+        };
+        let reserved = self.cfg.resource_reserved_bytes;
+        let dirs: Vec<_> = j
+            .metrics()
+            .dirs()
+            .into_iter()
+            .filter(|d| d.failed.is_none())
+            .map(|d| (crate::resources::available(&d.path), d.path))
+            .collect();
+        let policy = crate::journal::DirPolicy {
+            required: self.cfg.required_edits_dirs.clone(),
+            min_redundant: self.cfg.resource_checked_minimum,
+        };
+        let spaces = dirs.iter().map(|(s, d)| (d.as_path(), s));
+        if crate::resources::has_room(spaces, reserved, &policy) {
+            return;
+        }
+        if !self.resources_low.swap(true, Ordering::SeqCst) {
+            for (space, dir) in &dirs {
+                match space {
+                    Ok(free) => {
+                        warn!(dir = %dir.display(), free, reserved, "journal directory below its reserved free space")
+                    }
+                    Err(e) => {
+                        warn!(dir = %dir.display(), error = %e, "journal directory's free space unknown")
+                    }
+                }
+            }
+            error!("NameNode low on available disk space: entering safe mode");
+        }
+    }
+
+    /// Why mutations are refused right now, in HDFS's words.
+    pub fn safe_mode_reason(&self) -> String {
+        if self.resources_low.load(Ordering::SeqCst) {
+            return "Resources are low on NN: the journal directories lack the free space dfs.namenode.resource.du.reserved asks for (every directory in dfs.namenode.edits.dir.required, and dfs.namenode.resource.checked.volumes.minimum of the others, must have it). Free or add space, then turn safe mode off with \"hdfs dfsadmin -safemode leave\"; while space is still short, the NameNode enters safe mode again at its next check.".into();
+        }
+        if self.safe_mode.load(Ordering::SeqCst) {
+            return "It was turned on manually. Use \"hdfs dfsadmin -safemode leave\" to turn safe mode off.".into();
+        }
+        let total = self.ns.read().block_count();
+        let safe = self.blocks.lock().safe_blocks();
+        let needed = self.safe_threshold_blocks(total);
+        if safe < needed {
+            format!(
+                "The reported blocks {safe} needs additional {} blocks to reach the threshold {:.4} of total blocks {total}.\nThe minimum number of live datanodes is not required. Safe mode will be turned off automatically once the thresholds have been reached.",
+                needed - safe,
+                self.cfg.safemode_threshold
+            )
+        } else {
+            format!(
+                "The reported blocks {safe} has reached the threshold {:.4} of total blocks {total}. In safe mode extension. Safe mode will be turned off automatically soon.",
+                self.cfg.safemode_threshold
+            )
+        }
+    }
+
+    fn safe_threshold_blocks(&self, total: usize) -> usize {
+        threshold_blocks(self.cfg.safemode_threshold, total)
+    }
+
+    /// Start-up safe mode is over (for good: it is never entered again), and so is start-up.
+    fn end_startup_safe_mode(&self) {
+        if self.startup_safe_mode.swap(false, Ordering::SeqCst) {
+            self.progress
+                .end_phase(Phase::SafeMode, std::time::Instant::now());
+        }
+    }
+
+    /// Ends start-up safe mode once enough blocks have a reported replica, enough DataNodes
+    /// are live, and the extension has passed. Called periodically and after reports.
+    pub fn check_startup_safe_mode(&self, now: i64) {
+        if !self.startup_safe_mode.load(Ordering::SeqCst) {
+            return;
+        }
+        let total = self.ns.read().block_count();
+        let (safe, live) = {
+            let b = self.blocks.lock();
+            let live = b
+                .reg
+                .iter()
+                .filter(|(_, n)| {
+                    n.liveness(now, u64::MAX, self.cfg.dead_interval_ms())
+                        != crate::blocks::registry::Liveness::Dead
+                })
+                .count();
+            (b.safe_blocks(), live)
+        };
+        self.progress.set_count(safe as u64);
+        let met =
+            safe >= self.safe_threshold_blocks(total) && live >= self.cfg.safemode_min_datanodes;
+        let mut since = self.threshold_met_at.lock();
+        if !met {
+            *since = None;
+            return;
+        }
+        let started = *since.get_or_insert(now);
+        if now - started >= self.cfg.safemode_extension_ms as i64 {
+            self.end_startup_safe_mode();
+            info!(safe, total, live, "start-up safe mode is off");
+        }
+    }
+}
