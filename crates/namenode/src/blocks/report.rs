@@ -39,7 +39,9 @@ fn decode_buffers(buffers: &[Vec<u8>], n: u64) -> Result<Vec<Reported>, String> 
     // The sender splits the stream at any byte, so join the chunks first.
     let joined: Vec<u8> = buffers.concat();
     let mut buf = &joined[..];
-    let mut out = Vec::with_capacity(n.min(1 << 24) as usize);
+    // Every replica takes at least four bytes (four varints): a lying count cannot make us
+    // reserve more than the buffers could hold.
+    let mut out = Vec::with_capacity(n.min(joined.len() as u64 / 4) as usize);
     let mut next = |what: &str| {
         prost::encoding::decode_varint(&mut buf).map_err(|_| format!("truncated {what}"))
     };

@@ -275,7 +275,11 @@ impl Namespace {
         let bad = |m: String| ImageError::Invalid(m);
         let mut r = Reader::new(payload);
         let count = r.u64().map_err(de)?;
-        let mut slot_of: HashMap<u64, Slot> = HashMap::with_capacity(count.min(1 << 24) as usize);
+        // Every inode takes at least MIN_INODE bytes: a lying count cannot make us reserve
+        // more than the section could hold.
+        const MIN_INODE: usize = 47;
+        let fits = (payload.len() / MIN_INODE) as u64;
+        let mut slot_of: HashMap<u64, Slot> = HashMap::with_capacity(count.min(fits) as usize);
         let users = self.users.len() as u32;
         for k in 0..count {
             if k.is_multiple_of(STRIDE) {

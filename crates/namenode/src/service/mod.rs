@@ -23,6 +23,8 @@ mod files;
 mod images;
 mod lease_recovery;
 pub mod locations;
+#[cfg(test)]
+mod operation_tests;
 mod safe_mode;
 mod summary_reads;
 mod writes;

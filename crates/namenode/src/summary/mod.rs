@@ -150,7 +150,7 @@ impl Summary {
                     is_dir: false,
                     files: 1,
                     bytes: f.len,
-                    raw: f.len * u64::from(f.repl),
+                    raw: f.len.wrapping_mul(u64::from(f.repl)),
                 },
             })
             .collect();

@@ -150,11 +150,14 @@ pub struct Totals {
 }
 
 impl Totals {
+    /// Byte sums are kept modulo 2^64: adding and later taking away the same part always
+    /// cancels exactly, and a checkpoint or record claiming exabyte files cannot stop the
+    /// summary with an overflow (no real namespace comes near).
     pub fn add(&mut self, o: &Totals) {
         self.files += o.files;
         self.dirs += o.dirs;
-        self.bytes += o.bytes;
-        self.raw += o.raw;
+        self.bytes = self.bytes.wrapping_add(o.bytes);
+        self.raw = self.raw.wrapping_add(o.raw);
         self.restricted += o.restricted;
         self.hist.add(&o.hist);
     }
@@ -162,8 +165,8 @@ impl Totals {
     pub fn sub(&mut self, o: &Totals) {
         self.files -= o.files;
         self.dirs -= o.dirs;
-        self.bytes -= o.bytes;
-        self.raw -= o.raw;
+        self.bytes = self.bytes.wrapping_sub(o.bytes);
+        self.raw = self.raw.wrapping_sub(o.raw);
         self.restricted -= o.restricted;
         self.hist.sub(&o.hist);
     }
@@ -180,7 +183,7 @@ impl Totals {
         let mut t = Totals {
             files: 1,
             bytes: len,
-            raw: len * u64::from(repl),
+            raw: len.wrapping_mul(u64::from(repl)),
             ..Default::default()
         };
         t.hist[bucket(len)] = 1;
@@ -232,8 +235,8 @@ impl Patch {
             Part::Nothing => {}
             Part::File { len, repl } => {
                 t.files -= 1;
-                t.bytes -= len;
-                t.raw -= len * u64::from(*repl);
+                t.bytes = t.bytes.wrapping_sub(*len);
+                t.raw = t.raw.wrapping_sub(len.wrapping_mul(u64::from(*repl)));
                 t.hist[bucket(*len)] -= 1;
             }
             Part::Tree(o) => t.sub(o),
@@ -242,8 +245,8 @@ impl Patch {
             Part::Nothing => {}
             Part::File { len, repl } => {
                 t.files += 1;
-                t.bytes += len;
-                t.raw += len * u64::from(*repl);
+                t.bytes = t.bytes.wrapping_add(*len);
+                t.raw = t.raw.wrapping_add(len.wrapping_mul(u64::from(*repl)));
                 t.hist[bucket(*len)] += 1;
             }
             Part::Tree(o) => t.add(o),

@@ -1,0 +1,560 @@
+//! The service's operations in process, without sockets: admission, replies and errors of
+//! every ClientProtocol operation, and the DataNode side that placement and completion
+//! need. A memory-only NameNode (no directories, nothing journaled) serves each test;
+//! DataNodes are registrations and reports, as the protocol makes them.
+
+use std::collections::HashSet;
+use std::ops::Range;
+use std::sync::Arc;
+
+use ferrite_blocktoken::Token;
+
+use super::*;
+use crate::blocks::registry::{NodeId, NodeIx, Registry, StorageState};
+use crate::blocks::report::{ReplicaState, Reported};
+use crate::namespace::blocks::{Placed, Previous};
+
+const SU: &str = "hdfs";
+const ALICE: &str = "alice";
+const CLIENT: &str = "DFSClient_test";
+
+fn service(cfg: Config) -> Arc<NameNodeService> {
+    Arc::new(NameNodeService::in_memory(cfg, SU))
+}
+
+fn nn() -> Arc<NameNodeService> {
+    service(Config::default())
+}
+
+fn from(user: &str) -> Origin<'_> {
+    Origin {
+        user,
+        ip: "127.0.0.1",
+    }
+}
+
+/// Registers DataNode `i` with one roomy storage, as registration and a first heartbeat
+/// would.
+fn datanode(nn: &NameNodeService, i: u32) -> String {
+    let uuid = format!("dn-{i}");
+    nn.register_datanode(
+        &format!("127.0.0.{}", i + 1),
+        NodeRegistration {
+            id: NodeId {
+                ip: String::new(),
+                host: format!("dn{i}"),
+                uuid: uuid.clone(),
+                xfer_port: 9866,
+                info_port: 9864,
+                ipc_port: 9867,
+            },
+            cluster_id: String::new(),
+        },
+    )
+    .unwrap();
+    let storage = StorageState {
+        uuid: format!("DS-{i}"),
+        failed: false,
+        capacity: 1 << 40,
+        dfs_used: 0,
+        remaining: 1 << 40,
+    };
+    nn.heartbeat(
+        &uuid,
+        HeartbeatReport {
+            xceivers: 0,
+            storages: vec![storage],
+        },
+    );
+    uuid
+}
+
+/// Every node of `lb` reports its replica finished at `len`.
+fn received(nn: &NameNodeService, lb: &LocatedBlock, len: u64) {
+    for l in &lb.locations {
+        let r = Reported {
+            id: lb.block.id,
+            len,
+            gs: lb.block.gs,
+            state: ReplicaState::Finalized,
+        };
+        nn.incremental_report(
+            &l.node.id.uuid,
+            &[(l.storage_uuid.clone(), vec![(r, ReplicaEvent::Received)])],
+        )
+        .unwrap();
+    }
+}
+
+fn create_req(src: &str) -> CreateRequest<'_> {
+    CreateRequest {
+        src,
+        masked: 0o644,
+        client_name: CLIENT,
+        create: true,
+        overwrite: false,
+        append: false,
+        create_parent: true,
+        replication: 3,
+        block_size: 1 << 20,
+    }
+}
+
+/// Writes a closed file of one block of `len` bytes through create, addBlock, the
+/// DataNodes' reports and complete.
+async fn write_file(nn: &NameNodeService, user: &str, src: &str, len: u64) -> LocatedBlock {
+    nn.create(from(user), &create_req(src)).await.unwrap();
+    let lb = nn
+        .add_block(
+            from(user),
+            &AddBlock {
+                src,
+                client_name: CLIENT,
+                file_id: 0,
+                previous: None,
+                excluded: HashSet::new(),
+            },
+        )
+        .await
+        .unwrap();
+    received(nn, &lb, len);
+    let last = Previous {
+        id: lb.block.id,
+        len,
+    };
+    assert!(nn.complete(src, CLIENT, 0, Some(last)).await.unwrap());
+    lb
+}
+
+/// A NameNode with three DataNodes and a root everyone may write in.
+async fn three_datanodes() -> Arc<NameNodeService> {
+    let nn = nn();
+    for i in 0..3 {
+        datanode(&nn, i);
+    }
+    nn.set_permission(SU, "/", 0o777).await.unwrap();
+    nn
+}
+
+#[derive(Default)]
+struct Collected {
+    file_len: u64,
+    under_construction: bool,
+    tokens: usize,
+    blocks: Vec<(u64, u64, usize, bool)>,
+}
+
+impl LocatedSink for Collected {
+    fn start(_: &str, file_len: u64, uc: bool, tokens: &[(Range<usize>, Option<Token>)]) -> Self {
+        Collected {
+            file_len,
+            under_construction: uc,
+            tokens: tokens.len(),
+            blocks: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, p: &Placed, replicas: &[(NodeIx, u8)], _: &Registry, is_last: bool) {
+        self.blocks
+            .push((p.block.id, p.block.len, replicas.len(), is_last));
+    }
+}
+
+#[tokio::test]
+async fn admission_follows_the_table_for_every_front_end() {
+    let nn = nn();
+    assert!(nn.admit(ALICE, "mkdirs").is_ok());
+    assert!(nn.admit(ALICE, "getFileInfo").is_ok());
+    let denied = nn.admit(ALICE, "saveNamespace").unwrap_err();
+    assert_eq!(
+        denied,
+        FsError::AccessDenied(
+            "Access denied for user alice. Superuser privilege is required".into()
+        )
+    );
+    assert!(nn.admit(SU, "saveNamespace").is_ok());
+    assert!(matches!(
+        nn.admit(SU, "noSuchOperation"),
+        Err(FsError::Unsupported(_))
+    ));
+    nn.safe_mode_action(SU, SafeModeAction::Enter).unwrap();
+    let e = nn.admit(ALICE, "mkdirs").unwrap_err();
+    let FsError::SafeMode(msg) = e else {
+        panic!("{e:?}")
+    };
+    assert!(
+        msg.starts_with("Cannot mkdirs. Name node is in safe mode.\nIt was turned on manually."),
+        "{msg}"
+    );
+    assert!(nn.admit(ALICE, "getListing").is_ok(), "reads go on");
+    // Only the superuser changes safe mode; anyone may ask.
+    assert!(nn.safe_mode_action(ALICE, SafeModeAction::Get).unwrap());
+    assert!(matches!(
+        nn.safe_mode_action(ALICE, SafeModeAction::Leave),
+        Err(FsError::AccessDenied(_))
+    ));
+    assert!(!nn.safe_mode_action(SU, SafeModeAction::Leave).unwrap());
+    assert!(nn.admit(ALICE, "mkdirs").is_ok());
+}
+
+#[tokio::test]
+async fn names_lookups_and_listings() {
+    let nn = nn();
+    nn.mkdirs(SU, "/a/b", 0o755, true).await.unwrap();
+    assert!(matches!(
+        nn.mkdirs(SU, "/x/y", 0o755, false).await,
+        Err(FsError::NotFound(_))
+    ));
+    let st = nn.file_info(ALICE, "/a/b").unwrap().unwrap();
+    assert!(st.is_dir);
+    assert_eq!(st.perm, 0o755);
+    assert_eq!(nn.file_info(ALICE, "/nope").unwrap(), None);
+    assert_eq!(
+        nn.file_link_info(ALICE, "/a").unwrap().map(|s| s.is_dir),
+        Some(true)
+    );
+    let by_inode = format!("/.reserved/.inodes/{}", st.file_id);
+    assert_eq!(
+        nn.file_info(SU, &by_inode).unwrap().unwrap().file_id,
+        st.file_id
+    );
+
+    nn.mkdirs(SU, "/a/c", 0o755, false).await.unwrap();
+    let l = nn.listing(from(ALICE), "/a", b"", false).unwrap().unwrap();
+    let names: Vec<_> = l.entries.iter().map(|e| e.name.clone()).collect();
+    assert_eq!(names, vec![b"b".to_vec(), b"c".to_vec()]);
+    assert_eq!(l.remaining, 0);
+    assert!(l.located.is_empty());
+    let after_b = nn.listing(from(ALICE), "/a", b"b", false).unwrap().unwrap();
+    assert_eq!(after_b.entries.len(), 1);
+    assert!(nn
+        .listing(from(ALICE), "/none", b"", false)
+        .unwrap()
+        .is_none());
+
+    assert!(nn.rename(SU, "/a/c", "/a/d").await.unwrap());
+    assert!(!nn.rename(SU, "/a/missing", "/a/e").await.unwrap());
+    assert!(matches!(
+        nn.rename2(SU, "/a/missing", "/a/e", false).await,
+        Err(FsError::NotFound(_))
+    ));
+    nn.rename2(SU, "/a/d", "/a/e", false).await.unwrap();
+    assert!(matches!(
+        nn.delete(SU, "/a", false).await,
+        Err(FsError::NotEmpty(_))
+    ));
+    assert!(nn.delete(SU, "/a/e", false).await.unwrap());
+    assert!(!nn.delete(SU, "/a/e", false).await.unwrap());
+    let cs = nn.content_summary(ALICE, "/").await.unwrap();
+    assert_eq!((cs.dirs, cs.files), (3, 0));
+}
+
+#[tokio::test]
+async fn permissions_owners_times_and_replication() {
+    let nn = three_datanodes().await;
+    nn.mkdirs(SU, "/p", 0o755, true).await.unwrap();
+    // alice cannot write under a directory she does not own.
+    assert!(matches!(
+        nn.mkdirs(ALICE, "/p/q", 0o755, false).await,
+        Err(FsError::AccessDenied(_))
+    ));
+    nn.set_owner(SU, "/p", Some(ALICE), None).await.unwrap();
+    nn.mkdirs(ALICE, "/p/q", 0o755, false).await.unwrap();
+    assert_eq!(
+        nn.set_owner(SU, "/p", None, Some("")).await,
+        Err(FsError::Io(
+            "Both the user name and the group name are null".into()
+        ))
+    );
+    nn.set_permission(ALICE, "/p/q", 0o700).await.unwrap();
+    assert_eq!(nn.file_info(ALICE, "/p/q").unwrap().unwrap().perm, 0o700);
+    nn.set_times(SU, "/p/q", Some(1_000), None).await.unwrap();
+    assert_eq!(nn.file_info(SU, "/p/q").unwrap().unwrap().mtime, 1_000);
+
+    write_file(&nn, ALICE, "/p/f", 10).await;
+    assert!(nn.set_replication(ALICE, "/p/f", 2).await.unwrap());
+    assert_eq!(nn.file_info(ALICE, "/p/f").unwrap().unwrap().replication, 2);
+    assert!(
+        !nn.set_replication(ALICE, "/p/q", 2).await.unwrap(),
+        "a directory"
+    );
+    let e = nn.set_replication(ALICE, "/p/f", 600).await.unwrap_err();
+    assert_eq!(
+        e,
+        FsError::Io("Requested replication factor of 600 exceeds maximum of 512 for /p/f".into())
+    );
+    assert_eq!(
+        nn.regular_file_status(ALICE, "/p/f").unwrap().block_size,
+        1 << 20
+    );
+    assert!(nn.regular_file_status(ALICE, "/p/q").is_err());
+}
+
+#[tokio::test]
+async fn create_checks_its_numbers_and_answers_the_new_status() {
+    let nn = three_datanodes().await;
+    let mut req = create_req("/f");
+    req.block_size = 1000;
+    let e = nn.create(from(ALICE), &req).await.unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("Specified block size is less than configured minimum value"),
+        "{e}"
+    );
+    let mut req = create_req("/f");
+    req.replication = 0;
+    assert!(nn.create(from(ALICE), &req).await.is_err());
+    let st = nn
+        .create(from(ALICE), &create_req("/f"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(st.under_construction);
+    assert_eq!(st.owner, ALICE);
+    assert!(matches!(
+        nn.create(from(ALICE), &create_req("/f")).await,
+        Err(FsError::AlreadyBeingCreated(_) | FsError::AlreadyExists(_))
+    ));
+    // No block was written: lease recovery closes the file at once.
+    assert!(nn.recover_lease(ALICE, "/f").await.unwrap());
+    assert!(!nn.regular_file_status(SU, "/f").unwrap().under_construction);
+}
+
+#[tokio::test]
+async fn a_file_is_written_located_and_closed() {
+    let nn = three_datanodes().await;
+    nn.create(from(ALICE), &create_req("/w")).await.unwrap();
+    let add = |previous| AddBlock {
+        src: "/w",
+        client_name: CLIENT,
+        file_id: 0,
+        previous,
+        excluded: HashSet::new(),
+    };
+    let first = nn.add_block(from(ALICE), &add(None)).await.unwrap();
+    assert_eq!(first.locations.len(), 3);
+    assert!(first.token.is_some(), "block tokens are on by default");
+    // The next block waits for the first to have a finished replica.
+    let prev = Previous {
+        id: first.block.id,
+        len: 1 << 20,
+    };
+    assert!(matches!(
+        nn.add_block(from(ALICE), &add(Some(prev))).await,
+        Err(FsError::NotReplicatedYet(_))
+    ));
+    received(&nn, &first, 1 << 20);
+    let second = nn.add_block(from(ALICE), &add(Some(prev))).await.unwrap();
+    assert_eq!(second.offset, 1 << 20);
+    // hflush's length shows to readers while the block is written.
+    nn.fsync("/w", CLIENT, 0, Some(100)).await.unwrap();
+    let open: Collected = nn
+        .block_locations(from(ALICE), "/w", 0, u64::MAX)
+        .await
+        .unwrap();
+    assert!(open.under_construction);
+    assert_eq!(open.tokens, 1);
+    // As HDFS: the block being written is in the list and again as the last block.
+    assert_eq!(open.blocks.len(), 3);
+    assert_eq!((open.blocks[1].1, open.blocks[1].3), (100, false));
+    assert_eq!((open.blocks[2].0, open.blocks[2].1), (second.block.id, 100));
+    assert!(open.blocks[2].3, "the block being written comes last");
+
+    let last = Previous {
+        id: second.block.id,
+        len: 7,
+    };
+    assert!(!nn.complete("/w", CLIENT, 0, Some(last)).await.unwrap());
+    received(&nn, &second, 7);
+    assert!(nn.complete("/w", CLIENT, 0, Some(last)).await.unwrap());
+    let closed: Collected = nn
+        .block_locations(from(ALICE), "/w", 0, u64::MAX)
+        .await
+        .unwrap();
+    assert_eq!(closed.file_len, (1 << 20) + 7);
+    assert!(!closed.under_construction);
+    assert!(closed.blocks.iter().all(|b| b.2 == 3));
+    assert!(nn.recover_lease(ALICE, "/w").await.unwrap(), "closed");
+
+    let l = nn.listing(from(ALICE), "/", b"", true).unwrap().unwrap();
+    let located = l.located[0].as_ref().unwrap();
+    assert_eq!(located.blocks.len(), 2);
+    assert!(located.blocks.iter().all(|b| b.token.is_none()));
+    let (st, blocks) = nn
+        .located_file_info(from(ALICE), "/w", true)
+        .unwrap()
+        .unwrap();
+    assert_eq!(st.len, (1 << 20) + 7);
+    assert!(blocks.unwrap().blocks.iter().all(|b| b.token.is_some()));
+    assert!(nn
+        .located_file_info(from(ALICE), "/gone", false)
+        .unwrap()
+        .is_none());
+    assert!(matches!(
+        nn.block_locations::<Collected>(from(ALICE), "/gone", 0, 1)
+            .await,
+        Err(FsError::NotFound(_))
+    ));
+}
+
+#[tokio::test]
+async fn pipeline_recovery_bumps_the_stamp_and_drops_lost_nodes() {
+    let nn = three_datanodes().await;
+    datanode(&nn, 3);
+    nn.create(from(ALICE), &create_req("/r")).await.unwrap();
+    let lb = nn
+        .add_block(
+            from(ALICE),
+            &AddBlock {
+                src: "/r",
+                client_name: CLIENT,
+                file_id: 0,
+                previous: None,
+                excluded: HashSet::new(),
+            },
+        )
+        .await
+        .unwrap();
+    let bumped = nn
+        .update_block_for_pipeline(ALICE, lb.block.id, CLIENT)
+        .await
+        .unwrap();
+    assert!(bumped.block.gs > lb.block.gs);
+    let kept: Vec<(&str, &str)> = lb.locations[..2]
+        .iter()
+        .map(|l| (l.node.id.uuid.as_str(), l.storage_uuid.as_str()))
+        .collect();
+    let more = nn
+        .additional_datanodes(from(ALICE), "/r", bumped.block, &kept, &HashSet::new(), 1)
+        .unwrap();
+    assert_eq!(more.locations.len(), 3);
+    let uuids: Vec<&str> = kept.iter().map(|k| k.0).collect();
+    nn.update_pipeline(CLIENT, lb.block.id, bumped.block, &uuids)
+        .unwrap();
+    assert!(nn
+        .update_pipeline(CLIENT, lb.block.id + 1, bumped.block, &uuids)
+        .is_err());
+    nn.abandon_block("/r", CLIENT, 0, lb.block.id)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn append_truncate_and_concat() {
+    let nn = three_datanodes().await;
+    write_file(&nn, ALICE, "/t", 100).await;
+    // A directory is no file to append to.
+    nn.mkdirs(ALICE, "/dir", 0o755, false).await.unwrap();
+    assert!(nn.append(from(ALICE), "/dir", CLIENT, false).await.is_err());
+    let a = nn.append(from(ALICE), "/t", CLIENT, false).await.unwrap();
+    let block = a.block.expect("the partial last block is reopened");
+    assert_eq!(block.locations.len(), 3);
+    assert!(a.status.unwrap().under_construction);
+    // Another client meets the first one's lease.
+    assert!(matches!(
+        nn.append(from(ALICE), "/t", "other", false).await,
+        Err(FsError::AlreadyBeingCreated(_))
+    ));
+    received(&nn, &block, 150);
+    let last = Previous {
+        id: block.block.id,
+        len: 150,
+    };
+    assert!(nn.complete("/t", CLIENT, 0, Some(last)).await.unwrap());
+    assert!(matches!(
+        nn.truncate(from(ALICE), "/t", 500, CLIENT).await,
+        Err(FsError::IllegalArgument(_) | FsError::Io(_))
+    ));
+    assert!(
+        nn.truncate(from(ALICE), "/t", 0, CLIENT).await.unwrap(),
+        "a block boundary"
+    );
+    assert_eq!(nn.regular_file_status(ALICE, "/t").unwrap().len, 0);
+
+    write_file(&nn, ALICE, "/c1", 1 << 20).await;
+    write_file(&nn, ALICE, "/c2", 5).await;
+    nn.concat(ALICE, "/c1", &["/c2".to_string()]).await.unwrap();
+    assert_eq!(
+        nn.regular_file_status(ALICE, "/c1").unwrap().len,
+        (1 << 20) + 5
+    );
+    assert_eq!(nn.file_info(ALICE, "/c2").unwrap(), None);
+    assert!(nn.concat(ALICE, "/c1", &["/c1".to_string()]).await.is_err());
+}
+
+#[tokio::test]
+async fn datanodes_register_beat_report_and_fail() {
+    let nn = nn();
+    let beat = HeartbeatReport::default();
+    assert_eq!(
+        nn.heartbeat("stranger", beat.clone()),
+        vec![DnCommand::Register]
+    );
+    assert!(matches!(
+        nn.block_report("stranger", &[]),
+        Err(FsError::UnregisteredNode(_))
+    ));
+    let e = nn
+        .register_datanode(
+            "127.0.0.9",
+            NodeRegistration {
+                id: NodeId {
+                    ip: "10.1.1.1".into(),
+                    host: "h".into(),
+                    uuid: "x".into(),
+                    xfer_port: 1,
+                    info_port: 2,
+                    ipc_port: 3,
+                },
+                cluster_id: "CID-other".into(),
+            },
+        )
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("belongs to cluster CID-other"),
+        "{e}"
+    );
+    let uuid = datanode(&nn, 0);
+    assert_eq!(nn.datanode_report(NodeFilter::Live).len(), 1);
+    assert_eq!(nn.datanode_report(NodeFilter::Dead).len(), 0);
+    assert_eq!(nn.datanode_report(NodeFilter::All)[0].id.ip, "127.0.0.1");
+    assert_eq!(nn.fs_stats().capacity, 1 << 40);
+    nn.block_report(&uuid, &[("DS-0".into(), Vec::new())])
+        .unwrap();
+    nn.datanode_error(&uuid, true, 1, "disk gone");
+    assert_eq!(nn.datanode_report(NodeFilter::Live).len(), 0);
+    assert_eq!(nn.heartbeat(&uuid, beat), vec![DnCommand::Register]);
+}
+
+#[tokio::test]
+async fn a_corrupt_replica_stops_being_handed_out() {
+    let nn = three_datanodes().await;
+    let lb = write_file(&nn, ALICE, "/bad", 10).await;
+    let bad = lb.locations[0].node.id.uuid.clone();
+    nn.mark_bad_blocks(&[(lb.block.id, vec![bad.as_str()])]);
+    let after: Collected = nn
+        .block_locations(from(ALICE), "/bad", 0, 10)
+        .await
+        .unwrap();
+    assert_eq!(after.blocks[0].2, 2);
+}
+
+#[tokio::test]
+async fn administration_without_a_journal() {
+    let nn = nn();
+    assert_eq!(
+        nn.save_namespace_now(0, 0).await,
+        Err(FsError::Io(
+            "Safe mode should be turned ON in order to create namespace image.".into()
+        ))
+    );
+    assert!(nn.roll_edits().await.is_err());
+    assert!(nn.restore_failed_storage("check").is_err());
+    nn.safe_mode_action(SU, SafeModeAction::Enter).unwrap();
+    assert!(matches!(nn.roll_edits().await, Err(FsError::SafeMode(_))));
+    assert!(nn.save_namespace_now(0, 0).await.unwrap());
+    assert!(matches!(
+        nn.path_summary(SU, "/", |_, _| (), |_| false).await,
+        Err(FsError::Unsupported(_))
+    ));
+}
