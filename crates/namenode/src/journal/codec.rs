@@ -5,6 +5,7 @@
 //! followed by its fields; strings are `u32 length + UTF-8`, options a presence byte.
 //! Decoding never trusts a length: every read is bounds-checked and errors name the problem.
 
+use crate::namespace::ops::{FieldReader, FieldWriter};
 use crate::namespace::Op;
 
 /// Bytes before a record's payload: length and checksum.
@@ -30,40 +31,22 @@ pub enum DecodeError {
 
 struct Writer<'a>(&'a mut Vec<u8>);
 
-impl Writer<'_> {
+impl FieldWriter for Writer<'_> {
     fn u8(&mut self, v: u8) {
         self.0.push(v);
     }
     fn u16(&mut self, v: u16) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
-    fn u64(&mut self, v: u64) {
+    fn u32(&mut self, v: u32) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
-    fn i64(&mut self, v: i64) {
-        self.u64(v as u64);
+    fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
     }
     fn str(&mut self, s: &str) {
         self.0.extend_from_slice(&(s.len() as u32).to_le_bytes());
         self.0.extend_from_slice(s.as_bytes());
-    }
-    fn opt_str(&mut self, s: &Option<String>) {
-        match s {
-            Some(s) => {
-                self.u8(1);
-                self.str(s);
-            }
-            None => self.u8(0),
-        }
-    }
-    fn opt_i64(&mut self, v: Option<i64>) {
-        match v {
-            Some(v) => {
-                self.u8(1);
-                self.i64(v);
-            }
-            None => self.u8(0),
-        }
     }
 }
 
@@ -119,331 +102,44 @@ impl<'a> Reader<'a> {
         }
         String::from_utf8(self.bytes(n)?.to_vec()).map_err(|_| DecodeError::BadUtf8)
     }
-    fn opt_str(&mut self) -> Result<Option<String>, DecodeError> {
-        Ok(if self.u8()? != 0 {
-            Some(self.str()?)
-        } else {
-            None
-        })
+}
+
+impl FieldReader for Reader<'_> {
+    type Error = DecodeError;
+    fn u8(&mut self) -> Result<u8, DecodeError> {
+        Reader::u8(self)
     }
-    fn opt_i64(&mut self) -> Result<Option<i64>, DecodeError> {
-        Ok(if self.u8()? != 0 {
-            Some(self.i64()?)
-        } else {
-            None
-        })
+    fn u16(&mut self) -> Result<u16, DecodeError> {
+        Reader::u16(self)
+    }
+    fn u32(&mut self) -> Result<u32, DecodeError> {
+        Reader::u32(self)
+    }
+    fn u64(&mut self) -> Result<u64, DecodeError> {
+        Reader::u64(self)
+    }
+    fn str(&mut self) -> Result<String, DecodeError> {
+        Reader::str(self)
+    }
+    fn check_count(&mut self, n: usize, min_size: usize) -> Result<(), DecodeError> {
+        if n > self.remaining() / min_size.max(1) {
+            return Err(DecodeError::BadLength(n));
+        }
+        Ok(())
     }
 }
 
-mod tag {
-    pub const MKDIR: u8 = 1;
-    pub const CREATE: u8 = 2;
-    pub const CLOSE: u8 = 3;
-    pub const RENAME: u8 = 4;
-    pub const DELETE: u8 = 5;
-    pub const SET_PERMISSION: u8 = 6;
-    pub const SET_OWNER: u8 = 7;
-    pub const SET_TIMES: u8 = 8;
-    pub const SET_REPLICATION: u8 = 9;
-    pub const ADD_BLOCK: u8 = 10;
-    pub const ABANDON_BLOCK: u8 = 11;
-    pub const BUMP_GENERATION_STAMP: u8 = 12;
-    pub const SET_GENERATION_STAMP: u8 = 13;
-    pub const UPDATE_LAST_BLOCK: u8 = 14;
-    pub const APPEND: u8 = 15;
-    pub const TRUNCATE: u8 = 16;
-    pub const CONCAT: u8 = 17;
-}
-
+/// An op's bytes: its tag, then its fields in the order `namespace::ops` declares them.
 pub fn encode_op(op: &Op, out: &mut Vec<u8>) {
     let mut w = Writer(out);
-    match op {
-        Op::Mkdir {
-            path,
-            id,
-            perm,
-            owner,
-            group,
-            mtime,
-        } => {
-            w.u8(tag::MKDIR);
-            w.str(path);
-            w.u64(*id);
-            w.u16(*perm);
-            w.str(owner);
-            w.str(group);
-            w.i64(*mtime);
-        }
-        Op::Create {
-            path,
-            id,
-            perm,
-            owner,
-            group,
-            mtime,
-            replication,
-            block_size,
-            client_name,
-            client_machine,
-        } => {
-            w.u8(tag::CREATE);
-            w.str(path);
-            w.u64(*id);
-            w.u16(*perm);
-            w.str(owner);
-            w.str(group);
-            w.i64(*mtime);
-            w.u16(*replication);
-            w.u64(*block_size);
-            w.str(client_name);
-            w.str(client_machine);
-        }
-        Op::AddBlock {
-            path,
-            id,
-            gs,
-            prev_len,
-        } => {
-            w.u8(tag::ADD_BLOCK);
-            w.str(path);
-            w.u64(*id);
-            w.u64(*gs);
-            w.u64(*prev_len);
-        }
-        Op::BumpGenerationStamp { path, id, gs } => {
-            w.u8(tag::BUMP_GENERATION_STAMP);
-            w.str(path);
-            w.u64(*id);
-            w.u64(*gs);
-        }
-        Op::AbandonBlock { path, id } => {
-            w.u8(tag::ABANDON_BLOCK);
-            w.str(path);
-            w.u64(*id);
-        }
-        Op::Close { path, mtime, len } => {
-            w.u8(tag::CLOSE);
-            w.str(path);
-            w.i64(*mtime);
-            w.u64(*len);
-        }
-        Op::Rename {
-            src,
-            dst,
-            mtime,
-            overwrite,
-        } => {
-            w.u8(tag::RENAME);
-            w.str(src);
-            w.str(dst);
-            w.i64(*mtime);
-            w.u8(*overwrite as u8);
-        }
-        Op::Delete { path, mtime } => {
-            w.u8(tag::DELETE);
-            w.str(path);
-            w.i64(*mtime);
-        }
-        Op::SetPermission { path, perm } => {
-            w.u8(tag::SET_PERMISSION);
-            w.str(path);
-            w.u16(*perm);
-        }
-        Op::SetOwner { path, owner, group } => {
-            w.u8(tag::SET_OWNER);
-            w.str(path);
-            w.opt_str(owner);
-            w.opt_str(group);
-        }
-        Op::SetTimes { path, mtime, atime } => {
-            w.u8(tag::SET_TIMES);
-            w.str(path);
-            w.opt_i64(*mtime);
-            w.opt_i64(*atime);
-        }
-        Op::SetReplication { path, replication } => {
-            w.u8(tag::SET_REPLICATION);
-            w.str(path);
-            w.u16(*replication);
-        }
-        Op::Append {
-            path,
-            client_name,
-            client_machine,
-            last_len,
-        } => {
-            w.u8(tag::APPEND);
-            w.str(path);
-            w.str(client_name);
-            w.str(client_machine);
-            w.u64(*last_len);
-        }
-        Op::Truncate {
-            path,
-            len,
-            mtime,
-            client_name,
-            client_machine,
-            cut,
-        } => {
-            w.u8(tag::TRUNCATE);
-            w.str(path);
-            w.u64(*len);
-            w.i64(*mtime);
-            w.str(client_name);
-            w.str(client_machine);
-            match cut {
-                Some((kept, had)) => {
-                    w.u8(1);
-                    w.u64(*kept);
-                    w.u64(*had);
-                }
-                None => w.u8(0),
-            }
-        }
-        Op::Concat {
-            target,
-            srcs,
-            mtime,
-        } => {
-            w.u8(tag::CONCAT);
-            w.str(target);
-            w.i64(*mtime);
-            w.0.extend_from_slice(&(srcs.len() as u32).to_le_bytes());
-            for src in srcs {
-                w.str(src);
-            }
-        }
-        Op::SetGenerationStamp { gs } => {
-            w.u8(tag::SET_GENERATION_STAMP);
-            w.u64(*gs);
-        }
-        Op::UpdateLastBlock { path, id, gs, len } => {
-            w.u8(tag::UPDATE_LAST_BLOCK);
-            w.str(path);
-            w.u64(*id);
-            w.u64(*gs);
-            w.u64(*len);
-        }
-    }
+    w.u8(op.tag());
+    op.write_fields(&mut w);
 }
 
 pub fn decode_op(bytes: &[u8]) -> Result<Op, DecodeError> {
     let mut r = Reader::new(bytes);
-    let op = match r.u8()? {
-        tag::MKDIR => Op::Mkdir {
-            path: r.str()?,
-            id: r.u64()?,
-            perm: r.u16()?,
-            owner: r.str()?,
-            group: r.str()?,
-            mtime: r.i64()?,
-        },
-        tag::CREATE => Op::Create {
-            path: r.str()?,
-            id: r.u64()?,
-            perm: r.u16()?,
-            owner: r.str()?,
-            group: r.str()?,
-            mtime: r.i64()?,
-            replication: r.u16()?,
-            block_size: r.u64()?,
-            client_name: r.str()?,
-            client_machine: r.str()?,
-        },
-        tag::ADD_BLOCK => Op::AddBlock {
-            path: r.str()?,
-            id: r.u64()?,
-            gs: r.u64()?,
-            prev_len: r.u64()?,
-        },
-        tag::BUMP_GENERATION_STAMP => Op::BumpGenerationStamp {
-            path: r.str()?,
-            id: r.u64()?,
-            gs: r.u64()?,
-        },
-        tag::ABANDON_BLOCK => Op::AbandonBlock {
-            path: r.str()?,
-            id: r.u64()?,
-        },
-        tag::CLOSE => Op::Close {
-            path: r.str()?,
-            mtime: r.i64()?,
-            len: r.u64()?,
-        },
-        tag::RENAME => Op::Rename {
-            src: r.str()?,
-            dst: r.str()?,
-            mtime: r.i64()?,
-            overwrite: r.u8()? != 0,
-        },
-        tag::DELETE => Op::Delete {
-            path: r.str()?,
-            mtime: r.i64()?,
-        },
-        tag::SET_PERMISSION => Op::SetPermission {
-            path: r.str()?,
-            perm: r.u16()?,
-        },
-        tag::SET_OWNER => Op::SetOwner {
-            path: r.str()?,
-            owner: r.opt_str()?,
-            group: r.opt_str()?,
-        },
-        tag::SET_TIMES => Op::SetTimes {
-            path: r.str()?,
-            mtime: r.opt_i64()?,
-            atime: r.opt_i64()?,
-        },
-        tag::SET_REPLICATION => Op::SetReplication {
-            path: r.str()?,
-            replication: r.u16()?,
-        },
-        tag::SET_GENERATION_STAMP => Op::SetGenerationStamp { gs: r.u64()? },
-        tag::TRUNCATE => Op::Truncate {
-            path: r.str()?,
-            len: r.u64()?,
-            mtime: r.i64()?,
-            client_name: r.str()?,
-            client_machine: r.str()?,
-            cut: match r.u8()? {
-                0 => None,
-                _ => Some((r.u64()?, r.u64()?)),
-            },
-        },
-        tag::CONCAT => {
-            let target = r.str()?;
-            let mtime = r.i64()?;
-            let n = r.u32()? as usize;
-            // Each source takes at least its length prefix: a count beyond what the
-            // record holds is corrupt, and must not size an allocation.
-            if n > r.remaining() / 4 {
-                return Err(DecodeError::BadLength(n));
-            }
-            let mut srcs = Vec::with_capacity(n);
-            for _ in 0..n {
-                srcs.push(r.str()?);
-            }
-            Op::Concat {
-                target,
-                srcs,
-                mtime,
-            }
-        }
-        tag::APPEND => Op::Append {
-            path: r.str()?,
-            client_name: r.str()?,
-            client_machine: r.str()?,
-            last_len: r.u64()?,
-        },
-        tag::UPDATE_LAST_BLOCK => Op::UpdateLastBlock {
-            path: r.str()?,
-            id: r.u64()?,
-            gs: r.u64()?,
-            len: r.u64()?,
-        },
-        other => return Err(DecodeError::BadTag(other)),
-    };
+    let tag = r.u8()?;
+    let op = Op::read_fields(tag, &mut r)?.ok_or(DecodeError::BadTag(tag))?;
     match r.remaining() {
         0 => Ok(op),
         n => Err(DecodeError::Trailing(n)),
@@ -644,6 +340,112 @@ pub(crate) mod tests {
                 replication: 2,
             },
         ]
+    }
+
+    /// Bytes as journals on disk hold them (written by the encoder before the records were
+    /// declared in one list): the declared order must keep reading them.
+    #[test]
+    fn records_keep_the_bytes_journals_on_disk_hold() {
+        fn s(out: &mut Vec<u8>, v: &str) {
+            out.extend((v.len() as u32).to_le_bytes());
+            out.extend(v.as_bytes());
+        }
+        let mut concat = vec![17];
+        s(&mut concat, "/t");
+        concat.extend(5u64.to_le_bytes());
+        concat.extend(2u32.to_le_bytes());
+        s(&mut concat, "/a");
+        s(&mut concat, "/b");
+        let mut truncate = vec![16];
+        s(&mut truncate, "/f");
+        truncate.extend(10u64.to_le_bytes());
+        truncate.extend(3u64.to_le_bytes());
+        s(&mut truncate, "c");
+        s(&mut truncate, "m");
+        truncate.push(1);
+        truncate.extend(4u64.to_le_bytes());
+        truncate.extend(9u64.to_le_bytes());
+        let mut chown = vec![7];
+        s(&mut chown, "/x");
+        chown.extend([0, 1]);
+        s(&mut chown, "g");
+        let mut rename = vec![4];
+        s(&mut rename, "/a");
+        s(&mut rename, "/b");
+        rename.extend(2u64.to_le_bytes());
+        rename.push(1);
+        let mut times = vec![8];
+        s(&mut times, "/p");
+        times.push(1);
+        times.extend(1u64.to_le_bytes());
+        times.push(0);
+        let mut create = vec![2];
+        s(&mut create, "/c");
+        create.extend(16386u64.to_le_bytes());
+        create.extend(0o644u16.to_le_bytes());
+        s(&mut create, "hdfs");
+        s(&mut create, "supergroup");
+        create.extend(1u64.to_le_bytes());
+        create.extend(3u16.to_le_bytes());
+        create.extend(1024u64.to_le_bytes());
+        s(&mut create, "cl");
+        s(&mut create, "127.0.0.1");
+        let cases = [
+            (
+                concat,
+                Op::Concat {
+                    target: "/t".into(),
+                    mtime: 5,
+                    srcs: vec!["/a".into(), "/b".into()],
+                },
+            ),
+            (
+                truncate,
+                Op::Truncate {
+                    path: "/f".into(),
+                    len: 10,
+                    mtime: 3,
+                    client_name: "c".into(),
+                    client_machine: "m".into(),
+                    cut: Some((4, 9)),
+                },
+            ),
+            (
+                chown,
+                Op::SetOwner {
+                    path: "/x".into(),
+                    owner: None,
+                    group: Some("g".into()),
+                },
+            ),
+            (
+                rename,
+                Op::Rename {
+                    src: "/a".into(),
+                    dst: "/b".into(),
+                    mtime: 2,
+                    overwrite: true,
+                },
+            ),
+            (
+                times,
+                Op::SetTimes {
+                    path: "/p".into(),
+                    mtime: Some(1),
+                    atime: None,
+                },
+            ),
+            (
+                create,
+                crate::namespace::ops::create_record("/c", 16386, 1024, "cl"),
+            ),
+        ];
+        for (bytes, op) in cases {
+            assert_eq!(decode_op(&bytes).unwrap(), op);
+            let mut out = Vec::new();
+            encode_op(&op, &mut out);
+            assert_eq!(out, bytes, "{op:?}");
+        }
     }
 
     #[test]

@@ -5,18 +5,65 @@
 //! A record carries every value the mutation needs (ids, times, owners), so applying it
 //! consults no clock and no configuration: replay is deterministic.
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Op {
-    Mkdir {
+/// Declares every record once: its variant, journal tag, name for people, and fields in
+/// journal order. The enum, [`Op::tag`], [`Op::name`] and the field-by-field encoding
+/// ([`Op::write_fields`], [`Op::read_fields`]) all come from this one list, so adding a
+/// field cannot leave the journal codec behind.
+macro_rules! records {
+    ($(
+        $(#[$meta:meta])*
+        $variant:ident = $tag:literal, $name:literal {
+            $( $(#[$fmeta:meta])* $field:ident : $ty:ty ),* $(,)?
+        }
+    )*) => {
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub enum Op {
+            $( $(#[$meta])* $variant { $( $(#[$fmeta])* $field: $ty ),* } ),*
+        }
+
+        impl Op {
+            /// The record's tag in the journal.
+            pub fn tag(&self) -> u8 {
+                match self { $( Op::$variant { .. } => $tag ),* }
+            }
+
+            /// The name [`Display`](std::fmt::Display) gives this kind of record (HDFS's
+            /// edits viewer's where HDFS has a counterpart).
+            pub fn name(&self) -> &'static str {
+                match self { $( Op::$variant { .. } => $name ),* }
+            }
+
+            /// Writes the fields in journal order (the tag is the caller's).
+            pub fn write_fields<W: FieldWriter>(&self, w: &mut W) {
+                match self {
+                    $( Op::$variant { $( $field ),* } => { $( Field::write($field, w); )* } ),*
+                }
+            }
+
+            /// Reads the fields of the record tagged `tag`, in journal order; `Ok(None)`
+            /// for a tag no record has.
+            pub fn read_fields<R: FieldReader>(tag: u8, r: &mut R) -> Result<Option<Op>, R::Error> {
+                // Struct expressions evaluate their fields in the order written: journal order.
+                Ok(Some(match tag {
+                    $( $tag => Op::$variant { $( $field: Field::read(r)? ),* }, )*
+                    _ => return Ok(None),
+                }))
+            }
+        }
+    };
+}
+
+records! {
+    Mkdir = 1, "OP_MKDIR" {
         path: String,
         id: u64,
         perm: u16,
         owner: String,
         group: String,
         mtime: i64,
-    },
+    }
     /// Create a file open for write by `client_name`. An existing file at `path` is replaced.
-    Create {
+    Create = 2, "OP_ADD" {
         path: String,
         id: u64,
         perm: u16,
@@ -27,102 +74,221 @@ pub enum Op {
         block_size: u64,
         client_name: String,
         client_machine: String,
-    },
-    /// Allocate a new last block of an open file. The block before it (if any) is
-    /// finished with `prev_len` bytes.
-    AddBlock {
-        path: String,
-        id: u64,
-        gs: u64,
-        prev_len: u64,
-    },
-    /// Give the last block of an open file a new generation stamp (pipeline recovery), so
-    /// replicas left by the failed pipeline can be told from the recovered ones.
-    BumpGenerationStamp {
-        path: String,
-        id: u64,
-        gs: u64,
-    },
-    /// Drop the last block of an open file (a writer that could not set up its pipeline).
-    AbandonBlock {
-        path: String,
-        id: u64,
-    },
+    }
     /// Close a file that was open for write (complete, or lease recovery). `len` is the
     /// file's final length; the last block gets whatever the earlier blocks do not hold.
-    Close {
+    Close = 3, "OP_CLOSE" {
         path: String,
         mtime: i64,
         len: u64,
-    },
+    }
     /// Move `src` to exactly `dst`; an existing `dst` is replaced when `overwrite` is set.
-    Rename {
+    Rename = 4, "OP_RENAME" {
         src: String,
         dst: String,
         mtime: i64,
         overwrite: bool,
-    },
-    Delete {
+    }
+    Delete = 5, "OP_DELETE" {
         path: String,
         mtime: i64,
-    },
-    SetPermission {
+    }
+    SetPermission = 6, "OP_SET_PERMISSIONS" {
         path: String,
         perm: u16,
-    },
-    SetOwner {
+    }
+    SetOwner = 7, "OP_SET_OWNER" {
         path: String,
         owner: Option<String>,
         group: Option<String>,
-    },
-    SetTimes {
+    }
+    SetTimes = 8, "OP_TIMES" {
         path: String,
         mtime: Option<i64>,
         atime: Option<i64>,
-    },
-    SetReplication {
+    }
+    SetReplication = 9, "OP_SET_REPLICATION" {
         path: String,
         replication: u16,
-    },
+    }
+    /// Allocate a new last block of an open file. The block before it (if any) is
+    /// finished with `prev_len` bytes.
+    AddBlock = 10, "OP_ADD_BLOCK" {
+        path: String,
+        id: u64,
+        gs: u64,
+        prev_len: u64,
+    }
+    /// Drop the last block of an open file (a writer that could not set up its pipeline).
+    AbandonBlock = 11, "OP_ABANDON_BLOCK" {
+        path: String,
+        id: u64,
+    }
+    /// Give the last block of an open file a new generation stamp (pipeline recovery), so
+    /// replicas left by the failed pipeline can be told from the recovered ones.
+    BumpGenerationStamp = 12, "OP_BUMP_GENSTAMP" {
+        path: String,
+        id: u64,
+        gs: u64,
+    }
+    /// Hands out generation stamps up to `gs` (a block recovery's id), so that none is
+    /// given twice, even across a restart, while the recovery has not committed.
+    SetGenerationStamp = 13, "OP_SET_GENSTAMP_V2" {
+        gs: u64,
+    }
+    /// The last block of an open file takes stamp `gs` and holds `len` bytes: a block
+    /// recovery's outcome, or the length an hsync recorded (`gs` unchanged then).
+    UpdateLastBlock = 14, "OP_UPDATE_BLOCKS" {
+        path: String,
+        id: u64,
+        gs: u64,
+        len: u64,
+    }
     /// Open a closed file for write again by `client_name` (append). `last_len` is what its
     /// last block holds now (the summary needs it to follow later block records).
-    Append {
+    Append = 15, "OP_APPEND" {
         path: String,
         client_name: String,
         client_machine: String,
         last_len: u64,
-    },
+    }
     /// Cut a closed file to `len` bytes: blocks past it are dropped. When `len` falls inside
     /// a block (`cut`: the bytes that block keeps, and the bytes it had), the file opens
     /// for write by `client_name` and, as in HDFS, keeps showing that block whole until
     /// block recovery has cut its replicas and closes the file at `len`.
-    Truncate {
+    Truncate = 16, "OP_TRUNCATE" {
         path: String,
         len: u64,
         mtime: i64,
         client_name: String,
         client_machine: String,
         cut: Option<(u64, u64)>,
-    },
+    }
     /// Move the blocks of `srcs`, in order, to the end of `target` and delete the sources.
-    Concat {
+    Concat = 17, "OP_CONCAT_DELETE" {
         target: String,
-        srcs: Vec<String>,
         mtime: i64,
-    },
-    /// Hands out generation stamps up to `gs` (a block recovery's id), so that none is
-    /// given twice, even across a restart, while the recovery has not committed.
-    SetGenerationStamp {
-        gs: u64,
-    },
-    /// The last block of an open file takes stamp `gs` and holds `len` bytes: a block
-    /// recovery's outcome, or the length an hsync recorded (`gs` unchanged then).
-    UpdateLastBlock {
-        path: String,
-        id: u64,
-        gs: u64,
-        len: u64,
-    },
+        srcs: Vec<String>,
+    }
+}
+
+/// Where records' fields are written: the journal codec's buffer.
+pub trait FieldWriter {
+    fn u8(&mut self, v: u8);
+    fn u16(&mut self, v: u16);
+    fn u32(&mut self, v: u32);
+    fn u64(&mut self, v: u64);
+    /// A length-prefixed UTF-8 string.
+    fn str(&mut self, v: &str);
+}
+
+/// Where records' fields are read from: bounds-checked, every error precise.
+pub trait FieldReader {
+    type Error;
+    fn u8(&mut self) -> Result<u8, Self::Error>;
+    fn u16(&mut self) -> Result<u16, Self::Error>;
+    fn u32(&mut self) -> Result<u32, Self::Error>;
+    fn u64(&mut self) -> Result<u64, Self::Error>;
+    fn str(&mut self) -> Result<String, Self::Error>;
+    /// Refuses a count of `n` items that cannot fit in what is left (each takes at least
+    /// `min_size` bytes), before anything is sized by it.
+    fn check_count(&mut self, n: usize, min_size: usize) -> Result<(), Self::Error>;
+}
+
+/// A type a record field may have, with its encoding: integers little-endian, strings
+/// `u32 length + UTF-8`, `bool` and `Option` a presence byte (any non-zero is set), lists
+/// a `u32` count.
+pub trait Field: Sized {
+    fn write<W: FieldWriter>(&self, w: &mut W);
+    fn read<R: FieldReader>(r: &mut R) -> Result<Self, R::Error>;
+}
+
+impl Field for u16 {
+    fn write<W: FieldWriter>(&self, w: &mut W) {
+        w.u16(*self)
+    }
+    fn read<R: FieldReader>(r: &mut R) -> Result<Self, R::Error> {
+        r.u16()
+    }
+}
+
+impl Field for u64 {
+    fn write<W: FieldWriter>(&self, w: &mut W) {
+        w.u64(*self)
+    }
+    fn read<R: FieldReader>(r: &mut R) -> Result<Self, R::Error> {
+        r.u64()
+    }
+}
+
+impl Field for i64 {
+    fn write<W: FieldWriter>(&self, w: &mut W) {
+        w.u64(*self as u64)
+    }
+    fn read<R: FieldReader>(r: &mut R) -> Result<Self, R::Error> {
+        Ok(r.u64()? as i64)
+    }
+}
+
+impl Field for bool {
+    fn write<W: FieldWriter>(&self, w: &mut W) {
+        w.u8(u8::from(*self))
+    }
+    fn read<R: FieldReader>(r: &mut R) -> Result<Self, R::Error> {
+        Ok(r.u8()? != 0)
+    }
+}
+
+impl Field for String {
+    fn write<W: FieldWriter>(&self, w: &mut W) {
+        w.str(self)
+    }
+    fn read<R: FieldReader>(r: &mut R) -> Result<Self, R::Error> {
+        r.str()
+    }
+}
+
+impl<T: Field> Field for Option<T> {
+    fn write<W: FieldWriter>(&self, w: &mut W) {
+        match self {
+            Some(v) => {
+                w.u8(1);
+                v.write(w);
+            }
+            None => w.u8(0),
+        }
+    }
+    fn read<R: FieldReader>(r: &mut R) -> Result<Self, R::Error> {
+        Ok(match r.u8()? {
+            0 => None,
+            _ => Some(T::read(r)?),
+        })
+    }
+}
+
+impl<A: Field, B: Field> Field for (A, B) {
+    fn write<W: FieldWriter>(&self, w: &mut W) {
+        self.0.write(w);
+        self.1.write(w);
+    }
+    fn read<R: FieldReader>(r: &mut R) -> Result<Self, R::Error> {
+        Ok((A::read(r)?, B::read(r)?))
+    }
+}
+
+impl Field for Vec<String> {
+    fn write<W: FieldWriter>(&self, w: &mut W) {
+        w.u32(self.len() as u32);
+        for s in self {
+            w.str(s);
+        }
+    }
+    fn read<R: FieldReader>(r: &mut R) -> Result<Self, R::Error> {
+        let n = r.u32()? as usize;
+        // Each string takes at least its length prefix.
+        r.check_count(n, 4)?;
+        (0..n).map(|_| r.str()).collect()
+    }
 }
 
 /// One line per record for people (`ferrite oev`, logs): the op's name (HDFS's edits
@@ -274,31 +440,6 @@ impl std::fmt::Display for Op {
             Op::UpdateLastBlock { path, id, gs, len } => {
                 write!(f, " path={} block={id} gs={gs} len={len}", word(path))
             }
-        }
-    }
-}
-
-impl Op {
-    /// The name [`Display`](std::fmt::Display) gives this kind of record.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Op::Mkdir { .. } => "OP_MKDIR",
-            Op::Create { .. } => "OP_ADD",
-            Op::AddBlock { .. } => "OP_ADD_BLOCK",
-            Op::BumpGenerationStamp { .. } => "OP_BUMP_GENSTAMP",
-            Op::AbandonBlock { .. } => "OP_ABANDON_BLOCK",
-            Op::Close { .. } => "OP_CLOSE",
-            Op::Rename { .. } => "OP_RENAME",
-            Op::Delete { .. } => "OP_DELETE",
-            Op::SetPermission { .. } => "OP_SET_PERMISSIONS",
-            Op::SetOwner { .. } => "OP_SET_OWNER",
-            Op::SetTimes { .. } => "OP_TIMES",
-            Op::SetReplication { .. } => "OP_SET_REPLICATION",
-            Op::SetGenerationStamp { .. } => "OP_SET_GENSTAMP_V2",
-            Op::Append { .. } => "OP_APPEND",
-            Op::Truncate { .. } => "OP_TRUNCATE",
-            Op::Concat { .. } => "OP_CONCAT_DELETE",
-            Op::UpdateLastBlock { .. } => "OP_UPDATE_BLOCKS",
         }
     }
 }

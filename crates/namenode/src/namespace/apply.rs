@@ -1,0 +1,428 @@
+//! Applying operation records to the tree: [`Namespace::apply_at`] dispatches each record
+//! to its step. The same steps run for live calls, journal replay and followers, and they
+//! consult no clock and no configuration: everything they need is in the record.
+
+use super::inode::{self, Block, Body, FileData, Slot, UnderConstruction, ROOT_SLOT};
+use super::{At, Children, Effects, Namespace, Op};
+use crate::error::FsError;
+
+impl Namespace {
+    /// [`apply`](Self::apply) where the record's plan has just found the inodes it touches:
+    /// `at` stands in for walking its paths.
+    pub fn apply_at(&mut self, op: &Op, at: At) -> Result<Effects, FsError> {
+        let mut fx = Effects::default();
+        match op {
+            Op::Mkdir {
+                path,
+                id,
+                perm,
+                owner,
+                group,
+                mtime,
+            } => {
+                let (parent, name) = self.parent_and_name(path, at.slot)?;
+                let body = Body::Dir(Children::default());
+                let slot = self.add_child(parent, name, *id, *perm, owner, group, *mtime, body)?;
+                fx.created = Some(slot);
+                self.dirs += 1;
+            }
+            Op::Create { .. } => self.apply_create(op, at, &mut fx)?,
+            Op::AddBlock {
+                path,
+                id,
+                gs,
+                prev_len,
+            } => self.apply_add_block(
+                path,
+                at,
+                Block {
+                    id: *id,
+                    gs: *gs,
+                    len: 0,
+                },
+                *prev_len,
+            )?,
+            Op::BumpGenerationStamp { path, id, gs } => {
+                let slot = self.existing_at(path, at.slot)?;
+                let f = self.open_file_data(slot, path)?;
+                match f.blocks_mut().last_mut() {
+                    Some(b) if b.id == *id => b.gs = *gs,
+                    _ => return Err(not_last(*id, path)),
+                }
+                self.next_gs = self.next_gs.max(gs + 1);
+            }
+            Op::AbandonBlock { path, id } => {
+                let slot = self.existing_at(path, at.slot)?;
+                let f = self.open_file_data(slot, path)?;
+                let blocks = f.blocks_mut();
+                if blocks.last().map(|b| b.id) != Some(*id) {
+                    return Err(not_last(*id, path));
+                }
+                if let Some(b) = blocks.pop() {
+                    fx.removed_blocks.push((b.id, b.gs));
+                }
+                self.block_files.remove(id);
+            }
+            Op::Close { path, mtime, len } => self.apply_close(path, at, *mtime, *len, &mut fx)?,
+            Op::Rename {
+                src,
+                dst,
+                mtime,
+                overwrite,
+            } => self.apply_rename((src, dst), at, *mtime, *overwrite, &mut fx)?,
+            Op::Delete { path, mtime } => {
+                let slot = self.existing_at(path, at.slot)?;
+                if slot == ROOT_SLOT {
+                    return Err(FsError::Io("cannot delete the root directory".into()));
+                }
+                let parent = self.arena.get(slot).parent;
+                self.detach(slot);
+                self.remove_subtree(slot, &mut fx);
+                self.arena.get_mut(parent).mtime = *mtime;
+            }
+            Op::SetPermission { path, perm } => {
+                let slot = self.existing_at(path, at.slot)?;
+                self.arena.get_mut(slot).perm = *perm & inode::PERM_MASK;
+            }
+            Op::SetOwner { path, owner, group } => {
+                let slot = self.existing_at(path, at.slot)?;
+                let owner = owner.as_deref().map(|o| self.users.intern(o));
+                let group = group.as_deref().map(|g| self.users.intern(g));
+                let inode = self.arena.get_mut(slot);
+                if let Some(o) = owner {
+                    inode.owner = o;
+                }
+                if let Some(g) = group {
+                    inode.group = g;
+                }
+            }
+            Op::SetTimes { path, mtime, atime } => {
+                let slot = self.existing_at(path, at.slot)?;
+                let inode = self.arena.get_mut(slot);
+                if let Some(m) = mtime {
+                    inode.mtime = *m;
+                }
+                if let Some(a) = atime {
+                    inode.atime = *a;
+                }
+            }
+            Op::SetReplication { path, replication } => {
+                let slot = self.existing_at(path, at.slot)?;
+                match &mut self.arena.get_mut(slot).body {
+                    Body::File(_) => self.arena.get_mut(slot).replication = *replication,
+                    Body::Dir(_) => return Err(FsError::Io(format!("{path} is a directory"))),
+                }
+            }
+            Op::SetGenerationStamp { gs } => self.next_gs = self.next_gs.max(gs + 1),
+            Op::Truncate {
+                path,
+                len,
+                mtime,
+                client_name,
+                client_machine,
+                cut,
+            } => {
+                let slot = self.existing_at(path, at.slot)?;
+                self.apply_truncate(slot, path, *len, *cut, &mut fx)?;
+                let inode = self.arena.get_mut(slot);
+                inode.mtime = *mtime;
+                if cut.is_some() {
+                    self.reopen(slot, client_name, client_machine);
+                }
+            }
+            Op::Concat {
+                target,
+                srcs,
+                mtime,
+            } => self.apply_concat(target, srcs, at, *mtime, &mut fx)?,
+            Op::Append {
+                path,
+                client_name,
+                client_machine,
+                ..
+            } => {
+                let slot = self.existing_at(path, at.slot)?;
+                if !matches!(&self.arena.get(slot).body, Body::File(f) if f.uc().is_none()) {
+                    return Err(FsError::Io(format!("{path} is not a closed file")));
+                }
+                self.reopen(slot, client_name, client_machine);
+            }
+            Op::UpdateLastBlock { path, id, gs, len } => self.apply_update_last_block(
+                path,
+                at,
+                Block {
+                    id: *id,
+                    gs: *gs,
+                    len: *len,
+                },
+            )?,
+        }
+        self.step_name_move();
+        for (id, _) in &fx.closed_files {
+            self.open_files.remove(id);
+        }
+        Ok(fx)
+    }
+
+    /// A new file open for write, replacing a file (never a directory) of the same name.
+    fn apply_create(&mut self, op: &Op, at: At, fx: &mut Effects) -> Result<(), FsError> {
+        let Op::Create {
+            path,
+            id,
+            perm,
+            owner,
+            group,
+            mtime,
+            replication,
+            block_size,
+            client_name,
+            client_machine,
+        } = op
+        else {
+            return Err(FsError::Io(format!("not a create: {op:?}")));
+        };
+        let (parent, name) = self.parent_and_name(path, at.slot)?;
+        if let Some(old) = self.child(parent, name.as_bytes()) {
+            if self.arena.get(old).is_dir() {
+                return Err(FsError::AlreadyExists(format!(
+                    "{path} already exists as a directory"
+                )));
+            }
+            self.remove_subtree(old, fx);
+        }
+        let uc = UnderConstruction {
+            client_name: client_name.clone(),
+            client_machine: client_machine.clone(),
+        };
+        let body = Body::File(FileData::new(0, *block_size, Vec::new(), Some(uc)));
+        let slot = self.add_child(parent, name, *id, *perm, owner, group, *mtime, body)?;
+        self.arena.get_mut(slot).replication = *replication;
+        self.open_files.insert(*id, slot);
+        fx.created = Some(slot);
+        self.files += 1;
+        Ok(())
+    }
+
+    /// A new last block for an open file; the block before it is finished at `prev_len`.
+    fn apply_add_block(
+        &mut self,
+        path: &str,
+        at: At,
+        block: Block,
+        prev_len: u64,
+    ) -> Result<(), FsError> {
+        let slot = self.existing_at(path, at.slot)?;
+        let f = self.open_file_data(slot, path)?;
+        let blocks = f.blocks_mut();
+        // The file grows by what the previous block turned out to hold (its recorded
+        // length was 0 while it was being written).
+        let mut was = 0;
+        if let Some(prev) = blocks.last_mut() {
+            was = prev.len;
+            prev.len = prev_len;
+        }
+        let index = blocks.len() as u32;
+        blocks.push(block);
+        f.set_len(f.len().saturating_sub(was) + prev_len);
+        self.block_files.insert(block.id, (slot, index));
+        self.next_block_id = self.next_block_id.max(block.id + 1);
+        self.next_gs = self.next_gs.max(block.gs + 1);
+        Ok(())
+    }
+
+    /// Closes an open file at `len` bytes; its last block gets what the earlier ones do not
+    /// hold.
+    fn apply_close(
+        &mut self,
+        path: &str,
+        at: At,
+        mtime: i64,
+        len: u64,
+        fx: &mut Effects,
+    ) -> Result<(), FsError> {
+        let slot = self.existing_at(path, at.slot)?;
+        let inode = self.arena.get_mut(slot);
+        // Only the modification time, as HDFS completes a file: its access time stays the
+        // create's until setTimes (or a read past the precision) moves it.
+        inode.mtime = mtime;
+        let Body::File(f) = &mut inode.body else {
+            return Err(FsError::Io(format!("close of directory {path}")));
+        };
+        let blocks = f.blocks_mut();
+        if let Some((last, earlier)) = blocks.split_last_mut() {
+            let before: u64 = earlier.iter().map(|b| b.len).sum();
+            last.len = len.saturating_sub(before);
+        }
+        if let Some(uc) = f.close() {
+            fx.closed_files.push((inode.id, uc.client_name));
+        }
+        f.set_len(len);
+        Ok(())
+    }
+
+    /// The last block of an open file takes `block`'s stamp and length.
+    fn apply_update_last_block(&mut self, path: &str, at: At, block: Block) -> Result<(), FsError> {
+        let slot = self.existing_at(path, at.slot)?;
+        let f = self.open_file_data(slot, path)?;
+        let was = match f.blocks_mut().last_mut() {
+            Some(b) if b.id == block.id => {
+                let was = b.len;
+                (b.gs, b.len) = (block.gs, block.len);
+                was
+            }
+            _ => return Err(not_last(block.id, path)),
+        };
+        f.set_len(f.len().saturating_sub(was) + block.len);
+        self.next_gs = self.next_gs.max(block.gs + 1);
+        Ok(())
+    }
+
+    /// File `slot` opens for write again by `client_name` (append, a cut inside a block).
+    fn reopen(&mut self, slot: Slot, client_name: &str, client_machine: &str) {
+        let inode = self.arena.get_mut(slot);
+        let id = inode.id;
+        if let Body::File(f) = &mut inode.body {
+            f.reopen(UnderConstruction {
+                client_name: client_name.to_string(),
+                client_machine: client_machine.to_string(),
+            });
+        }
+        self.open_files.insert(id, slot);
+    }
+
+    /// Drops the blocks of file `slot` past `len`. A block that `len` falls inside stays
+    /// whole (`cut` says what it keeps and had), as the file shows it until recovery.
+    fn apply_truncate(
+        &mut self,
+        slot: Slot,
+        path: &str,
+        len: u64,
+        cut: Option<(u64, u64)>,
+        fx: &mut Effects,
+    ) -> Result<(), FsError> {
+        let Body::File(f) = &mut self.arena.get_mut(slot).body else {
+            return Err(FsError::Io(format!("truncate of directory {path}")));
+        };
+        if f.uc().is_some() || len > f.len() {
+            return Err(FsError::Io(format!("{path} cannot be cut to {len} bytes")));
+        }
+        let blocks = f.blocks_mut();
+        let (mut start, mut keep) = (0, 0);
+        while keep < blocks.len() && start < len {
+            start += blocks[keep].len;
+            keep += 1;
+        }
+        let found = match blocks[..keep].last() {
+            Some(b) if start > len => Some((len - (start - b.len), b.len)),
+            _ => None,
+        };
+        if found != cut {
+            return Err(FsError::Io(format!(
+                "truncate of {path} to {len}: the record cuts {cut:?}, the file {found:?}"
+            )));
+        }
+        for b in blocks.drain(keep..) {
+            fx.removed_blocks.push((b.id, b.gs));
+        }
+        f.set_len(start.max(len));
+        for (id, _) in &fx.removed_blocks {
+            self.block_files.remove(id);
+        }
+        Ok(())
+    }
+
+    /// Moves the sources' blocks to the end of the target and removes the sources.
+    fn apply_concat(
+        &mut self,
+        target: &str,
+        srcs: &[String],
+        at: At,
+        mtime: i64,
+        fx: &mut Effects,
+    ) -> Result<(), FsError> {
+        let t = self.existing_at(target, at.slot)?;
+        if !matches!(&self.arena.get(t).body, Body::File(f) if f.uc().is_none()) {
+            return Err(FsError::Io(format!(
+                "concat target {target} is not a closed file"
+            )));
+        }
+        // Everything is checked before anything moves: a record that cannot apply must
+        // leave the namespace as it was.
+        let mut slots = Vec::with_capacity(srcs.len());
+        for src in srcs {
+            let s = self.existing(src)?;
+            let closed = matches!(&self.arena.get(s).body, Body::File(f) if f.uc().is_none());
+            if s == t || !closed || slots.contains(&s) {
+                return Err(FsError::Io(format!(
+                    "concat source {src} cannot join {target}"
+                )));
+            }
+            slots.push(s);
+        }
+        let mut moved = Vec::new();
+        let mut added = 0;
+        for s in slots {
+            if let Body::File(f) = &mut self.arena.get_mut(s).body {
+                added += f.len();
+                moved.append(f.blocks_mut());
+                f.set_len(0);
+            }
+            self.remove_subtree(s, fx);
+        }
+        let Body::File(f) = &mut self.arena.get_mut(t).body else {
+            return Err(FsError::Io(format!("concat target {target} is not a file")));
+        };
+        let blocks = f.blocks_mut();
+        let first = blocks.len();
+        blocks.extend_from_slice(&moved);
+        f.set_len(f.len() + added);
+        for (i, b) in moved.iter().enumerate() {
+            self.block_files.insert(b.id, (t, (first + i) as u32));
+        }
+        let inode = self.arena.get_mut(t);
+        inode.mtime = mtime;
+        let parent = inode.parent;
+        self.arena.get_mut(parent).mtime = mtime;
+        Ok(())
+    }
+
+    fn apply_rename(
+        &mut self,
+        (src, dst): (&str, &str),
+        at: At,
+        mtime: i64,
+        overwrite: bool,
+        fx: &mut Effects,
+    ) -> Result<(), FsError> {
+        let slot = self.existing_at(src, at.slot)?;
+        let (new_parent, new_name) = self.parent_and_name(dst, at.dst_dir)?;
+        if let Some(old) = self.child(new_parent, new_name.as_bytes()) {
+            if old == slot {
+                return Ok(());
+            }
+            if !overwrite {
+                return Err(FsError::AlreadyExists(format!(
+                    "rename destination {dst} already exists"
+                )));
+            }
+            self.detach(old);
+            self.remove_subtree(old, fx);
+        }
+        let old_parent = self.arena.get(slot).parent;
+        self.detach(slot);
+        let old_name = self.arena.get(slot).name;
+        self.names.free(old_name);
+        let name = self.names.add(new_name.as_bytes());
+        let inode = self.arena.get_mut(slot);
+        inode.name = name;
+        inode.parent = new_parent;
+        self.attach(new_parent, slot);
+        self.arena.get_mut(old_parent).mtime = mtime;
+        self.arena.get_mut(new_parent).mtime = mtime;
+        Ok(())
+    }
+}
+
+fn not_last(id: u64, path: &str) -> FsError {
+    FsError::Io(format!("block {id} is not the last block of {path}"))
+}
