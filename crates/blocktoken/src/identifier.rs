@@ -85,6 +85,16 @@ impl Token {
         }
     }
 
+    /// The wire form, taking the bytes rather than sharing them.
+    pub fn into_proto(self) -> TokenProto {
+        TokenProto {
+            identifier: self.identifier,
+            password: self.password,
+            kind: KIND.to_string(),
+            service: String::new(),
+        }
+    }
+
     pub fn to_proto(&self) -> TokenProto {
         TokenProto {
             identifier: self.identifier.clone(),

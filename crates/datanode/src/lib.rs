@@ -5,6 +5,7 @@
 //! heartbeats, reports blocks and carries out the commands that come back.
 //! [`DataNode::start`] wires them together.
 
+pub mod heartbeats;
 pub mod ipc;
 pub mod jmx;
 pub mod nn_link;
@@ -251,10 +252,11 @@ impl DataNode {
         tasks.push(tokio::spawn(link.clone().run_ibr_sender(cancel.clone())));
         link.register().await?;
         // Storage space first, so the NameNode can place blocks here at once.
-        link.heartbeat(&ds).await?;
+        heartbeats::beat(&link, &ds).await?;
         link.full_report(&ds).await?;
         tasks.push(tokio::spawn(log_read_stats(ds.clone(), cancel.clone())));
-        tasks.push(tokio::spawn(link.clone().run_heartbeats(
+        tasks.push(tokio::spawn(heartbeats::run(
+            link.clone(),
             ds.clone(),
             cfg.heartbeat_interval,
             cfg.block_report_interval,

@@ -11,8 +11,6 @@ use ferrite_blocktoken::KeyRing;
 use ferrite_ipc::client::{ClientError, IpcClient};
 use ferrite_ipc::DATANODE_PROTOCOL;
 use ferrite_proto::block_list;
-use ferrite_proto::datanode::block_command_proto::Action;
-use ferrite_proto::datanode::datanode_command_proto::Type as CmdType;
 use ferrite_proto::datanode::received_deleted_block_info_proto::BlockStatus;
 use ferrite_proto::datanode::*;
 use ferrite_proto::hdfs::{
@@ -173,7 +171,7 @@ impl NnLink {
         Ok(())
     }
 
-    fn update_keys(&self, keys: &ExportedBlockKeysProto) {
+    pub fn update_keys(&self, keys: &ExportedBlockKeysProto) {
         let mut ring = self.keys.write();
         ring.update(keys, crate::now_ms());
         debug!(
@@ -333,53 +331,6 @@ impl NnLink {
         }
     }
 
-    /// Heartbeats until cancelled, carrying out the commands that come back.
-    pub async fn run_heartbeats(
-        self: Arc<Self>,
-        ds: Arc<Dataset>,
-        interval: Duration,
-        report_interval: Duration,
-        cancel: CancellationToken,
-    ) {
-        let mut last_report = tokio::time::Instant::now();
-        let mut need_register = false;
-        loop {
-            tokio::select! {
-                _ = tokio::time::sleep(interval) => {}
-                _ = cancel.cancelled() => return,
-            }
-            if need_register {
-                match self.register().await {
-                    Ok(()) => need_register = false,
-                    Err(e) => {
-                        warn!(error = %e, "re-registration failed");
-                        continue;
-                    }
-                }
-                if let Err(e) = self.full_report(&ds).await {
-                    warn!(error = %e, "block report failed");
-                }
-                last_report = tokio::time::Instant::now();
-            }
-            self.check_volumes(&ds).await;
-            match self.heartbeat(&ds).await {
-                Ok(again) => need_register |= again,
-                Err(e) => {
-                    warn!(error = %e, "heartbeat failed");
-                    // A NameNode that restarted does not know us; register again.
-                    need_register = true;
-                    continue;
-                }
-            }
-            if !need_register && last_report.elapsed() >= report_interval {
-                if let Err(e) = self.full_report(&ds).await {
-                    warn!(error = %e, "periodic block report failed");
-                }
-                last_report = tokio::time::Instant::now();
-            }
-        }
-    }
-
     /// Probes every volume still in service (as HDFS's disk checker does); one that fails is
     /// taken out and its replicas are reported deleted, so the NameNode copies them elsewhere.
     pub async fn check_volumes(&self, ds: &Arc<Dataset>) {
@@ -398,16 +349,11 @@ impl NnLink {
         }
     }
 
-    /// One heartbeat, carrying out the commands in the answer. Returns whether the
-    /// NameNode asked us to register again.
-    pub async fn heartbeat(self: &Arc<Self>, ds: &Arc<Dataset>) -> Result<bool, ClientError> {
+    /// One heartbeat: this node's load and space; answers the NameNode's commands.
+    pub async fn heartbeat(&self, ds: &Dataset) -> Result<Vec<DatanodeCommandProto>, ClientError> {
         let req = self.heartbeat_request(ds);
         let resp: HeartbeatResponseProto = self.call("sendHeartbeat", &req).await?;
-        let mut again = false;
-        for cmd in resp.cmds {
-            again |= self.execute(ds, cmd).await;
-        }
-        Ok(again)
+        Ok(resp.cmds)
     }
 
     fn heartbeat_request(&self, ds: &Dataset) -> HeartbeatRequestProto {
@@ -443,69 +389,9 @@ impl NnLink {
             request_full_block_report_lease: Some(false),
         }
     }
-
-    /// Carries out one command. Returns true if the NameNode wants us to register again.
-    async fn execute(self: &Arc<Self>, ds: &Arc<Dataset>, cmd: DatanodeCommandProto) -> bool {
-        match CmdType::try_from(cmd.cmd_type) {
-            Ok(CmdType::RegisterCommand) => return true,
-            Ok(CmdType::BlockCommand) => {
-                let Some(bc) = cmd.blk_cmd else { return false };
-                match Action::try_from(bc.action) {
-                    Ok(Action::Invalidate) => {
-                        for b in &bc.blocks {
-                            let Some(r) = ds.get(b.block_id) else {
-                                continue;
-                            };
-                            let uuid = ds.volumes[r.volume].storage_uuid.clone();
-                            let ds2 = ds.clone();
-                            let (id, gs) = (b.block_id, b.gen_stamp);
-                            let deleted =
-                                tokio::task::spawn_blocking(move || ds2.invalidate(id, gs))
-                                    .await
-                                    .unwrap_or(false);
-                            if deleted {
-                                drop(self.report_block(&uuid, id, gs, 0, BlockStatus::Deleted));
-                            }
-                        }
-                        debug!(blocks = bc.blocks.len(), "invalidated");
-                    }
-                    Ok(Action::Transfer) => {
-                        for (i, b) in bc.blocks.iter().enumerate() {
-                            let targets = bc
-                                .targets
-                                .get(i)
-                                .map(|t| t.datanodes.clone())
-                                .unwrap_or_default();
-                            let (ds, link, b) = (ds.clone(), self.clone(), *b);
-                            tokio::spawn(async move {
-                                if let Err(e) =
-                                    crate::xceiver::transfer::send(&ds, &link, &b, &targets).await
-                                {
-                                    warn!(block = b.block_id, error = %e, "replication transfer failed");
-                                }
-                            });
-                        }
-                    }
-                    _ => debug!(action = bc.action, "block command ignored"),
-                }
-            }
-            Ok(CmdType::BlockRecoveryCommand) => {
-                for rb in cmd.recovery_cmd.map(|c| c.blocks).unwrap_or_default() {
-                    tokio::spawn(crate::recovery::run(ds.clone(), self.clone(), rb));
-                }
-            }
-            Ok(CmdType::KeyUpdateCommand) => {
-                if let Some(k) = cmd.key_update_cmd {
-                    self.update_keys(&k.keys);
-                }
-            }
-            _ => debug!(cmd = cmd.cmd_type, "command ignored"),
-        }
-        false
-    }
 }
 
-fn storage(uuid: &str) -> DatanodeStorageProto {
+pub(crate) fn storage(uuid: &str) -> DatanodeStorageProto {
     DatanodeStorageProto {
         storage_uuid: uuid.to_string(),
         state: Some(0),

@@ -316,169 +316,186 @@ impl Config {
     ) -> Result<Vec<String>, ConfigError> {
         let mut unknown = Vec::new();
         for (key, value) in pairs {
-            let bad = |why: &str| ConfigError::BadValue {
-                key: key.into(),
-                value: value.into(),
-                why: why.into(),
-            };
-            let size = || {
-                parse_size(value).ok_or_else(|| bad("expected a size such as 134217728 or 128m"))
-            };
-            let num = || {
-                value
-                    .trim()
-                    .parse::<u64>()
-                    .map_err(|_| bad("expected a number"))
-            };
-            let boolean = || {
-                value
-                    .trim()
-                    .parse::<bool>()
-                    .map_err(|_| bad("expected true or false"))
-            };
-            let small = |v: u64| u16::try_from(v).map_err(|_| bad("too large"));
-            match key {
-                "dfs.blocksize" => self.block_size = size()?,
-                "dfs.replication" => self.replication = small(num()?)?,
-                "dfs.replication.max" => self.max_replication = small(num()?)?,
-                "dfs.namenode.replication.min" => self.min_replication = small(num()?)?,
-                "dfs.namenode.fs-limits.min-block-size" => self.min_block_size = size()?,
-                "dfs.namenode.fs-limits.max-directory-items" => {
-                    // HDFS's own bounds: at least one, at most 6.4 million.
-                    self.max_dir_items = match num()? {
-                        n @ 1..=MAX_DIR_ITEMS => n as usize,
-                        _ => {
-                            return Err(bad(&format!(
-                                "cannot be less than 1 or greater than {MAX_DIR_ITEMS}"
-                            )))
-                        }
-                    }
-                }
-                "dfs.namenode.fs-limits.max-component-length" => {
-                    // HDFS takes 0 for "no limit"; Ferrite cannot go past 255 (the
-                    // summary keeps a name's length in a byte), so it refuses rather than
-                    // start with a limit other than the one asked for.
-                    self.max_component_len = match num()? {
-                        n @ 1..=MAX_COMPONENT_LEN => n as usize,
-                        _ => {
-                            return Err(bad(
-                                "must be between 1 and 255: Ferrite keeps names of at most 255 bytes (HDFS's 0, no limit, is not supported)",
-                            ))
-                        }
-                    }
-                }
-                "dfs.namenode.fs-limits.max-blocks-per-file" => {
-                    self.max_blocks_per_file =
-                        usize::try_from(num()?).map_err(|_| bad("too large"))?
-                }
-                "dfs.bytes-per-checksum" => self.bytes_per_checksum = num()? as u32,
-                "dfs.client-write-packet-size" => self.write_packet_size = size()? as u32,
-                "io.file.buffer.size" => self.file_buffer_size = size()? as u32,
-                "fs.trash.interval" => self.trash_interval_min = num()?,
-                "fs.trash.checkpoint.interval" => self.trash_checkpoint_interval_min = num()?,
-                "dfs.ls.limit" => self.ls_limit = (num()? as usize).max(1),
-                "ipc.maximum.data.length" => {
-                    self.max_frame_len =
-                        u32::try_from(size()?).map_err(|_| bad("must be below 4 GiB"))?
-                }
-                "ferrite.ipc.read-batch.bytes" => {
-                    self.read_batch_bytes =
-                        u32::try_from(size()?).map_err(|_| bad("must be below 4 GiB"))?
-                }
-                "dfs.permissions.enabled" => self.permissions_enabled = boolean()?,
-                "dfs.permissions.superusergroup" => self.superuser_group = value.trim().into(),
-                "dfs.namenode.lease-hard-limit-sec" => self.lease_hard_limit_sec = num()?,
-                "ferrite.namenode.block-recovery.timeout.ms" => {
-                    self.block_recovery_timeout_ms = num()?.max(1)
-                }
-                "dfs.namenode.accesstime.precision" => self.access_time_precision_ms = num()?,
-                "hadoop.user.group.static.mapping.overrides" => {
-                    self.static_groups = value.trim().into()
-                }
-                "dfs.namenode.name.dir" => self.name_dirs = dir_list(value),
-                "dfs.namenode.edits.dir" => self.edits_dirs = dir_list(value),
-                "dfs.namenode.edits.dir.required" => self.required_edits_dirs = dir_list(value),
-                "dfs.namenode.edits.dir.minimum" => self.edits_dir_minimum = num()? as usize,
-                "dfs.namenode.checkpoint.txns" => self.checkpoint_txns = num()?.max(1),
-                "dfs.namenode.checkpoint.period" => self.checkpoint_period_sec = num()?.max(1),
-                "dfs.namenode.num.extra.edits.retained" => self.extra_edits_retained = num()?,
-                "dfs.namenode.num.checkpoints.retained" => {
-                    self.checkpoints_retained = (num()? as usize).max(1)
-                }
-                "ferrite.journal.segment.bytes" => self.journal_segment_bytes = size()?.max(4096),
-                "ferrite.journal.segment.txns" => self.journal_segment_txns = num()?.max(1),
-                "ferrite.journal.preallocate.bytes" => {
-                    self.journal_prealloc_bytes = size()?.max(4096)
-                }
-                "ferrite.journal.tail.bytes" => self.journal_tail_bytes = size()?,
-                "ferrite.journal.group-commit.delay.us" => {
-                    self.journal_group_delay_us = num()?.min(100_000)
-                }
-                "ferrite.journal.dir.timeout.ms" => self.journal_dir_timeout_ms = num()?.max(1),
-                "dfs.namenode.name.dir.restore" => self.restore_failed_dirs = boolean()?,
-                "ferrite.summary.enabled" => self.summary_enabled = boolean()?,
-                "ferrite.summary.checkpoint.txns" => self.summary_checkpoint_txns = num()?.max(1),
-                "ferrite.summary.checkpoint.period" => {
-                    self.summary_checkpoint_period_sec = num()?.max(1)
-                }
-                "ferrite.summary.wait.ms" => self.summary_wait_ms = num()?,
-                "ferrite.summary.rest.ms" => self.summary_rest_ms = num()?,
-                "dfs.heartbeat.interval" => self.heartbeat_interval_sec = num()?.max(1),
-                "dfs.namenode.heartbeat.recheck-interval" => self.heartbeat_recheck_ms = num()?,
-                "dfs.namenode.stale.datanode.interval" => self.stale_interval_ms = num()?,
-                "dfs.namenode.safemode.threshold-pct" => {
-                    self.safemode_threshold = value
-                        .trim()
-                        .trim_end_matches('f')
-                        .parse::<f64>()
-                        .map_err(|_| bad("expected a fraction such as 0.999"))?
-                }
-                "dfs.namenode.redundancy.interval.seconds"
-                | "dfs.namenode.replication.interval" => {
-                    self.replication_interval_sec = num()?.max(1)
-                }
-                "dfs.namenode.safemode.extension" => self.safemode_extension_ms = num()?,
-                "dfs.namenode.resource.du.reserved" => self.resource_reserved_bytes = size()?,
-                "dfs.namenode.resource.checked.volumes.minimum" => {
-                    self.resource_checked_minimum = num()? as usize
-                }
-                "dfs.namenode.resource.check.interval" => {
-                    self.resource_check_interval_ms = num()?.max(1)
-                }
-                "dfs.namenode.safemode.min.datanodes" => {
-                    self.safemode_min_datanodes = num()? as usize
-                }
-                "dfs.block.access.token.enable" => self.block_tokens = boolean()?,
-                "dfs.block.access.key.update.interval" => {
-                    self.block_key_times.update_interval_ms = num()?.max(1) * 60_000
-                }
-                "dfs.block.access.token.lifetime" => {
-                    self.block_key_times.lifetime_ms = num()?.max(1) * 60_000
-                }
-                "ferrite.block.access.key.update.interval.ms" => {
-                    self.block_key_times.update_interval_ms = num()?.max(1)
-                }
-                "ferrite.block.access.token.lifetime.ms" => {
-                    self.block_key_times.lifetime_ms = num()?.max(1)
-                }
-                "fs.defaultFS" | "fs.default.name" => self.default_fs = Some(value.trim().into()),
-                "dfs.namenode.enable.retrycache" => self.retry_cache_enabled = boolean()?,
-                "dfs.namenode.retrycache.expirytime.millis" => self.retry_cache_expiry_ms = num()?,
-                "dfs.namenode.retrycache.heap.percent" => {
-                    self.retry_cache_heap_percent = value
-                        .trim()
-                        .parse::<f64>()
-                        .ok()
-                        .filter(|p| (0.0..=100.0).contains(p))
-                        .ok_or_else(|| bad("expected a percentage between 0 and 100"))?
-                }
-                "ferrite.namenode.retrycache.max-entries" => {
-                    self.retry_cache_max_entries = Some(num()? as usize)
-                }
-                _ => unknown.push(key.to_string()),
+            let v = Value { key, value };
+            let known = self.apply_namespace(&v)?
+                || self.apply_storage(&v)?
+                || self.apply_cluster(&v)?
+                || self.apply_rpc(&v)?;
+            if !known {
+                unknown.push(key.to_string());
             }
         }
         Ok(unknown)
+    }
+
+    /// The namespace: sizes, limits, trash, permissions, access times. `Ok(false)` for a key of another group.
+    fn apply_namespace(&mut self, v: &Value<'_>) -> Result<bool, ConfigError> {
+        match v.key {
+            "dfs.blocksize" => self.block_size = v.size()?,
+            "dfs.replication" => self.replication = v.small(v.num()?)?,
+            "dfs.replication.max" => self.max_replication = v.small(v.num()?)?,
+            "dfs.namenode.replication.min" => self.min_replication = v.small(v.num()?)?,
+            "dfs.namenode.fs-limits.min-block-size" => self.min_block_size = v.size()?,
+            "dfs.namenode.fs-limits.max-directory-items" => {
+                // HDFS's own bounds: at least one, at most 6.4 million.
+                self.max_dir_items = match v.num()? {
+                    n @ 1..=MAX_DIR_ITEMS => n as usize,
+                    _ => {
+                        return Err(v.bad(&format!(
+                            "cannot be less than 1 or greater than {MAX_DIR_ITEMS}"
+                        )))
+                    }
+                }
+            }
+            "dfs.namenode.fs-limits.max-component-length" => {
+                // HDFS takes 0 for "no limit"; Ferrite cannot go past 255 (the
+                // summary keeps a name's length in a byte), so it refuses rather than
+                // start with a limit other than the one asked for.
+                self.max_component_len = match v.num()? {
+                    n @ 1..=MAX_COMPONENT_LEN => n as usize,
+                    _ => {
+                        return Err(v.bad(
+                            "must be between 1 and 255: Ferrite keeps names of at most 255 bytes (HDFS's 0, no limit, is not supported)",
+                        ))
+                    }
+                }
+            }
+            "dfs.namenode.fs-limits.max-blocks-per-file" => {
+                self.max_blocks_per_file =
+                    usize::try_from(v.num()?).map_err(|_| v.bad("too large"))?
+            }
+            "dfs.bytes-per-checksum" => self.bytes_per_checksum = v.num()? as u32,
+            "dfs.client-write-packet-size" => self.write_packet_size = v.size()? as u32,
+            "io.file.buffer.size" => self.file_buffer_size = v.size()? as u32,
+            "fs.trash.interval" => self.trash_interval_min = v.num()?,
+            "dfs.ls.limit" => self.ls_limit = (v.num()? as usize).max(1),
+            "dfs.permissions.enabled" => self.permissions_enabled = v.boolean()?,
+            "dfs.permissions.superusergroup" => self.superuser_group = v.value.trim().into(),
+            "dfs.namenode.accesstime.precision" => self.access_time_precision_ms = v.num()?,
+            "hadoop.user.group.static.mapping.overrides" => {
+                self.static_groups = v.value.trim().into()
+            }
+            "fs.trash.checkpoint.interval" => self.trash_checkpoint_interval_min = v.num()?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Where and how the NameNode keeps its state: name and journal directories, checkpoints, the journal, the summary, free-space checks. `Ok(false)` for a key of another group.
+    fn apply_storage(&mut self, v: &Value<'_>) -> Result<bool, ConfigError> {
+        match v.key {
+            "dfs.namenode.name.dir" => self.name_dirs = dir_list(v.value),
+            "dfs.namenode.edits.dir" => self.edits_dirs = dir_list(v.value),
+            "dfs.namenode.edits.dir.required" => self.required_edits_dirs = dir_list(v.value),
+            "dfs.namenode.edits.dir.minimum" => self.edits_dir_minimum = v.num()? as usize,
+            "dfs.namenode.checkpoint.txns" => self.checkpoint_txns = v.num()?.max(1),
+            "dfs.namenode.checkpoint.period" => self.checkpoint_period_sec = v.num()?.max(1),
+            "dfs.namenode.num.extra.edits.retained" => self.extra_edits_retained = v.num()?,
+            "dfs.namenode.num.checkpoints.retained" => {
+                self.checkpoints_retained = (v.num()? as usize).max(1)
+            }
+            "ferrite.journal.segment.bytes" => self.journal_segment_bytes = v.size()?.max(4096),
+            "ferrite.journal.segment.txns" => self.journal_segment_txns = v.num()?.max(1),
+            "ferrite.journal.preallocate.bytes" => {
+                self.journal_prealloc_bytes = v.size()?.max(4096)
+            }
+            "ferrite.journal.tail.bytes" => self.journal_tail_bytes = v.size()?,
+            "ferrite.journal.group-commit.delay.us" => {
+                self.journal_group_delay_us = v.num()?.min(100_000)
+            }
+            "ferrite.journal.dir.timeout.ms" => self.journal_dir_timeout_ms = v.num()?.max(1),
+            "dfs.namenode.name.dir.restore" => self.restore_failed_dirs = v.boolean()?,
+            "ferrite.summary.enabled" => self.summary_enabled = v.boolean()?,
+            "ferrite.summary.checkpoint.txns" => self.summary_checkpoint_txns = v.num()?.max(1),
+            "ferrite.summary.checkpoint.period" => {
+                self.summary_checkpoint_period_sec = v.num()?.max(1)
+            }
+            "ferrite.summary.wait.ms" => self.summary_wait_ms = v.num()?,
+            "ferrite.summary.rest.ms" => self.summary_rest_ms = v.num()?,
+            "dfs.namenode.resource.du.reserved" => self.resource_reserved_bytes = v.size()?,
+            "dfs.namenode.resource.checked.volumes.minimum" => {
+                self.resource_checked_minimum = v.num()? as usize
+            }
+            "dfs.namenode.resource.check.interval" => {
+                self.resource_check_interval_ms = v.num()?.max(1)
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// DataNodes and the block map: heartbeats, liveness, safe mode, replication, leases, block recovery, block tokens. `Ok(false)` for a key of another group.
+    fn apply_cluster(&mut self, v: &Value<'_>) -> Result<bool, ConfigError> {
+        match v.key {
+            "dfs.namenode.lease-hard-limit-sec" => self.lease_hard_limit_sec = v.num()?,
+            "ferrite.namenode.block-recovery.timeout.ms" => {
+                self.block_recovery_timeout_ms = v.num()?.max(1)
+            }
+            "dfs.heartbeat.interval" => self.heartbeat_interval_sec = v.num()?.max(1),
+            "dfs.namenode.heartbeat.recheck-interval" => self.heartbeat_recheck_ms = v.num()?,
+            "dfs.namenode.stale.datanode.interval" => self.stale_interval_ms = v.num()?,
+            "dfs.namenode.safemode.threshold-pct" => {
+                self.safemode_threshold = v
+                    .value
+                    .trim()
+                    .trim_end_matches('f')
+                    .parse::<f64>()
+                    .map_err(|_| v.bad("expected a fraction such as 0.999"))?
+            }
+            "dfs.namenode.redundancy.interval.seconds" | "dfs.namenode.replication.interval" => {
+                self.replication_interval_sec = v.num()?.max(1)
+            }
+            "dfs.namenode.safemode.extension" => self.safemode_extension_ms = v.num()?,
+            "dfs.namenode.safemode.min.datanodes" => {
+                self.safemode_min_datanodes = v.num()? as usize
+            }
+            "dfs.block.access.token.enable" => self.block_tokens = v.boolean()?,
+            "dfs.block.access.key.update.interval" => {
+                self.block_key_times.update_interval_ms = v.num()?.max(1) * 60_000
+            }
+            "dfs.block.access.token.lifetime" => {
+                self.block_key_times.lifetime_ms = v.num()?.max(1) * 60_000
+            }
+            "ferrite.block.access.key.update.interval.ms" => {
+                self.block_key_times.update_interval_ms = v.num()?.max(1)
+            }
+            "ferrite.block.access.token.lifetime.ms" => {
+                self.block_key_times.lifetime_ms = v.num()?.max(1)
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Serving clients: frame limits, the default file system, the retry cache. `Ok(false)` for a key of another group.
+    fn apply_rpc(&mut self, v: &Value<'_>) -> Result<bool, ConfigError> {
+        match v.key {
+            "ipc.maximum.data.length" => {
+                self.max_frame_len =
+                    u32::try_from(v.size()?).map_err(|_| v.bad("must be below 4 GiB"))?
+            }
+            "ferrite.ipc.read-batch.bytes" => {
+                self.read_batch_bytes =
+                    u32::try_from(v.size()?).map_err(|_| v.bad("must be below 4 GiB"))?
+            }
+            "fs.defaultFS" | "fs.default.name" => self.default_fs = Some(v.value.trim().into()),
+            "dfs.namenode.enable.retrycache" => self.retry_cache_enabled = v.boolean()?,
+            "dfs.namenode.retrycache.expirytime.millis" => self.retry_cache_expiry_ms = v.num()?,
+            "dfs.namenode.retrycache.heap.percent" => {
+                self.retry_cache_heap_percent = v
+                    .value
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|p| (0.0..=100.0).contains(p))
+                    .ok_or_else(|| v.bad("expected a percentage between 0 and 100"))?
+            }
+            "ferrite.namenode.retrycache.max-entries" => {
+                self.retry_cache_max_entries = Some(v.num()? as usize)
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
     }
 
     /// Applies `--conf KEY=VALUE` strings.
@@ -580,6 +597,44 @@ pub fn parse_site_xml(text: &str) -> Result<BTreeMap<String, String>, String> {
         }
     }
     Ok(out)
+}
+
+/// One configuration value being applied, read with HDFS's syntax for its kind.
+struct Value<'a> {
+    key: &'a str,
+    value: &'a str,
+}
+
+impl Value<'_> {
+    fn bad(&self, why: &str) -> ConfigError {
+        ConfigError::BadValue {
+            key: self.key.into(),
+            value: self.value.into(),
+            why: why.into(),
+        }
+    }
+
+    fn size(&self) -> Result<u64, ConfigError> {
+        parse_size(self.value).ok_or_else(|| self.bad("expected a size such as 134217728 or 128m"))
+    }
+
+    fn num(&self) -> Result<u64, ConfigError> {
+        self.value
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| self.bad("expected a number"))
+    }
+
+    fn boolean(&self) -> Result<bool, ConfigError> {
+        self.value
+            .trim()
+            .parse::<bool>()
+            .map_err(|_| self.bad("expected true or false"))
+    }
+
+    fn small(&self, n: u64) -> Result<u16, ConfigError> {
+        u16::try_from(n).map_err(|_| self.bad("too large"))
+    }
 }
 
 #[cfg(test)]

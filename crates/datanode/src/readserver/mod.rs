@@ -17,7 +17,6 @@ use std::time::Duration;
 
 use ferrite_transfer::checksum::{parse_meta_header, META_HEADER_LEN};
 
-use crate::storage::{Dataset, Replica};
 use handles::{Handle, HandleCache};
 use iopool::IoPool;
 use metrics::{load, load_usize, ReadStats, Snapshot};
@@ -75,13 +74,18 @@ impl ReadServer {
         &self.pools[volume.min(self.pools.len() - 1)]
     }
 
-    /// The open files of a replica: from the cache, or opened on its volume's pool.
-    pub async fn handle(&self, ds: &Dataset, r: &Replica) -> std::io::Result<Arc<Handle>> {
-        let (dp, mp) = ds.paths(r);
+    /// The open files of replica `key` (block id, generation stamp) on `volume`, whose
+    /// data and meta files are `paths`: from the cache, or opened on the volume's pool.
+    pub async fn handle(
+        &self,
+        key: (u64, u64),
+        volume: usize,
+        (dp, mp): (PathBuf, PathBuf),
+    ) -> std::io::Result<Arc<Handle>> {
         let open = self.handles.stats.open.clone();
-        let pool = self.pool(r.volume);
+        let pool = self.pool(volume);
         self.handles
-            .get((r.id, r.gs), || async move {
+            .get(key, || async move {
                 pool.run(move || open_handle(dp, mp, open)).await?
             })
             .await

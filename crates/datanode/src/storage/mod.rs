@@ -210,6 +210,16 @@ impl Dataset {
             .expect("Dataset::start_reads runs before serving")
     }
 
+    /// The open data and meta files of replica `r`, for reading: cached by the read side.
+    pub async fn read_handle(
+        &self,
+        r: &Replica,
+    ) -> io::Result<Arc<crate::readserver::handles::Handle>> {
+        self.reads()
+            .handle((r.id, r.gs), r.volume, self.paths(r))
+            .await
+    }
+
     /// Cached open files of a replica are forgotten once it is gone.
     fn forget_handles(&self, id: u64) {
         if let Some(r) = self.reads.get() {

@@ -35,7 +35,7 @@ pub async fn serve<R: Reader, W: Writer>(
     let len = blk.num_bytes.unwrap_or(replica.len).min(replica.len);
     let replica_len = replica.len;
     let reads = x.ds.reads();
-    let result = match reads.handle(&x.ds, &replica).await {
+    let result = match x.ds.read_handle(&replica).await {
         Err(e) => Err(e),
         Ok(h) => reads
             .pool(replica.volume)

@@ -59,7 +59,7 @@ pub async fn serve<R: Reader>(
         refuse(wr, Status::ErrorInvalid, &msg).await;
         return Ok(false);
     }
-    let h = match x.ds.reads().handle(&x.ds, &replica).await {
+    let h = match x.ds.read_handle(&replica).await {
         Ok(h) => h,
         Err(e) => {
             let lost = x.ds.check_volume(replica.volume);

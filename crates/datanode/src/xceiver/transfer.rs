@@ -130,7 +130,7 @@ async fn stream(
         return Ok(());
     };
     let r = &copy.replica;
-    let files = ds.reads().handle(ds, r).await?;
+    let files = ds.read_handle(r).await?;
     let c = files.checksum;
     let s = TcpStream::connect(format!("{}:{}", first.id.ip_addr, first.id.xfer_port)).await?;
     s.set_nodelay(true)?;

@@ -13,7 +13,8 @@
 
 use std::hash::BuildHasher;
 
-use super::inode::Slot;
+/// An inode's place in the namespace's arena (`inode.rs`): what a directory's entries hold.
+pub type Slot = u32;
 
 /// Up to this many entries a lookup scans the tags; above it, a binary search by name
 /// (log2 of the size in name reads) costs less than the scan. A scan of 128 entries reads

@@ -5,9 +5,8 @@
 //! in fixed chunks, so a huge namespace never pays a doubling reallocation (or its 2x peak).
 
 use super::children::Children;
+pub use super::children::Slot;
 use super::names::NameRef;
-
-pub type Slot = u32;
 
 /// Java reserves inode ids below 16385; the root is 16385.
 pub const ROOT_INODE_ID: u64 = 16385;

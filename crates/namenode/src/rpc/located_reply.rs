@@ -134,17 +134,18 @@ impl LocatedReply {
         pool: &str,
         file_len: u64,
         under_construction: bool,
-        tokens: &[(Range<usize>, TokenProto)],
+        tokens: impl IntoIterator<Item = (Range<usize>, TokenProto)>,
     ) -> Self {
+        let (token_ends, token_fields) = tokens
+            .into_iter()
+            .map(|(r, t)| (r.end, delimited(5, &t.encode_to_vec())))
+            .unzip();
         LocatedReply {
             file_len,
             under_construction,
             pool_field: delimited(1, pool.as_bytes()),
-            token_fields: tokens
-                .iter()
-                .map(|(_, t)| delimited(5, &t.encode_to_vec()))
-                .collect(),
-            token_ends: tokens.iter().map(|(r, _)| r.end).collect(),
+            token_fields,
+            token_ends,
             replicas: Vec::new(),
             replica_of: HashMap::default(),
             tails: Vec::new(),
@@ -317,13 +318,12 @@ impl LocatedSink for LocatedReply {
         pool: &str,
         file_len: u64,
         under_construction: bool,
-        tokens: &[(Range<usize>, Option<ferrite_blocktoken::Token>)],
+        tokens: Vec<(Range<usize>, Option<ferrite_blocktoken::Token>)>,
     ) -> Self {
-        let tokens: Vec<(Range<usize>, TokenProto)> = tokens
-            .iter()
-            .map(|(r, t)| (r.clone(), super::convert::token_proto(t)))
-            .collect();
-        LocatedReply::new(pool, file_len, under_construction, &tokens)
+        let tokens = tokens
+            .into_iter()
+            .map(|(r, t)| (r, t.map(|t| t.into_proto()).unwrap_or_default()));
+        LocatedReply::new(pool, file_len, under_construction, tokens)
     }
 
     fn push(&mut self, block: &Placed, replicas: &[(NodeIx, u8)], nodes: &Registry, is_last: bool) {
@@ -411,7 +411,7 @@ mod tests {
         under_construction: bool,
     ) {
         let reg = registry(3);
-        let mut reply = LocatedReply::new(POOL, 4242, under_construction, tokens);
+        let mut reply = LocatedReply::new(POOL, 4242, under_construction, tokens.to_vec());
         let token_at = |i: usize| {
             tokens
                 .iter()

@@ -99,7 +99,7 @@ pub trait LocatedSink {
         pool: &str,
         file_len: u64,
         under_construction: bool,
-        tokens: &[(Range<usize>, Option<Token>)],
+        tokens: Vec<(Range<usize>, Option<Token>)>,
     ) -> Self;
     /// Each block in file order, the last block of a file being written last.
     fn push(&mut self, block: &Placed, replicas: &[(NodeIx, u8)], nodes: &Registry, is_last: bool);
@@ -195,7 +195,7 @@ impl NameNodeService {
         // One token, signed once, for every block of the reply (HDFS signs one per block).
         let ids: Vec<u64> = placed.iter().map(|p| p.block.id).collect();
         let tokens = self.tokens.for_reply(who.user, pool, Modes::READ, &ids);
-        let mut sink = S::start(pool, range.file_len, range.under_construction, &tokens);
+        let mut sink = S::start(pool, range.file_len, range.under_construction, tokens);
         let mgr = self.blocks.lock();
         let mut locs = Vec::new();
         let last_id = range.last.map(|l| l.block.id);

@@ -145,7 +145,7 @@ struct Collected {
 }
 
 impl LocatedSink for Collected {
-    fn start(_: &str, file_len: u64, uc: bool, tokens: &[(Range<usize>, Option<Token>)]) -> Self {
+    fn start(_: &str, file_len: u64, uc: bool, tokens: Vec<(Range<usize>, Option<Token>)>) -> Self {
         Collected {
             file_len,
             under_construction: uc,

@@ -28,7 +28,7 @@ use super::children::{Children, NodeRef};
 use super::totals::{Patch, Totals};
 
 /// A directory's slot in the arena.
-pub type DirId = u32;
+pub use super::children::DirId;
 
 /// The root's slot.
 pub const ROOT: DirId = 0;

@@ -20,8 +20,37 @@ use std::collections::HashMap;
 
 use hashbrown::HashTable;
 
-use super::arena::DirId;
-use super::tree::{File, Node};
+/// A directory's place in the tree's arena (see `arena.rs`).
+pub type DirId = u32;
+
+/// A file taken out of (or going into) a directory's [`Children`], which keep it packed.
+pub struct File {
+    pub len: u64,
+    pub repl: u16,
+    /// While open for write, the recorded length of each block (the namespace's rule for
+    /// how an added or abandoned block changes the file's length needs the last one).
+    pub open: Option<Vec<u64>>,
+}
+
+/// An entry outside a directory's children: taken out by a delete or rename, or being
+/// added. A directory stays in the tree's arena meanwhile, unlinked.
+pub enum Node {
+    Dir(DirId),
+    File(File),
+}
+
+impl Node {
+    pub fn as_ref(&self) -> NodeRef<'_> {
+        match self {
+            Node::Dir(d) => NodeRef::Dir(*d),
+            Node::File(f) => NodeRef::File(FileView {
+                len: f.len,
+                repl: f.repl,
+                open: f.open.as_deref(),
+            }),
+        }
+    }
+}
 
 type Fold = foldhash::fast::RandomState;
 

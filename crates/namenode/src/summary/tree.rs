@@ -13,36 +13,7 @@ use super::totals::{restricts, Part, Patch, Totals};
 use crate::namespace::Op;
 
 pub use super::arena::Dir;
-pub use super::children::{Children, FileView, NodeRef, MAX_NAME};
-
-/// A file taken out of (or going into) a directory's [`Children`], which keep it packed.
-pub struct File {
-    pub len: u64,
-    pub repl: u16,
-    /// While open for write, the recorded length of each block (the namespace's rule for
-    /// how an added or abandoned block changes the file's length needs the last one).
-    pub open: Option<Vec<u64>>,
-}
-
-/// An entry outside a directory's children: taken out by a delete or rename, or being
-/// added. A directory stays in the tree's arena meanwhile, unlinked.
-pub enum Node {
-    Dir(DirId),
-    File(File),
-}
-
-impl Node {
-    pub fn as_ref(&self) -> NodeRef<'_> {
-        match self {
-            Node::Dir(d) => NodeRef::Dir(*d),
-            Node::File(f) => NodeRef::File(FileView {
-                len: f.len,
-                repl: f.repl,
-                open: f.open.as_deref(),
-            }),
-        }
-    }
-}
+pub use super::children::{Children, File, FileView, Node, NodeRef, MAX_NAME};
 
 /// An entry taken out of one tree with everything below it, to be put into another
 /// (a rename between shards, splitting a tree into shards).
