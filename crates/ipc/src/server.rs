@@ -310,51 +310,6 @@ impl<S: Service> Connection<S> {
             let retry_count = req.header.retry_count.unwrap_or(-1);
             match (&phase, call_id) {
                 (_, frame::CALL_ID_PING) => continue,
-                (Phase::Sasl, frame::CALL_ID_SASL) => {
-                    let mut rest = req.rest;
-                    let msg = frame::decode_delimited::<RpcSaslProto>(&mut rest, "RpcSaslProto")?;
-                    match on_sasl_message(&msg) {
-                        SaslOutcome::Reply(reply) => {
-                            let header = frame::response_header(
-                                call_id,
-                                &Bytes::new(),
-                                -1,
-                                RpcStatusProto::Success,
-                            );
-                            tx.push(Reply::now(frame::encode_frame(&[&header, &reply])));
-                            if reply.state
-                                == ferrite_proto::common::rpc_sasl_proto::SaslState::Success as i32
-                            {
-                                phase = Phase::AwaitContext;
-                            }
-                        }
-                        SaslOutcome::Done => phase = Phase::AwaitContext,
-                        SaslOutcome::Refuse(msg) => {
-                            return Err(self.unauthorized(tx, call_id, &client_id, msg));
-                        }
-                    }
-                }
-                (Phase::AwaitContext, frame::CALL_ID_SASL) => {
-                    // INITIATE(SIMPLE) after our SUCCESS: nothing to answer.
-                    continue;
-                }
-                (Phase::AwaitContext, frame::CALL_ID_CONNECTION_CONTEXT) => {
-                    let mut rest = req.rest;
-                    let ctx = frame::decode_delimited::<IpcConnectionContextProto>(
-                        &mut rest,
-                        "IpcConnectionContextProto",
-                    )?;
-                    let info = ctx.user_info.unwrap_or_default();
-                    let Some(user) = info.effective_user.filter(|u| !u.is_empty()) else {
-                        let msg = "Connection context carries no effective user".to_string();
-                        return Err(self.unauthorized(tx, call_id, &client_id, msg));
-                    };
-                    debug!(conn = self.id, peer = %self.peer, %user, protocol = ?ctx.protocol, "connection context");
-                    phase = Phase::Ready {
-                        user: user.into(),
-                        real_user: info.real_user.map(Into::into),
-                    };
-                }
                 (Phase::Ready { user, real_user }, id) if id >= 0 => {
                     let ctx = CallCtx {
                         user: user.clone(),
@@ -366,64 +321,148 @@ impl<S: Service> Connection<S> {
                         client_id,
                         retry_count,
                     };
-                    let permit = in_flight
-                        .clone()
-                        .acquire_owned()
-                        .await
-                        .expect("never closed");
-                    let (method, body) = match frame::parse_call(req.rest) {
-                        Ok(x) => x,
-                        Err(e) => {
-                            let msg = format!("IPC server unable to read call parameters: {e}");
-                            self.fatal(
-                                tx,
-                                id,
-                                &ctx.client_id,
-                                RpcErrorCodeProto::FatalDeserializingRequest,
-                                &msg,
-                            );
-                            return Err(e.into());
-                        }
-                    };
-                    let gated = self.router.state().durability().is_some();
-                    let answer = Answer {
-                        call_id: ctx.call_id,
-                        client_id: ctx.client_id.clone(),
-                        retry: ctx.retry_count,
-                        outbox: tx.clone(),
-                        permit: Some(permit),
-                        call: self.router.dispatch(
-                            ctx,
-                            &method.declaring_class_protocol_name,
-                            &method.method_name,
-                            body,
-                        ),
-                    };
-                    if gated {
-                        run_or_spawn(durable::gated(answer));
-                    } else {
-                        run_or_spawn(answer);
-                    }
+                    self.start_call(ctx, req.rest, &in_flight, tx).await?;
                 }
-                (_, id) => {
-                    let msg = match phase {
-                        Phase::Ready { .. } if id == frame::CALL_ID_CONNECTION_CONTEXT => {
-                            "Connection context already processed".to_string()
-                        }
-                        Phase::Ready { .. } => format!("Unexpected call id {id}"),
-                        _ => format!("Call id {id} arrived before the connection context"),
-                    };
-                    self.fatal(
-                        tx,
-                        id,
-                        &client_id,
-                        RpcErrorCodeProto::FatalInvalidRpcHeader,
-                        &msg,
-                    );
-                    return Err(ConnError::Fatal(msg));
+                (Phase::Ready { .. }, _) => {
+                    return Err(self.refuse_call_id(&phase, call_id, &client_id, tx))
                 }
+                _ => self.handshake(&mut phase, call_id, req.rest, &client_id, tx)?,
             }
         }
+    }
+
+    /// A frame before the connection is ready: SASL's exchange, then the connection
+    /// context, which names the user every later call runs as.
+    fn handshake(
+        &self,
+        phase: &mut Phase,
+        call_id: i32,
+        mut rest: Bytes,
+        client_id: &Bytes,
+        tx: &Arc<Outbox>,
+    ) -> Result<(), ConnError> {
+        match (&*phase, call_id) {
+            (Phase::Sasl, frame::CALL_ID_SASL) => {
+                let msg = frame::decode_delimited::<RpcSaslProto>(&mut rest, "RpcSaslProto")?;
+                match on_sasl_message(&msg) {
+                    SaslOutcome::Reply(reply) => {
+                        let header = frame::response_header(
+                            call_id,
+                            &Bytes::new(),
+                            -1,
+                            RpcStatusProto::Success,
+                        );
+                        tx.push(Reply::now(frame::encode_frame(&[&header, &reply])));
+                        if reply.state
+                            == ferrite_proto::common::rpc_sasl_proto::SaslState::Success as i32
+                        {
+                            *phase = Phase::AwaitContext;
+                        }
+                    }
+                    SaslOutcome::Done => *phase = Phase::AwaitContext,
+                    SaslOutcome::Refuse(msg) => {
+                        return Err(self.unauthorized(tx, call_id, client_id, msg));
+                    }
+                }
+            }
+            // INITIATE(SIMPLE) after our SUCCESS: nothing to answer.
+            (Phase::AwaitContext, frame::CALL_ID_SASL) => {}
+            (Phase::AwaitContext, frame::CALL_ID_CONNECTION_CONTEXT) => {
+                let ctx = frame::decode_delimited::<IpcConnectionContextProto>(
+                    &mut rest,
+                    "IpcConnectionContextProto",
+                )?;
+                let info = ctx.user_info.unwrap_or_default();
+                let Some(user) = info.effective_user.filter(|u| !u.is_empty()) else {
+                    let msg = "Connection context carries no effective user".to_string();
+                    return Err(self.unauthorized(tx, call_id, client_id, msg));
+                };
+                debug!(conn = self.id, peer = %self.peer, %user, protocol = ?ctx.protocol, "connection context");
+                *phase = Phase::Ready {
+                    user: user.into(),
+                    real_user: info.real_user.map(Into::into),
+                };
+            }
+            _ => return Err(self.refuse_call_id(phase, call_id, client_id, tx)),
+        }
+        Ok(())
+    }
+
+    /// A call: its method header and body parsed, then dispatched under the connection's
+    /// limit of calls in flight, its reply going to the outbox (held back until the
+    /// journal has what it rests on, where the service keeps one).
+    async fn start_call(
+        &self,
+        ctx: CallCtx,
+        rest: Bytes,
+        in_flight: &Arc<Semaphore>,
+        tx: &Arc<Outbox>,
+    ) -> Result<(), ConnError> {
+        let permit = in_flight
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("never closed");
+        let (method, body) = match frame::parse_call(rest) {
+            Ok(x) => x,
+            Err(e) => {
+                let msg = format!("IPC server unable to read call parameters: {e}");
+                self.fatal(
+                    tx,
+                    ctx.call_id,
+                    &ctx.client_id,
+                    RpcErrorCodeProto::FatalDeserializingRequest,
+                    &msg,
+                );
+                return Err(e.into());
+            }
+        };
+        let gated = self.router.state().durability().is_some();
+        let answer = Answer {
+            call_id: ctx.call_id,
+            client_id: ctx.client_id.clone(),
+            retry: ctx.retry_count,
+            outbox: tx.clone(),
+            permit: Some(permit),
+            call: self.router.dispatch(
+                ctx,
+                &method.declaring_class_protocol_name,
+                &method.method_name,
+                body,
+            ),
+        };
+        if gated {
+            run_or_spawn(durable::gated(answer));
+        } else {
+            run_or_spawn(answer);
+        }
+        Ok(())
+    }
+
+    /// A call id the connection's state does not allow: answered fatally, and the
+    /// connection ends.
+    fn refuse_call_id(
+        &self,
+        phase: &Phase,
+        id: i32,
+        client_id: &Bytes,
+        tx: &Arc<Outbox>,
+    ) -> ConnError {
+        let msg = match phase {
+            Phase::Ready { .. } if id == frame::CALL_ID_CONNECTION_CONTEXT => {
+                "Connection context already processed".to_string()
+            }
+            Phase::Ready { .. } => format!("Unexpected call id {id}"),
+            _ => format!("Call id {id} arrived before the connection context"),
+        };
+        self.fatal(
+            tx,
+            id,
+            client_id,
+            RpcErrorCodeProto::FatalInvalidRpcHeader,
+            &msg,
+        );
+        ConnError::Fatal(msg)
     }
 
     fn fatal(

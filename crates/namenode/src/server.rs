@@ -284,7 +284,7 @@ pub fn load_storage_tracked(
     });
     Ok(Storage {
         ns,
-        journal: Some(journal),
+        journal: Some(Box::new(journal)),
         name_dirs,
         journal_dirs,
         startup,

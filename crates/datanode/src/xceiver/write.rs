@@ -52,83 +52,19 @@ pub async fn serve(
     }
     let from_client = !op.header.client_name.is_empty();
     let stage = Stage::try_from(op.stage).unwrap_or(Stage::DataStreaming);
-    let recovering = matches!(
-        stage,
-        Stage::PipelineSetupStreamingRecovery
-            | Stage::PipelineCloseRecovery
-            | Stage::PipelineSetupAppendRecovery
-    );
-    let appending = stage == Stage::PipelineSetupAppend;
-    if !recovering
-        && !appending
-        && !matches!(
-            stage,
-            Stage::PipelineSetupCreate | Stage::TransferRbw | Stage::TransferFinalized
-        )
-    {
+    let Some(kind) = WriteKind::of(stage) else {
         let msg = format!("write stage {stage:?} is not supported");
         refuse(&mut wr, Status::ErrorUnsupported, &msg).await;
         return Ok(());
-    }
+    };
     // Only a client's own pipeline gets a setup answer and per-packet acks; transfers
     // (replication, and TRANSFER_BLOCK's copies) do not.
-    let is_transfer = matches!(stage, Stage::TransferRbw | Stage::TransferFinalized);
-    let acked = from_client && !is_transfer;
-    let ds = x.ds.clone();
+    let acked = from_client && !kind.is_transfer;
     let id = blk.block_id;
-    // The room a new replica is promised: the block's length when the sender gives one (a
-    // copy), else a whole block of the configured size, as HDFS's DataNodes do. A replica
-    // resumed by recovery is promised the rest of a configured block.
-    let promise = blk.num_bytes.filter(|&n| n > 0).unwrap_or(x.cfg.block_size);
-    // A new replica, or (pipeline recovery) the one this node had, under the new stamp
-    // and cut back to what every node acknowledged. `files` is None for a replica that
-    // was already finalized (the failure came while closing).
-    let append_again = recovering
-        && stage == Stage::PipelineSetupAppendRecovery
-        && ds
-            .get(id)
-            .is_some_and(|r| r.state == crate::storage::State::Finalized);
-    let opened = if appending || append_again {
-        // Java bumps the stamp first and names the new one; hdfs-native keeps the block's.
-        let gs = match op.latest_generation_stamp {
-            0 => blk.generation_stamp,
-            gs => gs,
-        };
-        let (old, len) = (blk.generation_stamp, op.min_bytes_rcvd);
-        let bs = x.cfg.block_size;
-        let old = if append_again {
-            ds.get(id).map_or(old, |r| r.gs)
-        } else {
-            old
-        };
-        tokio::task::block_in_place(|| ds.append(id, old, gs, len, bs))
-            .map(|(f, len, c)| (Some(f), len, c, gs))
-    } else if recovering {
-        let gs = op.latest_generation_stamp;
-        tokio::task::block_in_place(|| ds.recover(id, gs, op.min_bytes_rcvd, x.cfg.block_size))
-            .map(|(f, len, c)| (f, len, c, gs))
-    } else {
-        match requested_checksum(&op) {
-            Some(c) => {
-                let gs = blk.generation_stamp;
-                tokio::task::block_in_place(|| ds.create_rbw(id, gs, &c, promise))
-                    .map(|f| (Some(f), 0, c, gs))
-            }
-            None => {
-                let msg = format!("unsupported checksum {:?}", op.requested_checksum);
-                refuse(&mut wr, Status::ErrorInvalid, &msg).await;
-                return Ok(());
-            }
-        }
-    };
-    let (files, written, checksum, gs) = match opened {
+    let (files, written, checksum, gs) = match open_replica(x, &op, stage, kind) {
         Ok(v) => v,
-        Err(e) => {
-            let status = match e {
-                StorageError::Exists(_) => Status::ErrorExists,
-                _ => Status::Error,
-            };
-            refuse(&mut wr, status, &e.to_string()).await;
+        Err((status, msg)) => {
+            refuse(&mut wr, status, &msg).await;
             return Ok(());
         }
     };
@@ -190,7 +126,7 @@ pub async fn serve(
         // ack names.
         drain(&mut rd, x.cfg.socket_timeout).await;
     }
-    if let (Some(up), true) = (upstream.as_mut(), from_client && is_transfer) {
+    if let (Some(up), true) = (upstream.as_mut(), from_client && kind.is_transfer) {
         // TRANSFER_BLOCK's copy: one answer once everything is stored.
         let status = if matches!(outcome, Ok(true)) {
             Status::Success
@@ -204,18 +140,111 @@ pub async fn serve(
         let _ = write_delimited(up, &resp).await;
     }
     match outcome {
-        Ok(true) => {
-            debug!(block = id, bytes = written, ?stage, "replica received");
-            Ok(())
-        }
-        Ok(false) => Ok(()),
+        Ok(true) => debug!(block = id, bytes = written, ?stage, "replica received"),
+        Ok(false) => {}
+        // The writer went away mid-block: the replica stays unfinished (never finalized)
+        // until the NameNode decides its fate.
         Err(e) => {
-            // The writer went away mid-block: the replica stays unfinished (never
-            // finalized) until the NameNode decides its fate.
-            info!(block = id, bytes = written, error = %e, "write ended before the last packet");
-            Ok(())
+            info!(block = id, bytes = written, error = %e, "write ended before the last packet")
         }
     }
+    Ok(())
+}
+
+/// What a write stage asks of this node.
+#[derive(Clone, Copy)]
+struct WriteKind {
+    /// Pipeline recovery: the replica this node had, under a new stamp.
+    recovering: bool,
+    /// A closed file's last block reopened.
+    appending: bool,
+    /// Replication or TRANSFER_BLOCK's copy, not a client's pipeline.
+    is_transfer: bool,
+}
+
+impl WriteKind {
+    /// `None` for a stage this DataNode does not serve.
+    fn of(stage: Stage) -> Option<WriteKind> {
+        let recovering = matches!(
+            stage,
+            Stage::PipelineSetupStreamingRecovery
+                | Stage::PipelineCloseRecovery
+                | Stage::PipelineSetupAppendRecovery
+        );
+        let appending = stage == Stage::PipelineSetupAppend;
+        let is_transfer = matches!(stage, Stage::TransferRbw | Stage::TransferFinalized);
+        (recovering || appending || is_transfer || stage == Stage::PipelineSetupCreate).then_some(
+            WriteKind {
+                recovering,
+                appending,
+                is_transfer,
+            },
+        )
+    }
+}
+
+/// A replica opened for a write: its files, the bytes already in it, its checksum, its
+/// generation stamp.
+type Opened = (Option<RbwFiles>, u64, Checksum, u64);
+
+/// The replica a write goes to, opened for writing: (its files, bytes already in it, its
+/// checksum, its generation stamp). A new replica; or (pipeline recovery) the one this
+/// node had, under the new stamp and cut back to what every node acknowledged, `files`
+/// being None when it was already finalized (the failure came while closing); or (append)
+/// the finalized replica reopened. A refusal carries the status and message to answer.
+fn open_replica(
+    x: &Xceiver,
+    op: &OpWriteBlockProto,
+    stage: Stage,
+    kind: WriteKind,
+) -> Result<Opened, (Status, String)> {
+    let ds = &x.ds;
+    let blk = &op.header.base_header.block;
+    let id = blk.block_id;
+    // The room a new replica is promised: the block's length when the sender gives one (a
+    // copy), else a whole block of the configured size, as HDFS's DataNodes do. A replica
+    // resumed by recovery is promised the rest of a configured block.
+    let promise = blk.num_bytes.filter(|&n| n > 0).unwrap_or(x.cfg.block_size);
+    let append_again = kind.recovering
+        && stage == Stage::PipelineSetupAppendRecovery
+        && ds
+            .get(id)
+            .is_some_and(|r| r.state == crate::storage::State::Finalized);
+    let opened = if kind.appending || append_again {
+        // Java bumps the stamp first and names the new one; hdfs-native keeps the block's.
+        let gs = match op.latest_generation_stamp {
+            0 => blk.generation_stamp,
+            gs => gs,
+        };
+        let (old, len) = (blk.generation_stamp, op.min_bytes_rcvd);
+        let bs = x.cfg.block_size;
+        let old = if append_again {
+            ds.get(id).map_or(old, |r| r.gs)
+        } else {
+            old
+        };
+        tokio::task::block_in_place(|| ds.append(id, old, gs, len, bs))
+            .map(|(f, len, c)| (Some(f), len, c, gs))
+    } else if kind.recovering {
+        let gs = op.latest_generation_stamp;
+        tokio::task::block_in_place(|| ds.recover(id, gs, op.min_bytes_rcvd, x.cfg.block_size))
+            .map(|(f, len, c)| (f, len, c, gs))
+    } else {
+        let Some(c) = requested_checksum(op) else {
+            let msg = format!("unsupported checksum {:?}", op.requested_checksum);
+            return Err((Status::ErrorInvalid, msg));
+        };
+        let gs = blk.generation_stamp;
+        tokio::task::block_in_place(|| ds.create_rbw(id, gs, &c, promise))
+            .map(|f| (Some(f), 0, c, gs))
+    };
+    opened.map_err(|e| {
+        let status = match e {
+            StorageError::Exists(_) => Status::ErrorExists,
+            _ => Status::Error,
+        };
+        (status, e.to_string())
+    })
 }
 
 /// Reads and drops whatever the peer still sends until it closes, fails, or is silent for

@@ -18,7 +18,11 @@
 //! ([`Journal::roll`]); with restoring on, a roll also brings failed directories back.
 
 pub mod codec;
+#[cfg(test)]
+mod conformance;
 mod dirs;
+pub mod edit_log;
+pub mod memory;
 mod policy;
 pub mod recover;
 pub mod salvage;
@@ -42,6 +46,8 @@ use tracing::{error, info};
 
 use crate::namespace::Op;
 use dirs::{DirWriter, Dirs};
+pub use edit_log::EditLog;
+pub use memory::MemoryJournal;
 pub use policy::DirPolicy;
 use segment::SegmentWriter;
 pub use tail::Batch;

@@ -208,102 +208,32 @@ fn read_after(
         last_txid: after,
         ..Default::default()
     };
+    // In recovery mode an error ends the replay where it is; otherwise it fails it.
+    let stop = |mut out: Replayed, e: RecoverError| {
+        if recovering {
+            out.stopped_by = Some(e.to_string());
+            Ok(out)
+        } else {
+            Err(e)
+        }
+    };
     let mut expected = after + 1;
     loop {
-        // Copies holding `expected`, finalized ones (known extent) first, longest first.
-        let mut options: Vec<&SegmentFile> = candidates
-            .iter()
-            .filter(|s| s.first <= expected && s.last.is_none_or(|l| l >= expected))
-            .collect();
-        options.sort_by_key(|s| std::cmp::Reverse(s.last.unwrap_or(0)));
+        let options = copies_holding(&candidates, expected);
         if options.is_empty() {
-            if let Some(next) = candidates
-                .iter()
-                .map(|s| s.first)
-                .filter(|&f| f > expected)
-                .min()
-            {
-                let dirs = dirs
-                    .iter()
-                    .map(|d| d.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                let gap = RecoverError::Gap {
-                    from: expected,
-                    to: next - 1,
-                    dirs,
-                };
-                if recovering {
-                    out.stopped_by = Some(gap.to_string());
-                    return Ok(out);
-                }
-                return Err(gap);
-            }
-            return Ok(out);
-        }
-        let mut best: Option<(u64, Scan, Vec<u8>, &SegmentFile)> = None;
-        let mut first_err = None;
-        // Every copy of a segment holds the same bytes (one batch is written to each), so
-        // a cursor into one is good for all of them.
-        let usable = cursor.filter(|c| c.at.offset >= HEADER_LEN && c.at.next <= expected);
-        for seg in options {
-            let resume = usable.filter(|c| c.segment == seg.first).map(|c| c.at);
-            let mode = match (reading, seg.last) {
-                (Reading::Recover, _) => Mode::Recover,
-                (Reading::Follow(_), None) => Mode::Live,
-                _ => Mode::Strict,
+            return match gap_at(dirs, &candidates, expected) {
+                Some(gap) => stop(out, gap),
+                None => Ok(out),
             };
-            let (bytes, scanned) = match read_copy(seg, resume, mode, expected, end) {
-                Ok(b) => b,
-                // Finalized (renamed) or purged since it was listed: hand back what was
-                // read; the follower's next call lists the directories afresh.
-                Err(RecoverError::Io { source, .. })
-                    if live.is_some() && source.kind() == std::io::ErrorKind::NotFound =>
-                {
-                    return Ok(out);
-                }
-                Err(e) => return Err(e),
-            };
-            match scanned {
-                Ok(scan) => {
-                    let reach = scan.last_txid.unwrap_or(0);
-                    if best.as_ref().is_none_or(|(b, ..)| reach > *b) {
-                        best = Some((reach, scan, bytes, seg));
-                    }
-                }
-                Err(e) => {
-                    warn!(error = %e, "journal segment copy unusable");
-                    first_err.get_or_insert(e);
-                }
-            }
         }
-        let Some((reach, scan, bytes, seg)) = best else {
-            let e = first_err.expect("an option either scans or fails");
-            if recovering {
-                out.stopped_by = Some(e.to_string());
-                return Ok(out);
-            }
-            return Err(e.into());
-        };
+        let (reach, scan, bytes, seg) =
+            match furthest_copy(&options, *cursor, reading, expected, end)? {
+                Furthest::Found(f) => f,
+                Furthest::Vanished => return Ok(out),
+                Furthest::Unusable(e) => return stop(out, e.into()),
+            };
         let path = seg.path.display().to_string();
-        match (&scan.tail, live) {
-            (Tail::Torn { offset, why }, None) => {
-                warn!(segment = %path, offset, %why, "torn tail: the last record was cut short by a crash; it is dropped");
-            }
-            (Tail::Live { offset, why }, Some(synced))
-                if scan.last_txid.map_or(seg.first, |t| t + 1) <= synced =>
-            {
-                // The record that should follow the whole ones is synced, so it was whole
-                // before the read began: this is damage, not a race.
-                return Err(ScanError::Corrupt {
-                    path,
-                    offset: *offset,
-                    why: why.clone(),
-                }
-                .into());
-            }
-            _ => {}
-        }
+        check_tail(&scan, live, seg, &path)?;
         let damage = match &scan.tail {
             Tail::Damaged { offset, why } => {
                 Some(format!("{path}: damaged at offset {offset}: {why}"))
@@ -316,36 +246,12 @@ fn read_after(
             out.stopped_by = damage;
             return Ok(out);
         }
-        // Ops are decoded as they are applied.
-        let mut stopped_early = false;
-        for record in scan.records_at(&bytes, &path) {
-            let (at, txid, op) = match record {
-                Ok(r) => r,
-                Err(e) if recovering => {
-                    out.stopped_by = Some(e.to_string());
-                    return Ok(out);
-                }
-                Err(e) => return Err(e.into()),
+        let stopped_early =
+            match apply_records(&scan, &bytes, seg, &path, end, cursor, &mut apply, &mut out) {
+                Ok(s) => s,
+                Err(e @ RecoverError::Apply { .. }) => return Err(e),
+                Err(e) => return stop(out, e),
             };
-            *cursor = Some(Cursor {
-                segment: seg.first,
-                at: Resume {
-                    offset: at,
-                    next: txid,
-                },
-            });
-            if txid > end {
-                stopped_early = true;
-                break;
-            }
-            apply(txid, &op).map_err(|why| RecoverError::Apply {
-                txid,
-                path: path.clone(),
-                why,
-            })?;
-            out.edits += 1;
-            out.last_txid = txid;
-        }
         if !stopped_early && scan.first_txid == seg.first && scan.valid_len >= HEADER_LEN {
             // The next record, once written, starts where the whole ones end.
             *cursor = Some(Cursor {
@@ -367,6 +273,164 @@ fn read_after(
         }
         expected = reach + 1;
     }
+}
+
+/// The copies holding `expected`: finalized ones (known extent) first, longest first.
+fn copies_holding(candidates: &[SegmentFile], expected: u64) -> Vec<&SegmentFile> {
+    let mut options: Vec<&SegmentFile> = candidates
+        .iter()
+        .filter(|s| s.first <= expected && s.last.is_none_or(|l| l >= expected))
+        .collect();
+    options.sort_by_key(|s| std::cmp::Reverse(s.last.unwrap_or(0)));
+    options
+}
+
+/// With no copy holding `expected`: the gap before the next segment that exists, if any
+/// (none: the journal simply ends there).
+fn gap_at(dirs: &[PathBuf], candidates: &[SegmentFile], expected: u64) -> Option<RecoverError> {
+    let next = candidates
+        .iter()
+        .map(|s| s.first)
+        .filter(|&f| f > expected)
+        .min()?;
+    let dirs = dirs
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    Some(RecoverError::Gap {
+        from: expected,
+        to: next - 1,
+        dirs,
+    })
+}
+
+/// The copy that reaches furthest: (last txid it holds, its scan, its bytes, the copy).
+type Found<'a> = (u64, Scan, Vec<u8>, &'a SegmentFile);
+
+enum Furthest<'a> {
+    Found(Found<'a>),
+    /// Finalized (renamed) or purged since it was listed, under a follower: the follower's
+    /// next call lists the directories afresh.
+    Vanished,
+    /// No copy scans; the first copy's reason.
+    Unusable(ScanError),
+}
+
+/// Reads every copy holding `expected` and keeps the one that reaches furthest.
+fn furthest_copy<'a>(
+    options: &[&'a SegmentFile],
+    cursor: Option<Cursor>,
+    reading: Reading,
+    expected: u64,
+    end: u64,
+) -> Result<Furthest<'a>, RecoverError> {
+    let mut best: Option<Found<'a>> = None;
+    let mut first_err = None;
+    // Every copy of a segment holds the same bytes (one batch is written to each), so a
+    // cursor into one is good for all of them.
+    let usable = cursor.filter(|c| c.at.offset >= HEADER_LEN && c.at.next <= expected);
+    for &seg in options {
+        let resume = usable.filter(|c| c.segment == seg.first).map(|c| c.at);
+        let mode = match (reading, seg.last) {
+            (Reading::Recover, _) => Mode::Recover,
+            (Reading::Follow(_), None) => Mode::Live,
+            _ => Mode::Strict,
+        };
+        let (bytes, scanned) = match read_copy(seg, resume, mode, expected, end) {
+            Ok(b) => b,
+            Err(RecoverError::Io { source, .. })
+                if matches!(reading, Reading::Follow(_))
+                    && source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                return Ok(Furthest::Vanished);
+            }
+            Err(e) => return Err(e),
+        };
+        match scanned {
+            Ok(scan) => {
+                let reach = scan.last_txid.unwrap_or(0);
+                if best.as_ref().is_none_or(|(b, ..)| reach > *b) {
+                    best = Some((reach, scan, bytes, seg));
+                }
+            }
+            Err(e) => {
+                warn!(error = %e, "journal segment copy unusable");
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    Ok(match (best, first_err) {
+        (Some(found), _) => Furthest::Found(found),
+        (None, Some(e)) => Furthest::Unusable(e),
+        // Unreachable: every option either scans or fails; an empty list is the caller's.
+        (None, None) => Furthest::Vanished,
+    })
+}
+
+/// How the scan ended says whether anything is wrong: a torn tail at start-up is a crash's
+/// (warned, dropped); a follower's cut record that is already synced is damage.
+fn check_tail(
+    scan: &Scan,
+    live: Option<u64>,
+    seg: &SegmentFile,
+    path: &str,
+) -> Result<(), RecoverError> {
+    match (&scan.tail, live) {
+        (Tail::Torn { offset, why }, None) => {
+            warn!(segment = %path, offset, %why, "torn tail: the last record was cut short by a crash; it is dropped");
+        }
+        (Tail::Live { offset, why }, Some(synced))
+            if scan.last_txid.map_or(seg.first, |t| t + 1) <= synced =>
+        {
+            // The record that should follow the whole ones is synced, so it was whole
+            // before the read began: this is damage, not a race.
+            return Err(ScanError::Corrupt {
+                path: path.to_string(),
+                offset: *offset,
+                why: why.clone(),
+            }
+            .into());
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Applies the scanned records up to `end`, decoding each as it goes and keeping `cursor`
+/// at the last one. Returns whether it stopped before the copy's last record.
+#[allow(clippy::too_many_arguments)]
+fn apply_records(
+    scan: &Scan,
+    bytes: &[u8],
+    seg: &SegmentFile,
+    path: &str,
+    end: u64,
+    cursor: &mut Option<Cursor>,
+    apply: &mut impl FnMut(u64, &Op) -> Result<(), String>,
+    out: &mut Replayed,
+) -> Result<bool, RecoverError> {
+    for record in scan.records_at(bytes, path) {
+        let (at, txid, op) = record?;
+        *cursor = Some(Cursor {
+            segment: seg.first,
+            at: Resume {
+                offset: at,
+                next: txid,
+            },
+        });
+        if txid > end {
+            return Ok(true);
+        }
+        apply(txid, &op).map_err(|why| RecoverError::Apply {
+            txid,
+            path: path.to_string(),
+            why,
+        })?;
+        out.edits += 1;
+        out.last_txid = txid;
+    }
+    Ok(false)
 }
 
 /// Turns every in-progress segment into a finalized one at its last valid record (torn tails

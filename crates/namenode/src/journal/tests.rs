@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::{Journal, JournalConfig};
 use crate::namespace::Op;
 
-fn config(dir: &std::path::Path, group_delay: Duration) -> JournalConfig {
+pub(super) fn config(dir: &std::path::Path, group_delay: Duration) -> JournalConfig {
     JournalConfig {
         dirs: vec![dir.to_path_buf()],
         segment_max_bytes: 64 << 20,

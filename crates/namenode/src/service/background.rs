@@ -100,7 +100,7 @@ impl NameNodeService {
         });
         let c = &self.cfg;
         svc.run(
-            journal,
+            journal.as_ref(),
             &self.journal_dirs,
             rebuild,
             c.summary_checkpoint_txns,

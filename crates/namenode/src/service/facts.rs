@@ -10,7 +10,7 @@ use super::{NameNodeService, StartupReport};
 use crate::activity::ActivityFacts;
 use crate::blocks::registry::Liveness;
 use crate::clock::now_ms;
-use crate::journal::{DirStatus, Journal};
+use crate::journal::{DirStatus, EditLog};
 use crate::startup_progress::View;
 use crate::summary::follow::SummaryService;
 
@@ -126,7 +126,7 @@ impl JournalFacts {
     }
 
     /// The journal's counters and directories now; `required` as configured.
-    pub fn read(j: &Journal, required: &[PathBuf]) -> JournalFacts {
+    pub fn read(j: &dyn EditLog, required: &[PathBuf]) -> JournalFacts {
         let m = j.metrics();
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         JournalFacts {
@@ -189,7 +189,7 @@ impl Facts {
         let journal = nn
             .journal
             .as_ref()
-            .map(|j| JournalFacts::read(j, &nn.cfg.required_edits_dirs));
+            .map(|j| JournalFacts::read(j.as_ref(), &nn.cfg.required_edits_dirs));
         let summary = nn.summary.as_deref().map(SummaryFacts::read);
         Facts {
             cluster_id: nn.identity.cluster_id.clone(),

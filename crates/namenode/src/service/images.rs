@@ -11,7 +11,7 @@ use crate::checkpoint;
 use crate::clock::now_ms;
 use crate::error::FsError;
 use crate::forked_writer;
-use crate::journal::{recover, Journal};
+use crate::journal::{recover, EditLog};
 
 impl NameNodeService {
     /// The txid of the newest checkpoint image written or loaded.
@@ -42,9 +42,9 @@ impl NameNodeService {
     }
 
     /// The journal the admin calls act on; a NameNode configured without directories has none.
-    fn journal_or_err(&self) -> Result<&Journal, FsError> {
+    fn journal_or_err(&self) -> Result<&dyn EditLog, FsError> {
         self.journal
-            .as_ref()
+            .as_deref()
             .ok_or_else(|| FsError::Io("this NameNode keeps no journal".into()))
     }
 
@@ -113,7 +113,13 @@ impl NameNodeService {
     /// the namespace is free meanwhile.
     #[doc(hidden)]
     pub fn save_namespace_with(&self, in_writer: impl Fn()) -> std::io::Result<u64> {
-        let Some(journal) = &self.journal else {
+        // Without name directories (and so without a journal on disk) there is nowhere to
+        // write an image, and nothing to replay one against.
+        let Some(journal) = self
+            .journal
+            .as_deref()
+            .filter(|_| !self.name_dirs.is_empty())
+        else {
             return Ok(0);
         };
         let _one_at_a_time = self.saving.lock();

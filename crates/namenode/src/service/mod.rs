@@ -45,7 +45,7 @@ use crate::config::Config;
 use crate::error::FsError;
 use crate::groups::GroupMapping;
 use crate::identity::Identity;
-use crate::journal::Journal;
+use crate::journal::{EditLog, MemoryJournal};
 use crate::leases::Leases;
 use crate::namespace::{Applied, Caller, Namespace, Op, Planned};
 use crate::startup_progress::{Phase, StartupProgress, StepKind, StepSpec};
@@ -94,8 +94,9 @@ pub struct NameNodeService {
     superuser: String,
     groups: GroupMapping,
     identity: Identity,
-    /// `None` only for a NameNode configured without any directory (memory only).
-    journal: Option<Journal>,
+    /// On disk, or in memory for a service made by [`in_memory`](Self::in_memory); `None`
+    /// for a NameNode configured without any directory.
+    journal: Option<Box<dyn EditLog>>,
     name_dirs: Vec<PathBuf>,
     journal_dirs: Vec<PathBuf>,
     /// Where `readEdits` last stopped reading the segments (see `recover::Cursor`).
@@ -132,7 +133,7 @@ pub struct NameNodeService {
 
 pub struct Storage {
     pub ns: Namespace,
-    pub journal: Option<Journal>,
+    pub journal: Option<Box<dyn EditLog>>,
     pub name_dirs: Vec<PathBuf>,
     pub journal_dirs: Vec<PathBuf>,
     pub startup: StartupReport,
@@ -221,8 +222,9 @@ impl NameNodeService {
         }
     }
 
-    /// A NameNode with no directories: everything in memory, nothing journaled, started
-    /// by `superuser`. For tests and the in-process benchmark.
+    /// A NameNode with no directories: its journal in memory (records are appended,
+    /// synced and followed as on disk, and lost with the process), started by `superuser`.
+    /// For tests, fuzzing and the in-process benchmark.
     pub fn in_memory(cfg: Config, superuser: &str) -> Self {
         let now = now_ms();
         let progress = Arc::new(StartupProgress::new(std::time::Instant::now()));
@@ -235,7 +237,7 @@ impl NameNodeService {
         }
         let storage = Storage {
             ns: Namespace::new(superuser, &cfg.superuser_group, now),
-            journal: None,
+            journal: Some(Box::new(MemoryJournal::default())),
             name_dirs: Vec::new(),
             journal_dirs: Vec::new(),
             startup: StartupReport::default(),
@@ -289,7 +291,14 @@ impl NameNodeService {
 
     /// The journal's sync counters, when there is a journal.
     pub fn journal_metrics(&self) -> Option<&crate::journal::JournalMetrics> {
-        self.journal.as_ref().map(|j| j.metrics())
+        self.journal.as_deref().map(|j| j.metrics())
+    }
+
+    /// Holds the in-memory journal's syncs back, or lets them go: tests see that answers
+    /// wait for durability. Nothing for a journal on disk.
+    #[doc(hidden)]
+    pub fn hold_memory_syncs(&self, held: bool) -> bool {
+        self.journal.as_deref().is_some_and(|j| j.hold_syncs(held))
     }
 
     /// The namespace summary service, when it runs in this process.
@@ -299,7 +308,7 @@ impl NameNodeService {
 
     /// What replies wait on before they go out: the journal, when there is one.
     pub fn durability(&self) -> Option<&dyn Durability> {
-        self.journal.as_ref().map(|j| j as &dyn Durability)
+        self.journal.as_deref().map(|j| j as &dyn Durability)
     }
 
     /// Reads the namespace under its read lock: for tests and benchmarks that compare it

@@ -540,7 +540,7 @@ async fn a_corrupt_replica_stops_being_handed_out() {
 }
 
 #[tokio::test]
-async fn administration_without_a_journal() {
+async fn administration_on_the_memory_journal() {
     let nn = nn();
     assert_eq!(
         nn.save_namespace_now(0, 0).await,
@@ -548,13 +548,69 @@ async fn administration_without_a_journal() {
             "Safe mode should be turned ON in order to create namespace image.".into()
         ))
     );
-    assert!(nn.roll_edits().await.is_err());
-    assert!(nn.restore_failed_storage("check").is_err());
+    nn.mkdirs(SU, "/x", 0o755, false).await.unwrap();
+    let next = nn.roll_edits().await.unwrap();
+    assert_eq!(
+        next,
+        nn.last_txid() + 1,
+        "the next segment starts after the last record"
+    );
+    assert!(!nn.restore_failed_storage("check").unwrap());
+    assert!(nn.restore_failed_storage("true").unwrap());
+    assert!(matches!(
+        nn.restore_failed_storage("maybe"),
+        Err(FsError::IllegalArgument(_))
+    ));
     nn.safe_mode_action(SU, SafeModeAction::Enter).unwrap();
     assert!(matches!(nn.roll_edits().await, Err(FsError::SafeMode(_))));
+    // No name directory: nowhere to write an image, and nothing is refused for it.
     assert!(nn.save_namespace_now(0, 0).await.unwrap());
     assert!(matches!(
         nn.path_summary(SU, "/", |_, _| (), |_| false).await,
         Err(FsError::Unsupported(_))
     ));
+}
+
+/// A mutation answers only once its records are durable: with the journal's syncs held,
+/// mkdirs does not return; released, it does, and the directory is there.
+#[tokio::test]
+async fn answers_wait_for_the_journal() {
+    let nn = nn();
+    assert!(nn.hold_memory_syncs(true));
+    let made = {
+        let nn = nn.clone();
+        tokio::spawn(async move { nn.mkdirs(SU, "/durable", 0o755, false).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    assert!(
+        !made.is_finished(),
+        "answered before its record was durable"
+    );
+    // Applied already (readers see it), durable not yet: as HDFS's edit log orders them.
+    assert!(nn.file_info(SU, "/durable").unwrap().is_some());
+    nn.hold_memory_syncs(false);
+    made.await.unwrap().unwrap();
+}
+
+/// readEdits hands a follower exactly the records the namespace applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn followers_read_the_records_applied() {
+    let nn = nn();
+    nn.mkdirs(SU, "/a/b", 0o755, true).await.unwrap();
+    nn.rename2(SU, "/a/b", "/a/c", false).await.unwrap();
+    let last = nn.last_txid();
+    let (bytes, synced) = nn
+        .read_edits(1, 1 << 20, std::time::Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(synced, last);
+    let mut buf = &bytes[..];
+    let mut ops = Vec::new();
+    while let Ok(crate::journal::codec::Next::Record { op, size, .. }) =
+        crate::journal::codec::decode_record(buf)
+    {
+        ops.push(op.name());
+        buf = &buf[size..];
+    }
+    assert_eq!(ops, vec!["OP_MKDIR", "OP_MKDIR", "OP_RENAME"]);
 }

@@ -59,7 +59,12 @@ impl NameNodeService {
     /// free space are not enough by HDFS's policy (`resources.rs`); never leaves it by
     /// itself (HDFS's resource monitor).
     pub fn check_resources(&self) {
-        let Some(j) = &self.journal else {
+        // Only journal directories can run short of space.
+        let Some(j) = self
+            .journal
+            .as_deref()
+            .filter(|_| !self.journal_dirs.is_empty())
+        else {
             return;
         };
         let reserved = self.cfg.resource_reserved_bytes;

@@ -24,7 +24,7 @@ use tracing::{error, info, warn};
 
 use super::{codec, Summary};
 use crate::journal::codec::{decode_record, Next};
-use crate::journal::{recover, Journal};
+use crate::journal::{recover, EditLog};
 
 /// Counters for logs, `ferrite summary --stats` and the benchmark.
 #[derive(Default, Debug)]
@@ -303,7 +303,7 @@ impl SummaryService {
     /// reads of the journal.
     pub fn run(
         self: Arc<Self>,
-        journal: &Journal,
+        journal: &dyn EditLog,
         dirs: &[PathBuf],
         rebuild: Rebuild,
         every_txns: u64,
