@@ -42,27 +42,8 @@ impl Namespace {
                 },
                 *prev_len,
             )?,
-            Op::BumpGenerationStamp { path, id, gs } => {
-                let slot = self.existing_at(path, at.slot)?;
-                let f = self.open_file_data(slot, path)?;
-                match f.blocks_mut().last_mut() {
-                    Some(b) if b.id == *id => b.gs = *gs,
-                    _ => return Err(not_last(*id, path)),
-                }
-                self.next_gs = self.next_gs.max(gs + 1);
-            }
-            Op::AbandonBlock { path, id } => {
-                let slot = self.existing_at(path, at.slot)?;
-                let f = self.open_file_data(slot, path)?;
-                let blocks = f.blocks_mut();
-                if blocks.last().map(|b| b.id) != Some(*id) {
-                    return Err(not_last(*id, path));
-                }
-                if let Some(b) = blocks.pop() {
-                    fx.removed_blocks.push((b.id, b.gs));
-                }
-                self.block_files.remove(id);
-            }
+            Op::BumpGenerationStamp { path, id, gs } => self.apply_bump_gs(path, at, *id, *gs)?,
+            Op::AbandonBlock { path, id } => self.apply_abandon_block(path, at, *id, &mut fx)?,
             Op::Close { path, mtime, len } => self.apply_close(path, at, *mtime, *len, &mut fx)?,
             Op::Rename {
                 src,
@@ -70,16 +51,7 @@ impl Namespace {
                 mtime,
                 overwrite,
             } => self.apply_rename((src, dst), at, *mtime, *overwrite, &mut fx)?,
-            Op::Delete { path, mtime } => {
-                let slot = self.existing_at(path, at.slot)?;
-                if slot == ROOT_SLOT {
-                    return Err(FsError::Io("cannot delete the root directory".into()));
-                }
-                let parent = self.arena.get(slot).parent;
-                self.detach(slot);
-                self.remove_subtree(slot, &mut fx);
-                self.arena.get_mut(parent).mtime = *mtime;
-            }
+            Op::Delete { path, mtime } => self.apply_delete(path, at, *mtime, &mut fx)?,
             Op::SetPermission { path, perm } => {
                 let slot = self.existing_at(path, at.slot)?;
                 self.arena.get_mut(slot).perm = *perm & inode::PERM_MASK;
@@ -89,22 +61,14 @@ impl Namespace {
                 let owner = owner.as_deref().map(|o| self.users.intern(o));
                 let group = group.as_deref().map(|g| self.users.intern(g));
                 let inode = self.arena.get_mut(slot);
-                if let Some(o) = owner {
-                    inode.owner = o;
-                }
-                if let Some(g) = group {
-                    inode.group = g;
-                }
+                inode.owner = owner.unwrap_or(inode.owner);
+                inode.group = group.unwrap_or(inode.group);
             }
             Op::SetTimes { path, mtime, atime } => {
                 let slot = self.existing_at(path, at.slot)?;
                 let inode = self.arena.get_mut(slot);
-                if let Some(m) = mtime {
-                    inode.mtime = *m;
-                }
-                if let Some(a) = atime {
-                    inode.atime = *a;
-                }
+                inode.mtime = mtime.unwrap_or(inode.mtime);
+                inode.atime = atime.unwrap_or(inode.atime);
             }
             Op::SetReplication { path, replication } => {
                 let slot = self.existing_at(path, at.slot)?;
@@ -274,6 +238,58 @@ impl Namespace {
         };
         f.set_len(f.len().saturating_sub(was) + block.len);
         self.next_gs = self.next_gs.max(block.gs + 1);
+        Ok(())
+    }
+
+    /// The last block of an open file takes a new generation stamp (pipeline recovery).
+    fn apply_bump_gs(&mut self, path: &str, at: At, id: u64, gs: u64) -> Result<(), FsError> {
+        let slot = self.existing_at(path, at.slot)?;
+        let f = self.open_file_data(slot, path)?;
+        match f.blocks_mut().last_mut() {
+            Some(b) if b.id == id => b.gs = gs,
+            _ => return Err(not_last(id, path)),
+        }
+        self.next_gs = self.next_gs.max(gs + 1);
+        Ok(())
+    }
+
+    /// The last block of an open file is dropped (its pipeline never came up).
+    fn apply_abandon_block(
+        &mut self,
+        path: &str,
+        at: At,
+        id: u64,
+        fx: &mut Effects,
+    ) -> Result<(), FsError> {
+        let slot = self.existing_at(path, at.slot)?;
+        let f = self.open_file_data(slot, path)?;
+        let blocks = f.blocks_mut();
+        if blocks.last().map(|b| b.id) != Some(id) {
+            return Err(not_last(id, path));
+        }
+        if let Some(b) = blocks.pop() {
+            fx.removed_blocks.push((b.id, b.gs));
+        }
+        self.block_files.remove(&id);
+        Ok(())
+    }
+
+    /// `path` and everything below it go; its parent's time moves.
+    fn apply_delete(
+        &mut self,
+        path: &str,
+        at: At,
+        mtime: i64,
+        fx: &mut Effects,
+    ) -> Result<(), FsError> {
+        let slot = self.existing_at(path, at.slot)?;
+        if slot == ROOT_SLOT {
+            return Err(FsError::Io("cannot delete the root directory".into()));
+        }
+        let parent = self.arena.get(slot).parent;
+        self.detach(slot);
+        self.remove_subtree(slot, fx);
+        self.arena.get_mut(parent).mtime = mtime;
         Ok(())
     }
 

@@ -311,6 +311,10 @@ async fn create_checks_its_numbers_and_answers_the_new_status() {
         .unwrap();
     assert!(st.under_construction);
     assert_eq!(st.owner, ALICE);
+    // The writer holds a lease, which renewLease keeps.
+    assert_eq!(nn.lease_holders(), 1);
+    nn.renew_lease(CLIENT);
+    assert_eq!(nn.lease_holders(), 1);
     assert!(matches!(
         nn.create(from(ALICE), &create_req("/f")).await,
         Err(FsError::AlreadyBeingCreated(_) | FsError::AlreadyExists(_))
