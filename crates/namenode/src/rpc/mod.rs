@@ -35,8 +35,15 @@ pub(crate) fn origin(ctx: &CallCtx) -> Origin<'_> {
 }
 
 impl Service for NameNodeService {
-    fn admit(&self, ctx: &CallCtx, method: &'static str, _: MethodKind) -> Result<(), RpcError> {
-        Ok(NameNodeService::admit(self, &ctx.user, method)?)
+    fn admit(&self, ctx: &CallCtx, method: &'static str, kind: MethodKind) -> Result<(), RpcError> {
+        // `kind` is the method's policy from the service's table, copied when the method
+        // was registered (see `kind`): no lookup per call.
+        let policy = admission::Policy {
+            mutating: kind.mutating,
+            superuser: kind.superuser,
+            at_most_once: kind.at_most_once,
+        };
+        Ok(self.admit_as(&ctx.user, method, policy)?)
     }
 
     fn durability(&self) -> Option<&dyn Durability> {

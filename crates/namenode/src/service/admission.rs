@@ -130,6 +130,13 @@ impl NameNodeService {
                 "no admission policy for operation {op}"
             )));
         };
+        self.admit_as(user, op, p)
+    }
+
+    /// [`admit`](Self::admit) with `op`'s policy already looked up in [`TABLE`]: a front
+    /// end that resolved it once (the IPC router, when a method is registered) skips the
+    /// lookup on every call.
+    pub fn admit_as(&self, user: &str, op: &str, p: Policy) -> Result<(), FsError> {
         if p.superuser && !self.caller(user).superuser {
             return Err(superuser_required(user));
         }
