@@ -105,6 +105,13 @@ pub trait LocatedSink {
     fn push(&mut self, block: &Placed, replicas: &[(NodeIx, u8)], nodes: &Registry, is_last: bool);
 }
 
+/// What a look-up of a file's blocks found: the answer, or that the file's access time
+/// must move first (its path, for the record).
+enum Located<S> {
+    Ready(S),
+    Touch(String),
+}
+
 /// A per-process counter that varies placement and reader order between calls.
 pub(super) fn seed() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(0x9e37_79b9_7f4a_7c15);
@@ -168,23 +175,40 @@ impl NameNodeService {
     ) -> Result<S, FsError> {
         let caller = self.caller(who.user);
         let now = now_ms();
-        let (range, touch) = {
-            let ns = self.ns.read();
-            let slot = ns.file_slot(&caller, &ns.resolve_reserved(src)?)?;
-            ns.check_access(&caller, slot, perm::READ)?;
-            let range = ns.block_range(slot, offset, length);
-            // The file's own path, for the access time's record (rare: an inode path, or a
-            // time to move).
-            let touch = self
-                .access_time_due(ns.inode(slot).atime, now)
-                .then(|| ns.path_of(slot));
-            (range, touch)
+        // The common case answers without waiting for anything: no future to carry it.
+        let path = match self.locate(&caller, who, src, (offset, length), now, true)? {
+            Located::Ready(s) => return Ok(s),
+            Located::Touch(path) => path,
         };
-        if let Some(path) = touch {
-            // Boxed: the commit's future is large and this path is rare (once per file per
-            // precision); inline, it would grow every open's future.
-            Box::pin(self.record_access(&caller, &path, now)).await;
+        // Rare (once per file per precision): boxed, so the commit's large future does not
+        // grow every open's.
+        Box::pin(self.record_access(&caller, &path, now)).await;
+        match self.locate(&caller, who, src, (offset, length), now, false)? {
+            Located::Ready(s) => Ok(s),
+            Located::Touch(_) => Err(FsError::Io("access time moved twice".into())),
         }
+    }
+
+    /// The located blocks of `src` now, unless (with `touch`) its access time is due
+    /// first: then the file's path, for the record that moves it.
+    fn locate<S: LocatedSink>(
+        &self,
+        caller: &crate::namespace::Caller,
+        who: Origin<'_>,
+        src: &str,
+        (offset, length): (u64, u64),
+        now: i64,
+        touch: bool,
+    ) -> Result<Located<S>, FsError> {
+        let range = {
+            let ns = self.ns.read();
+            let slot = ns.file_slot(caller, &ns.resolve_reserved(src)?)?;
+            ns.check_access(caller, slot, perm::READ)?;
+            if touch && self.access_time_due(ns.inode(slot).atime, now) {
+                return Ok(Located::Touch(ns.path_of(slot)));
+            }
+            ns.block_range(slot, offset, length)
+        };
         let pool = &self.identity.block_pool_id;
         let placed: Vec<Placed> = range
             .blocks
@@ -213,7 +237,7 @@ impl NameNodeService {
             self.reader_locations(&mgr, p.block.id, who.ip, now, block_seed, &mut locs);
             sink.push(&p, &locs, &mgr.reg, is_last);
         }
-        Ok(sink)
+        Ok(Located::Ready(sink))
     }
 
     /// A file's blocks with their replicas, for the statuses that carry them (a listing
