@@ -3,19 +3,18 @@
 //! without directories uses it (nothing survives a restart there anyway), and the
 //! service's tests use it to see the commit path's ordering without a disk.
 
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
-use bytes::Bytes;
 use ferrite_ipc::durable::Durability;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use tokio::sync::watch;
 
 use super::codec;
 use super::edit_log::{BoxFuture, EditLog};
-use super::tail::Batch;
+use super::tail::{Batch, Tail};
 use super::{JournalError, JournalMetrics};
 use crate::namespace::Op;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Synced bytes kept for followers; older batches are dropped (a follower that far behind
 /// would read segments, which a memory journal does not have: it starts again).
@@ -26,16 +25,14 @@ struct State {
     last_appended: u64,
     /// Appended, not yet synced: (first txid, encoded records).
     pending: Option<(u64, Vec<u8>)>,
-    batches: Vec<Batch>,
-    kept_bytes: usize,
     held: bool,
     closed: bool,
 }
 
 pub struct MemoryJournal {
     state: Mutex<State>,
-    /// Wakes followers waiting in `read_from`.
-    published: Condvar,
+    /// Synced batches for followers: the disk journal's tail, with its rules.
+    tail: Tail,
     /// The last synced txid, for async waiters.
     synced: watch::Sender<u64>,
     metrics: JournalMetrics,
@@ -46,7 +43,7 @@ impl Default for MemoryJournal {
     fn default() -> Self {
         MemoryJournal {
             state: Mutex::new(State::default()),
-            published: Condvar::new(),
+            tail: Tail::new(KEEP_BYTES, 0),
             synced: watch::channel(0).0,
             metrics: JournalMetrics::default(),
             restore: AtomicBool::new(false),
@@ -67,19 +64,8 @@ impl MemoryJournal {
         self.metrics
             .bytes_synced
             .fetch_add(bytes.len() as u64, Ordering::Relaxed);
-        s.kept_bytes += bytes.len();
-        s.batches.push(Batch {
-            first,
-            last,
-            bytes: Bytes::from(bytes),
-            at: Instant::now(),
-        });
-        while s.kept_bytes > KEEP_BYTES && s.batches.len() > 1 {
-            let old = s.batches.remove(0);
-            s.kept_bytes -= old.bytes.len();
-        }
+        self.tail.publish(first, last, bytes.into());
         self.synced.send_replace(last);
-        self.published.notify_all();
     }
 
     fn synced_upto(&self) -> u64 {
@@ -142,40 +128,14 @@ impl EditLog for MemoryJournal {
     }
 
     fn read_from(&self, from: u64, max_bytes: usize, wait: Duration) -> Option<Vec<Batch>> {
-        // The same rules as the disk journal's tail (`tail.rs`).
-        let deadline = Instant::now() + wait;
-        let mut s = self.state.lock();
-        let synced = |s: &State| s.batches.last().map_or(0, |b| b.last);
-        while synced(&s) < from && !s.closed {
-            if self.published.wait_until(&mut s, deadline).timed_out() {
-                break;
-            }
-        }
-        if synced(&s) < from {
-            return Some(Vec::new());
-        }
-        match s.batches.first() {
-            Some(b) if b.first <= from => {}
-            _ => return None,
-        }
-        let start = s.batches.partition_point(|b| b.last < from);
-        let mut out = Vec::new();
-        let mut size = 0;
-        for b in &s.batches[start..] {
-            if size > 0 && size + b.bytes.len() > max_bytes {
-                break;
-            }
-            size += b.bytes.len();
-            out.push(b.clone());
-        }
-        Some(out)
+        self.tail.read_from(from, max_bytes, wait)
     }
 
     fn close(&self) {
         let mut s = self.state.lock();
         self.sync(&mut s);
         s.closed = true;
-        self.published.notify_all();
+        self.tail.close();
     }
 
     fn metrics(&self) -> &JournalMetrics {
