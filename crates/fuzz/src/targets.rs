@@ -245,17 +245,15 @@ fn served() -> Served {
     }
 }
 
-fn method_index(name: &str) -> u16 {
-    let s = served();
-    s.methods
-        .iter()
-        .position(|(_, m)| *m == name)
-        .expect("a served method") as u16
-}
-
 fn dispatch_seeds() -> Vec<Vec<u8>> {
+    // The method table of one NameNode: the order every `served()` one has.
+    let methods = served().methods;
     let with = |name: &str, body: Vec<u8>| {
-        let mut out = method_index(name).to_be_bytes().to_vec();
+        let index = methods
+            .iter()
+            .position(|(_, m)| *m == name)
+            .expect("a served method") as u16;
+        let mut out = index.to_be_bytes().to_vec();
         out.extend(body);
         out
     };
