@@ -14,7 +14,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
-use crate::checkpoint;
+use crate::checkpoint::{self, DiskImages, ImageStore};
 use crate::clock::now_ms;
 use crate::config::{Config, Recovery};
 use crate::groups::GroupMapping;
@@ -93,7 +93,7 @@ fn recover_journal(
 /// `*.abandoned` (never deleted: they are the operator's to inspect). Loud on purpose:
 /// edits are being given up. Returns whether anything was.
 fn set_salvage_down(
-    name_dirs: &[PathBuf],
+    images: &dyn ImageStore,
     journal_dirs: &[PathBuf],
     ns: &mut Namespace,
     out: &salvage::Salvaged,
@@ -109,8 +109,8 @@ fn set_salvage_down(
         error!(%what, "RECOVERY: edit given up");
     }
     ns.reserve_ids(out.lost);
-    checkpoint::save(name_dirs, |f| {
-        ns.write_image(out.last_txid, f)?;
+    images.save(&mut |sink| {
+        ns.write_image(out.last_txid, sink)?;
         Ok(out.last_txid)
     })?;
     let mut aside = Vec::new();
@@ -168,6 +168,7 @@ pub fn load_storage_tracked(
         return Ok(Storage {
             ns,
             journal: None,
+            images: None,
             name_dirs,
             journal_dirs,
             startup: StartupReport::default(),
@@ -180,11 +181,10 @@ pub fn load_storage_tracked(
     dir_policy(cfg).validate(&journal_dirs).map_err(io_err)?;
     let started = Instant::now();
     progress.begin_phase(Phase::LoadingFsImage, started);
-    let (mut ns, image_txid) = match checkpoint::load_newest(&name_dirs, &progress)
-        .map_err(io_err)?
-    {
-        Some((ns, txid, path)) => {
-            info!(image = %path.display(), txid, inodes = ns.inode_count(), "checkpoint image loaded");
+    let images = DiskImages::new(name_dirs.clone());
+    let (mut ns, image_txid) = match checkpoint::load_newest(&images, &progress).map_err(io_err)? {
+        Some((ns, txid, place)) => {
+            info!(image = %place, txid, inodes = ns.inode_count(), "checkpoint image loaded");
             (ns, txid)
         }
         None => (Namespace::new(superuser, &cfg.superuser_group, now_ms()), 0),
@@ -208,7 +208,7 @@ pub fn load_storage_tracked(
     let replayed = match cfg.recovery {
         Recovery::Skip => {
             let out = salvage::replay_skipping(&journal_dirs, image_txid, apply);
-            salvaged = set_salvage_down(&name_dirs, &journal_dirs, &mut ns, &out)?;
+            salvaged = set_salvage_down(&images, &journal_dirs, &mut ns, &out)?;
             recover::Replayed {
                 last_txid: out.last_txid,
                 edits: out.edits,
@@ -285,6 +285,7 @@ pub fn load_storage_tracked(
     Ok(Storage {
         ns,
         journal: Some(Box::new(journal)),
+        images: Some(Box::new(images)),
         name_dirs,
         journal_dirs,
         startup,

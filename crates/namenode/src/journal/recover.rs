@@ -868,7 +868,7 @@ mod tests {
         let aside = set_aside_after(&dirs, 5).unwrap();
         assert_eq!(aside.len(), 2, "{aside:?}");
         assert_eq!(
-            crate::checkpoint::tests::names_in(dir.path()),
+            crate::checkpoint::disk::tests::names_in(dir.path()),
             [
                 finalized_name(1, 5),
                 format!("{}.abandoned", finalized_name(1, 10)),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tracing::{info, warn};
 
 use super::NameNodeService;
-use crate::checkpoint;
+use crate::checkpoint::{self, ImageSink};
 use crate::clock::now_ms;
 use crate::error::FsError;
 use crate::forked_writer;
@@ -113,46 +113,52 @@ impl NameNodeService {
     /// the namespace is free meanwhile.
     #[doc(hidden)]
     pub fn save_namespace_with(&self, in_writer: impl Fn()) -> std::io::Result<u64> {
-        // Without name directories (and so without a journal on disk) there is nowhere to
-        // write an image, and nothing to replay one against.
-        let Some(journal) = self
-            .journal
-            .as_deref()
-            .filter(|_| !self.name_dirs.is_empty())
+        // Without an image store (a NameNode without name directories) there is nowhere
+        // to write an image, and nothing to replay one against.
+        let (Some(journal), Some(images)) = (self.journal.as_deref(), self.images.as_deref())
         else {
             return Ok(0);
         };
         let _one_at_a_time = self.saving.lock();
         let started = std::time::Instant::now();
         let mut locked_us = 0;
-        let (txid, bytes, _) = checkpoint::save(&self.name_dirs, |file| {
+        let saved = images.save(&mut |sink| {
             // Appends happen under the write lock, so while we hold the read lock the
-            // namespace is exactly the state as of `last_appended`. The lock is held only
-            // until the writer is forked off with its snapshot (see `forked_writer`).
+            // namespace is exactly the state as of `last_appended`. Into a file the lock is
+            // held only until a writer is forked off with its snapshot (see
+            // `forked_writer`); into memory, for the whole write.
             let ns = self.ns.read();
             let txid = journal.last_appended();
             let locked = std::time::Instant::now();
-            let forked = forked_writer::spawn(|| {
-                in_writer();
-                ns.write_image(txid, file).map(drop)
-            });
+            let forked = match sink {
+                ImageSink::File(file) => Some(forked_writer::spawn(|| {
+                    in_writer();
+                    ns.write_image(txid, &mut **file).map(drop)
+                })),
+                ImageSink::Memory(_) => None,
+            };
             match forked {
-                Ok(writer) => {
+                Some(Ok(writer)) => {
                     drop(ns);
                     locked_us = locked.elapsed().as_micros() as u64;
                     writer.wait()?;
                 }
-                Err(e) => {
+                Some(Err(e)) => {
                     warn!(error = %e, "could not fork the image writer; writing the image under the namespace lock");
-                    ns.write_image(txid, file)?;
+                    ns.write_image(txid, sink)?;
+                    locked_us = locked.elapsed().as_micros() as u64;
+                }
+                None => {
+                    ns.write_image(txid, sink)?;
                     locked_us = locked.elapsed().as_micros() as u64;
                 }
             }
             Ok(txid)
         })?;
+        let (txid, bytes) = (saved.txid, saved.bytes);
         self.last_image_txid.store(txid, Ordering::SeqCst);
         self.last_image_ms.store(now_ms(), Ordering::SeqCst);
-        if let Some(oldest) = checkpoint::prune(&self.name_dirs, self.cfg.checkpoints_retained) {
+        if let Some(oldest) = images.prune(self.cfg.checkpoints_retained) {
             // As HDFS's retention: everything after the oldest image, plus some history.
             let keep_from = (oldest + 1).saturating_sub(self.cfg.extra_edits_retained);
             let purged = recover::purge_before(&self.journal_dirs, keep_from);

@@ -39,7 +39,7 @@ use tracing::error;
 
 use crate::activity::Activity;
 use crate::blocks::BlockManager;
-use crate::checkpoint;
+use crate::checkpoint::{self, ImageStore, MemoryImages};
 use crate::clock::now_ms;
 use crate::config::Config;
 use crate::error::FsError;
@@ -97,6 +97,9 @@ pub struct NameNodeService {
     /// On disk, or in memory for a service made by [`in_memory`](Self::in_memory); `None`
     /// for a NameNode configured without any directory.
     journal: Option<Box<dyn EditLog>>,
+    /// Where checkpoint images go: the name directories, or memory beside a memory
+    /// journal; `None` for a NameNode configured without any directory.
+    images: Option<Box<dyn ImageStore>>,
     name_dirs: Vec<PathBuf>,
     journal_dirs: Vec<PathBuf>,
     /// Where `readEdits` last stopped reading the segments (see `recover::Cursor`).
@@ -134,6 +137,7 @@ pub struct NameNodeService {
 pub struct Storage {
     pub ns: Namespace,
     pub journal: Option<Box<dyn EditLog>>,
+    pub images: Option<Box<dyn ImageStore>>,
     pub name_dirs: Vec<PathBuf>,
     pub journal_dirs: Vec<PathBuf>,
     pub startup: StartupReport,
@@ -171,7 +175,10 @@ impl NameNodeService {
         let summary = storage
             .summary
             .map(|s| SummaryService::new(s, Some(summary_dir)));
-        let image_ms = checkpoint::image_mtime_ms(&storage.name_dirs, storage.startup.image_txid);
+        let image_ms = storage
+            .images
+            .as_deref()
+            .and_then(|i| checkpoint::written_ms(i, storage.startup.image_txid));
         let progress = storage.progress;
         let started = std::time::Instant::now();
         progress.begin_phase(Phase::SafeMode, started);
@@ -205,6 +212,7 @@ impl NameNodeService {
             groups,
             identity,
             journal: storage.journal,
+            images: storage.images,
             name_dirs: storage.name_dirs,
             journal_dirs: storage.journal_dirs,
             edits_cursor: Mutex::new(None),
@@ -238,6 +246,7 @@ impl NameNodeService {
         let storage = Storage {
             ns: Namespace::new(superuser, &cfg.superuser_group, now),
             journal: Some(Box::new(MemoryJournal::default())),
+            images: Some(Box::new(MemoryImages::default())),
             name_dirs: Vec::new(),
             journal_dirs: Vec::new(),
             startup: StartupReport::default(),

@@ -567,8 +567,23 @@ async fn administration_on_the_memory_journal() {
     ));
     nn.safe_mode_action(SU, SafeModeAction::Enter).unwrap();
     assert!(matches!(nn.roll_edits().await, Err(FsError::SafeMode(_))));
-    // No name directory: nowhere to write an image, and nothing is refused for it.
+    // The image goes into memory, where image transfer finds it and start-up would.
     assert!(nn.save_namespace_now(0, 0).await.unwrap());
+    let txid = nn.last_txid();
+    assert_eq!(nn.last_image_txid(), txid);
+    assert!(nn.image_recent_enough(3600, 0), "nothing journaled since");
+    let chunk = nn.image_chunk(0, 0, u64::MAX).await.unwrap().unwrap();
+    assert_eq!((chunk.txid, chunk.total), (txid, chunk.data.len() as u64));
+    let (image, at) = Namespace::decode_image_with(&chunk.data, &mut |_, _| ()).unwrap();
+    assert_eq!(at, txid);
+    let su = Caller::superuser(SU);
+    assert!(image.lookup(&su, "/x").unwrap().is_some());
+    let tail = nn.image_chunk(txid, 10, 5).await.unwrap().unwrap();
+    assert_eq!(&tail.data[..], &chunk.data[10..15]);
+    assert!(matches!(
+        nn.image_chunk(txid + 1, 0, 1).await,
+        Err(FsError::NotFound(_))
+    ));
     assert!(matches!(
         nn.path_summary(SU, "/", |_, _| (), |_| false).await,
         Err(FsError::Unsupported(_))

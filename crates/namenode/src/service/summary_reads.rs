@@ -100,9 +100,14 @@ impl NameNodeService {
         offset: u64,
         max: u64,
     ) -> Result<Option<ImageChunk>, FsError> {
-        let images = crate::checkpoint::list(&self.name_dirs);
-        let found = images.into_iter().find(|(t, _)| txid == 0 || *t == txid);
-        let Some((txid, path)) = found else {
+        let Some(store) = self.images.as_deref() else {
+            return Ok(None);
+        };
+        let found = store
+            .list()
+            .into_iter()
+            .find(|i| txid == 0 || i.txid == txid);
+        let Some(image) = found else {
             if txid == 0 {
                 return Ok(None);
             }
@@ -110,19 +115,17 @@ impl NameNodeService {
                 "image {txid} is gone; start again from the newest"
             )));
         };
-        let (total, data) =
-            tokio::task::spawn_blocking(move || -> std::io::Result<(u64, Vec<u8>)> {
-                use std::io::{Read, Seek, SeekFrom};
-                let mut f = std::fs::File::open(&path)?;
-                let total = f.metadata()?.len();
-                f.seek(SeekFrom::Start(offset.min(total)))?;
-                let mut buf = Vec::new();
-                f.take(max).read_to_end(&mut buf)?;
-                Ok((total, buf))
-            })
-            .await
-            .map_err(|e| FsError::Io(e.to_string()))?
-            .map_err(|e| FsError::Io(e.to_string()))?;
+        let txid = image.txid;
+        let bytes = store.read(txid).map_err(|e| FsError::Io(e.to_string()))?;
+        // Copying out of a mapped file may wait on the disk: not on an async worker.
+        let (total, data) = tokio::task::spawn_blocking(move || {
+            let total = bytes.len() as u64;
+            let from = offset.min(total) as usize;
+            let to = offset.saturating_add(max).min(total) as usize;
+            (total, bytes[from..to].to_vec())
+        })
+        .await
+        .map_err(|e| FsError::Io(e.to_string()))?;
         Ok(Some(ImageChunk { txid, total, data }))
     }
 }

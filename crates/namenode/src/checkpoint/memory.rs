@@ -1,0 +1,65 @@
+//! Images kept in memory: the twin of the name directories for an in-process NameNode
+//! (tests, fuzzing), so that saveNamespace, image transfer and pruning run there too.
+
+use std::collections::BTreeMap;
+use std::io::{self, Cursor};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::{image_name, ImageBytes, ImageInfo, ImageSink, ImageStore, Saved, WriteImage};
+use crate::clock::now_ms;
+
+#[derive(Default)]
+pub struct MemoryImages {
+    /// By txid: the image's bytes and when it was written.
+    held: Mutex<BTreeMap<u64, (Arc<[u8]>, i64)>>,
+}
+
+impl ImageStore for MemoryImages {
+    fn list(&self) -> Vec<ImageInfo> {
+        let held = self.held.lock();
+        held.iter()
+            .rev()
+            .map(|(&txid, (bytes, at))| ImageInfo {
+                txid,
+                bytes: bytes.len() as u64,
+                written_ms: Some(*at),
+            })
+            .collect()
+    }
+
+    fn save(&self, write: &mut WriteImage<'_>) -> io::Result<Saved> {
+        let mut buf = Cursor::new(Vec::new());
+        // A failed write leaves nothing behind, as a discarded temp file does on disk.
+        let txid = write(&mut ImageSink::Memory(&mut buf))?;
+        let bytes: Arc<[u8]> = buf.into_inner().into();
+        let len = bytes.len() as u64;
+        self.held.lock().insert(txid, (bytes, now_ms()));
+        Ok(Saved {
+            txid,
+            bytes: len,
+            copies: 1,
+        })
+    }
+
+    fn read(&self, txid: u64) -> io::Result<ImageBytes> {
+        let held = self.held.lock();
+        let (bytes, _) = held
+            .get(&txid)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no image {txid}")))?;
+        Ok(ImageBytes::Held(bytes.clone()))
+    }
+
+    fn prune(&self, retain: usize) -> Option<u64> {
+        let mut held = self.held.lock();
+        while held.len() > retain.max(1) {
+            held.pop_first();
+        }
+        held.keys().next().copied()
+    }
+
+    fn describe(&self, txid: u64) -> String {
+        format!("memory:{}", image_name(txid))
+    }
+}
