@@ -3,13 +3,18 @@
 //! failed volume out of service.
 
 pub mod append;
+pub mod disk_files;
+pub mod files;
+pub mod memory_files;
 pub mod recovery;
 pub mod volume;
 
+#[cfg(test)]
+mod conformance;
+
 use std::collections::HashMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::io;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -17,6 +22,7 @@ use ferrite_transfer::checksum::{meta_header, Checksum, META_HEADER_LEN};
 use parking_lot::Mutex;
 use tracing::{info, warn};
 
+pub use files::{Key, Part, ReplicaFiles, ReplicaStreams};
 pub use volume::{SpaceHold, State, Volume};
 
 use crate::readserver::{ReadConfig, ReadServer};
@@ -86,12 +92,11 @@ impl WriterLatch {
     }
 }
 
-/// Files of a replica being written. Data and checksums are appended in step.
+/// A replica being written, open for its writer. Data and checksums are stored in step.
 pub struct RbwFiles {
     pub id: u64,
     pub volume: usize,
-    data: File,
-    meta: File,
+    streams: Box<dyn ReplicaStreams>,
     /// The room on its volume the rest of the block is promised.
     space: SpaceHold,
     latch: Arc<WriterLatch>,
@@ -102,12 +107,11 @@ impl RbwFiles {
     /// the meta file. `offset` is chunk-aligned, so a writer that re-sends a partial last
     /// chunk (after an hflush) overwrites it in place.
     pub fn write_at(&self, offset: u64, data: &[u8], sums: &[u8], c: &Checksum) -> io::Result<()> {
-        use std::os::unix::fs::FileExt;
         self.latch.run(|| {
-            self.data.write_all_at(data, offset)?;
+            self.streams.write_at(Part::Data, offset, data)?;
             let chunk = offset / c.bytes_per_checksum as u64;
             let at = META_HEADER_LEN as u64 + chunk * c.kind.size() as u64;
-            self.meta.write_all_at(sums, at)?;
+            self.streams.write_at(Part::Meta, at, sums)?;
             self.space.written(offset + data.len() as u64);
             Ok(())
         })
@@ -117,25 +121,21 @@ impl RbwFiles {
     /// shorter must not leave stale bytes behind).
     pub fn truncate(&self, len: u64, c: &Checksum) -> io::Result<()> {
         self.latch.run(|| {
-            self.data.set_len(len)?;
+            self.streams.set_len(Part::Data, len)?;
             let sums = c.chunks(len as usize) as u64 * c.kind.size() as u64;
-            self.meta.set_len(META_HEADER_LEN as u64 + sums)
+            self.streams.set_len(Part::Meta, META_HEADER_LEN as u64 + sums)
         })
     }
 
     /// Reads stored data back: the start of a partial last chunk that an append's first
     /// packet completes.
     pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        use std::os::unix::fs::FileExt;
-        self.latch.run(|| self.data.read_exact_at(buf, offset))
+        self.latch.run(|| self.streams.read_at(Part::Data, offset, buf))
     }
 
     /// hsync: the replica's data and checksums reach the disk.
     pub fn sync(&self) -> io::Result<()> {
-        self.latch.run(|| {
-            self.data.sync_data()?;
-            self.meta.sync_data()
-        })
+        self.latch.run(|| self.streams.sync())
     }
 }
 
@@ -160,6 +160,11 @@ impl Dataset {
         let Some(uuid) = datanode_uuid else {
             return Err(io::Error::other("no usable data directory"));
         };
+        Ok((Dataset::from_volumes(volumes), uuid))
+    }
+
+    /// The replicas the volumes hold, as each volume's scan finds them (a start).
+    pub fn from_volumes(volumes: Vec<Volume>) -> Dataset {
         let mut replicas = HashMap::new();
         for (vi, v) in volumes.iter().enumerate() {
             let found = v.scan();
@@ -184,16 +189,13 @@ impl Dataset {
                 );
             }
         }
-        Ok((
-            Dataset {
-                volumes,
-                replicas: Mutex::new(replicas),
-                latches: Mutex::new(HashMap::new()),
-                next_volume: AtomicUsize::new(0),
-                reads: OnceLock::new(),
-            },
-            uuid,
-        ))
+        Dataset {
+            volumes,
+            replicas: Mutex::new(replicas),
+            latches: Mutex::new(HashMap::new()),
+            next_volume: AtomicUsize::new(0),
+            reads: OnceLock::new(),
+        }
     }
 
     /// Starts the read side: one I/O pool per volume and the open-file cache.
@@ -215,9 +217,13 @@ impl Dataset {
         &self,
         r: &Replica,
     ) -> io::Result<Arc<crate::readserver::handles::Handle>> {
-        self.reads()
-            .handle((r.id, r.gs), r.volume, self.paths(r))
-            .await
+        let paths = self.paths(r).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::Unsupported,
+                "this volume keeps its replicas where the read server cannot open them",
+            )
+        })?;
+        self.reads().handle((r.id, r.gs), r.volume, paths).await
     }
 
     /// Cached open files of a replica are forgotten once it is gone.
@@ -231,12 +237,14 @@ impl Dataset {
         self.replicas.lock().get(&id).cloned()
     }
 
-    pub fn paths(&self, r: &Replica) -> (PathBuf, PathBuf) {
-        let v = &self.volumes[r.volume];
-        match r.state {
-            State::Rbw => v.rbw_paths(r.id, r.gs),
-            State::Finalized => v.finalized_paths(r.id, r.gs),
-        }
+    /// The data and meta file of replica `r`, when its volume keeps files.
+    pub fn paths(&self, r: &Replica) -> Option<(PathBuf, PathBuf)> {
+        self.volumes[r.volume].files.paths(key(r))
+    }
+
+    /// Opens replica `r`'s streams (its writer's, if it has one, are separate).
+    pub fn open_streams(&self, r: &Replica) -> io::Result<Box<dyn ReplicaStreams>> {
+        self.volumes[r.volume].files.open(key(r))
     }
 
     /// Picks a working volume with more than `need` bytes available, round-robin among
@@ -282,18 +290,10 @@ impl Dataset {
         }
         let (vi, space) = self.pick_volume(block_size)?;
         let io_err = |source| StorageError::Io { volume: vi, source };
-        let (dp, mp) = self.volumes[vi].rbw_paths(id, gs);
-        let open = |p: &Path| {
-            OpenOptions::new()
-                .create(true)
-                .truncate(true)
-                .read(true)
-                .write(true)
-                .open(p)
-        };
-        let data = open(&dp).map_err(io_err)?;
-        let mut meta = open(&mp).map_err(io_err)?;
-        meta.write_all(&meta_header(checksum)).map_err(io_err)?;
+        let streams = self.volumes[vi].files.create(id, gs).map_err(io_err)?;
+        streams
+            .write_at(Part::Meta, 0, &meta_header(checksum))
+            .map_err(io_err)?;
         self.replicas.lock().insert(
             id,
             Replica {
@@ -308,8 +308,7 @@ impl Dataset {
         Ok(RbwFiles {
             id,
             volume: vi,
-            data,
-            meta,
+            streams,
             space,
             latch: self.new_latch(id),
         })
@@ -346,36 +345,23 @@ impl Dataset {
         let vi = old.volume;
         let io_err = |source| StorageError::Io { volume: vi, source };
         let v = &self.volumes[vi];
-        let (data_path, meta_old) = self.paths(&old);
-        let meta_new = match old.state {
-            State::Rbw => v.rbw_paths(id, new_gs).1,
-            State::Finalized => v.finalized_paths(id, new_gs).1,
+        let to = Key {
+            gs: new_gs,
+            ..key(&old)
         };
-        fs::rename(&meta_old, &meta_new).map_err(io_err)?;
-        let mut head = [0u8; META_HEADER_LEN];
-        let meta = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&meta_new)
-            .map_err(io_err)?;
-        std::os::unix::fs::FileExt::read_exact_at(&meta, &mut head, 0).map_err(io_err)?;
-        let checksum = ferrite_transfer::checksum::parse_meta_header(&head).map_err(fail)?;
+        v.files.rename(key(&old), to).map_err(io_err)?;
+        let streams = v.files.open(to).map_err(io_err)?;
+        let checksum = files::read_checksum(&*streams).map_err(io_err)?;
         let mut r = old.clone();
         r.gs = new_gs;
         if old.state == State::Finalized {
             self.replicas.lock().insert(id, r.clone());
             return Ok((None, r.len, checksum));
         }
-        let data = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&data_path)
-            .map_err(io_err)?;
         let files = RbwFiles {
             id,
             volume: vi,
-            data,
-            meta,
+            streams,
             // The block stays where it is; it is promised the rest of a block.
             space: v.hold(block_size.saturating_sub(acked)),
             latch: self.new_latch(id),
@@ -415,25 +401,20 @@ impl Dataset {
         let RbwFiles {
             id,
             volume,
-            data,
-            meta,
+            streams,
             space,
             latch,
         } = files;
         let io_err = |source| StorageError::Io { volume, source };
-        drop((data, meta, space));
+        drop((streams, space));
         let r = latch
             .run(|| {
                 let mut r = self.get(id).ok_or(io::ErrorKind::NotFound)?;
-                let v = &self.volumes[volume];
-                let (src_d, src_m) = v.rbw_paths(id, r.gs);
-                let (dst_d, dst_m) = v.finalized_paths(id, r.gs);
-                fs::create_dir_all(v.finalized_dir(id))?;
-                // Meta first: a crash between the renames leaves a data file without meta
-                // in rbw, which the scan ignores, rather than a finalized block without
-                // checksums.
-                fs::rename(&src_m, &dst_m)?;
-                fs::rename(&src_d, &dst_d)?;
+                let done = Key {
+                    state: State::Finalized,
+                    ..key(&r)
+                };
+                self.volumes[volume].files.rename(key(&r), done)?;
                 r.len = len;
                 r.state = State::Finalized;
                 self.replicas.lock().insert(id, r.clone());
@@ -475,13 +456,8 @@ impl Dataset {
     }
 
     fn delete_files(&self, r: &Replica) {
-        let (d, m) = self.paths(r);
-        for p in [d, m] {
-            if let Err(e) = fs::remove_file(&p) {
-                if e.kind() != io::ErrorKind::NotFound {
-                    warn!(path = %p.display(), error = %e, "could not delete replica file");
-                }
-            }
+        if let Err(e) = self.volumes[r.volume].files.remove(key(r)) {
+            warn!(block = r.id, error = %e, "could not delete replica");
         }
     }
 
@@ -550,153 +526,11 @@ impl Dataset {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The room each test replica is promised.
-    const BLOCK: u64 = 1 << 20;
-
-    #[test]
-    fn write_finalize_find_after_restart_and_invalidate() {
-        let d = tempfile::tempdir().unwrap();
-        let dirs = vec![d.path().join("v1"), d.path().join("v2")];
-        let (ds, uuid) = Dataset::open(&dirs, "BP-1", "C").unwrap();
-        let c = Checksum::CRC32C_512;
-        let f = ds.create_rbw(10, 1001, &c, BLOCK).unwrap();
-        let data = vec![3u8; 600];
-        let mut sums = Vec::new();
-        c.compute_into(&data, &mut sums);
-        // A partial chunk first, then the whole again from its chunk start (hflush).
-        f.write_at(0, &data[..100], &sums[..4], &c).unwrap();
-        f.write_at(0, &data, &sums, &c).unwrap();
-        f.truncate(600, &c).unwrap();
-        assert!(matches!(
-            ds.create_rbw(10, 1001, &c, BLOCK),
-            Err(StorageError::Exists(10))
-        ));
-        let r = ds.finalize(f, 600).unwrap();
-        assert_eq!(r.state, State::Finalized);
-        let (dp, mp) = ds.paths(&r);
-        assert_eq!(fs::read(&dp).unwrap(), data);
-        assert_eq!(fs::metadata(&mp).unwrap().len(), 7 + 8);
-        // An unfinished replica stays apart and is found again after a restart.
-        let g = ds.create_rbw(11, 1002, &c, BLOCK).unwrap();
-        g.write_at(0, &data[..512], &sums[..4], &c).unwrap();
-        drop(g);
-        drop(ds);
-        let (ds, uuid2) = Dataset::open(&dirs, "BP-1", "C").unwrap();
-        assert_eq!(uuid, uuid2);
-        assert_eq!(ds.get(10).unwrap().len, 600);
-        let p = ds.get(11).unwrap();
-        assert_eq!((p.state, p.len), (State::Rbw, 512));
-        // An older-generation leftover is replaced by a new writer.
-        assert!(ds.create_rbw(11, 1003, &c, BLOCK).is_ok());
-        assert!(!ds.invalidate(10, 999));
-        assert!(ds.invalidate(10, 1001));
-        assert!(ds.get(10).is_none());
-        assert!(!dp.exists());
-    }
-
-    #[test]
-    fn recovery_renames_the_stamp_and_cuts_back_to_the_acknowledged_bytes() {
-        let d = tempfile::tempdir().unwrap();
-        let (ds, _) = Dataset::open(&[d.path().join("v")], "BP-1", "C").unwrap();
-        let c = Checksum::CRC32C_512;
-        let f = ds.create_rbw(7, 1001, &c, BLOCK).unwrap();
-        let data = vec![5u8; 1536];
-        let mut sums = Vec::new();
-        c.compute_into(&data, &mut sums);
-        f.write_at(0, &data, &sums, &c).unwrap();
-        ds.set_len(7, 1536);
-        drop(f);
-        assert!(
-            ds.recover(7, 1000, 0, BLOCK).is_err(),
-            "an older stamp is refused"
-        );
-        assert!(
-            ds.recover(7, 1002, 4096, BLOCK).is_err(),
-            "more acked than on disk"
-        );
-        let (files, len, got) = ds.recover(7, 1002, 1024, BLOCK).unwrap();
-        assert_eq!((len, got), (1024, c));
-        let r = ds.get(7).unwrap();
-        assert_eq!((r.gs, r.len, r.state), (1002, 1024, State::Rbw));
-        let (dp, mp) = ds.paths(&r);
-        assert_eq!(fs::metadata(&dp).unwrap().len(), 1024);
-        assert_eq!(fs::metadata(&mp).unwrap().len(), 7 + 8);
-        // The writer goes on from the acknowledged offset and finishes.
-        let files = files.unwrap();
-        files.write_at(1024, &data[..512], &sums[..4], &c).unwrap();
-        let r = ds.finalize(files, 1536).unwrap();
-        // A finalized replica in close recovery only takes the new stamp.
-        let (none, len, _) = ds.recover(7, 1003, 0, BLOCK).unwrap();
-        assert!(none.is_none());
-        assert_eq!(len, 1536);
-        assert_eq!(ds.get(7).unwrap().gs, 1003);
-        assert!(ds.paths(&ds.get(7).unwrap()).1.exists());
-        assert!(!ds.paths(&r).1.exists());
-    }
-
-    #[test]
-    fn a_broken_volume_is_taken_out_and_its_blocks_reported_lost() {
-        let d = tempfile::tempdir().unwrap();
-        let dirs = vec![d.path().join("v1")];
-        let (ds, _) = Dataset::open(&dirs, "BP-1", "C").unwrap();
-        let c = Checksum::CRC32C_512;
-        let f = ds.create_rbw(10, 1001, &c, BLOCK).unwrap();
-        ds.finalize(f, 0).unwrap();
-        assert!(ds.check_volume(0).is_empty(), "a healthy volume stays");
-        fs::remove_dir_all(&dirs[0]).unwrap();
-        assert_eq!(ds.check_volume(0), vec![10]);
-        assert_eq!(ds.failed_volumes(), 1);
-        assert!(ds.report()[0].2.is_empty());
-        assert!(matches!(
-            ds.create_rbw(12, 1, &c, BLOCK),
-            Err(StorageError::NoVolume)
-        ));
-    }
-
-    #[test]
-    fn a_new_replica_needs_room_for_a_whole_block_and_holds_it_until_written() {
-        let d = tempfile::tempdir().unwrap();
-        let (ds, _) = Dataset::open(&[d.path().join("v")], "BP-1", "C").unwrap();
-        let c = Checksum::CRC32C_512;
-        let v = &ds.volumes[0];
-        let free = v.space().1;
-        let huge = free + (1 << 40);
-        match ds.create_rbw(1, 1001, &c, huge) {
-            Err(e @ StorageError::NoSpace { need, most }) => {
-                assert_eq!(need, huge);
-                assert!(most < huge);
-                assert!(e.to_string().contains("out of space"), "{e}");
-            }
-            other => panic!("a block larger than the disk: {:?}", other.map(|f| f.id)),
-        }
-        assert!(ds.get(1).is_none(), "nothing was created");
-        // Room for one block of this size, not two: the first writer's promise keeps the
-        // second off the volume.
-        let block = free / 2 + free / 8;
-        let f = ds.create_rbw(2, 1001, &c, block).unwrap();
-        assert_eq!(v.reserved(), block);
-        assert_eq!(v.usable().1, v.space().1.saturating_sub(block));
-        assert!(matches!(
-            ds.create_rbw(3, 1001, &c, block),
-            Err(StorageError::NoSpace { .. })
-        ));
-        assert_eq!(v.reserved(), block, "a refused writer holds nothing");
-        // Bytes on disk count in the file system's free space, so they are promised no more.
-        f.write_at(0, &[7u8; 512], &[0u8; 4], &c).unwrap();
-        assert_eq!(v.reserved(), block - 512);
-        ds.finalize(f, 512).unwrap();
-        assert_eq!(v.reserved(), 0, "a finished replica holds nothing");
-        // A writer that goes away gives its promise back too; so does a recovery's.
-        let g = ds.create_rbw(4, 1001, &c, block).unwrap();
-        drop(g);
-        assert_eq!(v.reserved(), 0);
-        let (h, _, _) = ds.recover(4, 1002, 0, block).unwrap();
-        assert_eq!(v.reserved(), block);
-        drop(h);
-        assert_eq!(v.reserved(), 0);
+/// Where replica `r` is stored.
+fn key(r: &Replica) -> Key {
+    Key {
+        id: r.id,
+        gs: r.gs,
+        state: r.state,
     }
 }

@@ -1,15 +1,10 @@
-//! One volume (one disk): a directory holding a block pool's replicas in HDFS's layout,
+//! One volume (one disk): its identity (the `VERSION` file), its health, the room its
+//! writers are promised, and the store holding its replicas' bytes (`files`).
 //!
 //! ```text
 //! <root>/current/VERSION                       datanode and storage ids
-//! <root>/current/<pool>/current/rbw/           replicas being written
-//! <root>/current/<pool>/current/finalized/subdirA/subdirB/
-//!     blk_<id>                                 the data
-//!     blk_<id>_<genstamp>.meta                 7-byte header + one CRC per chunk
+//! <root>/current/<pool>/current/               the block pool's replicas (`disk_files`)
 //! ```
-//!
-//! Replicas being written live apart from finalized ones, so a crash can never make a
-//! half-written block look finished.
 
 use std::fs;
 use std::io;
@@ -17,9 +12,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use ferrite_transfer::checksum::{parse_meta_header, META_HEADER_LEN};
+use super::disk_files::DiskFiles;
+use super::files::ReplicaFiles;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum State {
     /// Being written (or left by a writer that went away): not readable as final.
     Rbw,
@@ -38,7 +34,7 @@ pub struct Found {
 pub struct Volume {
     pub root: PathBuf,
     pub storage_uuid: String,
-    pool_dir: PathBuf,
+    pub files: Arc<dyn ReplicaFiles>,
     failed: AtomicBool,
     /// Bytes promised to replicas being written and not yet on disk (HDFS's
     /// `reservedForRbw`): without it, writers that start together all pick a volume with
@@ -117,19 +113,20 @@ impl Volume {
             }
             Err(e) => return Err(e),
         };
-        let pool_dir = current.join(pool).join("current");
-        fs::create_dir_all(pool_dir.join("rbw"))?;
-        fs::create_dir_all(pool_dir.join("finalized"))?;
-        Ok((
-            Volume {
-                root: root.to_path_buf(),
-                storage_uuid: version.storage_uuid.clone(),
-                pool_dir,
-                failed: AtomicBool::new(false),
-                reserved: Arc::default(),
-            },
-            version,
-        ))
+        let files = DiskFiles::open(root, current.join(pool).join("current"))?;
+        let volume = Volume::with_files(root, &version.storage_uuid, Arc::new(files));
+        Ok((volume, version))
+    }
+
+    /// A volume over any replica store; `root` names it in reports and logs.
+    pub fn with_files(root: &Path, storage_uuid: &str, files: Arc<dyn ReplicaFiles>) -> Volume {
+        Volume {
+            root: root.to_path_buf(),
+            storage_uuid: storage_uuid.to_string(),
+            files,
+            failed: AtomicBool::new(false),
+            reserved: Arc::default(),
+        }
     }
 
     pub fn is_failed(&self) -> bool {
@@ -141,40 +138,14 @@ impl Volume {
     }
 
     /// Is the volume still working? A disk that went away or turned read-only fails this;
-    /// a full one does not (see [`probe_says_working`]).
+    /// a full one does not.
     pub fn check(&self) -> bool {
-        let probe = self.pool_dir.join(".probe");
-        let ok = probe_says_working(fs::write(&probe, b"ok"));
-        let _ = fs::remove_file(&probe);
-        ok && self.pool_dir.join("finalized").is_dir()
+        self.files.works()
     }
 
-    pub fn rbw_paths(&self, id: u64, gs: u64) -> (PathBuf, PathBuf) {
-        let dir = self.pool_dir.join("rbw");
-        (
-            dir.join(format!("blk_{id}")),
-            dir.join(format!("blk_{id}_{gs}.meta")),
-        )
-    }
-
-    pub fn finalized_dir(&self, id: u64) -> PathBuf {
-        self.pool_dir
-            .join("finalized")
-            .join(format!("subdir{}", (id >> 16) & 0x1f))
-            .join(format!("subdir{}", (id >> 8) & 0x1f))
-    }
-
-    pub fn finalized_paths(&self, id: u64, gs: u64) -> (PathBuf, PathBuf) {
-        let dir = self.finalized_dir(id);
-        (
-            dir.join(format!("blk_{id}")),
-            dir.join(format!("blk_{id}_{gs}.meta")),
-        )
-    }
-
-    /// (capacity, remaining) of the file system holding the volume.
+    /// (capacity, remaining) of the medium holding the volume.
     pub fn space(&self) -> (u64, u64) {
-        fs_space(&self.root).unwrap_or((0, 0))
+        self.files.space()
     }
 
     /// (capacity, available): the file system's remaining bytes less what replicas being
@@ -211,70 +182,8 @@ impl Volume {
     /// Every replica on the volume. Unreadable or inconsistent entries are skipped with a
     /// warning rather than stopping the node: the NameNode re-replicates what is missing.
     pub fn scan(&self) -> Vec<Found> {
-        let mut out = Vec::new();
-        scan_dir(&self.pool_dir.join("rbw"), State::Rbw, &mut out);
-        let fin = self.pool_dir.join("finalized");
-        for a in read_dirs(&fin) {
-            for b in read_dirs(&a) {
-                scan_dir(&b, State::Finalized, &mut out);
-            }
-        }
-        out
+        self.files.scan()
     }
-}
-
-fn read_dirs(dir: &Path) -> Vec<PathBuf> {
-    fs::read_dir(dir)
-        .map(|it| {
-            it.filter_map(|e| e.ok())
-                .map(|e| e.path())
-                .filter(|p| p.is_dir())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Finds `blk_<id>` + `blk_<id>_<gs>.meta` pairs. A replica being written may have a data
-/// file longer than its checksums cover (the crash came between the two writes), so its
-/// length is what both agree on.
-fn scan_dir(dir: &Path, state: State, out: &mut Vec<Found>) {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.filter_map(|e| e.ok()) {
-        let name = e.file_name();
-        let Some(name) = name.to_str() else { continue };
-        let Some(rest) = name
-            .strip_prefix("blk_")
-            .and_then(|r| r.strip_suffix(".meta"))
-        else {
-            continue;
-        };
-        let Some((id, gs)) = rest.split_once('_') else {
-            continue;
-        };
-        let (Ok(id), Ok(gs)) = (id.parse::<u64>(), gs.parse::<u64>()) else {
-            continue;
-        };
-        let data = dir.join(format!("blk_{id}"));
-        let Ok(data_len) = fs::metadata(&data).map(|m| m.len()) else {
-            tracing::warn!(meta = %e.path().display(), "meta file without its block file");
-            continue;
-        };
-        let len = match state {
-            State::Finalized => data_len,
-            State::Rbw => covered_len(&e.path(), data_len).unwrap_or(0),
-        };
-        out.push(Found { id, gs, len, state });
-    }
-}
-
-/// The prefix of a data file that the meta file has checksums for.
-fn covered_len(meta: &Path, data_len: u64) -> Option<u64> {
-    let bytes = fs::read(meta).ok()?;
-    let c = parse_meta_header(&bytes).ok()?;
-    let sums = (bytes.len() - META_HEADER_LEN) as u64 / c.kind.size().max(1) as u64;
-    Some(data_len.min(sums * c.bytes_per_checksum as u64))
 }
 
 fn parse_version(text: &str) -> Option<VersionFile> {
@@ -290,81 +199,18 @@ fn parse_version(text: &str) -> Option<VersionFile> {
     })
 }
 
-/// Whether a probe write's outcome shows a working volume. Out of space (or quota) is not
-/// a failure: the replicas on it are still readable, and failing the volume would report
-/// them all lost and have the NameNode copy them elsewhere, for a disk that only filled up.
-/// New blocks go to volumes with room instead.
-fn probe_says_working(wrote: io::Result<()>) -> bool {
-    match wrote {
-        Ok(()) => true,
-        Err(e) => matches!(
-            e.kind(),
-            io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
-        ),
-    }
-}
-
-/// (total, available) bytes of the file system at `path`.
-fn fs_space(path: &Path) -> Option<(u64, u64)> {
-    let st = rustix::fs::statvfs(path).ok()?;
-    Some((
-        st.f_blocks.saturating_mul(st.f_frsize),
-        st.f_bavail.saturating_mul(st.f_frsize),
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn a_full_disk_is_a_working_volume_and_a_read_only_one_is_not() {
-        assert!(probe_says_working(Ok(())));
-        for full in [libc::ENOSPC, libc::EDQUOT] {
-            assert!(probe_says_working(Err(io::Error::from_raw_os_error(full))));
-        }
-        for broken in [libc::EROFS, libc::EIO, libc::ENOENT] {
-            assert!(!probe_says_working(Err(io::Error::from_raw_os_error(
-                broken
-            ))));
-        }
-    }
-
-    #[test]
-    fn version_persists_and_scan_finds_both_states() {
+    fn version_persists_and_the_volume_works() {
         let dir = tempfile::tempdir().unwrap();
         let (v, ver) = Volume::open(dir.path(), "BP-1", "dn-1", "CID").unwrap();
         let (v2, ver2) = Volume::open(dir.path(), "BP-1", "dn-other", "CID").unwrap();
         assert_eq!(ver.datanode_uuid, ver2.datanode_uuid);
         assert_eq!(v.storage_uuid, v2.storage_uuid);
 
-        let (d, m) = v.finalized_paths(1 << 30 | 0x1234, 1001);
-        fs::create_dir_all(d.parent().unwrap()).unwrap();
-        fs::write(&d, vec![1u8; 700]).unwrap();
-        fs::write(&m, [0, 1, 2, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0]).unwrap();
-        let (d, m) = v.rbw_paths(5, 1002);
-        fs::write(&d, vec![1u8; 900]).unwrap();
-        // One checksum only: 512 bytes are covered.
-        fs::write(&m, [0, 1, 2, 0, 0, 2, 0, 9, 9, 9, 9]).unwrap();
-        let mut found = v.scan();
-        found.sort_by_key(|f| f.id);
-        assert_eq!(
-            found,
-            vec![
-                Found {
-                    id: 5,
-                    gs: 1002,
-                    len: 512,
-                    state: State::Rbw
-                },
-                Found {
-                    id: 1 << 30 | 0x1234,
-                    gs: 1001,
-                    len: 700,
-                    state: State::Finalized
-                },
-            ]
-        );
         assert!(v.check());
         let (cap, free) = v.space();
         assert!(cap > 0 && free <= cap);

@@ -1,0 +1,206 @@
+//! Replica bytes in memory: the disk layout's twin for tests of the replica state machine.
+//! A replica's two streams are shared buffers; renaming moves them to a new key and open
+//! streams keep writing into them, as open files do across a rename. Capacity is a
+//! configured figure, and the store can be made to fail, as a disk does.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::files::{covered_len, read_checksum, Key, Part, ReplicaFiles, ReplicaStreams};
+use super::volume::{Found, State};
+
+/// A replica's data and meta.
+#[derive(Default)]
+struct Buffers {
+    data: Vec<u8>,
+    meta: Vec<u8>,
+}
+
+impl Buffers {
+    fn part(&mut self, part: Part) -> &mut Vec<u8> {
+        match part {
+            Part::Data => &mut self.data,
+            Part::Meta => &mut self.meta,
+        }
+    }
+}
+
+type Shared = Arc<Mutex<Buffers>>;
+
+pub struct MemoryFiles {
+    replicas: Mutex<HashMap<Key, Shared>>,
+    capacity: u64,
+    failed: Arc<AtomicBool>,
+}
+
+impl MemoryFiles {
+    pub fn new(capacity: u64) -> Self {
+        MemoryFiles {
+            replicas: Mutex::default(),
+            capacity,
+            failed: Arc::default(),
+        }
+    }
+
+    /// From now on every operation fails, as on a disk that has died.
+    pub fn fail(&self) {
+        self.failed.store(true, Ordering::SeqCst);
+    }
+
+    fn check(&self) -> io::Result<()> {
+        check(&self.failed)
+    }
+
+    fn streams(&self, b: Shared) -> Box<dyn ReplicaStreams> {
+        Box::new(MemoryStreams {
+            bytes: b,
+            failed: self.failed.clone(),
+        })
+    }
+}
+
+fn check(failed: &AtomicBool) -> io::Result<()> {
+    if failed.load(Ordering::SeqCst) {
+        return Err(io::Error::other("input/output error (the memory volume has failed)"));
+    }
+    Ok(())
+}
+
+fn not_found(k: Key) -> io::Error {
+    io::Error::new(io::ErrorKind::NotFound, format!("no replica {k:?}"))
+}
+
+struct MemoryStreams {
+    bytes: Shared,
+    failed: Arc<AtomicBool>,
+}
+
+impl ReplicaStreams for MemoryStreams {
+    fn write_at(&self, part: Part, offset: u64, bytes: &[u8]) -> io::Result<()> {
+        check(&self.failed)?;
+        let mut b = self.bytes.lock();
+        let v = b.part(part);
+        let (at, end) = (offset as usize, offset as usize + bytes.len());
+        if v.len() < end {
+            v.resize(end, 0);
+        }
+        v[at..end].copy_from_slice(bytes);
+        Ok(())
+    }
+
+    fn read_at(&self, part: Part, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        check(&self.failed)?;
+        let mut b = self.bytes.lock();
+        let v = b.part(part);
+        let at = offset as usize;
+        let Some(src) = v.get(at..at + buf.len()) else {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        };
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+
+    fn len(&self, part: Part) -> io::Result<u64> {
+        check(&self.failed)?;
+        Ok(self.bytes.lock().part(part).len() as u64)
+    }
+
+    fn set_len(&self, part: Part, len: u64) -> io::Result<()> {
+        check(&self.failed)?;
+        self.bytes.lock().part(part).resize(len as usize, 0);
+        Ok(())
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        check(&self.failed)
+    }
+}
+
+impl ReplicaFiles for MemoryFiles {
+    fn create(&self, id: u64, gs: u64) -> io::Result<Box<dyn ReplicaStreams>> {
+        self.check()?;
+        let key = Key {
+            id,
+            gs,
+            state: State::Rbw,
+        };
+        let b = Shared::default();
+        self.replicas.lock().insert(key, b.clone());
+        Ok(self.streams(b))
+    }
+
+    fn open(&self, key: Key) -> io::Result<Box<dyn ReplicaStreams>> {
+        self.check()?;
+        let b = self.replicas.lock().get(&key).cloned();
+        b.map(|b| self.streams(b)).ok_or_else(|| not_found(key))
+    }
+
+    fn rename(&self, from: Key, to: Key) -> io::Result<()> {
+        self.check()?;
+        let mut all = self.replicas.lock();
+        let b = all.remove(&from).ok_or_else(|| not_found(from))?;
+        all.insert(to, b);
+        Ok(())
+    }
+
+    fn remove(&self, key: Key) -> io::Result<()> {
+        self.check()?;
+        self.replicas.lock().remove(&key);
+        Ok(())
+    }
+
+    fn scan(&self) -> Vec<Found> {
+        if self.check().is_err() {
+            return Vec::new();
+        }
+        let all = self.replicas.lock();
+        all.iter()
+            .map(|(k, b)| {
+                let len = match k.state {
+                    State::Finalized => b.lock().data.len() as u64,
+                    State::Rbw => {
+                        let s = self.streams(b.clone());
+                        let c = read_checksum(&*s);
+                        let (data, meta) = (s.len(Part::Data), s.len(Part::Meta));
+                        match (c, data, meta) {
+                            (Ok(c), Ok(d), Ok(m)) => covered_len(&c, d, m),
+                            _ => 0,
+                        }
+                    }
+                };
+                Found {
+                    id: k.id,
+                    gs: k.gs,
+                    len,
+                    state: k.state,
+                }
+            })
+            .collect()
+    }
+
+    fn works(&self) -> bool {
+        self.check().is_ok()
+    }
+
+    fn space(&self) -> (u64, u64) {
+        let used: u64 = self
+            .replicas
+            .lock()
+            .values()
+            .map(|b| {
+                let b = b.lock();
+                (b.data.len() + b.meta.len()) as u64
+            })
+            .sum();
+        (self.capacity, self.capacity.saturating_sub(used))
+    }
+
+    fn paths(&self, _: Key) -> Option<(PathBuf, PathBuf)> {
+        None
+    }
+}
