@@ -58,7 +58,11 @@ struct InMemory(Vec<Arc<MemoryFiles>>);
 
 impl InMemory {
     fn new(count: usize) -> Self {
-        InMemory((0..count).map(|_| Arc::new(MemoryFiles::new(1 << 30))).collect())
+        InMemory(
+            (0..count)
+                .map(|_| Arc::new(MemoryFiles::new(1 << 30)))
+                .collect(),
+        )
     }
 }
 
@@ -176,7 +180,8 @@ fn append_reopens_a_finalized_replica_and_continues_its_last_chunk(h: &dyn Harne
     let c = Checksum::CRC32C_512;
     let all: Vec<u8> = (0..1000u32).map(|i| (i * 13) as u8).collect();
     let f = ds.create_rbw(5, 1001, &c, BLOCK).unwrap();
-    f.write_at(0, &all[..700], &sums_of(&all[..700]), &c).unwrap();
+    f.write_at(0, &all[..700], &sums_of(&all[..700]), &c)
+        .unwrap();
     ds.finalize(f, 700).unwrap();
     assert!(ds.append(5, 1000, 1002, 700, BLOCK).is_err(), "wrong stamp");
     assert!(
@@ -240,7 +245,10 @@ fn block_recovery_stops_the_writer_cuts_inside_a_chunk_and_finalizes(h: &dyn Har
         State::Finalized
     );
     // The partial last chunk's checksum is computed afresh.
-    assert_eq!(stored(&ds, &r), (data[..700].to_vec(), sums_of(&data[..700])));
+    assert_eq!(
+        stored(&ds, &r),
+        (data[..700].to_vec(), sums_of(&data[..700]))
+    );
     drop(ds);
     let again = h.start().get(9).unwrap();
     assert_eq!(

@@ -98,7 +98,11 @@ pub fn cut(s: &dyn ReplicaStreams, len: u64) -> io::Result<()> {
         s.read_at(Part::Data, len - tail, &mut buf)?;
         let mut sum = Vec::with_capacity(size as usize);
         c.compute_into(&buf, &mut sum);
-        s.write_at(Part::Meta, META_HEADER_LEN as u64 + (chunks - 1) * size, &sum)?;
+        s.write_at(
+            Part::Meta,
+            META_HEADER_LEN as u64 + (chunks - 1) * size,
+            &sum,
+        )?;
     }
     s.sync()
 }

@@ -66,7 +66,9 @@ impl MemoryFiles {
 
 fn check(failed: &AtomicBool) -> io::Result<()> {
     if failed.load(Ordering::SeqCst) {
-        return Err(io::Error::other("input/output error (the memory volume has failed)"));
+        return Err(io::Error::other(
+            "input/output error (the memory volume has failed)",
+        ));
     }
     Ok(())
 }

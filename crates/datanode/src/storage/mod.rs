@@ -123,14 +123,16 @@ impl RbwFiles {
         self.latch.run(|| {
             self.streams.set_len(Part::Data, len)?;
             let sums = c.chunks(len as usize) as u64 * c.kind.size() as u64;
-            self.streams.set_len(Part::Meta, META_HEADER_LEN as u64 + sums)
+            self.streams
+                .set_len(Part::Meta, META_HEADER_LEN as u64 + sums)
         })
     }
 
     /// Reads stored data back: the start of a partial last chunk that an append's first
     /// packet completes.
     pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        self.latch.run(|| self.streams.read_at(Part::Data, offset, buf))
+        self.latch
+            .run(|| self.streams.read_at(Part::Data, offset, buf))
     }
 
     /// hsync: the replica's data and checksums reach the disk.
