@@ -615,12 +615,21 @@ impl Namespace {
         src: &str,
     ) -> Result<(Slot, String), FsError> {
         let comps = components(src)?;
-        let walk = self.walk(&comps)?;
-        self.check_traverse(caller, &walk)?;
-        let t = walk
-            .target()
-            .ok_or_else(|| FsError::NotFound(format!("File does not exist: {src}")))?;
+        let t = self.checked_target(caller, src, &comps)?;
         Ok((t, join(&comps)))
+    }
+
+    /// [`resolve_checked`](Self::resolve_checked) without the path: what every read needs
+    /// (getBlockLocations, getFileInfo), and nothing allocated for it.
+    pub(crate) fn resolve_slot(&self, caller: &Caller, src: &str) -> Result<Slot, FsError> {
+        self.checked_target(caller, src, &components(src)?)
+    }
+
+    fn checked_target(&self, caller: &Caller, src: &str, comps: &[&str]) -> Result<Slot, FsError> {
+        let walk = self.walk(comps)?;
+        self.check_traverse(caller, &walk)?;
+        walk.target()
+            .ok_or_else(|| FsError::NotFound(format!("File does not exist: {src}")))
     }
 
     pub fn plan_set_permission(

@@ -159,7 +159,7 @@ impl Namespace {
 
     /// An exact walk of the subtree. Needs READ_EXECUTE on every directory in it, as in HDFS.
     pub fn content_summary(&self, caller: &Caller, src: &str) -> Result<ContentSummary, FsError> {
-        let (t, _) = self.resolve_checked(caller, src)?;
+        let t = self.resolve_slot(caller, src)?;
         self.check_subtree(caller, t, READ | EXECUTE)?;
         let mut sum = ContentSummary::default();
         let mut stack = vec![t];
@@ -187,7 +187,7 @@ impl Namespace {
 
     /// The file at `src` after the traverse check; HDFS's errors for a missing path or a directory.
     pub fn file_slot(&self, caller: &Caller, src: &str) -> Result<Slot, FsError> {
-        let (slot, _) = self.resolve_checked(caller, src)?;
+        let slot = self.resolve_slot(caller, src)?;
         if self.inode(slot).is_dir() {
             return Err(FsError::NotFound(format!("Path is not a file: {src}")));
         }

@@ -633,3 +633,99 @@ async fn followers_read_the_records_applied() {
     }
     assert_eq!(ops, vec!["OP_MKDIR", "OP_MKDIR", "OP_RENAME"]);
 }
+
+/// A writer that went away after hflushing: recoverLease starts block recovery, the
+/// primary's heartbeat brings the order, and commitBlockSynchronization closes the file
+/// at the length the replicas agreed on.
+#[tokio::test]
+async fn lease_recovery_closes_at_the_length_the_primary_reports() {
+    let nn = three_datanodes().await;
+    nn.create(from(ALICE), &create_req("/h")).await.unwrap();
+    let lb = nn
+        .add_block(
+            from(ALICE),
+            &AddBlock {
+                src: "/h",
+                client_name: CLIENT,
+                file_id: 0,
+                previous: None,
+                excluded: HashSet::new(),
+            },
+        )
+        .await
+        .unwrap();
+    // Each DataNode holds the block unfinished: the writer's hflushed bytes.
+    for l in &lb.locations {
+        let r = Reported {
+            id: lb.block.id,
+            len: 300,
+            gs: lb.block.gs,
+            state: ReplicaState::Unfinished,
+        };
+        nn.incremental_report(
+            &l.node.id.uuid,
+            &[(l.storage_uuid.clone(), vec![(r, ReplicaEvent::Receiving)])],
+        )
+        .unwrap();
+    }
+    assert!(
+        !nn.recover_lease(SU, "/h").await.unwrap(),
+        "recovery under way"
+    );
+    assert!(nn.regular_file_status(SU, "/h").unwrap().under_construction);
+    // The primary's next heartbeat carries the order, with a new stamp.
+    let beat = || HeartbeatReport {
+        xceivers: 0,
+        storages: Vec::new(),
+    };
+    let orders: Vec<RecoveringBlock> = (0..3)
+        .flat_map(|i| nn.heartbeat(&format!("dn-{i}"), beat()))
+        .filter_map(|c| match c {
+            DnCommand::Recover(b) => Some(b),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(orders.len(), 1, "one primary: {orders:?}");
+    let order = &orders[0];
+    assert_eq!(order.block.block.id, lb.block.id);
+    assert!(order.recovery_id > lb.block.gs);
+    assert_eq!(order.block.locations.len(), 3);
+    let report = |recovery_id| SyncReport {
+        block_id: lb.block.id,
+        old_gs: lb.block.gs,
+        recovery_id,
+        new_len: 300,
+        close: true,
+        delete: false,
+        holders: lb
+            .locations
+            .iter()
+            .map(|l| (l.node.id.uuid.clone(), l.storage_uuid.clone()))
+            .collect(),
+    };
+    assert!(
+        nn.commit_block_sync(report(order.recovery_id + 1))
+            .await
+            .is_err(),
+        "a report of another recovery is refused"
+    );
+    nn.commit_block_sync(report(order.recovery_id))
+        .await
+        .unwrap();
+    let st = nn.regular_file_status(SU, "/h").unwrap();
+    assert!(!st.under_construction);
+    assert_eq!(st.len, 300, "every hflushed byte is kept");
+    let closed: Collected = nn
+        .block_locations(from(ALICE), "/h", 0, u64::MAX)
+        .await
+        .unwrap();
+    // The block in the list and again as the last block, as HDFS answers.
+    let block = (lb.block.id, 300, 3);
+    let want = [
+        (block.0, block.1, block.2, false),
+        (block.0, block.1, block.2, true),
+    ];
+    assert_eq!(closed.blocks, want);
+    assert_eq!(nn.lease_holders(), 0);
+}
