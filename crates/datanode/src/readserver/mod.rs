@@ -76,16 +76,20 @@ impl ReadServer {
 
     /// The open files of replica `key` (block id, generation stamp) on `volume`, whose
     /// data and meta files are `paths`: from the cache, or opened on the volume's pool.
+    /// The cached open files of replica `key` on `volume`; on a miss, `paths` names them
+    /// and they are opened on the volume's I/O pool. Named only on a miss: a hit costs no
+    /// path building.
     pub async fn handle(
         &self,
         key: (u64, u64),
         volume: usize,
-        (dp, mp): (PathBuf, PathBuf),
+        paths: impl FnOnce() -> std::io::Result<(PathBuf, PathBuf)>,
     ) -> std::io::Result<Arc<Handle>> {
         let open = self.handles.stats.open.clone();
         let pool = self.pool(volume);
         self.handles
             .get(key, || async move {
+                let (dp, mp) = paths()?;
                 pool.run(move || open_handle(dp, mp, open)).await?
             })
             .await

@@ -219,12 +219,14 @@ impl Dataset {
         &self,
         r: &Replica,
     ) -> io::Result<Arc<crate::readserver::handles::Handle>> {
-        let paths = self.paths(r).ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::Unsupported,
-                "this volume keeps its replicas where the read server cannot open them",
-            )
-        })?;
+        let paths = || {
+            self.paths(r).ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    "this volume keeps its replicas where the read server cannot open them",
+                )
+            })
+        };
         self.reads().handle((r.id, r.gs), r.volume, paths).await
     }
 

@@ -12,8 +12,14 @@ use crate::clock::now_ms;
 
 #[derive(Default)]
 pub struct MemoryImages {
-    /// By txid: the image's bytes and when it was written.
-    held: Mutex<BTreeMap<u64, (Arc<[u8]>, i64)>>,
+    /// By txid.
+    held: Mutex<BTreeMap<u64, Held>>,
+}
+
+/// One image: its bytes and when it was written (ms since the epoch).
+struct Held {
+    bytes: Arc<[u8]>,
+    written_ms: i64,
 }
 
 impl ImageStore for MemoryImages {
@@ -21,10 +27,10 @@ impl ImageStore for MemoryImages {
         let held = self.held.lock();
         held.iter()
             .rev()
-            .map(|(&txid, (bytes, at))| ImageInfo {
+            .map(|(&txid, h)| ImageInfo {
                 txid,
-                bytes: bytes.len() as u64,
-                written_ms: Some(*at),
+                bytes: h.bytes.len() as u64,
+                written_ms: Some(h.written_ms),
             })
             .collect()
     }
@@ -35,7 +41,8 @@ impl ImageStore for MemoryImages {
         let txid = write(&mut ImageSink::Memory(&mut buf))?;
         let bytes: Arc<[u8]> = buf.into_inner().into();
         let len = bytes.len() as u64;
-        self.held.lock().insert(txid, (bytes, now_ms()));
+        let written_ms = now_ms();
+        self.held.lock().insert(txid, Held { bytes, written_ms });
         Ok(Saved {
             txid,
             bytes: len,
@@ -45,10 +52,10 @@ impl ImageStore for MemoryImages {
 
     fn read(&self, txid: u64) -> io::Result<ImageBytes> {
         let held = self.held.lock();
-        let (bytes, _) = held
+        let h = held
             .get(&txid)
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no image {txid}")))?;
-        Ok(ImageBytes::Held(bytes.clone()))
+        Ok(ImageBytes::Held(h.bytes.clone()))
     }
 
     fn prune(&self, retain: usize) -> Option<u64> {
