@@ -95,6 +95,19 @@ impl Token {
         }
     }
 
+    /// The token as Hadoop's `Token.encodeToUrlString` gives it (WebHDFS's `urlString`):
+    /// its Writable form (identifier and password with their lengths, then the kind and
+    /// service as `Text`) in URL-safe base64 without padding.
+    pub fn to_url_string(&self) -> String {
+        use base64::Engine;
+        let mut w = Vec::new();
+        for part in [&self.identifier[..], &self.password, KIND.as_bytes(), b""] {
+            write_vlong(&mut w, part.len() as i64);
+            w.extend_from_slice(part);
+        }
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(w)
+    }
+
     pub fn to_proto(&self) -> TokenProto {
         TokenProto {
             identifier: self.identifier.clone(),
@@ -102,6 +115,32 @@ impl Token {
             kind: KIND.to_string(),
             service: String::new(),
         }
+    }
+}
+
+/// Hadoop's `WritableUtils.writeVLong`: one byte for -112..=127, else a length byte
+/// (its sign folded in) and the value's bytes, most significant first.
+pub fn write_vlong(out: &mut Vec<u8>, v: i64) {
+    if (-112..=127).contains(&v) {
+        out.push(v as u8);
+        return;
+    }
+    let (negative, mut magnitude) = if v < 0 { (true, !v) } else { (false, v) };
+    let mut len: i64 = if negative { -120 } else { -112 };
+    let mut t = magnitude;
+    while t != 0 {
+        t >>= 8;
+        len -= 1;
+    }
+    out.push(len as u8);
+    let bytes = if len < -120 {
+        -(len + 120)
+    } else {
+        -(len + 112)
+    };
+    magnitude = if negative { !v } else { v };
+    for i in (0..bytes).rev() {
+        out.push((magnitude >> (i * 8)) as u8);
     }
 }
 
@@ -125,6 +164,34 @@ fn mac(secret: &[u8], identifier: &[u8], pool: &str) -> HmacSha1 {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn vlongs_and_url_strings_are_hadoops() {
+        let enc = |v| {
+            let mut out = Vec::new();
+            write_vlong(&mut out, v);
+            out
+        };
+        assert_eq!(enc(0), [0]);
+        assert_eq!(enc(127), [127]);
+        assert_eq!(enc(-112), [0x90]);
+        assert_eq!(enc(128), [0x8f, 0x80]);
+        assert_eq!(enc(300), [0x8e, 0x01, 0x2c]);
+        assert_eq!(enc(-113), [0x87, 0x70]);
+        let t = Token {
+            identifier: Bytes::from_static(&[1, 2]),
+            password: Bytes::from_static(&[3]),
+        };
+        use base64::Engine;
+        let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(t.to_url_string())
+            .unwrap();
+        let mut want = vec![2, 1, 2, 1, 3, 16];
+        want.extend_from_slice(b"HDFS_BLOCK_TOKEN");
+        want.push(0);
+        assert_eq!(raw, want);
+    }
+
     use super::*;
     use crate::runs::runs_of;
 

@@ -12,6 +12,7 @@ pub mod nn_link;
 pub mod readserver;
 pub mod recovery;
 pub mod storage;
+pub mod webhdfs;
 pub mod xceiver;
 
 use std::net::SocketAddr;
@@ -234,7 +235,8 @@ impl DataNode {
                     http_port: http_addr.map_or(0, |a| a.port()),
                 },
             };
-            let http = ferrite_http::HttpServer::spawn(l, Arc::new(beans), false)?;
+            let http =
+                ferrite_http::HttpServer::spawn(l, Arc::new(beans), false, webhdfs::router())?;
             let cancel = cancel.clone();
             tasks.push(tokio::spawn(async move {
                 cancel.cancelled().await;

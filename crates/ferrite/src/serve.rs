@@ -150,7 +150,10 @@ pub async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
     // `StartupProgress` bean while the namespace loads, every bean once it serves.
     let progress = Arc::new(StartupProgress::new(Instant::now()));
     let beans = Arc::new(BeanSlot::new(Arc::new(StartingBeans(progress.clone()))));
-    let http = HttpServer::spawn(http_listener, beans.clone(), true)?;
+    // WebHDFS answers once the NameNode serves (it says "still not started" before).
+    let webhdfs = Arc::new(ferrite_namenode::webhdfs::WebHdfsSlot::new());
+    let routes = ferrite_namenode::webhdfs::router(webhdfs.clone());
+    let http = HttpServer::spawn(http_listener, beans.clone(), true, routes)?;
     let nn = match NameNode::start_tracked(cfg, listener, progress).await {
         Ok(nn) => nn,
         Err(e) => {
@@ -160,6 +163,10 @@ pub async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
     };
     let port = nn.addr.port();
     beans.set(Arc::new(nn.beans(&args.bind)));
+    let _ = webhdfs.set(ferrite_namenode::webhdfs::WebHdfs {
+        nn: nn.state.clone(),
+        rpc_addr: nn.addr.to_string(),
+    });
     let mut datanodes: Vec<DataNodeHandle> = Vec::new();
     if local {
         for i in 0..args.datanodes {

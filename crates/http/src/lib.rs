@@ -1,9 +1,10 @@
 //! A Ferrite server's HTTP port (HDFS's 9870 for a NameNode): Hadoop's `/jmx` metrics, in
 //! the JSON that HDFS's monitoring tools and scrapers read, and for a NameNode the
-//! `/isActive` health check load balancers use, and its `/startupProgress`. WebHDFS is not
-//! served yet.
+//! `/isActive` health check load balancers use, and its `/startupProgress`. Routes a server
+//! adds of its own (WebHDFS) are merged in by the caller.
 
 pub mod jmx;
+pub mod webhdfs;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -47,11 +48,13 @@ pub struct HttpServer {
 impl HttpServer {
     /// Serves `beans` at `/jmx` on `listener` until [`shutdown`](Self::shutdown); with
     /// `active`, also what an HDFS NameNode's port serves beside it: `/isActive` (Ferrite
-    /// has no standby, so its NameNode is always the active one) and `/startupProgress`.
+    /// has no standby, so its NameNode is always the active one) and `/startupProgress`;
+    /// and whatever `extra` routes.
     pub fn spawn(
         listener: TcpListener,
         beans: Arc<dyn Beans>,
         active: bool,
+        extra: Router,
     ) -> std::io::Result<HttpServer> {
         let addr = listener.local_addr()?;
         let mut app = Router::new().route("/jmx", get(jmx_page));
@@ -60,10 +63,11 @@ impl HttpServer {
                 .route("/isActive", get(is_active))
                 .route("/startupProgress", get(startup_progress));
         }
-        let app = app.with_state(beans);
+        let app = app.with_state(beans).merge(extra);
         let cancel = CancellationToken::new();
         let stop = cancel.clone().cancelled_owned();
         let task = tokio::spawn(async move {
+            let app = app.into_make_service_with_connect_info::<SocketAddr>();
             if let Err(e) = axum::serve(listener, app)
                 .with_graceful_shutdown(stop)
                 .await
@@ -154,7 +158,7 @@ mod tests {
 
     async fn server() -> HttpServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        HttpServer::spawn(listener, Arc::new(One), true).unwrap()
+        HttpServer::spawn(listener, Arc::new(One), true, Router::new()).unwrap()
     }
 
     async fn get(addr: SocketAddr, path: &str) -> String {
@@ -202,7 +206,7 @@ mod tests {
     async fn a_slot_answers_from_its_current_beans() {
         let slot = Arc::new(BeanSlot::new(Arc::new(Starting)));
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let http = HttpServer::spawn(listener, slot.clone(), true).unwrap();
+        let http = HttpServer::spawn(listener, slot.clone(), true, Router::new()).unwrap();
         let progress = get(http.addr, "/startupProgress").await;
         assert!(progress.starts_with("HTTP/1.1 200"), "{progress}");
         assert!(

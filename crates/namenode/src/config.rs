@@ -83,6 +83,8 @@ pub struct Config {
     pub access_time_precision_ms: u64,
     /// `hadoop.user.group.static.mapping.overrides` (`user=g1,g2;user2=`)
     pub static_groups: String,
+    /// `hadoop.proxyuser.*`: who may act for whom (WebHDFS's `doas`).
+    pub proxy_users: crate::proxy_users::ProxyUsers,
     /// `dfs.namenode.name.dir`
     pub name_dirs: Vec<PathBuf>,
     /// `fs.defaultFS`
@@ -210,6 +212,7 @@ impl Default for Config {
             block_recovery_timeout_ms: 30_000,
             access_time_precision_ms: 3_600_000,
             static_groups: String::new(),
+            proxy_users: Default::default(),
             name_dirs: Vec::new(),
             default_fs: None,
             retry_cache_enabled: true,
@@ -317,7 +320,8 @@ impl Config {
         let mut unknown = Vec::new();
         for (key, value) in pairs {
             let v = Value { key, value };
-            let known = self.apply_namespace(&v)?
+            let known = self.proxy_users.set(key, value)
+                || self.apply_namespace(&v)?
                 || self.apply_storage(&v)?
                 || self.apply_cluster(&v)?
                 || self.apply_rpc(&v)?;

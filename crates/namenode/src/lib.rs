@@ -22,6 +22,7 @@ pub mod jmx;
 pub mod journal;
 pub mod leases;
 pub mod namespace;
+pub mod proxy_users;
 pub mod resources;
 pub mod rpc;
 pub mod server;
@@ -30,6 +31,7 @@ pub mod startup_progress;
 pub mod summary;
 pub mod tokens;
 pub mod trash;
+pub mod webhdfs;
 
 pub use config::Config;
 pub use server::{NameNode, NameNodeHandle};

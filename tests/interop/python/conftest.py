@@ -55,6 +55,15 @@ def _stop_leftover_servers():
                 p.wait()
 
 
+# Hadoop's web services (WebHDFS's JAX-RS and JAXB) reach into the JDK's internals, which
+# Java 17 closes unless opened: without these, every WebHDFS request of a real HDFS
+# answers 500.
+HADOOP_JAVA_OPENS = [
+    f"--add-opens=java.base/{m}=ALL-UNNAMED"
+    for m in ("java.lang", "java.util", "java.lang.reflect", "java.net", "java.io")
+]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -131,7 +140,7 @@ def start_hdfs(workdir: Path, trash_minutes: int, hdfs_site=None) -> Server:
     # Hadoop's test jar, and empty ones are enough for RPC.
     for app in ("hdfs", "static"):
         (conf / "webapps" / app).mkdir(parents=True, exist_ok=True)
-    java = ["java", "-Djava.net.preferIPv4Stack=true", "-cp", java_cp(conf)]
+    java = ["java", "-Djava.net.preferIPv4Stack=true", *HADOOP_JAVA_OPENS, "-cp", java_cp(conf)]
     main = "org.apache.hadoop.hdfs.server.namenode.NameNode"
     with open(workdir / "format.log", "w") as log:
         subprocess.run(java + [main, "-format", "-force", "-nonInteractive"], stdout=log, stderr=log, check=True)
@@ -180,7 +189,7 @@ def start_hdfs_cluster(workdir: Path, datanodes=1) -> Server:
         write_site(conf_dir, core, {**common, **hdfs})
         for app in ("hdfs", "static", "datanode"):
             (conf_dir / "webapps" / app).mkdir(parents=True, exist_ok=True)
-        java = ["java", "-Djava.net.preferIPv4Stack=true", "-Xmx512m", "-cp", java_cp(conf_dir)]
+        java = ["java", "-Djava.net.preferIPv4Stack=true", *HADOOP_JAVA_OPENS, "-Xmx512m", "-cp", java_cp(conf_dir)]
         if extra:
             with open(workdir / "format.log", "w") as log:
                 subprocess.run(java + [main, *extra], stdout=log, stderr=log, check=True)

@@ -60,6 +60,7 @@ pub const TABLE: &[(&str, Policy)] = &[
     ("getPreferredBlockSize", READ),
     ("isFileClosed", READ),
     ("getFsStats", READ),
+    ("checkAccess", READ),
     ("getDatanodeReport", READ),
     ("getDataEncryptionKey", READ),
     ("getHAServiceState", READ),

@@ -161,6 +161,15 @@ impl NameNodeService {
         self.ns.read().content_summary(&caller, src)
     }
 
+    /// checkAccess: whether `user` may perform `action` (perm::READ | WRITE | EXECUTE bits)
+    /// on `src`, by the permission checker's rules (traversal included).
+    pub fn check_access(&self, user: &str, src: &str, action: u16) -> Result<(), FsError> {
+        let caller = self.caller(user);
+        let ns = self.ns.read();
+        let slot = ns.resolve_slot(&caller, &ns.resolve_reserved(src)?)?;
+        ns.check_access(&caller, slot, action)
+    }
+
     /// A file's status (an error for a directory or a missing path).
     pub fn regular_file_status(&self, user: &str, src: &str) -> Result<FileStatus, FsError> {
         let caller = self.caller(user);

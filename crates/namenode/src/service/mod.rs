@@ -262,6 +262,13 @@ impl NameNodeService {
         user == self.superuser || groups.contains(&self.cfg.superuser_group)
     }
 
+    /// Whether `real` may act as `user` from `ip` (`hadoop.proxyuser.*`), with HDFS's
+    /// `AuthorizationException` message when not.
+    pub fn authorize_proxy(&self, real: &str, user: &str, ip: &str) -> Result<(), String> {
+        let groups = self.groups.groups(user);
+        self.cfg.proxy_users.authorize(real, user, &groups, ip)
+    }
+
     /// Resolves who a call runs as.
     pub fn caller(&self, user: &str) -> Caller {
         let groups = self.groups.groups(user);

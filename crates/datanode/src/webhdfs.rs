@@ -1,0 +1,167 @@
+//! WebHDFS's second step, on a DataNode's HTTP port: the NameNode redirected a client here
+//! to OPEN, CREATE, APPEND or GETFILECHECKSUM. As HDFS's DataNode does, this node acts as
+//! an ordinary client of the cluster (`namenoderpcaddress`, as the caller): reads and
+//! writes go through the same pipeline and read paths, with checksums, as any client's.
+//! Bytes stream in both directions; nothing holds a whole file.
+
+use axum::body::Body;
+use axum::extract::{Path, Query};
+use axum::http::{header, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use axum::Router;
+use bytes::Bytes;
+use ferrite_client::fs::{ClientOptions, CreateOptions, FileSystem};
+use ferrite_client::{FileReader, FileWriter};
+use ferrite_http::webhdfs::{Params, WebError, IO};
+use futures_util::StreamExt;
+use serde_json::json;
+
+pub fn router() -> Router {
+    Router::new().route("/webhdfs/v1/{*path}", any(at_path))
+}
+
+async fn at_path(
+    method: Method,
+    Path(path): Path<String>,
+    Query(q): Query<Vec<(String, String)>>,
+    body: Body,
+) -> Response {
+    let params = Params::new(q);
+    let path = format!("/{path}");
+    match serve(&method, &path, &params, body).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+fn client_error(e: ferrite_client::Error) -> WebError {
+    WebError::new(e.class().unwrap_or(IO), e.to_string())
+}
+
+async fn serve(method: &Method, path: &str, p: &Params, body: Body) -> Result<Response, WebError> {
+    let Some(op) = p.op() else {
+        return Err(WebError::bad_op(None, method.as_str()));
+    };
+    let nn = p.required("namenoderpcaddress", &op)?.to_string();
+    let (user, _) = p.user();
+    let opts = ClientOptions {
+        user,
+        ..Default::default()
+    };
+    let connect = || async {
+        FileSystem::connect_with(&format!("hdfs://{nn}"), &opts)
+            .await
+            .map_err(client_error)
+    };
+    match (method, op.as_str()) {
+        (&Method::GET, "OPEN") => {
+            let fs = connect().await?;
+            let reader = fs.open(path).await.map_err(client_error)?;
+            open(reader, p)
+        }
+        (&Method::GET, "GETFILECHECKSUM") => {
+            let fs = connect().await?;
+            let (algorithm, bytes) = fs.file_checksum(path).await.map_err(client_error)?;
+            // HDFS writes the bytes of its Writable buffer, whose first size is 32: the
+            // 28 bytes of the checksum and the buffer's zeros after them.
+            let mut padded = bytes.clone();
+            padded.resize(bytes.len().max(32), 0);
+            let hex: String = padded.iter().map(|b| format!("{b:02x}")).collect();
+            let doc = json!({"FileChecksum": {
+                "algorithm": algorithm, "bytes": hex, "length": bytes.len(),
+            }});
+            Ok((
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, "application/json; charset=utf-8")],
+                doc.to_string(),
+            )
+                .into_response())
+        }
+        (&Method::PUT, "CREATE") => {
+            let create = CreateOptions {
+                overwrite: p.bool("overwrite", false)?,
+                replication: p.short("replication")?.map(|r| r.max(1) as u16),
+                block_size: p.long("blocksize")?.map(|b| b.max(0) as u64),
+                perm: p.permission("permission")?.unwrap_or(0o644),
+                create_parent: p.bool("createparent", true)?,
+            };
+            let fs = connect().await?;
+            let w = fs.create(path, &create).await.map_err(client_error)?;
+            write_all(w, body).await?;
+            Ok((
+                StatusCode::CREATED,
+                [
+                    (header::LOCATION, format!("hdfs://{nn}{path}")),
+                    (header::ACCESS_CONTROL_ALLOW_ORIGIN, "*".to_string()),
+                ],
+            )
+                .into_response())
+        }
+        (&Method::POST, "APPEND") => {
+            let fs = connect().await?;
+            let w = fs.append(path).await.map_err(client_error)?;
+            write_all(w, body).await?;
+            Ok(StatusCode::OK.into_response())
+        }
+        (m, op) => Err(WebError::bad_op(Some(op), m.as_str())),
+    }
+}
+
+/// Streams `[offset, offset + length)` of the file (to its end without `length`).
+fn open(mut reader: FileReader, p: &Params) -> Result<Response, WebError> {
+    let offset = p.long("offset")?.unwrap_or(0).max(0) as u64;
+    let len = reader.len();
+    if offset > len || (offset == len && len > 0) {
+        return Err(WebError::new(
+            IO,
+            format!("Offset={offset} out of the range [0, {len})"),
+        ));
+    }
+    let want = p
+        .long("length")?
+        .map_or(len - offset, |l| (l.max(0) as u64).min(len - offset));
+    reader.seek(offset);
+    let chunks = futures_util::stream::unfold((reader, want), |(mut r, left)| async move {
+        if left == 0 {
+            return None;
+        }
+        match r.read_chunk().await {
+            Ok(c) if c.is_empty() => None,
+            Ok(c) => {
+                let c: Bytes = if c.len() as u64 > left {
+                    c.slice(..left as usize)
+                } else {
+                    c
+                };
+                let rest = left - c.len() as u64;
+                Some((Ok::<_, std::io::Error>(c), (r, rest)))
+            }
+            // The status line is gone: all a reader can be told is that the body ended
+            // short, which it sees against the length.
+            Err(e) => Some((Err(std::io::Error::other(e.to_string())), (r, 0))),
+        }
+    });
+    Ok((
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "application/octet-stream".to_string()),
+            (header::CONTENT_LENGTH, want.to_string()),
+            (header::ACCESS_CONTROL_ALLOW_METHODS, "GET".to_string()),
+            (header::ACCESS_CONTROL_ALLOW_ORIGIN, "*".to_string()),
+        ],
+        Body::from_stream(chunks),
+    )
+        .into_response())
+}
+
+/// Writes the request's body through the pipeline and closes the file: the answer comes
+/// only once the file is complete on the DataNodes and closed at the NameNode.
+async fn write_all(mut w: FileWriter, body: Body) -> Result<(), WebError> {
+    let mut data = body.into_data_stream();
+    while let Some(chunk) = data.next().await {
+        let chunk = chunk.map_err(|e| WebError::new(IO, format!("reading the request: {e}")))?;
+        w.write(&chunk).await.map_err(client_error)?;
+    }
+    w.close().await.map_err(client_error)
+}

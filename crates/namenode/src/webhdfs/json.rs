@@ -1,0 +1,343 @@
+//! The NameNode's WebHDFS answers as HDFS 3.4.1 writes them: its field names, its types
+//! (permissions as octal text, times in ms), keys in its order (sorted, as its `TreeMap`s
+//! give them). Pure: domain values in, JSON out.
+
+use std::ops::Range;
+
+use ferrite_blocktoken::Token;
+use serde_json::{json, Map, Value};
+
+use crate::blocks::registry::{NodeIx, Registry};
+use crate::config::Config;
+use crate::namespace::blocks::Placed;
+use crate::namespace::inode::ROOT_INODE_ID;
+use crate::namespace::query::{ContentSummary, FileStatus};
+use crate::service::FsStats;
+use crate::service::LocatedSink;
+
+/// Sorts an object's keys, as HDFS's `TreeMap`s order them.
+fn sorted(mut m: Map<String, Value>) -> Value {
+    m.sort_keys();
+    Value::Object(m)
+}
+
+/// One `FileStatus` object (a listing's entry, or a path's own with an empty suffix).
+pub fn file_status(st: &FileStatus) -> Value {
+    let mut m = Map::new();
+    m.insert("accessTime".into(), json!(st.atime));
+    m.insert("blockSize".into(), json!(st.block_size));
+    m.insert("childrenNum".into(), json!(st.children));
+    m.insert("fileId".into(), json!(st.file_id));
+    m.insert("group".into(), json!(st.group));
+    m.insert("length".into(), json!(st.len));
+    m.insert("modificationTime".into(), json!(st.mtime));
+    m.insert("owner".into(), json!(st.owner));
+    m.insert(
+        "pathSuffix".into(),
+        json!(String::from_utf8_lossy(&st.name)),
+    );
+    m.insert(
+        "permission".into(),
+        json!(format!("{:o}", st.perm & 0o1777)),
+    );
+    m.insert("replication".into(), json!(st.replication));
+    // HDFS makes the root snapshottable from the start (with a snapshot quota of 0).
+    if st.file_id == ROOT_INODE_ID {
+        m.insert("snapshotEnabled".into(), json!(true));
+    }
+    m.insert("storagePolicy".into(), json!(0));
+    m.insert(
+        "type".into(),
+        json!(if st.is_dir { "DIRECTORY" } else { "FILE" }),
+    );
+    sorted(m)
+}
+
+pub fn file_status_doc(st: &FileStatus) -> Value {
+    json!({ "FileStatus": file_status(st) })
+}
+
+pub fn listing_doc(entries: &[FileStatus]) -> Value {
+    let list: Vec<Value> = entries.iter().map(file_status).collect();
+    json!({"FileStatuses": {"FileStatus": list}})
+}
+
+/// LISTSTATUS_BATCH's page.
+pub fn batch_doc(entries: &[FileStatus], remaining: u32) -> Value {
+    let list: Vec<Value> = entries.iter().map(file_status).collect();
+    json!({"DirectoryListing": {
+        "partialListing": {"FileStatuses": {"FileStatus": list}},
+        "remainingEntries": remaining,
+    }})
+}
+
+/// GETCONTENTSUMMARY. Quotas and snapshots do not exist yet: HDFS's figures for none.
+pub fn content_summary_doc(cs: &ContentSummary) -> Value {
+    json!({"ContentSummary": {
+        "directoryCount": cs.dirs,
+        "ecPolicy": "",
+        "fileCount": cs.files,
+        "length": cs.length,
+        "quota": -1,
+        "snapshotDirectoryCount": 0,
+        "snapshotFileCount": 0,
+        "snapshotLength": 0,
+        "snapshotSpaceConsumed": 0,
+        "spaceConsumed": cs.space_consumed,
+        "spaceQuota": -1,
+        "typeQuota": {},
+    }})
+}
+
+pub fn quota_usage_doc(cs: &ContentSummary) -> Value {
+    json!({"QuotaUsage": {
+        "fileAndDirectoryCount": cs.files + cs.dirs,
+        "quota": -1,
+        "spaceConsumed": cs.space_consumed,
+        "spaceQuota": -1,
+        "typeQuota": {},
+    }})
+}
+
+pub fn server_defaults_doc(c: &Config) -> Value {
+    json!({"FsServerDefaults": {
+        "blockSize": c.block_size,
+        "bytesPerChecksum": c.bytes_per_checksum,
+        "checksumType": 2,
+        "defaultStoragePolicyId": 7,
+        "encryptDataTransfer": false,
+        "fileBufferSize": c.file_buffer_size,
+        "keyProviderUri": "",
+        "replication": c.replication,
+        "trashInterval": c.trash_interval_min,
+        "writePacketSize": c.write_packet_size,
+    }})
+}
+
+pub fn fs_status_doc(s: &FsStats) -> Value {
+    json!({"FsStatus": {
+        "capacity": s.capacity,
+        "remaining": s.remaining,
+        "used": s.used,
+    }})
+}
+
+pub fn path_doc(path: &str) -> Value {
+    json!({ "Path": path })
+}
+
+/// A file's blocks as both of HDFS's forms want them, gathered straight from the block
+/// map: GETFILEBLOCKLOCATIONS's `BlockLocations` and GET_BLOCK_LOCATIONS's `LocatedBlocks`.
+pub struct JsonBlocks {
+    pool: String,
+    file_len: u64,
+    under_construction: bool,
+    tokens: Vec<(Range<usize>, Option<Token>)>,
+    blocks: Vec<JsonBlock>,
+    last: Option<JsonBlock>,
+}
+
+struct JsonBlock {
+    placed: Placed,
+    nodes: Vec<Value>,
+    /// `ip:port`, host name, and topology path of each replica.
+    names: Vec<(String, String, String)>,
+    token: Option<Token>,
+}
+
+impl LocatedSink for JsonBlocks {
+    fn start(
+        pool: &str,
+        file_len: u64,
+        under_construction: bool,
+        tokens: Vec<(Range<usize>, Option<Token>)>,
+    ) -> Self {
+        JsonBlocks {
+            pool: pool.to_string(),
+            file_len,
+            under_construction,
+            tokens,
+            blocks: Vec::new(),
+            last: None,
+        }
+    }
+
+    fn push(&mut self, p: &Placed, replicas: &[(NodeIx, u8)], reg: &Registry, is_last: bool) {
+        let index = self.blocks.len();
+        let token = self
+            .tokens
+            .iter()
+            .find(|(r, _)| r.contains(&index))
+            .and_then(|(_, t)| t.clone());
+        let mut nodes = Vec::new();
+        let mut names = Vec::new();
+        for &(ix, storage) in replicas {
+            let n = reg.get(ix);
+            let id = &n.id;
+            let name = id.xfer_addr();
+            names.push((
+                name.clone(),
+                id.host.clone(),
+                format!("/default-rack/{name}"),
+            ));
+            let _ = storage;
+            nodes.push(sorted(Map::from_iter([
+                ("adminState".into(), json!("NORMAL")),
+                ("blockPoolUsed".into(), json!(n.dfs_used())),
+                ("cacheCapacity".into(), json!(0)),
+                ("cacheUsed".into(), json!(0)),
+                ("capacity".into(), json!(n.capacity())),
+                ("dfsUsed".into(), json!(n.dfs_used())),
+                ("hostName".into(), json!(id.host)),
+                ("infoPort".into(), json!(id.info_port)),
+                ("infoSecurePort".into(), json!(0)),
+                ("ipAddr".into(), json!(id.ip)),
+                ("ipcPort".into(), json!(id.ipc_port)),
+                ("lastUpdate".into(), json!(n.last_heartbeat_ms)),
+                ("name".into(), json!(name)),
+                ("networkLocation".into(), json!("/default-rack")),
+                ("remaining".into(), json!(n.remaining())),
+                ("storageID".into(), json!(id.uuid)),
+                ("xceiverCount".into(), json!(n.xceivers)),
+                ("xferPort".into(), json!(id.xfer_port)),
+            ])));
+        }
+        let b = JsonBlock {
+            placed: *p,
+            nodes,
+            names,
+            token,
+        };
+        if is_last && self.under_construction {
+            self.last = Some(b);
+        } else {
+            if is_last {
+                // A closed file's last block is in the list and again as the last block.
+                self.last = Some(JsonBlock {
+                    placed: b.placed,
+                    nodes: b.nodes.clone(),
+                    names: b.names.clone(),
+                    token: b.token.clone(),
+                });
+            }
+            self.blocks.push(b);
+        }
+    }
+}
+
+impl JsonBlocks {
+    /// The first replica of the first block, for a redirect: its host name and HTTP port
+    /// are in the node's JSON.
+    pub fn first_node(&self) -> Option<&Value> {
+        self.blocks
+            .first()
+            .or(self.last.as_ref())
+            .and_then(|b| b.nodes.first())
+    }
+
+    /// GETFILEBLOCKLOCATIONS: each block's offset, length and replicas.
+    pub fn block_locations_doc(&self) -> Value {
+        let list: Vec<Value> = self
+            .blocks
+            .iter()
+            .map(|b| {
+                json!({
+                    "cachedHosts": [],
+                    "corrupt": false,
+                    "hosts": b.names.iter().map(|n| n.1.clone()).collect::<Vec<_>>(),
+                    "length": b.placed.block.len,
+                    "names": b.names.iter().map(|n| n.0.clone()).collect::<Vec<_>>(),
+                    "offset": b.placed.offset,
+                    "storageTypes": vec!["DISK"; b.names.len()],
+                    "topologyPaths": b.names.iter().map(|n| n.2.clone()).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        json!({"BlockLocations": {"BlockLocation": list}})
+    }
+
+    /// GET_BLOCK_LOCATIONS: HDFS's `LocatedBlocks` in JSON.
+    pub fn located_blocks_doc(&self) -> Value {
+        let one = |b: &JsonBlock| {
+            let url = b
+                .token
+                .as_ref()
+                .map_or_else(|| "AAAAAA".to_string(), Token::to_url_string);
+            json!({
+                "block": {
+                    "blockId": b.placed.block.id,
+                    "blockPoolId": self.pool,
+                    "generationStamp": b.placed.block.gs,
+                    "numBytes": b.placed.block.len,
+                },
+                "blockToken": {"urlString": url},
+                "cachedLocations": [],
+                "isCorrupt": false,
+                "locations": b.nodes,
+                "startOffset": b.placed.offset,
+                "storageTypes": vec!["DISK"; b.nodes.len()],
+            })
+        };
+        json!({"LocatedBlocks": {
+            "fileLength": self.file_len,
+            "isLastBlockComplete": !self.under_construction,
+            "isUnderConstruction": self.under_construction,
+            "lastLocatedBlock": self.last.as_ref().map(one),
+            "locatedBlocks": self.blocks.iter().map(one).collect::<Vec<_>>(),
+        }})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(name: &str, is_dir: bool) -> FileStatus {
+        FileStatus {
+            is_dir,
+            name: name.as_bytes().to_vec(),
+            len: if is_dir { 0 } else { 14 },
+            perm: if is_dir { 0o750 } else { 0o644 },
+            owner: "root".into(),
+            group: "supergroup".into(),
+            mtime: 5,
+            atime: 4,
+            replication: if is_dir { 0 } else { 1 },
+            block_size: if is_dir { 0 } else { 134217728 },
+            file_id: 16389,
+            children: 0,
+            under_construction: false,
+        }
+    }
+
+    #[test]
+    fn a_status_is_hdfs_fields_in_hdfs_order() {
+        assert_eq!(
+            file_status(&status("f1", false)).to_string(),
+            r#"{"accessTime":4,"blockSize":134217728,"childrenNum":0,"fileId":16389,"group":"supergroup","length":14,"modificationTime":5,"owner":"root","pathSuffix":"f1","permission":"644","replication":1,"storagePolicy":0,"type":"FILE"}"#
+        );
+        let mut root = status("", true);
+        root.file_id = ROOT_INODE_ID;
+        let doc = file_status_doc(&root).to_string();
+        assert!(doc.contains(r#""snapshotEnabled":true,"storagePolicy":0,"type":"DIRECTORY""#));
+        assert!(doc.contains(r#""permission":"750""#));
+    }
+
+    #[test]
+    fn summaries_carry_hdfs_figures_for_what_does_not_exist_yet() {
+        let cs = ContentSummary {
+            length: 14,
+            files: 1,
+            dirs: 2,
+            space_consumed: 14,
+        };
+        assert_eq!(
+            content_summary_doc(&cs).to_string(),
+            r#"{"ContentSummary":{"directoryCount":2,"ecPolicy":"","fileCount":1,"length":14,"quota":-1,"snapshotDirectoryCount":0,"snapshotFileCount":0,"snapshotLength":0,"snapshotSpaceConsumed":0,"spaceConsumed":14,"spaceQuota":-1,"typeQuota":{}}}"#
+        );
+        assert_eq!(
+            quota_usage_doc(&cs).to_string(),
+            r#"{"QuotaUsage":{"fileAndDirectoryCount":3,"quota":-1,"spaceConsumed":14,"spaceQuota":-1,"typeQuota":{}}}"#
+        );
+    }
+}

@@ -1,0 +1,480 @@
+//! WebHDFS on the NameNode's HTTP port (`/webhdfs/v1/<path>?op=…`): the JSON twin of
+//! `rpc/`. Each request is parsed into domain values, admitted by the service's table
+//! under the RPC operation it stands for, answered by one service operation, and written
+//! as HDFS 3.4.1 writes it (`json.rs`). The data operations (OPEN, CREATE, APPEND,
+//! GETFILECHECKSUM) answer with a redirect to a DataNode's HTTP port, which streams the
+//! bytes through its own client (see the DataNode's `webhdfs.rs`).
+
+pub mod json;
+mod redirect;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+
+use axum::extract::{ConnectInfo, Path, Query, State};
+use axum::http::Method;
+use axum::response::Response;
+use axum::routing::any;
+use axum::Router;
+use ferrite_http::webhdfs::{self as web, boolean, empty_ok, json_ok, Params, WebError};
+
+use crate::error::FsError;
+use crate::namespace::perm;
+use crate::service::{NameNodeService, Origin};
+use json::JsonBlocks;
+
+/// What WebHDFS serves from, set once the NameNode is up (the HTTP port opens first).
+pub struct WebHdfs {
+    pub nn: Arc<NameNodeService>,
+    /// The NameNode's RPC address, which redirects hand the DataNodes
+    /// (`namenoderpcaddress`).
+    pub rpc_addr: String,
+}
+
+pub type WebHdfsSlot = OnceLock<WebHdfs>;
+
+/// `/webhdfs/v1` and everything under it.
+pub fn router(slot: Arc<WebHdfsSlot>) -> Router {
+    Router::new()
+        .route(web::PREFIX, any(root))
+        .route("/webhdfs/v1/", any(root))
+        .route("/webhdfs/v1/{*path}", any(at_path))
+        .with_state(slot)
+}
+
+type Pairs = Query<Vec<(String, String)>>;
+type Peer = ConnectInfo<SocketAddr>;
+
+async fn root(
+    State(slot): State<Arc<WebHdfsSlot>>,
+    method: Method,
+    peer: Peer,
+    Query(q): Pairs,
+) -> Response {
+    serve(&slot, method, peer, "/".to_string(), q).await
+}
+
+async fn at_path(
+    State(slot): State<Arc<WebHdfsSlot>>,
+    method: Method,
+    peer: Peer,
+    Path(path): Path<String>,
+    Query(q): Pairs,
+) -> Response {
+    serve(&slot, method, peer, format!("/{path}"), q).await
+}
+
+/// One request, from parsed parts to its answer.
+struct Request<'a> {
+    w: &'a WebHdfs,
+    path: String,
+    params: Params,
+    user: String,
+    ip: String,
+    /// `op`, upper-cased.
+    op: String,
+}
+
+async fn serve(
+    slot: &WebHdfsSlot,
+    method: Method,
+    peer: Peer,
+    path: String,
+    q: Vec<(String, String)>,
+) -> Response {
+    let Some(w) = slot.get() else {
+        return WebError::new(
+            "org.apache.hadoop.ipc.RetriableException",
+            "NameNode still not started",
+        )
+        .into_response_now();
+    };
+    let params = Params::new(q);
+    let ip = peer.0.ip().to_string();
+    let (user, real) = params.user();
+    if let Some(real) = real {
+        if let Err(m) = w.nn.authorize_proxy(&real, &user, &ip) {
+            return WebError::new(
+                "org.apache.hadoop.security.authorize.AuthorizationException",
+                m,
+            )
+            .into_response_now();
+        }
+    }
+    let Some(op) = params.op() else {
+        return WebError::bad_op(None, method.as_str()).into_response_now();
+    };
+    let r = Request {
+        w,
+        path,
+        params,
+        user,
+        ip,
+        op,
+    };
+    let answer = match method {
+        Method::GET => r.get().await,
+        Method::PUT => r.put().await,
+        Method::POST => r.post().await,
+        Method::DELETE => r.delete().await,
+        _ => Err(WebError::new(
+            web::UNSUPPORTED,
+            format!("{method} is not supported"),
+        )),
+    };
+    answer.unwrap_or_else(|e| e.into_response_now())
+}
+
+trait IntoResponseNow {
+    fn into_response_now(self) -> Response;
+}
+
+impl IntoResponseNow for WebError {
+    fn into_response_now(self) -> Response {
+        axum::response::IntoResponse::into_response(self)
+    }
+}
+
+/// A service error as WebHDFS reports it.
+fn web(e: FsError) -> WebError {
+    WebError::new(e.java_class(), e.to_string())
+}
+
+type Answer = Result<Response, WebError>;
+
+impl Request<'_> {
+    fn nn(&self) -> &NameNodeService {
+        &self.w.nn
+    }
+
+    fn origin(&self) -> Origin<'_> {
+        Origin {
+            user: &self.user,
+            ip: &self.ip,
+        }
+    }
+
+    /// Admission under the RPC operation `rpc_op` stands for.
+    fn admit(&self, rpc_op: &str) -> Result<(), WebError> {
+        self.nn().admit(&self.user, rpc_op).map_err(web)
+    }
+
+    async fn get(&self) -> Answer {
+        let p = &self.params;
+        match self.op.as_str() {
+            "OPEN" | "GETFILECHECKSUM" => self.redirect().await,
+            "GETFILESTATUS" => {
+                self.admit("getFileInfo")?;
+                match self.nn().file_info(&self.user, &self.path).map_err(web)? {
+                    Some(st) => Ok(json_ok(json::file_status_doc(&st))),
+                    None => Err(WebError::new(
+                        "java.io.FileNotFoundException",
+                        format!("File does not exist: {}", self.path),
+                    )),
+                }
+            }
+            "LISTSTATUS" => {
+                self.admit("getListing")?;
+                Ok(json_ok(json::listing_doc(&self.list_all()?)))
+            }
+            "LISTSTATUS_BATCH" => {
+                self.admit("getListing")?;
+                let after = p.get("startafter").unwrap_or("");
+                let l = self.page(after.as_bytes())?;
+                Ok(json_ok(json::batch_doc(&l.entries, l.remaining)))
+            }
+            "GETCONTENTSUMMARY" | "GETQUOTAUSAGE" => {
+                self.admit(if self.op == "GETQUOTAUSAGE" {
+                    "getQuotaUsage"
+                } else {
+                    "getContentSummary"
+                })?;
+                let cs = self
+                    .nn()
+                    .content_summary(&self.user, &self.path)
+                    .await
+                    .map_err(web)?;
+                Ok(json_ok(if self.op == "GETQUOTAUSAGE" {
+                    json::quota_usage_doc(&cs)
+                } else {
+                    json::content_summary_doc(&cs)
+                }))
+            }
+            "GETHOMEDIRECTORY" => Ok(json_ok(json::path_doc(&self.home()))),
+            "GETTRASHROOT" => Ok(json_ok(json::path_doc(&format!("{}/.Trash", self.home())))),
+            "GETFILEBLOCKLOCATIONS" | "GET_BLOCK_LOCATIONS" => {
+                self.admit("getBlockLocations")?;
+                let offset = p.long("offset")?.unwrap_or(0).max(0) as u64;
+                let length = p.long("length")?.map_or(u64::MAX, |l| l.max(0) as u64);
+                let blocks = self.blocks(offset, length).await?;
+                Ok(json_ok(if self.op == "GET_BLOCK_LOCATIONS" {
+                    blocks.located_blocks_doc()
+                } else {
+                    blocks.block_locations_doc()
+                }))
+            }
+            "GETSERVERDEFAULTS" => {
+                self.admit("getServerDefaults")?;
+                Ok(json_ok(json::server_defaults_doc(self.nn().config())))
+            }
+            "GETSTATUS" => {
+                self.admit("getFsStats")?;
+                Ok(json_ok(json::fs_status_doc(&self.nn().fs_stats())))
+            }
+            "CHECKACCESS" => {
+                self.admit("checkAccess")?;
+                let action = fs_action(p.get("fsaction").unwrap_or("---"))?;
+                self.nn()
+                    .check_access(&self.user, &self.path, action)
+                    .map_err(web)?;
+                Ok(empty_ok())
+            }
+            other => Err(self.not_served(other, "GET")),
+        }
+    }
+
+    async fn put(&self) -> Answer {
+        let p = &self.params;
+        let (nn, user, path) = (self.nn(), self.user.as_str(), self.path.as_str());
+        match self.op.as_str() {
+            "CREATE" => self.redirect().await,
+            "MKDIRS" => {
+                self.admit("mkdirs")?;
+                let perm = p.permission("permission")?.unwrap_or(0o755);
+                nn.mkdirs(user, path, perm, true).await.map_err(web)?;
+                Ok(boolean(true))
+            }
+            "RENAME" => {
+                let dst = p.required("destination", "RENAME")?;
+                match p.get("renameoptions").filter(|o| !o.is_empty()) {
+                    None => {
+                        self.admit("rename")?;
+                        Ok(boolean(nn.rename(user, path, dst).await.map_err(web)?))
+                    }
+                    Some(opts) => {
+                        self.admit("rename2")?;
+                        let overwrite = opts.split(',').any(|o| o.trim() == "OVERWRITE");
+                        nn.rename2(user, path, dst, overwrite).await.map_err(web)?;
+                        Ok(empty_ok())
+                    }
+                }
+            }
+            "SETREPLICATION" => {
+                self.admit("setReplication")?;
+                let r = match p.short("replication")? {
+                    Some(r) => r.max(0) as u32,
+                    None => u32::from(nn.config().replication),
+                };
+                Ok(boolean(
+                    nn.set_replication(user, path, r).await.map_err(web)?,
+                ))
+            }
+            "SETOWNER" => {
+                self.admit("setOwner")?;
+                let (owner, group) = (p.get("owner"), p.get("group"));
+                if owner.is_none_or(str::is_empty) && group.is_none_or(str::is_empty) {
+                    return Err(WebError::illegal("Both owner and group are empty."));
+                }
+                nn.set_owner(user, path, owner, group).await.map_err(web)?;
+                Ok(empty_ok())
+            }
+            "SETPERMISSION" => {
+                self.admit("setPermission")?;
+                let perm = p.permission("permission")?.unwrap_or(0o755);
+                nn.set_permission(user, path, perm).await.map_err(web)?;
+                Ok(empty_ok())
+            }
+            "SETTIMES" => {
+                self.admit("setTimes")?;
+                let time = |name| -> Result<Option<i64>, WebError> {
+                    Ok(p.long(name)?.filter(|&t| t >= 0))
+                };
+                let (m, a) = (time("modificationtime")?, time("accesstime")?);
+                nn.set_times(user, path, m, a).await.map_err(web)?;
+                Ok(empty_ok())
+            }
+            other => Err(self.not_served(other, "PUT")),
+        }
+    }
+
+    async fn post(&self) -> Answer {
+        let p = &self.params;
+        let (nn, user, path) = (self.nn(), self.user.as_str(), self.path.as_str());
+        match self.op.as_str() {
+            "APPEND" => self.redirect().await,
+            "CONCAT" => {
+                self.admit("concat")?;
+                let srcs: Vec<String> = p
+                    .required("sources", "CONCAT")?
+                    .split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect();
+                nn.concat(user, path, &srcs).await.map_err(web)?;
+                Ok(empty_ok())
+            }
+            "TRUNCATE" => {
+                self.admit("truncate")?;
+                let len = p.long("newlength")?.ok_or_else(|| {
+                    WebError::illegal("Required param newlength for op: TRUNCATE is null or empty")
+                })?;
+                if len < 0 {
+                    return Err(WebError::illegal(format!(
+                        "Cannot truncate to a negative file size: {len}."
+                    )));
+                }
+                let client = format!("webhdfs_{user}");
+                let done = nn
+                    .truncate(self.origin(), path, len as u64, &client)
+                    .await
+                    .map_err(web)?;
+                Ok(boolean(done))
+            }
+            other => Err(self.not_served(other, "POST")),
+        }
+    }
+
+    async fn delete(&self) -> Answer {
+        match self.op.as_str() {
+            "DELETE" => {
+                self.admit("delete")?;
+                let recursive = self.params.bool("recursive", false)?;
+                let done = self
+                    .nn()
+                    .delete(&self.user, &self.path, recursive)
+                    .await
+                    .map_err(web)?;
+                Ok(boolean(done))
+            }
+            other => Err(self.not_served(other, "DELETE")),
+        }
+    }
+
+    /// An op this method does not have is a bad parameter; one of HDFS's that Ferrite
+    /// does not serve yet (ACLs, xattrs, snapshots, …) is unsupported.
+    fn not_served(&self, op: &str, method: &str) -> WebError {
+        if HDFS_OPS.iter().any(|(m, o)| *m == method && *o == op) {
+            WebError::new(web::UNSUPPORTED, format!("{op} is not supported yet"))
+        } else {
+            WebError::bad_op(Some(op), method)
+        }
+    }
+
+    fn home(&self) -> String {
+        format!("/user/{}", self.user)
+    }
+
+    fn page(&self, after: &[u8]) -> Result<crate::service::Listing, WebError> {
+        self.nn()
+            .listing(self.origin(), &self.path, after, false)
+            .map_err(web)?
+            .ok_or_else(|| {
+                WebError::new(
+                    "java.io.FileNotFoundException",
+                    format!("File {} does not exist.", self.path),
+                )
+            })
+    }
+
+    /// Every entry of the directory, page after page (a file lists as itself).
+    fn list_all(&self) -> Result<Vec<crate::namespace::query::FileStatus>, WebError> {
+        let mut all = Vec::new();
+        let mut after = Vec::new();
+        loop {
+            let page = self.page(&after)?;
+            let last = page.entries.last().map(|e| e.name.clone());
+            all.extend(page.entries);
+            match last {
+                Some(name) if page.remaining > 0 && !name.is_empty() => after = name,
+                _ => return Ok(all),
+            }
+        }
+    }
+
+    async fn blocks(&self, offset: u64, length: u64) -> Result<JsonBlocks, WebError> {
+        self.nn()
+            .block_locations(self.origin(), &self.path, offset, length)
+            .await
+            .map_err(web)
+    }
+}
+
+/// `rwx`-style actions into permission bits.
+fn fs_action(s: &str) -> Result<u16, WebError> {
+    let b = s.as_bytes();
+    let ok = b.len() == 3
+        && matches!(b[0], b'r' | b'-')
+        && matches!(b[1], b'w' | b'-')
+        && matches!(b[2], b'x' | b'-');
+    if !ok {
+        return Err(WebError::illegal(format!(
+            "Invalid value for webhdfs parameter \"fsaction\": Invalid value: \"{s}\" does not belong to the domain ^[r-][w-][x-]$"
+        )));
+    }
+    let mut a = 0;
+    if b[0] == b'r' {
+        a |= perm::READ;
+    }
+    if b[1] == b'w' {
+        a |= perm::WRITE;
+    }
+    if b[2] == b'x' {
+        a |= perm::EXECUTE;
+    }
+    Ok(a)
+}
+
+/// Every operation of Hadoop 3.4.1's WebHDFS, by method: the ones not matched above are
+/// HDFS's but not served here yet, which is a different answer from an op HDFS lacks.
+const HDFS_OPS: &[(&str, &str)] = &[
+    ("GET", "GETDELEGATIONTOKEN"),
+    ("GET", "GETXATTRS"),
+    ("GET", "LISTXATTRS"),
+    ("GET", "GETACLSTATUS"),
+    ("GET", "GETALLSTORAGEPOLICY"),
+    ("GET", "GETSTORAGEPOLICY"),
+    ("GET", "GETSNAPSHOTDIFF"),
+    ("GET", "GETSNAPSHOTDIFFLISTING"),
+    ("GET", "GETSNAPSHOTTABLEDIRECTORYLIST"),
+    ("GET", "GETSNAPSHOTLIST"),
+    ("GET", "GETECPOLICY"),
+    ("GET", "GETLINKTARGET"),
+    ("GET", "GETFILELINKSTATUS"),
+    ("GET", "GETTRASHROOTS"),
+    ("PUT", "CREATESYMLINK"),
+    ("PUT", "RENEWDELEGATIONTOKEN"),
+    ("PUT", "CANCELDELEGATIONTOKEN"),
+    ("PUT", "MODIFYACLENTRIES"),
+    ("PUT", "REMOVEACLENTRIES"),
+    ("PUT", "REMOVEDEFAULTACL"),
+    ("PUT", "REMOVEACL"),
+    ("PUT", "SETACL"),
+    ("PUT", "SETXATTR"),
+    ("PUT", "REMOVEXATTR"),
+    ("PUT", "ALLOWSNAPSHOT"),
+    ("PUT", "DISALLOWSNAPSHOT"),
+    ("PUT", "CREATESNAPSHOT"),
+    ("PUT", "DELETESNAPSHOT"),
+    ("PUT", "RENAMESNAPSHOT"),
+    ("PUT", "SETSTORAGEPOLICY"),
+    ("PUT", "SATISFYSTORAGEPOLICY"),
+    ("PUT", "ENABLEECPOLICY"),
+    ("PUT", "DISABLEECPOLICY"),
+    ("PUT", "SETECPOLICY"),
+    ("POST", "UNSETSTORAGEPOLICY"),
+    ("POST", "UNSETECPOLICY"),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn actions_parse_as_rwx() {
+        assert_eq!(fs_action("rw-"), Ok(perm::READ | perm::WRITE));
+        assert_eq!(fs_action("--x"), Ok(perm::EXECUTE));
+        assert_eq!(fs_action("---"), Ok(0));
+        assert!(fs_action("rwz").is_err());
+        assert!(fs_action("rw").is_err());
+    }
+}
