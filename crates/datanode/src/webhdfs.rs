@@ -5,34 +5,29 @@
 //! Bytes stream in both directions; nothing holds a whole file.
 
 use axum::body::Body;
-use axum::extract::{Path, Query};
-use axum::http::{header, Method, StatusCode};
+use axum::http::{header, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
 use bytes::Bytes;
 use ferrite_client::fs::{ClientOptions, CreateOptions, FileSystem};
 use ferrite_client::{FileReader, FileWriter};
-use ferrite_http::webhdfs::{Params, WebError, IO};
+use ferrite_http::webhdfs::{self as web, Params, WebError, IO};
 use futures_util::StreamExt;
 use serde_json::json;
 
 pub fn router() -> Router {
-    Router::new().route("/webhdfs/v1/{*path}", any(at_path))
+    Router::new()
+        .route("/webhdfs/v1", any(at_path))
+        .route("/webhdfs/v1/{*path}", any(at_path))
 }
 
-async fn at_path(
-    method: Method,
-    Path(path): Path<String>,
-    Query(q): Query<Vec<(String, String)>>,
-    body: Body,
-) -> Response {
-    let params = Params::new(q);
-    let path = format!("/{path}");
-    match serve(&method, &path, &params, body).await {
-        Ok(r) => r,
-        Err(e) => e.into_response(),
-    }
+async fn at_path(method: Method, uri: Uri, body: Body) -> Response {
+    let answer = match web::path_of(&uri) {
+        Ok(path) => serve(&method, &path, &web::query_of(&uri), body).await,
+        Err(e) => Err(e),
+    };
+    answer.unwrap_or_else(IntoResponse::into_response)
 }
 
 fn client_error(e: ferrite_client::Error) -> WebError {

@@ -219,6 +219,34 @@ pub fn boolean(b: bool) -> Response {
     json_ok(json!({ "boolean": b }))
 }
 
+/// The file system path a WebHDFS URL names (`/webhdfs/v1/a%20b` → `/a b`); a path that
+/// does not decode to UTF-8 is refused as HDFS refuses an invalid path.
+pub fn path_of(uri: &axum::http::Uri) -> Result<String, WebError> {
+    let raw = uri.path().strip_prefix(PREFIX).unwrap_or("");
+    let decoded = percent_encoding::percent_decode_str(raw)
+        .decode_utf8()
+        .map_err(|_| {
+            WebError::new(
+                "org.apache.hadoop.fs.InvalidPathException",
+                format!("Invalid path name {raw}: not valid UTF-8"),
+            )
+        })?;
+    Ok(if decoded.is_empty() {
+        "/".to_string()
+    } else {
+        decoded.into_owned()
+    })
+}
+
+/// The query's name/value pairs, decoded (`+` as a space, as forms send it); bytes that
+/// are not UTF-8 become replacement characters rather than a refusal.
+pub fn query_of(uri: &axum::http::Uri) -> Params {
+    let pairs = form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    Params::new(pairs)
+}
+
 /// Percent-encodes a path for a URL, keeping its slashes.
 pub fn encode_path(path: &str) -> String {
     use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
@@ -338,6 +366,22 @@ mod tests {
             (none.status(), none.message.as_str()),
             (StatusCode::BAD_REQUEST, "op=NULL is not supported")
         );
+    }
+
+    #[test]
+    fn paths_and_queries_decode_and_bad_bytes_are_refused_not_dropped() {
+        let uri: axum::http::Uri = "/webhdfs/v1/a%20b/c?op=LISTSTATUS&user.name=bo+b&x=%ff"
+            .parse()
+            .unwrap();
+        assert_eq!(path_of(&uri).unwrap(), "/a b/c");
+        let q = query_of(&uri);
+        assert_eq!(q.get("user.name"), Some("bo b"));
+        assert_eq!(q.get("x"), Some("\u{fffd}"));
+        let root: axum::http::Uri = "/webhdfs/v1?op=GETFILESTATUS".parse().unwrap();
+        assert_eq!(path_of(&root).unwrap(), "/");
+        let bad: axum::http::Uri = "/webhdfs/v1/%ff%fe".parse().unwrap();
+        let e = path_of(&bad).unwrap_err();
+        assert_eq!(e.status(), StatusCode::BAD_REQUEST);
     }
 
     #[test]

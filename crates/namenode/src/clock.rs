@@ -10,3 +10,11 @@ pub fn now_ms() -> i64 {
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
 }
+
+/// Milliseconds since this process first asked (HDFS's `monotonicNow`, which its JSON
+/// reports beside wall times): `wall` less the wall time of that first call.
+pub fn monotonic_ms(wall: i64) -> i64 {
+    static START: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    let start = *START.get_or_init(now_ms);
+    wall.saturating_sub(start).max(0)
+}

@@ -334,6 +334,8 @@ impl NameNode {
         listener: TcpListener,
         progress: Arc<StartupProgress>,
     ) -> std::io::Result<NameNodeHandle> {
+        // Monotonic times count from here.
+        crate::clock::monotonic_ms(now_ms());
         let addr = listener.local_addr()?;
         let superuser = current_user();
         let groups = GroupMapping::from_host(&cfg.static_groups);

@@ -64,6 +64,8 @@ pub struct Node {
     pub dead: bool,
     /// The block-key generation this node was last sent (see `tokens::BlockTokens`).
     pub keys_generation: u64,
+    /// When its last full block report was processed (ms since the epoch; 0: none yet).
+    pub last_block_report_ms: i64,
 }
 
 impl Node {
@@ -156,6 +158,7 @@ impl Registry {
             transfers: Vec::new(),
             dead: false,
             keys_generation: 0,
+            last_block_report_ms: 0,
         });
         Ok(ix)
     }

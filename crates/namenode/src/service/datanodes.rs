@@ -228,6 +228,7 @@ impl NameNodeService {
                 total.forgotten += o.forgotten;
             }
             mgr.needs_scan = true;
+            mgr.reg.get_mut(ix).last_block_report_ms = now_ms();
             ix
         };
         info!(

@@ -8,6 +8,7 @@ use ferrite_blocktoken::Token;
 use serde_json::{json, Map, Value};
 
 use crate::blocks::registry::{NodeIx, Registry};
+use crate::clock::monotonic_ms;
 use crate::config::Config;
 use crate::namespace::blocks::Placed;
 use crate::namespace::inode::ROOT_INODE_ID;
@@ -171,7 +172,7 @@ impl LocatedSink for JsonBlocks {
             .and_then(|(_, t)| t.clone());
         let mut nodes = Vec::new();
         let mut names = Vec::new();
-        for &(ix, storage) in replicas {
+        for &(ix, _) in replicas {
             let n = reg.get(ix);
             let id = &n.id;
             let name = id.xfer_addr();
@@ -180,7 +181,6 @@ impl LocatedSink for JsonBlocks {
                 id.host.clone(),
                 format!("/default-rack/{name}"),
             ));
-            let _ = storage;
             nodes.push(sorted(Map::from_iter([
                 ("adminState".into(), json!("NORMAL")),
                 ("blockPoolUsed".into(), json!(n.dfs_used())),
@@ -193,7 +193,16 @@ impl LocatedSink for JsonBlocks {
                 ("infoSecurePort".into(), json!(0)),
                 ("ipAddr".into(), json!(id.ip)),
                 ("ipcPort".into(), json!(id.ipc_port)),
+                (
+                    "lastBlockReportMonotonic".into(),
+                    json!(monotonic_ms(n.last_block_report_ms)),
+                ),
+                ("lastBlockReportTime".into(), json!(n.last_block_report_ms)),
                 ("lastUpdate".into(), json!(n.last_heartbeat_ms)),
+                (
+                    "lastUpdateMonotonic".into(),
+                    json!(monotonic_ms(n.last_heartbeat_ms)),
+                ),
                 ("name".into(), json!(name)),
                 ("networkLocation".into(), json!("/default-rack")),
                 ("remaining".into(), json!(n.remaining())),
@@ -208,18 +217,11 @@ impl LocatedSink for JsonBlocks {
             names,
             token,
         };
-        if is_last && self.under_construction {
+        // The service pushes a file's last block once more, flagged, after the list (in
+        // which a closed file's last block already is).
+        if is_last {
             self.last = Some(b);
         } else {
-            if is_last {
-                // A closed file's last block is in the list and again as the last block.
-                self.last = Some(JsonBlock {
-                    placed: b.placed,
-                    nodes: b.nodes.clone(),
-                    names: b.names.clone(),
-                    token: b.token.clone(),
-                });
-            }
             self.blocks.push(b);
         }
     }

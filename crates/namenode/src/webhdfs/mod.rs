@@ -11,8 +11,8 @@ mod redirect;
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 
-use axum::extract::{ConnectInfo, Path, Query, State};
-use axum::http::Method;
+use axum::extract::{ConnectInfo, State};
+use axum::http::{Method, Uri};
 use axum::response::Response;
 use axum::routing::any;
 use axum::Router;
@@ -36,32 +36,22 @@ pub type WebHdfsSlot = OnceLock<WebHdfs>;
 /// `/webhdfs/v1` and everything under it.
 pub fn router(slot: Arc<WebHdfsSlot>) -> Router {
     Router::new()
-        .route(web::PREFIX, any(root))
-        .route("/webhdfs/v1/", any(root))
-        .route("/webhdfs/v1/{*path}", any(at_path))
+        .route(web::PREFIX, any(handle))
+        .route("/webhdfs/v1/", any(handle))
+        .route("/webhdfs/v1/{*path}", any(handle))
         .with_state(slot)
 }
 
-type Pairs = Query<Vec<(String, String)>>;
-type Peer = ConnectInfo<SocketAddr>;
-
-async fn root(
+async fn handle(
     State(slot): State<Arc<WebHdfsSlot>>,
     method: Method,
-    peer: Peer,
-    Query(q): Pairs,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    uri: Uri,
 ) -> Response {
-    serve(&slot, method, peer, "/".to_string(), q).await
-}
-
-async fn at_path(
-    State(slot): State<Arc<WebHdfsSlot>>,
-    method: Method,
-    peer: Peer,
-    Path(path): Path<String>,
-    Query(q): Pairs,
-) -> Response {
-    serve(&slot, method, peer, format!("/{path}"), q).await
+    match web::path_of(&uri) {
+        Ok(path) => serve(&slot, method, peer, path, web::query_of(&uri)).await,
+        Err(e) => e.into_response_now(),
+    }
 }
 
 /// One request, from parsed parts to its answer.
@@ -78,9 +68,9 @@ struct Request<'a> {
 async fn serve(
     slot: &WebHdfsSlot,
     method: Method,
-    peer: Peer,
+    peer: SocketAddr,
     path: String,
-    q: Vec<(String, String)>,
+    params: Params,
 ) -> Response {
     let Some(w) = slot.get() else {
         return WebError::new(
@@ -89,8 +79,7 @@ async fn serve(
         )
         .into_response_now();
     };
-    let params = Params::new(q);
-    let ip = peer.0.ip().to_string();
+    let ip = peer.ip().to_string();
     let (user, real) = params.user();
     if let Some(real) = real {
         if let Err(m) = w.nn.authorize_proxy(&real, &user, &ip) {
@@ -201,7 +190,18 @@ impl Request<'_> {
                 }))
             }
             "GETHOMEDIRECTORY" => Ok(json_ok(json::path_doc(&self.home()))),
-            "GETTRASHROOT" => Ok(json_ok(json::path_doc(&format!("{}/.Trash", self.home())))),
+            "GETTRASHROOT" => {
+                // HDFS first asks which encryption zone the parent is in, which needs
+                // read access to it.
+                let parent = match self.path.rsplit_once('/') {
+                    Some(("", _)) | None => "/",
+                    Some((p, _)) => p,
+                };
+                self.nn()
+                    .check_access(&self.user, parent, perm::READ)
+                    .map_err(web)?;
+                Ok(json_ok(json::path_doc(&format!("{}/.Trash", self.home()))))
+            }
             "GETFILEBLOCKLOCATIONS" | "GET_BLOCK_LOCATIONS" => {
                 self.admit("getBlockLocations")?;
                 let offset = p.long("offset")?.unwrap_or(0).max(0) as u64;

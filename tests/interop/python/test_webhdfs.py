@@ -1,0 +1,308 @@
+"""WebHDFS, side by side with a real HDFS 3.4.1: the same requests against each (one
+DataNode each), every answer compared (status, JSON, redirect) once what must differ
+between two clusters (times, ids, ports) is masked; then the bytes, through the
+two-step CREATE / APPEND / OPEN; Hadoop's own `webhdfs://` file system; HdfsCLI; and
+doas under proxy-user rules."""
+
+import getpass
+import hashlib
+import http.client
+import json
+import re
+import urllib.parse
+from pathlib import Path
+
+import pytest
+from conftest import FsShell, Server, start_ferrite, stop
+from hdfs_native import Client
+
+SU = getpass.getuser()
+
+
+@pytest.fixture(scope="module")
+def ferrite_one(workroot):
+    """Ferrite with one DataNode, as the HDFS cluster it is compared with; alice may act for
+    anyone in group `staff`, from loopback."""
+    w = workroot / "ferrite-webhdfs"
+    w.mkdir()
+    conf = [
+        f"hadoop.proxyuser.{SU}.hosts=127.0.0.1",
+        f"hadoop.proxyuser.{SU}.users=bob",
+    ]
+    s = start_ferrite(w, conf=conf, datanodes=1)
+    yield s
+    assert stop(s) == 0
+
+
+def call(base: str, method: str, path: str, body: bytes = None, follow=True):
+    """One request (and, with `follow`, the redirect it answers with, as curl -L would,
+    sending the body to the DataNode). Returns (status, headers, body, first answer)."""
+    u = urllib.parse.urlsplit(base + path)
+    c = http.client.HTTPConnection(u.netloc, timeout=120)
+    c.request(method, u.path + ("?" + u.query if u.query else ""), body=None if follow else body)
+    r = c.getresponse()
+    first = (r.status, {k.lower(): v for k, v in r.getheaders()}, r.read())
+    if not (follow and first[0] == 307):
+        return first + (first,)
+    loc = urllib.parse.urlsplit(first[1]["location"])
+    c = http.client.HTTPConnection(loc.netloc, timeout=120)
+    c.request(method, loc.path + "?" + loc.query, body=body if body is not None else b"")
+    r = c.getresponse()
+    return (r.status, {k.lower(): v for k, v in r.getheaders()}, r.read(), first)
+
+
+# Fields whose values are this cluster's own: times, ids, addresses, space.
+VOLATILE = {
+    "accessTime", "modificationTime", "fileId", "blockPoolId", "blockId", "generationStamp",
+    "capacity", "remaining", "used", "dfsUsed", "blockPoolUsed", "lastUpdate",
+    "lastUpdateMonotonic", "lastBlockReportTime", "lastBlockReportMonotonic", "storageID",
+    "hostName", "ipAddr", "name", "xferPort", "infoPort", "ipcPort", "names", "hosts",
+    "topologyPaths", "xceiverCount", "urlString",
+}
+
+
+def mask(v, base):
+    if isinstance(v, dict):
+        return {k: ("*" if k in VOLATILE else mask(x, base)) for k, x in v.items()}
+    if isinstance(v, list):
+        return [mask(x, base) for x in v]
+    if isinstance(v, str):
+        v = v.replace(base, "/BASE")
+        v = re.sub(r"https?://[^/]+/", "http://DN/", v)
+        v = re.sub(r"namenoderpcaddress=[^&]+", "namenoderpcaddress=NN", v)
+        return re.sub(r"hdfs://[^/]+/", "hdfs://NN/", v)
+    return v
+
+
+def answer(server: Server, base: str, method: str, path: str, body=None, follow=False):
+    status, headers, data, _ = call(server.http, method, path.replace("/BASE", base), body, follow)
+    text = data.decode(errors="replace")
+    try:
+        doc = mask(json.loads(text), base) if text else None
+    except json.JSONDecodeError:
+        doc = text
+    loc = mask(headers.get("location", ""), base)
+    return status, doc, loc
+
+
+# Requests in order: each system runs them all from a fresh base directory. `~` marks a
+# request whose redirect is followed (the data step), with its body after the path.
+STEPS = [
+    "PUT /webhdfs/v1/BASE/d1/d2?op=MKDIRS&user.name=SU&permission=750",
+    "PUT /webhdfs/v1/BASE/d1/f1?op=CREATE&user.name=SU&overwrite=true&replication=1",
+    "PUT /webhdfs/v1/BASE/d1/f2?op=CREATE&user.name=SU&noredirect=true",
+    "~PUT /webhdfs/v1/BASE/d1/f1?op=CREATE&user.name=SU&overwrite=true&replication=1 hello webhdfs\n",
+    "GET /webhdfs/v1/BASE/d1?op=LISTSTATUS&user.name=SU",
+    "GET /webhdfs/v1/BASE/d1/f1?op=GETFILESTATUS&user.name=SU",
+    "GET /webhdfs/v1/BASE/d1/f1?op=LISTSTATUS&user.name=SU",
+    "GET /webhdfs/v1/BASE/d1/f1?op=OPEN&user.name=SU",
+    "GET /webhdfs/v1/BASE/d1/f1?op=OPEN&user.name=SU&offset=3&length=4",
+    "~GET /webhdfs/v1/BASE/d1/f1?op=OPEN&user.name=SU&offset=3&length=4",
+    "~GET /webhdfs/v1/BASE/d1/f1?op=OPEN&user.name=SU&offset=10",
+    "GET /webhdfs/v1/BASE/d1/f1?op=OPEN&user.name=SU&noredirect=true",
+    "GET /webhdfs/v1/BASE/d1/f1?op=OPEN&user.name=SU&offset=100",
+    "GET /webhdfs/v1/BASE/nope?op=GETFILESTATUS&user.name=SU",
+    "GET /webhdfs/v1/BASE/nope?op=LISTSTATUS&user.name=SU",
+    "GET /webhdfs/v1/BASE/nope?op=OPEN&user.name=SU",
+    "GET /webhdfs/v1/BASE/d1?op=BOGUS&user.name=SU",
+    "PUT /webhdfs/v1/BASE/d1?op=OPEN&user.name=SU",
+    "GET /webhdfs/v1/BASE/d1?user.name=SU",
+    "GET /webhdfs/v1/BASE/d1?op=getfilestatus&user.name=SU",
+    "GET /webhdfs/v1/BASE/d1?op=GETCONTENTSUMMARY&user.name=SU",
+    "GET /webhdfs/v1/BASE/d1?op=GETQUOTAUSAGE&user.name=SU",
+    "GET /webhdfs/v1/BASE/d1/f1?op=GETFILECHECKSUM&user.name=SU",
+    "~GET /webhdfs/v1/BASE/d1/f1?op=GETFILECHECKSUM&user.name=SU",
+    "GET /webhdfs/v1/BASE?op=GETHOMEDIRECTORY&user.name=alice",
+    "GET /webhdfs/v1/BASE/d1?op=GETTRASHROOT&user.name=alice",
+    "GET /webhdfs/v1/BASE/d1/f1?op=GETFILEBLOCKLOCATIONS&user.name=SU",
+    "GET /webhdfs/v1/BASE/d1/f1?op=GET_BLOCK_LOCATIONS&user.name=SU",
+    "GET /webhdfs/v1/BASE/d1/f1?op=CHECKACCESS&user.name=alice&fsaction=rw-",
+    "GET /webhdfs/v1/BASE/d1/f1?op=CHECKACCESS&user.name=SU&fsaction=rwx",
+    "GET /webhdfs/v1/BASE/d1?op=LISTSTATUS_BATCH&user.name=SU",
+    "GET /webhdfs/v1/BASE/d1?op=LISTSTATUS_BATCH&user.name=SU&startAfter=d2",
+    "PUT /webhdfs/v1/BASE/d1/f1?op=SETREPLICATION&user.name=SU&replication=1",
+    "PUT /webhdfs/v1/BASE/d1/d2?op=SETREPLICATION&user.name=SU&replication=1",
+    "PUT /webhdfs/v1/BASE/d1/f1?op=SETREPLICATION&user.name=SU&replication=abc",
+    "PUT /webhdfs/v1/BASE/d1/f1?op=SETOWNER&user.name=SU&owner=bob&group=staff",
+    "PUT /webhdfs/v1/BASE/d1/f1?op=SETPERMISSION&user.name=SU&permission=640",
+    "PUT /webhdfs/v1/BASE/d1/f1?op=SETPERMISSION&user.name=SU&permission=999",
+    "PUT /webhdfs/v1/BASE/d1/f1?op=SETTIMES&user.name=SU&modificationtime=1000",
+    "GET /webhdfs/v1/BASE/d1/f1?op=GETFILESTATUS&user.name=SU",
+    "PUT /webhdfs/v1/BASE/d1/f1?op=SETOWNER&user.name=alice&owner=alice",
+    "POST /webhdfs/v1/BASE/d1/f1?op=APPEND&user.name=SU",
+    "~POST /webhdfs/v1/BASE/d1/f1?op=APPEND&user.name=SU more data\n",
+    "POST /webhdfs/v1/BASE/d1/f1?op=APPEND&user.name=SU&noredirect=true",
+    "~GET /webhdfs/v1/BASE/d1/f1?op=OPEN&user.name=SU",
+    "PUT /webhdfs/v1/BASE/d1/f1?op=RENAME&user.name=SU&destination=/BASE/d1/f3",
+    "PUT /webhdfs/v1/BASE/d1/nope?op=RENAME&user.name=SU&destination=/BASE/d1/f4",
+    "PUT /webhdfs/v1/BASE/d1/f3?op=RENAME&user.name=SU",
+    "~PUT /webhdfs/v1/BASE/d1/c1?op=CREATE&user.name=SU&replication=1 aaa",
+    "~PUT /webhdfs/v1/BASE/d1/c2?op=CREATE&user.name=SU&replication=1 bbb",
+    "POST /webhdfs/v1/BASE/d1/f3?op=CONCAT&user.name=SU&sources=/BASE/d1/c1,/BASE/d1/c2",
+    "~GET /webhdfs/v1/BASE/d1/f3?op=OPEN&user.name=SU",
+    "GET /webhdfs/v1/BASE/d1/c1?op=GETFILESTATUS&user.name=SU",
+    "PUT /webhdfs/v1/BASE/d1/f3?op=RENAME&user.name=SU&destination=/BASE/d1/f5&renameoptions=OVERWRITE",
+    "~PUT /webhdfs/v1/BASE/d1/f1?op=CREATE&user.name=SU&replication=1&overwrite=false again",
+    "DELETE /webhdfs/v1/BASE/d1?op=DELETE&user.name=SU",
+    "DELETE /webhdfs/v1/BASE/d1?op=DELETE&user.name=SU&recursive=true",
+    "DELETE /webhdfs/v1/BASE/d1?op=DELETE&user.name=SU&recursive=true",
+    "PUT /webhdfs/v1/BASE/x?op=MKDIRS&user.name=alice",
+]
+
+
+def run_steps(server: Server, base: str):
+    out = []
+    for step in STEPS:
+        follow = step.startswith("~")
+        method, rest = step.lstrip("~").split(" ", 1)
+        path, _, body = rest.partition(" ")
+        path = path.replace("user.name=SU", f"user.name={SU}")
+        out.append((step, answer(server, base, method, path, body.encode() if body else None, follow)))
+    return out
+
+
+def test_every_answer_matches_hdfs(ferrite_one, hdfs_cluster):
+    Client(hdfs_cluster.url).mkdirs("/webhdfs-cmp")
+    Client(ferrite_one.url).mkdirs("/webhdfs-cmp")
+    theirs = run_steps(hdfs_cluster, "/webhdfs-cmp/t")
+    ours = run_steps(ferrite_one, "/webhdfs-cmp/t")
+    diffs = [
+        f"{step}\n  hdfs:    {want}\n  ferrite: {got}"
+        for (step, want), (_, got) in zip(theirs, ours)
+        if got != want
+    ]
+    assert not diffs, "\n".join(diffs)
+
+
+def test_the_root_is_snapshottable_as_in_hdfs(ferrite_one):
+    status, doc, _ = answer(ferrite_one, "/", "GET", "/webhdfs/v1/?op=GETFILESTATUS")
+    assert status == 200
+    st = doc["FileStatus"]
+    assert (st["pathSuffix"], st["type"], st["snapshotEnabled"]) == ("", "DIRECTORY", True)
+
+
+def test_bytes_round_trip_through_the_datanodes(ferrite_one):
+    """A file bigger than a packet and a block, written, appended and read back in ranges
+    through the two-step protocol, and the same bytes seen by an RPC client."""
+    data = bytes(range(256)) * (3 * 4096 + 17)  # ~3 MiB
+    h = ferrite_one.http
+    path = f"/webhdfs/v1/webhdfs-data/big?op=CREATE&user.name={SU}&blocksize=1048576&replication=1"
+    status, headers, _, first = call(h, "PUT", path, data)
+    assert (first[0], status) == (307, 201), (first, status)
+    assert headers["location"] == f"{ferrite_one.url}/webhdfs-data/big"
+    more = b"tail" * 1000
+    status, _, _, _ = call(h, "POST", f"/webhdfs/v1/webhdfs-data/big?op=APPEND&user.name={SU}", more)
+    assert status == 200
+    whole = data + more
+    status, headers, got, _ = call(h, "GET", f"/webhdfs/v1/webhdfs-data/big?op=OPEN&user.name={SU}")
+    assert status == 200 and int(headers["content-length"]) == len(whole)
+    assert hashlib.sha256(got).digest() == hashlib.sha256(whole).digest()
+    # A range that crosses a block boundary.
+    off, n = 1048576 - 1000, 5000
+    _, _, got, _ = call(h, "GET", f"/webhdfs/v1/webhdfs-data/big?op=OPEN&user.name={SU}&offset={off}&length={n}")
+    assert got == whole[off:off + n]
+    c = Client(ferrite_one.url)
+    with c.read("/webhdfs-data/big") as r:
+        assert r.read() == whole
+    st = c.get_file_info("/webhdfs-data/big")
+    assert (st.length, st.blocksize) == (len(whole), 1048576)
+
+
+def test_hadoops_webhdfs_file_system_and_shell(ferrite_one, hdfs_cluster, workroot):
+    """`hdfs dfs -fs webhdfs://…` against each: the same commands, the same output."""
+    src = workroot / "webhdfs-put.txt"
+    src.write_bytes(b"line one\nline two\n")
+
+    def run(server):
+        sh = FsShell(server, workroot, hdfs={"dfs.replication": 1})
+        fs = ["-fs", "webhdfs://" + server.http.split("://")[1]]
+        cmds = [
+            fs + ["-mkdir", "-p", "/webhdfs-shell/a"],
+            fs + ["-put", str(src), "/webhdfs-shell/a/f"],
+            fs + ["-appendToFile", str(src), "/webhdfs-shell/a/f"],
+            fs + ["-cat", "/webhdfs-shell/a/f"],
+            fs + ["-ls", "-R", "/webhdfs-shell"],
+            fs + ["-du", "-s", "/webhdfs-shell"],
+            fs + ["-count", "/webhdfs-shell"],
+            fs + ["-chmod", "600", "/webhdfs-shell/a/f"],
+            fs + ["-stat", "%n %o %r %u %a %b", "/webhdfs-shell/a/f"],
+            fs + ["-checksum", "/webhdfs-shell/a/f"],
+            fs + ["-mv", "/webhdfs-shell/a/f", "/webhdfs-shell/g"],
+            fs + ["-cat", "/webhdfs-shell/nope"],
+            fs + ["-rm", "-r", "-skipTrash", "/webhdfs-shell"],
+        ]
+        out = []
+        for r in sh.run(*cmds):
+            text = re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d", "DATE", r.out)
+            text = re.sub(r"\b(root|supergroup|" + re.escape(SU) + r")\b", "U", text)
+            out.append((r.rc, text, re.sub(r"webhdfs://[^/]+", "webhdfs://NN", r.err.strip().splitlines()[-1] if r.err.strip() else "")))
+        return out
+
+    theirs, ours = run(hdfs_cluster), run(ferrite_one)
+    for i, (want, got) in enumerate(zip(theirs, ours)):
+        assert got == want, f"command {i}\n  hdfs:    {want}\n  ferrite: {got}"
+    assert ours[3][1] == "line one\nline two\nline one\nline two\n"
+
+
+def test_hdfscli_reads_and_writes(ferrite_one):
+    """HdfsCLI (`pip install hdfs`), as Airflow and scripts use it."""
+    from hdfs import InsecureClient
+    from hdfs.util import HdfsError
+
+    c = InsecureClient(ferrite_one.http, user=SU)
+    c.makedirs("/hdfscli/x", permission="755")
+    c.write("/hdfscli/x/a.txt", data=b"abc" * 1000, overwrite=True)
+    c.write("/hdfscli/x/a.txt", data=b"!", append=True)
+    with c.read("/hdfscli/x/a.txt", offset=2997, length=4) as r:
+        assert r.read() == b"abc!"
+    assert c.status("/hdfscli/x/a.txt")["length"] == 3001
+    assert [n for n in c.list("/hdfscli/x")] == ["a.txt"]
+    assert c.content("/hdfscli")["fileCount"] == 1
+    c.rename("/hdfscli/x/a.txt", "/hdfscli/b.txt")
+    assert c.status("/hdfscli/x/a.txt", strict=False) is None
+    c.set_permission("/hdfscli/b.txt", "600")
+    assert c.status("/hdfscli/b.txt")["permission"] == "600"
+    with pytest.raises(HdfsError, match="File does not exist"):
+        c.status("/hdfscli/nope")
+    assert c.delete("/hdfscli", recursive=True)
+
+
+def test_doas_follows_the_proxy_user_rules(ferrite_one):
+    h = ferrite_one.http
+    Client(ferrite_one.url).mkdirs("/proxy")
+    Client(ferrite_one.url).set_permission("/proxy", 0o777)
+    status, _, _, _ = call(h, "PUT", f"/webhdfs/v1/proxy/by-bob?op=MKDIRS&user.name={SU}&doas=bob")
+    assert status == 200
+    assert Client(ferrite_one.url).get_file_info("/proxy/by-bob").owner == "bob"
+    status, _, body, _ = call(h, "GET", f"/webhdfs/v1/?op=LISTSTATUS&user.name={SU}&doas=alice")
+    assert status == 403
+    assert json.loads(body)["RemoteException"] == {
+        "exception": "AuthorizationException",
+        "javaClassName": "org.apache.hadoop.security.authorize.AuthorizationException",
+        "message": f"User: {SU} is not allowed to impersonate alice",
+    }
+    status, _, body, _ = call(h, "GET", "/webhdfs/v1/?op=LISTSTATUS&user.name=carol&doas=bob")
+    assert status == 403 and "carol is not allowed to impersonate bob" in body.decode()
+
+
+def test_bad_input_is_refused_and_the_server_goes_on(ferrite_one):
+    h = ferrite_one.http
+    for path in [
+        "/webhdfs/v1/x?op=OPEN&offset=-5",
+        "/webhdfs/v1/x?op=GETFILEBLOCKLOCATIONS&length=zz",
+        "/webhdfs/v1/x?op=LISTSTATUS&user.name=" + "u" * 5000,
+        "/webhdfs/v1/%ff%fe?op=GETFILESTATUS",
+        "/webhdfs/v1/a/../b?op=GETFILESTATUS",
+    ]:
+        status, _, body, _ = call(h, "GET", path, follow=False)
+        assert status in (400, 403, 404), (path, status, body)
+        assert "RemoteException" in body.decode(errors="replace"), (path, body)
+    # A DataNode URL without the NameNode's address.
+    status, _, _, first = call(h, "PUT", f"/webhdfs/v1/dn-bad?op=CREATE&user.name={SU}", follow=False)
+    loc = urllib.parse.urlsplit(first[1]["location"])
+    c = http.client.HTTPConnection(loc.netloc, timeout=30)
+    c.request("PUT", loc.path + "?op=CREATE&user.name=" + SU, body=b"x")
+    r = c.getresponse()
+    assert r.status == 400 and b"namenoderpcaddress" in r.read()
+    status, _, _, _ = call(h, "GET", "/webhdfs/v1/?op=GETFILESTATUS")
+    assert status == 200
