@@ -15,6 +15,7 @@ pub mod clock;
 pub mod config;
 pub mod error;
 pub mod forked_writer;
+pub mod fsck;
 pub mod groups;
 pub mod id_map;
 pub mod identity;

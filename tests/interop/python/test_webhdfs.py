@@ -4,6 +4,7 @@ between two clusters (times, ids, ports) is masked; then the bytes, through the
 two-step CREATE / APPEND / OPEN; Hadoop's own `webhdfs://` file system; HdfsCLI; and
 doas under proxy-user rules."""
 
+import difflib
 import getpass
 import hashlib
 import http.client
@@ -21,11 +22,12 @@ SU = getpass.getuser()
 
 @pytest.fixture(scope="module")
 def ferrite_one(workroot):
-    """Ferrite with one DataNode, as the HDFS cluster it is compared with; alice may act for
-    anyone in group `staff`, from loopback."""
+    """Ferrite with one DataNode and one replica by default, as the HDFS cluster it is
+    compared with; this user may act for bob, from loopback."""
     w = workroot / "ferrite-webhdfs"
     w.mkdir()
     conf = [
+        "dfs.replication=1",
         f"hadoop.proxyuser.{SU}.hosts=127.0.0.1",
         f"hadoop.proxyuser.{SU}.users=bob",
     ]
@@ -306,3 +308,75 @@ def test_bad_input_is_refused_and_the_server_goes_on(ferrite_one):
     assert r.status == 400 and b"namenoderpcaddress" in r.read()
     status, _, _, _ = call(h, "GET", "/webhdfs/v1/?op=GETFILESTATUS")
     assert status == 200
+
+
+def fsck(server: Server, workroot: Path, *args, user=None):
+    """Hadoop's own `hdfs fsck` (DFSck), pointed at `server`'s HTTP port."""
+    import os
+    import subprocess
+
+    from conftest import java_cp, write_site
+
+    conf = workroot / f"conf-fsck-{server.port}"
+    write_site(conf, {"fs.defaultFS": server.url}, {"dfs.namenode.http-address": server.http.split("://")[1]})
+    env = dict(os.environ)
+    if user:
+        env["HADOOP_USER_NAME"] = user
+    cmd = ["java", "-Djava.net.preferIPv4Stack=true", "-cp", java_cp(conf), "org.apache.hadoop.hdfs.tools.DFSck", *args]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    return p.returncode, p.stdout
+
+
+def mask_fsck(text: str) -> str:
+    text = re.sub(r"\w{3} \w{3} \d\d \d\d:\d\d:\d\d \w+ \d{4}", "DATE", text)
+    text = re.sub(r"in \d+ milliseconds", "in N milliseconds", text)
+    text = re.sub(r"BP-[\w.-]+:blk_\d+_\d+", "BLOCK", text)
+    text = re.sub(r"blk_\d+", "blk_N", text)
+    text = re.sub(r"127\.0\.0\.1:\d+", "DN", text)
+    return re.sub(r"DS-[\w-]+", "DS", text)
+
+
+def test_hdfs_fsck_prints_hdfs_report(ferrite_one, hdfs_cluster, workroot):
+    """`hdfs fsck` unmodified, against each cluster holding the same files: an
+    under-replicated file, an empty one, a file still being written; every report the same
+    once dates, ids and ports are masked, and the same exit codes."""
+    from hdfs_native import WriteOptions
+
+    writers = []
+    for s in (hdfs_cluster, ferrite_one):
+        c = Client(s.url)
+        c.mkdirs("/fsck-cmp/a/b", create_parent=True)
+        with c.create("/fsck-cmp/a/f1", WriteOptions(replication=1)) as f:
+            f.write(b"x" * 1000)
+        with c.create("/fsck-cmp/a/b/f2", WriteOptions(replication=3)) as f:
+            f.write(b"y" * 3000)
+        with c.create("/fsck-cmp/a/empty", WriteOptions(replication=1)):
+            pass
+        w = c.create("/fsck-cmp/a/open", WriteOptions(replication=1))
+        w.write(b"z" * 10)
+        writers.append(w)
+    cases = [
+        ["/fsck-cmp"],
+        ["/fsck-cmp", "-files", "-blocks", "-locations"],
+        ["/fsck-cmp/a/f1", "-files", "-blocks", "-racks"],
+        ["/fsck-cmp", "-openforwrite"],
+        ["/fsck-cmp", "-list-corruptfileblocks"],
+        ["/fsck-cmp/nope"],
+    ]
+    for args in cases:
+        theirs = fsck(hdfs_cluster, workroot, *args)
+        ours = fsck(ferrite_one, workroot, *args)
+        diff = "\n".join(
+            difflib.unified_diff(
+                mask_fsck(theirs[1]).split("\n"), mask_fsck(ours[1]).split("\n"), "hdfs", "ferrite", lineterm=""
+            )
+        )
+        assert ours[0] == theirs[0] and not diff, f"fsck {args}: exit {theirs[0]} vs {ours[0]}\n{diff}"
+        if args == ["/fsck-cmp"]:
+            assert ours[1].rstrip().endswith("The filesystem under path '/fsck-cmp' is HEALTHY")
+            assert "Under replicated" in ours[1] and "Files currently being written: 1" in ours[1]
+    rc, out = fsck(ferrite_one, workroot, "/fsck-cmp", user="alice")
+    their_rc, theirs = fsck(hdfs_cluster, workroot, "/fsck-cmp", user="alice")
+    assert (rc, mask_fsck(out)) == (their_rc, mask_fsck(theirs))
+    for w in writers:
+        w.close()

@@ -61,6 +61,9 @@ pub const TABLE: &[(&str, Policy)] = &[
     ("isFileClosed", READ),
     ("getFsStats", READ),
     ("checkAccess", READ),
+    // Not an RPC: the NameNode's `/fsck` servlet. Anyone may run it; the walk sees what
+    // the caller's permissions let it list, as in HDFS.
+    ("fsck", READ),
     ("getDatanodeReport", READ),
     ("getDataEncryptionKey", READ),
     ("getHAServiceState", READ),

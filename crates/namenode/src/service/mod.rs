@@ -20,6 +20,7 @@ mod background;
 mod datanodes;
 pub mod facts;
 mod files;
+mod fsck;
 mod images;
 mod lease_recovery;
 pub mod locations;
