@@ -124,6 +124,7 @@ fn dataset_state(f: &Facts, name: String) -> Bean {
         .map(|v| v.root.display().to_string())
         .collect();
     Bean::new(name, "FSDatasetState")
+        .with("tag.Context", "FSDatasetState")
         .with("StorageInfo", format!("FSDataset{{dirpath='{roots:?}'}}"))
         .with("Capacity", in_service(f).map(|v| v.capacity).sum::<u64>())
         .with("DfsUsed", in_service(f).map(|v| v.used).sum::<u64>())
@@ -162,6 +163,7 @@ fn info(f: &Facts) -> Bean {
 
 fn read_server(r: &Snapshot) -> Bean {
     Bean::new("Ferrite:service=DataNode,name=ReadServer", "ReadServer")
+        .with("tag.Context", "ferrite")
         .with("ActiveReads", r.active_reads)
         .with("Reads", r.reads)
         .with("BytesBySendfile", r.bytes_sendfile)

@@ -4,6 +4,7 @@
 //! adds of its own (WebHDFS) are merged in by the caller.
 
 pub mod jmx;
+pub mod prom;
 pub mod webhdfs;
 
 use std::collections::HashMap;
@@ -57,7 +58,10 @@ impl HttpServer {
         extra: Router,
     ) -> std::io::Result<HttpServer> {
         let addr = listener.local_addr()?;
-        let mut app = Router::new().route("/jmx", get(jmx_page));
+        let mut app = Router::new()
+            .route("/jmx", get(jmx_page))
+            .route("/prom", get(prom_page))
+            .route("/metrics", get(prom_page));
         if active {
             app = app
                 .route("/isActive", get(is_active))
@@ -120,6 +124,28 @@ async fn startup_progress(State(beans): State<Arc<dyn Beans>>) -> Response {
     }
 }
 
+/// This host's name, for the `hostname` label Hadoop's samples carry.
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+async fn prom_page(State(beans): State<Arc<dyn Beans>>) -> Response {
+    let text = prom::exposition(&beans.beans(), &hostname());
+    (
+        StatusCode::OK,
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response()
+}
+
 async fn jmx_page(
     State(beans): State<Arc<dyn Beans>>,
     Query(params): Query<HashMap<String, String>>,
@@ -180,6 +206,11 @@ mod tests {
         let bad = get(http.addr, "/jmx?get=no-separator").await;
         assert!(bad.starts_with("HTTP/1.1 400"), "{bad}");
         assert!(bad.contains("query format is not as expected."), "{bad}");
+        let prom = get(http.addr, "/prom").await;
+        assert!(prom.starts_with("HTTP/1.1 200"), "{prom}");
+        assert!(prom.contains("text/plain; version=0.0.4"), "{prom}");
+        let metrics = get(http.addr, "/metrics").await;
+        assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
         let active = get(http.addr, "/isActive").await;
         assert!(active.ends_with("I am Active!"), "{active}");
         let other = get(http.addr, "/webhdfs/v1/?op=LISTSTATUS").await;

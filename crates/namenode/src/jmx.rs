@@ -365,6 +365,7 @@ fn journal(j: &JournalFacts) -> Bean {
         j.txns_synced as f64 / j.syncs as f64
     };
     Bean::new("Ferrite:service=NameNode,name=Journal", "Journal")
+        .with("tag.Context", "ferrite")
         .with("Directories", Value::Array(dirs))
         .with("FailedDirectories", j.failed_dirs())
         .with("LastAppendedTxId", j.last_appended)
@@ -386,6 +387,7 @@ fn summary(s: &SummaryFacts, last_written: u64) -> Bean {
         s.lag_sum_us as f64 / s.lag_batches as f64 / 1000.0
     };
     Bean::new("Ferrite:service=NameNode,name=Summary", "Summary")
+        .with("tag.Context", "ferrite")
         .with("AppliedTxId", s.applied_txid)
         .with(
             "TransactionsBehind",

@@ -380,3 +380,24 @@ def test_hdfs_fsck_prints_hdfs_report(ferrite_one, hdfs_cluster, workroot):
     assert (rc, mask_fsck(out)) == (their_rc, mask_fsck(theirs))
     for w in writers:
         w.close()
+
+
+def test_prometheus_metrics_on_the_namenode_and_datanodes(ferrite_one):
+    """`/prom` (HDFS's path and names) and `/metrics`, on by default, on both kinds of
+    server; every sample line parses as Prometheus's text format."""
+    h = ferrite_one.http
+    _, _, body, _ = call(h, "PUT", f"/webhdfs/v1/prom-probe?op=CREATE&user.name={SU}&noredirect=true", follow=False)
+    dn = urllib.parse.urlsplit(json.loads(body)["Location"]).netloc
+    sample = re.compile(r'^[a-z_][a-z0-9_]*\{([a-z_]+="[^"]*",?)*\} -?[0-9.eE+-]+$')
+    for base, must in [
+        (h, ["fs_namesystem_files_total{", "name_node_activity_", "rpc_rpc_"]),
+        (f"http://{dn}", ["fs_dataset_state_capacity{", "read_server_reads{"]),
+    ]:
+        for path in ("/prom", "/metrics"):
+            status, headers, text, _ = call(base, "GET", path)
+            text = text.decode()
+            assert status == 200 and headers["content-type"].startswith("text/plain"), (base, path)
+            for m in must:
+                assert m in text, (base, path, m)
+            for line in text.splitlines():
+                assert line.startswith("# TYPE ") or sample.match(line), line
