@@ -28,6 +28,16 @@ impl Params {
         )
     }
 
+    /// From literal pairs (tests, and callers building a request).
+    pub fn of(pairs: &[(&str, &str)]) -> Self {
+        Params::new(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+    }
+
     /// The value of `name` (lower case), if sent; the last one wins, as in HDFS.
     pub fn get(&self, name: &str) -> Option<&str> {
         self.0
@@ -289,12 +299,10 @@ pub fn encode_value(v: &str) -> String {
 mod tests {
     use super::*;
 
+    use Params as P;
+
     fn params(q: &[(&str, &str)]) -> Params {
-        Params::new(
-            q.iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        )
+        P::of(q)
     }
 
     #[test]

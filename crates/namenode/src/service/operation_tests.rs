@@ -126,6 +126,23 @@ async fn write_file(nn: &NameNodeService, user: &str, src: &str, len: u64) -> Lo
     lb
 }
 
+/// A new file `src` (by alice) with its first block placed.
+async fn first_block(nn: &NameNodeService, src: &str) -> LocatedBlock {
+    nn.create(from(ALICE), &create_req(src)).await.unwrap();
+    nn.add_block(
+        from(ALICE),
+        &AddBlock {
+            src,
+            client_name: CLIENT,
+            file_id: 0,
+            previous: None,
+            excluded: HashSet::new(),
+        },
+    )
+    .await
+    .unwrap()
+}
+
 /// A NameNode with three DataNodes and a root everyone may write in.
 async fn three_datanodes() -> Arc<NameNodeService> {
     let nn = nn();
@@ -405,20 +422,7 @@ async fn a_file_is_written_located_and_closed() {
 async fn pipeline_recovery_bumps_the_stamp_and_drops_lost_nodes() {
     let nn = three_datanodes().await;
     datanode(&nn, 3);
-    nn.create(from(ALICE), &create_req("/r")).await.unwrap();
-    let lb = nn
-        .add_block(
-            from(ALICE),
-            &AddBlock {
-                src: "/r",
-                client_name: CLIENT,
-                file_id: 0,
-                previous: None,
-                excluded: HashSet::new(),
-            },
-        )
-        .await
-        .unwrap();
+    let lb = first_block(&nn, "/r").await;
     let bumped = nn
         .update_block_for_pipeline(ALICE, lb.block.id, CLIENT)
         .await
@@ -640,20 +644,7 @@ async fn followers_read_the_records_applied() {
 #[tokio::test]
 async fn lease_recovery_closes_at_the_length_the_primary_reports() {
     let nn = three_datanodes().await;
-    nn.create(from(ALICE), &create_req("/h")).await.unwrap();
-    let lb = nn
-        .add_block(
-            from(ALICE),
-            &AddBlock {
-                src: "/h",
-                client_name: CLIENT,
-                file_id: 0,
-                previous: None,
-                excluded: HashSet::new(),
-            },
-        )
-        .await
-        .unwrap();
+    let lb = first_block(&nn, "/h").await;
     // Each DataNode holds the block unfinished: the writer's hflushed bytes.
     for l in &lb.locations {
         let r = Reported {

@@ -173,11 +173,7 @@ mod tests {
     use super::*;
 
     fn params(q: &[(&str, &str)]) -> Params {
-        Params::new(
-            q.iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        )
+        Params::of(q)
     }
 
     #[test]
