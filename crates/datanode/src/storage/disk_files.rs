@@ -17,8 +17,7 @@ use std::path::{Path, PathBuf};
 
 use ferrite_transfer::checksum::{parse_meta_header, META_HEADER_LEN};
 
-use super::files::{covered_len, Key, Part, ReplicaFiles, ReplicaStreams};
-use super::volume::{Found, State};
+use super::files::{covered_len, Found, Key, Part, ReplicaFiles, ReplicaStreams, State};
 
 pub struct DiskFiles {
     /// The volume's root, whose file system's space is the volume's.

@@ -12,7 +12,21 @@ use std::path::PathBuf;
 
 use ferrite_transfer::checksum::{parse_meta_header, Checksum, META_HEADER_LEN};
 
-use super::volume::{Found, State};
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum State {
+    /// Being written (or left by a writer that went away): not readable as final.
+    Rbw,
+    Finalized,
+}
+
+/// A replica found on disk by a scan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Found {
+    pub id: u64,
+    pub gs: u64,
+    pub len: u64,
+    pub state: State,
+}
 
 /// Which stored replica: its block id, generation stamp and state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

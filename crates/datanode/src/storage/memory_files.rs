@@ -11,8 +11,9 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::files::{covered_len, read_checksum, Key, Part, ReplicaFiles, ReplicaStreams};
-use super::volume::{Found, State};
+use super::files::{
+    covered_len, read_checksum, Found, Key, Part, ReplicaFiles, ReplicaStreams, State,
+};
 
 /// A replica's data and meta.
 #[derive(Default)]

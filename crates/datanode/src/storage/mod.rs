@@ -22,8 +22,8 @@ use ferrite_transfer::checksum::{meta_header, Checksum, META_HEADER_LEN};
 use parking_lot::Mutex;
 use tracing::{info, warn};
 
-pub use files::{Key, Part, ReplicaFiles, ReplicaStreams};
-pub use volume::{SpaceHold, State, Volume};
+pub use files::{Key, Part, ReplicaFiles, ReplicaStreams, State};
+pub use volume::{SpaceHold, Volume};
 
 use crate::readserver::{ReadConfig, ReadServer};
 

@@ -13,23 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::disk_files::DiskFiles;
-use super::files::ReplicaFiles;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum State {
-    /// Being written (or left by a writer that went away): not readable as final.
-    Rbw,
-    Finalized,
-}
-
-/// A replica found on disk by a scan.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Found {
-    pub id: u64,
-    pub gs: u64,
-    pub len: u64,
-    pub state: State,
-}
+use super::files::{Found, ReplicaFiles};
 
 pub struct Volume {
     pub root: PathBuf,
