@@ -15,6 +15,7 @@ use ferrite_client::{FileReader, FileWriter};
 use ferrite_http::webhdfs::{self as web, Params, WebError, IO};
 use futures_util::StreamExt;
 use serde_json::json;
+use tracing::warn;
 
 pub fn router() -> Router {
     Router::new()
@@ -82,8 +83,17 @@ async fn serve(method: &Method, path: &str, p: &Params, body: Body) -> Result<Re
                 create_parent: p.bool("createparent", true)?,
             };
             let fs = connect().await?;
-            let w = fs.create(path, &create).await.map_err(client_error)?;
-            write_all(w, body).await?;
+            let mut w = fs.create(path, &create).await.map_err(client_error)?;
+            if let Err(e) = write_body(&mut w, body).await {
+                // Nothing was acknowledged to the client: the file it was creating must not
+                // appear with part of its bytes. Deleting an open file ends its lease too.
+                drop(w);
+                if let Err(d) = fs.delete(path, false).await {
+                    warn!(path, error = %d, "webhdfs: could not remove a broken upload");
+                }
+                return Err(e.into_web());
+            }
+            w.close().await.map_err(client_error)?;
             Ok((
                 StatusCode::CREATED,
                 [
@@ -95,8 +105,25 @@ async fn serve(method: &Method, path: &str, p: &Params, body: Body) -> Result<Re
         }
         (&Method::POST, "APPEND") => {
             let fs = connect().await?;
-            let w = fs.append(path).await.map_err(client_error)?;
-            write_all(w, body).await?;
+            let before = fs
+                .status(path)
+                .await
+                .map_err(client_error)?
+                .map_or(0, |st| st.len);
+            let mut w = fs.append(path).await.map_err(client_error)?;
+            if let Err(e) = write_body(&mut w, body).await {
+                // The file goes back to what it held before this append: its bytes were
+                // never acknowledged. Closed first (the lease is ours), then cut back.
+                let undone = match w.close().await {
+                    Ok(()) => fs.truncate(path, before).await.map(drop),
+                    Err(c) => Err(c),
+                };
+                if let Err(u) = undone {
+                    warn!(path, error = %u, "webhdfs: could not undo a broken append");
+                }
+                return Err(e.into_web());
+            }
+            w.close().await.map_err(client_error)?;
             Ok(StatusCode::OK.into_response())
         }
         (m, op) => Err(WebError::bad_op(Some(op), m.as_str())),
@@ -150,13 +177,31 @@ fn open(mut reader: FileReader, p: &Params) -> Result<Response, WebError> {
         .into_response())
 }
 
-/// Writes the request's body through the pipeline and closes the file: the answer comes
-/// only once the file is complete on the DataNodes and closed at the NameNode.
-async fn write_all(mut w: FileWriter, body: Body) -> Result<(), WebError> {
+/// Why an upload stopped short.
+enum Broken {
+    /// The client's body ended early or broke off.
+    Request(String),
+    /// The cluster refused or failed a write.
+    Write(ferrite_client::Error),
+}
+
+impl Broken {
+    fn into_web(self) -> WebError {
+        match self {
+            Broken::Request(m) => WebError::new(IO, format!("reading the request: {m}")),
+            Broken::Write(e) => client_error(e),
+        }
+    }
+}
+
+/// Writes the request's body through the pipeline. The caller closes the file only when
+/// the whole body arrived: the answer comes once the file is complete on the DataNodes
+/// and closed at the NameNode.
+async fn write_body(w: &mut FileWriter, body: Body) -> Result<(), Broken> {
     let mut data = body.into_data_stream();
     while let Some(chunk) = data.next().await {
-        let chunk = chunk.map_err(|e| WebError::new(IO, format!("reading the request: {e}")))?;
-        w.write(&chunk).await.map_err(client_error)?;
+        let chunk = chunk.map_err(|e| Broken::Request(e.to_string()))?;
+        w.write(&chunk).await.map_err(Broken::Write)?;
     }
-    w.close().await.map_err(client_error)
+    Ok(())
 }

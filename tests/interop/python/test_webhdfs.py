@@ -401,3 +401,66 @@ def test_prometheus_metrics_on_the_namenode_and_datanodes(ferrite_one):
                 assert m in text, (base, path, m)
             for line in text.splitlines():
                 assert line.startswith("# TYPE ") or sample.match(line), line
+
+
+def send_partial(location: str, method: str, announced: int, sent: bytes):
+    """A client that announces `announced` bytes, sends `sent`, and goes away."""
+    import socket
+    import time
+
+    loc = urllib.parse.urlsplit(location)
+    host, port = loc.netloc.split(":")
+    s = socket.create_connection((host, int(port)), timeout=30)
+    head = (
+        f"{method} {loc.path}?{loc.query} HTTP/1.1\r\nHost: {loc.netloc}\r\n"
+        f"Content-Length: {announced}\r\n\r\n"
+    )
+    s.sendall(head.encode() + sent)
+    time.sleep(0.5)
+    s.close()
+
+
+def test_an_upload_that_breaks_off_leaves_nothing_half_written(ferrite_one):
+    """A client that stops mid-body: a CREATE leaves no file, an APPEND leaves the file as
+    it was, and the NameNode holds no lease for either afterwards."""
+    import time
+
+    h = ferrite_one.http
+    c = Client(ferrite_one.url)
+    _, _, body, _ = call(h, "PUT", f"/webhdfs/v1/broken/new?op=CREATE&user.name={SU}&noredirect=true", follow=False)
+    send_partial(json.loads(body)["Location"], "PUT", 1_000_000, b"a" * 300_000)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        status, _, _, _ = call(h, "GET", f"/webhdfs/v1/broken/new?op=GETFILESTATUS&user.name={SU}")
+        if status == 404:
+            break
+        time.sleep(0.2)
+    assert status == 404, "a broken CREATE left its file behind"
+
+    base = b"kept " * 100
+    status, _, _, _ = call(h, "PUT", f"/webhdfs/v1/broken/old?op=CREATE&user.name={SU}", base)
+    assert status == 201
+    _, _, body, _ = call(h, "POST", f"/webhdfs/v1/broken/old?op=APPEND&user.name={SU}&noredirect=true", follow=False)
+    send_partial(json.loads(body)["Location"], "POST", 100_000, b"b" * 5_000)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        st = c.get_file_info("/broken/old")
+        closed = c.is_file_closed("/broken/old") if hasattr(c, "is_file_closed") else True
+        if st.length == len(base) and closed:
+            break
+        time.sleep(0.3)
+    assert st.length == len(base), st.length
+    # Once block recovery has cut the replicas back, the bytes read are the old ones.
+    while time.time() < deadline:
+        try:
+            with c.read("/broken/old") as r:
+                got = r.read()
+            if got == base:
+                break
+        except Exception:
+            pass
+        time.sleep(0.3)
+    assert got == base
+    # The file takes appends again: no lease is left on it.
+    status, _, _, _ = call(h, "POST", f"/webhdfs/v1/broken/old?op=APPEND&user.name={SU}", b"!")
+    assert status == 200
