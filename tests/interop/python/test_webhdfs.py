@@ -464,3 +464,44 @@ def test_an_upload_that_breaks_off_leaves_nothing_half_written(ferrite_one):
     # The file takes appends again: no lease is left on it.
     status, _, _, _ = call(h, "POST", f"/webhdfs/v1/broken/old?op=APPEND&user.name={SU}", b"!")
     assert status == 200
+
+
+def test_fsck_finds_a_corrupt_file_and_deletes_it(ferrite_one, workroot):
+    """A replica whose bytes rot on disk: a reader (Hadoop's shell) hits the bad checksum
+    and reports it; `hdfs fsck` then says CORRUPT and exits 1, `-delete` removes the file,
+    and the next fsck is HEALTHY again."""
+    import time
+
+    c = Client(ferrite_one.url)
+    h = ferrite_one.http
+    status, _, _, _ = call(h, "PUT", f"/webhdfs/v1/fsck-bad/f?op=CREATE&user.name={SU}", b"rot" * 2000)
+    assert status == 201
+    _, _, body, _ = call(h, "GET", f"/webhdfs/v1/fsck-bad/f?op=GET_BLOCK_LOCATIONS&user.name={SU}")
+    block = json.loads(body)["LocatedBlocks"]["locatedBlocks"][0]["block"]["blockId"]
+    data = ferrite_one.workdir / "data"
+    (replica,) = [p for p in data.rglob(f"blk_{block}") if p.is_file()]
+    raw = bytearray(replica.read_bytes())
+    raw[100] ^= 0xFF
+    replica.write_bytes(bytes(raw))
+    sh = FsShell(ferrite_one, workroot)
+    (cat,) = sh.run(["-cat", "/fsck-bad/f"])
+    assert cat.rc != 0, "the rotten replica was read without a checksum error"
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        rc, out = fsck(ferrite_one, workroot, "/fsck-bad")
+        if rc != 0:
+            break
+        time.sleep(0.3)
+    assert rc == 1, out
+    assert f"/fsck-bad/f: CORRUPT blockpool" in out and f"block blk_{block}" in out, out
+    assert out.rstrip().endswith("The filesystem under path '/fsck-bad' is CORRUPT"), out
+    assert "CORRUPT FILES:\t1" in out
+    rc, out = fsck(ferrite_one, workroot, "/fsck-bad", "-list-corruptfileblocks")
+    assert f"blk_{block}\t/fsck-bad/f" in out and "has 1 CORRUPT blocks" in out, out
+    rc, out = fsck(ferrite_one, workroot, "/fsck-bad", "-delete")
+    assert rc == 1, out
+    assert c.get_file_info("/fsck-bad").isdir
+    with pytest.raises(FileNotFoundError):
+        c.get_file_info("/fsck-bad/f")
+    rc, out = fsck(ferrite_one, workroot, "/fsck-bad")
+    assert rc == 0 and out.rstrip().endswith("is HEALTHY"), out

@@ -58,6 +58,8 @@ pub struct Fsck<'a> {
     path: String,
     o: Options,
     list_corrupt: bool,
+    /// `startblockafter`: how many corrupt blocks an earlier page of the listing gave.
+    listed_before: usize,
     delete: bool,
     t: Totals,
     dirs: u64,
@@ -94,6 +96,10 @@ impl<'a> Fsck<'a> {
                 open_for_write: flag(p, "openforwrite"),
             },
             list_corrupt: flag(p, "listcorruptfileblocks"),
+            listed_before: p
+                .get("startblockafter")
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(0),
             delete: flag(p, "delete"),
             t: Totals::default(),
             dirs: 0,
@@ -226,17 +232,25 @@ impl<'a> Fsck<'a> {
         Ok(())
     }
 
+    /// `-list-corruptfileblocks`: a page of `blk_<id>\t<path>` lines after the cookie
+    /// `DFSck` sent back, and the cookie for the next page. `DFSck` asks again until a
+    /// page says "no more".
     fn corrupt_listing(mut self) -> String {
-        let filler = if self.corrupt_files.is_empty() {
+        let start = self.listed_before.min(self.corrupt_files.len());
+        let page = &self.corrupt_files[start..];
+        let filler = if !page.is_empty() {
+            page.len().to_string()
+        } else if start == 0 {
             "no".to_string()
         } else {
-            self.corrupt_files.len().to_string()
+            "no more".to_string()
         };
         // Only the header stays: the listing replaces the walk's lines.
         let header = self.out.find('\n').map_or(self.out.len(), |i| i + 1);
         self.out.truncate(header);
-        self.out.push_str("Cookie:\t0\n");
-        for line in &self.corrupt_files {
+        self.out
+            .push_str(&format!("Cookie:\t{}\n", start + page.len()));
+        for line in page {
             self.out.push_str(line);
             self.out.push('\n');
         }
