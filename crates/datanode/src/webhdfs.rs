@@ -45,11 +45,7 @@ async fn serve(method: &Method, path: &str, p: &Params, body: Body) -> Result<Re
         user,
         ..Default::default()
     };
-    let connect = || async {
-        FileSystem::connect_with(&format!("hdfs://{nn}"), &opts)
-            .await
-            .map_err(client_error)
-    };
+    let connect = || connect_as(&nn, &opts);
     match (method, op.as_str()) {
         (&Method::GET, "OPEN") => {
             let fs = connect().await?;
@@ -74,60 +70,128 @@ async fn serve(method: &Method, path: &str, p: &Params, body: Body) -> Result<Re
             )
                 .into_response())
         }
-        (&Method::PUT, "CREATE") => {
-            let create = CreateOptions {
-                overwrite: p.bool("overwrite", false)?,
-                replication: p.short("replication")?.map(|r| r.max(1) as u16),
-                block_size: p.long("blocksize")?.map(|b| b.max(0) as u64),
-                perm: p.permission("permission")?.unwrap_or(0o644),
-                create_parent: p.bool("createparent", true)?,
-            };
-            let fs = connect().await?;
-            let mut w = fs.create(path, &create).await.map_err(client_error)?;
-            if let Err(e) = write_body(&mut w, body).await {
-                // Nothing was acknowledged to the client: the file it was creating must not
-                // appear with part of its bytes. Deleting an open file ends its lease too.
-                drop(w);
-                if let Err(d) = fs.delete(path, false).await {
-                    warn!(path, error = %d, "webhdfs: could not remove a broken upload");
-                }
-                return Err(e.into_web());
-            }
-            w.close().await.map_err(client_error)?;
-            Ok((
-                StatusCode::CREATED,
-                [
-                    (header::LOCATION, format!("hdfs://{nn}{path}")),
-                    (header::ACCESS_CONTROL_ALLOW_ORIGIN, "*".to_string()),
-                ],
-            )
-                .into_response())
-        }
-        (&Method::POST, "APPEND") => {
-            let fs = connect().await?;
-            let before = fs
-                .status(path)
-                .await
-                .map_err(client_error)?
-                .map_or(0, |st| st.len);
-            let mut w = fs.append(path).await.map_err(client_error)?;
-            if let Err(e) = write_body(&mut w, body).await {
-                // The file goes back to what it held before this append: its bytes were
-                // never acknowledged. Closed first (the lease is ours), then cut back.
-                let undone = match w.close().await {
-                    Ok(()) => fs.truncate(path, before).await.map(drop),
-                    Err(c) => Err(c),
-                };
-                if let Err(u) = undone {
-                    warn!(path, error = %u, "webhdfs: could not undo a broken append");
-                }
-                return Err(e.into_web());
-            }
-            w.close().await.map_err(client_error)?;
-            Ok(StatusCode::OK.into_response())
-        }
+        (&Method::PUT, "CREATE") => create(p, path, &nn, &opts, body).await,
+        (&Method::POST, "APPEND") => append(path, &nn, &opts, body).await,
         (m, op) => Err(WebError::bad_op(Some(op), m.as_str())),
     }
+}
+
+/// CREATE's options as HDFS's DataNode reads them: `createflag` (createNonRecursive, the
+/// FileSystem builder) wins over `overwrite`.
+fn create_options(p: &Params) -> Result<CreateOptions, WebError> {
+    let flags: Vec<String> = p
+        .get("createflag")
+        .unwrap_or("")
+        .split(',')
+        .map(|f| f.trim().to_ascii_uppercase())
+        .filter(|f| !f.is_empty())
+        .collect();
+    let overwrite = if flags.is_empty() {
+        p.bool("overwrite", false)?
+    } else {
+        flags.iter().any(|f| f == "OVERWRITE")
+    };
+    Ok(CreateOptions {
+        overwrite,
+        replication: p.short("replication")?.map(|r| r.max(1) as u16),
+        block_size: p.long("blocksize")?.map(|b| b.max(0) as u64),
+        perm: p.permission("permission")?.unwrap_or(0o644),
+        create_parent: p.bool("createparent", true)?,
+    })
+}
+
+async fn connect_as(nn: &str, opts: &ClientOptions) -> Result<FileSystem, WebError> {
+    FileSystem::connect_with(&format!("hdfs://{nn}"), opts)
+        .await
+        .map_err(client_error)
+}
+
+/// How long a refused upload's body is still read (see [`refuse`]).
+const DRAIN_FOR: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Answers a refused upload only after reading what the client sends: Hadoop's client
+/// sends its whole body before it reads the answer, and a connection closed under it shows
+/// as "Unexpected end of file" instead of the refusal. Bounded in time.
+async fn refuse(body: Body, e: WebError) -> WebError {
+    let mut data = body.into_data_stream();
+    let _ = tokio::time::timeout(DRAIN_FOR, async {
+        while let Some(Ok(_)) = data.next().await {}
+    })
+    .await;
+    e
+}
+
+async fn create(
+    p: &Params,
+    path: &str,
+    nn: &str,
+    opts: &ClientOptions,
+    body: Body,
+) -> Result<Response, WebError> {
+    let opened = async {
+        let create = create_options(p)?;
+        let fs = connect_as(nn, opts).await?;
+        let w = fs.create(path, &create).await.map_err(client_error)?;
+        Ok::<_, WebError>((fs, w))
+    };
+    let (fs, mut w) = match opened.await {
+        Ok(x) => x,
+        Err(e) => return Err(refuse(body, e).await),
+    };
+    if let Err(e) = write_body(&mut w, body).await {
+        // Nothing was acknowledged to the client: the file it was creating must not
+        // appear with part of its bytes. Deleting an open file ends its lease too.
+        drop(w);
+        if let Err(d) = fs.delete(path, false).await {
+            warn!(path, error = %d, "webhdfs: could not remove a broken upload");
+        }
+        return Err(e.into_web());
+    }
+    w.close().await.map_err(client_error)?;
+    Ok((
+        StatusCode::CREATED,
+        [
+            (header::LOCATION, format!("hdfs://{nn}{path}")),
+            (header::ACCESS_CONTROL_ALLOW_ORIGIN, "*".to_string()),
+        ],
+    )
+        .into_response())
+}
+
+async fn append(
+    path: &str,
+    nn: &str,
+    opts: &ClientOptions,
+    body: Body,
+) -> Result<Response, WebError> {
+    let opened = async {
+        let fs = connect_as(nn, opts).await?;
+        let before = fs
+            .status(path)
+            .await
+            .map_err(client_error)?
+            .map_or(0, |st| st.len);
+        let w = fs.append(path).await.map_err(client_error)?;
+        Ok::<_, WebError>((fs, before, w))
+    };
+    let (fs, before, mut w) = match opened.await {
+        Ok(x) => x,
+        Err(e) => return Err(refuse(body, e).await),
+    };
+    if let Err(e) = write_body(&mut w, body).await {
+        // The file goes back to what it held before this append: its bytes were never
+        // acknowledged. Closed first (the lease is ours), then cut back.
+        let undone = match w.close().await {
+            Ok(()) => fs.truncate(path, before).await.map(drop),
+            Err(c) => Err(c),
+        };
+        if let Err(u) = undone {
+            warn!(path, error = %u, "webhdfs: could not undo a broken append");
+        }
+        return Err(e.into_web());
+    }
+    w.close().await.map_err(client_error)?;
+    Ok(StatusCode::OK.into_response())
 }
 
 /// Streams `[offset, offset + length)` of the file (to its end without `length`).

@@ -22,12 +22,13 @@ SU = getpass.getuser()
 
 @pytest.fixture(scope="module")
 def ferrite_one(workroot):
-    """Ferrite with one DataNode and one replica by default, as the HDFS cluster it is
-    compared with; this user may act for bob, from loopback."""
+    """Ferrite configured as the HDFS cluster it is compared with (one DataNode, one replica
+    by default, no minimum block size); this user may act for bob, from loopback."""
     w = workroot / "ferrite-webhdfs"
     w.mkdir()
     conf = [
         "dfs.replication=1",
+        "dfs.namenode.fs-limits.min-block-size=0",
         f"hadoop.proxyuser.{SU}.hosts=127.0.0.1",
         f"hadoop.proxyuser.{SU}.users=bob",
     ]
@@ -505,3 +506,28 @@ def test_fsck_finds_a_corrupt_file_and_deletes_it(ferrite_one, workroot):
         c.get_file_info("/fsck-bad/f")
     rc, out = fsck(ferrite_one, workroot, "/fsck-bad")
     assert rc == 0 and out.rstrip().endswith("is HEALTHY"), out
+
+
+def test_hadoop_contract_tests_through_webhdfs_pass_as_on_hdfs(ferrite_one, hdfs_cluster, workroot):
+    """Hadoop's own file system contract tests (create, open, seek, rename, delete, mkdir,
+    getFileStatus, setTimes, content summary, append, concat) bound to a `webhdfs://` URL:
+    every test that passes against HDFS 3.4.1's WebHDFS passes against Ferrite's, and the
+    same ones are skipped."""
+    import subprocess
+
+    from conftest import java_cp, write_site
+
+    results = {}
+    for name, server in (("hdfs", hdfs_cluster), ("ferrite", ferrite_one)):
+        web = "webhdfs://" + server.http.split("://")[1]
+        conf = workroot / f"contract-web-{name}"
+        write_site(conf, {"fs.defaultFS": server.url, "fs.contract.test.fs.webhdfs": web}, {"dfs.replication": 1})
+        cmd = ["java", "-Djava.net.preferIPv4Stack=true", "-cp", java_cp(conf), "ferrite.interop.ContractTests", "webhdfs"]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        results[name] = sorted(l for l in p.stdout.splitlines() if l.split(" ", 1)[0] in ("pass", "fail", "skip"))
+        assert results[name], p.stdout + p.stderr[-3000:]
+    theirs = {l.split(" ", 1)[1].split(":")[0]: l.split(" ", 1)[0] for l in results["hdfs"]}
+    ours = {l.split(" ", 1)[1].split(":")[0]: l.split(" ", 1)[0] for l in results["ferrite"]}
+    worse = sorted(t for t, r in theirs.items() if r == "pass" and ours.get(t) != "pass")
+    assert not worse, [l for l in results["ferrite"] if any(w in l for w in worse)]
+    assert sum(r == "pass" for r in ours.values()) >= 100, results["ferrite"]

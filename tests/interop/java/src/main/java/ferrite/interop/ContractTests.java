@@ -5,6 +5,15 @@ import org.apache.hadoop.fs.Options.HandleOpt;
 import org.apache.hadoop.fs.contract.AbstractBondedFSContract;
 import org.apache.hadoop.fs.contract.AbstractContractAppendTest;
 import org.apache.hadoop.fs.contract.AbstractContractConcatTest;
+import org.apache.hadoop.fs.contract.AbstractContractContentSummaryTest;
+import org.apache.hadoop.fs.contract.AbstractContractCreateTest;
+import org.apache.hadoop.fs.contract.AbstractContractDeleteTest;
+import org.apache.hadoop.fs.contract.AbstractContractGetFileStatusTest;
+import org.apache.hadoop.fs.contract.AbstractContractMkdirTest;
+import org.apache.hadoop.fs.contract.AbstractContractOpenTest;
+import org.apache.hadoop.fs.contract.AbstractContractRenameTest;
+import org.apache.hadoop.fs.contract.AbstractContractSeekTest;
+import org.apache.hadoop.fs.contract.AbstractContractSetTimesTest;
 import org.apache.hadoop.fs.contract.AbstractContractPathHandleTest;
 import org.apache.hadoop.fs.contract.AbstractFSContract;
 import org.junit.runner.JUnitCore;
@@ -19,6 +28,10 @@ import org.junit.runner.Description;
  * cluster named by fs.contract.test.fs.hdfs (core-site.xml on the classpath) with HDFS's
  * contract options (contract/ferrite-hdfs.xml). Prints one line per
  * test: "pass NAME", "fail NAME: message" or "skip NAME"; exits 0.
+ *
+ * With the argument "webhdfs", the same kind of run through Hadoop's WebHdfsFileSystem,
+ * bound to fs.contract.test.fs.webhdfs (contract/ferrite-webhdfs.xml): create, open, seek,
+ * rename, delete, mkdir, getFileStatus, setTimes, content summary, append and concat.
  */
 public final class ContractTests {
   /** HDFS's contract, on an already running cluster rather than a MiniDFSCluster. */
@@ -59,6 +72,96 @@ public final class ContractTests {
     }
   }
 
+  /** The same cluster through WebHDFS. */
+  public static class Web extends AbstractBondedFSContract {
+    public Web(Configuration conf) {
+      super(conf);
+      addConfResource("contract/ferrite-webhdfs.xml");
+    }
+
+    @Override
+    public String getScheme() {
+      return "webhdfs";
+    }
+  }
+
+  public static class WebCreate extends AbstractContractCreateTest {
+    @Override
+    protected AbstractFSContract createContract(Configuration conf) {
+      return new Web(conf);
+    }
+  }
+
+  public static class WebOpen extends AbstractContractOpenTest {
+    @Override
+    protected AbstractFSContract createContract(Configuration conf) {
+      return new Web(conf);
+    }
+  }
+
+  public static class WebSeek extends AbstractContractSeekTest {
+    @Override
+    protected AbstractFSContract createContract(Configuration conf) {
+      return new Web(conf);
+    }
+  }
+
+  public static class WebRename extends AbstractContractRenameTest {
+    @Override
+    protected AbstractFSContract createContract(Configuration conf) {
+      return new Web(conf);
+    }
+  }
+
+  public static class WebDelete extends AbstractContractDeleteTest {
+    @Override
+    protected AbstractFSContract createContract(Configuration conf) {
+      return new Web(conf);
+    }
+  }
+
+  public static class WebMkdir extends AbstractContractMkdirTest {
+    @Override
+    protected AbstractFSContract createContract(Configuration conf) {
+      return new Web(conf);
+    }
+  }
+
+  public static class WebGetFileStatus extends AbstractContractGetFileStatusTest {
+    @Override
+    protected AbstractFSContract createContract(Configuration conf) {
+      return new Web(conf);
+    }
+  }
+
+  public static class WebSetTimes extends AbstractContractSetTimesTest {
+    @Override
+    protected AbstractFSContract createContract(Configuration conf) {
+      return new Web(conf);
+    }
+  }
+
+  public static class WebContentSummary extends AbstractContractContentSummaryTest {
+    @Override
+    protected AbstractFSContract createContract(Configuration conf) {
+      return new Web(conf);
+    }
+  }
+
+  public static class WebAppend extends AbstractContractAppendTest {
+    @Override
+    protected AbstractFSContract createContract(Configuration conf) {
+      return new Web(conf);
+    }
+  }
+
+  public static class WebConcat extends AbstractContractConcatTest {
+    @Override
+    protected AbstractFSContract createContract(Configuration conf) {
+      return new Web(conf);
+    }
+  }
+
   public static void main(String[] argv) {
     JUnitCore core = new JUnitCore();
     core.addListener(new RunListener() {
@@ -94,7 +197,12 @@ public final class ContractTests {
         }
       }
     });
-    Result r = core.run(Append.class, Concat.class, PathHandles.class);
+    boolean web = argv.length > 0 && argv[0].equals("webhdfs");
+    Result r = web
+        ? core.run(WebCreate.class, WebOpen.class, WebSeek.class, WebRename.class,
+            WebDelete.class, WebMkdir.class, WebGetFileStatus.class, WebSetTimes.class,
+            WebContentSummary.class, WebAppend.class, WebConcat.class)
+        : core.run(Append.class, Concat.class, PathHandles.class);
     System.out.println("ran " + r.getRunCount() + " failed " + r.getFailureCount());
     System.out.flush();
     System.exit(0);
