@@ -121,6 +121,17 @@ async fn refuse(body: Body, e: WebError) -> WebError {
     e
 }
 
+/// An upload's file, opened; a refusal is answered only after the body is read.
+async fn open_or_refuse<T>(
+    opened: impl std::future::Future<Output = Result<T, WebError>>,
+    body: Body,
+) -> Result<(T, Body), WebError> {
+    match opened.await {
+        Ok(t) => Ok((t, body)),
+        Err(e) => Err(refuse(body, e).await),
+    }
+}
+
 async fn create(
     p: &Params,
     path: &str,
@@ -134,10 +145,7 @@ async fn create(
         let w = fs.create(path, &create).await.map_err(client_error)?;
         Ok::<_, WebError>((fs, w))
     };
-    let (fs, mut w) = match opened.await {
-        Ok(x) => x,
-        Err(e) => return Err(refuse(body, e).await),
-    };
+    let ((fs, mut w), body) = open_or_refuse(opened, body).await?;
     if let Err(e) = write_body(&mut w, body).await {
         // Nothing was acknowledged to the client: the file it was creating must not
         // appear with part of its bytes. Deleting an open file ends its lease too.
@@ -174,10 +182,7 @@ async fn append(
         let w = fs.append(path).await.map_err(client_error)?;
         Ok::<_, WebError>((fs, before, w))
     };
-    let (fs, before, mut w) = match opened.await {
-        Ok(x) => x,
-        Err(e) => return Err(refuse(body, e).await),
-    };
+    let ((fs, before, mut w), body) = open_or_refuse(opened, body).await?;
     if let Err(e) = write_body(&mut w, body).await {
         // The file goes back to what it held before this append: its bytes were never
         // acknowledged. Closed first (the lease is ours), then cut back.

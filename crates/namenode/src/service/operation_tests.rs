@@ -103,20 +103,7 @@ fn create_req(src: &str) -> CreateRequest<'_> {
 /// Writes a closed file of one block of `len` bytes through create, addBlock, the
 /// DataNodes' reports and complete.
 async fn write_file(nn: &NameNodeService, user: &str, src: &str, len: u64) -> LocatedBlock {
-    nn.create(from(user), &create_req(src)).await.unwrap();
-    let lb = nn
-        .add_block(
-            from(user),
-            &AddBlock {
-                src,
-                client_name: CLIENT,
-                file_id: 0,
-                previous: None,
-                excluded: HashSet::new(),
-            },
-        )
-        .await
-        .unwrap();
+    let lb = first_block_by(nn, user, src).await;
     received(nn, &lb, len);
     let last = Previous {
         id: lb.block.id,
@@ -128,9 +115,14 @@ async fn write_file(nn: &NameNodeService, user: &str, src: &str, len: u64) -> Lo
 
 /// A new file `src` (by alice) with its first block placed.
 async fn first_block(nn: &NameNodeService, src: &str) -> LocatedBlock {
-    nn.create(from(ALICE), &create_req(src)).await.unwrap();
+    first_block_by(nn, ALICE, src).await
+}
+
+/// A new file `src` by `user`, with its first block placed.
+async fn first_block_by(nn: &NameNodeService, user: &str, src: &str) -> LocatedBlock {
+    nn.create(from(user), &create_req(src)).await.unwrap();
     nn.add_block(
-        from(ALICE),
+        from(user),
         &AddBlock {
             src,
             client_name: CLIENT,
