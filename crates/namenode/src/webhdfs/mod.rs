@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 
 use axum::extract::{ConnectInfo, State};
 use axum::http::{Method, Uri};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
 use ferrite_http::webhdfs::{self as web, boolean, empty_ok, json_ok, Params, WebError};
@@ -50,7 +50,7 @@ async fn handle(
 ) -> Response {
     match web::path_of(&uri) {
         Ok(path) => serve(&slot, method, peer, path, web::query_of(&uri)).await,
-        Err(e) => e.into_response_now(),
+        Err(e) => e.into_response(),
     }
 }
 
@@ -77,7 +77,7 @@ async fn serve(
             "org.apache.hadoop.ipc.RetriableException",
             "NameNode still not started",
         )
-        .into_response_now();
+        .into_response();
     };
     let ip = peer.ip().to_string();
     let (user, real) = params.user();
@@ -87,11 +87,11 @@ async fn serve(
                 "org.apache.hadoop.security.authorize.AuthorizationException",
                 m,
             )
-            .into_response_now();
+            .into_response();
         }
     }
     let Some(op) = params.op() else {
-        return WebError::bad_op(None, method.as_str()).into_response_now();
+        return WebError::bad_op(None, method.as_str()).into_response();
     };
     let r = Request {
         w,
@@ -111,17 +111,7 @@ async fn serve(
             format!("{method} is not supported"),
         )),
     };
-    answer.unwrap_or_else(|e| e.into_response_now())
-}
-
-trait IntoResponseNow {
-    fn into_response_now(self) -> Response;
-}
-
-impl IntoResponseNow for WebError {
-    fn into_response_now(self) -> Response {
-        axum::response::IntoResponse::into_response(self)
-    }
+    answer.unwrap_or_else(|e| e.into_response())
 }
 
 /// A service error as WebHDFS reports it.
