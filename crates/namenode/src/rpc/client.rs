@@ -53,19 +53,19 @@ pub async fn get_server_defaults(
     _: CallCtx,
     _: GetServerDefaultsRequestProto,
 ) -> Res<GetServerDefaultsResponseProto> {
-    let c = nn.config();
+    let d = nn.server_defaults();
     Ok(GetServerDefaultsResponseProto {
         server_defaults: FsServerDefaultsProto {
-            block_size: c.block_size,
-            bytes_per_checksum: c.bytes_per_checksum,
-            write_packet_size: c.write_packet_size,
-            replication: c.replication as u32,
-            file_buffer_size: c.file_buffer_size,
+            block_size: d.block_size,
+            bytes_per_checksum: d.bytes_per_checksum,
+            write_packet_size: d.write_packet_size,
+            replication: u32::from(d.replication),
+            file_buffer_size: d.file_buffer_size,
             encrypt_data_transfer: Some(false),
-            trash_interval: Some(c.trash_interval_min),
-            checksum_type: Some(ChecksumTypeProto::ChecksumCrc32c as i32),
+            trash_interval: Some(d.trash_interval_min),
+            checksum_type: Some(d.checksum_type as i32),
             key_provider_uri: Some(String::new()),
-            policy_id: Some(7),
+            policy_id: Some(d.storage_policy_id),
             snapshot_trash_root_enabled: Some(false),
         },
     })

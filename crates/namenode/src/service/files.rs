@@ -42,7 +42,36 @@ pub struct Listing {
     pub located: Vec<Option<LocatedBlocks>>,
 }
 
+/// getServerDefaults: what clients write with unless they say otherwise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServerDefaults {
+    pub block_size: u64,
+    pub bytes_per_checksum: u32,
+    pub write_packet_size: u32,
+    pub replication: u16,
+    pub file_buffer_size: u32,
+    pub trash_interval_min: u64,
+    /// CRC32C, as HDFS's `DataChecksum.Type` numbers it (2).
+    pub checksum_type: u32,
+    /// HOT, HDFS's default storage policy (7).
+    pub storage_policy_id: u32,
+}
+
 impl NameNodeService {
+    pub fn server_defaults(&self) -> ServerDefaults {
+        let c = &self.cfg;
+        ServerDefaults {
+            block_size: c.block_size,
+            bytes_per_checksum: c.bytes_per_checksum,
+            write_packet_size: c.write_packet_size,
+            replication: c.replication,
+            file_buffer_size: c.file_buffer_size,
+            trash_interval_min: c.trash_interval_min,
+            checksum_type: 2,
+            storage_policy_id: 7,
+        }
+    }
+
     /// getFileInfo: the status of `src` (an `/.reserved/.inodes/<id>` path too), `None`
     /// when it does not exist.
     pub fn file_info(&self, user: &str, src: &str) -> Result<Option<FileStatus>, FsError> {

@@ -58,7 +58,7 @@ pub use datanodes::{
     DnCommand, FsStats, HeartbeatReport, NodeFilter, NodeRegistration, RecoveringBlock,
     ReplicaEvent,
 };
-pub use files::{CreateRequest, Listing};
+pub use files::{CreateRequest, Listing, ServerDefaults};
 pub use lease_recovery::{Outcome, SyncReport};
 pub use locations::{DatanodeInfo, LocatedBlock, LocatedBlocks, LocatedSink, Location};
 pub use safe_mode::SafeModeAction;

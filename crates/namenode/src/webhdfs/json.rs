@@ -9,12 +9,11 @@ use serde_json::{json, Map, Value};
 
 use crate::blocks::registry::{NodeIx, Registry};
 use crate::clock::monotonic_ms;
-use crate::config::Config;
 use crate::namespace::blocks::Placed;
 use crate::namespace::inode::ROOT_INODE_ID;
 use crate::namespace::query::{ContentSummary, FileStatus};
-use crate::service::FsStats;
 use crate::service::LocatedSink;
+use crate::service::{FsStats, ServerDefaults};
 
 /// Sorts an object's keys, as HDFS's `TreeMap`s order them.
 fn sorted(mut m: Map<String, Value>) -> Value {
@@ -100,18 +99,18 @@ pub fn quota_usage_doc(cs: &ContentSummary) -> Value {
     }})
 }
 
-pub fn server_defaults_doc(c: &Config) -> Value {
+pub fn server_defaults_doc(d: &ServerDefaults) -> Value {
     json!({"FsServerDefaults": {
-        "blockSize": c.block_size,
-        "bytesPerChecksum": c.bytes_per_checksum,
-        "checksumType": 2,
-        "defaultStoragePolicyId": 7,
+        "blockSize": d.block_size,
+        "bytesPerChecksum": d.bytes_per_checksum,
+        "checksumType": d.checksum_type,
+        "defaultStoragePolicyId": d.storage_policy_id,
         "encryptDataTransfer": false,
-        "fileBufferSize": c.file_buffer_size,
+        "fileBufferSize": d.file_buffer_size,
         "keyProviderUri": "",
-        "replication": c.replication,
-        "trashInterval": c.trash_interval_min,
-        "writePacketSize": c.write_packet_size,
+        "replication": d.replication,
+        "trashInterval": d.trash_interval_min,
+        "writePacketSize": d.write_packet_size,
     }})
 }
 

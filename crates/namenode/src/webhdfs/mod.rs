@@ -205,7 +205,9 @@ impl Request<'_> {
             }
             "GETSERVERDEFAULTS" => {
                 self.admit("getServerDefaults")?;
-                Ok(json_ok(json::server_defaults_doc(self.nn().config())))
+                Ok(json_ok(json::server_defaults_doc(
+                    &self.nn().server_defaults(),
+                )))
             }
             "GETSTATUS" => {
                 self.admit("getFsStats")?;
