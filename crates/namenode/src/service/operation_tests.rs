@@ -71,16 +71,27 @@ fn datanode(nn: &NameNodeService, i: u32) -> String {
 
 /// Every node of `lb` reports its replica finished at `len`.
 fn received(nn: &NameNodeService, lb: &LocatedBlock, len: u64) {
+    reported(nn, lb, len, ReplicaState::Finalized, ReplicaEvent::Received);
+}
+
+/// Every node of `lb` reports its replica at `len`, in `state`, as `event`.
+fn reported(
+    nn: &NameNodeService,
+    lb: &LocatedBlock,
+    len: u64,
+    state: ReplicaState,
+    event: ReplicaEvent,
+) {
     for l in &lb.locations {
         let r = Reported {
             id: lb.block.id,
             len,
             gs: lb.block.gs,
-            state: ReplicaState::Finalized,
+            state,
         };
         nn.incremental_report(
             &l.node.id.uuid,
-            &[(l.storage_uuid.clone(), vec![(r, ReplicaEvent::Received)])],
+            &[(l.storage_uuid.clone(), vec![(r, event)])],
         )
         .unwrap();
     }
@@ -638,19 +649,13 @@ async fn lease_recovery_closes_at_the_length_the_primary_reports() {
     let nn = three_datanodes().await;
     let lb = first_block(&nn, "/h").await;
     // Each DataNode holds the block unfinished: the writer's hflushed bytes.
-    for l in &lb.locations {
-        let r = Reported {
-            id: lb.block.id,
-            len: 300,
-            gs: lb.block.gs,
-            state: ReplicaState::Unfinished,
-        };
-        nn.incremental_report(
-            &l.node.id.uuid,
-            &[(l.storage_uuid.clone(), vec![(r, ReplicaEvent::Receiving)])],
-        )
-        .unwrap();
-    }
+    reported(
+        &nn,
+        &lb,
+        300,
+        ReplicaState::Unfinished,
+        ReplicaEvent::Receiving,
+    );
     assert!(
         !nn.recover_lease(SU, "/h").await.unwrap(),
         "recovery under way"
