@@ -18,6 +18,9 @@ need() {  # need COMMAND DEBIAN-PACKAGE
 need java openjdk-17-jdk-headless
 need mvn maven
 need python3 python3-venv
+# The web UI's browser test drives Debian's Chromium through its ChromeDriver.
+need chromium chromium
+need chromedriver chromium-driver
 command -v cargo >/dev/null || { echo "cargo (rustup) is required" >&2; exit 1; }
 # The gates need rustfmt and clippy; a minimal rustup profile lacks them.
 if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then

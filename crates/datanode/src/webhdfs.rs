@@ -15,12 +15,21 @@ use ferrite_client::{FileReader, FileWriter};
 use ferrite_http::webhdfs::{self as web, Params, WebError, IO};
 use futures_util::StreamExt;
 use serde_json::json;
+use tower_http::cors::{Any, CorsLayer};
 use tracing::warn;
 
+/// `/webhdfs/v1`, open to pages of any origin: the NameNode's web UI (another port, so
+/// another origin) reads and uploads here after the NameNode's redirect. No cookie or
+/// credential is involved: the identity travels in the URL the NameNode signed.
 pub fn router() -> Router {
+    let cors = CorsLayer::new()
+        .allow_origin(Any)
+        .allow_methods([Method::GET, Method::PUT, Method::POST])
+        .allow_headers([header::CONTENT_TYPE]);
     Router::new()
         .route("/webhdfs/v1", any(at_path))
         .route("/webhdfs/v1/{*path}", any(at_path))
+        .layer(cors)
 }
 
 async fn at_path(method: Method, uri: Uri, body: Body) -> Response {

@@ -153,7 +153,8 @@ pub async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
     // WebHDFS answers once the NameNode serves (it says "still not started" before).
     let webhdfs = Arc::new(ferrite_namenode::webhdfs::WebHdfsSlot::new());
     let routes = ferrite_namenode::webhdfs::router(webhdfs.clone())
-        .merge(ferrite_namenode::fsck::router(webhdfs.clone()));
+        .merge(ferrite_namenode::fsck::router(webhdfs.clone()))
+        .merge(ferrite_namenode::webui::router(webhdfs.clone()));
     let http = HttpServer::spawn(http_listener, beans.clone(), true, routes)?;
     let nn = match NameNode::start_tracked(cfg, listener, progress).await {
         Ok(nn) => nn,

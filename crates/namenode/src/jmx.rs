@@ -27,6 +27,40 @@ impl Facts {
         let dead = self.datanodes.iter().filter(|n| n.dead).count() as u64;
         (self.datanodes.len() as u64 - dead, dead)
     }
+
+    /// The live DataNodes' storage added up, as HDFS's capacity figures count it.
+    fn capacity(&self) -> Capacity {
+        let mut c = Capacity::default();
+        for n in self.datanodes.iter().filter(|n| !n.dead) {
+            c.total += n.capacity;
+            c.used += n.used;
+            c.remaining += n.remaining;
+        }
+        c
+    }
+}
+
+#[derive(Default)]
+struct Capacity {
+    total: u64,
+    used: u64,
+    remaining: u64,
+}
+
+impl Capacity {
+    /// What the disks hold besides blocks.
+    fn non_dfs_used(&self) -> u64 {
+        self.total.saturating_sub(self.used + self.remaining)
+    }
+
+    /// `part` as a percentage of the total, as HDFS's float (0 with no capacity).
+    fn percent(&self, part: u64) -> f64 {
+        if self.total == 0 {
+            0.0
+        } else {
+            part as f64 * 100.0 / self.total as f64
+        }
+    }
 }
 
 /// The NameNode's beans, answered afresh for every request.
@@ -104,6 +138,14 @@ fn name_node_info(f: &Facts) -> Bean {
         .with("Safemode", safe_mode)
         .with("TotalBlocks", f.blocks)
         .with("NNStartedTimeInMillis", f.started_ms);
+    let c = f.capacity();
+    bean = bean
+        .with("Total", c.total)
+        .with("Used", c.used)
+        .with("Free", c.remaining)
+        .with("NonDfsUsedSpace", c.non_dfs_used())
+        .with("PercentUsed", c.percent(c.used))
+        .with("PercentRemaining", c.percent(c.remaining));
     if f.threads > 0 {
         bean = bean.with("Threads", f.threads);
     }
@@ -214,6 +256,7 @@ fn name_journal_status(f: &Facts) -> Value {
 fn fs_namesystem(f: &Facts) -> Bean {
     let written = last_written(f);
     let (live, dead) = f.datanode_counts();
+    let c = f.capacity();
     let mut bean = Bean::new(format!("{NN}FSNamesystem"), "FSNamesystem")
         .with("tag.Context", "dfs")
         .with("tag.HAState", "active")
@@ -224,6 +267,10 @@ fn fs_namesystem(f: &Facts) -> Bean {
         .with("NumActiveClients", f.lease_holders)
         .with("NumLiveDataNodes", live)
         .with("NumDeadDataNodes", dead)
+        .with("CapacityTotal", c.total)
+        .with("CapacityUsed", c.used)
+        .with("CapacityRemaining", c.remaining)
+        .with("CapacityUsedNonDFS", c.non_dfs_used())
         .with("LastWrittenTransactionId", written)
         .with(
             "TransactionsSinceLastCheckpoint",

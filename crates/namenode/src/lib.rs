@@ -33,6 +33,7 @@ pub mod summary;
 pub mod tokens;
 pub mod trash;
 pub mod webhdfs;
+pub mod webui;
 
 pub use config::Config;
 pub use server::{NameNode, NameNodeHandle};

@@ -43,6 +43,25 @@ pub struct ChildUsage {
     pub raw: u64,
 }
 
+/// A directory's own share: the files directly in it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirUsage {
+    pub path: String,
+    pub own_bytes: u64,
+    pub own_files: u64,
+}
+
+/// The `top` heaviest, heaviest first, ties by path.
+fn rank(mut dirs: Vec<DirUsage>, top: usize) -> Vec<DirUsage> {
+    dirs.sort_by(|a, b| {
+        b.own_bytes
+            .cmp(&a.own_bytes)
+            .then_with(|| a.path.cmp(&b.path))
+    });
+    dirs.truncate(top);
+    dirs
+}
+
 pub struct Summary {
     tree: Tree,
     txid: u64,
@@ -157,6 +176,53 @@ impl Summary {
         out.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name)));
         out.truncate(top);
         Some(out)
+    }
+
+    /// The `top` directories under `path` (itself included) holding the most bytes in
+    /// their own files (those with none are left out), heaviest first (ties by path): where the data sits, which the
+    /// subtree totals cannot show, since every ancestor of a heavy directory is heavier
+    /// still. Looks at no more than `budget` directories, so that a UI page cannot hold the
+    /// summary's lock for a walk of millions; the flag says whether every one was seen.
+    /// `None` when the path is not known to the summary.
+    pub fn heaviest_dirs(
+        &self,
+        path: &str,
+        top: usize,
+        budget: usize,
+    ) -> Option<(Vec<DirUsage>, bool)> {
+        let start = match self.tree.find(path)? {
+            Found::Dir(d) => d,
+            Found::File(_) => return Some((Vec::new(), true)),
+        };
+        let base = path.trim_end_matches('/').to_string();
+        let mut stack = vec![(start, base)];
+        let mut seen = Vec::new();
+        let mut looked = 0;
+        while let Some((dir, at)) = stack.pop() {
+            if looked == budget {
+                return Some((rank(seen, top), false));
+            }
+            looked += 1;
+            let mut below = 0u64;
+            for (name, id) in dir.children.subdirs() {
+                let sub = self.tree.dir(id);
+                below = below.wrapping_add(sub.tot.bytes);
+                stack.push((sub, format!("{at}/{name}")));
+            }
+            let own_bytes = dir.tot.bytes.wrapping_sub(below);
+            if own_bytes > 0 {
+                seen.push(DirUsage {
+                    path: if at.is_empty() { "/".into() } else { at },
+                    own_bytes,
+                    own_files: dir.children.file_count() as u64,
+                });
+            }
+            // Keep the list short while walking: only the top ever matter.
+            if seen.len() >= top.max(1) * 4 {
+                seen = rank(seen, top);
+            }
+        }
+        Some((rank(seen, top), true))
     }
 
     /// The number of directories (for sizing and logs).

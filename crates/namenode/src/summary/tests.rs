@@ -296,7 +296,82 @@ fn assert_matches(ns: &Namespace, s: &Summary, when: &str) {
         });
     }
     assert_eq!(s.files(), ns.file_count(), "{when}: file count");
+    assert_eq!(
+        s.heaviest_dirs("/", 5, usize::MAX),
+        Some((heaviest_recounted(ns, 5), true)),
+        "{when}: heaviest directories"
+    );
     s.tree().check_arena();
+}
+
+/// The `top` directories with the most bytes in their own files, counted from the
+/// namespace.
+fn heaviest_recounted(ns: &Namespace, top: usize) -> Vec<DirUsage> {
+    let mut all: Vec<DirUsage> = all_dirs(ns)
+        .into_iter()
+        .map(|d| {
+            let files: Vec<u64> = ns
+                .inode(d)
+                .children()
+                .unwrap()
+                .slots()
+                .filter_map(|c| ns.inode(c).file().map(|f| f.len()))
+                .collect();
+            DirUsage {
+                path: ns.path_of(d),
+                own_bytes: files.iter().sum(),
+                own_files: files.len() as u64,
+            }
+        })
+        .filter(|d| d.own_bytes > 0)
+        .collect();
+    all.sort_by(|a, b| {
+        b.own_bytes
+            .cmp(&a.own_bytes)
+            .then_with(|| a.path.cmp(&b.path))
+    });
+    all.truncate(top);
+    all
+}
+
+/// A walk cut short by its budget says so, and ranks only what it saw.
+#[test]
+fn heaviest_dirs_stop_at_their_budget() {
+    let mut ns = Namespace::new("hdfs", "supergroup", 1);
+    let mut s = Summary::from_namespace(&ns, 0);
+    let ops = [
+        mkdir_op("/a", 10, 1),
+        mkdir_op("/a/b", 11, 1),
+        create_op("/a/b/x", 12, 1),
+        Op::Close {
+            path: "/a/b/x".into(),
+            mtime: 2,
+            len: 300,
+        },
+        create_op("/a/y", 13, 1),
+        Op::Close {
+            path: "/a/y".into(),
+            mtime: 2,
+            len: 100,
+        },
+    ];
+    for (i, op) in ops.iter().enumerate() {
+        ns.apply(op).unwrap();
+        s.apply(i as u64 + 1, op).unwrap();
+    }
+    let usage = |path: &str, own_bytes, own_files| DirUsage {
+        path: path.into(),
+        own_bytes,
+        own_files,
+    };
+    let (all, complete) = s.heaviest_dirs("/a", 10, 100).unwrap();
+    assert!(complete);
+    assert_eq!(all, vec![usage("/a/b", 300, 1), usage("/a", 100, 1)]);
+    let (cut, complete) = s.heaviest_dirs("/a", 10, 1).unwrap();
+    assert!(!complete);
+    assert_eq!(cut, vec![usage("/a", 100, 1)]);
+    assert_eq!(s.heaviest_dirs("/a/y", 10, 100), Some((vec![], true)));
+    assert_eq!(s.heaviest_dirs("/nope", 10, 100), None);
 }
 
 /// A create record of `path` (mode 644, replication 3, 1 MiB blocks, client "c") at `mtime`.
