@@ -54,7 +54,7 @@ start_hdfs() {
   sleep 3   # leave start-up safe mode (immediate with no blocks and extension 0)
 }
 
-# start_ferrite WORKDIR: a fresh Ferrite NameNode. Sets URL and PID.
+# start_ferrite WORKDIR: a fresh Ferrite NameNode. Sets URL, HTTP (its HTTP port's URL) and PID.
 start_ferrite() {
   local w=$1
   rm -rf "$w"; mkdir -p "$w"
@@ -66,6 +66,7 @@ start_ferrite() {
   PID=$!
   for _ in $(seq 1 100); do [ -s "$w/ready" ] && break; sleep 0.1; done
   URL="$(awk '{print $2}' "$w/ready")"
+  HTTP="$(awk '{print $3}' "$w/ready")"
   [ -n "$URL" ] || { echo "ferrite did not start; see $w/nn.log" >&2; return 1; }
 }
 
@@ -96,12 +97,13 @@ thread_cpu() {
 }
 
 # start_hdfs_cluster WORKDIR N: a fresh Apache HDFS 3.4.1 NameNode and N DataNode JVMs on
-# loopback. Sets URL, PID (the NameNode) and DN_PIDS. Returns once a file can be written.
+# loopback (the NameNode's HTTP port NN_HTTP_PORT, if set; else any). Sets URL, PID (the
+# NameNode) and DN_PIDS. Returns once a file can be written.
 start_hdfs_cluster() {
   local w=$1 n=$2 port i; port=$(free_port)
   rm -rf "$w"; mkdir -p "$w"
   local common=("dfs.namenode.rpc-address=127.0.0.1:$port" "dfs.namenode.rpc-bind-host=127.0.0.1"
-    "dfs.namenode.http-address=127.0.0.1:0" "dfs.namenode.secondary.http-address=127.0.0.1:0"
+    "dfs.namenode.http-address=127.0.0.1:${NN_HTTP_PORT:-0}" "dfs.namenode.secondary.http-address=127.0.0.1:0"
     "dfs.namenode.safemode.extension=0" "dfs.namenode.fs-limits.min-block-size=16" ${NN_EXTRA:-})
   write_site "$w/conf-nn" core "fs.defaultFS=hdfs://127.0.0.1:$port" "hadoop.tmp.dir=$w/tmp-nn"
   write_site "$w/conf-nn" hdfs "${common[@]}" "dfs.namenode.name.dir=file://$w/nn"

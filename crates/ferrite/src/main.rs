@@ -3,6 +3,7 @@
 mod admin;
 mod bench;
 mod dfs;
+mod fsck;
 mod memory;
 mod offline;
 mod serve;
@@ -38,6 +39,8 @@ enum Cmd {
     },
     /// Operator commands (safe mode, checkpoint).
     Admin(admin::AdminArgs),
+    /// `hdfs fsck` through the NameNode's HTTP port: the same options, report and exit codes.
+    Fsck(fsck::FsckArgs),
     /// A path's namespace summary: totals, largest children, size histogram.
     Summary(summary::SummaryArgs),
     /// The namespace summary as its own process, following a NameNode's journal.
@@ -92,6 +95,7 @@ fn main() -> anyhow::Result<()> {
                 std::process::exit(code)
             }
             Cmd::Bench { what } => bench::run(what).await,
+            Cmd::Fsck(a) => fsck::run(a).await,
             Cmd::Summary(a) => summary::run(a).await,
             Cmd::SummaryService(a) => summary_service::run(a).await,
             Cmd::Oiv(a) => offline::run_oiv(a),

@@ -5,6 +5,7 @@
 
 pub mod jmx;
 pub mod prom;
+mod serve;
 pub mod webhdfs;
 
 use std::collections::HashMap;
@@ -35,6 +36,11 @@ pub fn process_threads() -> u64 {
         })
         .unwrap_or(0)
 }
+
+/// How long a connection may sit without sending a whole request head: Hadoop's
+/// `hadoop.http.idle_timeout.ms` default. Without it an idle or trickling client held its
+/// connection (and a descriptor) for ever.
+const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// How long a shutdown waits for requests in progress.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
@@ -69,16 +75,12 @@ impl HttpServer {
         }
         let app = app.with_state(beans).merge(extra);
         let cancel = CancellationToken::new();
-        let stop = cancel.clone().cancelled_owned();
-        let task = tokio::spawn(async move {
-            let app = app.into_make_service_with_connect_info::<SocketAddr>();
-            if let Err(e) = axum::serve(listener, app)
-                .with_graceful_shutdown(stop)
-                .await
-            {
-                warn!(error = %e, "HTTP server stopped");
-            }
-        });
+        let task = tokio::spawn(serve::accept_loop(
+            listener,
+            app,
+            cancel.clone(),
+            IDLE_TIMEOUT,
+        ));
         info!(%addr, "HTTP serving");
         Ok(HttpServer { addr, cancel, task })
     }

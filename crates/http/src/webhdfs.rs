@@ -206,13 +206,16 @@ impl IntoResponse for WebError {
 }
 
 /// A JSON answer, 200.
-pub fn json_ok(body: serde_json::Value) -> Response {
-    (
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-        .into_response()
+pub fn json_ok(body: impl serde::Serialize) -> Response {
+    match serde_json::to_vec(&body) {
+        Ok(text) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            text,
+        )
+            .into_response(),
+        Err(e) => WebError::new(IO, format!("cannot write the answer: {e}")).into_response(),
+    }
 }
 
 /// An empty 200, as HDFS answers the operations that return nothing.

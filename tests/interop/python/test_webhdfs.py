@@ -328,6 +328,32 @@ def fsck(server: Server, workroot: Path, *args, user=None):
     return p.returncode, p.stdout
 
 
+def ferrite_fsck(server: Server, *args, user=None):
+    """`ferrite fsck`, pointed at `server`'s HTTP port."""
+    import os
+    import subprocess
+
+    from conftest import FERRITE_BIN
+
+    env = dict(os.environ, FERRITE_LOG="warn")
+    if user:
+        env["HADOOP_USER_NAME"] = user
+    cmd = [str(FERRITE_BIN), "fsck", "--http", server.http.split("://")[1], *args]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    return p.returncode, p.stdout
+
+
+def assert_both_fsck_say_the_same(server: Server, workroot: Path, *args, user=None):
+    """DFSck and `ferrite fsck` against one server: the same report and exit code. Returns
+    DFSck's (code, text)."""
+    theirs = fsck(server, workroot, *args, user=user)
+    ours = ferrite_fsck(server, *args, user=user)
+    # Java's exit(-1) is 255; so is ours.
+    assert ours[0] == theirs[0], f"ferrite fsck {args}: exit {ours[0]}, DFSck {theirs[0]}\n{ours[1]}"
+    assert mask_fsck(ours[1]) == mask_fsck(theirs[1]), f"ferrite fsck {args}:\n{ours[1]}\nDFSck:\n{theirs[1]}"
+    return theirs
+
+
 def mask_fsck(text: str) -> str:
     text = re.sub(r"\w{3} \w{3} \d\d \d\d:\d\d:\d\d \w+ \d{4}", "DATE", text)
     text = re.sub(r"in \d+ milliseconds", "in N milliseconds", text)
@@ -366,7 +392,7 @@ def test_hdfs_fsck_prints_hdfs_report(ferrite_one, hdfs_cluster, workroot):
     ]
     for args in cases:
         theirs = fsck(hdfs_cluster, workroot, *args)
-        ours = fsck(ferrite_one, workroot, *args)
+        ours = assert_both_fsck_say_the_same(ferrite_one, workroot, *args)
         diff = "\n".join(
             difflib.unified_diff(
                 mask_fsck(theirs[1]).split("\n"), mask_fsck(ours[1]).split("\n"), "hdfs", "ferrite", lineterm=""
@@ -497,7 +523,8 @@ def test_fsck_finds_a_corrupt_file_and_deletes_it(ferrite_one, workroot):
     assert f"/fsck-bad/f: CORRUPT blockpool" in out and f"block blk_{block}" in out, out
     assert out.rstrip().endswith("The filesystem under path '/fsck-bad' is CORRUPT"), out
     assert "CORRUPT FILES:\t1" in out
-    rc, out = fsck(ferrite_one, workroot, "/fsck-bad", "-list-corruptfileblocks")
+    assert_both_fsck_say_the_same(ferrite_one, workroot, "/fsck-bad", "-files", "-blocks")
+    rc, out = assert_both_fsck_say_the_same(ferrite_one, workroot, "/fsck-bad", "-list-corruptfileblocks")
     assert f"blk_{block}\t/fsck-bad/f" in out and "has 1 CORRUPT blocks" in out, out
     rc, out = fsck(ferrite_one, workroot, "/fsck-bad", "-delete")
     assert rc == 1, out

@@ -5,6 +5,9 @@
 use std::ops::Range;
 
 use ferrite_blocktoken::Token;
+use std::borrow::Cow;
+
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::blocks::registry::{NodeIx, Registry};
@@ -21,54 +24,118 @@ fn sorted(mut m: Map<String, Value>) -> Value {
     Value::Object(m)
 }
 
-/// One `FileStatus` object (a listing's entry, or a path's own with an empty suffix).
-pub fn file_status(st: &FileStatus) -> Value {
-    let mut m = Map::new();
-    m.insert("accessTime".into(), json!(st.atime));
-    m.insert("blockSize".into(), json!(st.block_size));
-    m.insert("childrenNum".into(), json!(st.children));
-    m.insert("fileId".into(), json!(st.file_id));
-    m.insert("group".into(), json!(st.group));
-    m.insert("length".into(), json!(st.len));
-    m.insert("modificationTime".into(), json!(st.mtime));
-    m.insert("owner".into(), json!(st.owner));
-    m.insert(
-        "pathSuffix".into(),
-        json!(String::from_utf8_lossy(&st.name)),
-    );
-    m.insert(
-        "permission".into(),
-        json!(format!("{:o}", st.perm & 0o1777)),
-    );
-    m.insert("replication".into(), json!(st.replication));
-    // HDFS makes the root snapshottable from the start (with a snapshot quota of 0).
-    if st.file_id == ROOT_INODE_ID {
-        m.insert("snapshotEnabled".into(), json!(true));
+/// One `FileStatus` object (a listing's entry, or a path's own with an empty suffix),
+/// serialized straight from the status it borrows: HDFS's keys in HDFS's (sorted) order,
+/// with no map built per entry (a listing of 100 spent most of its time in the allocator
+/// and a `Map` per entry).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileStatusJson<'a> {
+    access_time: i64,
+    block_size: u64,
+    children_num: i32,
+    file_id: u64,
+    group: &'a str,
+    length: u64,
+    modification_time: i64,
+    owner: &'a str,
+    path_suffix: Cow<'a, str>,
+    permission: Octal,
+    replication: u16,
+    /// HDFS makes the root snapshottable from the start (with a snapshot quota of 0).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    snapshot_enabled: bool,
+    storage_policy: u8,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+impl<'a> FileStatusJson<'a> {
+    pub fn of(st: &'a FileStatus) -> Self {
+        FileStatusJson {
+            access_time: st.atime,
+            block_size: st.block_size,
+            children_num: st.children,
+            file_id: st.file_id,
+            group: &st.group,
+            length: st.len,
+            modification_time: st.mtime,
+            owner: &st.owner,
+            path_suffix: String::from_utf8_lossy(&st.name),
+            permission: Octal(st.perm & 0o1777),
+            replication: st.replication,
+            snapshot_enabled: st.file_id == ROOT_INODE_ID,
+            storage_policy: 0,
+            kind: if st.is_dir { "DIRECTORY" } else { "FILE" },
+        }
     }
-    m.insert("storagePolicy".into(), json!(0));
-    m.insert(
-        "type".into(),
-        json!(if st.is_dir { "DIRECTORY" } else { "FILE" }),
-    );
-    sorted(m)
+}
+
+/// Permission bits as HDFS writes them: octal digits in a string.
+struct Octal(u16);
+
+impl Serialize for Octal {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&format_args!("{:o}", self.0))
+    }
+}
+
+pub fn file_status(st: &FileStatus) -> Value {
+    serde_json::to_value(FileStatusJson::of(st)).expect("a status serializes")
 }
 
 pub fn file_status_doc(st: &FileStatus) -> Value {
     json!({ "FileStatus": file_status(st) })
 }
 
-pub fn listing_doc(entries: &[FileStatus]) -> Value {
-    let list: Vec<Value> = entries.iter().map(file_status).collect();
-    json!({"FileStatuses": {"FileStatus": list}})
+#[derive(Serialize)]
+pub struct Statuses<'a> {
+    #[serde(rename = "FileStatus")]
+    list: Vec<FileStatusJson<'a>>,
+}
+
+impl<'a> Statuses<'a> {
+    fn of(entries: &'a [FileStatus]) -> Self {
+        Statuses {
+            list: entries.iter().map(FileStatusJson::of).collect(),
+        }
+    }
+}
+
+/// LISTSTATUS's answer.
+#[derive(Serialize)]
+pub struct ListingDoc<'a> {
+    #[serde(rename = "FileStatuses")]
+    statuses: Statuses<'a>,
+}
+
+pub fn listing_doc(entries: &[FileStatus]) -> ListingDoc<'_> {
+    ListingDoc {
+        statuses: Statuses::of(entries),
+    }
 }
 
 /// LISTSTATUS_BATCH's page.
-pub fn batch_doc(entries: &[FileStatus], remaining: u32) -> Value {
-    let list: Vec<Value> = entries.iter().map(file_status).collect();
-    json!({"DirectoryListing": {
-        "partialListing": {"FileStatuses": {"FileStatus": list}},
-        "remainingEntries": remaining,
-    }})
+#[derive(Serialize)]
+pub struct BatchDoc<'a> {
+    #[serde(rename = "DirectoryListing")]
+    listing: BatchPage<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BatchPage<'a> {
+    partial_listing: ListingDoc<'a>,
+    remaining_entries: u32,
+}
+
+pub fn batch_doc(entries: &[FileStatus], remaining: u32) -> BatchDoc<'_> {
+    BatchDoc {
+        listing: BatchPage {
+            partial_listing: listing_doc(entries),
+            remaining_entries: remaining,
+        },
+    }
 }
 
 /// GETCONTENTSUMMARY. Quotas and snapshots do not exist yet: HDFS's figures for none.
