@@ -47,6 +47,14 @@ impl Params {
             .map(|(_, v)| v.as_str())
     }
 
+    /// Every value of `name` (a parameter that may repeat, as `xattr.name`), in order.
+    pub fn all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.0
+            .iter()
+            .filter(move |(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
     /// `op`, upper-cased: `None` when missing.
     pub fn op(&self) -> Option<String> {
         self.get("op").map(|o| o.to_ascii_uppercase())

@@ -46,6 +46,9 @@ pub struct Config {
     /// `dfs.namenode.fs-limits.max-component-length`: longest name, in bytes, a new entry
     /// may have.
     pub max_component_len: usize,
+    /// `dfs.namenode.xattrs.enabled`, `dfs.namenode.fs-limits.max-xattrs-per-inode` and
+    /// `dfs.namenode.fs-limits.max-xattr-size`.
+    pub xattrs: crate::namespace::xattr::XAttrLimits,
     /// `dfs.bytes-per-checksum`
     pub bytes_per_checksum: u32,
     /// `dfs.client-write-packet-size`
@@ -198,6 +201,7 @@ impl Default for Config {
             max_dir_items: crate::namespace::Limits::default().dir_items,
             max_blocks_per_file: crate::namespace::Limits::default().blocks_per_file,
             max_component_len: crate::namespace::Limits::default().component_len,
+            xattrs: Default::default(),
             bytes_per_checksum: 512,
             write_packet_size: 64 << 10,
             file_buffer_size: 4096,
@@ -367,6 +371,17 @@ impl Config {
             "dfs.namenode.fs-limits.max-blocks-per-file" => {
                 self.max_blocks_per_file =
                     usize::try_from(v.num()?).map_err(|_| v.bad("too large"))?
+            }
+            "dfs.namenode.xattrs.enabled" => self.xattrs.enabled = v.boolean()?,
+            "dfs.namenode.fs-limits.max-xattrs-per-inode" => {
+                self.xattrs.per_inode = usize::try_from(v.num()?).map_err(|_| v.bad("too large"))?
+            }
+            "dfs.namenode.fs-limits.max-xattr-size" => {
+                // HDFS refuses a limit above 32 KiB (its hard limit).
+                self.xattrs.size = match v.num()? {
+                    n @ 0..=32768 => n as usize,
+                    _ => return Err(v.bad("cannot be greater than 32768")),
+                }
             }
             "dfs.bytes-per-checksum" => self.bytes_per_checksum = v.num()? as u32,
             "dfs.client-write-packet-size" => self.write_packet_size = v.size()? as u32,

@@ -42,6 +42,9 @@ pub enum FsError {
     /// A DataNode call from a node not (or no longer) registered.
     #[error("{0}")]
     UnregisteredNode(String),
+    /// getXAttrs named an attribute the inode does not have (or the caller may not see).
+    #[error("{0}")]
+    XAttrNotFound(String),
     /// Anything HDFS reports as a plain `java.io.IOException`.
     #[error("{0}")]
     Io(String),
@@ -69,6 +72,7 @@ impl FsError {
             FsError::UnregisteredNode(_) => {
                 "org.apache.hadoop.hdfs.protocol.UnregisteredNodeException"
             }
+            FsError::XAttrNotFound(_) => "org.apache.hadoop.hdfs.protocol.XAttrNotFoundException",
             FsError::Io(_) => class::IO,
         }
     }

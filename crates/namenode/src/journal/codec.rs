@@ -45,8 +45,11 @@ impl FieldWriter for Writer<'_> {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
     fn str(&mut self, s: &str) {
-        self.0.extend_from_slice(&(s.len() as u32).to_le_bytes());
-        self.0.extend_from_slice(s.as_bytes());
+        self.bytes(s.as_bytes());
+    }
+    fn bytes(&mut self, v: &[u8]) {
+        self.0.extend_from_slice(&(v.len() as u32).to_le_bytes());
+        self.0.extend_from_slice(v);
     }
 }
 
@@ -120,6 +123,13 @@ impl FieldReader for Reader<'_> {
     }
     fn str(&mut self) -> Result<String, DecodeError> {
         Reader::str(self)
+    }
+    fn bytes(&mut self) -> Result<Vec<u8>, DecodeError> {
+        let n = Reader::u32(self)? as usize;
+        if n > MAX_RECORD {
+            return Err(DecodeError::BadLength(n));
+        }
+        Ok(Reader::bytes(self, n)?.to_vec())
     }
     fn check_count(&mut self, n: usize, min_size: usize) -> Result<(), DecodeError> {
         if n > self.remaining() / min_size.max(1) {
@@ -289,6 +299,23 @@ pub(crate) mod tests {
                 target: "/a/t".into(),
                 srcs: vec!["/a/s1".into(), "/a/s2".into()],
                 mtime: 14,
+            },
+            Op::SetXAttr {
+                path: "/a".into(),
+                ns: 0,
+                name: "colour".into(),
+                value: Some(vec![0, 1, 255]),
+            },
+            Op::SetXAttr {
+                path: "/a".into(),
+                ns: 1,
+                name: "empty".into(),
+                value: None,
+            },
+            Op::RemoveXAttr {
+                path: "/a".into(),
+                ns: 0,
+                name: "colour".into(),
             },
             Op::Append {
                 path: "/a/f".into(),

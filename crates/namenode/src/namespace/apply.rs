@@ -52,6 +52,27 @@ impl Namespace {
                 overwrite,
             } => self.apply_rename((src, dst), at, *mtime, *overwrite, &mut fx)?,
             Op::Delete { path, mtime } => self.apply_delete(path, at, *mtime, &mut fx)?,
+            Op::SetXAttr {
+                path,
+                ns,
+                name,
+                value,
+            } => {
+                let slot = self.existing_at(path, at.slot)?;
+                let ns = xattr_ns(*ns)?;
+                self.apply_set_xattr(
+                    slot,
+                    super::xattr::XAttr {
+                        ns,
+                        name: name.clone(),
+                        value: value.clone(),
+                    },
+                );
+            }
+            Op::RemoveXAttr { path, ns, name } => {
+                let slot = self.existing_at(path, at.slot)?;
+                self.apply_remove_xattr(slot, xattr_ns(*ns)?, name);
+            }
             Op::SetPermission { path, perm } => {
                 let slot = self.existing_at(path, at.slot)?;
                 self.arena.get_mut(slot).perm = *perm & inode::PERM_MASK;
@@ -441,4 +462,10 @@ impl Namespace {
 
 fn not_last(id: u64, path: &str) -> FsError {
     FsError::Io(format!("block {id} is not the last block of {path}"))
+}
+
+/// A record's xattr namespace number, which a damaged journal could make anything.
+fn xattr_ns(ns: u8) -> Result<super::xattr::XAttrNs, FsError> {
+    super::xattr::XAttrNs::from_u8(ns)
+        .ok_or_else(|| FsError::Io(format!("xattr namespace {ns} does not exist")))
 }

@@ -19,6 +19,7 @@ pub mod plan;
 pub mod query;
 pub mod reserved;
 pub mod truncate;
+pub mod xattr;
 
 #[cfg(test)]
 mod tests;
@@ -118,6 +119,8 @@ pub struct Namespace {
     files: u64,
     dirs: u64,
     limits: Limits,
+    /// Extended attributes (and, later, ACLs), for the few inodes that have any.
+    features: std::collections::HashMap<Slot, xattr::Features>,
 }
 
 /// The result of walking a path from the root.
@@ -171,6 +174,7 @@ impl Namespace {
             files: 0,
             dirs: 1,
             limits: Limits::default(),
+            features: Default::default(),
         };
         let owner = ns.users.intern(root_owner);
         let group = ns.users.intern(root_group);
@@ -470,6 +474,9 @@ impl Namespace {
         while let Some(s) = stack.pop() {
             let inode = self.arena.remove(s);
             self.names.free(inode.name);
+            if !self.features.is_empty() {
+                self.features.remove(&s);
+            }
             match inode.body {
                 Body::Dir(children) => {
                     self.dirs -= 1;

@@ -170,6 +170,19 @@ records! {
         mtime: i64,
         srcs: Vec<String>,
     }
+    /// Set an extended attribute (`ns` numbered as `XAttrNamespaceProto`), replacing one of
+    /// the same name; it becomes the inode's first.
+    SetXAttr = 18, "OP_SET_XATTR" {
+        path: String,
+        ns: u8,
+        name: String,
+        value: Option<Vec<u8>>,
+    }
+    RemoveXAttr = 19, "OP_REMOVE_XATTR" {
+        path: String,
+        ns: u8,
+        name: String,
+    }
 }
 
 /// Where records' fields are written: the journal codec's buffer.
@@ -180,6 +193,8 @@ pub trait FieldWriter {
     fn u64(&mut self, v: u64);
     /// A length-prefixed UTF-8 string.
     fn str(&mut self, v: &str);
+    /// Length-prefixed bytes.
+    fn bytes(&mut self, v: &[u8]);
 }
 
 /// Where records' fields are read from: bounds-checked, every error precise.
@@ -190,6 +205,7 @@ pub trait FieldReader {
     fn u32(&mut self) -> Result<u32, Self::Error>;
     fn u64(&mut self) -> Result<u64, Self::Error>;
     fn str(&mut self) -> Result<String, Self::Error>;
+    fn bytes(&mut self) -> Result<Vec<u8>, Self::Error>;
     /// Refuses a count of `n` items that cannot fit in what is left (each takes at least
     /// `min_size` bytes), before anything is sized by it.
     fn check_count(&mut self, n: usize, min_size: usize) -> Result<(), Self::Error>;
@@ -201,6 +217,25 @@ pub trait FieldReader {
 pub trait Field: Sized {
     fn write<W: FieldWriter>(&self, w: &mut W);
     fn read<R: FieldReader>(r: &mut R) -> Result<Self, R::Error>;
+}
+
+impl Field for u8 {
+    fn write<W: FieldWriter>(&self, w: &mut W) {
+        w.u8(*self)
+    }
+    fn read<R: FieldReader>(r: &mut R) -> Result<Self, R::Error> {
+        r.u8()
+    }
+}
+
+/// Bytes (an xattr's value): a `u32` length, then the bytes.
+impl Field for Vec<u8> {
+    fn write<W: FieldWriter>(&self, w: &mut W) {
+        w.bytes(self)
+    }
+    fn read<R: FieldReader>(r: &mut R) -> Result<Self, R::Error> {
+        r.bytes()
+    }
 }
 
 impl Field for u16 {
@@ -353,6 +388,21 @@ impl std::fmt::Display for Op {
             }
             Op::Close { path, mtime, len } => {
                 write!(f, " path={} mtime={mtime} len={len}", word(path))
+            }
+            Op::SetXAttr {
+                path,
+                ns,
+                name,
+                value,
+            } => write!(
+                f,
+                " path={} ns={ns} name={} value_len={}",
+                word(path),
+                word(name),
+                value.as_ref().map_or(-1, |v| v.len() as i64)
+            ),
+            Op::RemoveXAttr { path, ns, name } => {
+                write!(f, " path={} ns={ns} name={}", word(path), word(name))
             }
             Op::Rename {
                 src,

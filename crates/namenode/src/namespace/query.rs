@@ -224,8 +224,13 @@ impl Namespace {
                         .collect()
                 })
                 .unwrap_or_default();
+            let xattrs: Vec<String> = self
+                .xattrs_of(s)
+                .iter()
+                .map(|x| format!("{}={:?}", x.prefixed(), x.value))
+                .collect();
             lines.push(format!(
-                "{path} id={} dir={} len={} perm={:o} {}:{} m={} a={} r={} bs={} uc={} blocks=[{}]",
+                "{path} id={} dir={} len={} perm={:o} {}:{} m={} a={} r={} bs={} uc={} blocks=[{}] xattrs=[{}]",
                 st.file_id,
                 st.is_dir,
                 st.len,
@@ -237,7 +242,8 @@ impl Namespace {
                 st.replication,
                 st.block_size,
                 st.under_construction,
-                blocks.join(",")
+                blocks.join(","),
+                xattrs.join(",")
             ));
             for (name, c) in self.children_names(s) {
                 let p = if path == "/" {

@@ -12,6 +12,7 @@ pub mod file_ops;
 pub mod located_reply;
 pub mod stats;
 pub mod summary;
+pub mod xattrs;
 
 use std::sync::Arc;
 
@@ -87,6 +88,7 @@ pub fn router(state: Nn) -> Router<NameNodeService> {
     datanode::register(&mut r);
     summary::register(&mut r);
     stats::register(&mut r);
+    xattrs::register(&mut r);
     // NamenodeProtocol: NNThroughputBenchmark asks for the block pool id this way.
     r.method(
         NAMENODE_PROTOCOL,

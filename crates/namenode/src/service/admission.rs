@@ -61,6 +61,8 @@ pub const TABLE: &[(&str, Policy)] = &[
     ("isFileClosed", READ),
     ("getFsStats", READ),
     ("checkAccess", READ),
+    ("getXAttrs", READ),
+    ("listXAttrs", READ),
     // Not an RPC: the NameNode's `/fsck` servlet. Anyone may run it; the walk sees what
     // the caller's permissions let it list, as in HDFS.
     ("fsck", READ),
@@ -91,6 +93,8 @@ pub const TABLE: &[(&str, Policy)] = &[
     ("setOwner", WRITE),
     ("setTimes", WRITE),
     ("setReplication", WRITE),
+    ("setXAttr", WRITE),
+    ("removeXAttr", WRITE),
     ("renewLease", WRITE),
     ("recoverLease", WRITE),
     // ClientProtocol: administration.

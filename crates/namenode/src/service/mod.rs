@@ -29,6 +29,7 @@ mod operation_tests;
 mod safe_mode;
 mod summary_reads;
 mod writes;
+mod xattrs;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};

@@ -77,6 +77,8 @@ impl Sharded {
             | Op::Delete { path, .. }
             | Op::SetPermission { path, .. }
             | Op::SetOwner { path, .. }
+            | Op::SetXAttr { path, .. }
+            | Op::RemoveXAttr { path, .. }
             | Op::SetTimes { path, .. }
             | Op::SetReplication { path, .. }
             | Op::UpdateLastBlock { path, .. }

@@ -314,6 +314,8 @@ impl Tree {
             Op::BumpGenerationStamp { .. }
             | Op::SetGenerationStamp { .. }
             | Op::SetOwner { .. }
+            | Op::SetXAttr { .. }
+            | Op::RemoveXAttr { .. }
             | Op::SetTimes { .. } => {}
         }
         Ok(())

@@ -7,6 +7,7 @@
 
 pub mod json;
 mod redirect;
+mod xattrs;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
@@ -213,6 +214,24 @@ impl Request<'_> {
                 self.admit("getFsStats")?;
                 Ok(json_ok(json::fs_status_doc(&self.nn().fs_stats())))
             }
+            "GETXATTRS" => {
+                self.admit("getXAttrs")?;
+                let wanted = p
+                    .all("xattr.name")
+                    .map(xattrs::name_param)
+                    .collect::<Result<Vec<_>, _>>()?;
+                let encoding = xattrs::encoding_param(p.required("encoding", "GETXATTRS")?)?;
+                let got = self
+                    .nn()
+                    .get_xattrs(&self.user, &self.path, &wanted)
+                    .map_err(web)?;
+                Ok(json_ok(xattrs::xattrs_doc(&got, encoding)))
+            }
+            "LISTXATTRS" => {
+                self.admit("listXAttrs")?;
+                let got = self.nn().list_xattrs(&self.user, &self.path).map_err(web)?;
+                Ok(json_ok(xattrs::names_doc(&got)))
+            }
             "CHECKACCESS" => {
                 self.admit("checkAccess")?;
                 let action = fs_action(p.get("fsaction").unwrap_or("---"))?;
@@ -274,6 +293,20 @@ impl Request<'_> {
                 self.admit("setPermission")?;
                 let perm = p.permission("permission")?.unwrap_or(0o755);
                 nn.set_permission(user, path, perm).await.map_err(web)?;
+                Ok(empty_ok())
+            }
+            "SETXATTR" => {
+                self.admit("setXAttr")?;
+                let mut x = xattrs::name_param(p.required("xattr.name", "SETXATTR")?)?;
+                x.value = p.get("xattr.value").map(xattrs::decode_value).transpose()?;
+                let flags = xattrs::flag_param(p.get("flag"))?;
+                nn.set_xattr(user, path, x, flags).await.map_err(web)?;
+                Ok(empty_ok())
+            }
+            "REMOVEXATTR" => {
+                self.admit("removeXAttr")?;
+                let x = xattrs::name_param(p.required("xattr.name", "REMOVEXATTR")?)?;
+                nn.remove_xattr(user, path, x).await.map_err(web)?;
                 Ok(empty_ok())
             }
             "SETTIMES" => {
@@ -420,8 +453,6 @@ fn fs_action(s: &str) -> Result<u16, WebError> {
 /// HDFS's but not served here yet, which is a different answer from an op HDFS lacks.
 const HDFS_OPS: &[(&str, &str)] = &[
     ("GET", "GETDELEGATIONTOKEN"),
-    ("GET", "GETXATTRS"),
-    ("GET", "LISTXATTRS"),
     ("GET", "GETACLSTATUS"),
     ("GET", "GETALLSTORAGEPOLICY"),
     ("GET", "GETSTORAGEPOLICY"),
@@ -441,8 +472,6 @@ const HDFS_OPS: &[(&str, &str)] = &[
     ("PUT", "REMOVEDEFAULTACL"),
     ("PUT", "REMOVEACL"),
     ("PUT", "SETACL"),
-    ("PUT", "SETXATTR"),
-    ("PUT", "REMOVEXATTR"),
     ("PUT", "ALLOWSNAPSHOT"),
     ("PUT", "DISALLOWSNAPSHOT"),
     ("PUT", "CREATESNAPSHOT"),

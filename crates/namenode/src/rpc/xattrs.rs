@@ -1,0 +1,99 @@
+//! setXAttr, getXAttrs, listXAttrs and removeXAttr: protobuf in, the service's xattrs out.
+
+use ferrite_ipc::{CallCtx, Router, CLIENT_PROTOCOL};
+use ferrite_proto::hdfs::{
+    x_attr_proto::XAttrNamespaceProto, GetXAttrsRequestProto, GetXAttrsResponseProto,
+    ListXAttrsRequestProto, ListXAttrsResponseProto, RemoveXAttrRequestProto,
+    RemoveXAttrResponseProto, SetXAttrRequestProto, SetXAttrResponseProto, XAttrProto,
+};
+
+use super::{kind, Nn, Res};
+use crate::error::FsError;
+use crate::namespace::xattr::{XAttr, XAttrNs};
+use crate::service::NameNodeService;
+
+pub fn register(r: &mut Router<NameNodeService>) {
+    let p = CLIENT_PROTOCOL;
+    r.method(p, "setXAttr", kind("setXAttr"), set_xattr)
+        .method(p, "getXAttrs", kind("getXAttrs"), get_xattrs)
+        .method(p, "listXAttrs", kind("listXAttrs"), list_xattrs)
+        .method(p, "removeXAttr", kind("removeXAttr"), remove_xattr);
+}
+
+fn from_proto(x: XAttrProto) -> Result<XAttr, FsError> {
+    let ns = u8::try_from(x.namespace)
+        .ok()
+        .and_then(XAttrNs::from_u8)
+        .ok_or_else(|| FsError::IllegalArgument(format!("no xattr namespace {}", x.namespace)))?;
+    Ok(XAttr {
+        ns,
+        name: x.name,
+        value: x.value,
+    })
+}
+
+fn to_proto(x: XAttr) -> XAttrProto {
+    XAttrProto {
+        namespace: match x.ns {
+            XAttrNs::User => XAttrNamespaceProto::User,
+            XAttrNs::Trusted => XAttrNamespaceProto::Trusted,
+            XAttrNs::Security => XAttrNamespaceProto::Security,
+            XAttrNs::System => XAttrNamespaceProto::System,
+            XAttrNs::Raw => XAttrNamespaceProto::Raw,
+        } as i32,
+        name: x.name,
+        value: x.value,
+    }
+}
+
+fn named(x: Option<XAttrProto>) -> Result<XAttr, FsError> {
+    from_proto(x.ok_or_else(|| FsError::IllegalArgument("no xattr given".into()))?)
+}
+
+pub async fn set_xattr(
+    nn: Nn,
+    ctx: CallCtx,
+    req: SetXAttrRequestProto,
+) -> Res<SetXAttrResponseProto> {
+    let x = named(req.x_attr)?;
+    nn.set_xattr(&ctx.user, &req.src, x, req.flag.unwrap_or(0))
+        .await?;
+    Ok(SetXAttrResponseProto {})
+}
+
+pub async fn remove_xattr(
+    nn: Nn,
+    ctx: CallCtx,
+    req: RemoveXAttrRequestProto,
+) -> Res<RemoveXAttrResponseProto> {
+    let x = named(req.x_attr)?;
+    nn.remove_xattr(&ctx.user, &req.src, x).await?;
+    Ok(RemoveXAttrResponseProto {})
+}
+
+pub async fn get_xattrs(
+    nn: Nn,
+    ctx: CallCtx,
+    req: GetXAttrsRequestProto,
+) -> Res<GetXAttrsResponseProto> {
+    let wanted = req
+        .x_attrs
+        .into_iter()
+        .map(from_proto)
+        .collect::<Result<Vec<_>, _>>()?;
+    let got = nn.get_xattrs(&ctx.user, &req.src, &wanted)?;
+    Ok(GetXAttrsResponseProto {
+        x_attrs: got.into_iter().map(to_proto).collect(),
+    })
+}
+
+pub async fn list_xattrs(
+    nn: Nn,
+    ctx: CallCtx,
+    req: ListXAttrsRequestProto,
+) -> Res<ListXAttrsResponseProto> {
+    let got = nn.list_xattrs(&ctx.user, &req.src)?;
+    Ok(ListXAttrsResponseProto {
+        x_attrs: got.into_iter().map(to_proto).collect(),
+    })
+}
