@@ -61,6 +61,8 @@ pub struct Config {
     pub trash_checkpoint_interval_min: u64,
     /// `dfs.ls.limit`: entries per getListing page.
     pub ls_limit: usize,
+    /// `dfs.namenode.list.openfiles.num.responses`: entries per listOpenFiles batch.
+    pub list_open_files_max: usize,
     /// `ipc.maximum.data.length`: largest request frame.
     pub max_frame_len: u32,
     /// `ferrite.ipc.read-batch.bytes`: while a connection holds four or more replies for a
@@ -208,6 +210,7 @@ impl Default for Config {
             trash_interval_min: 0,
             trash_checkpoint_interval_min: 0,
             ls_limit: 1000,
+            list_open_files_max: 1000,
             max_frame_len: 64 << 20,
             read_batch_bytes: 4096,
             permissions_enabled: true,
@@ -388,6 +391,13 @@ impl Config {
             "io.file.buffer.size" => self.file_buffer_size = v.size()? as u32,
             "fs.trash.interval" => self.trash_interval_min = v.num()?,
             "dfs.ls.limit" => self.ls_limit = (v.num()? as usize).max(1),
+            "dfs.namenode.list.openfiles.num.responses" => {
+                // HDFS refuses 0 or less.
+                self.list_open_files_max = match v.num()? {
+                    0 => return Err(v.bad("must be a positive integer")),
+                    n => usize::try_from(n).map_err(|_| v.bad("too large"))?,
+                }
+            }
             "dfs.permissions.enabled" => self.permissions_enabled = v.boolean()?,
             "dfs.permissions.superusergroup" => self.superuser_group = v.value.trim().into(),
             "dfs.namenode.accesstime.precision" => self.access_time_precision_ms = v.num()?,

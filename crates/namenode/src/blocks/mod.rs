@@ -73,6 +73,22 @@ pub struct BlockManager {
     pub needs_scan: bool,
     /// Block recoveries under way (lease recovery, truncate).
     pub recoveries: recovery::Recoveries,
+    /// Block health as the last complete replication scan counted it.
+    pub tally: Tally,
+    /// The scan in progress's count, published to `tally` when it ends.
+    counting: Tally,
+}
+
+/// Complete blocks by health, as HDFS reports them (`getFsStats`, `dfsadmin -report`):
+/// fewer good replicas than wanted but some (HDFS's low redundancy), none at all, and
+/// blocks with a corrupt replica.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub under_replicated: u64,
+    /// Of those, the ones down to their last replica (HDFS's highest-priority queue).
+    pub last_replica: u64,
+    pub missing: u64,
+    pub corrupt: u64,
 }
 
 /// The cluster facts a replication decision needs.
@@ -120,17 +136,26 @@ impl BlockManager {
     pub fn add_replica(&mut self, id: u64, node: NodeIx, storage: u8, finalized: bool, len: u64) {
         let e = self.entries.entry(id).or_default();
         let was_safe = e.replicas.iter().any(|r| r.finalized);
-        match e.replicas.iter_mut().find(|r| r.node == node) {
+        let newly_finalized = match e.replicas.iter_mut().find(|r| r.node == node) {
             Some(r) => {
                 r.storage = storage;
+                let newly = finalized && !r.finalized;
                 r.finalized |= finalized;
+                newly
             }
-            None => e.replicas.push(Replica {
-                node,
-                storage,
-                finalized,
-                corrupt: false,
-            }),
+            None => {
+                e.replicas.push(Replica {
+                    node,
+                    storage,
+                    finalized,
+                    corrupt: false,
+                });
+                finalized
+            }
+        };
+        // A node's count is of finished replicas, as HDFS's storages list them.
+        if newly_finalized {
+            self.reg.get_mut(node).blocks += 1;
         }
         if finalized {
             e.reported_len = e.reported_len.max(len);
@@ -173,6 +198,10 @@ impl BlockManager {
             self.safe -= 1;
         }
         for r in e.replicas.iter_mut() {
+            if r.finalized {
+                let n = self.reg.get_mut(r.node);
+                n.blocks = n.blocks.saturating_sub(1);
+            }
             r.finalized = false;
         }
         e.reported_len = 0;
@@ -184,6 +213,10 @@ impl BlockManager {
             return;
         };
         let was_safe = e.replicas.iter().any(|r| r.finalized);
+        if e.replicas.iter().any(|r| r.node == node && r.finalized) {
+            let n = self.reg.get_mut(node);
+            n.blocks = n.blocks.saturating_sub(1);
+        }
         e.replicas.retain(|r| r.node != node);
         let is_safe = e.replicas.iter().any(|r| r.finalized);
         if was_safe && !is_safe {
@@ -220,7 +253,11 @@ impl BlockManager {
                 self.safe -= 1;
             }
             for r in e.replicas {
-                self.reg.get_mut(r.node).invalidate.push((id, gs));
+                let n = self.reg.get_mut(r.node);
+                n.invalidate.push((id, gs));
+                if r.finalized {
+                    n.blocks = n.blocks.saturating_sub(1);
+                }
             }
         }
     }
@@ -309,6 +346,17 @@ impl BlockManager {
         self.entries.len()
     }
 
+    /// A replication scan starts: its [`check_replication`](Self::check_replication) calls
+    /// count blocks afresh.
+    pub fn begin_scan(&mut self) {
+        self.counting = Tally::default();
+    }
+
+    /// The scan saw every block: its count becomes the published one.
+    pub fn end_scan(&mut self) {
+        self.tally = self.counting;
+    }
+
     /// Brings one block towards `want` good replicas: orders a copy when there are too
     /// few, deletes the surplus (fullest nodes first) when there are too many, and drops
     /// corrupt copies once enough good ones exist.
@@ -320,6 +368,7 @@ impl BlockManager {
         ctx: &ReplicationCtx,
     ) -> Decision {
         let Some(e) = self.entries.get(&id) else {
+            self.counting.missing += 1;
             return Decision::Waiting;
         };
         let live = |n: NodeIx| {
@@ -338,6 +387,19 @@ impl BlockManager {
             .map(|r| r.node)
             .collect();
         let holders: Vec<NodeIx> = e.replicas.iter().map(|r| r.node).collect();
+        match good.len() {
+            0 => self.counting.missing += 1,
+            n if n < want => {
+                self.counting.under_replicated += 1;
+                if n == 1 {
+                    self.counting.last_replica += 1;
+                }
+            }
+            _ => {}
+        }
+        if !corrupt.is_empty() {
+            self.counting.corrupt += 1;
+        }
         if good.len() >= want && !corrupt.is_empty() {
             for n in corrupt {
                 self.invalidate(n, id, block.gs);
@@ -534,6 +596,59 @@ mod tests {
         );
         assert_eq!(m.finalized_replicas(1), 2);
         assert_eq!(m.reg.get(0).invalidate, vec![(1, 5)]);
+    }
+
+    #[test]
+    fn a_scan_counts_short_missing_and_corrupt_blocks() {
+        let mut m = mgr(4);
+        with_space(&mut m);
+        let b = Expected {
+            gs: 5,
+            len: 10,
+            complete: true,
+        };
+        m.add_replica(1, 0, 0, true, 10); // one of three: short
+        m.add_replica(2, 1, 0, true, 10);
+        m.add_replica(2, 2, 0, true, 10);
+        m.mark_corrupt(2, 2); // one good of two, one corrupt
+        m.add_replica(3, 3, 0, true, 10);
+        m.mark_corrupt(3, 3); // nothing good: missing
+        m.begin_scan();
+        m.check_replication(1, 3, &b, &ctx(0));
+        m.check_replication(2, 2, &b, &ctx(0));
+        m.check_replication(3, 1, &b, &ctx(0));
+        m.check_replication(4, 1, &b, &ctx(0)); // never reported
+        assert_eq!(
+            m.tally,
+            Tally::default(),
+            "published only when the scan ends"
+        );
+        m.end_scan();
+        assert_eq!(
+            m.tally,
+            Tally {
+                under_replicated: 2,
+                last_replica: 2,
+                missing: 2,
+                corrupt: 2,
+            }
+        );
+        m.begin_scan();
+        m.end_scan();
+        assert_eq!(m.tally, Tally::default());
+        // Each node's count is of its finished replicas.
+        m.add_replica(9, 0, 0, false, 1);
+        let counts: Vec<u64> = (0..4).map(|n| m.reg.get(n).blocks).collect();
+        assert_eq!(counts, [1, 1, 1, 1]);
+        m.add_replica(9, 0, 0, true, 1);
+        assert_eq!(m.reg.get(0).blocks, 2);
+        m.reopen(9);
+        assert_eq!(m.reg.get(0).blocks, 1);
+        m.remove_replica(9, 0);
+        m.invalidate(2, 2, 5);
+        m.blocks_removed(&[(1, 5)]);
+        let counts: Vec<u64> = (0..4).map(|n| m.reg.get(n).blocks).collect();
+        assert_eq!(counts, [0, 1, 0, 1]);
     }
 
     #[test]

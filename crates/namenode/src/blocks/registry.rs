@@ -66,6 +66,8 @@ pub struct Node {
     pub keys_generation: u64,
     /// When its last full block report was processed (ms since the epoch; 0: none yet).
     pub last_block_report_ms: i64,
+    /// Replicas the block map records on this node (`dfsadmin -report`'s "Num of Blocks").
+    pub blocks: u64,
 }
 
 impl Node {
@@ -159,6 +161,7 @@ impl Registry {
             dead: false,
             keys_generation: 0,
             last_block_report_ms: 0,
+            blocks: 0,
         });
         Ok(ix)
     }

@@ -123,6 +123,15 @@ pub struct Namespace {
     features: std::collections::HashMap<Slot, xattr::Features>,
 }
 
+/// A file open for write, as `listOpenFiles` reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpenFile {
+    pub id: u64,
+    pub path: String,
+    pub client_name: String,
+    pub client_machine: String,
+}
+
 /// The result of walking a path from the root.
 pub struct Walk {
     /// Slots of the root and every component found, in order (on the stack up to 16 deep,
@@ -590,6 +599,33 @@ impl Namespace {
             let uc = self.arena.get(slot).file()?.uc()?;
             Some((id, uc.client_name.as_str()))
         })
+    }
+
+    /// `listOpenFiles`: files open for write after inode id `after`, in id order, whose
+    /// path starts with `prefix` (as HDFS compares them: as strings), at most `max`; and
+    /// whether more follow.
+    pub fn open_files_after(&self, after: u64, prefix: &str, max: usize) -> (Vec<OpenFile>, bool) {
+        let mut out = Vec::new();
+        let range = (std::ops::Bound::Excluded(after), std::ops::Bound::Unbounded);
+        for (&id, &slot) in self.open_files.range(range) {
+            let Some(uc) = self.arena.get(slot).file().and_then(|f| f.uc()) else {
+                continue;
+            };
+            let path = self.path_of(slot);
+            if !path.starts_with(prefix) {
+                continue;
+            }
+            if out.len() == max {
+                return (out, true);
+            }
+            out.push(OpenFile {
+                id,
+                path,
+                client_name: uc.client_name.clone(),
+                client_machine: uc.client_machine.clone(),
+            });
+        }
+        (out, false)
     }
 
     /// Bytes held by the name buffer (for memory reports).

@@ -5,7 +5,7 @@
 use ferrite_ipc::{CallCtx, Router, CLIENT_PROTOCOL};
 use ferrite_proto::hdfs::*;
 
-use super::convert::{block_of, datanode_info, located_block, previous_of, xfer_addrs};
+use super::convert::{block_of, datanode_report_info, located_block, previous_of, xfer_addrs};
 use super::located_reply::LocatedReply;
 use super::{kind, origin, Nn, Res};
 use crate::service::{AddBlock, NameNodeService, NodeFilter};
@@ -19,6 +19,10 @@ pub fn register(r: &mut Router<NameNodeService>) {
     }
     m!("getBlockLocations", get_block_locations);
     m!("getFsStats", get_fs_stats);
+    m!("getFsReplicatedBlockStats", get_fs_replicated_block_stats);
+    m!("getFsECBlockGroupStats", get_fs_ec_block_group_stats);
+    m!("listOpenFiles", list_open_files);
+    m!("getSlowDatanodeReport", get_slow_datanode_report);
     m!("getDatanodeReport", get_datanode_report);
     m!("complete", complete);
     m!("addBlock", add_block);
@@ -180,7 +184,7 @@ pub async fn get_datanode_report(
         di: nn
             .datanode_report(filter)
             .iter()
-            .map(datanode_info)
+            .map(datanode_report_info)
             .collect(),
     })
 }
@@ -195,11 +199,75 @@ pub async fn get_fs_stats(
         capacity: s.capacity,
         used: s.used,
         remaining: s.remaining,
-        under_replicated: 0,
-        corrupt_blocks: 0,
+        under_replicated: s.under_replicated,
+        corrupt_blocks: s.corrupt_blocks,
         missing_blocks: s.missing_blocks,
         missing_repl_one_blocks: Some(0),
         blocks_in_future: Some(0),
         pending_deletion_blocks: Some(s.pending_deletion_blocks),
+    })
+}
+
+/// `dfsadmin -report`'s "Replicated Blocks": the same health counts as getFsStats.
+pub async fn get_fs_replicated_block_stats(
+    nn: Nn,
+    _: CallCtx,
+    _: GetFsReplicatedBlockStatsRequestProto,
+) -> Res<GetFsReplicatedBlockStatsResponseProto> {
+    let s = nn.fs_stats();
+    Ok(GetFsReplicatedBlockStatsResponseProto {
+        low_redundancy: s.under_replicated,
+        corrupt_blocks: s.corrupt_blocks,
+        missing_blocks: s.missing_blocks,
+        missing_repl_one_blocks: 0,
+        blocks_in_future: 0,
+        pending_deletion_blocks: s.pending_deletion_blocks,
+        highest_prio_low_redundancy_blocks: Some(s.last_replica),
+    })
+}
+
+/// Slow DataNodes, by peer latency: Ferrite keeps no such statistics (HDFS neither, unless
+/// `dfs.datanode.peer.stats.enabled`), so none.
+pub async fn get_slow_datanode_report(
+    _: Nn,
+    _: CallCtx,
+    _: GetSlowDatanodeReportRequestProto,
+) -> Res<GetSlowDatanodeReportResponseProto> {
+    Ok(GetSlowDatanodeReportResponseProto::default())
+}
+
+/// `dfsadmin -report`'s "Erasure Coded Block Groups": Ferrite has no erasure coding, so
+/// there are none.
+pub async fn get_fs_ec_block_group_stats(
+    _: Nn,
+    _: CallCtx,
+    _: GetFsEcBlockGroupStatsRequestProto,
+) -> Res<GetFsEcBlockGroupStatsResponseProto> {
+    Ok(GetFsEcBlockGroupStatsResponseProto {
+        highest_prio_low_redundancy_blocks: Some(0),
+        ..Default::default()
+    })
+}
+
+/// `dfsadmin -listOpenFiles [-path P]`: a batch after inode id `id`.
+pub async fn list_open_files(
+    nn: Nn,
+    _: CallCtx,
+    req: ListOpenFilesRequestProto,
+) -> Res<ListOpenFilesResponseProto> {
+    let after = u64::try_from(req.id).unwrap_or(0);
+    let (files, has_more) = nn.list_open_files(after, req.path.as_deref().unwrap_or("/"));
+    Ok(ListOpenFilesResponseProto {
+        entries: files
+            .into_iter()
+            .map(|f| OpenFilesBatchResponseProto {
+                id: f.id as i64,
+                path: f.path,
+                client_name: f.client_name,
+                client_machine: f.client_machine,
+            })
+            .collect(),
+        has_more,
+        types: req.types,
     })
 }

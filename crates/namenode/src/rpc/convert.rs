@@ -123,7 +123,8 @@ fn info_proto(
         last_update: Some(last_update_ms.max(0) as u64),
         xceiver_count: Some(xceivers),
         location: Some("/default-rack".into()),
-        non_dfs_used: Some(0),
+        // What the disks hold besides blocks, as HDFS derives it.
+        non_dfs_used: Some(capacity.saturating_sub(dfs_used.saturating_add(remaining))),
         admin_state: Some(0),
         ..Default::default()
     }
@@ -138,6 +139,16 @@ pub fn datanode_info(n: &DatanodeInfo) -> DatanodeInfoProto {
         n.last_update_ms,
         n.xceivers,
     )
+}
+
+/// A node as getDatanodeReport shows it: a location's fields, plus its last block report
+/// and how many finished replicas it holds (`dfsadmin -report`).
+pub fn datanode_report_info(n: &DatanodeInfo) -> DatanodeInfoProto {
+    DatanodeInfoProto {
+        last_block_report_time: Some(n.last_block_report_ms.max(0) as u64),
+        num_blocks: Some(u32::try_from(n.blocks).unwrap_or(u32::MAX)),
+        ..datanode_info(n)
+    }
 }
 
 /// A registered node as a location shows it, straight from the block map (the

@@ -60,6 +60,9 @@ pub const TABLE: &[(&str, Policy)] = &[
     ("getPreferredBlockSize", READ),
     ("isFileClosed", READ),
     ("getFsStats", READ),
+    ("getFsReplicatedBlockStats", READ),
+    ("getFsECBlockGroupStats", READ),
+    ("getSlowDatanodeReport", READ),
     ("checkAccess", READ),
     ("getXAttrs", READ),
     ("listXAttrs", READ),
@@ -101,6 +104,7 @@ pub const TABLE: &[(&str, Policy)] = &[
     ("saveNamespace", ADMIN),
     ("rollEdits", ADMIN),
     ("restoreFailedStorage", ADMIN),
+    ("listOpenFiles", ADMIN),
     // NamenodeProtocol and DatanodeProtocol (DataNodes are not users; their calls are
     // checked by registration).
     ("versionRequest", READ),

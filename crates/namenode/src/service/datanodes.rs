@@ -85,6 +85,10 @@ pub struct FsStats {
     pub capacity: u64,
     pub used: u64,
     pub remaining: u64,
+    pub under_replicated: u64,
+    /// Of the under-replicated, those down to one replica.
+    pub last_replica: u64,
+    pub corrupt_blocks: u64,
     pub missing_blocks: u64,
     pub pending_deletion_blocks: u64,
 }
@@ -365,7 +369,13 @@ impl NameNodeService {
             s.used += n.dfs_used();
             s.remaining += n.remaining();
         }
-        s.missing_blocks = total_blocks.saturating_sub(mgr.block_entries() as u64);
+        // Blocks no DataNode has reported are missing at once; the rest as the last
+        // replication scan found them.
+        let unreported = total_blocks.saturating_sub(mgr.block_entries() as u64);
+        s.missing_blocks = unreported.max(mgr.tally.missing);
+        s.under_replicated = mgr.tally.under_replicated;
+        s.last_replica = mgr.tally.last_replica;
+        s.corrupt_blocks = mgr.tally.corrupt;
         s.pending_deletion_blocks = mgr.reg.iter().map(|(_, n)| n.invalidate.len() as u64).sum();
         s
     }
@@ -403,6 +413,7 @@ impl NameNodeService {
             seed: now_ms() as u64,
         };
         let (mut ordered, mut deleted) = (0, 0);
+        mgr.begin_scan();
         for (id, slot) in ns.blocks() {
             let Some(e) = expected(&ns, id) else {
                 continue;
@@ -418,6 +429,7 @@ impl NameNodeService {
                 Decision::Fine => {}
             }
         }
+        mgr.end_scan();
         (ordered, deleted)
     }
 }

@@ -80,6 +80,19 @@ impl NameNodeService {
         ns.get_file_info(&caller, &ns.resolve_reserved(src)?)
     }
 
+    /// listOpenFiles (superuser only, by the admission table): a batch of at most
+    /// `dfs.namenode.list.openfiles.num.responses` after inode id `after`.
+    pub fn list_open_files(
+        &self,
+        after: u64,
+        prefix: &str,
+    ) -> (Vec<crate::namespace::OpenFile>, bool) {
+        let prefix = if prefix.is_empty() { "/" } else { prefix };
+        self.ns
+            .read()
+            .open_files_after(after, prefix, self.cfg.list_open_files_max)
+    }
+
     /// getFileLinkInfo: as getFileInfo, since no symlinks exist.
     pub fn file_link_info(&self, user: &str, src: &str) -> Result<Option<FileStatus>, FsError> {
         let caller = self.caller(user);

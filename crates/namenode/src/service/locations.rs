@@ -27,6 +27,9 @@ pub struct DatanodeInfo {
     pub remaining: u64,
     pub last_update_ms: i64,
     pub xceivers: u32,
+    /// When its last full block report was processed (0: never).
+    pub last_block_report_ms: i64,
+    pub blocks: u64,
 }
 
 impl DatanodeInfo {
@@ -38,6 +41,8 @@ impl DatanodeInfo {
             remaining: n.remaining(),
             last_update_ms: n.last_heartbeat_ms,
             xceivers: n.xceivers,
+            last_block_report_ms: n.last_block_report_ms,
+            blocks: n.blocks,
         }
     }
 }
