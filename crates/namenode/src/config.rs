@@ -49,6 +49,8 @@ pub struct Config {
     /// `dfs.namenode.xattrs.enabled`, `dfs.namenode.fs-limits.max-xattrs-per-inode` and
     /// `dfs.namenode.fs-limits.max-xattr-size`.
     pub xattrs: crate::namespace::xattr::XAttrLimits,
+    /// `dfs.storage.policy.enabled`: whether policies may be set.
+    pub storage_policy_enabled: bool,
     /// `dfs.bytes-per-checksum`
     pub bytes_per_checksum: u32,
     /// `dfs.client-write-packet-size`
@@ -204,6 +206,7 @@ impl Default for Config {
             max_blocks_per_file: crate::namespace::Limits::default().blocks_per_file,
             max_component_len: crate::namespace::Limits::default().component_len,
             xattrs: Default::default(),
+            storage_policy_enabled: true,
             bytes_per_checksum: 512,
             write_packet_size: 64 << 10,
             file_buffer_size: 4096,
@@ -376,6 +379,7 @@ impl Config {
                     usize::try_from(v.num()?).map_err(|_| v.bad("too large"))?
             }
             "dfs.namenode.xattrs.enabled" => self.xattrs.enabled = v.boolean()?,
+            "dfs.storage.policy.enabled" => self.storage_policy_enabled = v.boolean()?,
             "dfs.namenode.fs-limits.max-xattrs-per-inode" => {
                 self.xattrs.per_inode = usize::try_from(v.num()?).map_err(|_| v.bad("too large"))?
             }

@@ -69,6 +69,17 @@ impl Namespace {
                     },
                 );
             }
+            Op::SetStoragePolicy { path, policy } => {
+                let slot = self.existing_at(path, at.slot)?;
+                if *policy != super::storage_policy::UNSPECIFIED
+                    && super::storage_policy::by_id(*policy).is_none()
+                {
+                    return Err(FsError::Io(format!(
+                        "storage policy {policy} does not exist"
+                    )));
+                }
+                self.apply_storage_policy(slot, *policy);
+            }
             Op::RemoveXAttr { path, ns, name } => {
                 let slot = self.existing_at(path, at.slot)?;
                 self.apply_remove_xattr(slot, xattr_ns(*ns)?, name);

@@ -151,8 +151,8 @@ impl Namespace {
     }
 
     /// `u32 count`, then per inode (by id, so an image's bytes do not depend on a hash
-    /// table's order): `u64 id | u32 n | n × (u8 namespace | str name | u8 has value |
-    /// [str value])`.
+    /// table's order): `u64 id | u8 storage policy | u32 n | n × (u8 namespace | str name |
+    /// u8 has value | [str value])`.
     fn encode_features(&self, out: &mut Vec<u8>) {
         let mut entries: Vec<(u64, &super::xattr::Features)> = self
             .features
@@ -163,6 +163,7 @@ impl Namespace {
         out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
         for (id, f) in entries {
             out.extend_from_slice(&id.to_le_bytes());
+            out.push(f.storage_policy);
             out.extend_from_slice(&(f.xattrs.len() as u32).to_le_bytes());
             for x in &f.xattrs {
                 out.push(x.ns as u8);
@@ -198,6 +199,12 @@ impl Namespace {
                     "attributes of inode {id}, which is not in the image"
                 ))
             })?;
+            let storage_policy = r.u8().map_err(de)?;
+            if storage_policy != super::storage_policy::UNSPECIFIED
+                && super::storage_policy::by_id(storage_policy).is_none()
+            {
+                return Err(bad(format!("inode {id}: storage policy {storage_policy}")));
+            }
             let n = r.u32().map_err(de)? as usize;
             // Each attribute takes at least 6 bytes.
             if n > r.remaining() / 6 {
@@ -218,7 +225,14 @@ impl Namespace {
                 };
                 xattrs.push(XAttr { ns, name, value });
             }
-            if self.features.insert(slot, Features { xattrs }).is_some() {
+            if storage_policy != super::storage_policy::UNSPECIFIED {
+                self.policies_set += 1;
+            }
+            let f = Features {
+                xattrs,
+                storage_policy,
+            };
+            if self.features.insert(slot, f).is_some() {
                 return Err(bad(format!("inode {id}'s attributes appear twice")));
             }
         }
@@ -334,6 +348,7 @@ impl Namespace {
             dirs: 0,
             limits: Default::default(),
             features: Default::default(),
+            policies_set: 0,
         };
         let de = |kind| move |e| ImageError::Decode { kind, source: e };
         let mut sr = Reader::new(strings);

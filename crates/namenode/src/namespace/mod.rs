@@ -18,6 +18,7 @@ pub mod perm;
 pub mod plan;
 pub mod query;
 pub mod reserved;
+pub mod storage_policy;
 pub mod truncate;
 pub mod xattr;
 
@@ -119,8 +120,11 @@ pub struct Namespace {
     files: u64,
     dirs: u64,
     limits: Limits,
-    /// Extended attributes (and, later, ACLs), for the few inodes that have any.
+    /// Extended attributes and storage policies (and, later, ACLs), for the few inodes
+    /// that have any.
     features: std::collections::HashMap<Slot, xattr::Features>,
+    /// Inodes with a storage policy of their own: none, and no lookup walks up for one.
+    policies_set: usize,
 }
 
 /// A file open for write, as `listOpenFiles` reports it.
@@ -184,6 +188,7 @@ impl Namespace {
             dirs: 1,
             limits: Limits::default(),
             features: Default::default(),
+            policies_set: 0,
         };
         let owner = ns.users.intern(root_owner);
         let group = ns.users.intern(root_group);
@@ -484,7 +489,11 @@ impl Namespace {
             let inode = self.arena.remove(s);
             self.names.free(inode.name);
             if !self.features.is_empty() {
-                self.features.remove(&s);
+                if let Some(f) = self.features.remove(&s) {
+                    if f.storage_policy != storage_policy::UNSPECIFIED {
+                        self.policies_set -= 1;
+                    }
+                }
             }
             match inode.body {
                 Body::Dir(children) => {

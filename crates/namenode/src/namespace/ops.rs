@@ -183,6 +183,11 @@ records! {
         ns: u8,
         name: String,
     }
+    /// Give an inode a storage policy of its own (`policy` 0: none, inherit again).
+    SetStoragePolicy = 20, "OP_SET_STORAGE_POLICY" {
+        path: String,
+        policy: u8,
+    }
 }
 
 /// Where records' fields are written: the journal codec's buffer.
@@ -403,6 +408,9 @@ impl std::fmt::Display for Op {
             ),
             Op::RemoveXAttr { path, ns, name } => {
                 write!(f, " path={} ns={ns} name={}", word(path), word(name))
+            }
+            Op::SetStoragePolicy { path, policy } => {
+                write!(f, " path={} policy={policy}", word(path))
             }
             Op::Rename {
                 src,

@@ -25,6 +25,8 @@ pub struct FileStatus {
     /// protobuf field's default is -1, but HDFS sets it).
     pub children: i32,
     pub under_construction: bool,
+    /// The storage policy in force (its own or inherited; 0: none).
+    pub storage_policy: u8,
 }
 
 pub struct Listing {
@@ -73,6 +75,8 @@ pub fn created_status(op: &Op) -> Option<FileStatus> {
         file_id: *id,
         children: 0,
         under_construction: true,
+        // The caller knows the parent's policy (`Namespace::policy_for_new`).
+        storage_policy: 0,
     })
 }
 
@@ -107,6 +111,7 @@ impl Namespace {
             file_id: inode.id,
             children,
             under_construction: uc,
+            storage_policy: self.storage_policy_of(slot),
         }
     }
 
@@ -228,6 +233,12 @@ impl Namespace {
                 .xattrs_of(s)
                 .iter()
                 .map(|x| format!("{}={:?}", x.prefixed(), x.value))
+                .chain(
+                    self.features
+                        .get(&s)
+                        .filter(|f| f.storage_policy != 0)
+                        .map(|f| format!("policy={}", f.storage_policy)),
+                )
                 .collect();
             lines.push(format!(
                 "{path} id={} dir={} len={} perm={:o} {}:{} m={} a={} r={} bs={} uc={} blocks=[{}] xattrs=[{}]",

@@ -123,11 +123,13 @@ impl Default for XAttrLimits {
 pub struct Features {
     /// In the order set (HDFS answers in its stored order: new ones first).
     pub xattrs: Vec<XAttr>,
+    /// Its own storage policy id (`storage_policy::UNSPECIFIED`: inherited).
+    pub storage_policy: u8,
 }
 
 impl Features {
     pub fn is_empty(&self) -> bool {
-        self.xattrs.is_empty()
+        self.xattrs.is_empty() && self.storage_policy == super::storage_policy::UNSPECIFIED
     }
 }
 

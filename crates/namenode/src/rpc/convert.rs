@@ -33,7 +33,7 @@ pub fn status_proto(s: &FileStatus) -> HdfsFileStatusProto {
         blocksize: Some(s.block_size),
         file_id: Some(s.file_id),
         children_num: Some(s.children),
-        storage_policy: Some(0),
+        storage_policy: Some(u32::from(s.storage_policy)),
         flags: Some(0),
         ..Default::default()
     }

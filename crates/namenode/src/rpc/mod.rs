@@ -11,6 +11,7 @@ pub mod datanode;
 pub mod file_ops;
 pub mod located_reply;
 pub mod stats;
+pub mod storage_policies;
 pub mod summary;
 pub mod xattrs;
 
@@ -89,6 +90,7 @@ pub fn router(state: Nn) -> Router<NameNodeService> {
     summary::register(&mut r);
     stats::register(&mut r);
     xattrs::register(&mut r);
+    storage_policies::register(&mut r);
     // NamenodeProtocol: NNThroughputBenchmark asks for the block pool id this way.
     r.method(
         NAMENODE_PROTOCOL,

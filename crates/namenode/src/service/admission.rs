@@ -65,6 +65,8 @@ pub const TABLE: &[(&str, Policy)] = &[
     ("getSlowDatanodeReport", READ),
     ("checkAccess", READ),
     ("getXAttrs", READ),
+    ("getStoragePolicy", READ),
+    ("getStoragePolicies", READ),
     ("listXAttrs", READ),
     // Not an RPC: the NameNode's `/fsck` servlet. Anyone may run it; the walk sees what
     // the caller's permissions let it list, as in HDFS.
@@ -97,6 +99,8 @@ pub const TABLE: &[(&str, Policy)] = &[
     ("setTimes", WRITE),
     ("setReplication", WRITE),
     ("setXAttr", WRITE),
+    ("setStoragePolicy", WRITE),
+    ("unsetStoragePolicy", WRITE),
     ("removeXAttr", WRITE),
     ("renewLease", WRITE),
     ("recoverLease", WRITE),

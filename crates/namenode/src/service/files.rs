@@ -287,8 +287,16 @@ impl NameNodeService {
         };
         let now = now_ms();
         self.commit_then(
-            |ns| Ok(((), ns.plan_create(&caller, &args, now)?)),
-            |(), ops| ops.iter().rev().find_map(created_status),
+            |ns| {
+                let policy = ns.policy_for_new(args.src);
+                Ok((policy, ns.plan_create(&caller, &args, now)?))
+            },
+            |policy, ops| {
+                ops.iter().rev().find_map(created_status).map(|mut st| {
+                    st.storage_policy = policy;
+                    st
+                })
+            },
         )
         .await
     }

@@ -27,6 +27,7 @@ pub mod locations;
 #[cfg(test)]
 mod operation_tests;
 mod safe_mode;
+mod storage_policies;
 mod summary_reads;
 mod writes;
 mod xattrs;

@@ -79,6 +79,7 @@ impl Sharded {
             | Op::SetOwner { path, .. }
             | Op::SetXAttr { path, .. }
             | Op::RemoveXAttr { path, .. }
+            | Op::SetStoragePolicy { path, .. }
             | Op::SetTimes { path, .. }
             | Op::SetReplication { path, .. }
             | Op::UpdateLastBlock { path, .. }

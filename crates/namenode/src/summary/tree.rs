@@ -316,6 +316,7 @@ impl Tree {
             | Op::SetOwner { .. }
             | Op::SetXAttr { .. }
             | Op::RemoveXAttr { .. }
+            | Op::SetStoragePolicy { .. }
             | Op::SetTimes { .. } => {}
         }
         Ok(())

@@ -65,7 +65,7 @@ impl<'a> FileStatusJson<'a> {
             permission: Octal(st.perm & 0o1777),
             replication: st.replication,
             snapshot_enabled: st.file_id == ROOT_INODE_ID,
-            storage_policy: 0,
+            storage_policy: st.storage_policy,
             kind: if st.is_dir { "DIRECTORY" } else { "FILE" },
         }
     }
@@ -375,6 +375,7 @@ mod tests {
             file_id: 16389,
             children: 0,
             under_construction: false,
+            storage_policy: 0,
         }
     }
 

@@ -12,6 +12,7 @@ import java.util.List;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FsShell;
 import org.apache.hadoop.hdfs.tools.DFSAdmin;
+import org.apache.hadoop.hdfs.tools.StoragePolicyAdmin;
 import org.apache.hadoop.hdfs.tools.DebugAdmin;
 import org.apache.hadoop.util.ToolRunner;
 
@@ -29,7 +30,7 @@ import org.apache.hadoop.util.ToolRunner;
  * Each command gets a fresh FsShell (as `hdfs dfs` would), sharing one Configuration. A line
  * whose first argument is {@code dfsadmin} runs the rest through DFSAdmin instead (as
  * `hdfs dfsadmin` would), and one whose first argument is {@code debug} through DebugAdmin
- * (`hdfs debug`).
+ * (`hdfs debug`), and {@code storagepolicies} through StoragePolicyAdmin.
  */
 public final class ShellBatch {
   public static void main(String[] argv) throws Exception {
@@ -53,6 +54,8 @@ public final class ShellBatch {
           rc = ToolRunner.run(new DFSAdmin(conf), Arrays.copyOfRange(args, 1, args.length));
         } else if (args[0].equals("debug")) {
           rc = new DebugAdmin(conf).run(Arrays.copyOfRange(args, 1, args.length));
+        } else if (args[0].equals("storagepolicies")) {
+          rc = ToolRunner.run(new StoragePolicyAdmin(conf), Arrays.copyOfRange(args, 1, args.length));
         } else {
           rc = ToolRunner.run(new FsShell(conf), args);
         }
