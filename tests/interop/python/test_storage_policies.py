@@ -51,3 +51,44 @@ def test_storage_policies_match_hdfs(ferrite, hdfs, workroot):
     u_theirs = FsShell(hdfs, workroot, user="alice").run(*USER)
     compare(USER, u_ours, u_theirs)
     assert u_ours[0].rc != 0 and "Permission denied" in u_ours[0].err, u_ours[0]
+
+
+WEB = [
+    ("GET", "/?op=GETALLSTORAGEPOLICY"),
+    ("PUT", "/spw/d?op=MKDIRS"),
+    ("GET", "/spw/d?op=GETSTORAGEPOLICY"),
+    ("PUT", "/spw/d?op=SETSTORAGEPOLICY&storagepolicy=ONE_SSD"),
+    ("GET", "/spw/d?op=GETSTORAGEPOLICY"),
+    ("PUT", "/spw/d/e?op=MKDIRS"),
+    ("GET", "/spw/d/e?op=GETSTORAGEPOLICY"),
+    ("GET", "/spw/d/e?op=GETFILESTATUS"),
+    ("PUT", "/spw/d?op=SETSTORAGEPOLICY&storagepolicy=NOPE"),
+    ("PUT", "/spw/d?op=SETSTORAGEPOLICY"),
+    ("GET", "/spw/nope?op=GETSTORAGEPOLICY"),
+    ("POST", "/spw/d?op=UNSETSTORAGEPOLICY"),
+    ("GET", "/spw/d/e?op=GETSTORAGEPOLICY"),
+]
+
+
+def test_webhdfs_storage_policies_match_hdfs(ferrite, hdfs_cluster):
+    import json
+
+    from test_webhdfs import SU, call
+
+    answers = []
+    for server in (ferrite, hdfs_cluster):
+        got = []
+        for method, path in WEB:
+            status, _, body, _ = call(server.http, method, f"/webhdfs/v1{path}&user.name={SU}")
+            doc = json.loads(body) if body else None
+            if isinstance(doc, dict) and "FileStatus" in doc:
+                for k in ("accessTime", "modificationTime", "fileId"):
+                    doc["FileStatus"].pop(k, None)
+            got.append((status, doc))
+        answers.append(got)
+    ours, theirs = answers
+    for (method, path), a, b in zip(WEB, ours, theirs):
+        assert a == b, f"{method} {path}\n ferrite: {a}\n    hdfs: {b}"
+    assert len(ours[0][1]["BlockStoragePolicies"]["BlockStoragePolicy"]) == 8
+    assert ours[6][1]["BlockStoragePolicy"]["name"] == "ONE_SSD"
+    assert ours[7][1]["FileStatus"]["storagePolicy"] == 10

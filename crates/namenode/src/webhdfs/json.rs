@@ -15,6 +15,7 @@ use crate::clock::monotonic_ms;
 use crate::namespace::blocks::Placed;
 use crate::namespace::inode::ROOT_INODE_ID;
 use crate::namespace::query::{ContentSummary, FileStatus};
+use crate::namespace::storage_policy::{Policy, POLICIES};
 use crate::service::LocatedSink;
 use crate::service::{FsStats, ServerDefaults};
 
@@ -136,6 +137,32 @@ pub fn batch_doc(entries: &[FileStatus], remaining: u32) -> BatchDoc<'_> {
             remaining_entries: remaining,
         },
     }
+}
+
+/// One policy as HDFS's `JsonUtil` writes it (keys sorted).
+fn policy(p: &Policy) -> Value {
+    let names = |t: &[crate::namespace::storage_policy::StorageType]| -> Vec<&str> {
+        t.iter().map(|t| t.name()).collect()
+    };
+    json!({
+        "copyOnCreateFile": p.copy_on_create_file,
+        "creationFallbacks": names(p.creation_fallbacks),
+        "id": p.id,
+        "name": p.name,
+        "replicationFallbacks": names(p.replication_fallbacks),
+        "storageTypes": names(p.types),
+    })
+}
+
+/// GETSTORAGEPOLICY.
+pub fn policy_doc(p: &Policy) -> Value {
+    json!({ "BlockStoragePolicy": policy(p) })
+}
+
+/// GETALLSTORAGEPOLICY.
+pub fn all_policies_doc() -> Value {
+    let all: Vec<Value> = POLICIES.iter().map(policy).collect();
+    json!({ "BlockStoragePolicies": { "BlockStoragePolicy": all } })
 }
 
 /// GETCONTENTSUMMARY. Quotas and snapshots do not exist yet: HDFS's figures for none.

@@ -232,6 +232,18 @@ impl Request<'_> {
                 let got = self.nn().list_xattrs(&self.user, &self.path).map_err(web)?;
                 Ok(json_ok(xattrs::names_doc(&got)))
             }
+            "GETALLSTORAGEPOLICY" => {
+                self.admit("getStoragePolicies")?;
+                Ok(json_ok(json::all_policies_doc()))
+            }
+            "GETSTORAGEPOLICY" => {
+                self.admit("getStoragePolicy")?;
+                let policy = self
+                    .nn()
+                    .storage_policy(&self.user, &self.path)
+                    .map_err(web)?;
+                Ok(json_ok(json::policy_doc(policy)))
+            }
             "CHECKACCESS" => {
                 self.admit("checkAccess")?;
                 let action = fs_action(p.get("fsaction").unwrap_or("---"))?;
@@ -295,6 +307,17 @@ impl Request<'_> {
                 nn.set_permission(user, path, perm).await.map_err(web)?;
                 Ok(empty_ok())
             }
+            "SETSTORAGEPOLICY" => {
+                self.admit("setStoragePolicy")?;
+                let name = p
+                    .get("storagepolicy")
+                    .filter(|n| !n.is_empty())
+                    .ok_or_else(|| WebError::illegal("Storage policy name is empty."))?;
+                nn.set_storage_policy(user, path, Some(name))
+                    .await
+                    .map_err(web)?;
+                Ok(empty_ok())
+            }
             "SETXATTR" => {
                 self.admit("setXAttr")?;
                 let mut x = xattrs::name_param(p.required("xattr.name", "SETXATTR")?)?;
@@ -327,6 +350,11 @@ impl Request<'_> {
         let (nn, user, path) = (self.nn(), self.user.as_str(), self.path.as_str());
         match self.op.as_str() {
             "APPEND" => self.redirect().await,
+            "UNSETSTORAGEPOLICY" => {
+                self.admit("unsetStoragePolicy")?;
+                nn.set_storage_policy(user, path, None).await.map_err(web)?;
+                Ok(empty_ok())
+            }
             "CONCAT" => {
                 self.admit("concat")?;
                 let srcs: Vec<String> = p
@@ -454,8 +482,6 @@ fn fs_action(s: &str) -> Result<u16, WebError> {
 const HDFS_OPS: &[(&str, &str)] = &[
     ("GET", "GETDELEGATIONTOKEN"),
     ("GET", "GETACLSTATUS"),
-    ("GET", "GETALLSTORAGEPOLICY"),
-    ("GET", "GETSTORAGEPOLICY"),
     ("GET", "GETSNAPSHOTDIFF"),
     ("GET", "GETSNAPSHOTDIFFLISTING"),
     ("GET", "GETSNAPSHOTTABLEDIRECTORYLIST"),
@@ -477,12 +503,10 @@ const HDFS_OPS: &[(&str, &str)] = &[
     ("PUT", "CREATESNAPSHOT"),
     ("PUT", "DELETESNAPSHOT"),
     ("PUT", "RENAMESNAPSHOT"),
-    ("PUT", "SETSTORAGEPOLICY"),
     ("PUT", "SATISFYSTORAGEPOLICY"),
     ("PUT", "ENABLEECPOLICY"),
     ("PUT", "DISABLEECPOLICY"),
     ("PUT", "SETECPOLICY"),
-    ("POST", "UNSETSTORAGEPOLICY"),
     ("POST", "UNSETECPOLICY"),
 ];
 
