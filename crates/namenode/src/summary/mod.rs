@@ -14,7 +14,7 @@ pub mod totals;
 pub mod tree;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use crate::namespace::inode::{Body, ROOT_SLOT};
 use crate::namespace::{Namespace, Op};
@@ -52,7 +52,7 @@ pub struct DirUsage {
 }
 
 /// The `top` heaviest, heaviest first, ties by path.
-fn rank(mut dirs: Vec<DirUsage>, top: usize) -> Vec<DirUsage> {
+pub(crate) fn rank(mut dirs: Vec<DirUsage>, top: usize) -> Vec<DirUsage> {
     dirs.sort_by(|a, b| {
         b.own_bytes
             .cmp(&a.own_bytes)

@@ -307,7 +307,7 @@ fn assert_matches(ns: &Namespace, s: &Summary, when: &str) {
 /// The `top` directories with the most bytes in their own files, counted from the
 /// namespace.
 fn heaviest_recounted(ns: &Namespace, top: usize) -> Vec<DirUsage> {
-    let mut all: Vec<DirUsage> = all_dirs(ns)
+    let all: Vec<DirUsage> = all_dirs(ns)
         .into_iter()
         .map(|d| {
             let files: Vec<u64> = ns
@@ -325,13 +325,8 @@ fn heaviest_recounted(ns: &Namespace, top: usize) -> Vec<DirUsage> {
         })
         .filter(|d| d.own_bytes > 0)
         .collect();
-    all.sort_by(|a, b| {
-        b.own_bytes
-            .cmp(&a.own_bytes)
-            .then_with(|| a.path.cmp(&b.path))
-    });
-    all.truncate(top);
-    all
+    // The ranking is the summary's own; what is recounted here is each directory's bytes.
+    rank(all, top)
 }
 
 /// A walk cut short by its budget says so, and ranks only what it saw.
@@ -375,7 +370,7 @@ fn heaviest_dirs_stop_at_their_budget() {
 }
 
 /// A create record of `path` (mode 644, replication 3, 1 MiB blocks, client "c") at `mtime`.
-fn create_op(path: &str, id: u64, mtime: i64) -> Op {
+pub(crate) fn create_op(path: &str, id: u64, mtime: i64) -> Op {
     Op::Create {
         path: path.into(),
         id,

@@ -101,25 +101,12 @@ mod tests {
     }
 
     fn file(path: &str, id: u64, len: u64) -> [Op; 2] {
-        [
-            Op::Create {
-                path: path.into(),
-                id,
-                perm: 0o644,
-                owner: "u".into(),
-                group: "g".into(),
-                mtime: 1,
-                replication: 3,
-                block_size: 1 << 20,
-                client_name: "c".into(),
-                client_machine: "m".into(),
-            },
-            Op::Close {
-                path: path.into(),
-                mtime: 2,
-                len,
-            },
-        ]
+        let close = Op::Close {
+            path: path.into(),
+            mtime: 2,
+            len,
+        };
+        [crate::summary::tests::create_op(path, id, 1), close]
     }
 
     #[test]
