@@ -96,6 +96,11 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<i32> {
         eprintln!("{USAGE}");
         return Ok(255);
     };
+    // Help needs no NameNode (it failed with "no NameNode given" without one).
+    if cmd == "-help" || cmd == "-usage" {
+        println!("{USAGE}");
+        return Ok(0);
+    }
     let addr = crate::admin::default_fs(url)?;
     let url = format!("hdfs://{addr}");
     let fs = FileSystem::connect(&url).await?;
@@ -139,10 +144,6 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<i32> {
         "-chgrp" => sh.chown(rest, true).await,
         "-test" => return sh.test(rest).await,
         "-touchz" => sh.touchz(rest).await,
-        "-help" | "-usage" => {
-            println!("{USAGE}");
-            return Ok(0);
-        }
         other => {
             eprintln!("{}: Unknown command\n{USAGE}", other);
             return Ok(255);
