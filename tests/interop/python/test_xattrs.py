@@ -47,6 +47,13 @@ ADMIN = [
     C("-chmod", "1777", "/x"),
     C("-touchz", "/x/mine"),
     C("-chmod", "666", "/x/mine"),
+    # A file its owners keep from the superuser: the mark takes no value and stays.
+    C("-touchz", "/x/secret"),
+    C("-setfattr", "-n", "security.hdfs.unreadable.by.superuser", "-v", "1", "/x/secret"),
+    C("-setfattr", "-n", "security.hdfs.unreadable.by.superuser", "/x/secret"),
+    C("-getfattr", "-d", "/x/secret"),
+    C("-cat", "/x/secret"),
+    C("-setfattr", "-x", "security.hdfs.unreadable.by.superuser", "/x/secret"),
 ]
 
 # As alice, who owns nothing there.
@@ -74,6 +81,7 @@ def test_fsshell_xattrs_match_hdfs(ferrite, hdfs, workroot):
     assert 'user.colour="green"' in ours[14].out and "blue" not in ours[14].out, ours[14].out
     assert "At least one of the attributes provided was not found" in by["-getfattr -n user.missing /x/f"].err
     assert "No matching attributes found for remove operation" in ours[16].err
+    assert "superuser is not allowed to perform this operation" in ours[35].err, ours[35]
 
     u_ours = FsShell(ferrite, workroot, user="alice").run(*USER)
     u_theirs = FsShell(hdfs, workroot, user="alice").run(*USER)

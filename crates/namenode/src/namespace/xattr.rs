@@ -187,6 +187,31 @@ impl Namespace {
         self.features.get(&slot).map_or(&[], |f| &f.xattrs)
     }
 
+    /// HDFS refuses the superuser a file marked `security.hdfs.unreadable.by.superuser`
+    /// (so that an administrator cannot read data its owners protect): checked where the
+    /// file's blocks are located, when permissions are on.
+    pub fn check_unreadable_by_superuser(
+        &self,
+        caller: &Caller,
+        slot: Slot,
+    ) -> Result<(), FsError> {
+        if !caller.superuser || !caller.checks_enabled || self.features.is_empty() {
+            return Ok(());
+        }
+        let marked = self
+            .xattrs_of(slot)
+            .iter()
+            .any(|x| x.ns == XAttrNs::Security && x.name == UNREADABLE_BY_SUPERUSER);
+        if marked {
+            return Err(FsError::AccessDenied(format!(
+                "Access is denied for {} since the superuser is not allowed to perform this \
+                 operation.",
+                caller.user
+            )));
+        }
+        Ok(())
+    }
+
     /// The inode at `src` and its normalized path; a missing one in HDFS's words for the
     /// xattr calls, which differ from its other calls'.
     fn resolve_for_xattrs(&self, caller: &Caller, src: &str) -> Result<(Slot, String), FsError> {
@@ -457,6 +482,50 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("dfs.namenode.xattrs.enabled to false"));
+    }
+
+    #[test]
+    fn a_file_marked_unreadable_by_the_superuser_is_refused_to_it_alone() {
+        let (mut ns, su) = ns_with_file();
+        let args = crate::namespace::plan::CreateArgs {
+            src: "/d/f",
+            masked: 0o644,
+            client_name: "c",
+            client_machine: "m",
+            create: true,
+            overwrite: false,
+            create_parent: false,
+            replication: 1,
+            block_size: 1 << 20,
+        };
+        for op in ns.plan_create(&su, &args, 3).unwrap().ops {
+            ns.apply(&op).unwrap();
+        }
+        let f = ns.existing("/d/f").unwrap();
+        assert!(ns.check_unreadable_by_superuser(&su, f).is_ok());
+        let mark = XAttr {
+            ns: XAttrNs::Security,
+            name: UNREADABLE_BY_SUPERUSER.into(),
+            value: None,
+        };
+        for op in ns
+            .plan_set_xattr(&su, "/d/f", mark, XATTR_CREATE, XAttrLimits::default())
+            .unwrap()
+        {
+            ns.apply(&op).unwrap();
+        }
+        let e = ns.check_unreadable_by_superuser(&su, f).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Access is denied for hdfs since the superuser is not allowed to perform this operation."
+        );
+        let alice = Caller {
+            user: "alice".into(),
+            groups: Vec::new().into(),
+            superuser: false,
+            checks_enabled: true,
+        };
+        assert!(ns.check_unreadable_by_superuser(&alice, f).is_ok());
     }
 
     #[test]

@@ -209,6 +209,7 @@ impl NameNodeService {
             let ns = self.ns.read();
             let slot = ns.file_slot(caller, &ns.resolve_reserved(src)?)?;
             ns.check_access(caller, slot, perm::READ)?;
+            ns.check_unreadable_by_superuser(caller, slot)?;
             if touch && self.access_time_due(ns.inode(slot).atime, now) {
                 return Ok(Located::Touch(ns.path_of(slot)));
             }
