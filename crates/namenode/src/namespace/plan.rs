@@ -619,6 +619,25 @@ impl Namespace {
         Ok((t, join(&comps)))
     }
 
+    /// [`resolve_checked`](Self::resolve_checked), a missing path reported in the words
+    /// `missing` gives the normalized path (HDFS's message for it differs from call to
+    /// call: "cannot find P" for xattrs, "File/Directory does not exist: P" for storage
+    /// policies).
+    pub(crate) fn resolve_checked_or(
+        &self,
+        caller: &Caller,
+        src: &str,
+        missing: impl FnOnce(&str) -> String,
+    ) -> Result<(Slot, String), FsError> {
+        let comps = components(src)?;
+        let path = join(&comps);
+        match self.checked_target(caller, src, &comps) {
+            Ok(t) => Ok((t, path)),
+            Err(FsError::NotFound(_)) => Err(FsError::NotFound(missing(&path))),
+            Err(e) => Err(e),
+        }
+    }
+
     /// [`resolve_checked`](Self::resolve_checked) without the path: what every read needs
     /// (getBlockLocations, getFileInfo), and nothing allocated for it.
     pub(crate) fn resolve_slot(&self, caller: &Caller, src: &str) -> Result<Slot, FsError> {

@@ -129,6 +129,11 @@ pub fn by_name(name: &str) -> Option<&'static Policy> {
     POLICIES.iter().find(|p| p.name.eq_ignore_ascii_case(name))
 }
 
+/// HDFS's words for a missing path in the storage-policy calls.
+fn missing(path: &str) -> String {
+    format!("File/Directory does not exist: {path}")
+}
+
 fn disabled() -> FsError {
     FsError::Io(
         "Failed to set storage policy since dfs.storage.policy.enabled is set to false.".into(),
@@ -190,13 +195,7 @@ impl Namespace {
             }
             None => UNSPECIFIED,
         };
-        let (slot, path) = self.resolve_checked(caller, src).map_err(|e| match e {
-            FsError::NotFound(_) => FsError::NotFound(format!(
-                "File/Directory does not exist: {}",
-                super::path::components(src).map_or(src.to_string(), |c| super::path::join(&c))
-            )),
-            other => other,
-        })?;
+        let (slot, path) = self.resolve_checked_or(caller, src, missing)?;
         if !caller.bypass() {
             self.check_access(caller, slot, WRITE)?;
         }
@@ -210,12 +209,7 @@ impl Namespace {
         caller: &Caller,
         src: &str,
     ) -> Result<&'static Policy, FsError> {
-        let slot = self.resolve_slot(caller, src).map_err(|e| match e {
-            FsError::NotFound(_) => {
-                FsError::NotFound(format!("File/Directory does not exist: {src}"))
-            }
-            other => other,
-        })?;
+        let (slot, _) = self.resolve_checked_or(caller, src, missing)?;
         Ok(by_id(self.storage_policy_of(slot))
             .or_else(|| by_id(DEFAULT))
             .expect("HOT is in the suite"))

@@ -215,13 +215,7 @@ impl Namespace {
     /// The inode at `src` and its normalized path; a missing one in HDFS's words for the
     /// xattr calls, which differ from its other calls'.
     fn resolve_for_xattrs(&self, caller: &Caller, src: &str) -> Result<(Slot, String), FsError> {
-        self.resolve_checked(caller, src).map_err(|e| match e {
-            FsError::NotFound(_) => FsError::NotFound(format!(
-                "cannot find {}",
-                super::path::components(src).map_or(src.to_string(), |c| super::path::join(&c))
-            )),
-            other => other,
-        })
+        self.resolve_checked_or(caller, src, |path| format!("cannot find {path}"))
     }
 
     /// HDFS's rule for changing an attribute of the user namespace: write access, or in a
