@@ -311,6 +311,35 @@ def test_bad_input_is_refused_and_the_server_goes_on(ferrite_one):
     assert status == 200
 
 
+def test_a_body_longer_than_announced_is_cut_at_its_length(ferrite_one):
+    """CREATE's second step with `Content-Length: 10` and 20 bytes sent: the file holds the
+    10 announced, the rest (not a request) gets no answer of its own and goes with the
+    connection, and the DataNode goes on serving."""
+    import socket
+
+    h = ferrite_one.http
+    status, _, body, _ = call(h, "PUT", f"/webhdfs/v1/long-body?op=CREATE&noredirect=true&user.name={SU}", follow=False)
+    assert status == 200, body
+    loc = urllib.parse.urlsplit(json.loads(body)["Location"])
+    host, port = loc.netloc.split(":")
+    head = (
+        f"PUT {loc.path}?{loc.query} HTTP/1.1\r\nHost: {loc.netloc}\r\n"
+        "Content-Type: application/octet-stream\r\nContent-Length: 10\r\n\r\n"
+    )
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        s.sendall(head.encode() + b"0123456789" + b"ABCDEFGHIJ")
+        s.shutdown(socket.SHUT_WR)
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 201"), answer
+    assert answer.count(b"HTTP/1.1") == 1, answer
+    status, _, got, _ = call(h, "GET", f"/webhdfs/v1/long-body?op=OPEN&user.name={SU}")
+    assert (status, got) == (200, b"0123456789")
+    status, _, _, _ = call(h, "GET", f"/webhdfs/v1/long-body?op=GETFILESTATUS&user.name={SU}")
+    assert status == 200
+
+
 def fsck(server: Server, workroot: Path, *args, user=None):
     """Hadoop's own `hdfs fsck` (DFSck), pointed at `server`'s HTTP port."""
     import os
