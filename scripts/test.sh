@@ -20,6 +20,8 @@ need mvn maven
 need python3 python3-venv
 # The web UI's browser test drives Debian's Chromium through its ChromeDriver.
 need chromium chromium
+# The WebHDFS suite runs the Hadoop guide's curl commands.
+need curl curl
 need chromedriver chromium-driver
 command -v cargo >/dev/null || { echo "cargo (rustup) is required" >&2; exit 1; }
 # The gates need rustfmt and clippy; a minimal rustup profile lacks them.

@@ -340,6 +340,46 @@ def test_a_body_longer_than_announced_is_cut_at_its_length(ferrite_one):
     assert status == 200
 
 
+def test_curl_as_the_hadoop_documentation_shows_it(ferrite_one, tmp_path):
+    """The WebHDFS guide's curl commands, as written there: mkdir, the two-step CREATE
+    (the 307's Location, then the bytes with -T), OPEN with -L, status, listing, rename,
+    delete."""
+    import subprocess
+
+    base = ferrite_one.http + "/webhdfs/v1"
+    u = f"user.name={SU}"
+
+    def curl(*args):
+        p = subprocess.run(["curl", "-s", "-i", *args], capture_output=True, timeout=60)
+        head, _, body = p.stdout.partition(b"\r\n\r\n")
+        # After a followed redirect, the last response is the one that counts.
+        while body.startswith(b"HTTP/1.1"):
+            head, _, body = body.partition(b"\r\n\r\n")
+        return head.decode(), body
+
+    local = tmp_path / "doc.txt"
+    local.write_bytes(b"as the guide shows\n")
+    head, body = curl("-X", "PUT", f"{base}/curl-doc?op=MKDIRS&permission=755&{u}")
+    assert head.startswith("HTTP/1.1 200") and json.loads(body) == {"boolean": True}, head
+    head, _ = curl("-X", "PUT", f"{base}/curl-doc/f.txt?op=CREATE&overwrite=true&{u}")
+    assert head.startswith("HTTP/1.1 307"), head
+    location = next(l.split(": ", 1)[1] for l in head.split("\r\n") if l.lower().startswith("location:"))
+    head, _ = curl("-X", "PUT", "-T", str(local), location)
+    assert head.startswith("HTTP/1.1 201"), head
+    head, body = curl("-L", f"{base}/curl-doc/f.txt?op=OPEN&{u}")
+    assert head.startswith("HTTP/1.1 200") and body == local.read_bytes(), (head, body)
+    head, body = curl(f"{base}/curl-doc/f.txt?op=GETFILESTATUS&{u}")
+    assert json.loads(body)["FileStatus"]["length"] == len(local.read_bytes())
+    head, body = curl(f"{base}/curl-doc?op=LISTSTATUS&{u}")
+    assert [e["pathSuffix"] for e in json.loads(body)["FileStatuses"]["FileStatus"]] == ["f.txt"]
+    head, body = curl("-X", "PUT", f"{base}/curl-doc/f.txt?op=RENAME&destination=/curl-doc/g.txt&{u}")
+    assert json.loads(body) == {"boolean": True}
+    head, body = curl("-X", "DELETE", f"{base}/curl-doc?op=DELETE&recursive=true&{u}")
+    assert json.loads(body) == {"boolean": True}
+    head, body = curl(f"{base}/curl-doc?op=GETFILESTATUS&{u}")
+    assert head.startswith("HTTP/1.1 404") and b"FileNotFoundException" in body, head
+
+
 def fsck(server: Server, workroot: Path, *args, user=None):
     """Hadoop's own `hdfs fsck` (DFSck), pointed at `server`'s HTTP port."""
     import os
