@@ -19,10 +19,14 @@ use crate::reader::FileReader;
 use crate::writer::FileWriter;
 
 pub(crate) struct Inner {
-    pub nn: IpcClient,
+    /// Shared by the sessions made with [`FileSystem::session`], as Hadoop's clients in
+    /// one process share a connection per user and address.
+    pub nn: Arc<IpcClient>,
     pub client_name: String,
     pub user: String,
     pub open_writers: AtomicUsize,
+    /// Kept for the sessions made from this one.
+    pub lease_renewal: Duration,
 }
 
 #[derive(Clone)]
@@ -152,14 +156,35 @@ impl FileSystem {
     pub async fn connect_with(url: &str, opts: &ClientOptions) -> Result<FileSystem> {
         let addr = parse_url(url)?;
         let nn = IpcClient::connect(addr, &opts.user, CLIENT_PROTOCOL).await?;
+        Ok(Self::over(Arc::new(nn), addr, opts))
+    }
+
+    fn over(nn: Arc<IpcClient>, addr: SocketAddr, opts: &ClientOptions) -> FileSystem {
         let inner = Arc::new(Inner {
             nn,
             client_name: format!("ferrite_client_{}", uuid::Uuid::new_v4().simple()),
             user: opts.user.clone(),
             open_writers: AtomicUsize::new(0),
+            lease_renewal: opts.lease_renewal,
         });
         tokio::spawn(renew_leases(Arc::downgrade(&inner), opts.lease_renewal));
-        Ok(FileSystem { inner, addr })
+        FileSystem { inner, addr }
+    }
+
+    /// A new client of the same NameNode as the same user, over this one's connection:
+    /// its own client name, so its own leases, with no connect and handshake to wait for.
+    /// (HDFS's DataNode serves each WebHDFS request with a new DFSClient the same way.)
+    pub fn session(&self) -> FileSystem {
+        let opts = ClientOptions {
+            user: self.inner.user.clone(),
+            lease_renewal: self.inner.lease_renewal,
+        };
+        Self::over(self.inner.nn.clone(), self.addr, &opts)
+    }
+
+    /// False once the NameNode connection has closed; calls then fail.
+    pub fn is_connected(&self) -> bool {
+        !self.inner.nn.is_closed()
     }
 
     pub fn user(&self) -> &str {

@@ -4,7 +4,11 @@
 //! writes go through the same pipeline and read paths, with checksums, as any client's.
 //! Bytes stream in both directions; nothing holds a whole file.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use axum::body::Body;
+use axum::extract::State;
 use axum::http::{header, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
@@ -14,6 +18,7 @@ use ferrite_client::fs::{ClientOptions, CreateOptions, FileSystem};
 use ferrite_client::{FileReader, FileWriter};
 use ferrite_http::webhdfs::{self as web, Params, WebError, IO};
 use futures_util::StreamExt;
+use parking_lot::Mutex;
 use serde_json::json;
 use tower_http::cors::{Any, CorsLayer};
 use tracing::warn;
@@ -30,11 +35,55 @@ pub fn router() -> Router {
         .route("/webhdfs/v1", any(at_path))
         .route("/webhdfs/v1/{*path}", any(at_path))
         .layer(cors)
+        .with_state(Arc::new(Connections::default()))
 }
 
-async fn at_path(method: Method, uri: Uri, body: Body) -> Response {
+/// How many NameNode connections (one per NameNode address and user) stay open.
+const MAX_CONNECTIONS: usize = 64;
+
+/// Open NameNode connections, one per (NameNode address, user), shared by this node's
+/// WebHDFS requests. Besides saving a connect and handshake per request, it keeps a
+/// CREATE's file visible quickly: Hadoop's client returns from `create` once its PUT's
+/// headers are sent and may look the file up at once, so the time from those headers to
+/// the NameNode's create is a window in which the new file is not there yet.
+#[derive(Default)]
+struct Connections {
+    open: Mutex<HashMap<(String, String), FileSystem>>,
+}
+
+impl Connections {
+    /// A new client session (its own client name and leases) for `user` at `nn`.
+    async fn session(&self, nn: &str, user: &str) -> Result<FileSystem, WebError> {
+        let key = (nn.to_string(), user.to_string());
+        if let Some(fs) = self.open.lock().get(&key).filter(|fs| fs.is_connected()) {
+            return Ok(fs.session());
+        }
+        let opts = ClientOptions {
+            user: user.to_string(),
+            ..Default::default()
+        };
+        let fs = FileSystem::connect_with(&format!("hdfs://{nn}"), &opts)
+            .await
+            .map_err(client_error)?;
+        let mut open = self.open.lock();
+        open.retain(|_, fs| fs.is_connected());
+        if open.len() >= MAX_CONNECTIONS {
+            // Sessions still using a dropped connection keep it until they end.
+            open.clear();
+        }
+        open.insert(key, fs.clone());
+        Ok(fs)
+    }
+}
+
+async fn at_path(
+    State(conns): State<Arc<Connections>>,
+    method: Method,
+    uri: Uri,
+    body: Body,
+) -> Response {
     let answer = match web::path_of(&uri) {
-        Ok(path) => serve(&method, &path, &web::query_of(&uri), body).await,
+        Ok(path) => serve(&conns, &method, &path, &web::query_of(&uri), body).await,
         Err(e) => Err(e),
     };
     answer.unwrap_or_else(IntoResponse::into_response)
@@ -44,17 +93,19 @@ fn client_error(e: ferrite_client::Error) -> WebError {
     WebError::new(e.class().unwrap_or(IO), e.to_string())
 }
 
-async fn serve(method: &Method, path: &str, p: &Params, body: Body) -> Result<Response, WebError> {
+async fn serve(
+    conns: &Connections,
+    method: &Method,
+    path: &str,
+    p: &Params,
+    body: Body,
+) -> Result<Response, WebError> {
     let Some(op) = p.op() else {
         return Err(WebError::bad_op(None, method.as_str()));
     };
     let nn = p.required("namenoderpcaddress", &op)?.to_string();
     let (user, _) = p.user();
-    let opts = ClientOptions {
-        user,
-        ..Default::default()
-    };
-    let connect = || connect_as(&nn, &opts);
+    let connect = || conns.session(&nn, &user);
     match (method, op.as_str()) {
         (&Method::GET, "OPEN") => {
             let fs = connect().await?;
@@ -79,8 +130,8 @@ async fn serve(method: &Method, path: &str, p: &Params, body: Body) -> Result<Re
             )
                 .into_response())
         }
-        (&Method::PUT, "CREATE") => create(p, path, &nn, &opts, body).await,
-        (&Method::POST, "APPEND") => append(path, &nn, &opts, body).await,
+        (&Method::PUT, "CREATE") => create(p, path, &nn, connect(), body).await,
+        (&Method::POST, "APPEND") => append(path, connect(), body).await,
         (m, op) => Err(WebError::bad_op(Some(op), m.as_str())),
     }
 }
@@ -107,12 +158,6 @@ fn create_options(p: &Params) -> Result<CreateOptions, WebError> {
         perm: p.permission("permission")?.unwrap_or(0o644),
         create_parent: p.bool("createparent", true)?,
     })
-}
-
-async fn connect_as(nn: &str, opts: &ClientOptions) -> Result<FileSystem, WebError> {
-    FileSystem::connect_with(&format!("hdfs://{nn}"), opts)
-        .await
-        .map_err(client_error)
 }
 
 /// How long a refused upload's body is still read (see [`refuse`]).
@@ -145,12 +190,12 @@ async fn create(
     p: &Params,
     path: &str,
     nn: &str,
-    opts: &ClientOptions,
+    connect: impl std::future::Future<Output = Result<FileSystem, WebError>>,
     body: Body,
 ) -> Result<Response, WebError> {
     let opened = async {
         let create = create_options(p)?;
-        let fs = connect_as(nn, opts).await?;
+        let fs = connect.await?;
         let w = fs.create(path, &create).await.map_err(client_error)?;
         Ok::<_, WebError>((fs, w))
     };
@@ -177,12 +222,11 @@ async fn create(
 
 async fn append(
     path: &str,
-    nn: &str,
-    opts: &ClientOptions,
+    connect: impl std::future::Future<Output = Result<FileSystem, WebError>>,
     body: Body,
 ) -> Result<Response, WebError> {
     let opened = async {
-        let fs = connect_as(nn, opts).await?;
+        let fs = connect.await?;
         let before = fs
             .status(path)
             .await

@@ -502,6 +502,7 @@ fn sample_namespace() -> (Namespace, Vec<Op>) {
         let args = CreateArgs {
             src: f,
             masked: 0o644,
+            unmasked: None,
             client_name: "c",
             client_machine: "127.0.0.1",
             create: true,

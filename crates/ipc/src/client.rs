@@ -94,6 +94,12 @@ impl IpcClient {
         })
     }
 
+    /// True once the connection is gone (the server closed it, or a fatal reply): every
+    /// further call fails, so a holder of a shared connection must make a new one.
+    pub fn is_closed(&self) -> bool {
+        self.pending.lock().is_none()
+    }
+
     /// Calls `method` and decodes its reply.
     pub async fn call<Req: Message, Resp: Message + Default>(
         &self,

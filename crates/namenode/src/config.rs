@@ -51,6 +51,8 @@ pub struct Config {
     pub xattrs: crate::namespace::xattr::XAttrLimits,
     /// `dfs.storage.policy.enabled`: whether policies may be set.
     pub storage_policy_enabled: bool,
+    /// `dfs.namenode.acls.enabled` (on by default, as in Hadoop 3).
+    pub acls_enabled: bool,
     /// `dfs.bytes-per-checksum`
     pub bytes_per_checksum: u32,
     /// `dfs.client-write-packet-size`
@@ -207,6 +209,7 @@ impl Default for Config {
             max_component_len: crate::namespace::Limits::default().component_len,
             xattrs: Default::default(),
             storage_policy_enabled: true,
+            acls_enabled: true,
             bytes_per_checksum: 512,
             write_packet_size: 64 << 10,
             file_buffer_size: 4096,
@@ -380,6 +383,7 @@ impl Config {
             }
             "dfs.namenode.xattrs.enabled" => self.xattrs.enabled = v.boolean()?,
             "dfs.storage.policy.enabled" => self.storage_policy_enabled = v.boolean()?,
+            "dfs.namenode.acls.enabled" => self.acls_enabled = v.boolean()?,
             "dfs.namenode.fs-limits.max-xattrs-per-inode" => {
                 self.xattrs.per_inode = usize::try_from(v.num()?).map_err(|_| v.bad("too large"))?
             }

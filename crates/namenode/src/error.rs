@@ -45,6 +45,9 @@ pub enum FsError {
     /// getXAttrs named an attribute the inode does not have (or the caller may not see).
     #[error("{0}")]
     XAttrNotFound(String),
+    /// An ACL change HDFS refuses (an invalid result, or ACLs turned off).
+    #[error("{0}")]
+    Acl(String),
     /// Anything HDFS reports as a plain `java.io.IOException`.
     #[error("{0}")]
     Io(String),
@@ -73,6 +76,7 @@ impl FsError {
                 "org.apache.hadoop.hdfs.protocol.UnregisteredNodeException"
             }
             FsError::XAttrNotFound(_) => "org.apache.hadoop.hdfs.protocol.XAttrNotFoundException",
+            FsError::Acl(_) => "org.apache.hadoop.hdfs.protocol.AclException",
             FsError::Io(_) => class::IO,
         }
     }

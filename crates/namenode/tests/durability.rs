@@ -39,6 +39,7 @@ async fn create(st: &NameNodeService, su: &Caller, path: &str, now: i64) {
     let args = CreateArgs {
         src: path,
         masked: 0o644,
+        unmasked: None,
         client_name: "c",
         client_machine: "m",
         create: true,

@@ -41,6 +41,7 @@ async fn file(st: &NameNodeService, path: &str, len: u64, replication: u16) {
     let args = CreateArgs {
         src: path,
         masked: 0o644,
+        unmasked: None,
         client_name: "c",
         client_machine: "m",
         create: true,

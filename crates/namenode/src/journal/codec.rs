@@ -317,6 +317,11 @@ pub(crate) mod tests {
                 ns: 0,
                 name: "colour".into(),
             },
+            Op::SetAcl {
+                path: "/a".into(),
+                perm: 0o1770,
+                entries: vec!["user:bruce:rwx".into(), "group::r-x".into()],
+            },
             Op::Append {
                 path: "/a/f".into(),
                 client_name: "c2".into(),

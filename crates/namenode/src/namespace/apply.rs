@@ -23,6 +23,9 @@ impl Namespace {
                 let (parent, name) = self.parent_and_name(path, at.slot)?;
                 let body = Body::Dir(Children::default());
                 let slot = self.add_child(parent, name, *id, *perm, owner, group, *mtime, body)?;
+                if !self.acls.is_empty() {
+                    self.inherit_default_acl(parent, slot);
+                }
                 fx.created = Some(slot);
                 self.dirs += 1;
             }
@@ -79,6 +82,14 @@ impl Namespace {
                     )));
                 }
                 self.apply_storage_policy(slot, *policy);
+            }
+            Op::SetAcl {
+                path,
+                perm,
+                entries,
+            } => {
+                let slot = self.existing_at(path, at.slot)?;
+                self.apply_set_acl(slot, *perm, entries)?;
             }
             Op::RemoveXAttr { path, ns, name } => {
                 let slot = self.existing_at(path, at.slot)?;
@@ -192,6 +203,9 @@ impl Namespace {
         };
         let body = Body::File(FileData::new(0, *block_size, Vec::new(), Some(uc)));
         let slot = self.add_child(parent, name, *id, *perm, owner, group, *mtime, body)?;
+        if !self.acls.is_empty() {
+            self.inherit_default_acl(parent, slot);
+        }
         self.arena.get_mut(slot).replication = *replication;
         self.open_files.insert(*id, slot);
         fx.created = Some(slot);

@@ -25,6 +25,9 @@ const META: u32 = 3;
 /// Inodes' optional parts (extended attributes), when any inode has some. Images from
 /// before it have none.
 const FEATURES: u32 = 4;
+/// ACLs, when any inode has one: a section of their own, so images from before them
+/// still read.
+const ACLS: u32 = 5;
 const END: u32 = 0xFFFF_FFFF;
 
 #[derive(Debug, thiserror::Error)]
@@ -134,9 +137,19 @@ impl Namespace {
             }
             false
         })?;
-        if !self.features.is_empty() {
+        if self
+            .features
+            .values()
+            .any(|f| !f.xattrs.is_empty() || f.storage_policy != 0)
+        {
             write_section(w, FEATURES, |out| {
                 self.encode_features(out);
+                false
+            })?;
+        }
+        if !self.acls.is_empty() {
+            write_section(w, ACLS, |out| {
+                self.encode_acls(out);
                 false
             })?;
         }
@@ -157,6 +170,7 @@ impl Namespace {
         let mut entries: Vec<(u64, &super::xattr::Features)> = self
             .features
             .iter()
+            .filter(|(_, f)| !f.xattrs.is_empty() || f.storage_policy != 0)
             .map(|(&s, f)| (self.inode(s).id, f))
             .collect();
         entries.sort_unstable_by_key(|&(id, _)| id);
@@ -177,6 +191,62 @@ impl Namespace {
                 }
             }
         }
+    }
+
+    /// `u32 count`, then per inode with an ACL (by id): `u64 id | u32 n | n × str entry`,
+    /// each kept entry in HDFS's text form (the inode's permission is in its record).
+    fn encode_acls(&self, out: &mut Vec<u8>) {
+        let mut entries: Vec<(u64, &[super::acl::AclEntry])> = self
+            .features
+            .iter()
+            .filter_map(|(&s, f)| Some((self.inode(s).id, f.acl.as_deref()?)))
+            .collect();
+        entries.sort_unstable_by_key(|&(id, _)| id);
+        out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+        for (id, acl) in entries {
+            out.extend_from_slice(&id.to_le_bytes());
+            out.extend_from_slice(&(acl.len() as u32).to_le_bytes());
+            for e in acl {
+                put_str(out, e.to_string().as_bytes());
+            }
+        }
+    }
+
+    fn load_acls(
+        &mut self,
+        payload: &[u8],
+        slot_of: &HashMap<u64, Slot>,
+    ) -> Result<(), ImageError> {
+        let de = |e| ImageError::Decode {
+            kind: ACLS,
+            source: e,
+        };
+        let bad = |m: String| ImageError::Invalid(m);
+        let mut r = Reader::new(payload);
+        let count = r.u32().map_err(de)?;
+        for _ in 0..count {
+            let id = r.u64().map_err(de)?;
+            let &slot = slot_of
+                .get(&id)
+                .ok_or_else(|| bad(format!("ACL of inode {id}, which is not in the image")))?;
+            let n = r.u32().map_err(de)? as usize;
+            // Each entry takes at least its length and 3 bytes ("::x" at the least).
+            if n == 0 || n > r.remaining() / 7 {
+                return Err(bad(format!("inode {id} claims {n} ACL entries")));
+            }
+            let mut kept = Vec::with_capacity(n);
+            for _ in 0..n {
+                let text = r.str().map_err(de)?;
+                let e = super::acl::AclEntry::parse(&text, true)
+                    .map_err(|e| bad(format!("inode {id}: ACL entry {text:?}: {e}")))?;
+                kept.push(e);
+            }
+            if self.has_acl(slot) {
+                return Err(bad(format!("inode {id}'s ACL appears twice")));
+            }
+            self.put_acl(slot, kept);
+        }
+        Ok(())
     }
 
     fn load_features(
@@ -231,6 +301,7 @@ impl Namespace {
             let f = Features {
                 xattrs,
                 storage_policy,
+                acl: None,
             };
             if self.features.insert(slot, f).is_some() {
                 return Err(bad(format!("inode {id}'s attributes appear twice")));
@@ -319,7 +390,7 @@ impl Namespace {
             }
             // A kind this build does not know is damage, or an image from a newer build
             // whose section would be dropped unread: either way, refuse it.
-            if ![STRINGS, INODES, META, FEATURES].contains(&kind) {
+            if ![STRINGS, INODES, META, FEATURES, ACLS].contains(&kind) {
                 return Err(ImageError::Invalid(format!(
                     "unknown section kind {kind} at offset {offset}"
                 )));
@@ -349,6 +420,7 @@ impl Namespace {
             limits: Default::default(),
             features: Default::default(),
             policies_set: 0,
+            acls: Default::default(),
         };
         let de = |kind| move |e| ImageError::Decode { kind, source: e };
         let mut sr = Reader::new(strings);
@@ -360,6 +432,9 @@ impl Namespace {
         let slot_of = ns.load_inodes(inodes, on_inodes)?;
         if let Some(features) = sections.get(&FEATURES) {
             ns.load_features(features, &slot_of)?;
+        }
+        if let Some(acls) = sections.get(&ACLS) {
+            ns.load_acls(acls, &slot_of)?;
         }
         drop(slot_of);
         let mut mr = Reader::new(meta);
@@ -535,6 +610,7 @@ mod tests {
             let args = CreateArgs {
                 src: p,
                 masked: 0o640,
+                unmasked: None,
                 client_name: "c",
                 client_machine: "m",
                 create: true,
@@ -595,6 +671,31 @@ mod tests {
                 ns.apply(&op).unwrap();
             }
         }
+        use crate::namespace::acl::AclEntry;
+        use crate::namespace::acl_ops::AclChange;
+        for (path, spec) in [
+            ("/a/z", "default:user:alice:rwx,user:bob:r-x"),
+            ("/a/f", "user:alice:rw-,mask::r--"),
+        ] {
+            let spec = spec
+                .split(',')
+                .map(|e| AclEntry::parse(e, true).unwrap())
+                .collect();
+            for op in ns
+                .plan_acl_change(&su, path, AclChange::Modify(spec), true)
+                .unwrap()
+            {
+                ns.apply(&op).unwrap();
+            }
+        }
+        // Inherited from /a/z's default ACL.
+        for op in ns
+            .plan_mkdirs(&su, "/a/z/inherits", 0o755, false, 11)
+            .unwrap()
+            .ops
+        {
+            ns.apply(&op).unwrap();
+        }
         ns
     }
 
@@ -624,6 +725,8 @@ mod tests {
             2,
             "the dump compares them; this says it saw some"
         );
+        assert!(back.has_acl(back.existing("/a/z/inherits").unwrap()));
+        assert!(ns.dump().contains("acl=user:alice:rw-"), "{}", ns.dump());
         // Encoding again gives the same bytes: the features section has a fixed order.
         assert_eq!(back.encode_image(42), img);
     }

@@ -5,6 +5,8 @@
 //! [`Namespace::apply`] then performs each record. The RPC layer runs both under the
 //! namespace write lock and hands the records to the journal; replay calls `apply` alone.
 
+pub mod acl;
+pub mod acl_ops;
 pub mod append;
 mod apply;
 pub mod blocks;
@@ -125,6 +127,8 @@ pub struct Namespace {
     features: std::collections::HashMap<Slot, xattr::Features>,
     /// Inodes with a storage policy of their own: none, and no lookup walks up for one.
     policies_set: usize,
+    /// The distinct ACLs inodes hold: empty, and no permission check looks for one.
+    acls: acl_ops::SharedAcls,
 }
 
 /// A file open for write, as `listOpenFiles` reports it.
@@ -189,6 +193,7 @@ impl Namespace {
             limits: Limits::default(),
             features: Default::default(),
             policies_set: 0,
+            acls: Default::default(),
         };
         let owner = ns.users.intern(root_owner);
         let group = ns.users.intern(root_group);
@@ -493,6 +498,7 @@ impl Namespace {
                     if f.storage_policy != storage_policy::UNSPECIFIED {
                         self.policies_set -= 1;
                     }
+                    self.drop_acl(f.acl);
                 }
             }
             match inode.body {

@@ -188,6 +188,13 @@ records! {
         path: String,
         policy: u8,
     }
+    /// An ACL change's outcome: the inode's permission (its group bits the mask, with an
+    /// access ACL) and its kept entries in HDFS's text form (none: no ACL).
+    SetAcl = 21, "OP_SET_ACL" {
+        path: String,
+        perm: u16,
+        entries: Vec<String>,
+    }
 }
 
 /// Where records' fields are written: the journal codec's buffer.
@@ -412,6 +419,16 @@ impl std::fmt::Display for Op {
             Op::SetStoragePolicy { path, policy } => {
                 write!(f, " path={} policy={policy}", word(path))
             }
+            Op::SetAcl {
+                path,
+                perm,
+                entries,
+            } => write!(
+                f,
+                " path={} perm={perm:04o} entries={}",
+                word(path),
+                word(&entries.join(","))
+            ),
             Op::Rename {
                 src,
                 dst,

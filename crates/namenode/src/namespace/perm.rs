@@ -84,6 +84,11 @@ impl Namespace {
             return Ok(());
         }
         let inode = self.inode(slot);
+        match self.acl_allows(caller, slot, access) {
+            Some(true) => return Ok(()),
+            Some(false) => return Err(self.denied(caller, slot, access)),
+            None => {}
+        }
         let shift = if self.is_owner(caller, slot) {
             6
         } else if self.in_group(caller, slot) {
@@ -94,7 +99,13 @@ impl Namespace {
         if (inode.perm >> shift) & access == access {
             return Ok(());
         }
-        Err(FsError::AccessDenied(format!(
+        Err(self.denied(caller, slot, access))
+    }
+
+    /// HDFS's refusal, the same with or without an ACL.
+    fn denied(&self, caller: &Caller, slot: Slot, access: u16) -> FsError {
+        let inode = self.inode(slot);
+        FsError::AccessDenied(format!(
             "Permission denied: user={}, access={}, inode=\"{}\":{}:{}:{}",
             caller.user,
             access_name(access),
@@ -102,7 +113,7 @@ impl Namespace {
             self.user_name(inode.owner),
             self.user_name(inode.group),
             mode_string(inode.is_dir(), inode.perm)
-        )))
+        ))
     }
 
     /// EXECUTE on every directory passed through on the way to the walk's target (or to

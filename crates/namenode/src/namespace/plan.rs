@@ -14,6 +14,9 @@ use crate::error::FsError;
 pub struct CreateArgs<'a> {
     pub src: &'a str,
     pub masked: u16,
+    /// The permission before the client's umask, when it sends one (Hadoop's clients do):
+    /// used instead of `masked` under a default ACL.
+    pub unmasked: Option<u16>,
     pub client_name: &'a str,
     pub client_machine: &'a str,
     pub create: bool,
@@ -21,6 +24,15 @@ pub struct CreateArgs<'a> {
     pub create_parent: bool,
     pub replication: u16,
     pub block_size: u64,
+}
+
+impl CreateArgs<'_> {
+    fn mode(&self) -> Mode {
+        Mode {
+            masked: self.masked,
+            unmasked: self.unmasked,
+        }
+    }
 }
 
 /// Where a record applies, as its plan's walk found it.
@@ -119,9 +131,37 @@ fn implicit_dir_perm(perm: u16) -> u16 {
     perm | 0o300
 }
 
+/// A create's or mkdirs' permission: after the client's umask, and before it when sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mode {
+    pub masked: u16,
+    pub unmasked: Option<u16>,
+}
+
+impl From<u16> for Mode {
+    fn from(masked: u16) -> Self {
+        Mode {
+            masked,
+            unmasked: None,
+        }
+    }
+}
+
 impl Namespace {
     /// Refuses a new entry in `dir` (at `dir_comps`) once it holds the most allowed
     /// (HDFS's `MaxDirectoryItemsExceededException`, with its message).
+    /// The modes of a new entry in `dir` and of the directories made on the way to it. Under
+    /// a default ACL, the unmasked mode for both, as HDFS's POSIX ACL inheritance has it:
+    /// the default ACL, not the umask, decides (the missing directories, too, get exactly
+    /// that mode, not the usual u+wx); otherwise the masked one, with u+wx for the
+    /// directories so their creator can go on through them.
+    fn new_entry_modes(&self, dir: Slot, mode: Mode) -> (u16, u16) {
+        match mode.unmasked {
+            Some(u) if self.has_default_acl(dir) => (u, u),
+            _ => (mode.masked, implicit_dir_perm(mode.masked)),
+        }
+    }
+
     fn check_room(&self, dir: Slot, dir_comps: &[&str]) -> Result<(), FsError> {
         let items = self.inode(dir).children().map_or(0, |c| c.len());
         if items < self.limits.dir_items {
@@ -196,7 +236,7 @@ impl Namespace {
         &self,
         caller: &Caller,
         src: &str,
-        masked: u16,
+        mode: impl Into<Mode>,
         create_parent: bool,
         now: i64,
     ) -> Result<Planned, FsError> {
@@ -227,7 +267,7 @@ impl Namespace {
             &comps,
             found..end,
             ancestor,
-            (masked, implicit_dir_perm(masked)),
+            self.new_entry_modes(ancestor, mode.into()),
             now,
         );
         match refused {
@@ -292,7 +332,7 @@ impl Namespace {
         }
         self.check_access(caller, ancestor, WRITE)?;
         let (end, refused) = self.check_new_entries(ancestor, &comps, found);
-        let dir_perm = implicit_dir_perm(a.masked);
+        let (_, dir_perm) = self.new_entry_modes(ancestor, a.mode());
         let mut ops = self.mkdir_ops(
             caller,
             &comps,
@@ -322,7 +362,9 @@ impl Namespace {
         Op::Create {
             path: a.src.to_string(),
             id,
-            perm: a.masked,
+            // The directory the file goes into is `group_from`, or one made on the way,
+            // which took (and hands on) the default ACL of `group_from`.
+            perm: self.new_entry_modes(group_from, a.mode()).0,
             owner: caller.user.clone(),
             group: self.user_name(self.inode(group_from).group).to_string(),
             mtime: now,

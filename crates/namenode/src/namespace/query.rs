@@ -27,6 +27,8 @@ pub struct FileStatus {
     pub under_construction: bool,
     /// The storage policy in force (its own or inherited; 0: none).
     pub storage_policy: u8,
+    /// It has an ACL (`ls` shows a `+`).
+    pub has_acl: bool,
 }
 
 pub struct Listing {
@@ -75,8 +77,10 @@ pub fn created_status(op: &Op) -> Option<FileStatus> {
         file_id: *id,
         children: 0,
         under_construction: true,
-        // The caller knows the parent's policy (`Namespace::policy_for_new`).
+        // The caller knows the parent's policy and default ACL
+        // (`Namespace::policy_for_new`, `Namespace::inherited_by_new`).
         storage_policy: 0,
+        has_acl: false,
     })
 }
 
@@ -112,6 +116,7 @@ impl Namespace {
             children,
             under_construction: uc,
             storage_policy: self.storage_policy_of(slot),
+            has_acl: self.has_acl(slot),
         }
     }
 
@@ -239,6 +244,7 @@ impl Namespace {
                         .filter(|f| f.storage_policy != 0)
                         .map(|f| format!("policy={}", f.storage_policy)),
                 )
+                .chain(self.acl_of(s).iter().map(|e| format!("acl={e}")))
                 .collect();
             lines.push(format!(
                 "{path} id={} dir={} len={} perm={:o} {}:{} m={} a={} r={} bs={} uc={} blocks=[{}] xattrs=[{}]",

@@ -60,6 +60,7 @@ impl Harness {
         let args = CreateArgs {
             src: p,
             masked: 0o644,
+            unmasked: None,
             client_name: "cli",
             client_machine: "127.0.0.1",
             create: true,

@@ -125,11 +125,16 @@ pub struct Features {
     pub xattrs: Vec<XAttr>,
     /// Its own storage policy id (`storage_policy::UNSPECIFIED`: inherited).
     pub storage_policy: u8,
+    /// Its ACL's kept entries (see [`super::acl`]), shared with every inode whose are the
+    /// same: files under a default ACL all inherit one.
+    pub acl: Option<std::sync::Arc<[super::acl::AclEntry]>>,
 }
 
 impl Features {
     pub fn is_empty(&self) -> bool {
-        self.xattrs.is_empty() && self.storage_policy == super::storage_policy::UNSPECIFIED
+        self.xattrs.is_empty()
+            && self.storage_policy == super::storage_policy::UNSPECIFIED
+            && self.acl.is_none()
     }
 }
 
@@ -484,6 +489,7 @@ mod tests {
         let args = crate::namespace::plan::CreateArgs {
             src: "/d/f",
             masked: 0o644,
+            unmasked: None,
             client_name: "c",
             client_machine: "m",
             create: true,

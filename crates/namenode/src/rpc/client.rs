@@ -8,6 +8,7 @@ use ferrite_proto::hdfs::*;
 use super::convert::{located_blocks, perm_bits, status_proto};
 use super::{kind, origin, Nn, Res};
 use crate::error::FsError;
+use crate::namespace::plan::Mode;
 use crate::namespace::query::ContentSummary;
 use crate::service::{CreateRequest, NameNodeService, SafeModeAction};
 
@@ -244,13 +245,12 @@ pub async fn set_safe_mode(
 }
 
 pub async fn mkdirs(nn: Nn, ctx: CallCtx, req: MkdirsRequestProto) -> Res<MkdirsResponseProto> {
-    nn.mkdirs(
-        &ctx.user,
-        &req.src,
-        perm_bits(&req.masked),
-        req.create_parent,
-    )
-    .await?;
+    let mode = Mode {
+        masked: perm_bits(&req.masked),
+        unmasked: req.unmasked.as_ref().map(perm_bits),
+    };
+    nn.mkdirs(&ctx.user, &req.src, mode, req.create_parent)
+        .await?;
     Ok(MkdirsResponseProto { result: true })
 }
 
@@ -263,6 +263,7 @@ pub async fn create(nn: Nn, ctx: CallCtx, req: CreateRequestProto) -> Res<Create
     let create = CreateRequest {
         src: &req.src,
         masked: perm_bits(&req.masked),
+        unmasked: req.unmasked.as_ref().map(perm_bits),
         client_name: &req.client_name,
         create: flags & FLAG_CREATE != 0,
         overwrite: flags & FLAG_OVERWRITE != 0,

@@ -23,7 +23,7 @@ pub fn status_proto(s: &FileStatus) -> HdfsFileStatusProto {
         path: s.name.clone(),
         length: s.len,
         permission: FsPermissionProto {
-            perm: s.perm as u32,
+            perm: u32::from(s.perm),
         },
         owner: s.owner.clone(),
         group: s.group.clone(),
@@ -34,10 +34,13 @@ pub fn status_proto(s: &FileStatus) -> HdfsFileStatusProto {
         file_id: Some(s.file_id),
         children_num: Some(s.children),
         storage_policy: Some(u32::from(s.storage_policy)),
-        flags: Some(0),
+        flags: Some(if s.has_acl { HAS_ACL } else { 0 }),
         ..Default::default()
     }
 }
+
+/// `HdfsFileStatusProto.Flags.HAS_ACL`.
+const HAS_ACL: u32 = 1;
 
 pub fn perm_bits(p: &FsPermissionProto) -> u16 {
     (p.perm & 0o7777) as u16

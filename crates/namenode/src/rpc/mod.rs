@@ -4,6 +4,7 @@
 //! (`service::admission`), applied by the router's wrapper together with the retry cache,
 //! metrics and logging.
 
+pub mod acls;
 pub mod blocks;
 pub mod client;
 pub mod convert;
@@ -90,6 +91,7 @@ pub fn router(state: Nn) -> Router<NameNodeService> {
     summary::register(&mut r);
     stats::register(&mut r);
     xattrs::register(&mut r);
+    acls::register(&mut r);
     storage_policies::register(&mut r);
     // NamenodeProtocol: NNThroughputBenchmark asks for the block pool id this way.
     r.method(

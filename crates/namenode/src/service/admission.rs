@@ -68,6 +68,7 @@ pub const TABLE: &[(&str, Policy)] = &[
     ("getStoragePolicy", READ),
     ("getStoragePolicies", READ),
     ("listXAttrs", READ),
+    ("getAclStatus", READ),
     // Not an RPC: the NameNode's `/fsck` servlet. Anyone may run it; the walk sees what
     // the caller's permissions let it list, as in HDFS.
     ("fsck", READ),
@@ -102,6 +103,11 @@ pub const TABLE: &[(&str, Policy)] = &[
     ("setStoragePolicy", WRITE),
     ("unsetStoragePolicy", WRITE),
     ("removeXAttr", WRITE),
+    ("modifyAclEntries", WRITE),
+    ("removeAclEntries", WRITE),
+    ("removeDefaultAcl", WRITE),
+    ("removeAcl", WRITE),
+    ("setAcl", WRITE),
     ("renewLease", WRITE),
     ("recoverLease", WRITE),
     // ClientProtocol: administration.

@@ -11,7 +11,7 @@ use super::locations::LocatedBlocks;
 use super::{NameNodeService, Origin};
 use crate::clock::now_ms;
 use crate::error::FsError;
-use crate::namespace::plan::CreateArgs;
+use crate::namespace::plan::{CreateArgs, Mode};
 use crate::namespace::query::{created_status, ContentSummary, FileStatus};
 use crate::namespace::{perm, Caller, Op, Planned};
 
@@ -21,6 +21,8 @@ pub struct CreateRequest<'a> {
     pub src: &'a str,
     /// The permission after the client's umask.
     pub masked: u16,
+    /// The permission before it, when the client sends it (used under a default ACL).
+    pub unmasked: Option<u16>,
     /// The lease holder: the writing client's name.
     pub client_name: &'a str,
     /// `CreateFlag.CREATE`, `OVERWRITE`, `APPEND`.
@@ -222,18 +224,14 @@ impl NameNodeService {
         &self,
         user: &str,
         src: &str,
-        masked: u16,
+        mode: impl Into<Mode>,
         create_parent: bool,
     ) -> Result<(), FsError> {
+        let mode = mode.into();
         let caller = self.caller(user);
         let now = now_ms();
-        self.commit(|ns| {
-            Ok((
-                (),
-                ns.plan_mkdirs(&caller, src, masked, create_parent, now)?,
-            ))
-        })
-        .await
+        self.commit(|ns| Ok(((), ns.plan_mkdirs(&caller, src, mode, create_parent, now)?)))
+            .await
     }
 
     /// Checks a replication factor against `dfs.namenode.replication.min` and
@@ -277,6 +275,7 @@ impl NameNodeService {
         let args = CreateArgs {
             src: req.src,
             masked: req.masked,
+            unmasked: req.unmasked,
             client_name: req.client_name,
             client_machine: who.ip,
             create: req.create,
@@ -289,11 +288,20 @@ impl NameNodeService {
         self.commit_then(
             |ns| {
                 let policy = ns.policy_for_new(args.src);
-                Ok((policy, ns.plan_create(&caller, &args, now)?))
+                let planned = ns.plan_create(&caller, &args, now)?;
+                // What the file's directory hands it, read before the create applies.
+                let acl = planned
+                    .ops
+                    .last()
+                    .and_then(|op| ns.acl_for_new_file(args.src, op));
+                Ok(((policy, acl), planned))
             },
-            |policy, ops| {
+            |(policy, acl), ops| {
                 ops.iter().rev().find_map(created_status).map(|mut st| {
                     st.storage_policy = policy;
+                    if let Some((perm, has_acl)) = acl {
+                        (st.perm, st.has_acl) = (perm, has_acl);
+                    }
                     st
                 })
             },

@@ -15,6 +15,7 @@
 //! by its connection's writer until the journal has them on disk, and any other caller
 //! waits here.
 
+mod acls;
 pub mod admission;
 mod background;
 mod datanodes;

@@ -101,6 +101,7 @@ fn create_req(src: &str) -> CreateRequest<'_> {
     CreateRequest {
         src,
         masked: 0o644,
+        unmasked: None,
         client_name: CLIENT,
         create: true,
         overwrite: false,

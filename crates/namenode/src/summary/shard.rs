@@ -80,6 +80,7 @@ impl Sharded {
             | Op::SetXAttr { path, .. }
             | Op::RemoveXAttr { path, .. }
             | Op::SetStoragePolicy { path, .. }
+            | Op::SetAcl { path, .. }
             | Op::SetTimes { path, .. }
             | Op::SetReplication { path, .. }
             | Op::UpdateLastBlock { path, .. }

@@ -317,6 +317,7 @@ impl Tree {
             | Op::SetXAttr { .. }
             | Op::RemoveXAttr { .. }
             | Op::SetStoragePolicy { .. }
+            | Op::SetAcl { .. }
             | Op::SetTimes { .. } => {}
         }
         Ok(())

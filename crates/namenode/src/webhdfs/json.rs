@@ -33,6 +33,9 @@ fn sorted(mut m: Map<String, Value>) -> Value {
 #[serde(rename_all = "camelCase")]
 pub struct FileStatusJson<'a> {
     access_time: i64,
+    /// Only when there is an ACL, as HDFS writes it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    acl_bit: bool,
     block_size: u64,
     children_num: i32,
     file_id: u64,
@@ -55,6 +58,7 @@ impl<'a> FileStatusJson<'a> {
     pub fn of(st: &'a FileStatus) -> Self {
         FileStatusJson {
             access_time: st.atime,
+            acl_bit: st.has_acl,
             block_size: st.block_size,
             children_num: st.children,
             file_id: st.file_id,
@@ -403,6 +407,7 @@ mod tests {
             children: 0,
             under_construction: false,
             storage_policy: 0,
+            has_acl: false,
         }
     }
 

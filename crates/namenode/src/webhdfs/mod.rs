@@ -5,6 +5,7 @@
 //! GETFILECHECKSUM) answer with a redirect to a DataNode's HTTP port, which streams the
 //! bytes through its own client (see the DataNode's `webhdfs.rs`).
 
+mod acls;
 pub mod json;
 mod redirect;
 mod xattrs;
@@ -20,6 +21,7 @@ use axum::Router;
 use ferrite_http::webhdfs::{self as web, boolean, empty_ok, json_ok, Params, WebError};
 
 use crate::error::FsError;
+use crate::namespace::acl_ops::AclChange;
 use crate::namespace::perm;
 use crate::service::{NameNodeService, Origin};
 use json::JsonBlocks;
@@ -227,6 +229,11 @@ impl Request<'_> {
                     .map_err(web)?;
                 Ok(json_ok(xattrs::xattrs_doc(&got, encoding)))
             }
+            "GETACLSTATUS" => {
+                self.admit("getAclStatus")?;
+                let st = self.nn().acl_status(&self.user, &self.path).map_err(web)?;
+                Ok(json_ok(acls::status_doc(&st)))
+            }
             "LISTXATTRS" => {
                 self.admit("listXAttrs")?;
                 let got = self.nn().list_xattrs(&self.user, &self.path).map_err(web)?;
@@ -263,8 +270,11 @@ impl Request<'_> {
             "CREATE" => self.redirect().await,
             "MKDIRS" => {
                 self.admit("mkdirs")?;
-                let perm = p.permission("permission")?.unwrap_or(0o755);
-                nn.mkdirs(user, path, perm, true).await.map_err(web)?;
+                let mode = crate::namespace::plan::Mode {
+                    masked: p.permission("permission")?.unwrap_or(0o755),
+                    unmasked: p.permission("unmaskedpermission")?,
+                };
+                nn.mkdirs(user, path, mode, true).await.map_err(web)?;
                 Ok(boolean(true))
             }
             "RENAME" => {
@@ -324,6 +334,22 @@ impl Request<'_> {
                 x.value = p.get("xattr.value").map(xattrs::decode_value).transpose()?;
                 let flags = xattrs::flag_param(p.get("flag"))?;
                 nn.set_xattr(user, path, x, flags).await.map_err(web)?;
+                Ok(empty_ok())
+            }
+            "MODIFYACLENTRIES" | "REMOVEACLENTRIES" | "REMOVEDEFAULTACL" | "REMOVEACL"
+            | "SETACL" => {
+                let spec = |with_perm| acls::spec_param(p.get("aclspec"), with_perm);
+                let (rpc, change) = match self.op.as_str() {
+                    "MODIFYACLENTRIES" => ("modifyAclEntries", AclChange::Modify(spec(true)?)),
+                    "REMOVEACLENTRIES" => {
+                        ("removeAclEntries", AclChange::RemoveEntries(spec(false)?))
+                    }
+                    "REMOVEDEFAULTACL" => ("removeDefaultAcl", AclChange::RemoveDefault),
+                    "REMOVEACL" => ("removeAcl", AclChange::Remove),
+                    _ => ("setAcl", AclChange::Set(spec(true)?)),
+                };
+                self.admit(rpc)?;
+                nn.change_acl(user, path, change).await.map_err(web)?;
                 Ok(empty_ok())
             }
             "REMOVEXATTR" => {
