@@ -27,6 +27,9 @@ pub(crate) struct Inner {
     pub open_writers: AtomicUsize,
     /// Kept for the sessions made from this one.
     pub lease_renewal: Duration,
+    /// The NameNode's server defaults, asked once per connection (as Hadoop's client
+    /// keeps them) and shared by its sessions: a create is then one round trip.
+    pub defaults: Arc<tokio::sync::OnceCell<FsServerDefaultsProto>>,
 }
 
 #[derive(Clone)]
@@ -156,16 +159,22 @@ impl FileSystem {
     pub async fn connect_with(url: &str, opts: &ClientOptions) -> Result<FileSystem> {
         let addr = parse_url(url)?;
         let nn = IpcClient::connect(addr, &opts.user, CLIENT_PROTOCOL).await?;
-        Ok(Self::over(Arc::new(nn), addr, opts))
+        Ok(Self::over(Arc::new(nn), addr, opts, Default::default()))
     }
 
-    fn over(nn: Arc<IpcClient>, addr: SocketAddr, opts: &ClientOptions) -> FileSystem {
+    fn over(
+        nn: Arc<IpcClient>,
+        addr: SocketAddr,
+        opts: &ClientOptions,
+        defaults: Arc<tokio::sync::OnceCell<FsServerDefaultsProto>>,
+    ) -> FileSystem {
         let inner = Arc::new(Inner {
             nn,
             client_name: format!("ferrite_client_{}", uuid::Uuid::new_v4().simple()),
             user: opts.user.clone(),
             open_writers: AtomicUsize::new(0),
             lease_renewal: opts.lease_renewal,
+            defaults,
         });
         tokio::spawn(renew_leases(Arc::downgrade(&inner), opts.lease_renewal));
         FileSystem { inner, addr }
@@ -179,7 +188,12 @@ impl FileSystem {
             user: self.inner.user.clone(),
             lease_renewal: self.inner.lease_renewal,
         };
-        Self::over(self.inner.nn.clone(), self.addr, &opts)
+        Self::over(
+            self.inner.nn.clone(),
+            self.addr,
+            &opts,
+            self.inner.defaults.clone(),
+        )
     }
 
     /// False once the NameNode connection has closed; calls then fail.
@@ -361,7 +375,12 @@ impl FileSystem {
     }
 
     pub async fn create(&self, path: &str, opts: &CreateOptions) -> Result<FileWriter> {
-        let defaults = self.server_defaults().await?;
+        let defaults = self
+            .inner
+            .defaults
+            .get_or_try_init(|| self.server_defaults())
+            .await?
+            .clone();
         let block_size = opts.block_size.unwrap_or(defaults.block_size);
         if block_size == 0 || block_size % defaults.bytes_per_checksum.max(1) as u64 != 0 {
             return Err(Error::Invalid(format!(

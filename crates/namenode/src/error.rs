@@ -45,6 +45,18 @@ pub enum FsError {
     /// getXAttrs named an attribute the inode does not have (or the caller may not see).
     #[error("{0}")]
     XAttrNotFound(String),
+    /// A directory was expected (`PathIsNotDirectoryException`).
+    #[error("{0}")]
+    NotDirectory(String),
+    /// A change that would take a directory past its namespace quota.
+    #[error("{0}")]
+    NsQuotaExceeded(String),
+    /// ... past its storage-space quota.
+    #[error("{0}")]
+    DsQuotaExceeded(String),
+    /// ... past its space quota on one storage type.
+    #[error("{0}")]
+    TypeQuotaExceeded(String),
     /// An ACL change HDFS refuses (an invalid result, or ACLs turned off).
     #[error("{0}")]
     Acl(String),
@@ -76,6 +88,16 @@ impl FsError {
                 "org.apache.hadoop.hdfs.protocol.UnregisteredNodeException"
             }
             FsError::XAttrNotFound(_) => "org.apache.hadoop.hdfs.protocol.XAttrNotFoundException",
+            FsError::NotDirectory(_) => "org.apache.hadoop.fs.PathIsNotDirectoryException",
+            FsError::NsQuotaExceeded(_) => {
+                "org.apache.hadoop.hdfs.protocol.NSQuotaExceededException"
+            }
+            FsError::DsQuotaExceeded(_) => {
+                "org.apache.hadoop.hdfs.protocol.DSQuotaExceededException"
+            }
+            FsError::TypeQuotaExceeded(_) => {
+                "org.apache.hadoop.hdfs.protocol.QuotaByStorageTypeExceededException"
+            }
             FsError::Acl(_) => "org.apache.hadoop.hdfs.protocol.AclException",
             FsError::Io(_) => class::IO,
         }

@@ -81,6 +81,12 @@ impl Namespace {
         let go_on = last
             .filter(|b| !new_block && b.len < file.block_size)
             .map(|block| Placed { block, offset });
+        // Reopened, the last block is charged at the full preferred size, as HDFS charges a
+        // block being written.
+        if let Some(b) = last {
+            let bytes = file.len() - b.len + file.block_size.max(b.len);
+            self.check_file_growth(slot, bytes, inode.replication)?;
+        }
         let op = Op::Append {
             path: self.path_of(slot),
             client_name: client_name.to_string(),

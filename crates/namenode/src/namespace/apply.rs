@@ -10,6 +10,14 @@ impl Namespace {
     /// [`apply`](Self::apply) where the record's plan has just found the inodes it touches:
     /// `at` stands in for walking its paths.
     pub fn apply_at(&mut self, op: &Op, at: At) -> Result<Effects, FsError> {
+        // Quota usage follows every change; with no quota anywhere this costs nothing.
+        let pending = self.quota_before(op);
+        let fx = self.apply_record(op, at)?;
+        self.quota_after(pending);
+        Ok(fx)
+    }
+
+    fn apply_record(&mut self, op: &Op, at: At) -> Result<Effects, FsError> {
         let mut fx = Effects::default();
         match op {
             Op::Mkdir {
@@ -90,6 +98,30 @@ impl Namespace {
             } => {
                 let slot = self.existing_at(path, at.slot)?;
                 self.apply_set_acl(slot, *perm, entries)?;
+            }
+            Op::SetQuota { path, ns, space } => {
+                let slot = self.existing_at(path, at.slot)?;
+                let types = self
+                    .quota_of(slot)
+                    .map_or([super::quota::NONE; super::quota::N_TYPES], |q| q.types);
+                self.apply_quota(slot, *ns, *space, types);
+            }
+            Op::SetTypeQuota {
+                path,
+                storage_type,
+                quota,
+            } => {
+                let slot = self.existing_at(path, at.slot)?;
+                let i = super::quota::type_index(*storage_type)
+                    .ok_or_else(|| FsError::Io(format!("storage type {storage_type}")))?;
+                let none = super::quota::NONE;
+                let (ns, space, mut types) = self
+                    .quota_of(slot)
+                    .map_or((none, none, [none; super::quota::N_TYPES]), |q| {
+                        (q.ns, q.space, q.types)
+                    });
+                types[i] = *quota;
+                self.apply_quota(slot, ns, space, types);
             }
             Op::RemoveXAttr { path, ns, name } => {
                 let slot = self.existing_at(path, at.slot)?;

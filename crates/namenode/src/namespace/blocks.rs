@@ -98,8 +98,22 @@ impl Namespace {
                 self.limits.blocks_per_file
             )));
         }
-        let (id, gs) = self.next_block();
         let prev_len = previous.map(|p| p.len).unwrap_or(0);
+        // The new block is charged at the full preferred size until it completes; the
+        // previous one at what it holds.
+        if self.quotas_set > 0 {
+            let inode = self.inode(slot);
+            let block_size = inode.file().map_or(0, |f| f.block_size);
+            let earlier: u64 =
+                blocks.iter().map(|b| b.len).sum::<u64>() - last.map_or(0, |b| b.len);
+            let last_now = match (previous, last) {
+                (Some(p), Some(_)) => p.len,
+                (None, Some(b)) => b.len,
+                _ => 0,
+            };
+            self.check_file_growth(slot, earlier + last_now + block_size, inode.replication)?;
+        }
+        let (id, gs) = self.next_block();
         let offset =
             blocks.iter().map(|b| b.len).sum::<u64>() - last.map(|b| b.len).unwrap_or(0) + prev_len;
         let op = Op::AddBlock {

@@ -28,6 +28,8 @@ const FEATURES: u32 = 4;
 /// ACLs, when any inode has one: a section of their own, so images from before them
 /// still read.
 const ACLS: u32 = 5;
+/// Directories' quotas, when any has one (their usage is counted again at load).
+const QUOTAS: u32 = 6;
 const END: u32 = 0xFFFF_FFFF;
 
 #[derive(Debug, thiserror::Error)]
@@ -153,6 +155,12 @@ impl Namespace {
                 false
             })?;
         }
+        if self.quotas_set > 0 {
+            write_section(w, QUOTAS, |out| {
+                self.encode_quotas(out);
+                false
+            })?;
+        }
         write_section(w, META, |out| {
             for v in [self.next_inode_id, self.next_block_id, self.next_gs] {
                 out.extend_from_slice(&v.to_le_bytes());
@@ -210,6 +218,56 @@ impl Namespace {
                 put_str(out, e.to_string().as_bytes());
             }
         }
+    }
+
+    /// `u32 count`, then per directory with a quota (by id): `u64 id | i64 ns | i64 space
+    /// | 6 × i64 by storage type` (-1: none). Usage is not stored: counted at load.
+    fn encode_quotas(&self, out: &mut Vec<u8>) {
+        let mut entries: Vec<(u64, &super::quota::Quota)> = self
+            .features
+            .iter()
+            .filter_map(|(&s, f)| Some((self.inode(s).id, f.quota.as_deref()?)))
+            .collect();
+        entries.sort_unstable_by_key(|&(id, _)| id);
+        out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+        for (id, q) in entries {
+            out.extend_from_slice(&id.to_le_bytes());
+            for v in [q.ns, q.space].iter().chain(&q.types) {
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+    }
+
+    fn load_quotas(
+        &mut self,
+        payload: &[u8],
+        slot_of: &HashMap<u64, Slot>,
+    ) -> Result<(), ImageError> {
+        use super::quota::N_TYPES;
+        let de = |e| ImageError::Decode {
+            kind: QUOTAS,
+            source: e,
+        };
+        let bad = |m: String| ImageError::Invalid(m);
+        let mut r = Reader::new(payload);
+        let count = r.u32().map_err(de)?;
+        for _ in 0..count {
+            let id = r.u64().map_err(de)?;
+            let &slot = slot_of
+                .get(&id)
+                .ok_or_else(|| bad(format!("quota of inode {id}, which is not in the image")))?;
+            let mut v = [0i64; 2 + N_TYPES];
+            for x in &mut v {
+                *x = r.u64().map_err(de)? as i64;
+            }
+            if !self.inode(slot).is_dir() || self.quota_of(slot).is_some() {
+                return Err(bad(format!("inode {id}: a quota on a file, or twice")));
+            }
+            let types: [i64; N_TYPES] = v[2..].try_into().expect("N_TYPES values");
+            self.set_quota_unchecked(slot, v[0], v[1], types);
+        }
+        self.count_all_quotas();
+        Ok(())
     }
 
     fn load_acls(
@@ -302,6 +360,7 @@ impl Namespace {
                 xattrs,
                 storage_policy,
                 acl: None,
+                quota: None,
             };
             if self.features.insert(slot, f).is_some() {
                 return Err(bad(format!("inode {id}'s attributes appear twice")));
@@ -390,7 +449,7 @@ impl Namespace {
             }
             // A kind this build does not know is damage, or an image from a newer build
             // whose section would be dropped unread: either way, refuse it.
-            if ![STRINGS, INODES, META, FEATURES, ACLS].contains(&kind) {
+            if ![STRINGS, INODES, META, FEATURES, ACLS, QUOTAS].contains(&kind) {
                 return Err(ImageError::Invalid(format!(
                     "unknown section kind {kind} at offset {offset}"
                 )));
@@ -421,6 +480,7 @@ impl Namespace {
             features: Default::default(),
             policies_set: 0,
             acls: Default::default(),
+            quotas_set: 0,
         };
         let de = |kind| move |e| ImageError::Decode { kind, source: e };
         let mut sr = Reader::new(strings);
@@ -435,6 +495,9 @@ impl Namespace {
         }
         if let Some(acls) = sections.get(&ACLS) {
             ns.load_acls(acls, &slot_of)?;
+        }
+        if let Some(quotas) = sections.get(&QUOTAS) {
+            ns.load_quotas(quotas, &slot_of)?;
         }
         drop(slot_of);
         let mut mr = Reader::new(meta);

@@ -19,11 +19,14 @@ pub mod path;
 pub mod perm;
 pub mod plan;
 pub mod query;
+pub mod quota;
 pub mod reserved;
 pub mod storage_policy;
 pub mod truncate;
 pub mod xattr;
 
+#[cfg(test)]
+mod quota_tests;
 #[cfg(test)]
 mod tests;
 
@@ -129,6 +132,8 @@ pub struct Namespace {
     policies_set: usize,
     /// The distinct ACLs inodes hold: empty, and no permission check looks for one.
     acls: acl_ops::SharedAcls,
+    /// Directories with a quota: none, and no change looks for one above it.
+    quotas_set: usize,
 }
 
 /// A file open for write, as `listOpenFiles` reports it.
@@ -194,6 +199,7 @@ impl Namespace {
             features: Default::default(),
             policies_set: 0,
             acls: Default::default(),
+            quotas_set: 0,
         };
         let owner = ns.users.intern(root_owner);
         let group = ns.users.intern(root_group);
@@ -499,6 +505,9 @@ impl Namespace {
                         self.policies_set -= 1;
                     }
                     self.drop_acl(f.acl);
+                    if f.quota.is_some() {
+                        self.quotas_set -= 1;
+                    }
                 }
             }
             match inode.body {

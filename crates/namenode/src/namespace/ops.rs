@@ -195,6 +195,19 @@ records! {
         perm: u16,
         entries: Vec<String>,
     }
+    /// A directory's namespace and storage-space quotas as they now are (-1: none).
+    SetQuota = 22, "OP_SET_QUOTA" {
+        path: String,
+        ns: i64,
+        space: i64,
+    }
+    /// A directory's space quota on one storage type (numbered as `StorageTypeProto`;
+    /// -1: none).
+    SetTypeQuota = 23, "OP_SET_QUOTA_BY_STORAGETYPE" {
+        path: String,
+        storage_type: u8,
+        quota: i64,
+    }
 }
 
 /// Where records' fields are written: the journal codec's buffer.
@@ -419,6 +432,14 @@ impl std::fmt::Display for Op {
             Op::SetStoragePolicy { path, policy } => {
                 write!(f, " path={} policy={policy}", word(path))
             }
+            Op::SetQuota { path, ns, space } => {
+                write!(f, " path={} ns={ns} space={space}", word(path))
+            }
+            Op::SetTypeQuota {
+                path,
+                storage_type,
+                quota,
+            } => write!(f, " path={} type={storage_type} quota={quota}", word(path)),
             Op::SetAcl {
                 path,
                 perm,

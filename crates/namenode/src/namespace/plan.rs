@@ -162,6 +162,23 @@ impl Namespace {
         }
     }
 
+    /// Of the entries `found..end` a create or mkdirs would add one after another under
+    /// `dir`, those its quotas let in: fewer, with the refusal of the first that does not
+    /// fit, when a quota runs out first (HDFS adds them one at a time, so those before it
+    /// stay).
+    fn quota_limited(
+        &self,
+        dir: Slot,
+        found: usize,
+        end: usize,
+        refused: Option<FsError>,
+    ) -> (usize, Option<FsError>) {
+        match self.new_inodes_fit(dir, end - found) {
+            (fits, Some(e)) => (found + fits, Some(e)),
+            (_, None) => (end, refused),
+        }
+    }
+
     fn check_room(&self, dir: Slot, dir_comps: &[&str]) -> Result<(), FsError> {
         let items = self.inode(dir).children().map_or(0, |c| c.len());
         if items < self.limits.dir_items {
@@ -262,6 +279,7 @@ impl Namespace {
         let ancestor = walk.last();
         self.check_access(caller, ancestor, WRITE)?;
         let (end, refused) = self.check_new_entries(ancestor, &comps, found);
+        let (end, refused) = self.quota_limited(ancestor, found, end, refused);
         let ops = self.mkdir_ops(
             caller,
             &comps,
@@ -332,6 +350,7 @@ impl Namespace {
         }
         self.check_access(caller, ancestor, WRITE)?;
         let (end, refused) = self.check_new_entries(ancestor, &comps, found);
+        let (end, refused) = self.quota_limited(ancestor, found, end, refused);
         let (_, dir_perm) = self.new_entry_modes(ancestor, a.mode());
         let mut ops = self.mkdir_ops(
             caller,
@@ -517,6 +536,7 @@ impl Namespace {
         if dst_dir != src_parent {
             self.check_room(dst_dir, dst_parent)?;
         }
+        self.check_rename_quota(s, dst_dir, None)?;
         let rename = Op::Rename {
             src: join(&src_comps),
             dst: join(&dst_comps),
@@ -601,6 +621,7 @@ impl Namespace {
             // Replacing an entry adds none, so only a new name is checked.
             self.check_room(dp, dst_parent_comps)?;
         }
+        self.check_rename_quota(s, dp, self.child(dp, name.as_bytes()))?;
         let rename = Op::Rename {
             src: join(&src_comps),
             dst: join(&dst_comps),
@@ -780,6 +801,7 @@ impl Namespace {
             return Ok(None);
         }
         self.check_access(caller, t, WRITE)?;
+        self.check_file_growth(t, self.charged_bytes(t), replication)?;
         Ok(Some(vec![Op::SetReplication { path, replication }]))
     }
 }

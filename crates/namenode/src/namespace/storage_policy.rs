@@ -23,6 +23,13 @@ pub enum StorageType {
 }
 
 impl StorageType {
+    /// By name, in any case (`StorageType.parseStorageType`).
+    pub fn by_name(name: &str) -> Option<StorageType> {
+        [Disk, Ssd, Archive, RamDisk, Provided, Nvdimm]
+            .into_iter()
+            .find(|t| t.name().eq_ignore_ascii_case(name))
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             StorageType::Disk => "DISK",

@@ -70,6 +70,13 @@ impl Namespace {
             }
             start += b.len;
         }
+        // Cut inside a block, the file is open while its last block is recovered, and that
+        // block is charged at the full preferred size meanwhile (as HDFS charges it).
+        let charged = match cut {
+            Some((keep, _)) => len - keep + file.block_size.max(keep),
+            None => len,
+        };
+        self.check_file_growth(slot, charged, inode.replication)?;
         let op = Op::Truncate {
             path,
             len,
@@ -148,6 +155,7 @@ impl Namespace {
                 "concat: at least two of the source files are the same".into(),
             ));
         }
+        self.check_concat_quota(t, &seen.iter().copied().collect::<Vec<_>>())?;
         let op = Op::Concat {
             target: target_path,
             srcs: paths,

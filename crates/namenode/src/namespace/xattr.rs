@@ -128,6 +128,8 @@ pub struct Features {
     /// Its ACL's kept entries (see [`super::acl`]), shared with every inode whose are the
     /// same: files under a default ACL all inherit one.
     pub acl: Option<std::sync::Arc<[super::acl::AclEntry]>>,
+    /// A directory's quotas and usage.
+    pub quota: Option<Box<super::quota::Quota>>,
 }
 
 impl Features {
@@ -135,6 +137,7 @@ impl Features {
         self.xattrs.is_empty()
             && self.storage_policy == super::storage_policy::UNSPECIFIED
             && self.acl.is_none()
+            && self.quota.is_none()
     }
 }
 

@@ -10,6 +10,7 @@ use super::{kind, origin, Nn, Res};
 use crate::error::FsError;
 use crate::namespace::plan::Mode;
 use crate::namespace::query::ContentSummary;
+use crate::namespace::quota::{type_index, QuotaView, NONE, N_TYPES};
 use crate::service::{CreateRequest, NameNodeService, SafeModeAction};
 
 pub fn register(r: &mut Router<NameNodeService>) {
@@ -26,6 +27,7 @@ pub fn register(r: &mut Router<NameNodeService>) {
     m!("getListing", get_listing);
     m!("getContentSummary", get_content_summary);
     m!("getQuotaUsage", get_quota_usage);
+    m!("setQuota", set_quota);
     m!("getPreferredBlockSize", get_preferred_block_size);
     m!("isFileClosed", is_file_closed);
     m!("getDataEncryptionKey", get_data_encryption_key);
@@ -137,17 +139,47 @@ pub async fn get_listing(
     })
 }
 
-fn content_summary_proto(cs: &ContentSummary) -> ContentSummaryProto {
+fn content_summary_proto(cs: &ContentSummary, q: &QuotaView) -> ContentSummaryProto {
     ContentSummaryProto {
         length: cs.length,
         file_count: cs.files,
         directory_count: cs.dirs,
-        quota: u64::MAX,
+        quota: q.ns as u64,
         space_consumed: cs.space_consumed,
-        space_quota: u64::MAX,
+        space_quota: q.space as u64,
+        type_quota_infos: type_quota_infos(q, None),
         ..Default::default()
     }
 }
+
+/// Per storage type (HDFS's quota-capable ones, in its order), when a type quota is set
+/// or the usage by type is known.
+fn type_quota_infos(
+    q: &QuotaView,
+    consumed: Option<&[i64; N_TYPES]>,
+) -> Option<StorageTypeQuotaInfosProto> {
+    let consumed = consumed.or(q.used.as_ref().map(|u| &u.types));
+    if !q.types.iter().any(|&t| t != NONE) && consumed.is_none() {
+        return None;
+    }
+    let infos = QUOTA_TYPES
+        .iter()
+        .map(|&id| {
+            let i = type_index(id).expect("a storage type");
+            StorageTypeQuotaInfoProto {
+                r#type: Some(i32::from(id)),
+                quota: q.types[i] as u64,
+                consumed: consumed.map_or(0, |c| c[i]) as u64,
+            }
+        })
+        .collect();
+    Some(StorageTypeQuotaInfosProto {
+        type_quota_info: infos,
+    })
+}
+
+/// `StorageType.getTypesSupportingQuota()`: RAM_DISK, SSD, DISK, ARCHIVE, NVDIMM.
+const QUOTA_TYPES: [u8; 5] = [4, 2, 1, 3, 6];
 
 pub async fn get_content_summary(
     nn: Nn,
@@ -155,8 +187,9 @@ pub async fn get_content_summary(
     req: GetContentSummaryRequestProto,
 ) -> Res<GetContentSummaryResponseProto> {
     let cs = nn.content_summary(&ctx.user, &req.path).await?;
+    let q = nn.quota_view(&ctx.user, &req.path)?;
     Ok(GetContentSummaryResponseProto {
-        summary: content_summary_proto(&cs),
+        summary: content_summary_proto(&cs, &q),
     })
 }
 
@@ -165,16 +198,40 @@ pub async fn get_quota_usage(
     ctx: CallCtx,
     req: GetQuotaUsageRequestProto,
 ) -> Res<GetQuotaUsageResponseProto> {
-    let cs = nn.content_summary(&ctx.user, &req.path).await?;
+    let q = nn.quota_view(&ctx.user, &req.path)?;
+    let (count, space) = match &q.used {
+        Some(u) => (u.ns as u64, u.space as u64),
+        None => {
+            let cs = nn.content_summary(&ctx.user, &req.path).await?;
+            (cs.files + cs.dirs, cs.space_consumed)
+        }
+    };
     Ok(GetQuotaUsageResponseProto {
         usage: QuotaUsageProto {
-            file_and_directory_count: cs.files + cs.dirs,
-            quota: u64::MAX,
-            space_consumed: cs.space_consumed,
-            space_quota: u64::MAX,
-            type_quota_infos: None,
+            file_and_directory_count: count,
+            quota: q.ns as u64,
+            space_consumed: space,
+            space_quota: q.space as u64,
+            type_quota_infos: type_quota_infos(&q, None),
         },
     })
+}
+
+pub async fn set_quota(
+    nn: Nn,
+    ctx: CallCtx,
+    req: SetQuotaRequestProto,
+) -> Res<SetQuotaResponseProto> {
+    let storage_type = req.storage_type.map(|t| t as u8);
+    nn.set_quota(
+        &ctx.user,
+        &req.path,
+        req.namespace_quota as i64,
+        req.storagespace_quota as i64,
+        storage_type,
+    )
+    .await?;
+    Ok(SetQuotaResponseProto {})
 }
 
 pub async fn get_preferred_block_size(

@@ -112,6 +112,7 @@ pub const TABLE: &[(&str, Policy)] = &[
     ("recoverLease", WRITE),
     // ClientProtocol: administration.
     ("saveNamespace", ADMIN),
+    ("setQuota", ADMIN),
     ("rollEdits", ADMIN),
     ("restoreFailedStorage", ADMIN),
     ("listOpenFiles", ADMIN),
@@ -136,10 +137,27 @@ pub fn policy(op: &str) -> Option<Policy> {
     TABLE.iter().find(|(name, _)| *name == op).map(|&(_, p)| p)
 }
 
-/// The superuser check's refusal, in HDFS's words.
-pub fn superuser_required(user: &str) -> FsError {
+/// The superuser check's refusal, in HDFS's words: naming the operation where HDFS's
+/// audit name for it is known (`op` is the RPC's name).
+pub fn superuser_required(user: &str, op: &str) -> FsError {
+    let named = match op {
+        "setQuota"
+        | "saveNamespace"
+        | "listOpenFiles"
+        | "metaSave"
+        | "refreshNodes"
+        | "setBalancerBandwidth"
+        | "finalizeUpgrade"
+        | "getDatanodeStorageReport" => Some(op),
+        "rollEdits" => Some("rollEditLog"),
+        "getDatanodeReport" => Some("datanodeReport"),
+        _ => None,
+    };
+    let suffix = named
+        .map(|n| format!(" for operation {n}"))
+        .unwrap_or_default();
     FsError::AccessDenied(format!(
-        "Access denied for user {user}. Superuser privilege is required"
+        "Access denied for user {user}. Superuser privilege is required{suffix}"
     ))
 }
 
@@ -160,7 +178,7 @@ impl NameNodeService {
     /// lookup on every call.
     pub fn admit_as(&self, user: &str, op: &str, p: Policy) -> Result<(), FsError> {
         if p.superuser && !self.caller(user).superuser {
-            return Err(superuser_required(user));
+            return Err(superuser_required(user, op));
         }
         if p.mutating && self.in_safe_mode() {
             return Err(FsError::SafeMode(format!(

@@ -27,6 +27,7 @@ mod lease_recovery;
 pub mod locations;
 #[cfg(test)]
 mod operation_tests;
+mod quotas;
 mod safe_mode;
 mod storage_policies;
 mod summary_reads;

@@ -190,7 +190,9 @@ async fn admission_follows_the_table_for_every_front_end() {
     assert_eq!(
         denied,
         FsError::AccessDenied(
-            "Access denied for user alice. Superuser privilege is required".into()
+            "Access denied for user alice. Superuser privilege is required for operation \
+             saveNamespace"
+                .into()
         )
     );
     assert!(nn.admit(SU, "saveNamespace").is_ok());

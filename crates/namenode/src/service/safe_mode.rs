@@ -29,7 +29,7 @@ impl NameNodeService {
     /// Answers whether safe mode is on after the action.
     pub fn safe_mode_action(&self, user: &str, action: SafeModeAction) -> Result<bool, FsError> {
         if action != SafeModeAction::Get && !self.caller(user).superuser {
-            return Err(superuser_required(user));
+            return Err(superuser_required(user, "setSafeMode"));
         }
         match action {
             SafeModeAction::Enter => self.set_safe_mode(true),

@@ -81,6 +81,8 @@ impl Sharded {
             | Op::RemoveXAttr { path, .. }
             | Op::SetStoragePolicy { path, .. }
             | Op::SetAcl { path, .. }
+            | Op::SetQuota { path, .. }
+            | Op::SetTypeQuota { path, .. }
             | Op::SetTimes { path, .. }
             | Op::SetReplication { path, .. }
             | Op::UpdateLastBlock { path, .. }

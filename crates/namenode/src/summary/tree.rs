@@ -318,6 +318,8 @@ impl Tree {
             | Op::RemoveXAttr { .. }
             | Op::SetStoragePolicy { .. }
             | Op::SetAcl { .. }
+            | Op::SetQuota { .. }
+            | Op::SetTypeQuota { .. }
             | Op::SetTimes { .. } => {}
         }
         Ok(())

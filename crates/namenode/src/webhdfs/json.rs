@@ -15,6 +15,7 @@ use crate::clock::monotonic_ms;
 use crate::namespace::blocks::Placed;
 use crate::namespace::inode::ROOT_INODE_ID;
 use crate::namespace::query::{ContentSummary, FileStatus};
+use crate::namespace::quota::{type_name, QuotaView, NONE};
 use crate::namespace::storage_policy::{Policy, POLICIES};
 use crate::service::LocatedSink;
 use crate::service::{FsStats, ServerDefaults};
@@ -169,31 +170,51 @@ pub fn all_policies_doc() -> Value {
     json!({ "BlockStoragePolicies": { "BlockStoragePolicy": all } })
 }
 
-/// GETCONTENTSUMMARY. Quotas and snapshots do not exist yet: HDFS's figures for none.
-pub fn content_summary_doc(cs: &ContentSummary) -> Value {
+/// The quota half of a summary: HDFS's `typeQuota` names only the types with a quota.
+fn type_quota(q: &QuotaView) -> Value {
+    let mut m = Map::new();
+    for (i, &quota) in q.types.iter().enumerate() {
+        if quota != NONE {
+            let consumed = q.used.map_or(0, |u| u.types[i]);
+            m.insert(
+                type_name(i).to_string(),
+                json!({"consumed": consumed, "quota": quota}),
+            );
+        }
+    }
+    sorted(m)
+}
+
+/// GETCONTENTSUMMARY. Snapshots do not exist yet: HDFS's figures for none.
+pub fn content_summary_doc(cs: &ContentSummary, q: &QuotaView) -> Value {
     json!({"ContentSummary": {
         "directoryCount": cs.dirs,
         "ecPolicy": "",
         "fileCount": cs.files,
         "length": cs.length,
-        "quota": -1,
+        "quota": q.ns,
         "snapshotDirectoryCount": 0,
         "snapshotFileCount": 0,
         "snapshotLength": 0,
         "snapshotSpaceConsumed": 0,
         "spaceConsumed": cs.space_consumed,
-        "spaceQuota": -1,
-        "typeQuota": {},
+        "spaceQuota": q.space,
+        "typeQuota": type_quota(q),
     }})
 }
 
-pub fn quota_usage_doc(cs: &ContentSummary) -> Value {
+/// GETQUOTAUSAGE: a quota directory's own count, or the summary's for another.
+pub fn quota_usage_doc(cs: &ContentSummary, q: &QuotaView) -> Value {
+    let (count, space) = match q.used {
+        Some(u) => (u.ns as u64, u.space as u64),
+        None => (cs.files + cs.dirs, cs.space_consumed),
+    };
     json!({"QuotaUsage": {
-        "fileAndDirectoryCount": cs.files + cs.dirs,
-        "quota": -1,
-        "spaceConsumed": cs.space_consumed,
-        "spaceQuota": -1,
-        "typeQuota": {},
+        "fileAndDirectoryCount": count,
+        "quota": q.ns,
+        "spaceConsumed": space,
+        "spaceQuota": q.space,
+        "typeQuota": type_quota(q),
     }})
 }
 
@@ -432,12 +453,18 @@ mod tests {
             dirs: 2,
             space_consumed: 14,
         };
+        let none = QuotaView {
+            ns: NONE,
+            space: NONE,
+            types: [NONE; crate::namespace::quota::N_TYPES],
+            used: None,
+        };
         assert_eq!(
-            content_summary_doc(&cs).to_string(),
+            content_summary_doc(&cs, &none).to_string(),
             r#"{"ContentSummary":{"directoryCount":2,"ecPolicy":"","fileCount":1,"length":14,"quota":-1,"snapshotDirectoryCount":0,"snapshotFileCount":0,"snapshotLength":0,"snapshotSpaceConsumed":0,"spaceConsumed":14,"spaceQuota":-1,"typeQuota":{}}}"#
         );
         assert_eq!(
-            quota_usage_doc(&cs).to_string(),
+            quota_usage_doc(&cs, &none).to_string(),
             r#"{"QuotaUsage":{"fileAndDirectoryCount":3,"quota":-1,"spaceConsumed":14,"spaceQuota":-1,"typeQuota":{}}}"#
         );
     }

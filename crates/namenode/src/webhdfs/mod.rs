@@ -22,7 +22,7 @@ use ferrite_http::webhdfs::{self as web, boolean, empty_ok, json_ok, Params, Web
 
 use crate::error::FsError;
 use crate::namespace::acl_ops::AclChange;
-use crate::namespace::perm;
+use crate::namespace::{perm, quota, storage_policy};
 use crate::service::{NameNodeService, Origin};
 use json::JsonBlocks;
 
@@ -176,10 +176,11 @@ impl Request<'_> {
                     .content_summary(&self.user, &self.path)
                     .await
                     .map_err(web)?;
+                let q = self.nn().quota_view(&self.user, &self.path).map_err(web)?;
                 Ok(json_ok(if self.op == "GETQUOTAUSAGE" {
-                    json::quota_usage_doc(&cs)
+                    json::quota_usage_doc(&cs, &q)
                 } else {
-                    json::content_summary_doc(&cs)
+                    json::content_summary_doc(&cs, &q)
                 }))
             }
             "GETHOMEDIRECTORY" => Ok(json_ok(json::path_doc(&self.home()))),
@@ -334,6 +335,30 @@ impl Request<'_> {
                 x.value = p.get("xattr.value").map(xattrs::decode_value).transpose()?;
                 let flags = xattrs::flag_param(p.get("flag"))?;
                 nn.set_xattr(user, path, x, flags).await.map_err(web)?;
+                Ok(empty_ok())
+            }
+            "SETQUOTA" => {
+                self.admit("setQuota")?;
+                let ns_q = p.long("namespacequota")?.unwrap_or(quota::DONT_SET);
+                let space = p.long("storagespacequota")?.unwrap_or(quota::DONT_SET);
+                nn.set_quota(user, path, ns_q, space, None)
+                    .await
+                    .map_err(web)?;
+                Ok(empty_ok())
+            }
+            "SETQUOTABYSTORAGETYPE" => {
+                self.admit("setQuota")?;
+                let space = p.long("storagespacequota")?.unwrap_or(quota::DONT_SET);
+                let name = p.required("storagetype", "SETQUOTABYSTORAGETYPE")?;
+                let t = storage_policy::StorageType::by_name(name).ok_or_else(|| {
+                    WebError::illegal(format!(
+                        "No enum constant org.apache.hadoop.fs.StorageType.{}",
+                        name.to_ascii_uppercase()
+                    ))
+                })?;
+                nn.set_quota(user, path, quota::DONT_SET, space, Some(t as u8))
+                    .await
+                    .map_err(web)?;
                 Ok(empty_ok())
             }
             "MODIFYACLENTRIES" | "REMOVEACLENTRIES" | "REMOVEDEFAULTACL" | "REMOVEACL"
