@@ -60,6 +60,19 @@ pub enum FsError {
     /// An ACL change HDFS refuses (an invalid result, or ACLs turned off).
     #[error("{0}")]
     Acl(String),
+    /// A request HDFS refuses as malformed or naming what is not there
+    /// (`InvalidRequestException`: cache pools and directives).
+    #[error("{0}")]
+    InvalidRequest(String),
+    /// An operation HDFS refuses with its NameNode's `UnsupportedActionException`.
+    #[error("{0}")]
+    UnsupportedAction(String),
+    /// A token that cannot be used (`SecretManager.InvalidToken`).
+    #[error("{0}")]
+    InvalidToken(String),
+    /// A value that ended before it was whole (`java.io.EOFException`).
+    #[error("{0}")]
+    Eof(String),
     /// Anything HDFS reports as a plain `java.io.IOException`.
     #[error("{0}")]
     Io(String),
@@ -98,6 +111,14 @@ impl FsError {
             FsError::TypeQuotaExceeded(_) => {
                 "org.apache.hadoop.hdfs.protocol.QuotaByStorageTypeExceededException"
             }
+            FsError::InvalidRequest(_) => "org.apache.hadoop.fs.InvalidRequestException",
+            FsError::UnsupportedAction(_) => {
+                "org.apache.hadoop.hdfs.server.namenode.UnsupportedActionException"
+            }
+            FsError::InvalidToken(_) => {
+                "org.apache.hadoop.security.token.SecretManager$InvalidToken"
+            }
+            FsError::Eof(_) => "java.io.EOFException",
             FsError::Acl(_) => "org.apache.hadoop.hdfs.protocol.AclException",
             FsError::Io(_) => class::IO,
         }

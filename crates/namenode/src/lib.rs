@@ -19,6 +19,7 @@ pub mod fsck;
 pub mod groups;
 pub mod id_map;
 pub mod identity;
+pub mod inotify;
 pub mod jmx;
 pub mod journal;
 pub mod leases;

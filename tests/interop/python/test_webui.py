@@ -125,11 +125,22 @@ def test_pages_show_the_clusters_numbers_without_console_errors(browser, cluster
     heaviest = browser.find_elements(By.CSS_SELECTOR, "#heaviest tr td:first-child")
     assert [h.text for h in heaviest] == ["/ui/usage/big", "/ui/usage/small"]
 
-    # Drill down: a click on a directory's bar shows that directory.
+    assert not browser.find_elements(By.ID, "quota"), "no quota on /ui/usage"
+
+    # Drill down: a click on a directory's bar shows that directory, with the quota set on
+    # it (names: the directory and its 3 files; space: 15,000 bytes at 2 replicas).
+    import urllib.request
+    quota = "op=SETQUOTA&namespacequota=10&storagespacequota=1000000"
+    req = urllib.request.Request(f"{cluster.http}/webhdfs/v1/ui/usage/big?{quota}&user.name={SU}", method="PUT")
+    urllib.request.urlopen(req).read()
     bars[0].click()
     wait(browser, 'section#usage[data-path="/ui/usage/big"]')
     assert value(browser, "usage-files") == 3
     assert value(browser, "usage-bytes") == 15000
+    names = wait(browser, "#quota-names")
+    assert (names.get_attribute("data-used"), names.get_attribute("data-quota")) == ("4", "10")
+    space = browser.find_element(By.ID, "quota-space")
+    assert (space.get_attribute("data-used"), space.get_attribute("data-quota")) == ("30000", "1000000")
 
     assert console_errors(browser) == []
 

@@ -153,6 +153,12 @@ impl Namespace {
                 }
             }
             Op::SetGenerationStamp { gs } => self.next_gs = self.next_gs.max(gs + 1),
+            Op::SetCachePool { .. }
+            | Op::RemoveCachePool { .. }
+            | Op::SetCacheDirective { .. }
+            | Op::RemoveCacheDirective { .. } => {
+                self.cache.apply(op);
+            }
             Op::Truncate {
                 path,
                 len,

@@ -12,7 +12,7 @@ use super::inode::{
     Arena, Block, Body, FileData, Inode, Slot, UnderConstruction, ROOT_INODE_ID, ROOT_SLOT,
 };
 use super::names::{Interner, NameArena};
-use super::Namespace;
+use super::{Namespace, Op};
 use crate::journal::codec::{DecodeError, Reader};
 
 pub const MAGIC: &[u8; 8] = b"FERIMG02";
@@ -30,6 +30,8 @@ const FEATURES: u32 = 4;
 const ACLS: u32 = 5;
 /// Directories' quotas, when any has one (their usage is counted again at load).
 const QUOTAS: u32 = 6;
+/// Cache pools and directives, when there are any: each as the record that sets it.
+const CACHE: u32 = 7;
 const END: u32 = 0xFFFF_FFFF;
 
 #[derive(Debug, thiserror::Error)]
@@ -161,6 +163,12 @@ impl Namespace {
                 false
             })?;
         }
+        if self.cache != Default::default() {
+            write_section(w, CACHE, |out| {
+                self.encode_cache(out);
+                false
+            })?;
+        }
         write_section(w, META, |out| {
             for v in [self.next_inode_id, self.next_block_id, self.next_gs] {
                 out.extend_from_slice(&v.to_le_bytes());
@@ -267,6 +275,70 @@ impl Namespace {
             self.set_quota_unchecked(slot, v[0], v[1], types);
         }
         self.count_all_quotas();
+        Ok(())
+    }
+
+    /// `u64 next directive id | u32 n | n × (u32 len | record)`: each pool, then each
+    /// directive, as the journal record that sets it (so one codec serves both).
+    fn encode_cache(&self, out: &mut Vec<u8>) {
+        let c = &self.cache;
+        let records: Vec<Vec<u8>> = c
+            .pools
+            .values()
+            .map(|p| Op::SetCachePool {
+                name: p.name.clone(),
+                owner: p.owner.clone(),
+                group: p.group.clone(),
+                mode: p.mode,
+                limit: p.limit,
+                max_relative_expiry_ms: p.max_relative_expiry_ms,
+                default_replication: p.default_replication,
+            })
+            .chain(c.directives.values().map(|d| Op::SetCacheDirective {
+                id: d.id,
+                path: d.path.clone(),
+                replication: d.replication,
+                pool: d.pool.clone(),
+                expiry_ms: d.expiry_ms,
+            }))
+            .map(|op| {
+                let mut b = Vec::new();
+                crate::journal::codec::encode_op(&op, &mut b);
+                b
+            })
+            .collect();
+        out.extend_from_slice(&c.next_id.to_le_bytes());
+        out.extend_from_slice(&(records.len() as u32).to_le_bytes());
+        for r in records {
+            put_str(out, &r[..]);
+        }
+    }
+
+    fn load_cache(&mut self, payload: &[u8]) -> Result<(), ImageError> {
+        let de = |e| ImageError::Decode {
+            kind: CACHE,
+            source: e,
+        };
+        let mut r = Reader::new(payload);
+        let next_id = r.u64().map_err(de)?;
+        let n = r.u32().map_err(de)? as usize;
+        if n > r.remaining() / 5 {
+            return Err(ImageError::Invalid(format!(
+                "cache section claims {n} records"
+            )));
+        }
+        for _ in 0..n {
+            let len = r.u32().map_err(de)? as usize;
+            let bytes = r.bytes(len).map_err(de)?;
+            let op = crate::journal::codec::decode_op(bytes).map_err(de)?;
+            if !self.cache.apply(&op) {
+                return Err(ImageError::Invalid(format!(
+                    "cache section holds {}",
+                    op.name()
+                )));
+            }
+        }
+        self.cache.next_id = self.cache.next_id.max(next_id);
         Ok(())
     }
 
@@ -449,7 +521,7 @@ impl Namespace {
             }
             // A kind this build does not know is damage, or an image from a newer build
             // whose section would be dropped unread: either way, refuse it.
-            if ![STRINGS, INODES, META, FEATURES, ACLS, QUOTAS].contains(&kind) {
+            if ![STRINGS, INODES, META, FEATURES, ACLS, QUOTAS, CACHE].contains(&kind) {
                 return Err(ImageError::Invalid(format!(
                     "unknown section kind {kind} at offset {offset}"
                 )));
@@ -481,6 +553,7 @@ impl Namespace {
             policies_set: 0,
             acls: Default::default(),
             quotas_set: 0,
+            cache: Default::default(),
         };
         let de = |kind| move |e| ImageError::Decode { kind, source: e };
         let mut sr = Reader::new(strings);
@@ -498,6 +571,9 @@ impl Namespace {
         }
         if let Some(quotas) = sections.get(&QUOTAS) {
             ns.load_quotas(quotas, &slot_of)?;
+        }
+        if let Some(cache) = sections.get(&CACHE) {
+            ns.load_cache(cache)?;
         }
         drop(slot_of);
         let mut mr = Reader::new(meta);
@@ -751,6 +827,19 @@ mod tests {
                 ns.apply(&op).unwrap();
             }
         }
+        let pool = crate::namespace::cache::PoolChange {
+            name: "pool".into(),
+            ..Default::default()
+        };
+        let op = ns.cache.plan_add_pool(&su, pool).unwrap();
+        ns.apply(&op).unwrap();
+        let d = crate::namespace::cache::DirectiveChange {
+            path: Some("/a/f".into()),
+            pool: Some("pool".into()),
+            ..Default::default()
+        };
+        let (_, op) = ns.cache.plan_add_directive(&su, d, 5).unwrap();
+        ns.apply(&op).unwrap();
         // Inherited from /a/z's default ACL.
         for op in ns
             .plan_mkdirs(&su, "/a/z/inherits", 0o755, false, 11)
@@ -789,6 +878,8 @@ mod tests {
             "the dump compares them; this says it saw some"
         );
         assert!(back.has_acl(back.existing("/a/z/inherits").unwrap()));
+        assert_eq!(back.cache, ns.cache);
+        assert_eq!(back.cache.directives.len(), 1);
         assert!(ns.dump().contains("acl=user:alice:rw-"), "{}", ns.dump());
         // Encoding again gives the same bytes: the features section has a fixed order.
         assert_eq!(back.encode_image(42), img);

@@ -10,6 +10,7 @@ pub mod acl_ops;
 pub mod append;
 mod apply;
 pub mod blocks;
+pub mod cache;
 pub mod children;
 pub mod image;
 pub mod inode;
@@ -134,6 +135,8 @@ pub struct Namespace {
     acls: acl_ops::SharedAcls,
     /// Directories with a quota: none, and no change looks for one above it.
     quotas_set: usize,
+    /// Cache pools and directives (bookkeeping only: nothing is cached).
+    pub cache: cache::CacheState,
 }
 
 /// A file open for write, as `listOpenFiles` reports it.
@@ -200,6 +203,7 @@ impl Namespace {
             policies_set: 0,
             acls: Default::default(),
             quotas_set: 0,
+            cache: Default::default(),
         };
         let owner = ns.users.intern(root_owner);
         let group = ns.users.intern(root_group);

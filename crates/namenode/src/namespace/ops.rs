@@ -208,6 +208,31 @@ records! {
         storage_type: u8,
         quota: i64,
     }
+    /// A cache pool as it now is (added or modified).
+    SetCachePool = 24, "OP_ADD_CACHE_POOL" {
+        name: String,
+        owner: String,
+        group: String,
+        mode: u16,
+        limit: i64,
+        max_relative_expiry_ms: i64,
+        default_replication: u16,
+    }
+    /// A cache pool and its directives go.
+    RemoveCachePool = 25, "OP_REMOVE_CACHE_POOL" {
+        name: String,
+    }
+    /// A cache directive as it now is (added or modified); `expiry_ms` absolute.
+    SetCacheDirective = 26, "OP_ADD_CACHE_DIRECTIVE" {
+        id: u64,
+        path: String,
+        replication: u16,
+        pool: String,
+        expiry_ms: i64,
+    }
+    RemoveCacheDirective = 27, "OP_REMOVE_CACHE_DIRECTIVE" {
+        id: u64,
+    }
 }
 
 /// Where records' fields are written: the journal codec's buffer.
@@ -432,6 +457,35 @@ impl std::fmt::Display for Op {
             Op::SetStoragePolicy { path, policy } => {
                 write!(f, " path={} policy={policy}", word(path))
             }
+            Op::SetCachePool {
+                name,
+                owner,
+                group,
+                mode,
+                limit,
+                max_relative_expiry_ms,
+                default_replication,
+            } => write!(
+                f,
+                " name={} owner={} group={} mode={mode:04o} limit={limit} max_expiry={max_relative_expiry_ms} replication={default_replication}",
+                word(name),
+                word(owner),
+                word(group)
+            ),
+            Op::RemoveCachePool { name } => write!(f, " name={}", word(name)),
+            Op::SetCacheDirective {
+                id,
+                path,
+                replication,
+                pool,
+                expiry_ms,
+            } => write!(
+                f,
+                " id={id} path={} replication={replication} pool={} expiry={expiry_ms}",
+                word(path),
+                word(pool)
+            ),
+            Op::RemoveCacheDirective { id } => write!(f, " id={id}"),
             Op::SetQuota { path, ns, space } => {
                 write!(f, " path={} ns={ns} space={space}", word(path))
             }

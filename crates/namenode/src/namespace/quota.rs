@@ -691,7 +691,7 @@ impl Namespace {
             )));
         }
         if storage_type.is_some() && ns != DONT_SET {
-            return Err(FsError::Unsupported(format!(
+            return Err(FsError::UnsupportedAction(format!(
                 "Failed to set quota by storage type because eitherdfs.quota.by.storage.type.enabled \
                  is set to true or nsQuota value is illegal {ns}"
             )));

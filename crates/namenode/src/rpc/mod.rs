@@ -4,8 +4,11 @@
 //! (`service::admission`), applied by the router's wrapper together with the retry cache,
 //! metrics and logging.
 
+pub mod absent_features;
 pub mod acls;
+pub mod admin;
 pub mod blocks;
+pub mod cache;
 pub mod client;
 pub mod convert;
 pub mod datanode;
@@ -92,6 +95,9 @@ pub fn router(state: Nn) -> Router<NameNodeService> {
     stats::register(&mut r);
     xattrs::register(&mut r);
     acls::register(&mut r);
+    admin::register(&mut r);
+    absent_features::register(&mut r);
+    cache::register(&mut r);
     storage_policies::register(&mut r);
     // NamenodeProtocol: NNThroughputBenchmark asks for the block pool id this way.
     r.method(

@@ -30,6 +30,8 @@ pub struct DatanodeInfo {
     /// When its last full block report was processed (0: never).
     pub last_block_report_ms: i64,
     pub blocks: u64,
+    /// Its volumes, as its last heartbeat reported them.
+    pub storages: Vec<crate::blocks::registry::StorageState>,
 }
 
 impl DatanodeInfo {
@@ -43,6 +45,7 @@ impl DatanodeInfo {
             xceivers: n.xceivers,
             last_block_report_ms: n.last_block_report_ms,
             blocks: n.blocks,
+            storages: n.storages.clone(),
         }
     }
 }

@@ -16,8 +16,10 @@
 //! waits here.
 
 mod acls;
+mod admin_ops;
 pub mod admission;
 mod background;
+mod cache;
 mod datanodes;
 pub mod facts;
 mod files;

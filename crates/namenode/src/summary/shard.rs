@@ -95,6 +95,11 @@ impl Sharded {
             },
             // Changes nothing a summary counts.
             Op::SetGenerationStamp { .. } => Route::All,
+            // Cache pools and directives are no part of the tree the summary counts.
+            Op::SetCachePool { .. }
+            | Op::RemoveCachePool { .. }
+            | Op::SetCacheDirective { .. }
+            | Op::RemoveCacheDirective { .. } => Route::All,
         }
     }
 

@@ -313,6 +313,10 @@ impl Tree {
             } => self.rename(src, dst, *overwrite, now)?,
             Op::BumpGenerationStamp { .. }
             | Op::SetGenerationStamp { .. }
+            | Op::SetCachePool { .. }
+            | Op::RemoveCachePool { .. }
+            | Op::SetCacheDirective { .. }
+            | Op::RemoveCacheDirective { .. }
             | Op::SetOwner { .. }
             | Op::SetXAttr { .. }
             | Op::RemoveXAttr { .. }

@@ -97,7 +97,17 @@ async fn namespace_usage(State(slot): State<Arc<WebHdfsSlot>>, uri: Uri) -> Resp
         )
         .await;
     match answer {
-        Ok(Some(body)) => json_ok(usage::json(&body)),
+        Ok(Some(body)) => {
+            let mut doc = usage::json(&body);
+            // The quota of the path itself, when it has one (the namespace's figures: exact
+            // now, where the summary's may lag).
+            let quota =
+                w.nn.quota_view(&user, path)
+                    .ok()
+                    .filter(|q| q.used.is_some());
+            doc["quota"] = quota.map_or(serde_json::Value::Null, |q| usage::quota_json(&q));
+            json_ok(doc)
+        }
         Ok(None) => WebError::new(
             "java.io.FileNotFoundException",
             format!("{path} is not in the namespace summary yet"),

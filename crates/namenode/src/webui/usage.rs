@@ -84,6 +84,28 @@ pub fn json(u: &Usage) -> Value {
     })
 }
 
+/// A quota and its use: -1 for a kind the directory has no quota of.
+pub fn quota_json(q: &crate::namespace::quota::QuotaView) -> Value {
+    let used = q.used.unwrap_or_default();
+    let types: serde_json::Map<String, Value> = q
+        .types
+        .iter()
+        .enumerate()
+        .filter(|(_, &t)| t != crate::namespace::quota::NONE)
+        .map(|(i, &t)| {
+            let name = crate::namespace::quota::type_name(i).to_string();
+            (name, json!({"quota": t, "used": used.types[i]}))
+        })
+        .collect();
+    json!({
+        "names": q.ns,
+        "namesUsed": used.ns,
+        "space": q.space,
+        "spaceUsed": used.space,
+        "types": types,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -376,11 +376,27 @@ async function usage(path) {
       ['Last change below', date(u.updated)],
       ['As of transaction', count(u.txid)],
     ]),
+    quotaFacts(u.quota),
     el('div', { class: 'charts' },
       el('div', {}, el('h2', { text: 'Space by child (click a directory to drill down)' }), childChart(path, u)),
       el('div', {}, el('h2', { text: 'File sizes' }), histogramChart(u.histogram))),
     el('h2', { text: 'Directories holding the most data in their own files' }),
     heaviestTable(u));
+}
+
+// The directory's quotas with a meter each; nothing when it has none.
+function quotaFacts(q) {
+  if (!q) return null;
+  const row = (label, used, limit, fmt, id) => [label, limit < 0
+    ? el('span', { text: `${fmt(used)} (no quota)` })
+    : el('span', { id, 'data-used': used, 'data-quota': limit },
+        meter(pct(used, limit)), ` ${fmt(used)} of ${fmt(limit)}`)];
+  const rows = [
+    row('Names (files and directories)', q.namesUsed, q.names, count, 'quota-names'),
+    row('Space (with replicas)', q.spaceUsed, q.space, bytes, 'quota-space'),
+  ];
+  for (const [t, v] of Object.entries(q.types)) rows.push(row(`Space on ${t}`, v.used, v.quota, bytes, `quota-${t}`));
+  return el('div', { id: 'quota' }, el('h2', { text: 'Quota' }), factsTable(rows));
 }
 
 function childChart(path, u) {
