@@ -39,8 +39,12 @@ pub fn now_ms() -> u64 {
 
 #[derive(Clone, Debug)]
 pub struct DnConfig {
-    /// `dfs.datanode.data.dir`: one directory per volume.
+    /// `dfs.datanode.data.dir`: one directory per volume, each optionally tagged with its
+    /// storage type as HDFS writes it (`[SSD]/disks/ssd0`; untagged is DISK).
     pub data_dirs: Vec<PathBuf>,
+    /// `ferrite.local.datanode.storage.types` (`ferrite local` only): each local DataNode
+    /// gets one volume per listed type (`SSD,DISK`), as MiniDFSCluster's storage types.
+    pub local_storage_types: Vec<String>,
     pub namenode: SocketAddr,
     /// Address to serve data transfer on (`dfs.datanode.address`); port 0 picks one.
     pub bind: SocketAddr,
@@ -63,6 +67,7 @@ impl DnConfig {
     pub fn new(data_dirs: Vec<PathBuf>, namenode: SocketAddr) -> Self {
         DnConfig {
             data_dirs,
+            local_storage_types: Vec::new(),
             namenode,
             bind: "127.0.0.1:0".parse().expect("literal"),
             ipc_bind: "127.0.0.1:0".parse().expect("literal"),
@@ -93,6 +98,13 @@ impl DnConfig {
                         .split(',')
                         .map(|d| PathBuf::from(d.trim().trim_start_matches("file://")))
                         .filter(|p| !p.as_os_str().is_empty())
+                        .collect()
+                }
+                "ferrite.local.datanode.storage.types" => {
+                    self.local_storage_types = v
+                        .split(',')
+                        .map(|t| t.trim().to_ascii_uppercase())
+                        .filter(|t| !t.is_empty())
                         .collect()
                 }
                 "dfs.heartbeat.interval" => {

@@ -219,7 +219,7 @@ impl NnLink {
                     block_list::push(&mut buf, r.id, r.len, r.gs, st);
                 }
                 StorageBlockReportProto {
-                    storage: storage(&uuid),
+                    storage: storage(&uuid, ds.storage_type_of(&uuid)),
                     blocks: Vec::new(),
                     number_of_blocks: Some(replicas.len() as u64),
                     blocks_buffers: vec![buf],
@@ -294,7 +294,8 @@ impl NnLink {
                     None => by_storage.push(StorageReceivedDeletedBlocksProto {
                         storage_uuid: m.storage_uuid.clone(),
                         blocks: vec![m.info.clone()],
-                        storage: Some(storage(&m.storage_uuid)),
+                        // The NameNode knows each storage's type from the heartbeats.
+                        storage: None,
                     }),
                 }
             }
@@ -371,7 +372,7 @@ impl NnLink {
                     dfs_used: Some(used),
                     remaining: Some(remaining),
                     block_pool_used: Some(used),
-                    storage: Some(storage(&v.storage_uuid)),
+                    storage: Some(storage(&v.storage_uuid, v.storage_type)),
                     non_dfs_used: Some(0),
                     mount: None,
                 }
@@ -391,11 +392,11 @@ impl NnLink {
     }
 }
 
-pub(crate) fn storage(uuid: &str) -> DatanodeStorageProto {
+pub(crate) fn storage(uuid: &str, storage_type: u8) -> DatanodeStorageProto {
     DatanodeStorageProto {
         storage_uuid: uuid.to_string(),
         state: Some(0),
-        storage_type: Some(1),
+        storage_type: Some(i32::from(storage_type)),
     }
 }
 

@@ -179,7 +179,18 @@ pub async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
             // Each local DataNode's `/jmx` on a port of its own, as in a real cluster; the
             // NameNode's LiveNodes says where.
             c.http_bind = Some(format!("{}:0", args.bind).parse()?);
-            if c.data_dirs.is_empty() || args.datanodes > 1 {
+            if !c.local_storage_types.is_empty() {
+                // One volume per type asked for, tagged as `dfs.datanode.data.dir` tags it.
+                c.data_dirs = c
+                    .local_storage_types
+                    .iter()
+                    .enumerate()
+                    .map(|(j, t)| {
+                        let dir = args.data.join(format!("dn{i}")).join(format!("v{j}"));
+                        PathBuf::from(format!("[{t}]{}", dir.display()))
+                    })
+                    .collect();
+            } else if c.data_dirs.is_empty() || args.datanodes > 1 {
                 c.data_dirs = vec![args.data.join(format!("dn{i}"))];
             }
             datanodes.push(DataNode::start(c).await?);

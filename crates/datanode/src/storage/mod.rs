@@ -147,12 +147,15 @@ impl Dataset {
     pub fn open(dirs: &[PathBuf], pool: &str, cluster_id: &str) -> io::Result<(Dataset, String)> {
         let mut volumes = Vec::new();
         let mut datanode_uuid = None;
-        for dir in dirs {
+        for entry in dirs {
+            let (storage_type, dir) = volume::parse_location(entry).map_err(io::Error::other)?;
+            let dir = &dir;
             let proposed = datanode_uuid
                 .clone()
                 .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
             match Volume::open(dir, pool, &proposed, cluster_id) {
-                Ok((v, ver)) => {
+                Ok((mut v, ver)) => {
+                    v.storage_type = storage_type;
                     datanode_uuid.get_or_insert(ver.datanode_uuid);
                     volumes.push(v);
                 }
@@ -254,13 +257,23 @@ impl Dataset {
     /// Picks a working volume with more than `need` bytes available, round-robin among
     /// those, and promises it `need` bytes. A full volume is skipped, so a new block fails
     /// here, not with ENOSPC partway through.
-    fn pick_volume(&self, need: u64) -> Result<(usize, SpaceHold), StorageError> {
+    /// A volume with room for `need` bytes, of storage type `wanted` when the node has
+    /// one of that type (the NameNode placed the replica on it); round robin among them.
+    fn pick_volume(
+        &self,
+        need: u64,
+        wanted: Option<u8>,
+    ) -> Result<(usize, SpaceHold), StorageError> {
         let n = self.volumes.len();
         let start = self.next_volume.fetch_add(1, Ordering::Relaxed);
+        let typed = wanted.filter(|&t| self.volumes.iter().any(|v| v.storage_type == t));
+        if wanted.is_some() && typed.is_none() {
+            warn!(wanted = ?wanted, "no volume of the storage type asked for; using any");
+        }
         let mut most = None;
         for i in (0..n).map(|k| (start + k) % n) {
             let v = &self.volumes[i];
-            if v.is_failed() {
+            if v.is_failed() || typed.is_some_and(|t| v.storage_type != t) {
                 continue;
             }
             if let Some(hold) = v.try_hold(need) {
@@ -286,13 +299,25 @@ impl Dataset {
         checksum: &Checksum,
         block_size: u64,
     ) -> Result<RbwFiles, StorageError> {
+        self.create_rbw_on(id, gs, checksum, block_size, None)
+    }
+
+    /// [`create_rbw`](Self::create_rbw) on a volume of `storage_type` when there is one.
+    pub fn create_rbw_on(
+        &self,
+        id: u64,
+        gs: u64,
+        checksum: &Checksum,
+        block_size: u64,
+        storage_type: Option<u8>,
+    ) -> Result<RbwFiles, StorageError> {
         if let Some(old) = self.get(id) {
             if old.state == State::Finalized || old.gs >= gs {
                 return Err(StorageError::Exists(id));
             }
             self.delete_files(&old);
         }
-        let (vi, space) = self.pick_volume(block_size)?;
+        let (vi, space) = self.pick_volume(block_size, storage_type)?;
         let io_err = |source| StorageError::Io { volume: vi, source };
         let streams = self.volumes[vi].files.create(id, gs).map_err(io_err)?;
         streams
@@ -466,6 +491,14 @@ impl Dataset {
     }
 
     /// Replicas per volume, for full block reports. Failed volumes report nothing.
+    /// The storage type of the volume `storage_uuid` names (DISK if none does).
+    pub fn storage_type_of(&self, storage_uuid: &str) -> u8 {
+        self.volumes
+            .iter()
+            .find(|v| v.storage_uuid == storage_uuid)
+            .map_or(volume::DISK, |v| v.storage_type)
+    }
+
     pub fn report(&self) -> Vec<(String, bool, Vec<Replica>)> {
         let reps = self.replicas.lock();
         self.volumes

@@ -18,6 +18,9 @@ use super::files::{Found, ReplicaFiles};
 pub struct Volume {
     pub root: PathBuf,
     pub storage_uuid: String,
+    /// What kind of storage it is (`StorageTypeProto`: 1 DISK, 2 SSD, 3 ARCHIVE,
+    /// 4 RAM_DISK, 6 NVDIMM), from its `[TYPE]` tag in `dfs.datanode.data.dir`.
+    pub storage_type: u8,
     pub files: Arc<dyn ReplicaFiles>,
     failed: AtomicBool,
     /// Bytes promised to replicas being written and not yet on disk (HDFS's
@@ -58,6 +61,31 @@ pub struct VersionFile {
     pub datanode_uuid: String,
     pub storage_uuid: String,
     pub cluster_id: String,
+}
+
+/// `StorageTypeProto.DISK`: a volume with no tag.
+pub const DISK: u8 = 1;
+
+/// A `dfs.datanode.data.dir` entry as HDFS's `StorageLocation` reads it: an optional
+/// `[TYPE]` tag (DISK, SSD, ARCHIVE, RAM_DISK, NVDIMM; any case), then the directory.
+pub fn parse_location(entry: &Path) -> Result<(u8, PathBuf), String> {
+    let text = entry.to_string_lossy();
+    let Some(rest) = text.strip_prefix('[') else {
+        return Ok((DISK, entry.to_path_buf()));
+    };
+    let (tag, dir) = rest
+        .split_once(']')
+        .ok_or_else(|| format!("unclosed storage type tag in {text}"))?;
+    let ty = match tag.to_ascii_uppercase().as_str() {
+        "" | "DISK" => DISK,
+        "SSD" => 2,
+        "ARCHIVE" => 3,
+        "RAM_DISK" => 4,
+        "NVDIMM" => 6,
+        other => return Err(format!("unknown storage type [{other}] in {text}")),
+    };
+    let dir = dir.trim_start_matches("file://");
+    Ok((ty, PathBuf::from(dir)))
 }
 
 impl Volume {
@@ -107,6 +135,7 @@ impl Volume {
         Volume {
             root: root.to_path_buf(),
             storage_uuid: storage_uuid.to_string(),
+            storage_type: DISK,
             files,
             failed: AtomicBool::new(false),
             reserved: Arc::default(),
@@ -185,6 +214,18 @@ fn parse_version(text: &str) -> Option<VersionFile> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn data_dir_entries_carry_their_storage_type_as_hdfs_tags_them() {
+        let p = |s: &str| parse_location(Path::new(s));
+        assert_eq!(p("/d0").unwrap(), (DISK, PathBuf::from("/d0")));
+        assert_eq!(p("[SSD]/d1").unwrap(), (2, PathBuf::from("/d1")));
+        assert_eq!(p("[archive]file:///d2").unwrap(), (3, PathBuf::from("/d2")));
+        assert_eq!(p("[RAM_DISK]/d3").unwrap().0, 4);
+        assert!(p("[TAPE]/d4").unwrap_err().contains("unknown storage type"));
+        assert!(p("[SSD/d5").is_err());
+    }
+
     use super::*;
 
     #[test]

@@ -235,7 +235,8 @@ fn open_replica(
             return Err((Status::ErrorInvalid, msg));
         };
         let gs = blk.generation_stamp;
-        tokio::task::block_in_place(|| ds.create_rbw(id, gs, &c, promise))
+        let ty = op.storage_type.and_then(|t| u8::try_from(t).ok());
+        tokio::task::block_in_place(|| ds.create_rbw_on(id, gs, &c, promise, ty))
             .map(|f| (Some(f), 0, c, gs))
     };
     opened.map_err(|e| {

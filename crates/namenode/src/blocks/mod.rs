@@ -424,6 +424,8 @@ impl BlockManager {
         let targets = placement::choose_targets(
             &self.reg,
             &placement::PlacementRequest {
+                storage_types: &[],
+                fallbacks: &[],
                 replicas: want - good.len(),
                 block_size: block.len,
                 writer_ip: "",
@@ -549,6 +551,7 @@ mod tests {
         for i in 0..m.reg.iter().count() {
             let n = m.reg.get_mut(i as NodeIx);
             n.storages.push(registry::StorageState {
+                storage_type: 1,
                 uuid: format!("s{i}"),
                 failed: false,
                 capacity: 1 << 40,

@@ -27,19 +27,40 @@ pub struct PlacementRequest<'a> {
     pub dead_ms: u64,
     /// Tie-breaker, so equal nodes share the load instead of one taking every block.
     pub seed: u64,
+    /// The storage type each replica should go on, in order (the file's storage policy's
+    /// choice); empty: any storage.
+    pub storage_types: &'a [u8],
+    /// Types to use, in order, where a node with the wanted type cannot be found (the
+    /// policy's creation fallbacks).
+    pub fallbacks: &'a [u8],
+}
+
+struct Cand {
+    node: NodeIx,
+    local: bool,
+    stale: bool,
+    score: u128,
+}
+
+/// The storage of `n` with the most room for a whole block, of `ty` (None: any type).
+fn best_storage(reg: &Registry, node: NodeIx, ty: Option<u8>, need: u64) -> Option<u8> {
+    let n = reg.get(node);
+    n.storages
+        .iter()
+        .enumerate()
+        .filter(|(i, s)| {
+            !s.failed && s.remaining >= need && ty.is_none_or(|t| n.storage_type(*i as u8) == t)
+        })
+        .max_by_key(|(_, s)| s.remaining)
+        .map(|(i, _)| i as u8)
 }
 
 /// Picks up to `replicas` distinct live nodes with room for a block, the writer's own node
-/// first, then the others by most free space and fewest active transfers. Stale nodes are
-/// used only when live ones run out. Returns fewer targets when fewer nodes qualify.
+/// first, then the others by most free space and fewest active transfers; each replica on
+/// a storage of the type asked for it, else of the first fallback type a node has. Stale
+/// nodes are used only when live ones run out. Returns fewer targets when fewer nodes
+/// qualify.
 pub fn choose_targets(reg: &Registry, req: &PlacementRequest) -> Vec<Target> {
-    struct Cand {
-        node: NodeIx,
-        storage: u8,
-        local: bool,
-        stale: bool,
-        score: u128,
-    }
     let mut cands: Vec<Cand> = Vec::new();
     for (ix, n) in reg.iter() {
         let live = n.liveness(req.now_ms, req.stale_ms, req.dead_ms);
@@ -49,16 +70,10 @@ pub fn choose_targets(reg: &Registry, req: &PlacementRequest) -> Vec<Target> {
         {
             continue;
         }
-        // The storage with the most room that can hold a whole block.
-        let Some((six, st)) = n
-            .storages
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| !s.failed && s.remaining >= req.block_size)
-            .max_by_key(|(_, s)| s.remaining)
-        else {
+        let Some(six) = best_storage(reg, ix, None, req.block_size) else {
             continue;
         };
+        let st = &n.storages[six as usize];
         // Free space dominates; load and a per-call hash break near-ties.
         let jitter = mix(req.seed ^ ix as u64) & 0xffff;
         let score = ((st.remaining >> 20) as u128) << 40
@@ -66,7 +81,6 @@ pub fn choose_targets(reg: &Registry, req: &PlacementRequest) -> Vec<Target> {
             | jitter as u128;
         cands.push(Cand {
             node: ix,
-            storage: six as u8,
             local: n.id.ip == req.writer_ip,
             stale: live == Liveness::Stale,
             score,
@@ -82,34 +96,55 @@ pub fn choose_targets(reg: &Registry, req: &PlacementRequest) -> Vec<Target> {
         ))
     });
     let mut out: Vec<Target> = Vec::with_capacity(req.replicas);
-    let mut took_local = false;
-    for c in &cands {
-        if out.len() == req.replicas {
-            break;
+    for i in 0..req.replicas {
+        let wanted = req.storage_types.get(i).copied();
+        // The wanted type first, then each fallback: the first that some node can take.
+        let kinds = std::iter::once(wanted).chain(
+            req.fallbacks
+                .iter()
+                .filter(|&&f| wanted.is_some() && Some(f) != wanted)
+                .map(|&f| Some(f)),
+        );
+        let mut chosen = None;
+        for ty in kinds {
+            chosen = pick(reg, &cands, &out, ty, req.block_size);
+            if chosen.is_some() {
+                break;
+            }
         }
-        // Only the first replica is "the writer's own"; others spread on score.
-        if c.local && took_local {
-            continue;
-        }
-        took_local |= c.local;
-        out.push(Target {
-            node: c.node,
-            storage: c.storage,
-        });
-    }
-    // Fill from the skipped local nodes if there were not enough others.
-    for c in &cands {
-        if out.len() == req.replicas {
-            break;
-        }
-        if !out.iter().any(|t| t.node == c.node) {
-            out.push(Target {
-                node: c.node,
-                storage: c.storage,
-            });
+        match chosen {
+            Some(t) => out.push(t),
+            None => break,
         }
     }
     out
+}
+
+/// The next node for a replica on storage type `ty`: only the first replica may be on the
+/// writer's own node (the others spread on score), unless no other node will do.
+fn pick(
+    reg: &Registry,
+    cands: &[Cand],
+    out: &[Target],
+    ty: Option<u8>,
+    need: u64,
+) -> Option<Target> {
+    let took_local = out
+        .iter()
+        .any(|t| cands.iter().any(|c| c.node == t.node && c.local));
+    let unused = |c: &&Cand| !out.iter().any(|t| t.node == c.node);
+    let with = |c: &Cand| {
+        best_storage(reg, c.node, ty, need).map(|storage| Target {
+            node: c.node,
+            storage,
+        })
+    };
+    cands
+        .iter()
+        .filter(unused)
+        .filter(|c| !(c.local && took_local))
+        .find_map(with)
+        .or_else(|| cands.iter().filter(unused).find_map(with))
 }
 
 /// Orders a block's replicas for a reader: the reader's own node first, then live nodes,
@@ -158,6 +193,7 @@ mod tests {
                 )
                 .unwrap();
             r.get_mut(ix).storages.push(StorageState {
+                storage_type: 1,
                 uuid: format!("s{i}"),
                 failed: false,
                 capacity: 1 << 40,
@@ -170,6 +206,8 @@ mod tests {
 
     fn req<'a>(ip: &'a str, excluded: &'a HashSet<String>, n: usize) -> PlacementRequest<'a> {
         PlacementRequest {
+            storage_types: &[],
+            fallbacks: &[],
             replicas: n,
             block_size: 1 << 20,
             writer_ip: ip,
@@ -180,6 +218,52 @@ mod tests {
             dead_ms: 600_000,
             seed: 7,
         }
+    }
+
+    #[test]
+    fn replicas_go_on_the_storage_types_asked_for_with_fallbacks() {
+        let mut r = cluster(&[
+            ("10.0.0.1", 5 << 30),
+            ("10.0.0.2", 9 << 30),
+            ("10.0.0.3", 8 << 30),
+        ]);
+        // Node 0 and 1 also have an SSD (type 2); node 2 has only its DISK.
+        for ix in [0, 1] {
+            r.get_mut(ix).storages.push(StorageState {
+                storage_type: 2,
+                uuid: format!("ssd{ix}"),
+                failed: false,
+                capacity: 1 << 40,
+                dfs_used: 0,
+                remaining: 2 << 30,
+            });
+        }
+        let ex = HashSet::new();
+        let type_of = |t: &Target| r.get(t.node).storage_type(t.storage);
+        // ONE_SSD: the first replica on an SSD, the others on DISK.
+        let one_ssd = PlacementRequest {
+            storage_types: &[2, 1, 1],
+            fallbacks: &[2, 1],
+            ..req("9.9.9.9", &ex, 3)
+        };
+        let t = choose_targets(&r, &one_ssd);
+        assert_eq!(t.iter().map(type_of).collect::<Vec<_>>(), vec![2, 1, 1]);
+        assert_eq!(t.len(), 3);
+        // ALL_SSD on three replicas: two nodes have an SSD; the third falls back to DISK.
+        let all_ssd = PlacementRequest {
+            storage_types: &[2, 2, 2],
+            fallbacks: &[1],
+            ..req("9.9.9.9", &ex, 3)
+        };
+        let t = choose_targets(&r, &all_ssd);
+        assert_eq!(t.iter().map(type_of).collect::<Vec<_>>(), vec![2, 2, 1]);
+        // Without a fallback, the third cannot be placed.
+        let strict = PlacementRequest {
+            storage_types: &[2, 2, 2],
+            fallbacks: &[],
+            ..req("9.9.9.9", &ex, 3)
+        };
+        assert_eq!(choose_targets(&r, &strict).len(), 2);
     }
 
     #[test]

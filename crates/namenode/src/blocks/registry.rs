@@ -27,6 +27,9 @@ impl NodeId {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StorageState {
     pub uuid: String,
+    /// `StorageTypeProto` (1 DISK, 2 SSD, 3 ARCHIVE, 4 RAM_DISK, 6 NVDIMM); 0 until the
+    /// node reports it, taken as DISK.
+    pub storage_type: u8,
     pub failed: bool,
     pub capacity: u64,
     pub dfs_used: u64,
@@ -96,6 +99,14 @@ impl Node {
 
     pub fn dfs_used(&self) -> u64 {
         self.storages.iter().map(|s| s.dfs_used).sum()
+    }
+
+    /// The storage type of storage `ix` (DISK when unknown).
+    pub fn storage_type(&self, ix: u8) -> u8 {
+        match self.storages.get(ix as usize).map_or(0, |s| s.storage_type) {
+            0 => 1,
+            t => t,
+        }
     }
 
     pub fn storage_uuid(&self, ix: u8) -> String {

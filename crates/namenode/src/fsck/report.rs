@@ -15,11 +15,13 @@ pub struct Options {
     pub open_for_write: bool,
 }
 
-/// A replica a reader may use: the node's `ip:port` and the storage's id.
+/// A replica a reader may use: the node's `ip:port`, the storage's id and its type's
+/// name (`DISK`, `SSD`, …).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LiveReplica {
     pub addr: String,
     pub storage: String,
+    pub storage_type: &'static str,
 }
 
 /// One block of a file, as the block map knows it.
@@ -188,7 +190,10 @@ pub fn check_file(
                         if o.racks {
                             format!("/default-rack/{}", r.addr)
                         } else {
-                            format!("DatanodeInfoWithStorage[{},{},DISK]", r.addr, r.storage)
+                            format!(
+                                "DatanodeInfoWithStorage[{},{},{}]",
+                                r.addr, r.storage, r.storage_type
+                            )
                         }
                     })
                     .collect();
@@ -354,6 +359,7 @@ mod tests {
                 .map(|i| LiveReplica {
                     addr: format!("127.0.0.1:{}", 9866 + i),
                     storage: format!("DS-{i}"),
+                    storage_type: "DISK",
                 })
                 .collect(),
             corrupt: false,

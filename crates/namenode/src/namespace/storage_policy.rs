@@ -127,6 +127,20 @@ pub const POLICIES: &[Policy] = &[
     },
 ];
 
+impl Policy {
+    /// The storage type of each of `replication` replicas (`chooseStorageTypes`): the
+    /// policy's types in order, its last repeated.
+    pub fn choose(&self, replication: u16) -> Vec<u8> {
+        (0..replication as usize)
+            .map(|i| self.types[i.min(self.types.len() - 1)] as u8)
+            .collect()
+    }
+
+    pub fn creation_fallback_ids(&self) -> Vec<u8> {
+        self.creation_fallbacks.iter().map(|&t| t as u8).collect()
+    }
+}
+
 pub fn by_id(id: u8) -> Option<&'static Policy> {
     POLICIES.iter().find(|p| p.id == id)
 }

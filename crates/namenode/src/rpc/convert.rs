@@ -180,7 +180,11 @@ pub fn located_block(pool: &str, lb: &LocatedBlock) -> LocatedBlockProto {
         corrupt: false,
         block_token: token_proto(&lb.token),
         is_cached: vec![false; n],
-        storage_types: vec![StorageTypeProto::Disk as i32; n],
+        storage_types: lb
+            .locations
+            .iter()
+            .map(|l| i32::from(l.storage_type))
+            .collect(),
         storage_i_ds: lb
             .locations
             .iter()

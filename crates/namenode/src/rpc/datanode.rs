@@ -7,7 +7,7 @@ use ferrite_proto::datanode::received_deleted_block_info_proto::BlockStatus;
 use ferrite_proto::datanode::*;
 use ferrite_proto::hdfs::{
     BlockProto, DatanodeInfosProto, NnhaStatusHeartbeatProto, RecoveringBlockProto,
-    StorageReportProto, StorageTypeProto, StorageTypesProto, StorageUuidsProto,
+    StorageReportProto, StorageTypesProto, StorageUuidsProto,
 };
 use tracing::warn;
 
@@ -63,6 +63,12 @@ fn storage_state(r: &StorageReportProto) -> StorageState {
         .unwrap_or_else(|| r.storage_uuid.clone());
     StorageState {
         uuid,
+        storage_type: r
+            .storage
+            .as_ref()
+            .and_then(|s| s.storage_type)
+            .and_then(|t| u8::try_from(t).ok())
+            .unwrap_or(1),
         failed: r.failed.unwrap_or(false),
         capacity: r.capacity.unwrap_or(0),
         dfs_used: r.dfs_used.unwrap_or(0),
@@ -137,7 +143,7 @@ fn command_proto(nn: &NameNodeService, pool: &str, c: DnCommand) -> DatanodeComm
                     storage_uuids: targets.iter().map(|l| l.storage_uuid.clone()).collect(),
                 }];
                 bc.target_storage_types = vec![StorageTypesProto {
-                    storage_types: vec![StorageTypeProto::Disk as i32; targets.len()],
+                    storage_types: targets.iter().map(|l| i32::from(l.storage_type)).collect(),
                 }];
             }
             cmd

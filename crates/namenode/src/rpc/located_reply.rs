@@ -371,6 +371,7 @@ mod tests {
             let ix = r.register(id, 1_000 + i as i64).unwrap();
             for s in 0..2 {
                 r.get_mut(ix).storages.push(StorageState {
+                    storage_type: 1,
                     uuid: format!("DS-{i}-{s}"),
                     failed: false,
                     capacity: 1 << 40,

@@ -65,6 +65,10 @@ impl NameNodeService {
                     live.push(LiveReplica {
                         addr: n.id.xfer_addr(),
                         storage: n.storage_uuid(r.storage),
+                        storage_type: crate::namespace::quota::type_index(
+                            n.storage_type(r.storage),
+                        )
+                        .map_or("DISK", crate::namespace::quota::type_name),
                     });
                 }
             }

@@ -55,6 +55,8 @@ impl DatanodeInfo {
 pub struct Location {
     pub node: DatanodeInfo,
     pub storage_uuid: String,
+    /// `StorageTypeProto` of that storage.
+    pub storage_type: u8,
 }
 
 /// A block with its replicas in the order a reader (or the pipeline) should use them.
@@ -81,6 +83,7 @@ impl LocatedBlock {
                     Location {
                         node: DatanodeInfo::of(n),
                         storage_uuid: n.storage_uuid(s),
+                        storage_type: n.storage_type(s),
                     }
                 })
                 .collect(),

@@ -53,6 +53,7 @@ fn datanode(nn: &NameNodeService, i: u32) -> String {
     )
     .unwrap();
     let storage = StorageState {
+        storage_type: 1,
         uuid: format!("DS-{i}"),
         failed: false,
         capacity: 1 << 40,

@@ -82,9 +82,20 @@ impl NameNodeService {
             };
             let inode = ns.inode(slot);
             let now = now_ms();
+            // The storage types the file's policy (its own or inherited; HOT if none)
+            // asks for.
+            let policy = crate::namespace::storage_policy::by_id(ns.storage_policy_of(slot))
+                .or_else(|| {
+                    crate::namespace::storage_policy::by_id(crate::namespace::storage_policy::DEFAULT)
+                })
+                .expect("HOT is in the suite");
+            let types = policy.choose(inode.replication);
+            let fallbacks = policy.creation_fallback_ids();
             let targets = choose_targets(
                 &mgr.reg,
                 &PlacementRequest {
+                    storage_types: &types,
+                    fallbacks: &fallbacks,
                     replicas: inode.replication as usize,
                     block_size: inode.file().map(|f| f.block_size).unwrap_or(0),
                     writer_ip: who.ip,
@@ -202,6 +213,8 @@ impl NameNodeService {
         let more = choose_targets(
             &mgr.reg,
             &PlacementRequest {
+                storage_types: &[],
+                fallbacks: &[],
                 replicas: wanted,
                 block_size,
                 writer_ip: who.ip,
