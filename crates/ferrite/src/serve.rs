@@ -199,6 +199,7 @@ pub async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
             info!(datanodes = args.datanodes, "local DataNodes serving");
         }
     }
+    let shutdown = Shutdown::install()?;
     {
         // Exactly one line on stdout, so scripts can wait for it and read the port.
         let mut out = std::io::stdout().lock();
@@ -211,7 +212,7 @@ pub async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
     }
     let fatal = nn.fatal.clone();
     tokio::select! {
-        _ = wait_for_signal() => {}
+        _ = shutdown.wait() => {}
         _ = fatal.cancelled() => {}
     }
     let failed = nn.fatal.is_cancelled();
@@ -227,12 +228,28 @@ pub async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub async fn wait_for_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).expect("install SIGTERM handler");
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = tokio::signal::ctrl_c() => {}
+/// SIGTERM and Ctrl-C, caught from the moment this is made: made before the ready line
+/// is printed, so that a stop sent as soon as the line is read is a clean shutdown, not
+/// the signal's default death.
+pub struct Shutdown {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl Shutdown {
+    pub fn install() -> anyhow::Result<Shutdown> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Shutdown {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+        })
+    }
+
+    pub async fn wait(mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.int.recv() => {}
+        }
     }
 }
 
@@ -286,6 +303,7 @@ pub async fn run_datanode(args: DataNodeArgs) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!(e))?;
     log_unknown(unknown, None);
     let dn = DataNode::start(cfg).await?;
+    let shutdown = Shutdown::install()?;
     {
         let mut out = std::io::stdout().lock();
         match dn.http_addr {
@@ -294,7 +312,7 @@ pub async fn run_datanode(args: DataNodeArgs) -> anyhow::Result<()> {
         }
         out.flush()?;
     }
-    wait_for_signal().await;
+    shutdown.wait().await;
     info!("shutting down");
     dn.shutdown().await;
     Ok(())

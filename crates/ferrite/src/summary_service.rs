@@ -179,9 +179,10 @@ pub async fn run(a: ServiceArgs) -> anyhow::Result<()> {
     let every = Duration::from_secs(a.checkpoint_secs.max(1));
     drop(nn);
     let follower = tokio::spawn(follow(addr, svc.clone(), a.checkpoint_txns.max(1), every));
+    let shutdown = crate::serve::Shutdown::install()?;
     println!("ready hdfs://{local}");
     info!(%local, namenode = %addr, "summary service serving");
-    crate::serve::wait_for_signal().await;
+    shutdown.wait().await;
     follower.abort();
     handle.shutdown().await;
     tokio::task::spawn_blocking(move || svc.checkpoint()).await?;
