@@ -327,6 +327,16 @@ impl CacheState {
     }
 }
 
+impl CacheState {
+    /// Each pool, then each directive, as the record that sets it (what an image keeps).
+    pub fn records(&self) -> impl Iterator<Item = Op> + '_ {
+        self.pools
+            .values()
+            .map(pool_record)
+            .chain(self.directives.values().map(directive_record))
+    }
+}
+
 fn pool_record(p: &Pool) -> Op {
     Op::SetCachePool {
         name: p.name.clone(),

@@ -12,7 +12,7 @@ use super::inode::{
     Arena, Block, Body, FileData, Inode, Slot, UnderConstruction, ROOT_INODE_ID, ROOT_SLOT,
 };
 use super::names::{Interner, NameArena};
-use super::{Namespace, Op};
+use super::Namespace;
 use crate::journal::codec::{DecodeError, Reader};
 
 pub const MAGIC: &[u8; 8] = b"FERIMG02";
@@ -283,24 +283,7 @@ impl Namespace {
     fn encode_cache(&self, out: &mut Vec<u8>) {
         let c = &self.cache;
         let records: Vec<Vec<u8>> = c
-            .pools
-            .values()
-            .map(|p| Op::SetCachePool {
-                name: p.name.clone(),
-                owner: p.owner.clone(),
-                group: p.group.clone(),
-                mode: p.mode,
-                limit: p.limit,
-                max_relative_expiry_ms: p.max_relative_expiry_ms,
-                default_replication: p.default_replication,
-            })
-            .chain(c.directives.values().map(|d| Op::SetCacheDirective {
-                id: d.id,
-                path: d.path.clone(),
-                replication: d.replication,
-                pool: d.pool.clone(),
-                expiry_ms: d.expiry_ms,
-            }))
+            .records()
             .map(|op| {
                 let mut b = Vec::new();
                 crate::journal::codec::encode_op(&op, &mut b);

@@ -59,6 +59,15 @@ pub fn join(comps: &[&str]) -> String {
     s
 }
 
+/// The path of entry `name` in directory `dir`.
+pub fn child_of(dir: &str, name: &str) -> String {
+    if dir == "/" {
+        format!("/{name}")
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

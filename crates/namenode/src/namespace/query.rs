@@ -263,12 +263,7 @@ impl Namespace {
                 xattrs.join(",")
             ));
             for (name, c) in self.children_names(s) {
-                let p = if path == "/" {
-                    format!("/{name}")
-                } else {
-                    format!("{path}/{name}")
-                };
-                stack.push((p, c));
+                stack.push((super::path::child_of(&path, &name), c));
             }
         }
         lines.sort();

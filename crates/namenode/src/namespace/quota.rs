@@ -413,49 +413,28 @@ impl Namespace {
                 self.charge(from, -moved);
                 let mut landed = moved;
                 if self.storage_policy_of(slot) != policy {
-                    self.recount_around_below(slot);
+                    self.recount(slot, false);
                     landed = self.subtree_usage(slot);
                 }
                 landed -= replaced;
                 self.charge(self.inode(slot).parent, landed);
             }
-            Pending::Recount { slot } => self.recount_around(slot),
+            Pending::Recount { slot } => self.recount(slot, true),
         }
     }
 
-    /// Counts again the usage of every quota at or above `slot` and inside its subtree.
-    fn recount_around(&mut self, slot: Slot) {
+    /// Counts again the usage of every quota inside `slot`'s subtree (itself included)
+    /// and, with `above_too`, of those above it: after a storage policy changed there (every
+    /// replica's type under it may have), or a subtree moved under another policy.
+    fn recount(&mut self, slot: Slot, above_too: bool) {
         let mut dirs: Vec<Slot> = self
             .features
             .iter()
             .filter(|(_, f)| f.quota.is_some())
             .map(|(&s, _)| s)
-            .filter(|&s| self.is_at_or_under(s, slot) || self.is_at_or_under(slot, s))
+            .filter(|&s| self.is_at_or_under(s, slot) || above_too && self.is_at_or_under(slot, s))
             .collect();
         // Deepest first, so that each count can use the ones below it.
-        dirs.sort_by_key(|&s| std::cmp::Reverse(self.depth_of(s)));
-        for s in dirs {
-            let used = self.count_subtree(s);
-            if let Some(q) = self
-                .features
-                .get_mut(&s)
-                .and_then(|f| f.quota.as_deref_mut())
-            {
-                q.used = used;
-            }
-        }
-    }
-
-    /// Counts again the quotas at `slot` and inside its subtree (its storage policy, and
-    /// so every replica's storage type there, changed).
-    fn recount_around_below(&mut self, slot: Slot) {
-        let mut dirs: Vec<Slot> = self
-            .features
-            .iter()
-            .filter(|(_, f)| f.quota.is_some())
-            .map(|(&s, _)| s)
-            .filter(|&s| self.is_at_or_under(s, slot))
-            .collect();
         dirs.sort_by_key(|&s| std::cmp::Reverse(self.depth_of(s)));
         for s in dirs {
             let used = self.count_subtree(s);
@@ -549,7 +528,7 @@ impl Namespace {
         if self.quotas_set == 0 {
             return;
         }
-        self.recount_around(ROOT_SLOT);
+        self.recount(ROOT_SLOT, false);
     }
 }
 

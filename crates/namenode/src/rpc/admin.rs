@@ -9,7 +9,7 @@ use super::convert::{datanode_report_info, located_blocks, status_proto};
 use super::{kind, origin, Nn, Res};
 use crate::error::FsError;
 use crate::namespace::perm;
-use crate::service::{NameNodeService, NodeFilter};
+use crate::service::NameNodeService;
 
 pub fn register(r: &mut Router<NameNodeService>) {
     let p = CLIENT_PROTOCOL;
@@ -138,18 +138,13 @@ pub async fn enclosing_root(
     })
 }
 
-/// Each DataNode with its volumes (all DISK: Ferrite's volumes are untyped).
+/// Each DataNode with its volumes and their storage types.
 pub async fn storage_report(
     nn: Nn,
     _: CallCtx,
     req: GetDatanodeStorageReportRequestProto,
 ) -> Res<GetDatanodeStorageReportResponseProto> {
-    let filter = match DatanodeReportTypeProto::try_from(req.r#type) {
-        Ok(DatanodeReportTypeProto::All) | Err(_) => NodeFilter::All,
-        Ok(DatanodeReportTypeProto::Live) => NodeFilter::Live,
-        Ok(DatanodeReportTypeProto::Dead) => NodeFilter::Dead,
-        Ok(_) => NodeFilter::None,
-    };
+    let filter = super::blocks::node_filter(req.r#type);
     let reports = nn
         .datanode_report(filter)
         .iter()
@@ -168,7 +163,7 @@ pub async fn storage_report(
                     storage: Some(DatanodeStorageProto {
                         storage_uuid: s.uuid.clone(),
                         state: None,
-                        storage_type: None,
+                        storage_type: Some(i32::from(s.storage_type.max(1))),
                     }),
                     non_dfs_used: Some(s.capacity.saturating_sub(s.dfs_used + s.remaining)),
                     mount: None,

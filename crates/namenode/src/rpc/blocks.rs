@@ -169,17 +169,22 @@ pub async fn report_bad_blocks(
     Ok(ReportBadBlocksResponseProto {})
 }
 
+/// A report's `DatanodeReportTypeProto` as the nodes it asks for.
+pub(super) fn node_filter(t: i32) -> NodeFilter {
+    match DatanodeReportTypeProto::try_from(t) {
+        Ok(DatanodeReportTypeProto::All) | Err(_) => NodeFilter::All,
+        Ok(DatanodeReportTypeProto::Live) => NodeFilter::Live,
+        Ok(DatanodeReportTypeProto::Dead) => NodeFilter::Dead,
+        Ok(_) => NodeFilter::None,
+    }
+}
+
 pub async fn get_datanode_report(
     nn: Nn,
     _: CallCtx,
     req: GetDatanodeReportRequestProto,
 ) -> Res<GetDatanodeReportResponseProto> {
-    let filter = match DatanodeReportTypeProto::try_from(req.r#type) {
-        Ok(DatanodeReportTypeProto::All) | Err(_) => NodeFilter::All,
-        Ok(DatanodeReportTypeProto::Live) => NodeFilter::Live,
-        Ok(DatanodeReportTypeProto::Dead) => NodeFilter::Dead,
-        Ok(_) => NodeFilter::None,
-    };
+    let filter = node_filter(req.r#type);
     Ok(GetDatanodeReportResponseProto {
         di: nn
             .datanode_report(filter)

@@ -34,12 +34,7 @@ impl NameNodeService {
             while let Some((p, s)) = stack.pop() {
                 if ns.inode(s).is_dir() {
                     for (name, c) in ns.children_names(s) {
-                        let child = if p == "/" {
-                            format!("/{name}")
-                        } else {
-                            format!("{p}/{name}")
-                        };
-                        stack.push((child, c));
+                        stack.push((crate::namespace::path::child_of(&p, &name), c));
                     }
                 } else {
                     files.push(p);
