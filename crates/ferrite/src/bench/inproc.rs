@@ -287,3 +287,98 @@ mod tests {
         assert!(err.to_string().contains("ferrite.sumary.enabled"), "{err}");
     }
 }
+
+/// The user the guarded benchmark creates as: not the superuser (whose checks are
+/// skipped), and named last among the ACLs' named users, so every check reads them all.
+const GUARDED_USER: &str = "zz-bench";
+
+/// `guarded-create`: creates as an ordinary user under 5 ancestors that each carry a
+/// namespace and a space quota and an ACL of 10 named users (the user among them), against
+/// the same creates under the same directories with plain permissions; alternating, a
+/// fresh NameNode each run, `rounds` pairs. Prints each run and the median ratio.
+pub async fn guarded_create(
+    dir: &Path,
+    conf: &[String],
+    threads: usize,
+    count: usize,
+    rounds: usize,
+) -> anyhow::Result<()> {
+    let mut ratios = Vec::new();
+    for _ in 0..rounds {
+        let mut rates = [0.0; 2];
+        for (i, guarded) in [false, true].into_iter().enumerate() {
+            let _ = std::fs::remove_dir_all(dir);
+            let out = one_guarded_run(dir, conf, threads, count, guarded).await?;
+            let mode = if guarded { "guarded" } else { "plain" };
+            print_outcome(mode, "create", &out, "");
+            rates[i] = out.ops_per_s();
+        }
+        ratios.push(rates[1] / rates[0]);
+    }
+    ratios.sort_by(f64::total_cmp);
+    println!(
+        "guarded_over_plain_median={:.3} runs={:?}",
+        ratios[ratios.len() / 2],
+        ratios.iter().map(|r| format!("{r:.3}")).collect::<Vec<_>>()
+    );
+    let _ = std::fs::remove_dir_all(dir);
+    Ok(())
+}
+
+async fn one_guarded_run(
+    dir: &Path,
+    conf: &[String],
+    threads: usize,
+    count: usize,
+    guarded: bool,
+) -> anyhow::Result<Outcome> {
+    use ferrite_namenode::namespace::acl::AclEntry;
+    use ferrite_namenode::namespace::acl_ops::AclChange;
+    let nn = NameNode::start(config(dir, conf)?, TcpListener::bind("127.0.0.1:0").await?).await?;
+    let state = nn.state.clone();
+    let su = state.superuser().to_string();
+    let per = count.div_ceil(threads);
+    // Every directory a create's path passes through that exists before the clock starts:
+    // the root, /nnbench, /nnbench/create, each client's t<k> and its d<n>.
+    let mut dirs = vec![
+        "/".to_string(),
+        throughput::BASE.to_string(),
+        format!("{}/create", throughput::BASE),
+    ];
+    for k in 0..threads {
+        let t = format!("{}/create/t{k}", throughput::BASE);
+        dirs.push(t.clone());
+        for n in 0..=per / 256 {
+            dirs.push(format!("{t}/d{n}"));
+        }
+    }
+    let mut spec: Vec<AclEntry> = (0..9)
+        .map(|i| AclEntry::parse(&format!("user:u{i}:r-x"), true).expect("entry"))
+        .collect();
+    spec.push(AclEntry::parse(&format!("user:{GUARDED_USER}:rwx"), true).expect("entry"));
+    for d in &dirs {
+        state.mkdirs(&su, d, 0o755, true).await?;
+        if guarded {
+            state
+                .set_quota(&su, d, i64::MAX / 2, i64::MAX / 2, None)
+                .await?;
+            state
+                .change_acl(&su, d, AclChange::Modify(spec.clone()))
+                .await?;
+        } else {
+            state.set_permission(&su, d, 0o777).await?;
+        }
+    }
+    let conns: Vec<Arc<Conn>> = (0..threads)
+        .map(|_| {
+            Arc::new(Conn::Local {
+                nn: state.clone(),
+                ctx: ctx(GUARDED_USER),
+            })
+        })
+        .collect();
+    let out = throughput::timed(&conns, "create", per).await;
+    drop(conns);
+    nn.shutdown().await;
+    out
+}

@@ -31,7 +31,8 @@ pub struct NamenodeArgs {
     #[arg(long)]
     pid: Option<u32>,
     /// Comma-separated: create, mkdirs, open, fileStatus, rename, delete (NNThroughputBenchmark's
-    /// operations), inode-memory, listing; with --inproc also fsync-rate and restart.
+    /// operations), inode-memory, listing; with --inproc also fsync-rate, restart and
+    /// guarded-create (creates under quotas and ACLs on 5 ancestors against plain ones).
     /// `--op` is the same option, as the issue and NNThroughputBenchmark's `-op` spell it.
     #[arg(
         long,
@@ -259,6 +260,9 @@ async fn run_inproc(args: &NamenodeArgs) -> anyhow::Result<()> {
                 inproc::fsync_rate(&dir, 3)?;
             }
             "restart" => inproc::replay(&dir, &args.conf, args.files, args.threads).await?,
+            "guarded-create" => {
+                inproc::guarded_create(&dir, &args.conf, args.threads, args.count, 3).await?
+            }
             other => bail!("{other} is not an in-process op"),
         }
     }

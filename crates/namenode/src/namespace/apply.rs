@@ -11,9 +11,9 @@ impl Namespace {
     /// `at` stands in for walking its paths.
     pub fn apply_at(&mut self, op: &Op, at: At) -> Result<Effects, FsError> {
         // Quota usage follows every change; with no quota anywhere this costs nothing.
-        let pending = self.quota_before(op);
+        let pending = self.quota_before(op, at);
         let fx = self.apply_record(op, at)?;
-        self.quota_after(pending);
+        self.quota_after(pending, fx.created);
         Ok(fx)
     }
 

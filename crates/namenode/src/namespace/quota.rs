@@ -314,7 +314,7 @@ impl Namespace {
     }
 
     /// Before a record applies: what it will change in quota usage.
-    pub(super) fn quota_before(&self, op: &Op) -> Pending {
+    pub(super) fn quota_before(&self, op: &Op, at: super::At) -> Pending {
         if self.quotas_set == 0 {
             return Pending::None;
         }
@@ -326,10 +326,16 @@ impl Namespace {
                 delta: Usage::default(),
             },
             Op::Create { path, .. } => {
-                // A file it replaces goes first.
-                let gone = existing(path)
-                    .map(|s| self.subtree_usage(s))
-                    .unwrap_or_default();
+                // A file it replaces goes first. Its directory, when the plan found it,
+                // spares a walk of the path.
+                let replaced = match at.slot {
+                    Some(dir) => {
+                        let name = path.trim_end_matches('/').rsplit('/').next().unwrap_or("");
+                        self.child(dir, name.as_bytes())
+                    }
+                    None => existing(path),
+                };
+                let gone = replaced.map(|s| self.subtree_usage(s)).unwrap_or_default();
                 Pending::Add {
                     path: path.clone(),
                     delta: -gone,
@@ -390,12 +396,13 @@ impl Namespace {
     }
 
     /// After the record applied: charges what [`quota_before`](Self::quota_before) found.
-    pub(super) fn quota_after(&mut self, pending: Pending) {
+    /// `made` is the inode a Mkdir or Create just made, which spares a walk of its path.
+    pub(super) fn quota_after(&mut self, pending: Pending, made: Option<Slot>) {
         match pending {
             Pending::None => {}
             Pending::Charge { from, delta } => self.charge(from, delta),
             Pending::Add { path, mut delta } => {
-                let Ok(slot) = self.existing(&path) else {
+                let Some(slot) = made.or_else(|| self.existing(&path).ok()) else {
                     return;
                 };
                 if slot != ROOT_SLOT {
