@@ -232,62 +232,6 @@ pub async fn replay(
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every op runs against a real in-process NameNode: its inputs exist (or not) as the
-    /// op needs, and each client's every operation succeeds.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn every_op_runs_its_inputs_against_a_real_namenode() {
-        let dir = tempfile::tempdir().unwrap();
-        let (nn, conns) = start_local(dir.path(), &[], 3).await.unwrap();
-        for op in throughput::OPS {
-            if throughput::needs_files(op) {
-                throughput::generate(&conns, op, 5).await.unwrap();
-            }
-            let out = throughput::timed(&conns, op, 5).await.unwrap();
-            assert_eq!(out.ops, 15, "{op}");
-        }
-        let exists = |p: &str| {
-            let comps = ferrite_namenode::namespace::path::components(p).unwrap();
-            nn.state
-                .with_namespace(|ns| ns.walk(&comps).unwrap().target().is_some())
-        };
-        assert!(exists(&throughput::file_path("create", 2, 4)));
-        assert!(exists(&format!(
-            "{}.r",
-            throughput::file_path("rename", 1, 3)
-        )));
-        assert!(!exists(&throughput::file_path("rename", 1, 3)));
-        assert!(!exists(&throughput::file_path("delete", 0, 0)));
-        nn.shutdown().await;
-    }
-
-    #[test]
-    fn conf_pairs_override_the_benchmark_defaults_and_typos_are_refused() {
-        let dir = Path::new("/nonexistent");
-        assert!(config(dir, &[]).unwrap().summary_enabled);
-        let cfg = config(
-            dir,
-            &[
-                "ferrite.summary.enabled=false".into(),
-                "ferrite.journal.group-commit.delay.us=0".into(),
-            ],
-        )
-        .unwrap();
-        assert!(!cfg.summary_enabled);
-        assert_eq!(cfg.journal_group_delay_us, 0);
-        assert_eq!(
-            cfg.checkpoint_txns,
-            u64::MAX,
-            "the benchmark's own settings stay"
-        );
-        let err = config(dir, &["ferrite.sumary.enabled=false".into()]).unwrap_err();
-        assert!(err.to_string().contains("ferrite.sumary.enabled"), "{err}");
-    }
-}
-
 /// The user the guarded benchmark creates as: not the superuser (whose checks are
 /// skipped), and named last among the ACLs' named users, so every check reads them all.
 const GUARDED_USER: &str = "zz-bench";
@@ -381,4 +325,60 @@ async fn one_guarded_run(
     drop(conns);
     nn.shutdown().await;
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every op runs against a real in-process NameNode: its inputs exist (or not) as the
+    /// op needs, and each client's every operation succeeds.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_op_runs_its_inputs_against_a_real_namenode() {
+        let dir = tempfile::tempdir().unwrap();
+        let (nn, conns) = start_local(dir.path(), &[], 3).await.unwrap();
+        for op in throughput::OPS {
+            if throughput::needs_files(op) {
+                throughput::generate(&conns, op, 5).await.unwrap();
+            }
+            let out = throughput::timed(&conns, op, 5).await.unwrap();
+            assert_eq!(out.ops, 15, "{op}");
+        }
+        let exists = |p: &str| {
+            let comps = ferrite_namenode::namespace::path::components(p).unwrap();
+            nn.state
+                .with_namespace(|ns| ns.walk(&comps).unwrap().target().is_some())
+        };
+        assert!(exists(&throughput::file_path("create", 2, 4)));
+        assert!(exists(&format!(
+            "{}.r",
+            throughput::file_path("rename", 1, 3)
+        )));
+        assert!(!exists(&throughput::file_path("rename", 1, 3)));
+        assert!(!exists(&throughput::file_path("delete", 0, 0)));
+        nn.shutdown().await;
+    }
+
+    #[test]
+    fn conf_pairs_override_the_benchmark_defaults_and_typos_are_refused() {
+        let dir = Path::new("/nonexistent");
+        assert!(config(dir, &[]).unwrap().summary_enabled);
+        let cfg = config(
+            dir,
+            &[
+                "ferrite.summary.enabled=false".into(),
+                "ferrite.journal.group-commit.delay.us=0".into(),
+            ],
+        )
+        .unwrap();
+        assert!(!cfg.summary_enabled);
+        assert_eq!(cfg.journal_group_delay_us, 0);
+        assert_eq!(
+            cfg.checkpoint_txns,
+            u64::MAX,
+            "the benchmark's own settings stay"
+        );
+        let err = config(dir, &["ferrite.sumary.enabled=false".into()]).unwrap_err();
+        assert!(err.to_string().contains("ferrite.sumary.enabled"), "{err}");
+    }
 }
