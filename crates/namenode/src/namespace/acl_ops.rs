@@ -2,9 +2,10 @@
 //! `getAclStatus`, apply the record, check access through an ACL, and give new inodes the
 //! default ACL of their directory.
 //!
-//! An inode's kept entries live in its [`Features`](super::xattr::Features), shared: every
-//! distinct entry list is held once ([`SharedAcls`]), so the million files a default ACL
-//! hands its entries to hold one list between them, as HDFS's `AclFeature`s are shared.
+//! Inodes' kept entries live in a table of their own ([`SharedAcls`]: slot → list), each
+//! distinct list held once, so the million files a default ACL hands its entries to hold
+//! one list between them, as HDFS's `AclFeature`s are shared. (In the general `Features`
+//! entry an ACL cost ~90 bytes an inode; here ~30.)
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -35,15 +36,28 @@ pub struct AclStatus {
     pub perm: u16,
 }
 
-/// Each distinct kept-entry list, once.
+/// Which inodes have an ACL, and each distinct kept-entry list, once.
 #[derive(Default)]
 pub struct SharedAcls {
+    by_slot: std::collections::HashMap<Slot, Arc<[AclEntry]>>,
     lists: HashSet<Arc<[AclEntry]>>,
 }
 
 impl SharedAcls {
     pub fn is_empty(&self) -> bool {
         self.lists.is_empty()
+    }
+
+    /// Every inode with an ACL, and its entries.
+    pub fn iter(&self) -> impl Iterator<Item = (Slot, &[AclEntry])> {
+        self.by_slot.iter().map(|(&s, a)| (s, &a[..]))
+    }
+
+    /// An inode that goes lets go of its ACL.
+    pub(super) fn forget(&mut self, slot: Slot) {
+        if let Some(a) = self.by_slot.remove(&slot) {
+            self.release(a);
+        }
     }
 
     fn share(&mut self, entries: Vec<AclEntry>) -> Arc<[AclEntry]> {
@@ -78,10 +92,7 @@ impl Namespace {
         if self.acls.is_empty() {
             return &[];
         }
-        self.features
-            .get(&slot)
-            .and_then(|f| f.acl.as_deref())
-            .unwrap_or(&[])
+        self.acls.by_slot.get(&slot).map_or(&[], |a| &a[..])
     }
 
     pub fn has_acl(&self, slot: Slot) -> bool {
@@ -190,21 +201,15 @@ impl Namespace {
 
     /// Sets (or, with no entries, clears) an inode's kept entries.
     pub(super) fn put_acl(&mut self, slot: Slot, kept: Vec<AclEntry>) {
-        let shared = (!kept.is_empty()).then(|| self.acls.share(kept));
-        let f = self.features.entry(slot).or_default();
-        let old = std::mem::replace(&mut f.acl, shared);
-        if f.is_empty() {
-            self.features.remove(&slot);
-        }
+        let old = match kept.is_empty() {
+            true => self.acls.by_slot.remove(&slot),
+            false => {
+                let shared = self.acls.share(kept);
+                self.acls.by_slot.insert(slot, shared)
+            }
+        };
         if let Some(old) = old {
             self.acls.release(old);
-        }
-    }
-
-    /// An inode that goes lets go of its ACL.
-    pub(super) fn drop_acl(&mut self, acl: Option<Arc<[AclEntry]>>) {
-        if let Some(a) = acl {
-            self.acls.release(a);
         }
     }
 
@@ -342,6 +347,7 @@ mod tests {
         let ops = ns.plan_delete(&su, "/d", true, 4).unwrap().unwrap().ops;
         apply_all(&mut ns, ops, &mut log);
         assert!(ns.acls.is_empty(), "no inode holds a list any more");
+        assert!(ns.acls.by_slot.is_empty());
         assert!(ns.features.is_empty());
     }
 

@@ -213,9 +213,9 @@ impl Namespace {
     /// each kept entry in HDFS's text form (the inode's permission is in its record).
     fn encode_acls(&self, out: &mut Vec<u8>) {
         let mut entries: Vec<(u64, &[super::acl::AclEntry])> = self
-            .features
+            .acls
             .iter()
-            .filter_map(|(&s, f)| Some((self.inode(s).id, f.acl.as_deref()?)))
+            .map(|(s, acl)| (self.inode(s).id, acl))
             .collect();
         entries.sort_unstable_by_key(|&(id, _)| id);
         out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
@@ -414,7 +414,6 @@ impl Namespace {
             let f = Features {
                 xattrs,
                 storage_policy,
-                acl: None,
                 quota: None,
             };
             if self.features.insert(slot, f).is_some() {

@@ -503,12 +503,14 @@ impl Namespace {
         while let Some(s) = stack.pop() {
             let inode = self.arena.remove(s);
             self.names.free(inode.name);
+            if !self.acls.is_empty() {
+                self.acls.forget(s);
+            }
             if !self.features.is_empty() {
                 if let Some(f) = self.features.remove(&s) {
                     if f.storage_policy != storage_policy::UNSPECIFIED {
                         self.policies_set -= 1;
                     }
-                    self.drop_acl(f.acl);
                     if f.quota.is_some() {
                         self.quotas_set -= 1;
                     }

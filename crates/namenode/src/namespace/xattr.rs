@@ -125,9 +125,6 @@ pub struct Features {
     pub xattrs: Vec<XAttr>,
     /// Its own storage policy id (`storage_policy::UNSPECIFIED`: inherited).
     pub storage_policy: u8,
-    /// Its ACL's kept entries (see [`super::acl`]), shared with every inode whose are the
-    /// same: files under a default ACL all inherit one.
-    pub acl: Option<std::sync::Arc<[super::acl::AclEntry]>>,
     /// A directory's quotas and usage.
     pub quota: Option<Box<super::quota::Quota>>,
 }
@@ -136,7 +133,6 @@ impl Features {
     pub fn is_empty(&self) -> bool {
         self.xattrs.is_empty()
             && self.storage_policy == super::storage_policy::UNSPECIFIED
-            && self.acl.is_none()
             && self.quota.is_none()
     }
 }
