@@ -42,9 +42,11 @@ pub struct DnConfig {
     /// `dfs.datanode.data.dir`: one directory per volume, each optionally tagged with its
     /// storage type as HDFS writes it (`[SSD]/disks/ssd0`; untagged is DISK).
     pub data_dirs: Vec<PathBuf>,
-    /// `ferrite.local.datanode.storage.types` (`ferrite local` only): each local DataNode
-    /// gets one volume per listed type (`SSD,DISK`), as MiniDFSCluster's storage types.
-    pub local_storage_types: Vec<String>,
+    /// `ferrite.local.datanode.storage.types` (`ferrite local` only): one volume per
+    /// listed type (`SSD,DISK`), as MiniDFSCluster's storage types; groups separated by `;`
+    /// go to successive DataNodes (`DISK;DISK;SSD`: the third node has an SSD), the last
+    /// group repeating.
+    pub local_storage_types: Vec<Vec<String>>,
     pub namenode: SocketAddr,
     /// Address to serve data transfer on (`dfs.datanode.address`); port 0 picks one.
     pub bind: SocketAddr,
@@ -102,9 +104,15 @@ impl DnConfig {
                 }
                 "ferrite.local.datanode.storage.types" => {
                     self.local_storage_types = v
-                        .split(',')
-                        .map(|t| t.trim().to_ascii_uppercase())
-                        .filter(|t| !t.is_empty())
+                        .split(';')
+                        .map(|group| {
+                            group
+                                .split(',')
+                                .map(|t| t.trim().to_ascii_uppercase())
+                                .filter(|t| !t.is_empty())
+                                .collect::<Vec<_>>()
+                        })
+                        .filter(|g| !g.is_empty())
                         .collect()
                 }
                 "dfs.heartbeat.interval" => {

@@ -253,6 +253,39 @@ impl NnLink {
         len: u64,
         status: BlockStatus,
     ) -> oneshot::Receiver<()> {
+        self.queue_report(storage_uuid, id, gs, len, status, None)
+    }
+
+    /// Reports a replica received by a move (REPLACE_BLOCK): `delete_hint`, the node it
+    /// came from, is the replica the NameNode should drop as surplus (`None` for a move
+    /// between this node's own volumes).
+    pub fn report_moved(
+        &self,
+        storage_uuid: &str,
+        id: u64,
+        gs: u64,
+        len: u64,
+        delete_hint: Option<String>,
+    ) -> oneshot::Receiver<()> {
+        self.queue_report(
+            storage_uuid,
+            id,
+            gs,
+            len,
+            BlockStatus::Received,
+            delete_hint,
+        )
+    }
+
+    fn queue_report(
+        &self,
+        storage_uuid: &str,
+        id: u64,
+        gs: u64,
+        len: u64,
+        status: BlockStatus,
+        delete_hint: Option<String>,
+    ) -> oneshot::Receiver<()> {
         let (tx, rx) = oneshot::channel();
         let _ = self.ibr_tx.send(Ibr {
             storage_uuid: storage_uuid.to_string(),
@@ -262,7 +295,7 @@ impl NnLink {
                     gen_stamp: gs,
                     num_bytes: Some(len),
                 },
-                delete_hint: None,
+                delete_hint,
                 status: status as i32,
             },
             done: Some(tx),

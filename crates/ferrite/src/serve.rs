@@ -179,10 +179,10 @@ pub async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
             // Each local DataNode's `/jmx` on a port of its own, as in a real cluster; the
             // NameNode's LiveNodes says where.
             c.http_bind = Some(format!("{}:0", args.bind).parse()?);
-            if !c.local_storage_types.is_empty() {
+            if let Some(last) = c.local_storage_types.last() {
                 // One volume per type asked for, tagged as `dfs.datanode.data.dir` tags it.
-                c.data_dirs = c
-                    .local_storage_types
+                let types = c.local_storage_types.get(i as usize).unwrap_or(last);
+                c.data_dirs = types
                     .iter()
                     .enumerate()
                     .map(|(j, t)| {

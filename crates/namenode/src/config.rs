@@ -53,6 +53,9 @@ pub struct Config {
     pub storage_policy_enabled: bool,
     /// `dfs.namenode.acls.enabled` (on by default, as in Hadoop 3).
     pub acls_enabled: bool,
+    /// The storage policy satisfier (`dfs.storage.policy.satisfier.mode`, `…max.outstanding.paths`,
+    /// `…retry.max.attempts`).
+    pub satisfier: SatisfierConfig,
     /// `dfs.bytes-per-checksum`
     pub bytes_per_checksum: u32,
     /// `dfs.client-write-packet-size`
@@ -196,6 +199,29 @@ pub struct Config {
     pub block_key_times: ferrite_blocktoken::KeyTimes,
 }
 
+/// The storage policy satisfier's settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SatisfierConfig {
+    /// HDFS's modes are `none` (its default: the call is refused) and `external` (a
+    /// separate satisfier process does the work). Ferrite's NameNode does that work itself,
+    /// so `external` needs no other process, and is Ferrite's default.
+    pub enabled: bool,
+    /// Most paths waiting at once (`…max.outstanding.paths`, 10,000 as in HDFS).
+    pub max_paths: usize,
+    /// Rounds of moves a path gets before it is given up on (`…retry.max.attempts`, 3).
+    pub max_rounds: u32,
+}
+
+impl Default for SatisfierConfig {
+    fn default() -> Self {
+        SatisfierConfig {
+            enabled: true,
+            max_paths: 10_000,
+            max_rounds: 3,
+        }
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
         Config {
@@ -210,6 +236,7 @@ impl Default for Config {
             xattrs: Default::default(),
             storage_policy_enabled: true,
             acls_enabled: true,
+            satisfier: SatisfierConfig::default(),
             bytes_per_checksum: 512,
             write_packet_size: 64 << 10,
             file_buffer_size: 4096,
@@ -384,6 +411,21 @@ impl Config {
             "dfs.namenode.xattrs.enabled" => self.xattrs.enabled = v.boolean()?,
             "dfs.storage.policy.enabled" => self.storage_policy_enabled = v.boolean()?,
             "dfs.namenode.acls.enabled" => self.acls_enabled = v.boolean()?,
+            "dfs.storage.policy.satisfier.mode" => {
+                self.satisfier.enabled = match v.value.trim().to_ascii_lowercase().as_str() {
+                    "external" => true,
+                    "none" => false,
+                    _ => return Err(v.bad("must be external or none")),
+                }
+            }
+            "dfs.storage.policy.satisfier.max.outstanding.paths" => {
+                self.satisfier.max_paths =
+                    usize::try_from(v.num()?).map_err(|_| v.bad("too large"))?
+            }
+            "dfs.storage.policy.satisfier.retry.max.attempts" => {
+                self.satisfier.max_rounds =
+                    u32::try_from(v.num()?).map_err(|_| v.bad("too large"))?
+            }
             "dfs.namenode.fs-limits.max-xattrs-per-inode" => {
                 self.xattrs.per_inode = usize::try_from(v.num()?).map_err(|_| v.bad("too large"))?
             }

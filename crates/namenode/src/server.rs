@@ -373,6 +373,13 @@ impl NameNode {
             tokio::spawn(datanode_monitor(state.clone(), cancel.clone())),
             tokio::spawn(replication_monitor(state.clone(), cancel.clone())),
         ];
+        if state.config().satisfier.enabled {
+            state.requeue_satisfier();
+            tasks.push(tokio::spawn(satisfier_monitor(
+                state.clone(),
+                cancel.clone(),
+            )));
+        }
         if state.config().trash_interval_min > 0 {
             tasks.push(tokio::spawn(trash_emptier(state.clone(), cancel.clone())));
         }
@@ -517,6 +524,30 @@ async fn replication_monitor(nn: Arc<NameNodeService>, cancel: CancellationToken
         let (ordered, deleted) = nn.replication_scan(round.is_multiple_of(10));
         if ordered + deleted > 0 {
             info!(ordered, deleted, "replication work scheduled");
+        }
+    }
+}
+
+/// Brings the replicas of the paths `satisfyStoragePolicy` was called on onto their
+/// policy's storage types: a pass every second while any is waiting, its moves sent as
+/// REPLACE_BLOCK (see `service/satisfier.rs`).
+async fn satisfier_monitor(nn: Arc<NameNodeService>, cancel: CancellationToken) {
+    let mover = crate::mover::Mover::default();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = cancel.cancelled() => return,
+        }
+        if nn.in_safe_mode() {
+            continue;
+        }
+        let (orders, finished) = nn.satisfier_pass();
+        for o in orders {
+            let (n, id) = (nn.clone(), o.block.id);
+            mover.dispatch(o, move |r| n.move_finished(id, r));
+        }
+        if !finished.is_empty() {
+            nn.satisfier_finish(&finished).await;
         }
     }
 }

@@ -43,7 +43,10 @@ def ferrite_sweep(workroot):
 
 @pytest.fixture(scope="module")
 def hdfs_sweep(workroot):
-    yield from _server(workroot, "hdfs-sweep", lambda w: start_hdfs(w, 0))
+    # HDFS's satisfier mode `external` (its default, `none`, refuses the call): Ferrite's
+    # NameNode runs the satisfier itself and takes the call by default.
+    sps = {"dfs.storage.policy.satisfier.mode": "external"}
+    yield from _server(workroot, "hdfs-sweep", lambda w: start_hdfs(w, 0, sps))
 
 
 def sweep(server, workroot):

@@ -331,6 +331,68 @@ fn a_new_replica_needs_room_for_a_whole_block_and_holds_it_until_written(h: &dyn
     assert_eq!(v.reserved(), 0);
 }
 
+/// Volume 0 DISK, volume 1 SSD.
+fn typed(h: &dyn Harness) -> Dataset {
+    let mut vols = h.volumes();
+    vols[1].storage_type = 2;
+    Dataset::from_volumes(vols)
+}
+
+fn a_replica_moves_to_a_volume_of_another_type_and_a_left_over_copy_is_resolved(h: &dyn Harness) {
+    let ds = typed(h);
+    let c = Checksum::CRC32C_512;
+    let data: Vec<u8> = (0..3000u32).map(|i| i as u8).collect();
+    let sums = sums_of(&data);
+    let f = ds.create_rbw_on(7, 70, &c, BLOCK, Some(1)).unwrap();
+    f.write_at(0, &data, &sums, &c).unwrap();
+    let r = ds.finalize(f, 3000).unwrap();
+    assert_eq!(r.volume, 0);
+    assert!(
+        ds.move_to_type(7, 69, 2).is_err(),
+        "another stamp is refused"
+    );
+    assert!(ds.move_to_type(7, 70, 1).is_err(), "already on that type");
+    let moved = ds.move_to_type(7, 70, 2).unwrap();
+    assert_eq!((moved.volume, moved.len, moved.gs), (1, 3000, 70));
+    assert_eq!(ds.get(7), Some(moved.clone()));
+    assert_eq!(stored(&ds, &moved), (data.clone(), sums.clone()));
+    assert!(ds.open_streams(&r).is_err(), "the original is deleted");
+    assert!(matches!(
+        ds.move_to_type(7, 70, 3),
+        Err(StorageError::NoVolume)
+    ));
+    // A crash between the copy and the delete leaves both; a restart keeps one.
+    let leftover = ds.volumes[0].files.create(7, 70).unwrap();
+    leftover.write_at(Part::Data, 0, &data).unwrap();
+    let done = Key {
+        id: 7,
+        gs: 70,
+        state: State::Finalized,
+    };
+    ds.volumes[0]
+        .files
+        .rename(
+            Key {
+                state: State::Rbw,
+                ..done
+            },
+            done,
+        )
+        .unwrap();
+    drop((leftover, ds));
+    let ds = typed(h);
+    assert_eq!(
+        ds.get(7).unwrap().volume,
+        0,
+        "a full tie keeps the copy found first"
+    );
+    assert!(
+        ds.volumes[1].files.open(done).is_err(),
+        "and deletes the other"
+    );
+    assert_eq!(ds.volumes[0].scan().len(), 1);
+}
+
 /// Every case, each on fresh volumes from `make`.
 fn suite<H: Harness>(make: impl Fn(usize) -> H) {
     write_finalize_find_after_restart_and_invalidate(&make(2));
@@ -340,6 +402,7 @@ fn suite<H: Harness>(make: impl Fn(usize) -> H) {
     bytes_without_their_checksums_do_not_count(&make(1));
     a_broken_volume_is_taken_out_and_its_blocks_reported_lost(&make(1));
     a_new_replica_needs_room_for_a_whole_block_and_holds_it_until_written(&make(1));
+    a_replica_moves_to_a_volume_of_another_type_and_a_left_over_copy_is_resolved(&make(2));
 }
 
 #[test]

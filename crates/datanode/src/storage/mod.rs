@@ -6,6 +6,7 @@ pub mod append;
 pub mod disk_files;
 pub mod files;
 pub mod memory_files;
+pub mod moves;
 pub mod recovery;
 pub mod volume;
 
@@ -181,17 +182,26 @@ impl Dataset {
                 "volume scanned"
             );
             for f in found {
-                replicas.insert(
-                    f.id,
-                    Replica {
-                        id: f.id,
-                        gs: f.gs,
-                        len: f.len,
-                        state: f.state,
-                        volume: vi,
-                        recovery_id: 0,
-                    },
-                );
+                let r = Replica {
+                    id: f.id,
+                    gs: f.gs,
+                    len: f.len,
+                    state: f.state,
+                    volume: vi,
+                    recovery_id: 0,
+                };
+                match replicas.get(&f.id) {
+                    Some(kept) if !moves::keep_second(kept, &r) => {
+                        resolve_duplicate(&volumes, &r, kept)
+                    }
+                    Some(kept) => {
+                        resolve_duplicate(&volumes, kept, &r);
+                        replicas.insert(f.id, r);
+                    }
+                    None => {
+                        replicas.insert(f.id, r);
+                    }
+                }
             }
         }
         Dataset {
@@ -560,6 +570,19 @@ impl Dataset {
             .filter(|r| r.volume == vi)
             .map(|r| r.len)
             .sum()
+    }
+}
+
+/// Deletes the copy `gone` of a replica found on two volumes, `kept` staying.
+fn resolve_duplicate(volumes: &[Volume], gone: &Replica, kept: &Replica) {
+    warn!(
+        block = gone.id,
+        kept_volume = kept.volume,
+        deleted_volume = gone.volume,
+        "replica found on two volumes; deleting one copy"
+    );
+    if let Err(e) = volumes[gone.volume].files.remove(key(gone)) {
+        warn!(block = gone.id, error = %e, "could not delete the duplicate");
     }
 }
 

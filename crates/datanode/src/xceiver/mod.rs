@@ -4,6 +4,7 @@
 pub mod access;
 pub mod block_checksum;
 pub mod read;
+pub mod replace;
 pub mod transfer;
 pub mod write;
 
@@ -131,6 +132,8 @@ async fn connection(x: &Xceiver, stream: TcpStream) -> Result<(), TransferError>
             op::WRITE_BLOCK => return write::serve(x, rd, wr).await,
             op::BLOCK_CHECKSUM => block_checksum::serve(x, &mut rd, &mut wr).await?,
             op::TRANSFER_BLOCK => return transfer::serve(x, &mut rd, &mut wr).await,
+            op::REPLACE_BLOCK => return replace::serve_replace(x, &mut rd, &mut wr).await,
+            op::COPY_BLOCK => return replace::serve_copy(x, &mut rd, &mut wr).await,
             other => {
                 let msg = format!("Unknown op {other} in data stream");
                 warn!("{msg}");

@@ -9,6 +9,7 @@ pub mod placement;
 pub mod recovery;
 pub mod registry;
 pub mod report;
+pub mod storage_moves;
 
 use std::collections::HashMap;
 
@@ -89,6 +90,27 @@ pub struct Tally {
     pub last_replica: u64,
     pub missing: u64,
     pub corrupt: u64,
+}
+
+/// What a block's file asks of its replicas: how many, and on which storage types.
+pub struct Want<'a> {
+    pub replicas: usize,
+    /// The storage policy's type for each replica (empty: any storage will do).
+    pub types: &'a [u8],
+    /// Types to copy onto where no node has the wanted one (the policy's replication
+    /// fallbacks).
+    pub fallbacks: &'a [u8],
+}
+
+impl Want<'_> {
+    /// `n` replicas on any storage.
+    pub fn any(n: usize) -> Want<'static> {
+        Want {
+            replicas: n,
+            types: &[],
+            fallbacks: &[],
+        }
+    }
 }
 
 /// The cluster facts a replication decision needs.
@@ -224,6 +246,23 @@ impl BlockManager {
         }
         if e.replicas.is_empty() {
             self.entries.remove(&id);
+        }
+    }
+
+    /// A replica arrived by a move from `hinted` (HDFS's delete hint): that node's copy
+    /// goes, if the block still has more than `replication` good copies without it.
+    pub fn drop_hinted(&mut self, id: u64, gs: u64, hinted: NodeIx, replication: usize) {
+        let Some(e) = self.entries.get(&id) else {
+            return;
+        };
+        let good = e
+            .replicas
+            .iter()
+            .filter(|r| r.finalized && !r.corrupt)
+            .count();
+        let held = e.replicas.iter().any(|r| r.node == hinted && r.finalized);
+        if held && good > replication {
+            self.invalidate(hinted, id, gs);
         }
     }
 
@@ -363,10 +402,11 @@ impl BlockManager {
     pub fn check_replication(
         &mut self,
         id: u64,
-        want: usize,
+        wanted: &Want,
         block: &Expected,
         ctx: &ReplicationCtx,
     ) -> Decision {
+        let want = wanted.replicas;
         let Some(e) = self.entries.get(&id) else {
             self.counting.missing += 1;
             return Decision::Waiting;
@@ -405,10 +445,13 @@ impl BlockManager {
                 self.invalidate(n, id, block.gs);
             }
         }
+        let good_types: SmallVec<[u8; 4]> = good
+            .iter()
+            .map(|r| self.reg.get(r.node).storage_type(r.storage))
+            .collect();
+        let (_, missing) = storage_moves::match_types(&good_types, wanted.types);
         if good.len() > want {
-            let mut by_fullness: Vec<NodeIx> = good.iter().map(|r| r.node).collect();
-            by_fullness.sort_by_key(|&n| self.reg.get(n).remaining());
-            let surplus: Vec<NodeIx> = by_fullness.into_iter().take(good.len() - want).collect();
+            let surplus = self.surplus(&good, &good_types, wanted);
             for &n in &surplus {
                 self.invalidate(n, id, block.gs);
             }
@@ -424,8 +467,8 @@ impl BlockManager {
         let targets = placement::choose_targets(
             &self.reg,
             &placement::PlacementRequest {
-                storage_types: &[],
-                fallbacks: &[],
+                storage_types: &missing,
+                fallbacks: wanted.fallbacks,
                 replicas: want - good.len(),
                 block_size: block.len,
                 writer_ip: "",
@@ -466,6 +509,45 @@ impl BlockManager {
         });
         self.pending.insert(id, ctx.now_ms + ctx.pending_timeout_ms);
         Decision::Replicate { source, targets: n }
+    }
+
+    /// Which of `good` (storage types `types`) to delete to leave `wanted.replicas`: those
+    /// on a storage type beyond what the policy asks for first (as HDFS's
+    /// `chooseExcessReplicasByStorageType`), then any; the fullest nodes first within each.
+    fn surplus(&self, good: &[Replica], types: &[u8], wanted: &Want) -> Vec<NodeIx> {
+        let need = good.len() - wanted.replicas;
+        let mut excess: SmallVec<[u8; 4]> = if wanted.types.is_empty() {
+            SmallVec::new()
+        } else {
+            let (matched, _) = storage_moves::match_types(types, wanted.types);
+            types
+                .iter()
+                .zip(&matched)
+                .filter(|(_, &m)| !m)
+                .map(|(&t, _)| t)
+                .collect()
+        };
+        let mut by_fullness: Vec<(u64, NodeIx, u8)> = good
+            .iter()
+            .zip(types)
+            .map(|(r, &t)| (self.reg.get(r.node).remaining(), r.node, t))
+            .collect();
+        by_fullness.sort();
+        let mut out: Vec<NodeIx> = Vec::with_capacity(need);
+        for &(_, n, t) in &by_fullness {
+            if let Some(i) = excess.iter().position(|&x| x == t) {
+                if out.len() < need {
+                    excess.remove(i);
+                    out.push(n);
+                }
+            }
+        }
+        for &(_, n, _) in &by_fullness {
+            if out.len() < need && !out.contains(&n) {
+                out.push(n);
+            }
+        }
+        out
     }
 }
 
@@ -571,7 +653,7 @@ mod tests {
             complete: true,
         };
         m.add_replica(1, 0, 0, true, 10);
-        let d = m.check_replication(1, 3, &b, &ctx(0));
+        let d = m.check_replication(1, &Want::any(3), &b, &ctx(0));
         assert_eq!(
             d,
             Decision::Replicate {
@@ -583,10 +665,13 @@ mod tests {
         assert_eq!(t.targets.len(), 2);
         assert!(t.targets.iter().all(|&(n, _)| n != 0));
         // While the copy is under way nothing more is ordered...
-        assert_eq!(m.check_replication(1, 3, &b, &ctx(1)), Decision::Waiting);
+        assert_eq!(
+            m.check_replication(1, &Want::any(3), &b, &ctx(1)),
+            Decision::Waiting
+        );
         // ...until it times out.
         assert!(matches!(
-            m.check_replication(1, 3, &b, &ctx(100_000)),
+            m.check_replication(1, &Want::any(3), &b, &ctx(100_000)),
             Decision::Replicate { .. }
         ));
         // Four good copies for a replication of 2: the two fullest nodes delete theirs.
@@ -594,11 +679,64 @@ mod tests {
             m.add_replica(1, n, 0, true, 10);
         }
         assert_eq!(
-            m.check_replication(1, 2, &b, &ctx(0)),
+            m.check_replication(1, &Want::any(2), &b, &ctx(0)),
             Decision::Excess(vec![0, 1])
         );
         assert_eq!(m.finalized_replicas(1), 2);
         assert_eq!(m.reg.get(0).invalidate, vec![(1, 5)]);
+    }
+
+    #[test]
+    fn the_policy_decides_which_copy_is_surplus_and_where_a_new_one_goes() {
+        let mut m = mgr(4);
+        with_space(&mut m);
+        // Node 3 has an SSD as well, and the least room: fullness alone would pick it.
+        m.reg.get_mut(3).storages.push(registry::StorageState {
+            storage_type: 2,
+            uuid: "ssd3".into(),
+            failed: false,
+            capacity: 1 << 40,
+            dfs_used: 0,
+            remaining: 1 << 30,
+        });
+        let b = Expected {
+            gs: 5,
+            len: 10,
+            complete: true,
+        };
+        let one_ssd = Want {
+            replicas: 3,
+            types: &[2, 1, 1],
+            fallbacks: &[2, 1],
+        };
+        for n in 0..3 {
+            m.add_replica(1, n, 0, true, 10);
+        }
+        m.add_replica(1, 3, 1, true, 10);
+        // Four copies, one on SSD: a DISK copy goes (the fullest of them), the SSD one stays.
+        assert_eq!(
+            m.check_replication(1, &one_ssd, &b, &ctx(0)),
+            Decision::Excess(vec![0])
+        );
+        // The SSD copy lost, two DISK copies left of ONE_SSD's three: the new copy goes
+        // onto an SSD, not merely onto the node with the most room.
+        m.remove_replica(1, 3);
+        assert!(matches!(
+            m.check_replication(1, &one_ssd, &b, &ctx(0)),
+            Decision::Replicate { targets: 1, .. }
+        ));
+        let t = m
+            .reg
+            .get_mut(1)
+            .transfers
+            .pop()
+            .or_else(|| m.reg.get_mut(2).transfers.pop());
+        let (node, storage) = t.unwrap().targets[0];
+        assert_eq!(
+            (node, m.reg.get(node).storage_type(storage)),
+            (3, 2),
+            "the SSD"
+        );
     }
 
     #[test]
@@ -617,10 +755,10 @@ mod tests {
         m.add_replica(3, 3, 0, true, 10);
         m.mark_corrupt(3, 3); // nothing good: missing
         m.begin_scan();
-        m.check_replication(1, 3, &b, &ctx(0));
-        m.check_replication(2, 2, &b, &ctx(0));
-        m.check_replication(3, 1, &b, &ctx(0));
-        m.check_replication(4, 1, &b, &ctx(0)); // never reported
+        m.check_replication(1, &Want::any(3), &b, &ctx(0));
+        m.check_replication(2, &Want::any(2), &b, &ctx(0));
+        m.check_replication(3, &Want::any(1), &b, &ctx(0));
+        m.check_replication(4, &Want::any(1), &b, &ctx(0)); // never reported
         assert_eq!(
             m.tally,
             Tally::default(),
@@ -669,7 +807,7 @@ mod tests {
         m.mark_corrupt(2, 0);
         // A fresh copy goes to the free node; the corrupt one stays until it exists.
         assert!(matches!(
-            m.check_replication(2, 3, &b, &ctx(0)),
+            m.check_replication(2, &Want::any(3), &b, &ctx(0)),
             Decision::Replicate { targets: 1, .. }
         ));
         assert!(
@@ -677,7 +815,10 @@ mod tests {
             "kept while it is needed"
         );
         m.add_replica(2, 3, 0, true, 10);
-        assert_eq!(m.check_replication(2, 3, &b, &ctx(0)), Decision::Fine);
+        assert_eq!(
+            m.check_replication(2, &Want::any(3), &b, &ctx(0)),
+            Decision::Fine
+        );
         assert_eq!(m.reg.get(0).invalidate, vec![(2, 5)]);
     }
 
@@ -694,7 +835,10 @@ mod tests {
             m.add_replica(2, n, 0, true, 10);
         }
         m.mark_corrupt(2, 0);
-        assert_eq!(m.check_replication(2, 3, &b, &ctx(0)), Decision::Waiting);
+        assert_eq!(
+            m.check_replication(2, &Want::any(3), &b, &ctx(0)),
+            Decision::Waiting
+        );
         assert_eq!(
             m.reg.get(0).invalidate,
             vec![(2, 5)],
@@ -703,7 +847,10 @@ mod tests {
         // The only copy, even if corrupt, is never deleted.
         m.add_replica(9, 1, 0, true, 10);
         m.mark_corrupt(9, 1);
-        assert_eq!(m.check_replication(9, 3, &b, &ctx(0)), Decision::Waiting);
+        assert_eq!(
+            m.check_replication(9, &Want::any(3), &b, &ctx(0)),
+            Decision::Waiting
+        );
         assert!(!m.reg.get(1).invalidate.contains(&(9, 5)));
     }
 

@@ -43,7 +43,7 @@ struct Cand {
 }
 
 /// The storage of `n` with the most room for a whole block, of `ty` (None: any type).
-fn best_storage(reg: &Registry, node: NodeIx, ty: Option<u8>, need: u64) -> Option<u8> {
+pub(crate) fn best_storage(reg: &Registry, node: NodeIx, ty: Option<u8>, need: u64) -> Option<u8> {
     let n = reg.get(node);
     n.storages
         .iter()

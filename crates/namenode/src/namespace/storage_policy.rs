@@ -8,6 +8,7 @@
 
 use super::inode::{Slot, ROOT_SLOT};
 use super::perm::{Caller, WRITE};
+use super::xattr::XAttrNs;
 use super::{Namespace, Op};
 use crate::error::FsError;
 
@@ -139,6 +140,20 @@ impl Policy {
     pub fn creation_fallback_ids(&self) -> Vec<u8> {
         self.creation_fallbacks.iter().map(|&t| t as u8).collect()
     }
+
+    /// The replication fallbacks as `StorageTypeProto` numbers (the enum's discriminants,
+    /// so the slice is the same memory).
+    pub fn replication_fallback_ids(&self) -> &'static [u8] {
+        match self.replication_fallbacks {
+            [] => &[],
+            [Disk] => &[Disk as u8],
+            [Archive] => &[Archive as u8],
+            [Disk, Archive] => &[Disk as u8, Archive as u8],
+            [Ssd, Disk] => &[Ssd as u8, Disk as u8],
+            [Provided, Disk] => &[Provided as u8, Disk as u8],
+            other => unreachable!("a suite policy with fallbacks {other:?}"),
+        }
+    }
 }
 
 pub fn by_id(id: u8) -> Option<&'static Policy> {
@@ -178,6 +193,14 @@ impl Namespace {
             }
             slot = self.inode(slot).parent;
         }
+    }
+
+    /// The policy that decides where `slot`'s blocks go: its own or inherited one, HOT
+    /// when there is none (HDFS's default).
+    pub fn effective_storage_policy(&self, slot: Slot) -> &'static Policy {
+        by_id(self.storage_policy_of(slot))
+            .or_else(|| by_id(DEFAULT))
+            .expect("HOT is in the suite")
     }
 
     /// The policy a new entry at `src` starts under: its parent directory's.
@@ -236,6 +259,78 @@ impl Namespace {
             .expect("HOT is in the suite"))
     }
 
+    /// `satisfyStoragePolicy`: marks `src` with the satisfier's `user.hdfs.sps` (journaled,
+    /// so a restart finds the path still pending) and returns its inode id to queue. As in
+    /// HDFS, a file without blocks, or a path already marked, is skipped without an error.
+    pub fn plan_satisfy_storage_policy(
+        &self,
+        caller: &Caller,
+        src: &str,
+        enabled: bool,
+    ) -> Result<(Option<u64>, Vec<Op>), FsError> {
+        if !enabled {
+            return Err(FsError::Io(
+                "Failed to satisfy storage policy since dfs.storage.policy.enabled is set to \
+                 false."
+                    .into(),
+            ));
+        }
+        let (slot, path) = self.resolve_checked_or(caller, src, |p| format!("cannot find {p}"))?;
+        if !caller.bypass() {
+            self.check_access(caller, slot, WRITE)?;
+        }
+        let inode = self.inode(slot);
+        let marked = self
+            .xattrs_of(slot)
+            .iter()
+            .any(|x| x.ns == XAttrNs::User && x.name == crate::satisfier::XATTR_NAME);
+        if inode.file().is_some_and(|f| f.blocks().is_empty()) || marked {
+            return Ok((None, Vec::new()));
+        }
+        Ok((
+            Some(inode.id),
+            vec![Op::SetXAttr {
+                path,
+                ns: XAttrNs::User as u8,
+                name: crate::satisfier::XATTR_NAME.into(),
+                value: None,
+            }],
+        ))
+    }
+
+    /// Removes the satisfier's mark from inode `id` once its path is done with (nothing if
+    /// it is gone, or someone removed the mark).
+    pub fn plan_unmark_satisfied(&self, id: u64) -> Vec<Op> {
+        let Some(slot) = self.slot_of_id(id) else {
+            return Vec::new();
+        };
+        let marked = self
+            .xattrs_of(slot)
+            .iter()
+            .any(|x| x.ns == XAttrNs::User && x.name == crate::satisfier::XATTR_NAME);
+        if !marked {
+            return Vec::new();
+        }
+        vec![Op::RemoveXAttr {
+            path: self.path_of(slot),
+            ns: XAttrNs::User as u8,
+            name: crate::satisfier::XATTR_NAME.into(),
+        }]
+    }
+
+    /// Every inode carrying the satisfier's mark (the queue a restart rebuilds).
+    pub fn satisfier_marks(&self) -> Vec<u64> {
+        self.features
+            .iter()
+            .filter(|(_, f)| {
+                f.xattrs
+                    .iter()
+                    .any(|x| x.ns == XAttrNs::User && x.name == crate::satisfier::XATTR_NAME)
+            })
+            .map(|(&slot, _)| self.inode(slot).id)
+            .collect()
+    }
+
     pub(super) fn apply_storage_policy(&mut self, slot: Slot, policy: u8) {
         let f = self.features.entry(slot).or_default();
         let had = f.storage_policy != UNSPECIFIED;
@@ -255,6 +350,14 @@ impl Namespace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn replication_fallbacks_as_numbers_are_the_suite_s() {
+        for p in POLICIES {
+            let want: Vec<u8> = p.replication_fallbacks.iter().map(|&t| t as u8).collect();
+            assert_eq!(p.replication_fallback_ids(), want, "{}", p.name);
+        }
+    }
 
     #[test]
     fn the_suite_is_hdfs_s_and_policies_are_inherited() {

@@ -1,8 +1,7 @@
 //! ClientProtocol calls for features Ferrite does not have, answered as HDFS 3.4.1 answers
 //! them where the feature is off or unconfigured: symlinks (off in HDFS too), delegation
-//! tokens without Kerberos (none issued), encryption zones without a KMS, the storage policy
-//! satisfier (off by default), and erasure coding (every policy disabled: Ferrite writes
-//! only replicated files). Reads answer truthfully; changes are refused with HDFS's
+//! tokens without Kerberos (none issued), encryption zones without a KMS, and erasure coding
+//! (every policy disabled: Ferrite writes only replicated files). Reads answer truthfully; changes are refused with HDFS's
 //! exception for that state.
 
 use ferrite_ipc::{CallCtx, Router, CLIENT_PROTOCOL};
@@ -29,7 +28,6 @@ pub fn register(r: &mut Router<NameNodeService>) {
     m!("listEncryptionZones", list_zones);
     m!("listReencryptionStatus", list_reencryption);
     m!("reencryptEncryptionZone", reencrypt);
-    m!("satisfyStoragePolicy", satisfy_policy);
     m!("getErasureCodingPolicies", ec_policies);
     m!("getErasureCodingCodecs", ec_codecs);
     m!("getErasureCodingPolicy", ec_policy_of);
@@ -151,21 +149,6 @@ pub async fn reencrypt(
     _: ReencryptEncryptionZoneRequestProto,
 ) -> Res<ReencryptEncryptionZoneResponseProto> {
     Err(io("No key provider configured, re-encryption operation is rejected".into()).into())
-}
-
-/// `dfs.storage.policy.satisfier.mode` is `none` by default in HDFS; Ferrite has no
-/// satisfier at all.
-pub async fn satisfy_policy(
-    _: Nn,
-    _: CallCtx,
-    _: SatisfyStoragePolicyRequestProto,
-) -> Res<SatisfyStoragePolicyResponseProto> {
-    Err(FsError::UnsupportedAction(
-        "Cannot request to satisfy storage policy when storage policy satisfier feature has \
-         been disabled by admin. Seek for an admin help to enable it or use Mover tool."
-            .into(),
-    )
-    .into())
 }
 
 /// HDFS's system erasure coding policies: name, id, codec, data and parity units.

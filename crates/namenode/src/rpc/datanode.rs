@@ -248,7 +248,20 @@ pub async fn block_received_and_deleted(
             (storage, events)
         })
         .collect();
-    nn.incremental_report(uuid, &storages)?;
+    // A replica received by a move names the node whose copy is now surplus.
+    let hints: Vec<(u64, String)> = req
+        .blocks
+        .iter()
+        .flat_map(|s| &s.blocks)
+        .filter(|b| b.status == BlockStatus::Received as i32)
+        .filter_map(|b| {
+            Some((
+                b.block.block_id,
+                b.delete_hint.clone().filter(|h| !h.is_empty())?,
+            ))
+        })
+        .collect();
+    nn.incremental_report(uuid, &storages, &hints)?;
     Ok(BlockReceivedAndDeletedResponseProto {})
 }
 

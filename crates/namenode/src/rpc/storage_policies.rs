@@ -3,9 +3,9 @@
 use ferrite_ipc::{CallCtx, Router, CLIENT_PROTOCOL};
 use ferrite_proto::hdfs::{
     BlockStoragePolicyProto, GetStoragePoliciesRequestProto, GetStoragePoliciesResponseProto,
-    GetStoragePolicyRequestProto, GetStoragePolicyResponseProto, SetStoragePolicyRequestProto,
-    SetStoragePolicyResponseProto, StorageTypesProto, UnsetStoragePolicyRequestProto,
-    UnsetStoragePolicyResponseProto,
+    GetStoragePolicyRequestProto, GetStoragePolicyResponseProto, SatisfyStoragePolicyRequestProto,
+    SatisfyStoragePolicyResponseProto, SetStoragePolicyRequestProto, SetStoragePolicyResponseProto,
+    StorageTypesProto, UnsetStoragePolicyRequestProto, UnsetStoragePolicyResponseProto,
 };
 
 use super::{kind, Nn, Res};
@@ -37,6 +37,12 @@ pub fn register(r: &mut Router<NameNodeService>) {
         "getStoragePolicies",
         kind("getStoragePolicies"),
         get_storage_policies,
+    )
+    .method(
+        p,
+        "satisfyStoragePolicy",
+        kind("satisfyStoragePolicy"),
+        satisfy_storage_policy,
     );
 }
 
@@ -64,6 +70,15 @@ pub async fn set_storage_policy(
     nn.set_storage_policy(&ctx.user, &req.src, Some(&req.policy_name))
         .await?;
     Ok(SetStoragePolicyResponseProto {})
+}
+
+pub async fn satisfy_storage_policy(
+    nn: Nn,
+    ctx: CallCtx,
+    req: SatisfyStoragePolicyRequestProto,
+) -> Res<SatisfyStoragePolicyResponseProto> {
+    nn.satisfy_storage_policy(&ctx.user, &req.src).await?;
+    Ok(SatisfyStoragePolicyResponseProto {})
 }
 
 pub async fn unset_storage_policy(

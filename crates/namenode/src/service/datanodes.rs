@@ -251,6 +251,7 @@ impl NameNodeService {
         &self,
         uuid: &str,
         storages: &[(String, Vec<(Reported, ReplicaEvent)>)],
+        delete_hints: &[(u64, String)],
     ) -> Result<(), FsError> {
         {
             let ns = self.ns.read();
@@ -272,6 +273,19 @@ impl NameNodeService {
                         }
                         ReplicaEvent::Deleted => mgr.remove_replica(r.id, ix),
                     }
+                }
+            }
+            for (id, hint) in delete_hints {
+                let (Some(hinted), Some((slot, _)), Some(e)) = (
+                    mgr.reg.lookup(hint),
+                    ns.block_position(*id),
+                    expected(&ns, *id),
+                ) else {
+                    continue;
+                };
+                if hinted != ix && e.complete {
+                    let replication = ns.inode(slot).replication as usize;
+                    mgr.drop_hinted(*id, e.gs, hinted, replication);
                 }
             }
             debug!(
@@ -398,7 +412,7 @@ impl NameNodeService {
     /// One replication pass over every block (when `force` or something changed).
     /// Returns (copies ordered, replicas to delete).
     pub fn replication_scan(&self, force: bool) -> (usize, usize) {
-        use crate::blocks::{Decision, ReplicationCtx};
+        use crate::blocks::{Decision, ReplicationCtx, Want};
         let ns = self.ns.read();
         let mut mgr = self.blocks.lock();
         if !force && !mgr.needs_scan {
@@ -414,6 +428,7 @@ impl NameNodeService {
         };
         let (mut ordered, mut deleted) = (0, 0);
         mgr.begin_scan();
+        let mut last: (u8, u16, Vec<u8>) = (u8::MAX, 0, Vec::new());
         for (id, slot) in ns.blocks() {
             let Some(e) = expected(&ns, id) else {
                 continue;
@@ -421,8 +436,19 @@ impl NameNodeService {
             if !e.complete {
                 continue; // still being written: its pipeline decides
             }
-            let want = ns.inode(slot).replication as usize;
-            match mgr.check_replication(id, want, &e, &ctx) {
+            let replication = ns.inode(slot).replication;
+            let policy = ns.effective_storage_policy(slot);
+            // Blocks come file by file: most share the previous block's types.
+            if last.0 != policy.id || last.1 != replication {
+                last = (policy.id, replication, policy.choose(replication));
+            }
+            let types = &last.2;
+            let want = Want {
+                replicas: replication as usize,
+                types,
+                fallbacks: policy.replication_fallback_ids(),
+            };
+            match mgr.check_replication(id, &want, &e, &ctx) {
                 Decision::Replicate { targets, .. } => ordered += targets,
                 Decision::Excess(nodes) => deleted += nodes.len(),
                 Decision::Waiting => mgr.needs_scan = true,

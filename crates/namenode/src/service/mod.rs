@@ -31,6 +31,7 @@ pub mod locations;
 mod operation_tests;
 mod quotas;
 mod safe_mode;
+pub mod satisfier;
 mod storage_policies;
 mod summary_reads;
 mod writes;
@@ -139,6 +140,9 @@ pub struct NameNodeService {
     tokens: BlockTokens,
     /// Per-directory usage kept from the journal (`None` when off or without a journal).
     summary: Option<Arc<SummaryService>>,
+    /// Paths waiting for their replicas to match their storage policy, and moves under way.
+    /// Lock order: after `ns` and `blocks`.
+    satisfier: Mutex<crate::satisfier::Satisfier>,
 }
 
 pub struct Storage {
@@ -234,6 +238,7 @@ impl NameNodeService {
             blocks: Mutex::new(BlockManager::default()),
             tokens,
             summary,
+            satisfier: Mutex::new(Default::default()),
         }
     }
 

@@ -93,6 +93,7 @@ fn reported(
         nn.incremental_report(
             &l.node.id.uuid,
             &[(l.storage_uuid.clone(), vec![(r, event)])],
+            &[],
         )
         .unwrap();
     }
@@ -720,4 +721,142 @@ async fn lease_recovery_closes_at_the_length_the_primary_reports() {
     ];
     assert_eq!(closed.blocks, want);
     assert_eq!(nn.lease_holders(), 0);
+}
+
+/// A storage of `ty` for node `i` (`DS-i` is its DISK, as `datanode` registers it).
+fn storage(i: u32, ty: u8) -> StorageState {
+    StorageState {
+        storage_type: ty,
+        uuid: if ty == 1 {
+            format!("DS-{i}")
+        } else {
+            format!("SSD-{i}")
+        },
+        failed: false,
+        capacity: 1 << 40,
+        dfs_used: 0,
+        remaining: 1 << 40,
+    }
+}
+
+/// Node `uuid` reports a finished replica of `lb`'s block on `storage`, received by a move
+/// from `hint`.
+fn moved_to(nn: &NameNodeService, uuid: &str, storage: &str, lb: &LocatedBlock, hint: &str) {
+    let r = Reported {
+        id: lb.block.id,
+        len: 10,
+        gs: lb.block.gs,
+        state: ReplicaState::Finalized,
+    };
+    let hints = [(lb.block.id, hint.to_string())];
+    let hints: &[(u64, String)] = if hint.is_empty() { &[] } else { &hints };
+    nn.incremental_report(
+        uuid,
+        &[(storage.into(), vec![(r, ReplicaEvent::Received)])],
+        hints,
+    )
+    .unwrap();
+}
+
+#[tokio::test]
+async fn the_satisfier_marks_a_path_moves_its_replicas_and_unmarks_it() {
+    let nn = three_datanodes().await;
+    // Node 2 has an SSD beside its DISK; node 3 only an SSD (it gets no HOT replica).
+    let beat = |storages| HeartbeatReport {
+        xceivers: 0,
+        storages,
+    };
+    nn.heartbeat("dn-2", beat(vec![storage(2, 1), storage(2, 2)]));
+    let dn3 = datanode(&nn, 3);
+    let gone = StorageState {
+        failed: true,
+        ..storage(3, 1)
+    };
+    nn.heartbeat(&dn3, beat(vec![gone, storage(3, 2)]));
+    let lb = write_file(&nn, SU, "/d/f", 10).await;
+    nn.set_storage_policy(SU, "/d", Some("ONE_SSD"))
+        .await
+        .unwrap();
+    let e = nn.satisfy_storage_policy(ALICE, "/d").await.unwrap_err();
+    assert!(matches!(e, FsError::AccessDenied(_)), "{e}");
+    let e = nn.satisfy_storage_policy(SU, "/nope").await.unwrap_err();
+    assert_eq!(e.to_string(), "cannot find /nope");
+    nn.satisfy_storage_policy(SU, "/d").await.unwrap();
+    nn.satisfy_storage_policy(SU, "/d").await.unwrap(); // already asked: skipped quietly
+    let marked = |p: &str| {
+        nn.list_xattrs(SU, p)
+            .unwrap()
+            .iter()
+            .any(|x| x.prefixed() == "user.hdfs.sps")
+    };
+    assert!(marked("/d"));
+    // ONE_SSD wants one of the three DISK replicas on SSD: node 2's, moved between its
+    // own volumes.
+    let (orders, done) = nn.satisfier_pass();
+    assert!(done.is_empty());
+    assert_eq!(orders.len(), 1);
+    let o = &orders[0];
+    assert_eq!(
+        (o.source.id.uuid.as_str(), o.target.id.uuid.as_str()),
+        ("dn-2", "dn-2")
+    );
+    assert_eq!((o.storage_type, o.block.id), (2, lb.block.id));
+    assert!(
+        nn.satisfier_pass().0.is_empty(),
+        "nothing more while it moves"
+    );
+    moved_to(&nn, "dn-2", "SSD-2", &lb, "");
+    nn.move_finished(lb.block.id, Ok(()));
+    let (orders, done) = nn.satisfier_pass();
+    assert!(orders.is_empty());
+    assert_eq!(done.len(), 1);
+    assert!(done[0].satisfied);
+    nn.satisfier_finish(&done).await;
+    assert!(!marked("/d"));
+    assert!(nn.satisfier.lock().paths().is_empty(), "done with");
+
+    // ALL_SSD: node 2's SSD has the block already; one DISK replica can go to node 3 (a
+    // copy, the source's replica then surplus by the delete hint); the third cannot move.
+    nn.set_storage_policy(SU, "/d/f", Some("ALL_SSD"))
+        .await
+        .unwrap();
+    nn.satisfy_storage_policy(SU, "/d/f").await.unwrap();
+    let (orders, _) = nn.satisfier_pass();
+    assert_eq!(orders.len(), 1);
+    let o = &orders[0];
+    assert_eq!(o.target.id.uuid, "dn-3");
+    let source = o.source.id.uuid.clone();
+    moved_to(&nn, "dn-3", "SSD-3", &lb, &source);
+    nn.move_finished(lb.block.id, Ok(()));
+    let holders = nn.blocks.lock().places(lb.block.id).len();
+    assert_eq!(holders, 3, "the hinted copy is dropped, three remain");
+    // What is left cannot be placed: after its rounds the path is given up on.
+    let mut gave_up = None;
+    for _ in 0..5 {
+        let (orders, done) = nn.satisfier_pass();
+        assert!(orders.is_empty());
+        if let Some(d) = done.first() {
+            gave_up = Some(*d);
+            break;
+        }
+    }
+    assert_eq!(gave_up.map(|d| d.satisfied), Some(false));
+
+    // A mark found at start-up (a restart) queues the path again.
+    nn.satisfier_finish(&[gave_up.unwrap()]).await;
+    nn.satisfy_storage_policy(SU, "/d").await.unwrap();
+    let id = nn.satisfier.lock().paths()[0];
+    nn.satisfier.lock().remove(id);
+    nn.requeue_satisfier();
+    assert_eq!(nn.satisfier.lock().paths(), vec![id]);
+}
+
+#[tokio::test]
+async fn the_satisfier_off_refuses_as_hdfs_does_by_default() {
+    let mut cfg = Config::default();
+    cfg.satisfier.enabled = false;
+    let nn = service(cfg);
+    let e = nn.satisfy_storage_policy(SU, "/").await.unwrap_err();
+    assert!(matches!(e, FsError::UnsupportedAction(_)));
+    assert!(e.to_string().starts_with("Cannot request to satisfy storage policy when storage policy satisfier feature has been disabled by admin."), "{e}");
 }

@@ -318,6 +318,11 @@ impl Request<'_> {
                 nn.set_permission(user, path, perm).await.map_err(web)?;
                 Ok(empty_ok())
             }
+            "SATISFYSTORAGEPOLICY" => {
+                self.admit("satisfyStoragePolicy")?;
+                nn.satisfy_storage_policy(user, path).await.map_err(web)?;
+                Ok(empty_ok())
+            }
             "SETSTORAGEPOLICY" => {
                 self.admit("setStoragePolicy")?;
                 let name = p
@@ -554,7 +559,6 @@ const HDFS_OPS: &[(&str, &str)] = &[
     ("PUT", "CREATESNAPSHOT"),
     ("PUT", "DELETESNAPSHOT"),
     ("PUT", "RENAMESNAPSHOT"),
-    ("PUT", "SATISFYSTORAGEPOLICY"),
     ("PUT", "ENABLEECPOLICY"),
     ("PUT", "DISABLEECPOLICY"),
     ("PUT", "SETECPOLICY"),

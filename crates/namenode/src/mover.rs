@@ -1,0 +1,106 @@
+//! Sends replica moves to DataNodes: REPLACE_BLOCK to the node that is to hold the
+//! replica, as HDFS's Mover, Balancer and external storage policy satisfier send it, and
+//! waits for its answer. The one place the NameNode speaks the data-transfer protocol.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferrite_proto::hdfs::{
+    BaseHeaderProto, BlockOpResponseProto, ExtendedBlockProto, OpReplaceBlockProto, Status,
+};
+use ferrite_transfer::io::{read_delimited, write_op};
+use ferrite_transfer::op;
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+use tokio::sync::Semaphore;
+
+use crate::rpc::convert::{datanode_info, token_proto};
+use crate::service::satisfier::MoveOrder;
+
+/// Moves under way at once, cluster-wide: a satisfied directory of thousands of blocks
+/// must not open thousands of connections (HDFS's DataNodes allow 100 moves each by
+/// default; a NameNode-driven satisfier shares them with the Balancer).
+const CONCURRENT_MOVES: usize = 16;
+
+/// How long a DataNode may take to copy and report one replica.
+const MOVE_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+
+pub struct Mover {
+    slots: Arc<Semaphore>,
+}
+
+impl Default for Mover {
+    fn default() -> Self {
+        Mover {
+            slots: Arc::new(Semaphore::new(CONCURRENT_MOVES)),
+        }
+    }
+}
+
+impl Mover {
+    /// Sends `order` once a slot is free; `done` gets the outcome.
+    pub fn dispatch(
+        &self,
+        order: MoveOrder,
+        done: impl FnOnce(Result<(), String>) + Send + 'static,
+    ) {
+        let slots = self.slots.clone();
+        tokio::spawn(async move {
+            let _slot = slots.acquire_owned().await;
+            let r = tokio::time::timeout(MOVE_TIMEOUT, replace_block(&order))
+                .await
+                .unwrap_or_else(|_| Err(format!("no answer in {MOVE_TIMEOUT:?}")));
+            done(r.map_err(|e| {
+                format!(
+                    "moving blk_{}_{} from {} to {}: {e}",
+                    order.block.id,
+                    order.block.gs,
+                    order.source.id.xfer_addr(),
+                    order.target.id.xfer_addr()
+                )
+            }));
+        });
+    }
+}
+
+/// One REPLACE_BLOCK: SUCCESS once the replica is in place and the NameNode has its report.
+async fn replace_block(o: &MoveOrder) -> Result<(), String> {
+    let s = TcpStream::connect(o.target.id.xfer_addr())
+        .await
+        .map_err(|e| e.to_string())?;
+    s.set_nodelay(true).map_err(|e| e.to_string())?;
+    let (r, mut w) = s.into_split();
+    let req = OpReplaceBlockProto {
+        header: BaseHeaderProto {
+            block: ExtendedBlockProto {
+                pool_id: o.pool.clone(),
+                block_id: o.block.id,
+                generation_stamp: o.block.gs,
+                num_bytes: Some(o.block.len),
+            },
+            token: Some(token_proto(&o.token)),
+            trace_info: None,
+        },
+        del_hint: o.source.id.uuid.clone(),
+        source: datanode_info(&o.source),
+        storage_type: Some(i32::from(o.storage_type)),
+        storage_id: None,
+    };
+    write_op(&mut w, op::REPLACE_BLOCK, &req)
+        .await
+        .map_err(|e| e.to_string())?;
+    w.flush().await.map_err(|e| e.to_string())?;
+    let mut r = BufReader::new(r);
+    loop {
+        let resp: BlockOpResponseProto = read_delimited(&mut r).await.map_err(|e| e.to_string())?;
+        match Status::try_from(resp.status) {
+            Ok(Status::InProgress) => continue, // a DataNode's keep-alive during a long copy
+            Ok(Status::Success) => return Ok(()),
+            _ => {
+                return Err(resp
+                    .message
+                    .unwrap_or_else(|| format!("status {}", resp.status)))
+            }
+        }
+    }
+}
