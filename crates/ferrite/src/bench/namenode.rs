@@ -65,6 +65,11 @@ pub struct NamenodeArgs {
     /// Leave the inode-memory files in place (so an outside probe can measure after).
     #[arg(long)]
     keep: bool,
+    /// What each inode-memory file carries beyond itself: none, acl (inherited from a
+    /// default ACL of 3 named users on the probe's top directory) or xattr (one 8-byte
+    /// user xattr each), for the memory an ACL or an xattr costs.
+    #[arg(long, default_value = "none", value_parser = ["none", "acl", "xattr"])]
+    mem_feature: String,
     /// User to connect as (default: $USER).
     #[arg(long)]
     user: Option<String>,
@@ -276,6 +281,7 @@ async fn create_closed(
     user: &str,
     clients: usize,
     range: std::ops::Range<usize>,
+    xattr: bool,
 ) -> anyhow::Result<()> {
     let mut tasks = Vec::new();
     for k in 0..clients {
@@ -287,6 +293,21 @@ async fn create_closed(
                 let src = format!("{BASE}/mem/c{k}/g{}/f{i}", i / 10_000);
                 c.create(&src, &client).await?;
                 c.complete(&src, &client).await?;
+                if xattr {
+                    let req = SetXAttrRequestProto {
+                        src,
+                        x_attr: Some(XAttrProto {
+                            namespace: x_attr_proto::XAttrNamespaceProto::User as i32,
+                            name: "a".into(),
+                            value: Some(vec![7u8; 8]),
+                        }),
+                        flag: Some(XAttrSetFlagProto::XattrCreate as u32),
+                    };
+                    let Conn::Rpc(ipc) = &c else {
+                        unreachable!("made as a connection above")
+                    };
+                    let _: SetXAttrResponseProto = ipc.call("setXAttr", &req).await?;
+                }
             }
             anyhow::Ok(())
         }));
@@ -294,6 +315,30 @@ async fn create_closed(
     for task in tasks {
         task.await??;
     }
+    Ok(())
+}
+
+/// Makes `dir` and gives it a default ACL of 3 named users, which everything created
+/// below it inherits.
+async fn default_acl(admin: &IpcClient, dir: &str) -> anyhow::Result<()> {
+    let mk = MkdirsRequestProto {
+        src: dir.into(),
+        masked: FsPermissionProto { perm: 0o755 },
+        create_parent: true,
+        unmasked: None,
+    };
+    let _: MkdirsResponseProto = admin.call("mkdirs", &mk).await?;
+    let entry = |i: usize| AclEntryProto {
+        r#type: acl_entry_proto::AclEntryTypeProto::User as i32,
+        scope: acl_entry_proto::AclEntryScopeProto::Default as i32,
+        permissions: acl_entry_proto::FsActionProto::ReadExecute as i32,
+        name: Some(format!("u{i}")),
+    };
+    let req = ModifyAclEntriesRequestProto {
+        src: dir.into(),
+        acl_spec: (0..3).map(entry).collect(),
+    };
+    let _: ModifyAclEntriesResponseProto = admin.call("modifyAclEntries", &req).await?;
     Ok(())
 }
 
@@ -313,10 +358,14 @@ async fn inode_memory(
     // Two halves, RSS read after each: the second half's growth leaves out what is paid
     // once whatever the count (the journal tail filling its cap, first allocations).
     let half = per / 2;
-    create_closed(t, user, clients, 0..half).await?;
+    let xattr = args.mem_feature == "xattr";
+    if args.mem_feature == "acl" {
+        default_acl(admin, &format!("{BASE}/mem")).await?;
+    }
+    create_closed(t, user, clients, 0..half, xattr).await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let middle = rss_kib(pid).unwrap_or(0);
-    create_closed(t, user, clients, half..per).await?;
+    create_closed(t, user, clients, half..per, xattr).await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let after = rss_kib(pid).unwrap_or(0);
     let files = per * clients;
