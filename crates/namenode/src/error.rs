@@ -73,6 +73,12 @@ pub enum FsError {
     /// A value that ended before it was whole (`java.io.EOFException`).
     #[error("{0}")]
     Eof(String),
+    /// A snapshot operation HDFS refuses (`SnapshotException`).
+    #[error("{0}")]
+    Snapshot(String),
+    /// A change under a `.snapshot` path (`SnapshotAccessControlException`).
+    #[error("{0}")]
+    SnapshotAccess(String),
     /// Anything HDFS reports as a plain `java.io.IOException`.
     #[error("{0}")]
     Io(String),
@@ -120,6 +126,10 @@ impl FsError {
             }
             FsError::Eof(_) => "java.io.EOFException",
             FsError::Acl(_) => "org.apache.hadoop.hdfs.protocol.AclException",
+            FsError::Snapshot(_) => "org.apache.hadoop.hdfs.protocol.SnapshotException",
+            FsError::SnapshotAccess(_) => {
+                "org.apache.hadoop.hdfs.protocol.SnapshotAccessControlException"
+            }
             FsError::Io(_) => class::IO,
         }
     }

@@ -19,6 +19,9 @@ impl Namespace {
 
     fn apply_record(&mut self, op: &Op, at: At) -> Result<Effects, FsError> {
         let mut fx = Effects::default();
+        if !self.snaps.idle() {
+            self.preserve_changed(op, at)?;
+        }
         match op {
             Op::Mkdir {
                 path,
@@ -31,6 +34,7 @@ impl Namespace {
                 let (parent, name) = self.parent_and_name(path, at.slot)?;
                 let body = Body::Dir(Children::default());
                 let slot = self.add_child(parent, name, *id, *perm, owner, group, *mtime, body)?;
+                self.note_child_added(parent, slot);
                 if !self.acls.is_empty() {
                     self.inherit_default_acl(parent, slot);
                 }
@@ -192,6 +196,11 @@ impl Namespace {
                 }
                 self.reopen(slot, client_name, client_machine);
             }
+            Op::AllowSnapshot { .. }
+            | Op::DisallowSnapshot { .. }
+            | Op::CreateSnapshot { .. }
+            | Op::DeleteSnapshot { .. }
+            | Op::RenameSnapshot { .. } => self.apply_snapshot_op(op, &mut fx)?,
             Op::UpdateLastBlock { path, id, gs, len } => self.apply_update_last_block(
                 path,
                 at,
@@ -233,7 +242,7 @@ impl Namespace {
                     "{path} already exists as a directory"
                 )));
             }
-            self.remove_subtree(old, fx);
+            self.drop_child(parent, old, fx);
         }
         let uc = UnderConstruction {
             client_name: client_name.clone(),
@@ -241,6 +250,7 @@ impl Namespace {
         };
         let body = Body::File(FileData::new(0, *block_size, Vec::new(), Some(uc)));
         let slot = self.add_child(parent, name, *id, *perm, owner, group, *mtime, body)?;
+        self.note_child_added(parent, slot);
         if !self.acls.is_empty() {
             self.inherit_default_acl(parent, slot);
         }
@@ -355,6 +365,7 @@ impl Namespace {
             fx.removed_blocks.push((b.id, b.gs));
         }
         self.block_files.remove(&id);
+        self.keep_snapshot_blocks(slot, fx);
         Ok(())
     }
 
@@ -371,8 +382,7 @@ impl Namespace {
             return Err(FsError::Io("cannot delete the root directory".into()));
         }
         let parent = self.arena.get(slot).parent;
-        self.detach(slot);
-        self.remove_subtree(slot, fx);
+        self.drop_child(parent, slot, fx);
         self.arena.get_mut(parent).mtime = mtime;
         Ok(())
     }
@@ -428,6 +438,7 @@ impl Namespace {
         for (id, _) in &fx.removed_blocks {
             self.block_files.remove(id);
         }
+        self.keep_snapshot_blocks(slot, fx);
         Ok(())
     }
 
@@ -467,7 +478,8 @@ impl Namespace {
                 moved.append(f.blocks_mut());
                 f.set_len(0);
             }
-            self.remove_subtree(s, fx);
+            let parent = self.arena.get(s).parent;
+            self.drop_child(parent, s, fx);
         }
         let Body::File(f) = &mut self.arena.get_mut(t).body else {
             return Err(FsError::Io(format!("concat target {target} is not a file")));
@@ -505,10 +517,11 @@ impl Namespace {
                     "rename destination {dst} already exists"
                 )));
             }
-            self.detach(old);
-            self.remove_subtree(old, fx);
+            self.drop_child(new_parent, old, fx);
         }
         let old_parent = self.arena.get(slot).parent;
+        let seen_by = self.coverage(slot);
+        self.note_child_removed(old_parent, slot);
         self.detach(slot);
         let old_name = self.arena.get(slot).name;
         self.names.free(old_name);
@@ -517,9 +530,106 @@ impl Namespace {
         inode.name = name;
         inode.parent = new_parent;
         self.attach(new_parent, slot);
+        self.note_child_added(new_parent, slot);
+        self.pin_if_leaving(slot, seen_by);
         self.arena.get_mut(old_parent).mtime = mtime;
         self.arena.get_mut(new_parent).mtime = mtime;
         Ok(())
+    }
+}
+
+impl Namespace {
+    /// Saves, before `op` changes them, the inodes it changes that a snapshot can see:
+    /// the inode it names, and the directories whose entries or times it changes.
+    fn preserve_changed(&mut self, op: &Op, at: At) -> Result<(), FsError> {
+        let mut touched: Vec<Slot> = Vec::with_capacity(3);
+        match op {
+            Op::Mkdir { path, .. } | Op::Create { path, .. } => {
+                let (parent, name) = self.parent_and_name(path, at.slot)?;
+                touched.push(parent);
+                touched.extend(self.child(parent, name.as_bytes()));
+            }
+            Op::Rename { src, dst, .. } => {
+                let slot = self.existing_at(src, at.slot)?;
+                let (new_parent, new_name) = self.parent_and_name(dst, at.dst_dir)?;
+                touched.extend([slot, self.arena.get(slot).parent, new_parent]);
+                touched.extend(self.child(new_parent, new_name.as_bytes()));
+            }
+            Op::Delete { path, .. } => {
+                let slot = self.existing_at(path, at.slot)?;
+                touched.extend([slot, self.arena.get(slot).parent]);
+            }
+            Op::Concat { target, srcs, .. } => {
+                let t = self.existing_at(target, at.slot)?;
+                touched.extend([t, self.arena.get(t).parent]);
+                for src in srcs {
+                    let s = self.existing(src)?;
+                    touched.extend([s, self.arena.get(s).parent]);
+                }
+            }
+            Op::SetGenerationStamp { .. }
+            | Op::SetCachePool { .. }
+            | Op::RemoveCachePool { .. }
+            | Op::SetCacheDirective { .. }
+            | Op::RemoveCacheDirective { .. } => {}
+            Op::AllowSnapshot { .. }
+            | Op::DisallowSnapshot { .. }
+            | Op::CreateSnapshot { .. }
+            | Op::DeleteSnapshot { .. }
+            | Op::RenameSnapshot { .. } => {}
+            Op::Close { path, .. }
+            | Op::SetPermission { path, .. }
+            | Op::SetOwner { path, .. }
+            | Op::SetTimes { path, .. }
+            | Op::SetReplication { path, .. }
+            | Op::AddBlock { path, .. }
+            | Op::AbandonBlock { path, .. }
+            | Op::BumpGenerationStamp { path, .. }
+            | Op::UpdateLastBlock { path, .. }
+            | Op::Append { path, .. }
+            | Op::Truncate { path, .. }
+            | Op::SetXAttr { path, .. }
+            | Op::RemoveXAttr { path, .. }
+            | Op::SetStoragePolicy { path, .. }
+            | Op::SetAcl { path, .. }
+            | Op::SetQuota { path, .. }
+            | Op::SetTypeQuota { path, .. } => touched.push(self.existing_at(path, at.slot)?),
+        }
+        for slot in touched {
+            self.preserve(slot);
+        }
+        Ok(())
+    }
+
+    /// `child` leaves directory `dir` for good (deleted, or replaced): freed with its
+    /// subtree, unless a snapshot still lists it, which keeps it detached, blocks and all.
+    fn drop_child(&mut self, dir: Slot, child: Slot, fx: &mut Effects) {
+        let kept = self.note_child_removed(dir, child);
+        self.detach(child);
+        if kept {
+            self.retire(child, fx);
+        } else {
+            self.remove_subtree(child, fx);
+        }
+    }
+
+    /// A file's blocks that a snapshot's version of it still lists are not removed.
+    fn keep_snapshot_blocks(&mut self, slot: Slot, fx: &mut Effects) {
+        if self.snaps.idle() {
+            return;
+        }
+        let kept = self.blocks_kept_for_snapshots(slot);
+        let mut gone = Vec::new();
+        for (id, gs) in std::mem::take(&mut fx.removed_blocks) {
+            match kept.iter().find(|b| b.id == id) {
+                // Still a snapshot's: block reports must go on finding it.
+                Some(b) => {
+                    self.snaps.kept_blocks.insert(id, (slot, *b));
+                }
+                None => gone.push((id, gs)),
+            }
+        }
+        fx.removed_blocks = gone;
     }
 }
 

@@ -49,6 +49,34 @@ fn placed(blocks: &[Block]) -> impl Iterator<Item = Placed> + '_ {
     })
 }
 
+/// The blocks of a file (`blocks`, `file_len` bytes, being written when `uc`) that cover
+/// `offset..offset+len`.
+pub fn range_of(blocks: &[Block], file_len: u64, uc: bool, offset: u64, len: u64) -> BlockRange {
+    let end = offset.saturating_add(len);
+    let all: Vec<Placed> = placed(blocks).collect();
+    let blocks = all
+        .iter()
+        .filter(|p| {
+            let b_end = p.offset + p.block.len;
+            // Empty blocks (a file being written) count when they sit in the range.
+            p.offset < end && (b_end > offset || (p.block.len == 0 && p.offset >= offset))
+        })
+        .copied()
+        .collect();
+    // A file being written reports its length without the block being written, as
+    // HDFS does: readers add what the DataNodes say that block holds.
+    let file_len = match (uc, all.last()) {
+        (true, Some(last)) => file_len - last.block.len,
+        _ => file_len,
+    };
+    BlockRange {
+        file_len,
+        blocks,
+        under_construction: uc,
+        last: all.last().copied(),
+    }
+}
+
 impl Namespace {
     /// Plans addBlock for `src`, whose writer holds the lease. `previous` is the block the
     /// client just finished (None for the first). A retry of an addBlock that already
@@ -212,30 +240,7 @@ impl Namespace {
         let Some(f) = self.inode(slot).file() else {
             return BlockRange::default();
         };
-        let end = offset.saturating_add(len);
-        let uc = f.uc().is_some();
-        let all: Vec<Placed> = placed(f.blocks()).collect();
-        let blocks = all
-            .iter()
-            .filter(|p| {
-                let b_end = p.offset + p.block.len;
-                // Empty blocks (a file being written) count when they sit in the range.
-                p.offset < end && (b_end > offset || (p.block.len == 0 && p.offset >= offset))
-            })
-            .copied()
-            .collect();
-        // A file being written reports its length without the block being written, as
-        // HDFS does: readers add what the DataNodes say that block holds.
-        let file_len = match (uc, all.last()) {
-            (true, Some(last)) => f.len() - last.block.len,
-            _ => f.len(),
-        };
-        BlockRange {
-            file_len,
-            blocks,
-            under_construction: uc,
-            last: all.last().copied(),
-        }
+        range_of(f.blocks(), f.len(), f.uc().is_some(), offset, len)
     }
 
     /// The file open for write by `client_name` (by inode id when the client gives one,

@@ -536,6 +536,7 @@ impl Namespace {
             acls: Default::default(),
             quotas_set: 0,
             cache: Default::default(),
+            snaps: Default::default(),
         };
         let de = |kind| move |e| ImageError::Decode { kind, source: e };
         let mut sr = Reader::new(strings);

@@ -22,6 +22,10 @@ pub mod plan;
 pub mod query;
 pub mod quota;
 pub mod reserved;
+pub mod snapshot;
+pub mod snapshot_diff;
+pub mod snapshot_ops;
+pub mod snapshot_view;
 pub mod storage_policy;
 pub mod truncate;
 pub mod xattr;
@@ -137,6 +141,8 @@ pub struct Namespace {
     quotas_set: usize,
     /// Cache pools and directives (bookkeeping only: nothing is cached).
     pub cache: cache::CacheState,
+    /// Snapshottable directories, their snapshots, and what keeps their views.
+    snaps: snapshot::Snapshots,
 }
 
 /// A file open for write, as `listOpenFiles` reports it.
@@ -204,6 +210,7 @@ impl Namespace {
             acls: Default::default(),
             quotas_set: 0,
             cache: Default::default(),
+            snaps: Default::default(),
         };
         let owner = ns.users.intern(root_owner);
         let group = ns.users.intern(root_group);
@@ -289,7 +296,15 @@ impl Namespace {
                     slots.push(s);
                     cur = s;
                 }
-                None => break,
+                None => {
+                    // No entry is ever named `.snapshot`: only a miss can be one. Reads of
+                    // snapshots resolve elsewhere (`snapshot_view`); what walks here
+                    // changes something.
+                    if *c == path::DOT_SNAPSHOT && self.snaps.roots.contains_key(&cur) {
+                        return Err(snapshot_ops::read_only());
+                    }
+                    break;
+                }
             }
         }
         Ok(Walk {
@@ -501,6 +516,9 @@ impl Namespace {
         }
         let mut stack = vec![top];
         while let Some(s) = stack.pop() {
+            if !self.snaps.idle() && !self.forget_snapshot_state(s, fx) {
+                continue; // a snapshot lists it elsewhere: it stays, with what is below it
+            }
             let inode = self.arena.remove(s);
             self.names.free(inode.name);
             if !self.acls.is_empty() {

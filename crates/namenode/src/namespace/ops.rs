@@ -233,6 +233,32 @@ records! {
     RemoveCacheDirective = 27, "OP_REMOVE_CACHE_DIRECTIVE" {
         id: u64,
     }
+    /// The directory may have snapshots from now on.
+    AllowSnapshot = 28, "OP_ALLOW_SNAPSHOT" {
+        path: String,
+    }
+    DisallowSnapshot = 29, "OP_DISALLOW_SNAPSHOT" {
+        path: String,
+    }
+    /// Snapshot `id` of directory `path`, named `name`, taken at `mtime` (the directory's
+    /// time moves to it, as in HDFS).
+    CreateSnapshot = 30, "OP_CREATE_SNAPSHOT" {
+        path: String,
+        name: String,
+        id: u64,
+        mtime: i64,
+    }
+    DeleteSnapshot = 31, "OP_DELETE_SNAPSHOT" {
+        path: String,
+        name: String,
+        mtime: i64,
+    }
+    RenameSnapshot = 32, "OP_RENAME_SNAPSHOT" {
+        path: String,
+        old: String,
+        new: String,
+        mtime: i64,
+    }
 }
 
 /// Where records' fields are written: the journal codec's buffer.
@@ -486,6 +512,35 @@ impl std::fmt::Display for Op {
                 word(pool)
             ),
             Op::RemoveCacheDirective { id } => write!(f, " id={id}"),
+            Op::AllowSnapshot { path } | Op::DisallowSnapshot { path } => {
+                write!(f, " path={}", word(path))
+            }
+            Op::CreateSnapshot {
+                path,
+                name,
+                id,
+                mtime,
+            } => write!(
+                f,
+                " path={} name={} id={id} mtime={mtime}",
+                word(path),
+                word(name)
+            ),
+            Op::DeleteSnapshot { path, name, mtime } => {
+                write!(f, " path={} name={} mtime={mtime}", word(path), word(name))
+            }
+            Op::RenameSnapshot {
+                path,
+                old,
+                new,
+                mtime,
+            } => write!(
+                f,
+                " path={} old={} new={} mtime={mtime}",
+                word(path),
+                word(old),
+                word(new)
+            ),
             Op::SetQuota { path, ns, space } => {
                 write!(f, " path={} ns={ns} space={space}", word(path))
             }

@@ -33,9 +33,18 @@ pub fn components(path: &str) -> Result<Components<'_>, FsError> {
     Ok(out)
 }
 
-/// Refuses `name`, to be added under `parent`, if it is longer than `limit` bytes (HDFS's
+/// The name under a snapshottable directory through which its snapshots are read.
+pub const DOT_SNAPSHOT: &str = ".snapshot";
+
+/// Refuses `name`, to be added under `parent`, if it is HDFS's reserved `.snapshot`, or
+/// if it is longer than `limit` bytes (HDFS's
 /// `PathComponentTooLongException`, with its message).
 pub fn check_new_name(name: &str, parent: &[&str], limit: usize) -> Result<(), FsError> {
+    if name == DOT_SNAPSHOT {
+        return Err(FsError::IllegalArgument(format!(
+            "\"{DOT_SNAPSHOT}\" is a reserved name."
+        )));
+    }
     if name.len() <= limit {
         return Ok(());
     }

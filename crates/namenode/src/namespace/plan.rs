@@ -664,6 +664,7 @@ impl Namespace {
         if non_empty {
             self.check_subtree(caller, t, 0o7)?;
         }
+        self.check_no_snapshots_below(t)?;
         let delete = Op::Delete {
             path: join(&comps),
             mtime: now,

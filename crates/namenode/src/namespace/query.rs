@@ -122,7 +122,23 @@ impl Namespace {
 
     /// `getFileInfo`: `Ok(None)` when the path does not exist.
     pub fn get_file_info(&self, caller: &Caller, src: &str) -> Result<Option<FileStatus>, FsError> {
+        if let Some(r) = self.snapshot_lookup(caller, src)? {
+            return Ok(r.map(|r| self.snapshot_status(&r)));
+        }
         Ok(self.lookup(caller, src)?.map(|t| self.status(t, false)))
+    }
+
+    /// What a path through a `.snapshot` names (see `snapshot_view`); `None` for any other
+    /// path, which a byte search rules out before anything is split.
+    pub fn snapshot_lookup(
+        &self,
+        caller: &Caller,
+        src: &str,
+    ) -> Result<Option<Option<super::snapshot_view::Resolved>>, FsError> {
+        if !src.contains(super::path::DOT_SNAPSHOT) {
+            return Ok(None);
+        }
+        self.resolve_snapshot_path(caller, &components(src)?)
     }
 
     /// The inode at `src` after the traverse check, `Ok(None)` when there is none.
@@ -142,6 +158,17 @@ impl Namespace {
         start_after: &[u8],
         limit: usize,
     ) -> Result<Option<Listing>, FsError> {
+        if let Some(r) = self.snapshot_lookup(caller, src)? {
+            return match r {
+                Some(r) => Ok(Some(self.snapshot_listing(
+                    caller,
+                    &r,
+                    start_after,
+                    limit,
+                )?)),
+                None => Ok(None),
+            };
+        }
         let comps = components(src)?;
         let walk = self.walk(&comps)?;
         self.check_traverse(caller, &walk)?;

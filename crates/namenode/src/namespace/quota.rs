@@ -746,6 +746,16 @@ pub struct QuotaView {
 impl Namespace {
     /// The quota view of `src` (after the traverse check).
     pub fn quota_view(&self, caller: &super::Caller, src: &str) -> Result<QuotaView, FsError> {
+        if let Some(r) = self.snapshot_lookup(caller, src)? {
+            // A snapshot keeps no quota of its own.
+            r.ok_or_else(|| FsError::NotFound(format!("File does not exist: {src}")))?;
+            return Ok(QuotaView {
+                ns: NONE,
+                space: NONE,
+                types: [NONE; N_TYPES],
+                used: None,
+            });
+        }
         let slot = self.resolve_slot(caller, src)?;
         let (ns, space, types) = self.quotas_at(slot);
         Ok(QuotaView {

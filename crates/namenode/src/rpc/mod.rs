@@ -14,6 +14,7 @@ pub mod convert;
 pub mod datanode;
 pub mod file_ops;
 pub mod located_reply;
+mod snapshots;
 pub mod stats;
 pub mod storage_policies;
 pub mod summary;
@@ -99,6 +100,7 @@ pub fn router(state: Nn) -> Router<NameNodeService> {
     absent_features::register(&mut r);
     cache::register(&mut r);
     storage_policies::register(&mut r);
+    snapshots::register(&mut r);
     // NamenodeProtocol: NNThroughputBenchmark asks for the block pool id this way.
     r.method(
         NAMENODE_PROTOCOL,

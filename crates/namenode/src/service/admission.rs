@@ -46,6 +46,13 @@ pub const ADMIN: Policy = Policy {
     at_most_once: false,
 };
 
+/// Administration that changes the namespace: the superuser's, and refused in safe mode.
+pub const ADMIN_WRITE: Policy = Policy {
+    mutating: true,
+    superuser: true,
+    at_most_once: false,
+};
+
 /// Every operation the NameNode serves, with its policy.
 pub const TABLE: &[(&str, Policy)] = &[
     // ClientProtocol: reads.
@@ -73,6 +80,10 @@ pub const TABLE: &[(&str, Policy)] = &[
     ("listCachePools", READ),
     ("listCacheDirectives", READ),
     ("getEnclosingRoot", READ),
+    ("getSnapshottableDirListing", READ),
+    ("getSnapshotListing", READ),
+    ("getSnapshotDiffReport", READ),
+    ("getSnapshotDiffReportListing", READ),
     ("getLinkTarget", READ),
     ("getEZForPath", READ),
     ("listEncryptionZones", ADMIN),
@@ -118,6 +129,9 @@ pub const TABLE: &[(&str, Policy)] = &[
     ("setStoragePolicy", WRITE),
     ("unsetStoragePolicy", WRITE),
     ("removeXAttr", WRITE),
+    ("createSnapshot", WRITE_ONCE),
+    ("deleteSnapshot", WRITE_ONCE),
+    ("renameSnapshot", WRITE_ONCE),
     ("modifyAclEntries", WRITE),
     ("removeAclEntries", WRITE),
     ("removeDefaultAcl", WRITE),
@@ -135,6 +149,8 @@ pub const TABLE: &[(&str, Policy)] = &[
     // ClientProtocol: administration.
     ("saveNamespace", ADMIN),
     ("setQuota", ADMIN),
+    ("allowSnapshot", ADMIN_WRITE),
+    ("disallowSnapshot", ADMIN_WRITE),
     ("getDatanodeStorageReport", ADMIN),
     ("listCorruptFileBlocks", ADMIN),
     ("getCurrentEditLogTxid", ADMIN),

@@ -182,6 +182,15 @@ impl NameNodeService {
     /// the caller bypasses checks); otherwise by HDFS's exact, permission-checked walk.
     pub async fn content_summary(&self, user: &str, src: &str) -> Result<ContentSummary, FsError> {
         let caller = self.caller(user);
+        {
+            // A subtree as a snapshot shows it: walked, since the summary counts the live tree.
+            let ns = self.ns.read();
+            if let Some(r) = ns.snapshot_lookup(&caller, src)? {
+                let r =
+                    r.ok_or_else(|| FsError::NotFound(format!("File does not exist: {src}")))?;
+                return Ok(ns.snapshot_content_summary(&r));
+            }
+        }
         if let (Some(svc), Some(journal)) = (&self.summary, &self.journal) {
             // Errors (missing path, a directory on the way that cannot be traversed) come
             // from the namespace, exactly as the walk would give them.

@@ -213,13 +213,19 @@ impl NameNodeService {
     ) -> Result<Located<S>, FsError> {
         let range = {
             let ns = self.ns.read();
-            let slot = ns.file_slot(caller, &ns.resolve_reserved(src)?)?;
-            ns.check_access(caller, slot, perm::READ)?;
-            ns.check_unreadable_by_superuser(caller, slot)?;
-            if touch && self.access_time_due(ns.inode(slot).atime, now) {
-                return Ok(Located::Touch(ns.path_of(slot)));
+            let src = ns.resolve_reserved(src)?;
+            // A file in a snapshot: its blocks then; its access time is not a snapshot's.
+            if let Some(r) = ns.snapshot_block_range(caller, &src, offset, length)? {
+                r
+            } else {
+                let slot = ns.file_slot(caller, &src)?;
+                ns.check_access(caller, slot, perm::READ)?;
+                ns.check_unreadable_by_superuser(caller, slot)?;
+                if touch && self.access_time_due(ns.inode(slot).atime, now) {
+                    return Ok(Located::Touch(ns.path_of(slot)));
+                }
+                ns.block_range(slot, offset, length)
             }
-            ns.block_range(slot, offset, length)
         };
         let pool = &self.identity.block_pool_id;
         let placed: Vec<Placed> = range

@@ -32,6 +32,7 @@ mod operation_tests;
 mod quotas;
 mod safe_mode;
 pub mod satisfier;
+pub mod snapshots;
 mod storage_policies;
 mod summary_reads;
 mod writes;

@@ -100,6 +100,12 @@ impl Sharded {
             | Op::RemoveCachePool { .. }
             | Op::SetCacheDirective { .. }
             | Op::RemoveCacheDirective { .. } => Route::All,
+            // Snapshots keep what the live tree lost; the summary counts the live tree.
+            Op::AllowSnapshot { .. }
+            | Op::DisallowSnapshot { .. }
+            | Op::CreateSnapshot { .. }
+            | Op::DeleteSnapshot { .. }
+            | Op::RenameSnapshot { .. } => Route::All,
         }
     }
 

@@ -317,6 +317,11 @@ impl Tree {
             | Op::RemoveCachePool { .. }
             | Op::SetCacheDirective { .. }
             | Op::RemoveCacheDirective { .. }
+            | Op::AllowSnapshot { .. }
+            | Op::DisallowSnapshot { .. }
+            | Op::CreateSnapshot { .. }
+            | Op::DeleteSnapshot { .. }
+            | Op::RenameSnapshot { .. }
             | Op::SetOwner { .. }
             | Op::SetXAttr { .. }
             | Op::RemoveXAttr { .. }

@@ -56,6 +56,15 @@ public final class ShellBatch {
           rc = new DebugAdmin(conf).run(Arrays.copyOfRange(args, 1, args.length));
         } else if (args[0].equals("storagepolicies")) {
           rc = ToolRunner.run(new StoragePolicyAdmin(conf), Arrays.copyOfRange(args, 1, args.length));
+        } else if (args[0].equals("lsSnapshottableDir")) {
+          rc = ToolRunner.run(conf, new org.apache.hadoop.hdfs.tools.snapshot.LsSnapshottableDir(),
+              Arrays.copyOfRange(args, 1, args.length));
+        } else if (args[0].equals("lsSnapshot")) {
+          rc = ToolRunner.run(conf, new org.apache.hadoop.hdfs.tools.snapshot.LsSnapshot(),
+              Arrays.copyOfRange(args, 1, args.length));
+        } else if (args[0].equals("snapshotDiff")) {
+          rc = ToolRunner.run(conf, new org.apache.hadoop.hdfs.tools.snapshot.SnapshotDiff(),
+              Arrays.copyOfRange(args, 1, args.length));
         } else {
           rc = ToolRunner.run(new FsShell(conf), args);
         }

@@ -1,0 +1,354 @@
+//! Snapshots: read-only views of a directory's subtree as it was, kept as what changed.
+//!
+//! Taking a snapshot stores nothing but its id, name and time: O(1). Every snapshot id is
+//! drawn from one counter, so ids order snapshots in time across every root. What changes
+//! afterwards keeps its past:
+//! - An inode about to change, when a snapshot that can see it was taken since its last
+//!   saved state, saves a [`Version`] first: its attributes (and a file's length and
+//!   blocks) as they were, tagged with that snapshot's id. A version tagged `t` answers for
+//!   every snapshot in `(previous tag, t]`; a snapshot with no version at or after it sees
+//!   the live inode, which has not changed since.
+//! - A directory's version also records which children it gained (`created`) and lost
+//!   (`deleted`) from then until its next version: its children as of a snapshot are the
+//!   live ones with every later version's changes undone. A lost child is not freed while
+//!   a snapshot lists it: it stays in the arena, detached, with its blocks (`held` counts
+//!   the lists it is in).
+//! - An inode renamed out from under a snapshot root stays visible to that root's older
+//!   snapshots at its old place; a `pin` on it carries that snapshot's id, so that changes
+//!   below it keep saving versions although no ancestor of its new place is a root.
+//!
+//! So memory grows with what changes after a snapshot, never with what it covers (as HDFS's
+//! diff lists do, without its `INodeReference`s). Pure: callers pass every id and time.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use super::acl::AclEntry;
+use super::inode::{Block, Body, Slot, ROOT_SLOT};
+use super::xattr::Features;
+use super::{Effects, Namespace};
+
+/// Snapshot ids, as HDFS numbers them (an int, from 0).
+pub type SnapId = u32;
+
+/// No snapshot sees an inode: its changes save nothing.
+pub const NONE: SnapId = 0;
+
+/// HDFS's `DirectorySnapshottableFeature.SNAPSHOT_QUOTA_DEFAULT`, which
+/// `dfs.namenode.snapshot.max.limit` also defaults to.
+pub const DEFAULT_SNAPSHOT_QUOTA: u32 = 65_536;
+
+/// A snapshot of one root.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Snap {
+    /// 1 and up (0 is [`NONE`]); HDFS shows `id - 1` nowhere, so ours start at 1.
+    pub id: SnapId,
+    pub name: String,
+    /// When it was taken (ms since the epoch): its root's time as the snapshot shows it.
+    pub ctime: i64,
+}
+
+/// A snapshottable directory.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Root {
+    /// Oldest first (by id).
+    pub snaps: Vec<Snap>,
+    pub quota: u32,
+}
+
+impl Root {
+    pub fn latest(&self) -> SnapId {
+        self.snaps.last().map_or(NONE, |s| s.id)
+    }
+
+    pub fn by_name(&self, name: &str) -> Option<&Snap> {
+        self.snaps.iter().find(|s| s.name == name)
+    }
+}
+
+/// An inode's saved state.
+#[derive(Clone, Debug)]
+pub struct Frozen {
+    pub name: Box<[u8]>,
+    pub parent: Slot,
+    pub perm: u16,
+    pub owner: u32,
+    pub group: u32,
+    pub mtime: i64,
+    pub atime: i64,
+    pub replication: u16,
+    pub file: Option<FrozenFile>,
+    pub features: Option<Features>,
+    pub acl: Option<Arc<[AclEntry]>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FrozenFile {
+    pub len: u64,
+    pub block_size: u64,
+    pub blocks: Vec<Block>,
+    pub under_construction: bool,
+}
+
+/// What an inode was up to snapshot `tag`, and (a directory) how its children changed
+/// after that until its next version.
+#[derive(Clone, Debug)]
+pub struct Version {
+    pub tag: SnapId,
+    pub state: Frozen,
+    pub created: Vec<Slot>,
+    pub deleted: Vec<Slot>,
+}
+
+/// Every snapshot, and the versions and pins that keep their views.
+#[derive(Debug, Default)]
+pub struct Snapshots {
+    pub roots: HashMap<Slot, Root>,
+    /// The next id to hand out.
+    pub next_id: SnapId,
+    /// Every snapshot id, with the first inode id it did not see (inodes made later need
+    /// no version for it).
+    pub taken: BTreeMap<SnapId, u64>,
+    pub versions: HashMap<Slot, Vec<Version>>,
+    pub pins: HashMap<Slot, SnapId>,
+    /// Detached inodes kept because a snapshot lists them: in how many `deleted` lists.
+    pub held: HashMap<Slot, u32>,
+    /// Blocks a live file let go of (a truncate, an abandoned block) that one of its
+    /// versions still lists, with that file: what block reports check their replicas by.
+    pub kept_blocks: HashMap<u64, (Slot, Block)>,
+}
+
+impl Snapshots {
+    /// No snapshot exists and nothing is kept for one: every hook returns at once.
+    pub fn idle(&self) -> bool {
+        self.taken.is_empty()
+    }
+}
+
+impl Namespace {
+    /// The newest snapshot that can see `slot`: the latest of any root at or above it, or
+    /// a pin on the way up. [`NONE`] when none.
+    pub(super) fn coverage(&self, mut slot: Slot) -> SnapId {
+        let s = &self.snaps;
+        let mut best = NONE;
+        loop {
+            if let Some(r) = s.roots.get(&slot) {
+                best = best.max(r.latest());
+            }
+            if let Some(&p) = s.pins.get(&slot) {
+                best = best.max(p);
+            }
+            if slot == ROOT_SLOT {
+                return best;
+            }
+            slot = self.arena.get(slot).parent;
+        }
+    }
+
+    /// Saves `slot`'s state before it changes, if a snapshot taken since its last saved
+    /// state can see it. Returns the snapshot that sees it ([`NONE`]: none).
+    pub(super) fn preserve(&mut self, slot: Slot) -> SnapId {
+        if self.snaps.idle() {
+            return NONE;
+        }
+        let cov = self.coverage(slot);
+        if cov == NONE {
+            return NONE;
+        }
+        let last = self
+            .snaps
+            .versions
+            .get(&slot)
+            .and_then(|v| v.last())
+            .map_or(NONE, |v| v.tag);
+        let born_after = self
+            .snaps
+            .taken
+            .get(&cov)
+            .is_some_and(|&first_unseen| self.arena.get(slot).id >= first_unseen);
+        if last >= cov || born_after {
+            return cov;
+        }
+        let state = self.freeze(slot);
+        self.snaps.versions.entry(slot).or_default().push(Version {
+            tag: cov,
+            state,
+            created: Vec::new(),
+            deleted: Vec::new(),
+        });
+        cov
+    }
+
+    /// `slot`'s state as a version keeps it.
+    pub(super) fn freeze(&self, slot: Slot) -> Frozen {
+        let inode = self.arena.get(slot);
+        let file = match &inode.body {
+            Body::File(f) => Some(FrozenFile {
+                len: f.len(),
+                block_size: f.block_size,
+                blocks: f.blocks().to_vec(),
+                under_construction: f.uc().is_some(),
+            }),
+            Body::Dir(_) => None,
+        };
+        let acl = self.acl_of(slot);
+        Frozen {
+            name: self.name(slot).into(),
+            parent: inode.parent,
+            perm: inode.perm,
+            owner: inode.owner,
+            group: inode.group,
+            mtime: inode.mtime,
+            atime: inode.atime,
+            replication: inode.replication,
+            file,
+            features: self.features.get(&slot).cloned(),
+            acl: (!acl.is_empty()).then(|| Arc::from(acl)),
+        }
+    }
+
+    /// The version of `slot`'s parent `dir` that records child changes now, if any: the
+    /// one tagged with the snapshot that sees `dir` (none when no snapshot sees it, or it
+    /// was made after that snapshot).
+    fn current_version(&mut self, dir: Slot) -> Option<&mut Version> {
+        let cov = self.coverage(dir);
+        self.snaps
+            .versions
+            .get_mut(&dir)
+            .and_then(|v| v.last_mut())
+            .filter(|v| cov != NONE && v.tag == cov)
+    }
+
+    /// `child` joined `dir` (made there, or moved in). Call after [`preserve`] on `dir`.
+    ///
+    /// [`preserve`]: Self::preserve
+    pub(super) fn note_child_added(&mut self, dir: Slot, child: Slot) {
+        if self.snaps.idle() {
+            return;
+        }
+        let Some(v) = self.current_version(dir) else {
+            return;
+        };
+        if let Some(i) = v.deleted.iter().position(|&c| c == child) {
+            // Back where a snapshot saw it (a rename there and back).
+            v.deleted.swap_remove(i);
+            self.release(child);
+        } else {
+            v.created.push(child);
+        }
+    }
+
+    /// `child` left `dir` (deleted, replaced, or moved out). Call after [`preserve`] on
+    /// `dir`. Returns whether a snapshot still lists it, so that a delete must keep it
+    /// (detached) rather than free it.
+    ///
+    /// [`preserve`]: Self::preserve
+    pub(super) fn note_child_removed(&mut self, dir: Slot, child: Slot) -> bool {
+        if self.snaps.idle() {
+            return false;
+        }
+        if let Some(v) = self.current_version(dir) {
+            if let Some(i) = v.created.iter().position(|&c| c == child) {
+                // Made after the snapshot: it never saw it.
+                v.created.swap_remove(i);
+            } else {
+                v.deleted.push(child);
+                *self.snaps.held.entry(child).or_insert(0) += 1;
+            }
+        }
+        self.snaps.held.contains_key(&child)
+    }
+
+    /// One `deleted` list no longer names `child`.
+    fn release(&mut self, child: Slot) {
+        if let Some(n) = self.snaps.held.get_mut(&child) {
+            *n -= 1;
+            if *n == 0 {
+                self.snaps.held.remove(&child);
+            }
+        }
+    }
+
+    /// `slot` moves from under `old_cov`'s view to a place that sees less: a pin keeps its
+    /// subtree's changes saving versions for the snapshots that saw it where it was.
+    pub(super) fn pin_if_leaving(&mut self, slot: Slot, old_cov: SnapId) {
+        if old_cov != NONE && self.coverage(slot) < old_cov {
+            let p = self.snaps.pins.entry(slot).or_insert(NONE);
+            *p = (*p).max(old_cov);
+        }
+    }
+
+    /// Blocks of file `slot` that a version still lists (they stay when the live file lets
+    /// them go: a truncate, a concat's source).
+    pub(super) fn blocks_kept_for_snapshots(&self, slot: Slot) -> Vec<Block> {
+        self.snaps
+            .versions
+            .get(&slot)
+            .map(|vs| {
+                vs.iter()
+                    .filter_map(|v| v.state.file.as_ref())
+                    .flat_map(|f| f.blocks.iter().copied())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// A block no live file has but a snapshot's version of one does.
+    pub fn snapshot_block(&self, id: u64) -> Option<Block> {
+        self.snaps.kept_blocks.get(&id).map(|&(_, b)| b)
+    }
+
+    /// Before `slot` is freed: false when a snapshot lists it (it must stay); else drops
+    /// whatever snapshots kept of it (its versions, a pin, blocks only a version held).
+    pub(super) fn forget_snapshot_state(&mut self, slot: Slot, fx: &mut Effects) -> bool {
+        if self.snaps.held.contains_key(&slot) {
+            return false;
+        }
+        self.snaps.versions.remove(&slot);
+        self.snaps.pins.remove(&slot);
+        if self
+            .snaps
+            .roots
+            .get(&slot)
+            .is_some_and(|r| r.snaps.is_empty())
+        {
+            self.snaps.roots.remove(&slot);
+        }
+        if !self.snaps.kept_blocks.is_empty() {
+            let gone: Vec<(u64, u64)> = self
+                .snaps
+                .kept_blocks
+                .iter()
+                .filter(|(_, (s, _))| *s == slot)
+                .map(|(&id, (_, b))| (id, b.gs))
+                .collect();
+            for (id, gs) in gone {
+                self.snaps.kept_blocks.remove(&id);
+                fx.removed_blocks.push((id, gs));
+            }
+        }
+        true
+    }
+
+    /// A subtree leaves the live tree but a snapshot still lists it: it stays in the arena
+    /// as it is (blocks and all), no longer counted among the live files and directories,
+    /// and files in it that were open are closed for their writers.
+    pub(super) fn retire(&mut self, top: Slot, fx: &mut Effects) {
+        let mut stack = vec![top];
+        while let Some(s) = stack.pop() {
+            let inode = self.arena.get_mut(s);
+            match &mut inode.body {
+                Body::Dir(c) => {
+                    self.dirs -= 1;
+                    stack.extend(c.slots());
+                }
+                Body::File(f) => {
+                    self.files -= 1;
+                    if let Some(uc) = f.close() {
+                        fx.closed_files.push((inode.id, uc.client_name));
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! The snapshot calls of ClientProtocol: allow, disallow, create, delete and rename, and the
+//! two listings, and the diff report.
+
+use ferrite_ipc::{CallCtx, Router, CLIENT_PROTOCOL};
+use ferrite_proto::hdfs::*;
+
+use super::convert::status_proto;
+use super::{kind, Nn, Res};
+use crate::service::NameNodeService;
+
+pub fn register(r: &mut Router<NameNodeService>) {
+    let p = CLIENT_PROTOCOL;
+    r.method(p, "allowSnapshot", kind("allowSnapshot"), allow)
+        .method(p, "disallowSnapshot", kind("disallowSnapshot"), disallow)
+        .method(p, "createSnapshot", kind("createSnapshot"), create)
+        .method(p, "deleteSnapshot", kind("deleteSnapshot"), delete)
+        .method(p, "renameSnapshot", kind("renameSnapshot"), rename)
+        .method(
+            p,
+            "getSnapshottableDirListing",
+            kind("getSnapshottableDirListing"),
+            snapshottable_dirs,
+        )
+        .method(p, "getSnapshotListing", kind("getSnapshotListing"), listing)
+        .method(
+            p,
+            "getSnapshotDiffReport",
+            kind("getSnapshotDiffReport"),
+            diff,
+        );
+}
+
+async fn allow(
+    nn: Nn,
+    _: CallCtx,
+    req: AllowSnapshotRequestProto,
+) -> Res<AllowSnapshotResponseProto> {
+    nn.allow_snapshot(&req.snapshot_root).await?;
+    Ok(AllowSnapshotResponseProto {})
+}
+
+async fn disallow(
+    nn: Nn,
+    _: CallCtx,
+    req: DisallowSnapshotRequestProto,
+) -> Res<DisallowSnapshotResponseProto> {
+    nn.disallow_snapshot(&req.snapshot_root).await?;
+    Ok(DisallowSnapshotResponseProto {})
+}
+
+async fn create(
+    nn: Nn,
+    ctx: CallCtx,
+    req: CreateSnapshotRequestProto,
+) -> Res<CreateSnapshotResponseProto> {
+    let path = nn
+        .create_snapshot(&ctx.user, &req.snapshot_root, req.snapshot_name.as_deref())
+        .await?;
+    Ok(CreateSnapshotResponseProto {
+        snapshot_path: path,
+    })
+}
+
+async fn delete(
+    nn: Nn,
+    ctx: CallCtx,
+    req: DeleteSnapshotRequestProto,
+) -> Res<DeleteSnapshotResponseProto> {
+    nn.delete_snapshot(&ctx.user, &req.snapshot_root, &req.snapshot_name)
+        .await?;
+    Ok(DeleteSnapshotResponseProto {})
+}
+
+async fn rename(
+    nn: Nn,
+    ctx: CallCtx,
+    req: RenameSnapshotRequestProto,
+) -> Res<RenameSnapshotResponseProto> {
+    nn.rename_snapshot(
+        &ctx.user,
+        &req.snapshot_root,
+        &req.snapshot_old_name,
+        &req.snapshot_new_name,
+    )
+    .await?;
+    Ok(RenameSnapshotResponseProto {})
+}
+
+/// HDFS answers with no listing at all (not an empty one) when there is nothing to list.
+async fn snapshottable_dirs(
+    nn: Nn,
+    ctx: CallCtx,
+    _: GetSnapshottableDirListingRequestProto,
+) -> Res<GetSnapshottableDirListingResponseProto> {
+    let dirs = nn.snapshottable_dirs(&ctx.user);
+    let list = (!dirs.is_empty()).then(|| SnapshottableDirectoryListingProto {
+        snapshottable_dir_listing: dirs
+            .iter()
+            .map(|d| SnapshottableDirectoryStatusProto {
+                dir_status: status_proto(&d.status),
+                snapshot_quota: d.quota,
+                snapshot_number: d.snapshots,
+                parent_fullpath: d.parent.clone().into_bytes(),
+            })
+            .collect(),
+    });
+    Ok(GetSnapshottableDirListingResponseProto {
+        snapshottable_dir_list: list,
+    })
+}
+
+async fn listing(
+    nn: Nn,
+    ctx: CallCtx,
+    req: GetSnapshotListingRequestProto,
+) -> Res<GetSnapshotListingResponseProto> {
+    let snaps = nn.snapshot_listing(&ctx.user, &req.snapshot_root)?;
+    let list = (!snaps.is_empty()).then(|| SnapshotListingProto {
+        snapshot_listing: snaps
+            .iter()
+            .map(|s| SnapshotStatusProto {
+                dir_status: status_proto(&s.status),
+                snapshot_id: s.id,
+                parent_fullpath: s.root.clone().into_bytes(),
+                is_deleted: false,
+            })
+            .collect(),
+    });
+    Ok(GetSnapshotListingResponseProto {
+        snapshot_list: list,
+    })
+}
+
+async fn diff(
+    nn: Nn,
+    ctx: CallCtx,
+    req: GetSnapshotDiffReportRequestProto,
+) -> Res<GetSnapshotDiffReportResponseProto> {
+    let (root, entries) = nn.snapshot_diff(
+        &ctx.user,
+        &req.snapshot_root,
+        &req.from_snapshot,
+        &req.to_snapshot,
+    )?;
+    Ok(GetSnapshotDiffReportResponseProto {
+        diff_report: SnapshotDiffReportProto {
+            snapshot_root: root,
+            from_snapshot: req.from_snapshot,
+            to_snapshot: req.to_snapshot,
+            diff_report_entries: entries
+                .into_iter()
+                .map(|e| SnapshotDiffReportEntryProto {
+                    fullpath: e.path,
+                    // HDFS's `DiffType` labels.
+                    modification_label: e.kind.to_string(),
+                    target_path: e.target,
+                })
+                .collect(),
+        },
+    })
+}
