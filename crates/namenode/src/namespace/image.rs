@@ -32,6 +32,8 @@ const ACLS: u32 = 5;
 const QUOTAS: u32 = 6;
 /// Cache pools and directives, when there are any: each as the record that sets it.
 const CACHE: u32 = 7;
+/// Snapshots: their kept inodes and their state (see `snapshot_image.rs`).
+use super::snapshot_image::{DETACHED, SNAPSHOTS};
 const END: u32 = 0xFFFF_FFFF;
 
 #[derive(Debug, thiserror::Error)]
@@ -123,11 +125,17 @@ impl Namespace {
             false
         })?;
 
+        // Inodes only snapshots list are not in the live tree: a section of their own.
+        let detached = self
+            .has_snapshot_state()
+            .then(|| self.encode_detached())
+            .filter(|(_, n)| *n > 0);
+        let live = self.arena.len() as u64 - detached.as_ref().map_or(0, |(_, n)| *n);
         let mut stack = vec![ROOT_SLOT];
         let mut first = true;
         write_section(w, INODES, |out| {
             if std::mem::take(&mut first) {
-                out.extend_from_slice(&(self.arena.len() as u64).to_le_bytes());
+                out.extend_from_slice(&live.to_le_bytes());
             }
             while let Some(s) = stack.pop() {
                 self.encode_inode(s, out);
@@ -141,6 +149,12 @@ impl Namespace {
             }
             false
         })?;
+        if let Some((payload, _)) = &detached {
+            write_section(w, DETACHED, |out| {
+                out.extend_from_slice(payload);
+                false
+            })?;
+        }
         if self
             .features
             .values()
@@ -166,6 +180,12 @@ impl Namespace {
         if self.cache != Default::default() {
             write_section(w, CACHE, |out| {
                 self.encode_cache(out);
+                false
+            })?;
+        }
+        if self.has_snapshot_state() {
+            write_section(w, SNAPSHOTS, |out| {
+                self.encode_snapshots(out);
                 false
             })?;
         }
@@ -423,7 +443,7 @@ impl Namespace {
         Ok(())
     }
 
-    fn encode_inode(&self, s: Slot, out: &mut Vec<u8>) {
+    pub(super) fn encode_inode(&self, s: Slot, out: &mut Vec<u8>) {
         let i = self.inode(s);
         let parent_id = if s == ROOT_SLOT {
             0
@@ -503,7 +523,8 @@ impl Namespace {
             }
             // A kind this build does not know is damage, or an image from a newer build
             // whose section would be dropped unread: either way, refuse it.
-            if ![STRINGS, INODES, META, FEATURES, ACLS, QUOTAS, CACHE].contains(&kind) {
+            let known = [STRINGS, INODES, META, FEATURES, ACLS, QUOTAS, CACHE];
+            if !known.contains(&kind) && kind != DETACHED && kind != SNAPSHOTS {
                 return Err(ImageError::Invalid(format!(
                     "unknown section kind {kind} at offset {offset}"
                 )));
@@ -545,7 +566,10 @@ impl Namespace {
             let s = sr.str().map_err(de(STRINGS))?;
             ns.users.intern(&s);
         }
-        let slot_of = ns.load_inodes(inodes, on_inodes)?;
+        let mut slot_of = ns.load_inodes(inodes, on_inodes)?;
+        if let Some(detached) = sections.get(&DETACHED) {
+            ns.load_detached(detached, &mut slot_of)?;
+        }
         if let Some(features) = sections.get(&FEATURES) {
             ns.load_features(features, &slot_of)?;
         }
@@ -557,6 +581,9 @@ impl Namespace {
         }
         if let Some(cache) = sections.get(&CACHE) {
             ns.load_cache(cache)?;
+        }
+        if let Some(snapshots) = sections.get(&SNAPSHOTS) {
+            ns.load_snapshots(snapshots, &slot_of)?;
         }
         drop(slot_of);
         let mut mr = Reader::new(meta);
@@ -595,114 +622,32 @@ impl Namespace {
             if k.is_multiple_of(STRIDE) {
                 on_inodes(k, count);
             }
-            let id = r.u64().map_err(de)?;
-            let parent_id = r.u64().map_err(de)?;
-            let n = r.u32().map_err(de)? as usize;
-            let name = r.bytes(n).map_err(de)?;
-            let perm = r.u16().map_err(de)?;
-            let owner = r.u32().map_err(de)?;
-            let group = r.u32().map_err(de)?;
-            let mtime = r.i64().map_err(de)?;
-            let atime = r.i64().map_err(de)?;
-            if owner >= users || group >= users {
-                return Err(bad(format!(
-                    "inode {id} names owner/group {owner}/{group} of {users} strings"
-                )));
-            }
-            let mut replication = 0;
-            let body = match r.u8().map_err(de)? {
-                0 => Body::Dir(Children::default()),
-                1 => {
-                    let len = r.u64().map_err(de)?;
-                    let block_size = r.u64().map_err(de)?;
-                    replication = r.u16().map_err(de)?;
-                    let nb = r.u32().map_err(de)? as usize;
-                    if nb > r.remaining() / 24 {
-                        return Err(bad(format!("inode {id} claims {nb} blocks")));
-                    }
-                    let blocks = (0..nb)
-                        .map(|_| {
-                            Ok(Block {
-                                id: r.u64()?,
-                                gs: r.u64()?,
-                                len: r.u64()?,
-                            })
-                        })
-                        .collect::<Result<Vec<_>, _>>()
-                        .map_err(de)?;
-                    let uc = match r.u8().map_err(de)? {
-                        0 => None,
-                        _ => Some(UnderConstruction {
-                            client_name: r.str().map_err(de)?,
-                            client_machine: r.str().map_err(de)?,
-                        }),
-                    };
-                    Body::File(FileData::new(len, block_size, blocks, uc))
-                }
-                t => return Err(bad(format!("inode {id} has kind {t}"))),
-            };
-            let is_file_uc = matches!(&body, Body::File(f) if f.uc().is_some());
-            let is_dir = matches!(body, Body::Dir(_));
+            let (id, parent_id, name, inode) = read_inode(&mut r, users, INODES)?;
             if k == 0 {
                 if id != ROOT_INODE_ID || parent_id != 0 {
                     return Err(bad("the first inode is not the root".into()));
                 }
-                let slot = self.arena.insert(Inode {
-                    id,
-                    mtime,
-                    atime,
-                    body,
-                    name: Default::default(),
-                    parent: ROOT_SLOT,
-                    owner,
-                    group,
-                    perm,
-                    replication,
-                });
-                slot_of.insert(id, slot);
+                slot_of.insert(id, self.arena.insert(inode));
                 self.dirs += 1;
                 continue;
             }
             let &parent = slot_of
                 .get(&parent_id)
                 .ok_or_else(|| bad(format!("inode {id} comes before its parent {parent_id}")))?;
-            let Some(siblings) = self.arena.get(parent).children() else {
-                return Err(bad(format!("inode {id}'s parent {parent_id} is a file")));
-            };
-            if let Some(last) = siblings.last() {
-                if self.name(last) >= name {
-                    return Err(bad(format!(
-                        "children of inode {parent_id} are out of order"
-                    )));
-                }
-            }
-            let name_ref = self.names.add(name);
-            let slot = self.arena.insert(Inode {
-                id,
-                mtime,
-                atime,
-                body,
-                name: name_ref,
-                parent,
-                owner,
-                group,
-                perm,
-                replication,
-            });
-            self.edit_children(parent, |c, ns| c.push(slot, name, |s| ns.name(s)));
+            let slot = self.attach_loaded(parent, parent_id, name, inode)?;
             slot_of.insert(id, slot);
-            if is_dir {
+            if self.arena.get(slot).is_dir() {
                 self.dirs += 1;
             } else {
                 self.files += 1;
             }
-            if is_file_uc {
+            if self
+                .arena
+                .get(slot)
+                .file()
+                .is_some_and(|f| f.uc().is_some())
+            {
                 self.open_files.insert(id, slot);
-            }
-            if let Some(f) = self.arena.get(slot).file() {
-                for (i, b) in f.blocks().iter().enumerate() {
-                    self.block_files.insert(b.id, (slot, i as u32));
-                }
             }
         }
         if r.remaining() != 0 {
@@ -711,6 +656,120 @@ impl Namespace {
         on_inodes(count, count);
         Ok(slot_of)
     }
+}
+
+impl Namespace {
+    /// Puts a loaded inode into the arena as the last child of `parent` (children come in
+    /// name order), registering its blocks.
+    pub(super) fn attach_loaded(
+        &mut self,
+        parent: Slot,
+        parent_id: u64,
+        name: &[u8],
+        mut inode: Inode,
+    ) -> Result<Slot, ImageError> {
+        let id = inode.id;
+        let bad = |m: String| ImageError::Invalid(m);
+        let Some(siblings) = self.arena.get(parent).children() else {
+            return Err(bad(format!("inode {id}'s parent {parent_id} is a file")));
+        };
+        if let Some(last) = siblings.last() {
+            if self.name(last) >= name {
+                return Err(bad(format!(
+                    "children of inode {parent_id} are out of order"
+                )));
+            }
+        }
+        inode.name = self.names.add(name);
+        inode.parent = parent;
+        let slot = self.arena.insert(inode);
+        self.edit_children(parent, |c, ns| c.push(slot, name, |s| ns.name(s)));
+        self.register_blocks(slot);
+        Ok(slot)
+    }
+
+    /// A loaded file's blocks join the block → file map.
+    pub(super) fn register_blocks(&mut self, slot: Slot) {
+        if let Some(f) = self.arena.get(slot).file() {
+            for (i, b) in f.blocks().iter().enumerate() {
+                self.block_files.insert(b.id, (slot, i as u32));
+            }
+        }
+    }
+}
+
+/// One inode record (the INODES section's, also the DETACHED section's): its id, its
+/// parent's id, its name, and the inode (name and parent left for the caller).
+pub(super) fn read_inode<'a>(
+    r: &mut Reader<'a>,
+    users: u32,
+    kind: u32,
+) -> Result<(u64, u64, &'a [u8], Inode), ImageError> {
+    let de = |e| ImageError::Decode { kind, source: e };
+    let bad = |m: String| ImageError::Invalid(m);
+    let id = r.u64().map_err(de)?;
+    let parent_id = r.u64().map_err(de)?;
+    let n = r.u32().map_err(de)? as usize;
+    let name = r.bytes(n).map_err(de)?;
+    let perm = r.u16().map_err(de)?;
+    let owner = r.u32().map_err(de)?;
+    let group = r.u32().map_err(de)?;
+    let mtime = r.i64().map_err(de)?;
+    let atime = r.i64().map_err(de)?;
+    if owner >= users || group >= users {
+        return Err(bad(format!(
+            "inode {id} names owner/group {owner}/{group} of {users} strings"
+        )));
+    }
+    let mut replication = 0;
+    let body = match r.u8().map_err(de)? {
+        0 => Body::Dir(Children::default()),
+        1 => {
+            let len = r.u64().map_err(de)?;
+            let block_size = r.u64().map_err(de)?;
+            replication = r.u16().map_err(de)?;
+            let nb = r.u32().map_err(de)? as usize;
+            if nb > r.remaining() / 24 {
+                return Err(bad(format!("inode {id} claims {nb} blocks")));
+            }
+            let blocks = (0..nb)
+                .map(|_| {
+                    Ok(Block {
+                        id: r.u64()?,
+                        gs: r.u64()?,
+                        len: r.u64()?,
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(de)?;
+            let uc = match r.u8().map_err(de)? {
+                0 => None,
+                _ => Some(UnderConstruction {
+                    client_name: r.str().map_err(de)?,
+                    client_machine: r.str().map_err(de)?,
+                }),
+            };
+            Body::File(FileData::new(len, block_size, blocks, uc))
+        }
+        t => return Err(bad(format!("inode {id} has kind {t}"))),
+    };
+    Ok((
+        id,
+        parent_id,
+        name,
+        Inode {
+            id,
+            mtime,
+            atime,
+            body,
+            name: Default::default(),
+            parent: ROOT_SLOT,
+            owner,
+            group,
+            perm,
+            replication,
+        },
+    ))
 }
 
 #[cfg(test)]

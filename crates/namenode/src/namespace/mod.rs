@@ -24,6 +24,7 @@ pub mod quota;
 pub mod reserved;
 pub mod snapshot;
 pub mod snapshot_diff;
+mod snapshot_image;
 pub mod snapshot_ops;
 pub mod snapshot_view;
 pub mod storage_policy;
@@ -32,6 +33,8 @@ pub mod xattr;
 
 #[cfg(test)]
 mod quota_tests;
+#[cfg(test)]
+mod snapshot_tests;
 #[cfg(test)]
 mod tests;
 
@@ -517,7 +520,10 @@ impl Namespace {
         let mut stack = vec![top];
         while let Some(s) = stack.pop() {
             if !self.snaps.idle() && !self.forget_snapshot_state(s, fx) {
-                continue; // a snapshot lists it elsewhere: it stays, with what is below it
+                // A snapshot lists it elsewhere: it stays, with what is below it, no longer
+                // live.
+                self.retire(s, fx);
+                continue;
             }
             let inode = self.arena.remove(s);
             self.names.free(inode.name);

@@ -70,7 +70,6 @@ impl Root {
 #[derive(Clone, Debug)]
 pub struct Frozen {
     pub name: Box<[u8]>,
-    pub parent: Slot,
     pub perm: u16,
     pub owner: u32,
     pub group: u32,
@@ -122,6 +121,9 @@ impl Snapshots {
     /// No snapshot exists and nothing is kept for one: every hook returns at once.
     pub fn idle(&self) -> bool {
         self.taken.is_empty()
+            && self.versions.is_empty()
+            && self.pins.is_empty()
+            && self.held.is_empty()
     }
 }
 
@@ -194,7 +196,6 @@ impl Namespace {
         let acl = self.acl_of(slot);
         Frozen {
             name: self.name(slot).into(),
-            parent: inode.parent,
             perm: inode.perm,
             owner: inode.owner,
             group: inode.group,
@@ -334,6 +335,9 @@ impl Namespace {
     /// as it is (blocks and all), no longer counted among the live files and directories,
     /// and files in it that were open are closed for their writers.
     pub(super) fn retire(&mut self, top: Slot, fx: &mut Effects) {
+        // Its parent may be freed (and its slot reused) while it is kept: it points at the
+        // root, which does not list it, so nothing follows a stale parent.
+        self.arena.get_mut(top).parent = ROOT_SLOT;
         let mut stack = vec![top];
         while let Some(s) = stack.pop() {
             let inode = self.arena.get_mut(s);

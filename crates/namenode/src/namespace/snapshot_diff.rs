@@ -127,23 +127,40 @@ impl DiffWalk<'_> {
         let xs = ns.children_at(d, x);
         let ys = ns.children_at(d, y);
         let created: Vec<Slot> = ys.iter().copied().filter(|c| !xs.contains(c)).collect();
-        let deleted: Vec<Slot> = xs.iter().copied().filter(|c| !ys.contains(c)).collect();
-        if ns.changed_between(d, x, y) || !created.is_empty() || !deleted.is_empty() {
+        // Gone, or renamed in place (HDFS lists renames with the deletes).
+        let mut gone: Vec<(&[u8], Slot, bool)> = xs
+            .iter()
+            .copied()
+            .filter(|c| !ys.contains(c))
+            .map(|c| (ns.name_at(c, x), c, false))
+            .collect();
+        gone.extend(
+            ys.iter()
+                .copied()
+                .filter(|c| xs.contains(c) && ns.name_at(*c, x) != ns.name_at(*c, y))
+                .map(|c| (ns.name_at(c, x), c, true)),
+        );
+        // Deletes, then renames (one may take a deleted name), each by the name it had.
+        gone.sort_by(|a, b| (a.2, a.0).cmp(&(b.2, b.0)));
+        if ns.changed_between(d, x, y) || !created.is_empty() || !gone.is_empty() {
+            // Deletes (and renames) before creates, as HDFS lists them: a name deleted
+            // and made again reads in that order.
             self.push('M', path.clone(), None, None);
+            for (name, c, renamed) in gone {
+                let from = child_path(&path, name);
+                if renamed {
+                    let to = child_path(&path, ns.name_at(c, y));
+                    self.push('R', from, Some(to), None);
+                } else {
+                    self.push('-', from, None, Some(c));
+                }
+            }
             for c in created {
                 self.push('+', child_path(&path, ns.name_at(c, y)), None, Some(c));
             }
-            for c in deleted {
-                self.push('-', child_path(&path, ns.name_at(c, x)), None, Some(c));
-            }
         }
         for c in ys.iter().copied().filter(|c| xs.contains(c)) {
-            let (from, to) = (ns.name_at(c, x), ns.name_at(c, y));
-            let at = child_path(&path, to);
-            if from != to {
-                self.push('R', child_path(&path, from), Some(at.clone()), None);
-            }
-            self.entry(c, at);
+            self.entry(c, child_path(&path, ns.name_at(c, y)));
         }
     }
 

@@ -367,6 +367,22 @@ impl Namespace {
         for child in released {
             self.release_held(child, fx);
         }
+        // A pin for the gone snapshot now keeps only older ones' views.
+        let older = self
+            .snaps
+            .taken
+            .range(..gone)
+            .next_back()
+            .map(|(&id, _)| id);
+        self.snaps.pins.retain(|_, p| {
+            if *p == gone {
+                match older {
+                    Some(o) => *p = o,
+                    None => return false,
+                }
+            }
+            true
+        });
         self.drop_unlisted_blocks(fx);
     }
 
@@ -381,8 +397,28 @@ impl Namespace {
             return;
         }
         self.snaps.held.remove(&child);
-        if !self.is_live(child) {
+        // Still in a directory's children (a live one, or one a snapshot keeps), it goes
+        // when that directory goes; only a kept subtree's top, listed nowhere else, goes now.
+        let parent = self.arena.get(child).parent;
+        if self.child(parent, self.name(child)) != Some(child) {
+            // Kept inodes are not counted as live ones; freeing counts them out again.
+            self.count_back(child);
             self.remove_subtree(child, fx);
+        }
+    }
+
+    /// Counts a kept subtree among the live files and directories again, just before it is
+    /// freed (which counts them out).
+    fn count_back(&mut self, top: Slot) {
+        let mut stack = vec![top];
+        while let Some(s) = stack.pop() {
+            match self.arena.get(s).children() {
+                Some(c) => {
+                    self.dirs += 1;
+                    stack.extend(c.slots());
+                }
+                None => self.files += 1,
+            }
         }
     }
 

@@ -1,0 +1,372 @@
+//! Snapshots against copies of the tree: random creates (with blocks), appends, mkdirs,
+//! deletes, renames (within the snapshottable directory, out of it and back in), chmods,
+//! and snapshot creation and deletion. At every snapshot the test copies the live subtree;
+//! after every step each remaining snapshot's view (through `.snapshot` paths) equals its
+//! copy. Again after an image round trip and after replaying the records on an empty
+//! namespace; and once every snapshot is deleted, nothing they kept is left.
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+
+use super::blocks::{NewBlock, Previous};
+use super::plan::CreateArgs;
+use super::{Caller, Namespace, Op, Planned};
+use crate::error::FsError;
+
+const DIRS: [&str; 5] = ["/r", "/r/a", "/r/a/b", "/r/c", "/x"];
+const BS: u64 = 1024;
+
+#[derive(Clone, Debug)]
+enum Step {
+    Create { dir: usize, name: u8, len: u64 },
+    Append { dir: usize, name: u8, more: u64 },
+    Mkdir { dir: usize, name: u8 },
+    Delete { dir: usize, name: u8, sub: bool },
+    Rename { from: usize, name: u8, to: usize },
+    RenameDir { from: usize, to: usize },
+    Chmod { dir: usize, name: u8, perm: u16 },
+    Snap { k: u8 },
+    DelSnap { k: u8 },
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    let dir = 0..DIRS.len();
+    let name = 0u8..3;
+    prop_oneof![
+        3 => (dir.clone(), name.clone(), 0u64..2500).prop_map(|(dir, name, len)| Step::Create { dir, name, len }),
+        1 => (dir.clone(), name.clone(), 1u64..1500).prop_map(|(dir, name, more)| Step::Append { dir, name, more }),
+        1 => (dir.clone(), name.clone()).prop_map(|(dir, name)| Step::Mkdir { dir, name }),
+        2 => (dir.clone(), name.clone(), any::<bool>()).prop_map(|(dir, name, sub)| Step::Delete { dir, name, sub }),
+        2 => (dir.clone(), name.clone(), dir.clone()).prop_map(|(from, name, to)| Step::Rename { from, name, to }),
+        // The snapshottable directory itself stays put (its path is where views are read).
+        1 => (1..DIRS.len(), dir.clone()).prop_map(|(from, to)| Step::RenameDir { from, to }),
+        1 => (dir, name, prop_oneof![Just(0o755u16), Just(0o700), Just(0o644)]).prop_map(|(dir, name, perm)| Step::Chmod { dir, name, perm }),
+        3 => (0u8..3).prop_map(|k| Step::Snap { k }),
+        2 => (0u8..3).prop_map(|k| Step::DelSnap { k }),
+    ]
+}
+
+/// What a copy keeps of an entry: kind, permission, times, length and blocks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Entry {
+    dir: bool,
+    perm: u16,
+    mtime: i64,
+    len: u64,
+    blocks: Vec<u64>,
+}
+
+type Copy = BTreeMap<String, Entry>;
+
+struct World {
+    ns: Namespace,
+    log: Vec<Op>,
+    su: Caller,
+    now: i64,
+    copies: BTreeMap<String, Copy>,
+}
+
+/// The subtree at `top` (a live path or a snapshot's), by listings and lookups as clients
+/// make them; paths relative to `top`.
+fn subtree(ns: &Namespace, su: &Caller, top: &str) -> Copy {
+    let mut out = Copy::new();
+    let mut stack = vec![String::new()];
+    while let Some(rel) = stack.pop() {
+        let path = format!("{top}{rel}");
+        let st = ns
+            .get_file_info(su, &path)
+            .unwrap()
+            .expect("listed entries exist");
+        let blocks = if st.is_dir {
+            Vec::new()
+        } else {
+            let range = match ns.snapshot_block_range(su, &path, 0, u64::MAX).unwrap() {
+                Some(r) => r,
+                None => ns.block_range(ns.existing(&path).unwrap(), 0, u64::MAX),
+            };
+            range.blocks.iter().map(|p| p.block.id).collect()
+        };
+        out.insert(
+            rel.clone(),
+            Entry {
+                dir: st.is_dir,
+                perm: st.perm,
+                mtime: if rel.is_empty() { 0 } else { st.mtime },
+                len: st.len,
+                blocks,
+            },
+        );
+        if st.is_dir {
+            let listing = ns.list(su, &path, b"", 10_000).unwrap().unwrap();
+            for e in listing.entries {
+                stack.push(format!("{rel}/{}", String::from_utf8(e.name).unwrap()));
+            }
+        }
+    }
+    out
+}
+
+impl World {
+    fn apply(&mut self, planned: Planned) {
+        let applied = self.ns.apply_planned(&planned, |_, _| {});
+        assert!(applied.failed.is_none(), "{:?}", applied.failed);
+        self.log.extend(planned.ops);
+    }
+
+    fn apply_ops(&mut self, ops: Vec<Op>) {
+        for op in ops {
+            self.ns.apply(&op).unwrap();
+            self.log.push(op);
+        }
+    }
+
+    fn write(
+        &mut self,
+        path: &str,
+        mut left: u64,
+        mut prev: Option<Previous>,
+    ) -> Result<(), FsError> {
+        while left > 0 {
+            let (nb, planned) = self.ns.plan_add_block(path, "w", 0, prev)?;
+            let NewBlock::Fresh(p) = nb else {
+                panic!("no retry here")
+            };
+            self.apply(planned);
+            let l = left.min(BS);
+            prev = Some(Previous {
+                id: p.block.id,
+                len: l,
+            });
+            left -= l;
+        }
+        let (_, planned) = self
+            .ns
+            .plan_complete(path, "w", 0, prev, self.now, |_| true)?;
+        self.apply(planned);
+        Ok(())
+    }
+
+    fn run(&mut self, s: &Step) {
+        self.now += 1;
+        let file = |dir: usize, name: u8| format!("{}/f{name}", DIRS[dir]);
+        let _ = match s {
+            Step::Create { dir, name, len } => {
+                let path = file(*dir, *name);
+                let args = CreateArgs {
+                    src: &path,
+                    masked: 0o644,
+                    unmasked: None,
+                    client_name: "w",
+                    client_machine: "m",
+                    create: true,
+                    overwrite: true,
+                    create_parent: false,
+                    replication: 2,
+                    block_size: BS,
+                };
+                match self.ns.plan_create(&self.su, &args, self.now) {
+                    Ok(p) => {
+                        self.apply(p);
+                        self.write(&path, *len, None)
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            Step::Append { dir, name, more } => {
+                let path = file(*dir, *name);
+                match self.ns.plan_append(&self.su, &path, "w", "m", true) {
+                    Ok((_, p)) => {
+                        self.apply(p);
+                        self.write(&path, *more, None)
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            Step::Mkdir { dir, name } => {
+                let path = format!("{}/d{name}", DIRS[*dir]);
+                self.ns
+                    .plan_mkdirs(&self.su, &path, 0o755, false, self.now)
+                    .map(|p| self.apply(p))
+            }
+            Step::Delete { dir, name, sub } => {
+                let path = if *sub {
+                    format!("{}/d{name}", DIRS[*dir])
+                } else {
+                    file(*dir, *name)
+                };
+                self.ns
+                    .plan_delete(&self.su, &path, true, self.now)
+                    .map(|p| p.into_iter().for_each(|p| self.apply(p)))
+            }
+            Step::Rename { from, name, to } => {
+                let dst = format!("{}/f{}", DIRS[*to], (name + 1) % 3);
+                self.ns
+                    .plan_rename2(&self.su, &file(*from, *name), &dst, true, self.now)
+                    .map(|p| self.apply(p))
+            }
+            Step::RenameDir { from, to } => {
+                let dst = format!("{}/d{}", DIRS[*to], from % 3);
+                self.ns
+                    .plan_rename(&self.su, DIRS[*from], &dst, self.now)
+                    .map(|p| p.into_iter().for_each(|p| self.apply(p)))
+            }
+            Step::Chmod { dir, name, perm } => {
+                let path = if name % 2 == 0 {
+                    DIRS[*dir].to_string()
+                } else {
+                    file(*dir, *name)
+                };
+                self.ns
+                    .plan_set_permission(&self.su, &path, *perm)
+                    .map(|ops| self.apply_ops(ops))
+            }
+            Step::Snap { k } => {
+                let name = format!("s{k}");
+                match self
+                    .ns
+                    .plan_create_snapshot(&self.su, "/r", Some(&name), self.now)
+                {
+                    Ok((_, ops)) => {
+                        self.apply_ops(ops);
+                        let copy = subtree(&self.ns, &self.su, "/r");
+                        self.copies.insert(name, copy);
+                        Ok(())
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            Step::DelSnap { k } => {
+                let name = format!("s{k}");
+                match self
+                    .ns
+                    .plan_delete_snapshot(&self.su, "/r", &name, self.now)
+                {
+                    Ok(ops) => {
+                        self.apply_ops(ops);
+                        self.copies.remove(&name);
+                        Ok(())
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+        };
+    }
+}
+
+/// Every snapshot's view equals its copy, and every diff between two of them (or one and
+/// now) accounts for what differs between their copies.
+fn check_views(ns: &Namespace, su: &Caller, copies: &BTreeMap<String, Copy>) {
+    for (name, copy) in copies {
+        let view = subtree(ns, su, &format!("/r/.snapshot/{name}"));
+        assert_eq!(&view, copy, "snapshot {name}");
+    }
+    let now = subtree(ns, su, "/r");
+    let mut states: Vec<(&str, &Copy)> = copies.iter().map(|(n, c)| (n.as_str(), c)).collect();
+    states.push((".", &now));
+    for &(x, cx) in &states {
+        for &(y, cy) in &states {
+            check_diff(ns, su, (x, cx), (y, cy));
+        }
+    }
+}
+
+/// The report of changes from `x` to `y` accounts for every difference: a path only in
+/// `y` is created (or a rename's target), or lies below one; a path only in `x` is deleted
+/// (or a rename's source), or lies below one; a file that differs at the same path is
+/// reported itself, or lies below (or is) something reported.
+fn check_diff(ns: &Namespace, su: &Caller, (x, cx): (&str, &Copy), (y, cy): (&str, &Copy)) {
+    let (_, entries) = ns.snapshot_diff(su, "/r", x, y).unwrap();
+    let rel = |p: &[u8]| {
+        let p = String::from_utf8(p.to_vec()).unwrap();
+        if p.is_empty() {
+            p
+        } else {
+            format!("/{p}")
+        }
+    };
+    let under = |k: &str, p: &str| k == p || k.starts_with(&format!("{p}/"));
+    let (mut made, mut gone, mut touched) = (Vec::new(), Vec::new(), Vec::new());
+    for e in &entries {
+        let p = rel(&e.path);
+        match e.kind {
+            '+' => made.push(p.clone()),
+            '-' => gone.push(p.clone()),
+            'R' => {
+                let t = rel(e.target.as_ref().unwrap());
+                gone.push(p.clone());
+                made.push(t.clone());
+                touched.push(t);
+            }
+            _ => {}
+        }
+        touched.push(p);
+    }
+    for k in cy.keys().filter(|k| !cx.contains_key(*k)) {
+        assert!(
+            made.iter().any(|m| under(k, m)),
+            "diff {x} -> {y} misses new {k}: {entries:?}"
+        );
+    }
+    for k in cx.keys().filter(|k| !cy.contains_key(*k)) {
+        assert!(
+            gone.iter().any(|g| under(k, g)),
+            "diff {x} -> {y} misses gone {k}: {entries:?}"
+        );
+    }
+    for (k, a) in cx {
+        let Some(b) = cy.get(k) else { continue };
+        if !a.dir && !b.dir && a != b {
+            assert!(
+                touched.iter().any(|t| under(k, t)),
+                "diff {x} -> {y} misses {k}: {a:?} vs {b:?} in {entries:?}"
+            );
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_snapshot_shows_its_copy_after_every_step_an_image_and_a_replay(
+        steps in prop::collection::vec(step(), 1..50)
+    ) {
+        let su = Caller::superuser("hdfs");
+        let mut w = World {
+            ns: Namespace::new("hdfs", "supergroup", 1),
+            log: Vec::new(),
+            su,
+            now: 1,
+            copies: BTreeMap::new(),
+        };
+        for d in DIRS {
+            let p = w.ns.plan_mkdirs(&w.su, d, 0o755, true, 1).unwrap();
+            w.apply(p);
+        }
+        let ops = w.ns.plan_allow_snapshot("/r").unwrap();
+        w.apply_ops(ops);
+        for s in &steps {
+            w.run(s);
+            check_views(&w.ns, &w.su, &w.copies);
+        }
+        let (back, _) = Namespace::decode_image(&w.ns.encode_image(1)).unwrap();
+        check_views(&back, &w.su, &w.copies);
+        prop_assert_eq!(back.dump(), w.ns.dump());
+        let mut replayed = Namespace::new("hdfs", "supergroup", 1);
+        for op in &w.log {
+            replayed.apply(op).unwrap();
+        }
+        check_views(&replayed, &w.su, &w.copies);
+        prop_assert_eq!(replayed.dump(), w.ns.dump());
+        // Once no snapshot is left, nothing is kept for one.
+        for name in w.copies.keys().cloned().collect::<Vec<_>>() {
+            let ops = w.ns.plan_delete_snapshot(&w.su, "/r", &name, w.now).unwrap();
+            w.apply_ops(ops);
+        }
+        prop_assert!(w.ns.snaps.versions.is_empty());
+        prop_assert!(w.ns.snaps.held.is_empty());
+        prop_assert!(w.ns.snaps.kept_blocks.is_empty());
+        prop_assert_eq!(w.ns.arena.len() as u64, w.ns.files + w.ns.dirs);
+    }
+}
