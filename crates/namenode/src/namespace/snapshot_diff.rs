@@ -126,8 +126,11 @@ impl DiffWalk<'_> {
         let (x, y) = (self.x, self.y);
         let xs = ns.children_at(d, x);
         let ys = ns.children_at(d, y);
-        let created: Vec<Slot> = ys.iter().copied().filter(|c| !xs.contains(c)).collect();
-        // Gone, or renamed in place (HDFS lists renames with the deletes).
+        // HDFS keeps a directory's changes as made and removed in time order, and lists
+        // what was made first: forward that reads `+` then `-`, backward `-` then `+`.
+        let forward = x < y;
+        let appeared: Vec<Slot> = ys.iter().copied().filter(|c| !xs.contains(c)).collect();
+        // Gone, or renamed in place (HDFS lists renames with what went), by old name.
         let mut gone: Vec<(&[u8], Slot, bool)> = xs
             .iter()
             .copied()
@@ -140,12 +143,12 @@ impl DiffWalk<'_> {
                 .filter(|c| xs.contains(c) && ns.name_at(*c, x) != ns.name_at(*c, y))
                 .map(|c| (ns.name_at(c, x), c, true)),
         );
-        // Deletes, then renames (one may take a deleted name), each by the name it had.
-        gone.sort_by(|a, b| (a.2, a.0).cmp(&(b.2, b.0)));
-        if ns.changed_between(d, x, y) || !created.is_empty() || !gone.is_empty() {
-            // Deletes (and renames) before creates, as HDFS lists them: a name deleted
-            // and made again reads in that order.
+        gone.sort();
+        if ns.changed_between(d, x, y) || !appeared.is_empty() || !gone.is_empty() {
             self.push('M', path.clone(), None, None);
+            if forward {
+                self.appeared(&path, &appeared);
+            }
             for (name, c, renamed) in gone {
                 let from = child_path(&path, name);
                 if renamed {
@@ -155,12 +158,19 @@ impl DiffWalk<'_> {
                     self.push('-', from, None, Some(c));
                 }
             }
-            for c in created {
-                self.push('+', child_path(&path, ns.name_at(c, y)), None, Some(c));
+            if !forward {
+                self.appeared(&path, &appeared);
             }
         }
         for c in ys.iter().copied().filter(|c| xs.contains(c)) {
             self.entry(c, child_path(&path, ns.name_at(c, y)));
+        }
+    }
+
+    fn appeared(&mut self, path: &[u8], appeared: &[Slot]) {
+        for &c in appeared {
+            let name = self.ns.name_at(c, self.y);
+            self.push('+', child_path(path, name), None, Some(c));
         }
     }
 

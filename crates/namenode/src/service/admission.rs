@@ -205,6 +205,8 @@ pub fn superuser_required(user: &str, op: &str) -> FsError {
         | "refreshNodes"
         | "setBalancerBandwidth"
         | "finalizeUpgrade"
+        | "allowSnapshot"
+        | "disallowSnapshot"
         | "getDatanodeStorageReport" => Some(op),
         "rollEdits" => Some("rollEditLog"),
         "getDatanodeReport" => Some("datanodeReport"),
