@@ -130,3 +130,31 @@ def test_snapshot_permissions_match_hdfs(ferrite, hdfs_cluster, workroot):
         want = (local_norm(b.out), local_norm(b.err), b.rc)
         assert got == want, f"{' '.join(cmd)}\n ferrite: {got}\n    hdfs: {want}"
     assert ours[0].rc == 0 and ours[1].rc != 0
+
+
+def test_snapshot_paths_read_through_webhdfs(ferrite, workroot):
+    """A file deleted after a snapshot still opens through WebHDFS at its `.snapshot` path
+    (the DataNode reads the blocks the snapshot keeps), and its status and listing answer."""
+    import json
+
+    from test_webhdfs import SU, call
+
+    shell = FsShell(ferrite, workroot, hdfs={"dfs.replication": 1})
+    out = shell.run(
+        C("-mkdir", "-p", "/snapw/d"),
+        C("-put", HOSTS, "/snapw/d/f"),
+        ["dfsadmin", "-allowSnapshot", "/snapw/d"],
+        C("-createSnapshot", "/snapw/d", "w1"),
+        C("-rm", "-skipTrash", "/snapw/d/f"),
+    )
+    assert all(r.rc == 0 for r in out), out
+    q = f"user.name={SU}"
+    status, _, body, _ = call(ferrite.http, "GET", f"/webhdfs/v1/snapw/d/.snapshot/w1/f?op=OPEN&{q}")
+    assert status == 200 and body == open(HOSTS, "rb").read()
+    status, _, body, _ = call(ferrite.http, "GET", f"/webhdfs/v1/snapw/d/.snapshot/w1/f?op=GETFILESTATUS&{q}")
+    assert status == 200 and json.loads(body)["FileStatus"]["length"] == len(open(HOSTS, "rb").read())
+    status, _, body, _ = call(ferrite.http, "GET", f"/webhdfs/v1/snapw/d/.snapshot/w1?op=LISTSTATUS&{q}")
+    names = [s["pathSuffix"] for s in json.loads(body)["FileStatuses"]["FileStatus"]]
+    assert status == 200 and names == ["f"]
+    status, _, _, _ = call(ferrite.http, "GET", f"/webhdfs/v1/snapw/d/f?op=GETFILESTATUS&{q}")
+    assert status == 404
