@@ -147,6 +147,24 @@ impl Namespace {
         }
     }
 
+    /// Whether a snapshot shows `slot` (HDFS's `isInLatestSnapshot`): one that can see it
+    /// was taken while it existed, or it has saved a state for one.
+    pub(super) fn in_snapshot(&self, slot: Slot) -> bool {
+        if self.snaps.idle() {
+            return false;
+        }
+        if self.snaps.versions.contains_key(&slot) {
+            return true;
+        }
+        let cov = self.coverage(slot);
+        cov != NONE
+            && self
+                .snaps
+                .taken
+                .get(&cov)
+                .is_some_and(|&first_unseen| self.arena.get(slot).id < first_unseen)
+    }
+
     /// Saves `slot`'s state before it changes, if a snapshot taken since its last saved
     /// state can see it. Returns the snapshot that sees it ([`NONE`]: none).
     pub(super) fn preserve(&mut self, slot: Slot) -> SnapId {

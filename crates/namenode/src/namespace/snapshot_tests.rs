@@ -370,3 +370,43 @@ proptest! {
         prop_assert_eq!(w.ns.arena.len() as u64, w.ns.files + w.ns.dirs);
     }
 }
+
+#[test]
+fn files_a_snapshot_shows_are_not_concatenated_away_or_cut_inside_a_block() {
+    let su = Caller::superuser("hdfs");
+    let mut w = World {
+        ns: Namespace::new("hdfs", "supergroup", 1),
+        log: Vec::new(),
+        su,
+        now: 1,
+        copies: BTreeMap::new(),
+    };
+    let p = w.ns.plan_mkdirs(&w.su, "/r", 0o755, true, 1).unwrap();
+    w.apply(p);
+    for name in [0, 1] {
+        w.run(&Step::Create {
+            dir: 0,
+            name,
+            len: 1500,
+        });
+    }
+    let ops = w.ns.plan_allow_snapshot("/r").unwrap();
+    w.apply_ops(ops);
+    w.run(&Step::Snap { k: 0 });
+    let e =
+        w.ns.plan_concat(&w.su, "/r/f0", &["/r/f1".to_string()], 9)
+            .unwrap_err();
+    assert_eq!(e.to_string(), "concat: the src file /r/f1 is in snapshot");
+    let e =
+        w.ns.plan_truncate(&w.su, "/r/f0", 100, "c", "m", 9)
+            .err()
+            .expect("a cut inside a block is refused");
+    assert!(matches!(e, FsError::Unsupported(_)), "{e}");
+    // On a block boundary nothing is cut in place: allowed, and the snapshot keeps the
+    // dropped block.
+    let (_, planned) =
+        w.ns.plan_truncate(&w.su, "/r/f0", 1024, "c", "m", 9)
+            .unwrap();
+    w.apply(planned);
+    check_views(&w.ns, &w.su, &w.copies);
+}

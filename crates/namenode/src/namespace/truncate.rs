@@ -70,6 +70,16 @@ impl Namespace {
             }
             start += b.len;
         }
+        if cut.is_some() && self.in_snapshot(slot) {
+            // HDFS copies the block first (copy-on-truncate) so that the snapshot keeps its
+            // bytes; until Ferrite does, cutting it in place would take them from the
+            // snapshot: refused rather than lost.
+            return Err(FsError::Unsupported(format!(
+                "Cannot truncate {path} inside a block while a snapshot holds the file: \
+                 copy-on-truncate is not supported yet (truncate to a block boundary, or \
+                 delete the snapshot first)"
+            )));
+        }
         // Cut inside a block, the file is open while its last block is recovered, and that
         // block is charged at the full preferred size meanwhile (as HDFS charges it).
         let charged = match cut {
@@ -134,6 +144,11 @@ impl Namespace {
             if s == t {
                 return Err(FsError::IllegalArgument(format!(
                     "concat: the src file {path} is the same with the target file {target_path}"
+                )));
+            }
+            if self.in_snapshot(s) {
+                return Err(FsError::Snapshot(format!(
+                    "concat: the src file {path} is in snapshot"
                 )));
             }
             if sf.uc().is_some() || sf.blocks().is_empty() {
