@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Snapshots against Apache HDFS 3.4.1 (issue 45), Hadoop's own client for both
+# (bench/java/src/SnapshotBench.java), one NameNode at a time on this machine:
+#  1. createSnapshot latency on a tree of FILES closed files, for each size: 10 snapshots
+#     taken one after another, median and worst.
+#  2. The diff report after CHANGES changes (a quarter each: new files, chmods, renames,
+#     deletes of files the snapshot holds), on the largest tree: median of 3 calls.
+#  3. The NameNode's RSS growth over those changes with a snapshot holding the tree, next
+#     to the same changes with no snapshot: memory per changed inode. (HDFS's RSS is a JVM's:
+#     it includes garbage not yet collected, so its figure is an upper bound.)
+# Raw output goes to bench/run/snapshot-<time>/.
+#
+#   bench/snapshot-vs-hdfs.sh [-s "10000 100000 1000000"] [-c 100000]
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+SIZES="10000 100000 1000000"; CHANGES=100000; CLIENTS=16
+while getopts "s:c:" o; do case $o in s) SIZES=$OPTARG;; c) CHANGES=$OPTARG;; *) exit 2;; esac; done
+build_all
+OUT="$ROOT/bench/run/snapshot-$(date +%Y%m%d-%H%M%S)"; mkdir -p "$OUT"
+WORK="${TMPDIR:-/tmp}/ferrite-bench-snap"; mkdir -p "$WORK"
+CLASSES="$WORK/classes"; mkdir -p "$CLASSES"
+javac -cp "$HADOOP_CP" -d "$CLASSES" "$ROOT/bench/java/src/SnapshotBench.java"
+echo "# sizes=$SIZES changes=$CHANGES  $(nproc) cpus  $(date -u)" | tee "$OUT/params"
+LARGEST=${SIZES##* }
+BASE=/nnbench/mem
+
+sb() {  # sb ARGS...: SnapshotBench against $URL
+  write_site "$WORK/client" core "fs.defaultFS=$URL"
+  java $JAVA_OPTS -cp "$WORK/client:$CLASSES:$HADOOP_CP" SnapshotBench "$URL" "$@" 2>>"$OUT/client.log"
+}
+
+fill() {  # fill N: N closed files under $BASE, kept
+  "$FERRITE" bench namenode --fs "$URL" --pid "$PID" --ops inode-memory --files "$1" \
+    --threads "$CLIENTS" --keep > "$OUT/fill-$sys-$1.txt" 2>&1
+}
+
+rss() { awk '/VmRSS/{print $2}' "/proc/$PID/status"; }
+
+for sys in hdfs ferrite; do
+  for n in $SIZES; do
+    "start_$sys" "$WORK/$sys"
+    fill "$n"
+    sb "$BASE" create 10 | sed "s/^/system=$sys files=$n /" | tee -a "$OUT/results.txt"
+    if [ "$n" = "$LARGEST" ]; then
+      before=$(rss)
+      sb "$BASE" change "$CHANGES" "$BASE" "$CLIENTS" | sed "s/^/system=$sys files=$n /" | tee -a "$OUT/results.txt"
+      sleep 3; after=$(rss)
+      echo "system=$sys files=$n op=change_rss snapshot=yes kib_before=$before kib_after=$after" | tee -a "$OUT/results.txt"
+      sb "$BASE" diff s9 "" | sed "s/^/system=$sys files=$n /" | tee -a "$OUT/results.txt"
+    fi
+    stop_server "$PID"
+  done
+  # The same changes with no snapshot: what they cost without one.
+  "start_$sys" "$WORK/$sys"
+  fill "$LARGEST"
+  before=$(rss)
+  sb "$BASE" change "$CHANGES" "$BASE" "$CLIENTS" > /dev/null
+  sleep 3; after=$(rss)
+  echo "system=$sys files=$LARGEST op=change_rss snapshot=no kib_before=$before kib_after=$after" | tee -a "$OUT/results.txt"
+  stop_server "$PID"
+done
