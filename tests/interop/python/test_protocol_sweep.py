@@ -27,9 +27,6 @@ DIFFERENT = {
 }
 
 
-# The one method a client can find unknown. Hadoop's client asks for the paged diff first and falls back to the whole one when the
-# NameNode does not know it (as with NameNodes before HDFS 3.1): Ferrite serves the whole.
-SNAPSHOT_METHODS = ["getSnapshotDiffReportListing"]
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +64,7 @@ def test_no_method_of_client_protocol_is_unknown(ferrite_sweep, workroot):
     methods = [l.split()[1] for l in p.stdout.splitlines() if l.startswith("method ")]
     assert len(methods) >= 110, p.stdout + p.stderr[-3000:]
     unknown = [l.split()[1] for l in p.stdout.splitlines() if "Unknown method" in l or "unknown method" in l]
-    assert sorted(unknown) == sorted(SNAPSHOT_METHODS), unknown
+    assert unknown == [], unknown
 
 
 def test_the_rest_of_client_protocol_answers_as_hdfs(ferrite_sweep, hdfs_sweep, workroot):

@@ -158,3 +158,35 @@ def test_snapshot_paths_read_through_webhdfs(ferrite, workroot):
     assert status == 200 and names == ["f"]
     status, _, _, _ = call(ferrite.http, "GET", f"/webhdfs/v1/snapw/d/f?op=GETFILESTATUS&{q}")
     assert status == 404
+
+
+def test_blocks_only_a_deleted_snapshot_held_leave_the_datanodes(ferrite, workroot):
+    """A file deleted after a snapshot keeps its block on the DataNode while the snapshot
+    exists; deleting the snapshot has the NameNode order the block deleted."""
+    import time
+
+    data = ferrite.workdir / "data"
+
+    def blocks():
+        return {p.name for p in data.rglob("blk_*") if not p.name.endswith(".meta")}
+
+    shell = FsShell(ferrite, workroot, hdfs={"dfs.replication": 1})
+    out = shell.run(C("-mkdir", "-p", "/snapb/d"), ["dfsadmin", "-allowSnapshot", "/snapb/d"])
+    assert all(r.rc == 0 for r in out), out
+    before = blocks()
+    assert shell.run(C("-put", HOSTS, "/snapb/d/f"))[0].rc == 0
+    mine = blocks() - before
+    assert len(mine) == 1, mine
+    out = shell.run(
+        C("-createSnapshot", "/snapb/d", "b1"),
+        C("-rm", "-skipTrash", "/snapb/d/f"),
+    )
+    assert all(r.rc == 0 for r in out), out
+    time.sleep(3)  # a few heartbeats: nothing may be ordered deleted
+    assert mine <= blocks(), "the snapshot's block was deleted"
+    assert shell.run(C("-cat", "/snapb/d/.snapshot/b1/f"))[0].out == open(HOSTS).read()
+    assert shell.run(C("-deleteSnapshot", "/snapb/d", "b1"))[0].rc == 0
+    deadline = time.monotonic() + 60
+    while mine & blocks():
+        assert time.monotonic() < deadline, "the block outlived the last snapshot holding it"
+        time.sleep(1)

@@ -520,7 +520,11 @@ impl Namespace {
             self.drop_child(new_parent, old, fx);
         }
         let old_parent = self.arena.get(slot).parent;
-        let seen_by = self.coverage(slot);
+        let seen_by = if self.snaps.idle() {
+            None
+        } else {
+            self.roots_seeing(slot)
+        };
         self.note_child_removed(old_parent, slot);
         self.detach(slot);
         let old_name = self.arena.get(slot).name;

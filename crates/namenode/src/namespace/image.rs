@@ -214,18 +214,7 @@ impl Namespace {
         for (id, f) in entries {
             out.extend_from_slice(&id.to_le_bytes());
             out.push(f.storage_policy);
-            out.extend_from_slice(&(f.xattrs.len() as u32).to_le_bytes());
-            for x in &f.xattrs {
-                out.push(x.ns as u8);
-                put_str(out, x.name.as_bytes());
-                match &x.value {
-                    Some(v) => {
-                        out.push(1);
-                        put_str(out, v);
-                    }
-                    None => out.push(0),
-                }
-            }
+            put_xattrs(out, &f.xattrs);
         }
     }
 
@@ -387,7 +376,7 @@ impl Namespace {
         payload: &[u8],
         slot_of: &HashMap<u64, Slot>,
     ) -> Result<(), ImageError> {
-        use super::xattr::{Features, XAttr, XAttrNs};
+        use super::xattr::Features;
         let de = |e| ImageError::Decode {
             kind: FEATURES,
             source: e,
@@ -408,26 +397,8 @@ impl Namespace {
             {
                 return Err(bad(format!("inode {id}: storage policy {storage_policy}")));
             }
-            let n = r.u32().map_err(de)? as usize;
-            // Each attribute takes at least 6 bytes.
-            if n > r.remaining() / 6 {
-                return Err(bad(format!("inode {id} claims {n} attributes")));
-            }
-            let mut xattrs = Vec::with_capacity(n);
-            for _ in 0..n {
-                let ns = r.u8().map_err(de)?;
-                let ns = XAttrNs::from_u8(ns)
-                    .ok_or_else(|| bad(format!("inode {id}: xattr namespace {ns}")))?;
-                let name = r.str().map_err(de)?;
-                let value = match r.u8().map_err(de)? {
-                    0 => None,
-                    _ => {
-                        let len = r.u32().map_err(de)? as usize;
-                        Some(r.bytes(len).map_err(de)?.to_vec())
-                    }
-                };
-                xattrs.push(XAttr { ns, name, value });
-            }
+            let xattrs =
+                read_xattrs(&mut r, FEATURES).map_err(|e| bad(format!("inode {id}: {e}")))?;
             if storage_policy != super::storage_policy::UNSPECIFIED {
                 self.policies_set += 1;
             }
@@ -696,6 +667,52 @@ impl Namespace {
             }
         }
     }
+}
+
+/// `u32 n | n × (u8 namespace | str name | u8 has value | [str value])`: an inode's xattrs
+/// (the FEATURES section's, and a snapshot version's).
+pub(super) fn put_xattrs(out: &mut Vec<u8>, xattrs: &[super::xattr::XAttr]) {
+    out.extend_from_slice(&(xattrs.len() as u32).to_le_bytes());
+    for x in xattrs {
+        out.push(x.ns as u8);
+        put_str(out, x.name.as_bytes());
+        match &x.value {
+            Some(v) => {
+                out.push(1);
+                put_str(out, v);
+            }
+            None => out.push(0),
+        }
+    }
+}
+
+pub(super) fn read_xattrs(
+    r: &mut Reader<'_>,
+    kind: u32,
+) -> Result<Vec<super::xattr::XAttr>, ImageError> {
+    use super::xattr::{XAttr, XAttrNs};
+    let de = |e| ImageError::Decode { kind, source: e };
+    let n = r.u32().map_err(de)? as usize;
+    // Each attribute takes at least 6 bytes.
+    if n > r.remaining() / 6 {
+        return Err(ImageError::Invalid(format!("{n} attributes claimed")));
+    }
+    let mut xattrs = Vec::with_capacity(n);
+    for _ in 0..n {
+        let ns = r.u8().map_err(de)?;
+        let ns = XAttrNs::from_u8(ns)
+            .ok_or_else(|| ImageError::Invalid(format!("xattr namespace {ns}")))?;
+        let name = r.str().map_err(de)?;
+        let value = match r.u8().map_err(de)? {
+            0 => None,
+            _ => {
+                let len = r.u32().map_err(de)? as usize;
+                Some(r.bytes(len).map_err(de)?.to_vec())
+            }
+        };
+        xattrs.push(XAttr { ns, name, value });
+    }
+    Ok(xattrs)
 }
 
 /// One inode record (the INODES section's, also the DETACHED section's): its id, its

@@ -109,9 +109,13 @@ pub struct Snapshots {
     /// no version for it).
     pub taken: BTreeMap<SnapId, u64>,
     pub versions: HashMap<Slot, Vec<Version>>,
-    pub pins: HashMap<Slot, SnapId>,
+    /// Subtrees moved out from under snapshottable directories: the roots they were under,
+    /// whose snapshots may still show them where they were.
+    pub pins: HashMap<Slot, Vec<Slot>>,
     /// Detached inodes kept because a snapshot lists them: in how many `deleted` lists.
     pub held: HashMap<Slot, u32>,
+    /// Each snapshot's root.
+    pub root_of: HashMap<SnapId, Slot>,
     /// Blocks a live file let go of (a truncate, an abandoned block) that one of its
     /// versions still lists, with that file: what block reports check their replicas by.
     pub kept_blocks: HashMap<u64, (Slot, Block)>,
@@ -129,21 +133,14 @@ impl Snapshots {
 
 impl Namespace {
     /// The newest snapshot that can see `slot`: the latest of any root at or above it, or
-    /// a pin on the way up. [`NONE`] when none.
-    pub(super) fn coverage(&self, mut slot: Slot) -> SnapId {
+    /// of a root a pin on the way up names. [`NONE`] when none.
+    pub(super) fn coverage(&self, slot: Slot) -> SnapId {
         let s = &self.snaps;
-        let mut best = NONE;
-        loop {
-            if let Some(r) = s.roots.get(&slot) {
-                best = best.max(r.latest());
-            }
-            if let Some(&p) = s.pins.get(&slot) {
-                best = best.max(p);
-            }
-            if slot == ROOT_SLOT {
-                return best;
-            }
-            slot = self.arena.get(slot).parent;
+        let latest = |r: &Slot| s.roots.get(r).map_or(NONE, Root::latest);
+        match self.roots_seeing(slot) {
+            Some(roots) => roots.iter().map(latest).max().unwrap_or(NONE),
+            // Not in the live tree (only kept inodes are): nothing changes them.
+            None => s.roots.values().map(Root::latest).max().unwrap_or(NONE),
         }
     }
 
@@ -163,6 +160,32 @@ impl Namespace {
                 .taken
                 .get(&cov)
                 .is_some_and(|&first_unseen| self.arena.get(slot).id < first_unseen)
+    }
+
+    /// The snapshottable directories whose snapshots can see `slot` where it is: roots at
+    /// or above it, and those of pins on the way up. `None` when it is not in the live tree
+    /// (kept for a snapshot): then any root may.
+    pub(super) fn roots_seeing(&self, mut slot: Slot) -> Option<Vec<Slot>> {
+        if self.snaps.roots.is_empty() {
+            return Some(Vec::new());
+        }
+        let mut out = Vec::new();
+        loop {
+            if self.snaps.roots.contains_key(&slot) {
+                out.push(slot);
+            }
+            if let Some(pinned) = self.snaps.pins.get(&slot) {
+                out.extend(pinned.iter().filter(|r| self.snaps.roots.contains_key(r)));
+            }
+            if slot == ROOT_SLOT {
+                return Some(out);
+            }
+            let parent = self.arena.get(slot).parent;
+            if self.child(parent, self.name(slot)) != Some(slot) {
+                return None;
+            }
+            slot = parent;
+        }
     }
 
     /// Saves `slot`'s state before it changes, if a snapshot taken since its last saved
@@ -288,12 +311,28 @@ impl Namespace {
         }
     }
 
-    /// `slot` moves from under `old_cov`'s view to a place that sees less: a pin keeps its
-    /// subtree's changes saving versions for the snapshots that saw it where it was.
-    pub(super) fn pin_if_leaving(&mut self, slot: Slot, old_cov: SnapId) {
-        if old_cov != NONE && self.coverage(slot) < old_cov {
-            let p = self.snaps.pins.entry(slot).or_insert(NONE);
-            *p = (*p).max(old_cov);
+    /// `slot` moved from under the roots `were` (as [`roots_seeing`] named them before):
+    /// a pin names those it left that have snapshots, so that its subtree's changes go on
+    /// saving versions for them, and their versions are kept for them.
+    ///
+    /// [`roots_seeing`]: Self::roots_seeing
+    pub(super) fn pin_if_leaving(&mut self, slot: Slot, were: Option<Vec<Slot>>) {
+        let (Some(were), Some(now)) = (were, self.roots_seeing(slot)) else {
+            return;
+        };
+        let left: Vec<Slot> = were
+            .into_iter()
+            .filter(|r| !now.contains(r))
+            .filter(|r| self.snaps.roots.get(r).is_some_and(|x| !x.snaps.is_empty()))
+            .collect();
+        if left.is_empty() {
+            return;
+        }
+        let p = self.snaps.pins.entry(slot).or_default();
+        for r in left {
+            if !p.contains(&r) {
+                p.push(r);
+            }
         }
     }
 
@@ -323,7 +362,18 @@ impl Namespace {
         if self.snaps.held.contains_key(&slot) {
             return false;
         }
-        self.snaps.versions.remove(&slot);
+        // Children its versions kept are no longer kept by them.
+        let kept: Vec<Slot> = self
+            .snaps
+            .versions
+            .remove(&slot)
+            .into_iter()
+            .flatten()
+            .flat_map(|v| v.deleted)
+            .collect();
+        for child in kept {
+            self.release_held(child, fx);
+        }
         self.snaps.pins.remove(&slot);
         if self
             .snaps

@@ -62,6 +62,37 @@ impl Namespace {
         if x == y {
             return Ok((path, Vec::new()));
         }
+        Ok((path, self.diff_walk(slot, x, y).finish()))
+    }
+
+    /// `getSnapshotDiffReportListing`, all in one page: the lists computed from the older
+    /// state to the newer, as HDFS sends them, with which of the two the caller began at.
+    pub fn snapshot_diff_listing(
+        &self,
+        caller: &Caller,
+        src: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<(String, DiffListing), FsError> {
+        let (slot, path) = self.resolve_checked(caller, src)?;
+        if !self.snaps.roots.contains_key(&slot) {
+            return Err(FsError::Snapshot(format!(
+                "Directory is not a snapshottable directory: {path}"
+            )));
+        }
+        let x = self.snapshot_id(slot, &path, from)?;
+        let y = self.snapshot_id(slot, &path, to)?;
+        let mut listing = if x == y {
+            DiffListing::default()
+        } else {
+            self.diff_walk(slot, x.min(y), x.max(y)).listing()
+        };
+        listing.from_earlier = x <= y;
+        Ok((path, listing))
+    }
+
+    /// Both states of root `slot` compared, from `x` to `y`.
+    fn diff_walk(&self, slot: Slot, x: SnapId, y: SnapId) -> DiffWalk<'_> {
         let mut w = DiffWalk {
             ns: self,
             x,
@@ -71,7 +102,7 @@ impl Namespace {
             moved_to: HashMap::new(),
         };
         w.dir(slot, Vec::new());
-        Ok((path, w.finish()))
+        w
     }
 
     /// Whether `slot` changed between snapshots `a` and `b` (either order): it saved a
@@ -85,11 +116,15 @@ impl Namespace {
     }
 }
 
+/// A report line with its inode and the directory it was found in (a directory's own line:
+/// itself).
+type Line = (DiffEntry, Slot, Slot);
+
 struct DiffWalk<'a> {
     ns: &'a Namespace,
     x: SnapId,
     y: SnapId,
-    out: Vec<(DiffEntry, Option<Slot>)>,
+    out: Vec<Line>,
     /// Entries gone from one place and made at another (a rename across directories):
     /// slot → index of its `-` / `+` line.
     moved_from: HashMap<Slot, usize>,
@@ -105,18 +140,19 @@ fn child_path(dir: &[u8], name: &[u8]) -> Vec<u8> {
 }
 
 impl DiffWalk<'_> {
-    fn push(&mut self, kind: char, path: Vec<u8>, target: Option<Vec<u8>>, slot: Option<Slot>) {
+    /// One line about inode `slot`, found in directory `dir` (a directory's own line: itself).
+    fn push(&mut self, kind: char, path: Vec<u8>, target: Option<Vec<u8>>, slot: Slot, dir: Slot) {
         let i = self.out.len();
-        match (kind, slot) {
-            ('-', Some(s)) => {
-                self.moved_from.insert(s, i);
+        match kind {
+            '-' => {
+                self.moved_from.insert(slot, i);
             }
-            ('+', Some(s)) => {
-                self.moved_to.insert(s, i);
+            '+' => {
+                self.moved_to.insert(slot, i);
             }
             _ => {}
         }
-        self.out.push((DiffEntry { kind, path, target }, slot));
+        self.out.push((DiffEntry { kind, path, target }, slot, dir));
     }
 
     /// Directory `d` (at `path`) in both states: its own line and its children's changes,
@@ -145,87 +181,163 @@ impl DiffWalk<'_> {
         );
         gone.sort();
         if ns.changed_between(d, x, y) || !appeared.is_empty() || !gone.is_empty() {
-            self.push('M', path.clone(), None, None);
+            self.push('M', path.clone(), None, d, d);
             if forward {
-                self.appeared(&path, &appeared);
+                self.appeared(d, &path, &appeared);
             }
             for (name, c, renamed) in gone {
                 let from = child_path(&path, name);
                 if renamed {
                     let to = child_path(&path, ns.name_at(c, y));
-                    self.push('R', from, Some(to), None);
+                    self.push('R', from, Some(to), c, d);
                 } else {
-                    self.push('-', from, None, Some(c));
+                    self.push('-', from, None, c, d);
                 }
             }
             if !forward {
-                self.appeared(&path, &appeared);
+                self.appeared(d, &path, &appeared);
             }
         }
         for c in ys.iter().copied().filter(|c| xs.contains(c)) {
-            self.entry(c, child_path(&path, ns.name_at(c, y)));
+            self.entry(c, d, child_path(&path, ns.name_at(c, y)));
         }
     }
 
-    fn appeared(&mut self, path: &[u8], appeared: &[Slot]) {
+    fn appeared(&mut self, d: Slot, path: &[u8], appeared: &[Slot]) {
         for &c in appeared {
             let name = self.ns.name_at(c, self.y);
-            self.push('+', child_path(path, name), None, Some(c));
+            self.push('+', child_path(path, name), None, c, d);
         }
     }
 
     /// A child present in both states: a directory is walked; a file that changed between
     /// them is a `M` line.
-    fn entry(&mut self, c: Slot, at: Vec<u8>) {
+    fn entry(&mut self, c: Slot, d: Slot, at: Vec<u8>) {
         let ns = self.ns;
         if ns.is_dir_at_both(c, self.x, self.y) {
             self.dir(c, at);
         } else if ns.changed_between(c, self.x, self.y) {
-            self.push('M', at, None, None);
+            self.push('M', at, None, c, d);
         }
     }
 
-    /// Pairs each `-` with the `+` of the same inode (a rename across directories): one `R`
-    /// line where the `-` was, the `+` dropped, and the moved entry compared as any other.
-    fn finish(mut self) -> Vec<DiffEntry> {
-        let pairs: Vec<(usize, usize, Slot)> = self
+    /// The renames across directories: each `-` whose inode has a `+` elsewhere, with
+    /// both lines' indexes.
+    fn moves(&self) -> Vec<(usize, usize, Slot)> {
+        let mut pairs: Vec<(usize, usize, Slot)> = self
             .moved_from
             .iter()
             .filter_map(|(s, &i)| self.moved_to.get(s).map(|&j| (i, j, *s)))
             .collect();
+        pairs.sort_unstable();
+        pairs
+    }
+
+    /// What changed inside a moved entry, compared at its new place.
+    fn inside(&self, s: Slot, dir: Slot, target: &[u8]) -> Vec<Line> {
+        let mut inner = DiffWalk {
+            ns: self.ns,
+            x: self.x,
+            y: self.y,
+            out: Vec::new(),
+            moved_from: HashMap::new(),
+            moved_to: HashMap::new(),
+        };
+        inner.entry(s, dir, target.to_vec());
+        inner.out
+    }
+
+    /// The report's lines: each `-` paired with a `+` of the same inode (a rename across
+    /// directories) becomes one `R` line where the `-` was, the `+` dropped, and the moved
+    /// entry's own changes follow it.
+    fn finish(mut self) -> Vec<DiffEntry> {
+        let pairs = self.moves();
         let mut drop = vec![false; self.out.len()];
-        let mut extra: Vec<(usize, Slot, Vec<u8>)> = Vec::new();
+        let mut extra: Vec<(usize, Vec<Line>)> = Vec::new();
         for (i, j, s) in pairs {
-            let target = self.out[j].0.path.clone();
+            let (target, to_dir) = (self.out[j].0.path.clone(), self.out[j].2);
             let e = &mut self.out[i].0;
             e.kind = 'R';
             e.target = Some(target.clone());
             drop[j] = true;
-            extra.push((i, s, target));
+            extra.push((i, self.inside(s, to_dir, &target)));
         }
         let mut out: Vec<DiffEntry> = Vec::new();
         let entries = std::mem::take(&mut self.out);
-        for (k, (e, _)) in entries.into_iter().enumerate() {
+        for (k, (e, _, _)) in entries.into_iter().enumerate() {
             if drop[k] {
                 continue;
             }
             out.push(e);
-            // What changed inside a moved entry follows its R line.
-            for (_, s, target) in extra.iter().filter(|(i, _, _)| *i == k) {
-                let mut inner = DiffWalk {
-                    ns: self.ns,
-                    x: self.x,
-                    y: self.y,
-                    out: Vec::new(),
-                    moved_from: HashMap::new(),
-                    moved_to: HashMap::new(),
-                };
-                inner.entry(*s, target.clone());
-                out.extend(inner.out.into_iter().map(|(e, _)| e));
+            for (_, inner) in extra.iter().filter(|(i, _)| *i == k) {
+                out.extend(inner.iter().map(|(e, _, _)| e.clone()));
             }
         }
         out
     }
+
+    /// The paged form's three lists (one page): what HDFS's `getSnapshotDiffReportListing`
+    /// sends, from which Hadoop's client builds the report itself.
+    fn listing(mut self) -> DiffListing {
+        let ns = self.ns;
+        let id = |s: Slot| ns.inode(s).id;
+        let mut l = DiffListing::default();
+        let pairs = self.moves();
+        let mut inner = Vec::new();
+        for &(i, j, s) in &pairs {
+            let target = self.out[j].0.path.clone();
+            self.out[i].0.target = Some(target.clone());
+            inner.extend(self.inside(s, self.out[j].2, &target));
+        }
+        let moved: std::collections::HashSet<Slot> = pairs.iter().map(|p| p.2).collect();
+        for (e, slot, dir) in std::mem::take(&mut self.out).into_iter().chain(inner) {
+            let entry = |path: Vec<u8>, reference: bool, target: Option<Vec<u8>>| ListingEntry {
+                path,
+                dir_id: id(dir),
+                file_id: id(slot),
+                reference,
+                target,
+            };
+            match e.kind {
+                // A directory's own line says its children's changes follow.
+                'M' => l.modified.push(entry(e.path, slot == dir, None)),
+                '+' => l.created.push(entry(e.path, moved.contains(&slot), None)),
+                '-' => {
+                    let reference = moved.contains(&slot);
+                    l.deleted.push(entry(e.path, reference, e.target))
+                }
+                _ => {
+                    // A rename within a directory: gone under the old name, made under
+                    // the new, both naming the same inode.
+                    let to = e.target.clone().unwrap_or_default();
+                    l.created.push(entry(to, true, None));
+                    l.deleted.push(entry(e.path, true, e.target));
+                }
+            }
+        }
+        l
+    }
+}
+
+/// One entry of the paged diff: its path, the directory it is listed under, its inode, and
+/// (a rename's two halves) that another entry names the same inode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListingEntry {
+    pub path: Vec<u8>,
+    pub dir_id: u64,
+    pub file_id: u64,
+    pub reference: bool,
+    pub target: Option<Vec<u8>>,
+}
+
+/// The paged diff's lists, in time order (what was made, what went); `from_earlier` says
+/// whether the caller asked from the older snapshot.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DiffListing {
+    pub modified: Vec<ListingEntry>,
+    pub created: Vec<ListingEntry>,
+    pub deleted: Vec<ListingEntry>,
+    pub from_earlier: bool,
 }
 
 impl Namespace {

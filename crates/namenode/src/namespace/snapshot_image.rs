@@ -9,10 +9,10 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::image::{read_inode, ImageError};
+use super::image::{put_xattrs, read_inode, read_xattrs, ImageError};
 use super::inode::{Block, Slot, ROOT_SLOT};
 use super::snapshot::{Frozen, FrozenFile, Root, Snap, Version};
-use super::xattr::{Features, XAttr, XAttrNs};
+use super::xattr::Features;
 use super::Namespace;
 use crate::journal::codec::Reader;
 
@@ -159,12 +159,19 @@ impl Namespace {
                 put_u64(out, snap.ctime as u64);
             }
         }
-        let mut pins: Vec<(u64, u32)> = s.pins.iter().map(|(&k, &v)| (id_of(k), v)).collect();
+        let mut pins: Vec<(u64, Vec<u64>)> = s
+            .pins
+            .iter()
+            .map(|(&k, v)| (id_of(k), v.iter().map(|&r| id_of(r)).collect()))
+            .collect();
         pins.sort_unstable();
         put_u32(out, pins.len() as u32);
-        for (id, snap) in pins {
+        for (id, roots) in pins {
             put_u64(out, id);
-            put_u32(out, snap);
+            put_u32(out, roots.len() as u32);
+            for r in roots {
+                put_u64(out, r);
+            }
         }
         let mut versioned: Vec<(&Slot, &Vec<Version>)> = s.versions.iter().collect();
         versioned.sort_by_key(|(&slot, _)| id_of(slot));
@@ -220,12 +227,22 @@ impl Namespace {
                 let ctime = r.u64().map_err(de)? as i64;
                 snaps.push(Snap { id, name, ctime });
             }
+            for snap in &snaps {
+                self.snaps.root_of.insert(snap.id, dir);
+            }
             self.snaps.roots.insert(dir, Root { snaps, quota });
         }
         for _ in 0..r.u32().map_err(de)? {
             let s = slot(r.u64().map_err(de)?)?;
-            let snap = r.u32().map_err(de)?;
-            self.snaps.pins.insert(s, snap);
+            let n = r.u32().map_err(de)? as usize;
+            if n > r.remaining() / 8 {
+                return Err(bad(format!("a pin claims {n} roots")));
+            }
+            let mut roots = Vec::with_capacity(n);
+            for _ in 0..n {
+                roots.push(slot(r.u64().map_err(de)?)?);
+            }
+            self.snaps.pins.insert(s, roots);
         }
         let users = self.users.len() as u32;
         for _ in 0..r.u32().map_err(de)? {
@@ -311,18 +328,7 @@ fn encode_frozen(f: &Frozen, out: &mut Vec<u8>) {
         Some(feat) => {
             out.push(1);
             out.push(feat.storage_policy);
-            put_u32(out, feat.xattrs.len() as u32);
-            for x in &feat.xattrs {
-                out.push(x.ns as u8);
-                put_bytes(out, x.name.as_bytes());
-                match &x.value {
-                    Some(v) => {
-                        out.push(1);
-                        put_bytes(out, v);
-                    }
-                    None => out.push(0),
-                }
-            }
+            put_xattrs(out, &feat.xattrs);
         }
         None => out.push(0),
     }
@@ -385,25 +391,7 @@ fn decode_frozen(r: &mut Reader<'_>, users: u32) -> Result<Frozen, ImageError> {
         0 => None,
         _ => {
             let storage_policy = r.u8().map_err(de)?;
-            let n = r.u32().map_err(de)? as usize;
-            if n > r.remaining() / 6 {
-                return Err(bad(format!("a version claims {n} xattrs")));
-            }
-            let mut xattrs = Vec::with_capacity(n);
-            for _ in 0..n {
-                let ns = r.u8().map_err(de)?;
-                let ns =
-                    XAttrNs::from_u8(ns).ok_or_else(|| bad(format!("xattr namespace {ns}")))?;
-                let name = r.str().map_err(de)?;
-                let value = match r.u8().map_err(de)? {
-                    0 => None,
-                    _ => {
-                        let len = r.u32().map_err(de)? as usize;
-                        Some(r.bytes(len).map_err(de)?.to_vec())
-                    }
-                };
-                xattrs.push(XAttr { ns, name, value });
-            }
+            let xattrs = read_xattrs(r, SNAPSHOTS)?;
             Some(Features {
                 xattrs,
                 storage_policy,

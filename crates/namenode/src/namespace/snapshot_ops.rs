@@ -270,22 +270,11 @@ impl Namespace {
                     ctime: *mtime,
                 });
                 self.snaps.taken.insert(id, first_unseen);
+                self.snaps.root_of.insert(id, slot);
                 self.snaps.next_id = self.snaps.next_id.max(id + 1);
             }
             Op::DeleteSnapshot { path, name, mtime } => {
-                let slot = self.snapshot_dir(path)?;
-                self.preserve(slot);
-                self.arena.get_mut(slot).mtime = *mtime;
-                let root = self
-                    .snaps
-                    .roots
-                    .get_mut(&slot)
-                    .ok_or_else(|| FsError::Io(format!("{path} is not snapshottable")))?;
-                let i = root
-                    .snaps
-                    .iter()
-                    .position(|s| s.name == *name)
-                    .ok_or_else(|| FsError::Io(format!("no snapshot {name} of {path}")))?;
+                let (root, i) = self.touched_snapshot(path, name, *mtime)?;
                 let gone = root.snaps.remove(i);
                 self.snaps.taken.remove(&gone.id);
                 self.forget_snapshot(gone.id, fx);
@@ -296,24 +285,37 @@ impl Namespace {
                 new,
                 mtime,
             } => {
-                let slot = self.snapshot_dir(path)?;
-                self.preserve(slot);
-                self.arena.get_mut(slot).mtime = *mtime;
-                let root = self
-                    .snaps
-                    .roots
-                    .get_mut(&slot)
-                    .ok_or_else(|| FsError::Io(format!("{path} is not snapshottable")))?;
-                let s = root
-                    .snaps
-                    .iter_mut()
-                    .find(|s| s.name == *old)
-                    .ok_or_else(|| FsError::Io(format!("no snapshot {old} of {path}")))?;
-                s.name = new.clone();
+                let (root, i) = self.touched_snapshot(path, old, *mtime)?;
+                root.snaps[i].name = new.clone();
             }
             _ => return Err(FsError::Io(format!("not a snapshot record: {op:?}"))),
         }
         Ok(())
+    }
+
+    /// A record about snapshot `name` of root `path`: the root's time moves to `mtime` (its
+    /// earlier state saved for older snapshots first); returns the root and the snapshot's
+    /// index in it.
+    fn touched_snapshot(
+        &mut self,
+        path: &str,
+        name: &str,
+        mtime: i64,
+    ) -> Result<(&mut Root, usize), FsError> {
+        let slot = self.snapshot_dir(path)?;
+        self.preserve(slot);
+        self.arena.get_mut(slot).mtime = mtime;
+        let root = self
+            .snaps
+            .roots
+            .get_mut(&slot)
+            .ok_or_else(|| FsError::Io(format!("{path} is not snapshottable")))?;
+        let i = root
+            .snaps
+            .iter()
+            .position(|s| s.name == name)
+            .ok_or_else(|| FsError::Io(format!("no snapshot {name} of {path}")))?;
+        Ok((root, i))
     }
 
     fn snapshot_dir(&self, path: &str) -> Result<Slot, FsError> {
@@ -343,13 +345,24 @@ impl Namespace {
             };
             let i = vs.iter().position(|v| v.tag == gone).expect("filtered");
             let prev_tag = if i > 0 { vs[i - 1].tag } else { NONE };
-            // Any snapshot left in (prev_tag, gone] still needs this state.
+            // Any snapshot left in (prev_tag, gone] that can see the inode still needs this
+            // state (another root's snapshots never saw it).
+            let seeing = self.roots_seeing(slot);
+            let Some(vs) = self.snaps.versions.get_mut(&slot) else {
+                continue;
+            };
             let still = self
                 .snaps
                 .taken
                 .range(prev_tag + 1..gone)
-                .next_back()
-                .map(|(&id, _)| id);
+                .rev()
+                .map(|(&id, _)| id)
+                .find(|id| {
+                    let root = self.snaps.root_of.get(id);
+                    seeing
+                        .as_ref()
+                        .is_none_or(|r| root.is_some_and(|x| r.contains(x)))
+                });
             if let Some(id) = still {
                 vs[i].tag = id;
                 continue;
@@ -367,28 +380,26 @@ impl Namespace {
         for child in released {
             self.release_held(child, fx);
         }
-        // A pin for the gone snapshot now keeps only older ones' views.
-        let older = self
-            .snaps
-            .taken
-            .range(..gone)
-            .next_back()
-            .map(|(&id, _)| id);
-        self.snaps.pins.retain(|_, p| {
-            if *p == gone {
-                match older {
-                    Some(o) => *p = o,
-                    None => return false,
-                }
+        // A root left without snapshots needs nothing pinned for it any more.
+        if let Some(root) = self.snaps.root_of.remove(&gone) {
+            if self
+                .snaps
+                .roots
+                .get(&root)
+                .is_none_or(|r| r.snaps.is_empty())
+            {
+                self.snaps.pins.retain(|_, p| {
+                    p.retain(|&r| r != root);
+                    !p.is_empty()
+                });
             }
-            true
-        });
+        }
         self.drop_unlisted_blocks(fx);
     }
 
     /// One `deleted` list dropped `child`: once none lists it and it is not in the live
     /// tree, it is freed with its subtree.
-    fn release_held(&mut self, child: Slot, fx: &mut Effects) {
+    pub(super) fn release_held(&mut self, child: Slot, fx: &mut Effects) {
         let Some(n) = self.snaps.held.get_mut(&child) else {
             return;
         };

@@ -15,6 +15,12 @@ use super::{Caller, Namespace, Op, Planned};
 use crate::error::FsError;
 
 const DIRS: [&str; 5] = ["/r", "/r/a", "/r/a/b", "/r/c", "/x"];
+/// The two snapshottable directories (neither is moved by the steps).
+const ROOTS: [&str; 2] = ["/r", "/x"];
+
+fn snap_of(k: u8) -> (&'static str, String) {
+    (ROOTS[usize::from(k / 3)], format!("s{k}"))
+}
 const BS: u64 = 1024;
 
 #[derive(Clone, Debug)]
@@ -40,10 +46,11 @@ fn step() -> impl Strategy<Value = Step> {
         2 => (dir.clone(), name.clone(), any::<bool>()).prop_map(|(dir, name, sub)| Step::Delete { dir, name, sub }),
         2 => (dir.clone(), name.clone(), dir.clone()).prop_map(|(from, name, to)| Step::Rename { from, name, to }),
         // The snapshottable directory itself stays put (its path is where views are read).
-        1 => (1..DIRS.len(), dir.clone()).prop_map(|(from, to)| Step::RenameDir { from, to }),
+        1 => (1..DIRS.len() - 1, dir.clone()).prop_map(|(from, to)| Step::RenameDir { from, to }),
         1 => (dir, name, prop_oneof![Just(0o755u16), Just(0o700), Just(0o644)]).prop_map(|(dir, name, perm)| Step::Chmod { dir, name, perm }),
-        3 => (0u8..3).prop_map(|k| Step::Snap { k }),
-        2 => (0u8..3).prop_map(|k| Step::DelSnap { k }),
+        // s0–s2 of /r, s3–s5 of /x.
+        3 => (0u8..6).prop_map(|k| Step::Snap { k }),
+        2 => (0u8..6).prop_map(|k| Step::DelSnap { k }),
     ]
 }
 
@@ -64,7 +71,8 @@ struct World {
     log: Vec<Op>,
     su: Caller,
     now: i64,
-    copies: BTreeMap<String, Copy>,
+    /// By (root, snapshot name).
+    copies: BTreeMap<(String, String), Copy>,
 }
 
 /// The subtree at `top` (a live path or a snapshot's), by listings and lookups as clients
@@ -222,29 +230,29 @@ impl World {
                     .map(|ops| self.apply_ops(ops))
             }
             Step::Snap { k } => {
-                let name = format!("s{k}");
+                let (root, name) = snap_of(*k);
                 match self
                     .ns
-                    .plan_create_snapshot(&self.su, "/r", Some(&name), self.now)
+                    .plan_create_snapshot(&self.su, root, Some(&name), self.now)
                 {
                     Ok((_, ops)) => {
                         self.apply_ops(ops);
-                        let copy = subtree(&self.ns, &self.su, "/r");
-                        self.copies.insert(name, copy);
+                        let copy = subtree(&self.ns, &self.su, root);
+                        self.copies.insert((root.to_string(), name), copy);
                         Ok(())
                     }
                     Err(e) => Err(e),
                 }
             }
             Step::DelSnap { k } => {
-                let name = format!("s{k}");
+                let (root, name) = snap_of(*k);
                 match self
                     .ns
-                    .plan_delete_snapshot(&self.su, "/r", &name, self.now)
+                    .plan_delete_snapshot(&self.su, root, &name, self.now)
                 {
                     Ok(ops) => {
                         self.apply_ops(ops);
-                        self.copies.remove(&name);
+                        self.copies.remove(&(root.to_string(), name));
                         Ok(())
                     }
                     Err(e) => Err(e),
@@ -256,17 +264,23 @@ impl World {
 
 /// Every snapshot's view equals its copy, and every diff between two of them (or one and
 /// now) accounts for what differs between their copies.
-fn check_views(ns: &Namespace, su: &Caller, copies: &BTreeMap<String, Copy>) {
-    for (name, copy) in copies {
-        let view = subtree(ns, su, &format!("/r/.snapshot/{name}"));
-        assert_eq!(&view, copy, "snapshot {name}");
+fn check_views(ns: &Namespace, su: &Caller, copies: &BTreeMap<(String, String), Copy>) {
+    for ((root, name), copy) in copies {
+        let view = subtree(ns, su, &format!("{root}/.snapshot/{name}"));
+        assert_eq!(&view, copy, "snapshot {name} of {root}");
     }
-    let now = subtree(ns, su, "/r");
-    let mut states: Vec<(&str, &Copy)> = copies.iter().map(|(n, c)| (n.as_str(), c)).collect();
-    states.push((".", &now));
-    for &(x, cx) in &states {
-        for &(y, cy) in &states {
-            check_diff(ns, su, (x, cx), (y, cy));
+    for root in ROOTS.into_iter().filter(|r| ns.existing(r).is_ok()) {
+        let now = subtree(ns, su, root);
+        let mut states: Vec<(&str, &Copy)> = copies
+            .iter()
+            .filter(|((r, _), _)| r == root)
+            .map(|((_, n), c)| (n.as_str(), c))
+            .collect();
+        states.push((".", &now));
+        for &x in &states {
+            for &y in &states {
+                check_diff(ns, su, root, x, y);
+            }
         }
     }
 }
@@ -275,8 +289,14 @@ fn check_views(ns: &Namespace, su: &Caller, copies: &BTreeMap<String, Copy>) {
 /// `y` is created (or a rename's target), or lies below one; a path only in `x` is deleted
 /// (or a rename's source), or lies below one; a file that differs at the same path is
 /// reported itself, or lies below (or is) something reported.
-fn check_diff(ns: &Namespace, su: &Caller, (x, cx): (&str, &Copy), (y, cy): (&str, &Copy)) {
-    let (_, entries) = ns.snapshot_diff(su, "/r", x, y).unwrap();
+fn check_diff(
+    ns: &Namespace,
+    su: &Caller,
+    root: &str,
+    (x, cx): (&str, &Copy),
+    (y, cy): (&str, &Copy),
+) {
+    let (_, entries) = ns.snapshot_diff(su, root, x, y).unwrap();
     let rel = |p: &[u8]| {
         let p = String::from_utf8(p.to_vec()).unwrap();
         if p.is_empty() {
@@ -344,8 +364,10 @@ proptest! {
             let p = w.ns.plan_mkdirs(&w.su, d, 0o755, true, 1).unwrap();
             w.apply(p);
         }
-        let ops = w.ns.plan_allow_snapshot("/r").unwrap();
-        w.apply_ops(ops);
+        for root in ROOTS {
+            let ops = w.ns.plan_allow_snapshot(root).unwrap();
+            w.apply_ops(ops);
+        }
         for s in &steps {
             w.run(s);
             check_views(&w.ns, &w.su, &w.copies);
@@ -360,8 +382,8 @@ proptest! {
         check_views(&replayed, &w.su, &w.copies);
         prop_assert_eq!(replayed.dump(), w.ns.dump());
         // Once no snapshot is left, nothing is kept for one.
-        for name in w.copies.keys().cloned().collect::<Vec<_>>() {
-            let ops = w.ns.plan_delete_snapshot(&w.su, "/r", &name, w.now).unwrap();
+        for (root, name) in w.copies.keys().cloned().collect::<Vec<_>>() {
+            let ops = w.ns.plan_delete_snapshot(&w.su, &root, &name, w.now).unwrap();
             w.apply_ops(ops);
         }
         prop_assert!(w.ns.snaps.versions.is_empty());
@@ -409,4 +431,43 @@ fn files_a_snapshot_shows_are_not_concatenated_away_or_cut_inside_a_block() {
             .unwrap();
     w.apply(planned);
     check_views(&w.ns, &w.su, &w.copies);
+}
+
+#[test]
+fn deleting_the_last_snapshot_of_a_deleted_file_gives_its_blocks_up() {
+    let su = Caller::superuser("hdfs");
+    let mut w = World {
+        ns: Namespace::new("hdfs", "supergroup", 1),
+        log: Vec::new(),
+        su,
+        now: 1,
+        copies: BTreeMap::new(),
+    };
+    let p = w.ns.plan_mkdirs(&w.su, "/r", 0o755, true, 1).unwrap();
+    w.apply(p);
+    w.run(&Step::Create {
+        dir: 0,
+        name: 0,
+        len: 100,
+    });
+    let block =
+        w.ns.block_range(w.ns.existing("/r/f0").unwrap(), 0, u64::MAX)
+            .blocks[0]
+            .block;
+    let ops = w.ns.plan_allow_snapshot("/r").unwrap();
+    w.apply_ops(ops);
+    w.run(&Step::Snap { k: 0 });
+    w.run(&Step::Delete {
+        dir: 0,
+        name: 0,
+        sub: false,
+    });
+    assert!(
+        w.ns.block_position(block.id).is_some(),
+        "the snapshot keeps it"
+    );
+    let ops = w.ns.plan_delete_snapshot(&w.su, "/r", "s0", 9).unwrap();
+    let fx = w.ns.apply(&ops[0]).unwrap();
+    assert_eq!(fx.removed_blocks, vec![(block.id, block.gs)]);
+    assert!(w.ns.block_position(block.id).is_none());
 }

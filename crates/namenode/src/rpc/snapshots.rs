@@ -1,5 +1,5 @@
 //! The snapshot calls of ClientProtocol: allow, disallow, create, delete and rename, and the
-//! two listings, and the diff report.
+//! two listings, and the diff report (whole, and as the paged lists in one page).
 
 use ferrite_ipc::{CallCtx, Router, CLIENT_PROTOCOL};
 use ferrite_proto::hdfs::*;
@@ -27,6 +27,12 @@ pub fn register(r: &mut Router<NameNodeService>) {
             "getSnapshotDiffReport",
             kind("getSnapshotDiffReport"),
             diff,
+        )
+        .method(
+            p,
+            "getSnapshotDiffReportListing",
+            kind("getSnapshotDiffReportListing"),
+            diff_listing,
         );
 }
 
@@ -156,6 +162,44 @@ async fn diff(
                     target_path: e.target,
                 })
                 .collect(),
+        },
+    })
+}
+
+/// The whole report in one page: the cursor says there is no next one (an empty start path
+/// and index -1, which ends Hadoop's client's loop).
+async fn diff_listing(
+    nn: Nn,
+    ctx: CallCtx,
+    req: GetSnapshotDiffReportListingRequestProto,
+) -> Res<GetSnapshotDiffReportListingResponseProto> {
+    let (_, l) = nn.snapshot_diff_listing(
+        &ctx.user,
+        &req.snapshot_root,
+        &req.from_snapshot,
+        &req.to_snapshot,
+    )?;
+    let entries = |v: Vec<crate::namespace::snapshot_diff::ListingEntry>| {
+        v.into_iter()
+            .map(|e| SnapshotDiffReportListingEntryProto {
+                fullpath: e.path,
+                dir_id: e.dir_id,
+                is_reference: e.reference,
+                target_path: e.target,
+                file_id: Some(e.file_id),
+            })
+            .collect()
+    };
+    Ok(GetSnapshotDiffReportListingResponseProto {
+        diff_report: SnapshotDiffReportListingProto {
+            modified_entries: entries(l.modified),
+            created_entries: entries(l.created),
+            deleted_entries: entries(l.deleted),
+            is_from_earlier: l.from_earlier,
+            cursor: Some(SnapshotDiffReportCursorProto {
+                start_path: Vec::new(),
+                index: -1,
+            }),
         },
     })
 }

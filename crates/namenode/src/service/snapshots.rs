@@ -5,7 +5,7 @@ use super::NameNodeService;
 use crate::clock::now_ms;
 use crate::error::FsError;
 use crate::namespace::query::FileStatus;
-use crate::namespace::snapshot_diff::DiffEntry;
+use crate::namespace::snapshot_diff::{DiffEntry, DiffListing};
 
 /// A snapshottable directory as `getSnapshottableDirListing` reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -143,5 +143,19 @@ impl NameNodeService {
         let caller = self.caller(user);
         let ns = self.ns.read();
         ns.snapshot_diff(&caller, &ns.resolve_reserved(root)?, from, to)
+    }
+
+    /// `getSnapshotDiffReportListing`: the same changes as the lists Hadoop's client builds
+    /// its report from, in one page.
+    pub fn snapshot_diff_listing(
+        &self,
+        user: &str,
+        root: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<(String, DiffListing), FsError> {
+        let caller = self.caller(user);
+        let ns = self.ns.read();
+        ns.snapshot_diff_listing(&caller, &ns.resolve_reserved(root)?, from, to)
     }
 }
