@@ -22,7 +22,7 @@ CLASSES="$WORK/classes"; mkdir -p "$CLASSES"
 javac -cp "$HADOOP_CP" -d "$CLASSES" "$ROOT/bench/java/src/SnapshotBench.java"
 echo "# sizes=$SIZES changes=$CHANGES  $(nproc) cpus  $(date -u)" | tee "$OUT/params"
 LARGEST=${SIZES##* }
-BASE=/nnbench/mem
+BASE=/ferriteBench/mem
 
 sb() {  # sb ARGS...: SnapshotBench against $URL
   write_site "$WORK/client" core "fs.defaultFS=$URL"
@@ -50,7 +50,7 @@ for sys in hdfs ferrite; do
     fi
     stop_server "$PID"
   done
-  # The same changes with no snapshot: what they cost without one.
+  # The same changes with no snapshot: what they cost without one (on the largest tree).
   "start_$sys" "$WORK/$sys"
   fill "$LARGEST"
   before=$(rss)

@@ -69,12 +69,6 @@ public class SnapshotBench {
         System.out.printf("op=change count=%d secs=%.1f%n", n, (System.nanoTime() - t0) / 1e9);
         break;
       }
-      default: fs.delete(f, false); break;
-          }
-        }
-        System.out.printf("op=change count=%d secs=%.1f%n", n, (System.nanoTime() - t0) / 1e9);
-        break;
-      }
       default:
         throw new IllegalArgumentException(args[2]);
     }

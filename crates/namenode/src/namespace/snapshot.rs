@@ -67,7 +67,7 @@ impl Root {
 }
 
 /// An inode's saved state.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Frozen {
     pub name: Box<[u8]>,
     pub perm: u16,

@@ -160,27 +160,37 @@ impl DiffWalk<'_> {
     fn dir(&mut self, d: Slot, path: Vec<u8>) {
         let ns = self.ns;
         let (x, y) = (self.x, self.y);
-        let xs = ns.children_at(d, x);
         let ys = ns.children_at(d, y);
+        if !ns.changed_between(d, x, y) {
+            // Children come and go only through a change to the directory itself: the
+            // same entries in both states, under the same names; only what is below moves.
+            for c in ys {
+                self.entry(c, d, child_path(&path, ns.name_at(c, y)));
+            }
+            return;
+        }
+        let xs = ns.children_at(d, x);
+        let in_x: std::collections::HashSet<Slot> = xs.iter().copied().collect();
+        let in_y: std::collections::HashSet<Slot> = ys.iter().copied().collect();
         // HDFS keeps a directory's changes as made and removed in time order, and lists
         // what was made first: forward that reads `+` then `-`, backward `-` then `+`.
         let forward = x < y;
-        let appeared: Vec<Slot> = ys.iter().copied().filter(|c| !xs.contains(c)).collect();
+        let appeared: Vec<Slot> = ys.iter().copied().filter(|c| !in_x.contains(c)).collect();
         // Gone, or renamed in place (HDFS lists renames with what went), by old name.
         let mut gone: Vec<(&[u8], Slot, bool)> = xs
             .iter()
             .copied()
-            .filter(|c| !ys.contains(c))
+            .filter(|c| !in_y.contains(c))
             .map(|c| (ns.name_at(c, x), c, false))
             .collect();
         gone.extend(
             ys.iter()
                 .copied()
-                .filter(|c| xs.contains(c) && ns.name_at(*c, x) != ns.name_at(*c, y))
+                .filter(|c| in_x.contains(c) && ns.name_at(*c, x) != ns.name_at(*c, y))
                 .map(|c| (ns.name_at(c, x), c, true)),
         );
         gone.sort();
-        if ns.changed_between(d, x, y) || !appeared.is_empty() || !gone.is_empty() {
+        {
             self.push('M', path.clone(), None, d, d);
             if forward {
                 self.appeared(d, &path, &appeared);
@@ -198,7 +208,7 @@ impl DiffWalk<'_> {
                 self.appeared(d, &path, &appeared);
             }
         }
-        for c in ys.iter().copied().filter(|c| xs.contains(c)) {
+        for c in ys.iter().copied().filter(|c| in_x.contains(c)) {
             self.entry(c, d, child_path(&path, ns.name_at(c, y)));
         }
     }
@@ -216,7 +226,9 @@ impl DiffWalk<'_> {
         let ns = self.ns;
         if ns.is_dir_at_both(c, self.x, self.y) {
             self.dir(c, at);
-        } else if ns.changed_between(c, self.x, self.y) {
+        } else if ns.changed_between(c, self.x, self.y) && ns.differs_beyond_name(c, self.x, self.y)
+        {
+            // A rename alone is its `R` line, not a modification (as HDFS reports it).
             self.push('M', at, None, c, d);
         }
     }
@@ -341,6 +353,23 @@ pub struct DiffListing {
 }
 
 impl Namespace {
+    /// Whether `slot` as snapshots `a` and `b` show it differs in anything but its name.
+    fn differs_beyond_name(&self, slot: Slot, a: SnapId, b: SnapId) -> bool {
+        let at = |s: SnapId| match self.version_at(slot, s) {
+            Some(f) => {
+                let mut f = f.clone();
+                f.name = Box::default();
+                f
+            }
+            None => {
+                let mut f = self.freeze(slot);
+                f.name = Box::default();
+                f
+            }
+        };
+        at(a) != at(b)
+    }
+
     fn is_dir_at_both(&self, slot: Slot, a: SnapId, b: SnapId) -> bool {
         self.is_dir_at(slot, a) && self.is_dir_at(slot, b)
     }
