@@ -160,12 +160,7 @@ impl Namespace {
     ) -> Result<Option<Listing>, FsError> {
         if let Some(r) = self.snapshot_lookup(caller, src)? {
             return match r {
-                Some(r) => Ok(Some(self.snapshot_listing(
-                    caller,
-                    &r,
-                    start_after,
-                    limit,
-                )?)),
+                Some(r) => Ok(Some(self.snapshot_listing(&r, start_after, limit)?)),
                 None => Ok(None),
             };
         }

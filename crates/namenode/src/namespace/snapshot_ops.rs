@@ -74,14 +74,22 @@ impl Namespace {
         }
     }
 
-    /// `allowSnapshot` (the superuser's, as admission checks).
-    pub fn plan_allow_snapshot(&self, src: &str) -> Result<Vec<Op>, FsError> {
+    /// What allow/disallowSnapshot name, found without permission checks (they are the
+    /// superuser's), and its normalized path; missing in HDFS's words for them.
+    fn admin_target(&self, src: &str) -> Result<(Slot, String), FsError> {
         let comps = components(src)?;
         let path = join(&comps);
-        let slot = self
-            .walk(&comps)?
-            .target()
-            .ok_or_else(|| FsError::NotFound(format!("Directory does not exist: {path}")))?;
+        match self.walk(&comps)?.target() {
+            Some(slot) => Ok((slot, path)),
+            None => Err(FsError::NotFound(format!(
+                "Directory does not exist: {path}"
+            ))),
+        }
+    }
+
+    /// `allowSnapshot` (the superuser's, as admission checks).
+    pub fn plan_allow_snapshot(&self, src: &str) -> Result<Vec<Op>, FsError> {
+        let (slot, path) = self.admin_target(src)?;
         if !self.arena.get(slot).is_dir() {
             return Err(FsError::NotDirectory(format!(
                 "`{path}': Is not a directory"
@@ -108,12 +116,7 @@ impl Namespace {
     /// `disallowSnapshot`: refused while the directory has snapshots; nothing to do when
     /// it is not snapshottable.
     pub fn plan_disallow_snapshot(&self, src: &str) -> Result<Vec<Op>, FsError> {
-        let comps = components(src)?;
-        let path = join(&comps);
-        let slot = self
-            .walk(&comps)?
-            .target()
-            .ok_or_else(|| FsError::NotFound(format!("Directory does not exist: {path}")))?;
+        let (slot, path) = self.admin_target(src)?;
         match self.snaps.roots.get(&slot) {
             None => Ok(Vec::new()),
             Some(r) if !r.snaps.is_empty() => Err(FsError::Snapshot(format!(

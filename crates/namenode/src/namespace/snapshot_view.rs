@@ -238,7 +238,6 @@ impl Namespace {
     /// `getListing` of a resolved snapshot path, entries named after `start_after`.
     pub fn snapshot_listing(
         &self,
-        caller: &Caller,
         r: &Resolved,
         start_after: &[u8],
         limit: usize,
@@ -267,7 +266,6 @@ impl Namespace {
                         remaining: 0,
                     });
                 }
-                let _ = caller;
                 self.children_at(*slot, *snap)
                     .into_iter()
                     .filter(|&c| self.name_at(c, *snap) > start_after)
