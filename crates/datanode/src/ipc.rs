@@ -118,7 +118,8 @@ async fn update_replica_under_recovery(
     req: UpdateReplicaUnderRecoveryRequestProto,
 ) -> Result<UpdateReplicaUnderRecoveryResponseProto, RpcError> {
     let (id, rid, len) = (req.block.block_id, req.recovery_id, req.new_length);
-    let storage = crate::recovery::update_local(s.ds.clone(), id, rid, len)
+    let copy_to = req.new_block_id.filter(|&n| n != 0 && n != id);
+    let storage = crate::recovery::update_local(s.ds.clone(), id, rid, copy_to, len)
         .await
         .map_err(|e| RpcError::app("java.io.IOException", e))?;
     Ok(UpdateReplicaUnderRecoveryResponseProto {

@@ -120,6 +120,13 @@ async fn recover(
         }
     }
     let truncate = rb.truncate_block.as_ref().and_then(|b| b.num_bytes);
+    // Copy-on-truncate: the truncate's block has an id of its own, and the replicas are
+    // copied into it rather than cut.
+    let copy_to = rb
+        .truncate_block
+        .as_ref()
+        .map(|b| b.block_id)
+        .filter(|&id| id != block.block_id);
     let commit =
         |len, delete, holders: Vec<(usize, String)>| CommitBlockSynchronizationRequestProto {
             block: block.clone(),
@@ -144,9 +151,9 @@ async fn recover(
     for &i in &plan.participants {
         let loc = &locs[i];
         let done = if loc.id.datanode_uuid == me {
-            update_local(ds.clone(), block.block_id, recovery_id, plan.len).await
+            update_local(ds.clone(), block.block_id, recovery_id, copy_to, plan.len).await
         } else {
-            update_remote(loc, &link.user(), block, recovery_id, plan.len).await
+            update_remote(loc, &link.user(), block, recovery_id, copy_to, plan.len).await
         };
         match done {
             Ok(storage) => holders.push((i, storage)),
@@ -173,17 +180,22 @@ async fn on_disk<T: Send + 'static>(
         .map_err(|e| e.to_string())?
 }
 
-/// updateReplicaUnderRecovery on this node's own replica: the storage now holding it.
+/// updateReplicaUnderRecovery on this node's own replica (cut, or copied into block
+/// `copy_to`): the storage now holding the result.
 pub async fn update_local(
     ds: Arc<Dataset>,
     id: u64,
     recovery_id: u64,
+    copy_to: Option<u64>,
     len: u64,
 ) -> Result<String, String> {
     on_disk(move || {
-        ds.update_recovered(id, recovery_id, len)
-            .map(|r| ds.volumes[r.volume].storage_uuid.clone())
-            .map_err(|e| e.to_string())
+        match copy_to {
+            Some(new_id) => ds.copy_recovered(id, recovery_id, new_id, len),
+            None => ds.update_recovered(id, recovery_id, len),
+        }
+        .map(|r| ds.volumes[r.volume].storage_uuid.clone())
+        .map_err(|e| e.to_string())
     })
     .await
 }
@@ -247,13 +259,15 @@ async fn update_remote(
     user: &str,
     block: &ExtendedBlockProto,
     recovery_id: u64,
+    copy_to: Option<u64>,
     len: u64,
 ) -> Result<String, String> {
     let req = UpdateReplicaUnderRecoveryRequestProto {
         block: block.clone(),
         recovery_id,
         new_length: len,
-        new_block_id: Some(0),
+        // 0: cut in place (HDFS's DataNodes copy only for an id other than the block's).
+        new_block_id: Some(copy_to.unwrap_or(0)),
     };
     let resp: UpdateReplicaUnderRecoveryResponseProto =
         call(loc, user, "updateReplicaUnderRecovery", &req).await?;

@@ -2,8 +2,8 @@
 -renameSnapshot, `hdfs dfsadmin -allowSnapshot/-disallowSnapshot`, `hdfs lsSnapshottableDir`,
 `hdfs lsSnapshot`, `hdfs snapshotDiff`) and reads of `.snapshot` paths, against Ferrite and a
 real HDFS 3.4.1 (each with a DataNode, so files hold data), line by line: files deleted,
-appended to, renamed out of the directory and overwritten after a snapshot read as they
-were; changes under `.snapshot` are refused; a directory with snapshots cannot be deleted;
+appended to, truncated inside a block (copy-on-truncate), renamed out of the directory (also
+into another snapshottable one) and overwritten after a snapshot read as they were; changes under `.snapshot` are refused; a directory with snapshots cannot be deleted;
 errors carry HDFS's messages."""
 
 import re
@@ -14,10 +14,12 @@ from test_fsshell import C, norm
 HOSTS = "/etc/hosts"
 
 SCENARIO = [
-    C("-mkdir", "-p", "/snap/d/sub", "/snap/e"),
+    C("-mkdir", "-p", "/snap/d/sub", "/snap/d/w", "/snap/e"),
     C("-put", HOSTS, "/snap/d/f"),
     C("-put", HOSTS, "/snap/d/sub/g"),
     C("-put", HOSTS, "/snap/d/h"),
+    C("-put", HOSTS, "/snap/d/t"),
+    C("-put", HOSTS, "/snap/d/k"),
     ["dfsadmin", "-allowSnapshot", "/snap/d"],
     ["dfsadmin", "-allowSnapshot", "/snap/d"],
     ["dfsadmin", "-allowSnapshot", "/snap"],
@@ -35,7 +37,22 @@ SCENARIO = [
     C("-mv", "/snap/d/sub", "/snap/moved"),
     C("-put", "-f", HOSTS, "/snap/d/sub2"),
     C("-chmod", "700", "/snap/d/h"),
+    # A cut inside the block s1 shows (copy-on-truncate), and a move between two
+    # snapshottable directories.
+    C("-truncate", "-w", "10", "/snap/d/t"),
+    C("-mv", "/snap/d/k", "/snap/e/k"),
+    C("-put", HOSTS, "/snap/d/w/n"),
     C("-ls", "-R", "/snap/d/.snapshot/s1"),
+    C("-cat", "/snap/d/t"),
+    C("-cat", "/snap/d/.snapshot/s1/t"),
+    C("-checksum", "/snap/d/.snapshot/s1/t"),
+    C("-cat", "/snap/d/.snapshot/s1/k"),
+    C("-cat", "/snap/e/k"),
+    ["snapshotDiff", "/snap/e", "x", "."],
+    # A diff of a directory below a snapshottable one, and of a file.
+    ["snapshotDiff", "/snap/d/w", "s1", "."],
+    ["snapshotDiff", "/snap/d/sub2", "s1", "."],
+    ["snapshotDiff", "/snap/d/h", "s1", "."],
     C("-cat", "/snap/d/.snapshot/s1/f"),
     C("-cat", "/snap/d/.snapshot/s1/sub/g"),
     C("-checksum", "/snap/d/.snapshot/s1/h"),
@@ -70,6 +87,11 @@ SCENARIO = [
     C("-rm", "-r", "-skipTrash", "/snap"),
 ]
 
+# HDFS 3.4.1 reads a file just cut by copy-on-truncate as empty for a moment after
+# `-truncate -w` returns (seen with one DataNode: the copy's replica is not yet readable,
+# and its client reads 0 bytes without an error): compared by Ferrite's own answers only.
+RACY_ON_HDFS = {"-cat /snap/d/t"}
+
 USER = [
     C("-createSnapshot", "/snapu/mine", "u1"),
     C("-createSnapshot", "/snapu/theirs", "u1"),
@@ -98,6 +120,8 @@ def test_snapshots_match_hdfs(ferrite, hdfs_cluster, workroot):
     ours = FsShell(ferrite, workroot, hdfs=one).run(*SCENARIO)
     theirs = FsShell(hdfs_cluster, workroot, hdfs=one).run(*SCENARIO)
     for cmd, a, b in zip(SCENARIO, ours, theirs):
+        if " ".join(cmd) in RACY_ON_HDFS:
+            continue
         got = (local_norm(a.out), local_norm(a.err), a.rc)
         want = (local_norm(b.out), local_norm(b.err), b.rc)
         assert got == want, f"{' '.join(cmd)}\n ferrite: {got}\n    hdfs: {want}"
@@ -107,6 +131,11 @@ def test_snapshots_match_hdfs(ferrite, hdfs_cluster, workroot):
     assert by["-cat /snap/d/.snapshot/s1/f"].out == hosts
     assert by["-cat /snap/d/.snapshot/s1/sub/g"].out == hosts
     assert by["-cat /snap/d/.snapshot/s3/h"].out == hosts * 2
+    assert by["-cat /snap/d/t"].out == hosts[:10]
+    assert by["-cat /snap/d/.snapshot/s1/t"].out == hosts
+    assert by["-cat /snap/d/.snapshot/s1/k"].out == hosts == by["-cat /snap/e/k"].out
+    assert "neither snapshottable" in by["snapshotDiff /snap/e x ."].err
+    assert "+\t./n" in by["snapshotDiff /snap/d/w s1 ."].out
     assert f" {len(hosts)} " in by["-stat %n %b %F %u:%g %a /snap/d/.snapshot/s1/h"].out
     assert "Modification on a read-only snapshot is disallowed" in by["-touchz /snap/d/.snapshot/s1/x"].err
     diff = by["snapshotDiff /snap/d s1 s2"].out

@@ -257,6 +257,46 @@ fn block_recovery_stops_the_writer_cuts_inside_a_chunk_and_finalizes(h: &dyn Har
     );
 }
 
+fn copy_on_truncate_copies_the_kept_bytes_and_leaves_the_source_whole(h: &dyn Harness) {
+    let ds = h.start();
+    let c = Checksum::CRC32C_512;
+    let data: Vec<u8> = (0..1300u32).map(|i| (i * 13) as u8).collect();
+    let sums = sums_of(&data);
+    let f = ds.create_rbw(9, 1001, &c, BLOCK).unwrap();
+    f.write_at(0, &data, &sums, &c).unwrap();
+    let old = ds.finalize(f, 1300).unwrap();
+    ds.init_recovery(9, 1001, 1007).unwrap().unwrap();
+    assert!(
+        ds.copy_recovered(9, 1008, 10, 700).is_err(),
+        "another recovery"
+    );
+    assert!(
+        ds.copy_recovered(9, 1007, 10, 1301).is_err(),
+        "past its bytes"
+    );
+    let copy = ds.copy_recovered(9, 1007, 10, 700).unwrap();
+    assert_eq!(
+        (copy.id, copy.state, copy.gs, copy.len),
+        (10, State::Finalized, 1007, 700)
+    );
+    assert_eq!(ds.copy_recovered(9, 1007, 10, 700).unwrap(), copy, "again");
+    assert_eq!(
+        stored(&ds, &copy),
+        (data[..700].to_vec(), sums_of(&data[..700]))
+    );
+    let source = ds.get(9).unwrap();
+    assert_eq!((source.gs, source.len, source.recovery_id), (1001, 1300, 0));
+    assert_eq!(stored(&ds, &source), stored(&ds, &old));
+    // A later attempt of the recovery (a new id) replaces the earlier copy.
+    ds.init_recovery(9, 1001, 1009).unwrap().unwrap();
+    let again = ds.copy_recovered(9, 1009, 10, 650).unwrap();
+    assert_eq!((again.gs, again.len), (1009, 650));
+    drop(ds);
+    let ds = h.start();
+    assert_eq!(ds.get(10).map(|r| (r.gs, r.len)), Some((1009, 650)));
+    assert_eq!(ds.get(9).map(|r| (r.gs, r.len)), Some((1001, 1300)));
+}
+
 fn bytes_without_their_checksums_do_not_count(h: &dyn Harness) {
     let ds = h.start();
     let c = Checksum::CRC32C_512;
@@ -399,6 +439,7 @@ fn suite<H: Harness>(make: impl Fn(usize) -> H) {
     pipeline_recovery_renames_the_stamp_and_cuts_back_to_the_acknowledged_bytes(&make(1));
     append_reopens_a_finalized_replica_and_continues_its_last_chunk(&make(1));
     block_recovery_stops_the_writer_cuts_inside_a_chunk_and_finalizes(&make(1));
+    copy_on_truncate_copies_the_kept_bytes_and_leaves_the_source_whole(&make(1));
     bytes_without_their_checksums_do_not_count(&make(1));
     a_broken_volume_is_taken_out_and_its_blocks_reported_lost(&make(1));
     a_new_replica_needs_room_for_a_whole_block_and_holds_it_until_written(&make(1));

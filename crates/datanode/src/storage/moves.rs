@@ -103,9 +103,22 @@ impl Dataset {
 
 /// Copies both streams of a replica, then checks that the copy has every byte.
 fn copy_streams(from: &dyn ReplicaStreams, to: &dyn ReplicaStreams) -> io::Result<()> {
+    copy_prefix(from, to, from.len(Part::Data)?)
+}
+
+/// Copies a replica's first `data_len` bytes and all its checksums (the caller cuts
+/// them to the data), then checks that the copy has every byte it was given.
+pub(super) fn copy_prefix(
+    from: &dyn ReplicaStreams,
+    to: &dyn ReplicaStreams,
+    data_len: u64,
+) -> io::Result<()> {
     let mut buf = vec![0u8; COPY_CHUNK];
     for part in [Part::Data, Part::Meta] {
-        let len = from.len(part)?;
+        let len = match part {
+            Part::Data => data_len,
+            Part::Meta => from.len(part)?,
+        };
         let mut at = 0u64;
         while at < len {
             let n = (len - at).min(COPY_CHUNK as u64) as usize;

@@ -6,6 +6,7 @@
 //! attempt that reaches a replica the first already finalized, changes nothing.
 
 use super::files::{cut, stored_len, Key};
+use super::moves::copy_prefix;
 use super::{key, Dataset, Replica, State, StorageError};
 
 /// What a replica holds, as block recovery sees it.
@@ -116,6 +117,79 @@ impl Dataset {
         self.replicas.lock().insert(id, done.clone());
         self.forget_handles(id);
         Ok(done)
+    }
+}
+
+impl Dataset {
+    /// Copy-on-truncate: ends recovery `recovery_id` of replica `id` by copying its first
+    /// `new_len` bytes into a new finalized replica `new_id` under stamp `recovery_id`, on
+    /// the same volume. The source stays as it was: a snapshot still reads it. Returns the
+    /// copy. A copy left by an earlier attempt is replaced; one of this recovery is kept.
+    pub fn copy_recovered(
+        &self,
+        id: u64,
+        recovery_id: u64,
+        new_id: u64,
+        new_len: u64,
+    ) -> Result<Replica, StorageError> {
+        let earlier = self.get(new_id);
+        if let Some(c) = earlier
+            .as_ref()
+            .filter(|c| c.state == State::Finalized && c.gs == recovery_id && c.len == new_len)
+        {
+            return Ok(c.clone());
+        }
+        let r = self.get(id).ok_or(StorageError::NotFound(id))?;
+        let fail = |why: String| StorageError::Recovery { id, why };
+        if r.recovery_id != recovery_id {
+            return Err(fail(format!(
+                "the replica is under recovery {}, not {recovery_id}",
+                r.recovery_id
+            )));
+        }
+        if new_len > r.len {
+            return Err(fail(format!(
+                "new length {new_len} is beyond the {} bytes the replica holds",
+                r.len
+            )));
+        }
+        if let Some(stale) = earlier {
+            self.replicas.lock().remove(&new_id);
+            self.forget_handles(new_id);
+            self.delete_files(&stale);
+        }
+        let vi = r.volume;
+        let io_err = |source| StorageError::Io { volume: vi, source };
+        let files = &self.volumes[vi].files;
+        let from = self.open_streams(&r).map_err(io_err)?;
+        let to = files.create(new_id, recovery_id).map_err(io_err)?;
+        copy_prefix(&*from, &*to, new_len).map_err(io_err)?;
+        cut(&*to, new_len).map_err(io_err)?;
+        let done = Key {
+            id: new_id,
+            gs: recovery_id,
+            state: State::Finalized,
+        };
+        let rbw = Key {
+            state: State::Rbw,
+            ..done
+        };
+        files.rename(rbw, done).map_err(io_err)?;
+        let copy = Replica {
+            id: new_id,
+            gs: recovery_id,
+            len: new_len,
+            state: State::Finalized,
+            volume: vi,
+            recovery_id: 0,
+        };
+        let mut reps = self.replicas.lock();
+        reps.insert(new_id, copy.clone());
+        // The source leaves the recovery untouched.
+        if let Some(src) = reps.get_mut(&id).filter(|s| s.recovery_id == recovery_id) {
+            src.recovery_id = 0;
+        }
+        Ok(copy)
     }
 }
 

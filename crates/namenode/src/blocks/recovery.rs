@@ -28,6 +28,9 @@ pub struct Recovery {
     pub len: u64,
     /// A truncate's new length of the block, or None to keep what the replicas agree on.
     pub new_len: Option<u64>,
+    /// Copy-on-truncate: the file's new last block, which the replicas' first `new_len`
+    /// bytes are copied into (the recovered block itself stays as it is).
+    pub copy_to: Option<u64>,
     pub primary: NodeIx,
     /// The replicas asked to take part, the primary among them (with their storages).
     pub replicas: Vec<(NodeIx, u8)>,
@@ -53,6 +56,7 @@ pub struct Start {
     pub gs: u64,
     pub len: u64,
     pub new_len: Option<u64>,
+    pub copy_to: Option<u64>,
     pub txid: u64,
 }
 
@@ -105,6 +109,7 @@ impl Recoveries {
             gs: s.gs,
             len: s.len,
             new_len: s.new_len,
+            copy_to: s.copy_to,
             primary,
             replicas: live,
             started_ms: now_ms,
@@ -183,6 +188,7 @@ mod tests {
             gs: 1001,
             len: 0,
             new_len: None,
+            copy_to: None,
             txid,
         }
     }

@@ -295,6 +295,11 @@ pub(crate) mod tests {
                 client_machine: String::new(),
                 cut: None,
             },
+            Op::CopyOnTruncate {
+                path: "/a/f".into(),
+                id: (1 << 30) + 3,
+                gs: 1005,
+            },
             Op::Concat {
                 target: "/a/t".into(),
                 srcs: vec!["/a/s1".into(), "/a/s2".into()],

@@ -2,7 +2,7 @@
 //! to its step. The same steps run for live calls, journal replay and followers, and they
 //! consult no clock and no configuration: everything they need is in the record.
 
-use super::inode::{self, Block, Body, FileData, Slot, UnderConstruction, ROOT_SLOT};
+use super::inode::{self, Block, Body, Cut, FileData, Slot, UnderConstruction, ROOT_SLOT};
 use super::{At, Children, Effects, Namespace, Op};
 use crate::error::FsError;
 
@@ -175,8 +175,12 @@ impl Namespace {
                 self.apply_truncate(slot, path, *len, *cut, &mut fx)?;
                 let inode = self.arena.get_mut(slot);
                 inode.mtime = *mtime;
-                if cut.is_some() {
-                    self.reopen(slot, client_name, client_machine);
+                if let Some((keep, _)) = *cut {
+                    let cut = Cut {
+                        keep,
+                        copy_of: None,
+                    };
+                    self.reopen(slot, client_name, client_machine, Some(cut));
                 }
             }
             Op::Concat {
@@ -194,13 +198,16 @@ impl Namespace {
                 if !matches!(&self.arena.get(slot).body, Body::File(f) if f.uc().is_none()) {
                     return Err(FsError::Io(format!("{path} is not a closed file")));
                 }
-                self.reopen(slot, client_name, client_machine);
+                self.reopen(slot, client_name, client_machine, None);
             }
             Op::AllowSnapshot { .. }
             | Op::DisallowSnapshot { .. }
             | Op::CreateSnapshot { .. }
             | Op::DeleteSnapshot { .. }
             | Op::RenameSnapshot { .. } => self.apply_snapshot_op(op, &mut fx)?,
+            Op::CopyOnTruncate { path, id, gs } => {
+                self.apply_copy_on_truncate(path, at, *id, *gs, &mut fx)?
+            }
             Op::UpdateLastBlock { path, id, gs, len } => self.apply_update_last_block(
                 path,
                 at,
@@ -247,6 +254,7 @@ impl Namespace {
         let uc = UnderConstruction {
             client_name: client_name.clone(),
             client_machine: client_machine.clone(),
+            cut: None,
         };
         let body = Body::File(FileData::new(0, *block_size, Vec::new(), Some(uc)));
         let slot = self.add_child(parent, name, *id, *perm, owner, group, *mtime, body)?;
@@ -335,6 +343,37 @@ impl Namespace {
         Ok(())
     }
 
+    /// Copy-on-truncate: the last block of a file a truncate cuts is replaced by block
+    /// `id`, as long until recovery fills it; the old one is the snapshots' now.
+    fn apply_copy_on_truncate(
+        &mut self,
+        path: &str,
+        at: At,
+        id: u64,
+        gs: u64,
+        fx: &mut Effects,
+    ) -> Result<(), FsError> {
+        let slot = self.existing_at(path, at.slot)?;
+        let f = self.open_file_data(slot, path)?;
+        let Some(old) = f.blocks().last().copied() else {
+            return Err(FsError::Io(format!("{path} has no block to copy")));
+        };
+        let Some(cut) = f.uc_mut().and_then(|uc| uc.cut.as_mut()) else {
+            return Err(FsError::Io(format!("{path} is not being truncated")));
+        };
+        cut.copy_of = Some(old);
+        let blocks = f.blocks_mut();
+        let index = blocks.len() as u32 - 1;
+        blocks[index as usize] = Block { id, gs, ..old };
+        self.block_files.remove(&old.id);
+        self.block_files.insert(id, (slot, index));
+        self.next_block_id = self.next_block_id.max(id + 1);
+        self.next_gs = self.next_gs.max(gs + 1);
+        fx.removed_blocks.push((old.id, old.gs));
+        self.keep_snapshot_blocks(slot, fx);
+        Ok(())
+    }
+
     /// The last block of an open file takes a new generation stamp (pipeline recovery).
     fn apply_bump_gs(&mut self, path: &str, at: At, id: u64, gs: u64) -> Result<(), FsError> {
         let slot = self.existing_at(path, at.slot)?;
@@ -388,13 +427,14 @@ impl Namespace {
     }
 
     /// File `slot` opens for write again by `client_name` (append, a cut inside a block).
-    fn reopen(&mut self, slot: Slot, client_name: &str, client_machine: &str) {
+    fn reopen(&mut self, slot: Slot, client_name: &str, client_machine: &str, cut: Option<Cut>) {
         let inode = self.arena.get_mut(slot);
         let id = inode.id;
         if let Body::File(f) = &mut inode.body {
             f.reopen(UnderConstruction {
                 client_name: client_name.to_string(),
                 client_machine: client_machine.to_string(),
+                cut,
             });
         }
         self.open_files.insert(id, slot);
@@ -592,6 +632,7 @@ impl Namespace {
             | Op::UpdateLastBlock { path, .. }
             | Op::Append { path, .. }
             | Op::Truncate { path, .. }
+            | Op::CopyOnTruncate { path, .. }
             | Op::SetXAttr { path, .. }
             | Op::RemoveXAttr { path, .. }
             | Op::SetStoragePolicy { path, .. }

@@ -9,7 +9,7 @@ use std::io::{self, Seek, SeekFrom, Write};
 
 use super::children::Children;
 use super::inode::{
-    Arena, Block, Body, FileData, Inode, Slot, UnderConstruction, ROOT_INODE_ID, ROOT_SLOT,
+    Arena, Block, Body, Cut, FileData, Inode, Slot, UnderConstruction, ROOT_INODE_ID, ROOT_SLOT,
 };
 use super::names::{Interner, NameArena};
 use super::Namespace;
@@ -52,6 +52,23 @@ pub enum ImageError {
     Invalid(String),
     #[error("image is missing its {0} section")]
     Missing(&'static str),
+}
+
+/// An open file's marker when a truncate waits for block recovery (1: open, 0: closed).
+const UC_CUT: u8 = 2;
+
+/// A truncate's cut: what the block keeps, then 0, or 1 and the block it copies.
+fn put_cut(out: &mut Vec<u8>, cut: &Cut) {
+    out.extend_from_slice(&cut.keep.to_le_bytes());
+    match cut.copy_of {
+        Some(b) => {
+            out.push(1);
+            for v in [b.id, b.gs, b.len] {
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        None => out.push(0),
+    }
 }
 
 fn put_str(out: &mut Vec<u8>, s: &[u8]) {
@@ -444,9 +461,12 @@ impl Namespace {
                 }
                 match f.uc() {
                     Some(uc) => {
-                        out.push(1);
+                        out.push(if uc.cut.is_some() { UC_CUT } else { 1 });
                         put_str(out, uc.client_name.as_bytes());
                         put_str(out, uc.client_machine.as_bytes());
+                        if let Some(cut) = &uc.cut {
+                            put_cut(out, cut);
+                        }
                     }
                     None => out.push(0),
                 }
@@ -715,6 +735,19 @@ pub(super) fn read_xattrs(
     Ok(xattrs)
 }
 
+fn read_cut(r: &mut Reader<'_>) -> Result<Cut, DecodeError> {
+    let keep = r.u64()?;
+    let copy_of = match r.u8()? {
+        0 => None,
+        _ => Some(Block {
+            id: r.u64()?,
+            gs: r.u64()?,
+            len: r.u64()?,
+        }),
+    };
+    Ok(Cut { keep, copy_of })
+}
+
 /// One inode record (the INODES section's, also the DETACHED section's): its id, its
 /// parent's id, its name, and the inode (name and parent left for the caller).
 pub(super) fn read_inode<'a>(
@@ -761,9 +794,14 @@ pub(super) fn read_inode<'a>(
                 .map_err(de)?;
             let uc = match r.u8().map_err(de)? {
                 0 => None,
-                _ => Some(UnderConstruction {
+                open => Some(UnderConstruction {
                     client_name: r.str().map_err(de)?,
                     client_machine: r.str().map_err(de)?,
+                    cut: match open {
+                        // Open for write, or (2) waiting for a truncate's block recovery.
+                        UC_CUT => Some(read_cut(r).map_err(de)?),
+                        _ => None,
+                    },
                 }),
             };
             Body::File(FileData::new(len, block_size, blocks, uc))

@@ -62,8 +62,9 @@ pub struct FileExtra {
     len: u64,
     /// Blocks in file order.
     pub blocks: Vec<Block>,
-    /// Present while the file is open for write.
-    pub uc: Option<UnderConstruction>,
+    /// Present while the file is open for write. Boxed: every file with blocks has a
+    /// `FileExtra`, and few are open.
+    pub uc: Option<Box<UnderConstruction>>,
 }
 
 impl FileData {
@@ -73,6 +74,7 @@ impl FileData {
         blocks: Vec<Block>,
         uc: Option<UnderConstruction>,
     ) -> Self {
+        let uc = uc.map(Box::new);
         let extra = (len > 0 || !blocks.is_empty() || uc.is_some())
             .then(|| Box::new(FileExtra { len, blocks, uc }));
         FileData { block_size, extra }
@@ -105,7 +107,11 @@ impl FileData {
     }
 
     pub fn uc(&self) -> Option<&UnderConstruction> {
-        self.extra.as_ref()?.uc.as_ref()
+        self.extra.as_deref()?.uc.as_deref()
+    }
+
+    pub fn uc_mut(&mut self) -> Option<&mut UnderConstruction> {
+        self.extra.as_deref_mut()?.uc.as_deref_mut()
     }
 
     pub fn blocks(&self) -> &[Block] {
@@ -134,7 +140,7 @@ impl FileData {
         let len = self.len();
         self.blocks_mut();
         if let Some(e) = self.extra.as_mut() {
-            e.uc = Some(uc);
+            e.uc = Some(Box::new(uc));
             e.len = len;
         }
     }
@@ -142,7 +148,7 @@ impl FileData {
     /// Ends the write. Returns who was writing, if the file was open.
     pub fn close(&mut self) -> Option<UnderConstruction> {
         let extra = self.extra.as_mut()?;
-        let was = extra.uc.take();
+        let was = extra.uc.take().map(|uc| *uc);
         if extra.blocks.is_empty() && extra.len == 0 {
             self.extra = None;
         }
@@ -153,6 +159,18 @@ impl FileData {
 pub struct UnderConstruction {
     pub client_name: String,
     pub client_machine: String,
+    /// Set while a truncate that ends inside a block waits for block recovery.
+    pub cut: Option<Cut>,
+}
+
+/// A truncate inside the last block, waiting for block recovery to carry it out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cut {
+    /// The bytes the last block keeps.
+    pub keep: u64,
+    /// Copy-on-truncate: the block as it was, which a snapshot keeps whole. Recovery copies
+    /// its first `keep` bytes into the file's new last block instead of cutting it.
+    pub copy_of: Option<Block>,
 }
 
 impl Inode {

@@ -259,6 +259,15 @@ records! {
         new: String,
         mtime: i64,
     }
+    /// Copy-on-truncate, right after the `Truncate` that cuts inside the last block of a
+    /// file a snapshot shows: that block stays whole for the snapshot, and the file's last
+    /// block becomes new block `id` (stamp `gs`), which block recovery fills with the
+    /// bytes the cut keeps (HDFS's truncate with a `truncateBlock` of its own id).
+    CopyOnTruncate = 33, "OP_TRUNCATE_COPY" {
+        path: String,
+        id: u64,
+        gs: u64,
+    }
 }
 
 /// Where records' fields are written: the journal codec's buffer.
@@ -541,6 +550,9 @@ impl std::fmt::Display for Op {
                 word(old),
                 word(new)
             ),
+            Op::CopyOnTruncate { path, id, gs } => {
+                write!(f, " path={} id={id} gs={gs}", word(path))
+            }
             Op::SetQuota { path, ns, space } => {
                 write!(f, " path={} ns={ns} space={space}", word(path))
             }

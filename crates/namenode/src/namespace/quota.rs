@@ -383,6 +383,7 @@ impl Namespace {
             | Op::UpdateLastBlock { path, .. }
             | Op::Append { path, .. }
             | Op::Truncate { path, .. }
+            | Op::CopyOnTruncate { path, .. }
             | Op::SetReplication { path, .. }
             | Op::BumpGenerationStamp { path, .. } => match existing(path) {
                 Some(s) if self.has_quota_from(s) => Pending::Add {

@@ -191,12 +191,30 @@ impl Namespace {
     /// Saves `slot`'s state before it changes, if a snapshot taken since its last saved
     /// state can see it. Returns the snapshot that sees it ([`NONE`]: none).
     pub(super) fn preserve(&mut self, slot: Slot) -> SnapId {
+        let cov = match self.version_due(slot) {
+            Ok(cov) => cov,
+            Err(seen_by) => return seen_by,
+        };
+        let state = self.freeze(slot);
+        self.snaps.versions.entry(slot).or_default().push(Version {
+            tag: cov,
+            state,
+            created: Vec::new(),
+            deleted: Vec::new(),
+        });
+        cov
+    }
+
+    /// Whether a change to `slot` now saves a version: Ok with the snapshot it is for, or
+    /// Err with the snapshot that sees `slot` ([`NONE`]: none) when its state is saved
+    /// already or it was made after that snapshot.
+    fn version_due(&self, slot: Slot) -> Result<SnapId, SnapId> {
         if self.snaps.idle() {
-            return NONE;
+            return Err(NONE);
         }
         let cov = self.coverage(slot);
         if cov == NONE {
-            return NONE;
+            return Err(NONE);
         }
         let last = self
             .snaps
@@ -210,16 +228,21 @@ impl Namespace {
             .get(&cov)
             .is_some_and(|&first_unseen| self.arena.get(slot).id >= first_unseen);
         if last >= cov || born_after {
-            return cov;
+            return Err(cov);
         }
-        let state = self.freeze(slot);
-        self.snaps.versions.entry(slot).or_default().push(Version {
-            tag: cov,
-            state,
-            created: Vec::new(),
-            deleted: Vec::new(),
-        });
-        cov
+        Ok(cov)
+    }
+
+    /// Whether a snapshot shows block `id` of file `slot`, or will once the file's next
+    /// change saves its state: a truncate must then leave the block whole.
+    pub(super) fn snapshot_needs_block(&self, slot: Slot, id: u64) -> bool {
+        let listed = |f: &FrozenFile| f.blocks.iter().any(|b| b.id == id);
+        self.version_due(slot).is_ok()
+            || self
+                .snaps
+                .versions
+                .get(&slot)
+                .is_some_and(|vs| vs.iter().filter_map(|v| v.state.file.as_ref()).any(listed))
     }
 
     /// `slot`'s state as a version keeps it.

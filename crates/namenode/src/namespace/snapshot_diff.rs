@@ -28,7 +28,7 @@ pub struct DiffEntry {
 
 impl Namespace {
     /// The snapshot of root `slot` named `name` (empty or `.`: the current state).
-    fn snapshot_id(&self, slot: Slot, path: &str, name: &str) -> Result<SnapId, FsError> {
+    fn snapshot_id(&self, slot: Slot, name: &str) -> Result<SnapId, FsError> {
         if name.is_empty() || name == "." {
             return Ok(CURRENT);
         }
@@ -37,13 +37,41 @@ impl Namespace {
             .map(|s| s.id)
             .ok_or_else(|| {
                 FsError::Snapshot(format!(
-                    "Cannot find the snapshot of directory {path} with name {name}"
+                    "Cannot find the snapshot of directory {} with name {name}",
+                    self.path_of(slot)
                 ))
             })
     }
 
-    /// `getSnapshotDiffReport`: the changes under snapshottable `src` from snapshot `from`
-    /// to `to`, and the root's path.
+    /// The snapshottable directory whose snapshots a diff of directory `slot` compares:
+    /// the deepest at or above it (HDFS diffs a root's descendant too, as its
+    /// `dfs.namenode.snapshotdiff.allow.snap-root-descendant` defaults).
+    fn diff_root(&self, slot: Slot, path: &str) -> Result<Slot, FsError> {
+        if !self.arena.get(slot).is_dir() {
+            // HDFS checks read access to `path/.snapshot/NAME` first, which a file cannot
+            // be traversed to.
+            return Err(FsError::AccessDenied(format!(
+                "{path} (is not a directory)"
+            )));
+        }
+        let mut at = slot;
+        let root = loop {
+            if self.snaps.roots.contains_key(&at) {
+                break at;
+            }
+            if at == super::inode::ROOT_SLOT {
+                return Err(FsError::Snapshot(format!(
+                    "The path {path} is neither snapshottable nor under a snapshot root!"
+                )));
+            }
+            at = self.arena.get(at).parent;
+        };
+        Ok(root)
+    }
+
+    /// `getSnapshotDiffReport`: the changes under `src` (a snapshottable directory or a
+    /// directory below one) from snapshot `from` to `to`, and the snapshottable directory's
+    /// path (which HDFS's report names).
     pub fn snapshot_diff(
         &self,
         caller: &Caller,
@@ -52,17 +80,13 @@ impl Namespace {
         to: &str,
     ) -> Result<(String, Vec<DiffEntry>), FsError> {
         let (slot, path) = self.resolve_checked(caller, src)?;
-        if !self.snaps.roots.contains_key(&slot) {
-            return Err(FsError::Snapshot(format!(
-                "Directory is not a snapshottable directory: {path}"
-            )));
-        }
-        let x = self.snapshot_id(slot, &path, from)?;
-        let y = self.snapshot_id(slot, &path, to)?;
+        let root = self.diff_root(slot, &path)?;
+        let x = self.snapshot_id(root, from)?;
+        let y = self.snapshot_id(root, to)?;
         if x == y {
-            return Ok((path, Vec::new()));
+            return Ok((self.path_of(root), Vec::new()));
         }
-        Ok((path, self.diff_walk(slot, x, y).finish()))
+        Ok((self.path_of(root), self.diff_walk(slot, x, y).finish()))
     }
 
     /// `getSnapshotDiffReportListing`, all in one page: the lists computed from the older
@@ -75,23 +99,19 @@ impl Namespace {
         to: &str,
     ) -> Result<(String, DiffListing), FsError> {
         let (slot, path) = self.resolve_checked(caller, src)?;
-        if !self.snaps.roots.contains_key(&slot) {
-            return Err(FsError::Snapshot(format!(
-                "Directory is not a snapshottable directory: {path}"
-            )));
-        }
-        let x = self.snapshot_id(slot, &path, from)?;
-        let y = self.snapshot_id(slot, &path, to)?;
+        let root = self.diff_root(slot, &path)?;
+        let x = self.snapshot_id(root, from)?;
+        let y = self.snapshot_id(root, to)?;
         let mut listing = if x == y {
             DiffListing::default()
         } else {
             self.diff_walk(slot, x.min(y), x.max(y)).listing()
         };
         listing.from_earlier = x <= y;
-        Ok((path, listing))
+        Ok((self.path_of(root), listing))
     }
 
-    /// Both states of root `slot` compared, from `x` to `y`.
+    /// Both states of directory `slot` (a root or below one) compared, from `x` to `y`.
     fn diff_walk(&self, slot: Slot, x: SnapId, y: SnapId) -> DiffWalk<'_> {
         let mut w = DiffWalk {
             ns: self,

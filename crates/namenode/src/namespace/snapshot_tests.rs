@@ -1,6 +1,7 @@
-//! Snapshots against copies of the tree: random creates (with blocks), appends, mkdirs,
-//! deletes, renames (within the snapshottable directory, out of it and back in), chmods,
-//! and snapshot creation and deletion. At every snapshot the test copies the live subtree;
+//! Snapshots against copies of the tree: random creates (with blocks), appends, truncates
+//! (on a block boundary, and inside a block: copy-on-truncate when a snapshot shows the
+//! block), mkdirs, deletes, renames (within the snapshottable directory, out of it and back
+//! in), chmods, and snapshot creation and deletion. At every snapshot the test copies the live subtree;
 //! after every step each remaining snapshot's view (through `.snapshot` paths) equals its
 //! copy. Again after an image round trip and after replaying the records on an empty
 //! namespace; and once every snapshot is deleted, nothing they kept is left.
@@ -27,6 +28,7 @@ const BS: u64 = 1024;
 enum Step {
     Create { dir: usize, name: u8, len: u64 },
     Append { dir: usize, name: u8, more: u64 },
+    Truncate { dir: usize, name: u8, len: u64 },
     Mkdir { dir: usize, name: u8 },
     Delete { dir: usize, name: u8, sub: bool },
     Rename { from: usize, name: u8, to: usize },
@@ -42,6 +44,7 @@ fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         3 => (dir.clone(), name.clone(), 0u64..2500).prop_map(|(dir, name, len)| Step::Create { dir, name, len }),
         1 => (dir.clone(), name.clone(), 1u64..1500).prop_map(|(dir, name, more)| Step::Append { dir, name, more }),
+        1 => (dir.clone(), name.clone(), 0u64..2500).prop_map(|(dir, name, len)| Step::Truncate { dir, name, len }),
         1 => (dir.clone(), name.clone()).prop_map(|(dir, name)| Step::Mkdir { dir, name }),
         2 => (dir.clone(), name.clone(), any::<bool>()).prop_map(|(dir, name, sub)| Step::Delete { dir, name, sub }),
         2 => (dir.clone(), name.clone(), dir.clone()).prop_map(|(from, name, to)| Step::Rename { from, name, to }),
@@ -155,6 +158,27 @@ impl World {
         Ok(())
     }
 
+    /// What block recovery's commit records for a truncate that cut inside a block: the
+    /// block (the cut one, or copy-on-truncate's new one) holds `keep` bytes under a new
+    /// stamp, and the file closes at `len`.
+    fn recover_cut(&mut self, path: &str, block: u64, keep: u64, len: u64) {
+        let gs = self.ns.next_gs();
+        self.apply_ops(vec![
+            Op::SetGenerationStamp { gs },
+            Op::UpdateLastBlock {
+                path: path.into(),
+                id: block,
+                gs,
+                len: keep,
+            },
+            Op::Close {
+                path: path.into(),
+                mtime: self.now,
+                len,
+            },
+        ]);
+    }
+
     fn run(&mut self, s: &Step) {
         self.now += 1;
         let file = |dir: usize, name: u8| format!("{}/f{name}", DIRS[dir]);
@@ -187,6 +211,22 @@ impl World {
                     Ok((_, p)) => {
                         self.apply(p);
                         self.write(&path, *more, None)
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            Step::Truncate { dir, name, len } => {
+                let path = file(*dir, *name);
+                match self
+                    .ns
+                    .plan_truncate(&self.su, &path, *len, "t", "m", self.now)
+                {
+                    Ok((t, p)) => {
+                        self.apply(p);
+                        if let Some((block, keep)) = t.recover {
+                            self.recover_cut(&path, block, keep, *len);
+                        }
+                        Ok(())
                     }
                     Err(e) => Err(e),
                 }
@@ -394,7 +434,7 @@ proptest! {
 }
 
 #[test]
-fn files_a_snapshot_shows_are_not_concatenated_away_or_cut_inside_a_block() {
+fn files_a_snapshot_shows_are_not_concatenated_away_and_are_copied_on_truncate() {
     let su = Caller::superuser("hdfs");
     let mut w = World {
         ns: Namespace::new("hdfs", "supergroup", 1),
@@ -419,18 +459,45 @@ fn files_a_snapshot_shows_are_not_concatenated_away_or_cut_inside_a_block() {
         w.ns.plan_concat(&w.su, "/r/f0", &["/r/f1".to_string()], 9)
             .unwrap_err();
     assert_eq!(e.to_string(), "concat: the src file /r/f1 is in snapshot");
-    let refused = w.ns.plan_truncate(&w.su, "/r/f0", 100, "c", "m", 9);
-    assert!(
-        matches!(refused, Err(FsError::Unsupported(_))),
-        "a cut inside a block is refused"
-    );
-    // On a block boundary nothing is cut in place: allowed, and the snapshot keeps the
-    // dropped block.
-    let (_, planned) =
+    // On a block boundary nothing is cut in place: the snapshot keeps the dropped block.
+    let (t, planned) =
         w.ns.plan_truncate(&w.su, "/r/f0", 1024, "c", "m", 9)
             .unwrap();
+    assert!(t.recover.is_none());
     w.apply(planned);
     check_views(&w.ns, &w.su, &w.copies);
+    // Inside a block the snapshot shows: copied, never cut in place.
+    let f1 = w.ns.existing("/r/f1").unwrap();
+    let old = w.ns.last_block(f1).unwrap();
+    let (t, planned) =
+        w.ns.plan_truncate(&w.su, "/r/f1", 1100, "c", "m", 9)
+            .unwrap();
+    let (new, keep) = t.recover.unwrap();
+    assert_ne!(new, old.id, "the cut goes to a new block");
+    assert_eq!(keep, 76);
+    assert!(matches!(planned.ops[1], Op::CopyOnTruncate { id, .. } if id == new));
+    w.apply(planned);
+    let uc = w.ns.inode(f1).file().unwrap().uc().unwrap().cut.unwrap();
+    assert_eq!((uc.keep, uc.copy_of), (76, Some(old)));
+    // The cut waits for recovery across an image.
+    let (back, _) = Namespace::decode_image(&w.ns.encode_image(1)).unwrap();
+    assert_eq!(back.dump(), w.ns.dump());
+    w.recover_cut("/r/f1", new, keep, 1100);
+    check_views(&w.ns, &w.su, &w.copies);
+    assert_eq!(
+        w.ns.snapshot_block(old.id),
+        Some(old),
+        "the snapshot keeps the block whole"
+    );
+    // A second truncate of the copy, which no snapshot shows, cuts in place.
+    let (t, _) =
+        w.ns.plan_truncate(&w.su, "/r/f1", 1050, "c", "m", 10)
+            .unwrap();
+    assert_eq!(t.recover, Some((new, 26)));
+    // Deleting the snapshot gives the old block up.
+    let ops = w.ns.plan_delete_snapshot(&w.su, "/r", "s0", 11).unwrap();
+    let fx = w.ns.apply(&ops[0]).unwrap();
+    assert!(fx.removed_blocks.contains(&(old.id, old.gs)), "{fx:?}");
 }
 
 #[test]

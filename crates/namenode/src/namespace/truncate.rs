@@ -9,7 +9,9 @@ use crate::error::FsError;
 pub struct Truncated {
     pub file_id: u64,
     /// The block the cut falls inside, with the bytes it keeps: block recovery cuts its
-    /// replicas, and the file stays open until then. None when the file is ready now.
+    /// replicas (or, copy-on-truncate, fills the new block that replaces it: this is then
+    /// the new block's id), and the file stays open until then. None when the file is
+    /// ready now.
     pub recover: Option<(u64, u64)>,
 }
 
@@ -70,16 +72,12 @@ impl Namespace {
             }
             start += b.len;
         }
-        if cut.is_some() && self.in_snapshot(slot) {
-            // HDFS copies the block first (copy-on-truncate) so that the snapshot keeps its
-            // bytes; until Ferrite does, cutting it in place would take them from the
-            // snapshot: refused rather than lost.
-            return Err(FsError::Unsupported(format!(
-                "Cannot truncate {path} inside a block while a snapshot holds the file: \
-                 copy-on-truncate is not supported yet (truncate to a block boundary, or \
-                 delete the snapshot first)"
-            )));
-        }
+        // A block a snapshot shows keeps its bytes: recovery copies what the cut keeps
+        // into a new block instead (HDFS's copy-on-truncate).
+        let copy = done
+            .recover
+            .filter(|&(id, _)| self.snapshot_needs_block(slot, id))
+            .map(|_| self.next_block());
         // Cut inside a block, the file is open while its last block is recovered, and that
         // block is charged at the full preferred size meanwhile (as HDFS charges it).
         let charged = match cut {
@@ -87,15 +85,21 @@ impl Namespace {
             None => len,
         };
         self.check_file_growth(slot, charged, inode.replication)?;
-        let op = Op::Truncate {
-            path,
+        let mut ops = vec![Op::Truncate {
+            path: path.clone(),
             len,
             mtime: now,
             client_name: client_name.to_string(),
             client_machine: client_machine.to_string(),
             cut,
-        };
-        Ok((done, Planned::at(At::slot(slot), vec![op])))
+        }];
+        if let Some((id, gs)) = copy {
+            ops.push(Op::CopyOnTruncate { path, id, gs });
+            if let Some((block, _)) = done.recover.as_mut() {
+                *block = id;
+            }
+        }
+        Ok((done, Planned::at(At::slot(slot), ops)))
     }
 
     /// Plans concat of `srcs` onto `target`, with HDFS's rules: every file in the target's

@@ -156,8 +156,10 @@ fn command_proto(nn: &NameNodeService, pool: &str, c: DnCommand) -> DatanodeComm
                     .map(|r| RecoveringBlockProto {
                         new_gen_stamp: r.recovery_id,
                         block: located_block(pool, &r.block),
+                        // A truncate's block: the recovered one cut in place, or (a
+                        // different id) the new block a copy-on-truncate fills.
                         truncate_block: r.new_len.map(|len| BlockProto {
-                            block_id: r.block.block.id,
+                            block_id: r.copy_to.unwrap_or(r.block.block.id),
                             gen_stamp: r.recovery_id,
                             num_bytes: Some(len),
                         }),

@@ -39,7 +39,7 @@ impl NameNodeService {
                 // A close ends the file's lease as any close does (`Leases::on_op`); a
                 // block recovery closes it when the primary reports back, and is started
                 // again if it does not.
-                match self.recover_file(id, None).await {
+                match self.recover_file(id).await {
                     Ok(outcome) => {
                         info!(%holder, file_id = id, ?outcome, "lease expired; recovering the file")
                     }

@@ -59,6 +59,8 @@ pub struct RecoveringBlock {
     pub block: LocatedBlock,
     pub recovery_id: u64,
     pub new_len: Option<u64>,
+    /// Copy-on-truncate: the new block the truncated bytes are copied into.
+    pub copy_to: Option<u64>,
 }
 
 /// What an incremental block report says of one replica.
@@ -211,6 +213,7 @@ impl NameNodeService {
                         block: LocatedBlock::new(&placed, &mgr.reg, &r.replicas),
                         recovery_id: r.recovery_id,
                         new_len: r.new_len,
+                        copy_to: r.copy_to,
                     }
                 })
                 .collect();

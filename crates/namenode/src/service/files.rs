@@ -479,7 +479,7 @@ impl NameNodeService {
             ns.check_access(&caller, slot, perm::WRITE)?;
             ns.inode(slot).id
         };
-        Ok(self.recover_file(file_id, None).await? == Outcome::Closed)
+        Ok(self.recover_file(file_id).await? == Outcome::Closed)
     }
 
     /// Whether an open at `now` should move a file's access time last set at `atime`. Never

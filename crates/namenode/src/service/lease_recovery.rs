@@ -48,26 +48,22 @@ impl NameNodeService {
 
     /// Recovers the lease on open file `file_id`: closes it at once when its last block
     /// needs no agreement between DataNodes, otherwise starts block recovery (or starts
-    /// it again when the one under way is overdue). `new_len` cuts the last block to a
-    /// truncate's length.
-    pub async fn recover_file(
-        &self,
-        file_id: u64,
-        new_len: Option<u64>,
-    ) -> Result<Outcome, FsError> {
+    /// it again when the one under way is overdue). A truncate's cut (kept with the open
+    /// file, so a restart does not lose it) cuts or copies the last block.
+    pub async fn recover_file(&self, file_id: u64) -> Result<Outcome, FsError> {
         let now = now_ms();
         let outcome = self
             .commit(|ns| {
                 let slot = ns.open_file_slot(file_id);
-                let last = slot.and_then(|s| ns.last_block(s)).map(|b| b.id);
+                let recovered = slot.and_then(|s| recovered_block(ns, s)).map(|b| b.id);
                 // A recovery of a file closed or deleted meanwhile, or of a block that is
                 // no longer its last, will never commit.
                 self.blocks
                     .lock()
                     .recoveries
-                    .forget_file_except(file_id, last);
+                    .forget_file_except(file_id, recovered);
                 match slot {
-                    Some(slot) => self.plan_recovery(ns, slot, file_id, new_len, now),
+                    Some(slot) => self.plan_recovery(ns, slot, file_id, now),
                     None => Ok((Outcome::Closed, Vec::new())),
                 }
             })
@@ -90,11 +86,15 @@ impl NameNodeService {
         ns: &Namespace,
         slot: Slot,
         file_id: u64,
-        new_len: Option<u64>,
         now: i64,
     ) -> Result<(Outcome, Vec<Op>), FsError> {
         let path = ns.path_of(slot);
-        let Some(last) = ns.last_block(slot) else {
+        let cut = ns
+            .inode(slot)
+            .file()
+            .and_then(|f| f.uc())
+            .and_then(|uc| uc.cut);
+        let Some(last) = recovered_block(ns, slot) else {
             let close = Op::Close {
                 path,
                 mtime: now,
@@ -141,7 +141,11 @@ impl NameNodeService {
             recovery_id,
             gs: last.gs,
             len: last.len,
-            new_len,
+            new_len: cut.map(|c| c.keep),
+            copy_to: cut
+                .and(ns.last_block(slot))
+                .map(|b| b.id)
+                .filter(|&id| id != last.id),
             // Set once the record is appended (see `recover_file`).
             txid: u64::MAX,
         };
@@ -181,7 +185,7 @@ impl NameNodeService {
                 primary = r.primary,
                 "block recovery overdue; starting it again"
             );
-            if let Err(e) = self.recover_file(r.file_id, r.new_len).await {
+            if let Err(e) = self.recover_file(r.file_id).await {
                 warn!(block, error = %e, "block recovery could not be started again");
             }
         }
@@ -190,16 +194,25 @@ impl NameNodeService {
     /// `commitBlockSynchronization`: the primary's outcome. The last block takes the
     /// recovery id and the agreed length, and the file is closed (when asked). A report for
     /// a recovery that is no longer the current one is refused, as HDFS refuses it; a
-    /// repeated report of one already applied is accepted.
+    /// repeated report of one already applied is accepted. The report names the block
+    /// whose replicas were recovered; after a copy-on-truncate the file's last block is
+    /// the copy.
     pub async fn commit_block_sync(&self, r: SyncReport) -> Result<(), FsError> {
         let now = now_ms();
+        let copy_to = self
+            .blocks
+            .lock()
+            .recoveries
+            .get(r.block_id)
+            .and_then(|x| x.copy_to);
+        let target = copy_to.unwrap_or(r.block_id);
         let changed = self
             .commit_then(
                 |ns| {
-                    let slot = ns.block_file(r.block_id).ok_or_else(|| {
+                    let slot = ns.block_file(target).ok_or_else(|| {
                         FsError::Io(format!("Block (={}) not found", r.block_id))
                     })?;
-                    let last = ns.last_block(slot).filter(|b| b.id == r.block_id);
+                    let last = ns.last_block(slot).filter(|b| b.id == target);
                     let open = ns.inode(slot).file().and_then(|f| f.uc()).is_some();
                     if !open || last.is_none() {
                         if last.is_some_and(|b| b.gs == r.recovery_id && b.len == r.new_len) {
@@ -221,7 +234,7 @@ impl NameNodeService {
                             r.old_gs
                         )));
                     }
-                    Ok(((), sync_ops(ns, slot, &r, now)))
+                    Ok(((), sync_ops(ns, slot, target, &r, now)))
                 },
                 |_, ops| !ops.is_empty(),
             )
@@ -231,8 +244,9 @@ impl NameNodeService {
         if !changed || r.delete {
             return Ok(());
         }
-        // The holders have the recovered replica, finalized under the new stamp; the others
-        // keep the old stamp and are deleted when they next report it.
+        // The holders have the recovered replica (or the copy), finalized under the new
+        // stamp. In place, the others keep the old stamp and are deleted; a copy's source
+        // replicas stay as they are, the snapshots' block.
         let holders: Vec<(NodeIx, u8)> = r
             .holders
             .iter()
@@ -241,17 +255,18 @@ impl NameNodeService {
                 Some((ix, mgr.reg.get_mut(ix).storage_ix(storage)))
             })
             .collect();
-        let keep: Vec<NodeIx> = holders.iter().map(|&(n, _)| n).collect();
-        let stale = mgr.holders_except(r.block_id, &keep);
-        for n in stale {
-            mgr.invalidate(n, r.block_id, r.old_gs);
+        if copy_to.is_none() {
+            let keep: Vec<NodeIx> = holders.iter().map(|&(n, _)| n).collect();
+            for n in mgr.holders_except(r.block_id, &keep) {
+                mgr.invalidate(n, r.block_id, r.old_gs);
+            }
         }
         for (ix, storage) in holders {
-            mgr.add_replica(r.block_id, ix, storage, true, r.new_len);
+            mgr.add_replica(target, ix, storage, true, r.new_len);
         }
         mgr.needs_scan = true;
         info!(
-            block = r.block_id,
+            block = target,
             recovery_id = r.recovery_id,
             len = r.new_len,
             closed = r.close,
@@ -261,20 +276,28 @@ impl NameNodeService {
     }
 }
 
+/// The block whose replicas a recovery of open file `slot` works on: its last block, or
+/// the block a copy-on-truncate copies from (the snapshots' now).
+fn recovered_block(ns: &Namespace, slot: Slot) -> Option<crate::namespace::inode::Block> {
+    let file = ns.inode(slot).file()?;
+    let copied = file.uc().and_then(|uc| uc.cut).and_then(|c| c.copy_of);
+    copied.or_else(|| ns.last_block(slot))
+}
+
 /// The records that apply a committed recovery to the open file at `slot`.
-fn sync_ops(ns: &Namespace, slot: Slot, r: &SyncReport, now: i64) -> Vec<Op> {
+fn sync_ops(ns: &Namespace, slot: Slot, block_id: u64, r: &SyncReport, now: i64) -> Vec<Op> {
     let path = ns.path_of(slot);
     let mut ops = Vec::new();
     let len = if r.delete {
         ops.push(Op::AbandonBlock {
             path: path.clone(),
-            id: r.block_id,
+            id: block_id,
         });
         ns.length_with_last(slot, 0)
     } else {
         ops.push(Op::UpdateLastBlock {
             path: path.clone(),
-            id: r.block_id,
+            id: block_id,
             gs: r.recovery_id,
             len: r.new_len,
         });

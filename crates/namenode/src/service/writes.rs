@@ -343,7 +343,7 @@ impl NameNodeService {
         if !recovering && !lapsed {
             return Ok(()); // still owned: the plan answers AlreadyBeingCreated
         }
-        if !recovering && self.recover_file(file_id, None).await? == Outcome::Closed {
+        if !recovering && self.recover_file(file_id).await? == Outcome::Closed {
             return Ok(()); // closed at once: the call goes ahead
         }
         Err(FsError::RecoveryInProgress(format!(
@@ -373,11 +373,13 @@ impl NameNodeService {
         let t = self
             .commit(|ns| ns.plan_truncate(&caller, src, new_length, client_name, who.ip, now))
             .await?;
-        let Some((block, kept)) = t.recover else {
+        let Some((block, _)) = t.recover else {
             return Ok(true);
         };
+        // In place, the cut block's replicas are written again; a copy's new block has
+        // none yet.
         self.blocks.lock().reopen(block);
-        self.recover_file(t.file_id, Some(kept)).await?;
+        self.recover_file(t.file_id).await?;
         Ok(false)
     }
 
@@ -387,20 +389,14 @@ impl NameNodeService {
         let Ok(slot) = ns.existing(src) else {
             return false;
         };
-        let Some(f) = ns.inode(slot).file().filter(|f| f.uc().is_some()) else {
+        let Some(f) = ns.inode(slot).file() else {
             return false;
         };
-        let Some(last) = ns.last_block(slot) else {
+        let (Some(cut), Some(last)) = (f.uc().and_then(|uc| uc.cut), ns.last_block(slot)) else {
             return false;
         };
         // The file shows the cut block whole until recovery: it starts at len - last.len.
-        let start = f.len().saturating_sub(last.len);
-        self.blocks
-            .lock()
-            .recoveries
-            .get(last.id)
-            .and_then(|r| r.new_len)
-            .is_some_and(|kept| start + kept == len)
+        f.len().saturating_sub(last.len) + cut.keep == len
     }
 
     /// concat: `srcs`' blocks move to the end of `trg`, and the sources are removed.

@@ -87,7 +87,8 @@ impl Sharded {
             | Op::SetReplication { path, .. }
             | Op::UpdateLastBlock { path, .. }
             | Op::Append { path, .. }
-            | Op::Truncate { path, .. } => first(path).map_or(Route::All, Route::One),
+            | Op::Truncate { path, .. }
+            | Op::CopyOnTruncate { path, .. } => first(path).map_or(Route::All, Route::One),
             Op::Concat { target, srcs, .. } => match first(target) {
                 Some(t) if srcs.iter().all(|s| first(s) == Some(t)) => Route::One(t),
                 Some(t) => Route::Gather(t),

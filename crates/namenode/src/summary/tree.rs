@@ -322,6 +322,8 @@ impl Tree {
             | Op::CreateSnapshot { .. }
             | Op::DeleteSnapshot { .. }
             | Op::RenameSnapshot { .. }
+            // The new block is as long as the one it replaces until recovery reports.
+            | Op::CopyOnTruncate { .. }
             | Op::SetOwner { .. }
             | Op::SetXAttr { .. }
             | Op::RemoveXAttr { .. }
