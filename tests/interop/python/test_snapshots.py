@@ -60,6 +60,14 @@ SCENARIO = [
     C("-stat", "%n %b %F %u:%g %a", "/snap/d/h"),
     C("-count", "/snap/d/.snapshot/s1"),
     C("-du", "-s", "/snap/d/.snapshot/s1"),
+    # Live paths count what snapshots keep; -x leaves it out.
+    C("-count", "/snap/d"),
+    C("-count", "-x", "/snap/d"),
+    C("-count", "-q", "/snap/d"),
+    C("-count", "/snap"),
+    C("-du", "-s", "/snap/d"),
+    C("-du", "-s", "-x", "/snap/d"),
+    C("-du", "/snap/d"),
     C("-touchz", "/snap/d/.snapshot/s1/x"),
     C("-mkdir", "/snap/d/.snapshot/s1/y"),
     C("-rm", "-skipTrash", "/snap/d/.snapshot/s1/sub/g"),
@@ -87,10 +95,12 @@ SCENARIO = [
     C("-rm", "-r", "-skipTrash", "/snap"),
 ]
 
-# HDFS 3.4.1 reads a file just cut by copy-on-truncate as empty for a moment after
-# `-truncate -w` returns (seen with one DataNode: the copy's replica is not yet readable,
-# and its client reads 0 bytes without an error): compared by Ferrite's own answers only.
-RACY_ON_HDFS = {"-cat /snap/d/t"}
+# HDFS 3.4.1 leaves the new block of a copy-on-truncate COMMITTED, not COMPLETE, until its
+# DataNode's next full block report (its replica is made by block recovery, which sends no
+# incremental report): meanwhile its client may read the file as empty right after
+# `-truncate -w` returns, and its space counts the block at the full preferred size (128
+# MiB). Ferrite's answers to these are checked on their own below.
+HDFS_QUIRKS = {"-cat /snap/d/t", "-du -s /snap/d", "-du -s -x /snap/d", "-du /snap/d"}
 
 USER = [
     C("-createSnapshot", "/snapu/mine", "u1"),
@@ -120,7 +130,7 @@ def test_snapshots_match_hdfs(ferrite, hdfs_cluster, workroot):
     ours = FsShell(ferrite, workroot, hdfs=one).run(*SCENARIO)
     theirs = FsShell(hdfs_cluster, workroot, hdfs=one).run(*SCENARIO)
     for cmd, a, b in zip(SCENARIO, ours, theirs):
-        if " ".join(cmd) in RACY_ON_HDFS:
+        if " ".join(cmd) in HDFS_QUIRKS:
             continue
         got = (local_norm(a.out), local_norm(a.err), a.rc)
         want = (local_norm(b.out), local_norm(b.err), b.rc)
@@ -135,6 +145,12 @@ def test_snapshots_match_hdfs(ferrite, hdfs_cluster, workroot):
     assert by["-cat /snap/d/.snapshot/s1/t"].out == hosts
     assert by["-cat /snap/d/.snapshot/s1/k"].out == hosts == by["-cat /snap/e/k"].out
     assert "neither snapshottable" in by["snapshotDiff /snap/e x ."].err
+    assert by["-count /snap/d"].out != by["-count -x /snap/d"].out
+    # Live: h (twice the hosts file), sub2, t (10 bytes), w/n; kept: f, sub/g, k (renamed
+    # away) and t's old block (in the space only).
+    n = len(hosts)
+    assert by["-du -s /snap/d"].out.split() == [str(7 * n + 10), str(8 * n + 10), "/snap/d"]
+    assert by["-du -s -x /snap/d"].out.split() == [str(4 * n + 10), str(5 * n + 10), "/snap/d"]
     assert "+\t./n" in by["snapshotDiff /snap/d/w s1 ."].out
     assert f" {len(hosts)} " in by["-stat %n %b %F %u:%g %a /snap/d/.snapshot/s1/h"].out
     assert "Modification on a read-only snapshot is disallowed" in by["-touchz /snap/d/.snapshot/s1/x"].err

@@ -26,6 +26,7 @@ pub mod snapshot;
 pub mod snapshot_diff;
 mod snapshot_image;
 pub mod snapshot_ops;
+pub mod snapshot_space;
 pub mod snapshot_view;
 pub mod storage_policy;
 pub mod truncate;

@@ -3,6 +3,7 @@
 use super::inode::{Body, Slot, PERM_MASK};
 use super::path::components;
 use super::perm::{Caller, EXECUTE, READ};
+use super::snapshot_space::{Kept, SnapshotSpace};
 use super::{Namespace, Op};
 use crate::error::FsError;
 
@@ -44,6 +45,20 @@ pub struct ContentSummary {
     pub files: u64,
     pub dirs: u64,
     pub space_consumed: u64,
+    /// Of the figures above, what only snapshots keep (deleted subtrees they list).
+    pub snapshot: Kept,
+}
+
+impl ContentSummary {
+    /// Adds what snapshots keep, as HDFS counts it into a live path's summary.
+    pub fn with_snapshots(mut self, s: SnapshotSpace) -> Self {
+        self.length += s.deleted.length;
+        self.files += s.deleted.files;
+        self.dirs += s.deleted.dirs;
+        self.space_consumed += s.deleted.space + s.cut_off_space;
+        self.snapshot = s.deleted;
+        self
+    }
 }
 
 /// The status of the file a create record makes, as [`Namespace::status`] reads it once the
@@ -208,7 +223,7 @@ impl Namespace {
                 }
             }
         }
-        Ok(sum)
+        Ok(sum.with_snapshots(self.snapshot_space(t)))
     }
 
     /// The file status at `src`, which must be a file (for block-size and closed queries).

@@ -538,3 +538,69 @@ fn deleting_the_last_snapshot_of_a_deleted_file_gives_its_blocks_up() {
     assert_eq!(fx.removed_blocks, vec![(block.id, block.gs)]);
     assert!(w.ns.block_position(block.id).is_none());
 }
+
+/// Content summaries count what snapshots keep as HDFS 3.4.1 does (its figures for the
+/// same sequence, at replication 2): deleted subtrees in every figure and again as the
+/// `snapshot*` ones; blocks a truncate cut off a live file in its space only.
+#[test]
+fn content_summaries_count_what_snapshots_keep() {
+    let su = Caller::superuser("hdfs");
+    let mut w = World {
+        ns: Namespace::new("hdfs", "supergroup", 1),
+        log: Vec::new(),
+        su,
+        now: 1,
+        copies: BTreeMap::new(),
+    };
+    for d in ["/r/a/b", "/r/c"] {
+        let p = w.ns.plan_mkdirs(&w.su, d, 0o755, true, 1).unwrap();
+        w.apply(p);
+    }
+    // f0, f1 in /r, one file in each of a, a/b and c: 49 bytes each.
+    for (dir, name) in [(0, 0), (0, 1), (1, 0), (2, 0), (3, 0)] {
+        w.run(&Step::Create { dir, name, len: 49 });
+    }
+    let ops = w.ns.plan_allow_snapshot("/r").unwrap();
+    w.apply_ops(ops);
+    w.run(&Step::Snap { k: 0 });
+    for gone in ["/r/f0", "/r/a"] {
+        let planned = w.ns.plan_delete(&w.su, gone, true, w.now).unwrap();
+        planned.into_iter().for_each(|p| w.apply(p));
+    }
+    w.run(&Step::Append {
+        dir: 0,
+        name: 1,
+        more: 49,
+    });
+    let summary = |w: &World, p: &str| {
+        let cs = w.ns.content_summary(&w.su, p).unwrap();
+        let s = cs.snapshot;
+        (
+            (cs.dirs, cs.files, cs.length, cs.space_consumed),
+            (s.dirs, s.files, s.length, s.space),
+        )
+    };
+    // Live: /r, /r/c; f1 (98 bytes), c/f0. Kept: f0, a, a/f0, a/b, a/b/f0.
+    assert_eq!(summary(&w, "/r"), ((4, 5, 294, 588), (2, 3, 147, 294)));
+    assert_eq!(summary(&w, "/r/c"), ((1, 1, 49, 98), (0, 0, 0, 0)));
+    assert_eq!(summary(&w, "/"), ((5, 5, 294, 588), (2, 3, 147, 294)));
+    w.run(&Step::Snap { k: 1 });
+    let planned = w.ns.plan_delete(&w.su, "/r/f1", true, w.now).unwrap();
+    planned.into_iter().for_each(|p| w.apply(p));
+    assert_eq!(summary(&w, "/r"), ((4, 5, 294, 588), (2, 4, 245, 490)));
+    let ops = w.ns.plan_delete_snapshot(&w.su, "/r", "s0", w.now).unwrap();
+    w.apply_ops(ops);
+    assert_eq!(summary(&w, "/r"), ((2, 2, 147, 294), (0, 1, 98, 196)));
+    // A truncate on a block boundary: the cut-off blocks count in the space only.
+    w.run(&Step::Create {
+        dir: 3,
+        name: 1,
+        len: 2500,
+    });
+    w.run(&Step::Snap { k: 2 });
+    let (_, planned) =
+        w.ns.plan_truncate(&w.su, "/r/c/f1", 1024, "c", "m", w.now)
+            .unwrap();
+    w.apply(planned);
+    assert_eq!(summary(&w, "/r/c"), ((1, 2, 1073, 5098), (0, 0, 0, 0)));
+}

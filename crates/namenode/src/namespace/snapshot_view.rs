@@ -9,6 +9,7 @@ use super::path::DOT_SNAPSHOT;
 use super::perm::{Caller, EXECUTE};
 use super::query::{FileStatus, Listing};
 use super::snapshot::{Frozen, SnapId};
+use super::snapshot_space::Kept;
 use super::Namespace;
 use crate::error::FsError;
 
@@ -345,23 +346,33 @@ impl Namespace {
             }
             Resolved::At { slot, snap, .. } => vec![(*slot, *snap)],
         };
+        let mut kept = Kept::default();
         for (top, s) in tops {
-            let mut stack = vec![top];
-            while let Some(n) = stack.pop() {
-                if self.is_dir_at(n, s) {
-                    sum.dirs += 1;
-                    stack.extend(self.children_at(n, s));
-                } else if let Some(f) = self.file_at(n, s) {
-                    let replication = self
-                        .version_at(n, s)
-                        .map_or(self.arena.get(n).replication, |v| v.replication);
-                    sum.files += 1;
-                    sum.length += f.len;
-                    sum.space_consumed += f.len * u64::from(replication);
-                }
+            self.count_at(top, s, &mut kept);
+        }
+        sum.dirs += kept.dirs;
+        sum.files = kept.files;
+        sum.length = kept.length;
+        sum.space_consumed = kept.space;
+        sum
+    }
+
+    /// Adds the subtree at `top` as snapshot `s` shows it to `kept`.
+    pub(super) fn count_at(&self, top: Slot, s: SnapId, kept: &mut Kept) {
+        let mut stack = vec![top];
+        while let Some(n) = stack.pop() {
+            if self.is_dir_at(n, s) {
+                kept.dirs += 1;
+                stack.extend(self.children_at(n, s));
+            } else if let Some(f) = self.file_at(n, s) {
+                let replication = self
+                    .version_at(n, s)
+                    .map_or(self.arena.get(n).replication, |v| v.replication);
+                kept.files += 1;
+                kept.length += f.len;
+                kept.space += f.len * u64::from(replication);
             }
         }
-        sum
     }
 
     /// The live tree's snapshots, for `getSnapshottableDirListing`: each root with its

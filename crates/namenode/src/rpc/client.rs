@@ -148,6 +148,10 @@ fn content_summary_proto(cs: &ContentSummary, q: &QuotaView) -> ContentSummaryPr
         space_consumed: cs.space_consumed,
         space_quota: q.space as u64,
         type_quota_infos: type_quota_infos(q, None),
+        snapshot_length: Some(cs.snapshot.length),
+        snapshot_file_count: Some(cs.snapshot.files),
+        snapshot_directory_count: Some(cs.snapshot.dirs),
+        snapshot_space_consumed: Some(cs.snapshot.space),
         ..Default::default()
     }
 }

@@ -194,19 +194,28 @@ impl NameNodeService {
         if let (Some(svc), Some(journal)) = (&self.summary, &self.journal) {
             // Errors (missing path, a directory on the way that cannot be traversed) come
             // from the namespace, exactly as the walk would give them.
-            let (_, path) = self.ns.read().resolve_checked(&caller, src)?;
+            let (slot, path) = self.ns.read().resolve_checked(&caller, src)?;
             let seen = journal.last_appended();
             let wait = Duration::from_millis(self.cfg.summary_wait_ms);
             if svc.caught_up(seen, wait).await {
                 let found = svc.read(|s| s.get(&path));
                 if let Some(p) = found.filter(|p| p.tot.restricted == 0 || caller.bypass()) {
                     svc.metrics.answered.fetch_add(1, Ordering::Relaxed);
-                    return Ok(ContentSummary {
+                    let live = ContentSummary {
                         length: p.tot.bytes,
                         files: p.tot.files,
                         dirs: p.tot.dirs,
                         space_consumed: p.tot.raw,
-                    });
+                        snapshot: Default::default(),
+                    };
+                    // The summary counts the live tree; what snapshots keep is added from
+                    // the namespace (it visits only what changed since them).
+                    let ns = self.ns.read();
+                    let kept = match ns.existing(&path) {
+                        Ok(s) if s == slot => ns.snapshot_space(slot),
+                        _ => Default::default(),
+                    };
+                    return Ok(live.with_snapshots(kept));
                 }
             }
             svc.metrics.walked.fetch_add(1, Ordering::Relaxed);

@@ -185,7 +185,7 @@ fn type_quota(q: &QuotaView) -> Value {
     sorted(m)
 }
 
-/// GETCONTENTSUMMARY. Snapshots do not exist yet: HDFS's figures for none.
+/// GETCONTENTSUMMARY.
 pub fn content_summary_doc(cs: &ContentSummary, q: &QuotaView) -> Value {
     json!({"ContentSummary": {
         "directoryCount": cs.dirs,
@@ -193,10 +193,10 @@ pub fn content_summary_doc(cs: &ContentSummary, q: &QuotaView) -> Value {
         "fileCount": cs.files,
         "length": cs.length,
         "quota": q.ns,
-        "snapshotDirectoryCount": 0,
-        "snapshotFileCount": 0,
-        "snapshotLength": 0,
-        "snapshotSpaceConsumed": 0,
+        "snapshotDirectoryCount": cs.snapshot.dirs,
+        "snapshotFileCount": cs.snapshot.files,
+        "snapshotLength": cs.snapshot.length,
+        "snapshotSpaceConsumed": cs.snapshot.space,
         "spaceConsumed": cs.space_consumed,
         "spaceQuota": q.space,
         "typeQuota": type_quota(q),
@@ -446,12 +446,13 @@ mod tests {
     }
 
     #[test]
-    fn summaries_carry_hdfs_figures_for_what_does_not_exist_yet() {
+    fn summaries_carry_hdfs_figures() {
         let cs = ContentSummary {
             length: 14,
             files: 1,
             dirs: 2,
             space_consumed: 14,
+            snapshot: Default::default(),
         };
         let none = QuotaView {
             ns: NONE,

@@ -1,0 +1,127 @@
+//! What snapshots keep under a directory beyond its live tree, as HDFS's content summary
+//! counts it: inodes deleted while a snapshot listed them (with everything below them),
+//! inodes renamed away (as the snapshot shows them, although the live tree counts them
+//! again where they went: HDFS 3.4.1's figures), and blocks a live file no longer has but
+//! a snapshot's version of it does (cut off by a truncate). HDFS adds both to a live path's summary, and reports the deleted inodes
+//! again as its `snapshot*` figures, which `-count -x` and `-du -x` subtract.
+//!
+//! Only inodes that saved a version can keep anything, so this visits the versions under
+//! the directory, never the whole subtree: its cost follows what changed since the
+//! snapshots, as their memory does.
+
+use std::collections::HashSet;
+
+use super::inode::{Body, Slot, ROOT_SLOT};
+use super::Namespace;
+
+/// Counts of kept inodes (or extra bytes), in HDFS's content summary terms.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Kept {
+    pub length: u64,
+    pub files: u64,
+    pub dirs: u64,
+    /// Bytes with replication.
+    pub space: u64,
+}
+
+/// What snapshots keep under one directory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SnapshotSpace {
+    /// Deleted subtrees snapshots still list: HDFS's `snapshotLength`, `snapshotFileCount`,
+    /// `snapshotDirectoryCount` and `snapshotSpaceConsumed`.
+    pub deleted: Kept,
+    /// Space of blocks live files lost but their snapshot versions keep (counted in the
+    /// summary's space, not in the snapshot figures, as HDFS counts a file's diffs).
+    pub cut_off_space: u64,
+}
+
+impl Namespace {
+    /// What snapshots keep under live directory (or file) `top`.
+    pub fn snapshot_space(&self, top: Slot) -> SnapshotSpace {
+        let mut out = SnapshotSpace::default();
+        if self.snaps.versions.is_empty() {
+            return out;
+        }
+        let mut seen = HashSet::new();
+        for (&slot, versions) in &self.snaps.versions {
+            if !self.is_live(slot) || !self.is_at_or_below(slot, top) {
+                continue;
+            }
+            match &self.inode(slot).body {
+                Body::File(f) => {
+                    let all = self.file_space(slot);
+                    out.cut_off_space += all - f.len() * u64::from(self.inode(slot).replication);
+                }
+                Body::Dir(_) => {
+                    for v in versions {
+                        for &gone in &v.deleted {
+                            if self.is_live(gone) {
+                                // Renamed away: counted as the snapshot shows it (as HDFS
+                                // counts the reference its snapshots keep).
+                                self.count_at(gone, v.tag, &mut out.deleted);
+                            } else if seen.insert(gone) {
+                                self.count_deleted(gone, &mut out.deleted, &mut seen);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether live `slot` is `top` or below it.
+    fn is_at_or_below(&self, mut slot: Slot, top: Slot) -> bool {
+        loop {
+            if slot == top {
+                return true;
+            }
+            if slot == ROOT_SLOT {
+                return false;
+            }
+            slot = self.inode(slot).parent;
+        }
+    }
+
+    /// A deleted subtree a snapshot keeps, counted whole: what it held when deleted, and
+    /// what its directories had lost before that while a snapshot listed it.
+    fn count_deleted(&self, top: Slot, kept: &mut Kept, seen: &mut HashSet<Slot>) {
+        let mut stack = vec![top];
+        while let Some(s) = stack.pop() {
+            match &self.inode(s).body {
+                Body::File(f) => {
+                    kept.files += 1;
+                    kept.length += f.len();
+                    kept.space += self.file_space(s);
+                }
+                Body::Dir(children) => {
+                    kept.dirs += 1;
+                    stack.extend(children.slots());
+                    let lost = self.snaps.versions.get(&s).into_iter().flatten();
+                    for &gone in lost.flat_map(|v| &v.deleted) {
+                        if !self.is_live(gone) && seen.insert(gone) {
+                            stack.push(gone);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The space of every distinct block file `slot` has or a version of it keeps (a
+    /// block it still has counts at its current length), with the file's replication.
+    fn file_space(&self, slot: Slot) -> u64 {
+        let inode = self.inode(slot);
+        let Some(f) = inode.file() else {
+            return 0;
+        };
+        let mut bytes = f.len();
+        let mut counted: HashSet<u64> = f.blocks().iter().map(|b| b.id).collect();
+        for b in self.blocks_kept_for_snapshots(slot) {
+            if counted.insert(b.id) {
+                bytes += b.len;
+            }
+        }
+        bytes * u64::from(inode.replication)
+    }
+}
