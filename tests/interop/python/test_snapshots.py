@@ -20,6 +20,8 @@ SCENARIO = [
     C("-put", HOSTS, "/snap/d/h"),
     C("-put", HOSTS, "/snap/d/t"),
     C("-put", HOSTS, "/snap/d/k"),
+    # A names quota: what snapshots keep stays charged to it.
+    ["dfsadmin", "-setQuota", "100", "/snap/d"],
     ["dfsadmin", "-allowSnapshot", "/snap/d"],
     ["dfsadmin", "-allowSnapshot", "/snap/d"],
     ["dfsadmin", "-allowSnapshot", "/snap"],
@@ -64,6 +66,7 @@ SCENARIO = [
     C("-count", "/snap/d"),
     C("-count", "-x", "/snap/d"),
     C("-count", "-q", "/snap/d"),
+    C("-count", "-q", "-x", "/snap/d"),
     C("-count", "/snap"),
     C("-du", "-s", "/snap/d"),
     C("-du", "-s", "-x", "/snap/d"),

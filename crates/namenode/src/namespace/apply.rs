@@ -21,6 +21,21 @@ impl Namespace {
         let mut fx = Effects::default();
         if !self.snaps.idle() {
             self.preserve_changed(op, at)?;
+            if matches!(
+                op,
+                Op::Delete { .. }
+                    | Op::Rename { .. }
+                    | Op::Create { .. }
+                    | Op::Truncate { .. }
+                    | Op::CopyOnTruncate { .. }
+                    | Op::Concat { .. }
+                    | Op::SetReplication { .. }
+                    | Op::DeleteSnapshot { .. }
+                    | Op::DisallowSnapshot { .. }
+            ) {
+                // What snapshots keep may change: quotas count it again when asked.
+                self.snaps.usage_cache.get_mut().clear();
+            }
         }
         match op {
             Op::Mkdir {

@@ -276,19 +276,26 @@ impl Namespace {
     }
 
     fn check_one(&self, s: Slot, q: &Quota, d: &Usage) -> Result<(), FsError> {
+        let grows = d.ns > 0 || d.space > 0 || d.types.iter().any(|&t| t > 0);
+        if !grows {
+            return Ok(());
+        }
+        // Snapshots' deleted inodes and cut-off blocks count too, as in HDFS.
+        let mut used = q.used;
+        used += self.snapshot_usage(s);
         let over =
             |quota: i64, used: i64, delta: i64| quota >= 0 && delta > 0 && used > quota - delta;
-        if over(q.ns, q.used.ns, d.ns) {
+        if over(q.ns, used.ns, d.ns) {
             return Err(FsError::NsQuotaExceeded(format!(
                 "The NameSpace quota (directories and files) of directory {} is exceeded: \
                  quota={} file count={}",
                 self.path_of(s),
                 q.ns,
-                q.used.ns + d.ns
+                used.ns + d.ns
             )));
         }
-        if over(q.space, q.used.space, d.space) {
-            let consumed = q.used.space + d.space;
+        if over(q.space, used.space, d.space) {
+            let consumed = used.space + d.space;
             return Err(FsError::DsQuotaExceeded(format!(
                 "The DiskSpace quota of {} is exceeded: quota = {} B = {} but diskspace \
                  consumed = {consumed} B = {}",
@@ -299,14 +306,14 @@ impl Namespace {
             )));
         }
         for i in 0..N_TYPES {
-            if over(q.types[i], q.used.types[i], d.types[i]) {
+            if over(q.types[i], used.types[i], d.types[i]) {
                 return Err(FsError::TypeQuotaExceeded(format!(
                     "Quota by storage type : {} on path : {} is exceeded. quota = {} but space \
                      consumed = {}",
                     type_name(i),
                     self.path_of(s),
                     bytes_text(q.types[i]),
-                    bytes_text(q.used.types[i] + d.types[i])
+                    bytes_text(used.types[i] + d.types[i])
                 )));
             }
         }
@@ -763,7 +770,11 @@ impl Namespace {
             ns,
             space,
             types,
-            used: self.quota_of(slot).map(|q| q.used),
+            used: self.quota_of(slot).map(|q| {
+                let mut used = q.used;
+                used += self.snapshot_usage(slot);
+                used
+            }),
         })
     }
 }

@@ -119,6 +119,9 @@ pub struct Snapshots {
     /// Blocks a live file let go of (a truncate, an abandoned block) that one of its
     /// versions still lists, with that file: what block reports check their replicas by.
     pub kept_blocks: HashMap<u64, (Slot, Block)>,
+    /// What snapshots keep under each quota directory asked about since the last record
+    /// that could change it (see `snapshot_space`); emptied by such records.
+    pub usage_cache: parking_lot::Mutex<HashMap<Slot, super::quota::Usage>>,
 }
 
 impl Snapshots {

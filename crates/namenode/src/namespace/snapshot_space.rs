@@ -12,6 +12,7 @@
 use std::collections::HashSet;
 
 use super::inode::{Body, Slot, ROOT_SLOT};
+use super::quota::Usage;
 use super::Namespace;
 
 /// Counts of kept inodes (or extra bytes), in HDFS's content summary terms.
@@ -68,6 +69,26 @@ impl Namespace {
             }
         }
         out
+    }
+
+    /// What snapshots keep under quota directory `dir`, as its quotas count it (HDFS
+    /// charges a deleted inode a snapshot keeps, and its blocks, until the snapshot goes):
+    /// names and space. Remembered until a record that could change it.
+    pub fn snapshot_usage(&self, dir: Slot) -> Usage {
+        if self.snaps.versions.is_empty() {
+            return Usage::default();
+        }
+        if let Some(u) = self.snaps.usage_cache.lock().get(&dir) {
+            return *u;
+        }
+        let s = self.snapshot_space(dir);
+        let u = Usage {
+            ns: (s.deleted.files + s.deleted.dirs) as i64,
+            space: (s.deleted.space + s.cut_off_space) as i64,
+            types: Default::default(),
+        };
+        self.snaps.usage_cache.lock().insert(dir, u);
+        u
     }
 
     /// Whether live `slot` is `top` or below it.

@@ -562,6 +562,9 @@ fn content_summaries_count_what_snapshots_keep() {
     }
     let ops = w.ns.plan_allow_snapshot("/r").unwrap();
     w.apply_ops(ops);
+    // Names: /r, a, a/b, c and five files.
+    let ops = w.ns.plan_set_quota(&w.su, "/r", 10, 100_000, None).unwrap();
+    w.apply_ops(ops);
     w.run(&Step::Snap { k: 0 });
     for gone in ["/r/f0", "/r/a"] {
         let planned = w.ns.plan_delete(&w.su, gone, true, w.now).unwrap();
@@ -582,6 +585,20 @@ fn content_summaries_count_what_snapshots_keep() {
     };
     // Live: /r, /r/c; f1 (98 bytes), c/f0. Kept: f0, a, a/f0, a/b, a/b/f0.
     assert_eq!(summary(&w, "/r"), ((4, 5, 294, 588), (2, 3, 147, 294)));
+    // Quotas still count what the snapshot keeps, and refuse past it.
+    let used = |w: &World| w.ns.quota_view(&w.su, "/r").unwrap().used.unwrap();
+    assert_eq!((used(&w).ns, used(&w).space), (9, 588));
+    let _ =
+        w.ns.plan_mkdirs(&w.su, "/r/m", 0o755, false, w.now)
+            .unwrap();
+    let ops = w.ns.plan_set_quota(&w.su, "/r", 9, -1, None).unwrap();
+    w.apply_ops(ops);
+    assert!(matches!(
+        w.ns.plan_mkdirs(&w.su, "/r/m", 0o755, false, w.now),
+        Err(FsError::NsQuotaExceeded(m)) if m.ends_with("quota=9 file count=10")
+    ));
+    let ops = w.ns.plan_set_quota(&w.su, "/r", -1, -1, None).unwrap();
+    w.apply_ops(ops);
     assert_eq!(summary(&w, "/r/c"), ((1, 1, 49, 98), (0, 0, 0, 0)));
     assert_eq!(summary(&w, "/"), ((5, 5, 294, 588), (2, 3, 147, 294)));
     w.run(&Step::Snap { k: 1 });
