@@ -20,6 +20,10 @@ SCENARIO = [
     C("-put", HOSTS, "/snap/d/h"),
     C("-put", HOSTS, "/snap/d/t"),
     C("-put", HOSTS, "/snap/d/k"),
+    # Attributes snapshots keep: an xattr, an ACL and a storage policy, changed after s1.
+    C("-setfattr", "-n", "user.a", "-v", "one", "/snap/d/w"),
+    C("-setfacl", "-m", "user:alice:r-x", "/snap/d/w"),
+    ["storagepolicies", "-setStoragePolicy", "-path", "/snap/d/w", "-policy", "ALL_SSD"],
     # A names quota: what snapshots keep stays charged to it.
     ["dfsadmin", "-setQuota", "100", "/snap/d"],
     ["dfsadmin", "-allowSnapshot", "/snap/d"],
@@ -44,6 +48,18 @@ SCENARIO = [
     C("-truncate", "-w", "10", "/snap/d/t"),
     C("-mv", "/snap/d/k", "/snap/e/k"),
     C("-put", HOSTS, "/snap/d/w/n"),
+    C("-setfattr", "-n", "user.a", "-v", "two", "/snap/d/w"),
+    C("-setfattr", "-n", "user.b", "-v", "new", "/snap/d/w"),
+    C("-setfacl", "-b", "/snap/d/w"),
+    ["storagepolicies", "-setStoragePolicy", "-path", "/snap/d/w", "-policy", "HOT"],
+    C("-getfattr", "-d", "/snap/d/.snapshot/s1/w"),
+    C("-getfattr", "-n", "user.b", "/snap/d/.snapshot/s1/w"),
+    C("-getfattr", "-d", "/snap/d/w"),
+    C("-getfacl", "/snap/d/.snapshot/s1/w"),
+    C("-getfacl", "/snap/d/w"),
+    ["storagepolicies", "-getStoragePolicy", "-path", "/snap/d/.snapshot/s1/w"],
+    ["storagepolicies", "-getStoragePolicy", "-path", "/snap/d/w"],
+    C("-setfattr", "-n", "user.c", "-v", "x", "/snap/d/.snapshot/s1/w"),
     C("-ls", "-R", "/snap/d/.snapshot/s1"),
     C("-cat", "/snap/d/t"),
     C("-cat", "/snap/d/.snapshot/s1/t"),
@@ -148,6 +164,10 @@ def test_snapshots_match_hdfs(ferrite, hdfs_cluster, workroot):
     assert by["-cat /snap/d/.snapshot/s1/t"].out == hosts
     assert by["-cat /snap/d/.snapshot/s1/k"].out == hosts == by["-cat /snap/e/k"].out
     assert "neither snapshottable" in by["snapshotDiff /snap/e x ."].err
+    assert 'user.a="one"' in by["-getfattr -d /snap/d/.snapshot/s1/w"].out
+    assert "user:alice:r-x" in by["-getfacl /snap/d/.snapshot/s1/w"].out
+    # HDFS answers a snapshot path's storage policy as the inode's now.
+    assert "HOT" in by["storagepolicies -getStoragePolicy -path /snap/d/.snapshot/s1/w"].out
     assert by["-count /snap/d"].out != by["-count -x /snap/d"].out
     # Live: h (twice the hosts file), sub2, t (10 bytes), w/n; kept: f, sub/g, k (renamed
     # away) and t's old block (in the space only).

@@ -10,7 +10,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::acl::{self, AclEntry, Asker, Scope};
+use super::acl::{self, AclEntry, Scope};
 use super::inode::{Slot, PERM_MASK};
 use super::perm::Caller;
 use super::{Namespace, Op};
@@ -99,23 +99,6 @@ impl Namespace {
         !self.acl_of(slot).is_empty()
     }
 
-    /// Whether the ACL decides access to `slot` (it has access entries) and, if so, its
-    /// answer; `None` leaves the check to the permission bits.
-    pub(super) fn acl_allows(&self, caller: &Caller, slot: Slot, access: u16) -> Option<bool> {
-        let stored = self.acl_of(slot);
-        if stored.first()?.scope != Scope::Access {
-            return None;
-        }
-        let inode = self.inode(slot);
-        let who = Asker {
-            user: &caller.user,
-            groups: &caller.groups,
-            is_owner: self.interned(&caller.user) == Some(inode.owner),
-            owning_group: self.user_name(inode.group),
-        };
-        Some(acl::allows(inode.perm, stored, &who, access as u8))
-    }
-
     /// The record for one ACL call: only the owner (or the superuser) may change an ACL.
     pub fn plan_acl_change(
         &self,
@@ -171,14 +154,14 @@ impl Namespace {
         if !enabled {
             return Err(disabled());
         }
-        let (slot, _) = self.resolve_checked_or(caller, src, |p| format!("cannot find {p}"))?;
-        let inode = self.inode(slot);
+        // A `.snapshot` path answers as the snapshot shows the inode.
+        let a = self.resolve_attrs(caller, src, |p| format!("cannot find {p}"))?;
         Ok(AclStatus {
-            owner: self.user_name(inode.owner).to_string(),
-            group: self.user_name(inode.group).to_string(),
-            sticky: inode.perm & super::inode::STICKY != 0,
-            entries: self.acl_of(slot).to_vec(),
-            perm: inode.perm,
+            owner: self.user_name(a.owner()).to_string(),
+            group: self.user_name(a.group()).to_string(),
+            sticky: a.perm() & super::inode::STICKY != 0,
+            entries: a.acl().to_vec(),
+            perm: a.perm(),
         })
     }
 

@@ -23,6 +23,7 @@ pub mod query;
 pub mod quota;
 pub mod reserved;
 pub mod snapshot;
+pub mod snapshot_attrs;
 pub mod snapshot_diff;
 mod snapshot_image;
 pub mod snapshot_ops;

@@ -1,6 +1,7 @@
 //! POSIX permission checks as HDFS's `FSPermissionChecker` does them, for SIMPLE-auth users.
 
 use super::inode::{Slot, STICKY};
+use super::snapshot_diff::CURRENT;
 use super::{Namespace, Walk};
 use crate::error::FsError;
 
@@ -35,7 +36,7 @@ impl Caller {
     }
 }
 
-fn access_name(access: u16) -> &'static str {
+pub fn access_name(access: u16) -> &'static str {
     match access {
         READ => "READ",
         WRITE => "WRITE",
@@ -73,47 +74,13 @@ impl Namespace {
         self.interned(&caller.user) == Some(self.inode(slot).owner)
     }
 
-    fn in_group(&self, caller: &Caller, slot: Slot) -> bool {
-        let g = self.user_name(self.inode(slot).group);
-        caller.groups.iter().any(|x| x == g)
-    }
-
-    /// Checks `access` (rwx bits) on one inode.
+    /// Checks `access` (rwx bits) on one inode (see
+    /// [`check_access_with`](Self::check_access_with), which also checks a snapshot's).
     pub fn check_access(&self, caller: &Caller, slot: Slot, access: u16) -> Result<(), FsError> {
         if caller.bypass() || access == 0 {
             return Ok(());
         }
-        let inode = self.inode(slot);
-        match self.acl_allows(caller, slot, access) {
-            Some(true) => return Ok(()),
-            Some(false) => return Err(self.denied(caller, slot, access)),
-            None => {}
-        }
-        let shift = if self.is_owner(caller, slot) {
-            6
-        } else if self.in_group(caller, slot) {
-            3
-        } else {
-            0
-        };
-        if (inode.perm >> shift) & access == access {
-            return Ok(());
-        }
-        Err(self.denied(caller, slot, access))
-    }
-
-    /// HDFS's refusal, the same with or without an ACL.
-    fn denied(&self, caller: &Caller, slot: Slot, access: u16) -> FsError {
-        let inode = self.inode(slot);
-        FsError::AccessDenied(format!(
-            "Permission denied: user={}, access={}, inode=\"{}\":{}:{}:{}",
-            caller.user,
-            access_name(access),
-            self.path_of(slot),
-            self.user_name(inode.owner),
-            self.user_name(inode.group),
-            mode_string(inode.is_dir(), inode.perm)
-        ))
+        self.check_access_with(caller, &self.attrs_at(slot, CURRENT), access)
     }
 
     /// EXECUTE on every directory passed through on the way to the walk's target (or to

@@ -166,10 +166,10 @@ impl Namespace {
 
     /// The status of `slot` as snapshot `s` shows it, named `name` (empty: the path's own).
     /// Built from the inode alone: a kept inode's parent may be gone, so nothing walks up
-    /// (a storage policy shows only when the inode has its own).
+    /// (a storage policy shows only when the inode has its own, and as it is now: HDFS
+    /// 3.4.1 reads the policy of a snapshot path's inode without the snapshot).
     pub fn status_at(&self, slot: Slot, s: SnapId, name: &[u8]) -> FileStatus {
         let inode = self.arena.get(slot);
-        let own_policy = |f: Option<&super::xattr::Features>| f.map_or(0, |f| f.storage_policy);
         let mut st = FileStatus {
             is_dir: inode.is_dir(),
             name: name.to_vec(),
@@ -184,7 +184,7 @@ impl Namespace {
             file_id: inode.id,
             children: 0,
             under_construction: false,
-            storage_policy: own_policy(self.features.get(&slot)),
+            storage_policy: self.features.get(&slot).map_or(0, |f| f.storage_policy),
             has_acl: self.has_acl(slot),
         };
         if let Body::File(f) = &inode.body {
@@ -197,7 +197,6 @@ impl Namespace {
             st.mtime = f.mtime;
             st.atime = f.atime;
             st.has_acl = f.acl.is_some();
-            st.storage_policy = own_policy(f.features.as_ref());
             st.is_dir = f.file.is_none();
             if let Some(file) = &f.file {
                 (st.len, st.replication, st.block_size) =

@@ -253,8 +253,9 @@ impl Namespace {
         caller: &Caller,
         src: &str,
     ) -> Result<&'static Policy, FsError> {
-        let (slot, _) = self.resolve_checked_or(caller, src, missing)?;
-        Ok(by_id(self.storage_policy_of(slot))
+        // At a `.snapshot` path HDFS 3.4.1 answers the inode's policy as it is now.
+        let a = self.resolve_attrs(caller, src, missing)?;
+        Ok(by_id(self.storage_policy_of(a.slot))
             .or_else(|| by_id(DEFAULT))
             .expect("HOT is in the suite"))
     }

@@ -373,13 +373,11 @@ impl Namespace {
         Ok(all)
     }
 
+    /// The attributes of `src` the caller may see (a `.snapshot` path: as it shows them).
     fn readable_xattrs(&self, caller: &Caller, src: &str) -> Result<Vec<XAttr>, FsError> {
-        let (slot, _) = self.resolve_for_xattrs(caller, src)?;
-        if !caller.bypass() {
-            self.check_access(caller, slot, READ)?;
-        }
-        Ok(self
-            .xattrs_of(slot)
+        let a = self.resolve_attrs(caller, src, |path| format!("cannot find {path}"))?;
+        self.check_access_with(caller, &a, READ)?;
+        Ok(a.xattrs()
             .iter()
             .filter(|x| visible(caller, x))
             .cloned()

@@ -228,7 +228,14 @@ impl NameNodeService {
     pub fn check_access(&self, user: &str, src: &str, action: u16) -> Result<(), FsError> {
         let caller = self.caller(user);
         let ns = self.ns.read();
-        let slot = ns.resolve_slot(&caller, &ns.resolve_reserved(src)?)?;
+        let src = ns.resolve_reserved(src)?;
+        if let Some(t) = ns.snapshot_target(&caller, &src)? {
+            // As the snapshot shows the inode.
+            let (slot, s) =
+                t.ok_or_else(|| FsError::NotFound(format!("File does not exist: {src}")))?;
+            return ns.check_access_with(&caller, &ns.attrs_at(slot, s), action);
+        }
+        let slot = ns.resolve_slot(&caller, &src)?;
         ns.check_access(&caller, slot, action)
     }
 
