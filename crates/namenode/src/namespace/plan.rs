@@ -511,6 +511,9 @@ impl Namespace {
                 "Rename destination {dst} is a directory or file under source {src}"
             )));
         }
+        // HDFS 3.4.1 moves no snapshottable directory that has snapshots (nor one holding
+        // such), with delete's message: not even into the trash.
+        self.check_no_snapshots_below(s)?;
         // Only a move into a directory has a new destination path to walk; otherwise the
         // walk above is already it (a rename's path walks are most of its cost here).
         if into_dir {
@@ -579,6 +582,7 @@ impl Namespace {
         if s == ROOT_SLOT {
             return Err(FsError::Io("rename source cannot be the root".into()));
         }
+        self.check_no_snapshots_below(s)?;
         let dst_parent_comps = &dst_comps[..dst_comps.len().saturating_sub(1)];
         let parent_walk = self.walk(dst_parent_comps)?;
         self.check_traverse(caller, &parent_walk)?;
