@@ -10,11 +10,11 @@
 #     it includes garbage not yet collected, so its figure is an upper bound.)
 # Raw output goes to bench/run/snapshot-<time>/.
 #
-#   bench/snapshot-vs-hdfs.sh [-s "10000 100000 1000000"] [-c 100000]
+#   bench/snapshot-vs-hdfs.sh [-s "10000 100000 1000000"] [-c 100000] [-y "hdfs ferrite"]
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
-SIZES="10000 100000 1000000"; CHANGES=100000; CLIENTS=16
-while getopts "s:c:" o; do case $o in s) SIZES=$OPTARG;; c) CHANGES=$OPTARG;; *) exit 2;; esac; done
+SIZES="10000 100000 1000000"; CHANGES=100000; CLIENTS=16; SYSTEMS="hdfs ferrite"
+while getopts "s:c:y:" o; do case $o in s) SIZES=$OPTARG;; c) CHANGES=$OPTARG;; y) SYSTEMS=$OPTARG;; *) exit 2;; esac; done
 build_all
 OUT="$ROOT/bench/run/snapshot-$(date +%Y%m%d-%H%M%S)"; mkdir -p "$OUT"
 WORK="${TMPDIR:-/tmp}/ferrite-bench-snap"; mkdir -p "$WORK"
@@ -36,7 +36,7 @@ fill() {  # fill N: N closed files under $BASE, kept
 
 rss() { awk '/VmRSS/{print $2}' "/proc/$PID/status"; }
 
-for sys in hdfs ferrite; do
+for sys in $SYSTEMS; do
   for n in $SIZES; do
     "start_$sys" "$WORK/$sys"
     fill "$n"

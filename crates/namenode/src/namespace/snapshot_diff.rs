@@ -5,15 +5,26 @@
 //! it). Renames are told from a delete and a create by the inode they move.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use super::inode::Slot;
 use super::perm::Caller;
-use super::snapshot::SnapId;
+use super::snapshot::{Frozen, SnapId};
+use super::snapshot_view::{FastMap, FastSet};
 use super::Namespace;
 use crate::error::FsError;
 
 /// The state a diff compares against when a snapshot name is empty or `.`.
 pub const CURRENT: SnapId = SnapId::MAX;
+
+/// Whether two versions of an inode agree but for its name.
+fn same_beyond_name(p: &Frozen, q: &Frozen) -> bool {
+    (p.perm, p.owner, p.group, p.mtime, p.atime, p.replication)
+        == (q.perm, q.owner, q.group, q.mtime, q.atime, q.replication)
+        && p.file == q.file
+        && p.features == q.features
+        && p.acl == q.acl
+}
 
 /// One line of the report. Paths are relative to the snapshot root, components joined by
 /// `/` (empty for the root itself).
@@ -120,9 +131,33 @@ impl Namespace {
             out: Vec::new(),
             moved_from: HashMap::new(),
             moved_to: HashMap::new(),
+            dirty: Rc::new(self.changed_since(x.min(y))),
         };
         w.dir(slot, Vec::new());
         w
+    }
+
+    /// Every inode that saved a version for snapshot `lo` or a later one, with every
+    /// directory above it: the only places two states at or after `lo` can differ, so a
+    /// diff walks nothing else (its cost follows the changes, not the tree). An inode's
+    /// parent when a later snapshot was taken is its parent now, or a directory it left
+    /// since, which then changed too and is in the set with its own ancestors (and lists
+    /// the inode among those it lost).
+    fn changed_since(&self, lo: SnapId) -> Dirty {
+        let mut dirty = Dirty::default();
+        for (&s, vs) in &self.snaps.versions {
+            if vs.last().is_none_or(|v| v.tag < lo) {
+                continue;
+            }
+            let mut at = s;
+            while at != super::inode::ROOT_SLOT && dirty.slots.insert(at) {
+                let parent = self.inode(at).parent;
+                dirty.children.entry(parent).or_default().push(at);
+                at = parent;
+            }
+        }
+        dirty.slots.insert(super::inode::ROOT_SLOT);
+        dirty
     }
 
     /// Whether `slot` changed between snapshots `a` and `b` (either order): it saved a
@@ -149,6 +184,17 @@ struct DiffWalk<'a> {
     /// slot → index of its `-` / `+` line.
     moved_from: HashMap<Slot, usize>,
     moved_to: HashMap<Slot, usize>,
+    /// What changed since the older state, with the directories above (see
+    /// `changed_since`): any other entry is the same in both states.
+    dirty: Rc<Dirty>,
+}
+
+/// What changed since the older state of a diff, with every directory above it, and those
+/// by directory (see `Namespace::changed_since`).
+#[derive(Default)]
+struct Dirty {
+    slots: FastSet<Slot>,
+    children: FastMap<Slot, Vec<Slot>>,
 }
 
 fn child_path(dir: &[u8], name: &[u8]) -> Vec<u8> {
@@ -176,41 +222,62 @@ impl DiffWalk<'_> {
     }
 
     /// Directory `d` (at `path`) in both states: its own line and its children's changes,
-    /// then each child present in both, in name order.
+    /// then each child present in both, in name order. Only the children that can differ
+    /// are looked at: those that changed (or hold a change), and those the directory's
+    /// versions since the older state record as made or removed.
     fn dir(&mut self, d: Slot, path: Vec<u8>) {
         let ns = self.ns;
         let (x, y) = (self.x, self.y);
-        let ys = ns.children_at(d, y);
-        if !ns.changed_between(d, x, y) {
-            // Children come and go only through a change to the directory itself: the
-            // same entries in both states, under the same names; only what is below moves.
-            for c in ys {
-                self.entry(c, d, child_path(&path, ns.name_at(c, y)));
+        let dirty = Rc::clone(&self.dirty);
+        let mut cands: Vec<Slot> = dirty.children.get(&d).cloned().unwrap_or_default();
+        let lo = x.min(y);
+        for v in ns.snaps.versions.get(&d).into_iter().flatten() {
+            if v.tag >= lo {
+                cands.extend(&v.created);
+                cands.extend(&v.deleted);
             }
-            return;
         }
-        let xs = ns.children_at(d, x);
-        let in_x: std::collections::HashSet<Slot> = xs.iter().copied().collect();
-        let in_y: std::collections::HashSet<Slot> = ys.iter().copied().collect();
-        // HDFS keeps a directory's changes as made and removed in time order, and lists
-        // what was made first: forward that reads `+` then `-`, backward `-` then `+`.
-        let forward = x < y;
-        let appeared: Vec<Slot> = ys.iter().copied().filter(|c| !in_x.contains(c)).collect();
-        // Gone, or renamed in place (HDFS lists renames with what went), by old name.
-        let mut gone: Vec<(&[u8], Slot, bool)> = xs
+        cands.sort_unstable();
+        cands.dedup();
+        let live = ns.live_members(d, &cands);
+        let in_x = ns.members_at(d, live.clone(), x);
+        let in_y = ns.members_at(d, live, y);
+        let by_name_at = |s: SnapId, mut v: Vec<Slot>| {
+            v.sort_by_cached_key(|&c| ns.name_at(c, s));
+            v
+        };
+        // Present in both and holding a change: walked after this directory's own lines.
+        let both: Vec<Slot> = cands
             .iter()
             .copied()
-            .filter(|c| !in_y.contains(c))
-            .map(|c| (ns.name_at(c, x), c, false))
+            .filter(|c| in_x.contains(c) && in_y.contains(c) && dirty.slots.contains(c))
             .collect();
-        gone.extend(
-            ys.iter()
+        let both = by_name_at(y, both);
+        if ns.changed_between(d, x, y) {
+            // HDFS keeps a directory's changes as made and removed in time order, and
+            // lists what was made first: forward that reads `+` then `-`, backward `-`
+            // then `+`.
+            let forward = x < y;
+            let appeared: Vec<Slot> = cands
+                .iter()
                 .copied()
-                .filter(|c| in_x.contains(c) && ns.name_at(*c, x) != ns.name_at(*c, y))
-                .map(|c| (ns.name_at(c, x), c, true)),
-        );
-        gone.sort();
-        {
+                .filter(|c| in_y.contains(c) && !in_x.contains(c))
+                .collect();
+            let appeared = by_name_at(y, appeared);
+            // Gone, or renamed in place (HDFS lists renames with what went), by old name.
+            let mut gone: Vec<(&[u8], Slot, bool)> = cands
+                .iter()
+                .copied()
+                .filter(|c| in_x.contains(c) && !in_y.contains(c))
+                .map(|c| (ns.name_at(c, x), c, false))
+                .collect();
+            gone.extend(
+                both.iter()
+                    .copied()
+                    .filter(|&c| ns.name_at(c, x) != ns.name_at(c, y))
+                    .map(|c| (ns.name_at(c, x), c, true)),
+            );
+            gone.sort();
             self.push('M', path.clone(), None, d, d);
             if forward {
                 self.appeared(d, &path, &appeared);
@@ -228,7 +295,9 @@ impl DiffWalk<'_> {
                 self.appeared(d, &path, &appeared);
             }
         }
-        for c in ys.iter().copied().filter(|c| in_x.contains(c)) {
+        // Children come and go only through a change to the directory itself; below
+        // them, only what is dirty can differ.
+        for c in both {
             self.entry(c, d, child_path(&path, ns.name_at(c, y)));
         }
     }
@@ -274,6 +343,7 @@ impl DiffWalk<'_> {
             out: Vec::new(),
             moved_from: HashMap::new(),
             moved_to: HashMap::new(),
+            dirty: Rc::clone(&self.dirty),
         };
         inner.entry(s, dir, target.to_vec());
         inner.out
@@ -375,19 +445,30 @@ pub struct DiffListing {
 impl Namespace {
     /// Whether `slot` as snapshots `a` and `b` show it differs in anything but its name.
     fn differs_beyond_name(&self, slot: Slot, a: SnapId, b: SnapId) -> bool {
-        let at = |s: SnapId| match self.version_at(slot, s) {
-            Some(f) => {
-                let mut f = f.clone();
-                f.name = Box::default();
-                f
+        match (self.version_at(slot, a), self.version_at(slot, b)) {
+            (Some(p), Some(q)) => !same_beyond_name(p, q),
+            (Some(p), None) | (None, Some(p)) => !self.live_is(slot, p),
+            (None, None) => false,
+        }
+    }
+
+    /// Whether live `slot` is as version `f` keeps it, but for its name (no copies).
+    fn live_is(&self, slot: Slot, f: &Frozen) -> bool {
+        let inode = self.inode(slot);
+        let file = match (&inode.body, &f.file) {
+            (super::inode::Body::File(l), Some(k)) => {
+                l.len() == k.len
+                    && l.block_size == k.block_size
+                    && l.blocks() == k.blocks.as_slice()
+                    && l.uc().is_some() == k.under_construction
             }
-            None => {
-                let mut f = self.freeze(slot);
-                f.name = Box::default();
-                f
-            }
+            (super::inode::Body::Dir(_), None) => true,
+            _ => false,
         };
-        at(a) != at(b)
+        file && (inode.perm, inode.owner, inode.group) == (f.perm, f.owner, f.group)
+            && (inode.mtime, inode.atime, inode.replication) == (f.mtime, f.atime, f.replication)
+            && self.features.get(&slot) == f.features.as_ref()
+            && self.acl_of(slot) == f.acl.as_deref().unwrap_or(&[])
     }
 
     fn is_dir_at_both(&self, slot: Slot, a: SnapId, b: SnapId) -> bool {

@@ -621,3 +621,86 @@ fn content_summaries_count_what_snapshots_keep() {
     w.apply(planned);
     assert_eq!(summary(&w, "/r/c"), ((1, 2, 1073, 5098), (0, 0, 0, 0)));
 }
+
+/// The diff benchmark's shape in process, to see where its time goes:
+/// `cargo test --release -p ferrite-namenode --lib diff_cost -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn diff_cost() {
+    use super::ops::{create_record, mkdir_record};
+    let su = Caller::superuser("hdfs");
+    let mut ns = Namespace::new("hdfs", "supergroup", 1);
+    let mut id = 20_000u64;
+    let mut next = || {
+        id += 1;
+        id
+    };
+    ns.apply(&mkdir_record("/b", next(), 1)).unwrap();
+    for d in 0..1000 {
+        ns.apply(&mkdir_record(&format!("/b/d{d}"), next(), 1))
+            .unwrap();
+        for f in 0..1000 {
+            let p = format!("/b/d{d}/f{f}");
+            ns.apply(&create_record(&p, next(), 1024, "w")).unwrap();
+            ns.apply(&Op::Close {
+                path: p,
+                mtime: 2,
+                len: 0,
+            })
+            .unwrap();
+        }
+    }
+    for op in ns.plan_allow_snapshot("/b").unwrap() {
+        ns.apply(&op).unwrap();
+    }
+    let (_, ops) = ns.plan_create_snapshot(&su, "/b", Some("s9"), 3).unwrap();
+    for op in ops {
+        ns.apply(&op).unwrap();
+    }
+    for i in 0..25_000u64 {
+        let d = i % 1000;
+        let f = i / 1000 * 40;
+        let p = format!("/b/d{d}/new{i}");
+        ns.apply(&create_record(&p, next(), 1024, "w")).unwrap();
+        ns.apply(&Op::Close {
+            path: p,
+            mtime: 4,
+            len: 0,
+        })
+        .unwrap();
+        ns.apply(&Op::SetPermission {
+            path: format!("/b/d{d}/f{f}"),
+            perm: 0o600,
+        })
+        .unwrap();
+        ns.apply(&Op::Rename {
+            src: format!("/b/d{d}/f{}", f + 1),
+            dst: format!("/b/d{d}/r{}", f + 1),
+            mtime: 4,
+            overwrite: false,
+        })
+        .unwrap();
+        ns.apply(&Op::Delete {
+            path: format!("/b/d{d}/f{}", f + 2),
+            mtime: 4,
+        })
+        .unwrap();
+    }
+    let rounds = std::env::var("DIFF_ROUNDS").map_or(3, |r| r.parse().unwrap());
+    for _ in 0..rounds {
+        let t = std::time::Instant::now();
+        let (_, l) = ns.snapshot_diff_listing(&su, "/b", "s9", "").unwrap();
+        let walk = t.elapsed();
+        let t = std::time::Instant::now();
+        let (_, r) = ns.snapshot_diff(&su, "/b", "s9", "").unwrap();
+        eprintln!(
+            "listing {:?} ({} modified, {} created, {} deleted); report {:?} ({} entries)",
+            walk,
+            l.modified.len(),
+            l.created.len(),
+            l.deleted.len(),
+            t.elapsed(),
+            r.len()
+        );
+    }
+}

@@ -10,6 +10,10 @@ use super::perm::{Caller, EXECUTE};
 use super::query::{FileStatus, Listing};
 use super::snapshot::{Frozen, SnapId};
 use super::snapshot_space::Kept;
+
+/// Maps and sets of slots for the diff's walk: a fast hash, no DoS concern (our own keys).
+pub(super) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+pub(super) type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 use super::Namespace;
 use crate::error::FsError;
 
@@ -85,8 +89,12 @@ impl Namespace {
         })))
     }
 
-    /// The version answering for snapshot `s`, if `slot` changed after it.
+    /// The version answering for snapshot `s`, if `slot` changed after it (none answers
+    /// for the current state).
     pub(super) fn version_at(&self, slot: Slot, s: SnapId) -> Option<&Frozen> {
+        if s == super::snapshot_diff::CURRENT {
+            return None;
+        }
         self.snaps
             .versions
             .get(&slot)?
@@ -115,15 +123,79 @@ impl Namespace {
             Body::Dir(c) => c.slots().collect(),
             Body::File(_) => return Vec::new(),
         };
-        if let Some(vs) = self.snaps.versions.get(&dir) {
-            for v in vs.iter().rev().take_while(|v| v.tag >= s) {
-                out.retain(|c| !v.created.contains(c));
-                out.extend(v.deleted.iter().copied());
+        let Some(vs) = self.snaps.versions.get(&dir) else {
+            return out;
+        };
+        let mut undone = false;
+        for v in vs.iter().rev().take_while(|v| v.tag >= s) {
+            if !v.created.is_empty() {
+                let made: std::collections::HashSet<Slot> = v.created.iter().copied().collect();
+                out.retain(|c| !made.contains(c));
             }
-            out.sort_by(|&a, &b| self.name_at(a, s).cmp(self.name_at(b, s)));
-            out.dedup();
+            out.extend(v.deleted.iter().copied());
+            undone = true;
+        }
+        if undone {
+            // In name order as the snapshot shows them (each name looked up once).
+            let mut named: Vec<(&[u8], Slot)> =
+                out.iter().map(|&c| (self.name_at(c, s), c)).collect();
+            named.sort_unstable();
+            named.dedup();
+            out = named.into_iter().map(|(_, c)| c).collect();
         }
         out
+    }
+
+    /// Which of `cands` are entries of `dir` now: the start of
+    /// [`members_at`](Self::members_at), shared by the two states a diff compares.
+    pub(super) fn live_members(&self, dir: Slot, cands: &[Slot]) -> FastMap<Slot, bool> {
+        let Body::Dir(children) = &self.inode(dir).body else {
+            return cands.iter().map(|&c| (c, false)).collect();
+        };
+        if cands.len() * 64 < children.len() {
+            // A few among many: each looked up by name.
+            return cands
+                .iter()
+                .map(|&c| {
+                    let live =
+                        self.inode(c).parent == dir && self.child(dir, self.name(c)) == Some(c);
+                    (c, live)
+                })
+                .collect();
+        }
+        // Many: one pass over the entries beats a name search (random reads) for each.
+        let here: FastSet<Slot> = children.slots().collect();
+        cands.iter().map(|&c| (c, here.contains(&c))).collect()
+    }
+
+    /// Which candidates are entries of `dir` as snapshot `s` shows them (`live`: which are
+    /// now): what [`children_at`](Self::children_at) would list, without the others.
+    pub(super) fn members_at(
+        &self,
+        dir: Slot,
+        mut member: FastMap<Slot, bool>,
+        s: SnapId,
+    ) -> FastSet<Slot> {
+        for v in self.snaps.versions.get(&dir).into_iter().flatten().rev() {
+            if v.tag < s {
+                break;
+            }
+            for c in &v.created {
+                if let Some(m) = member.get_mut(c) {
+                    *m = false;
+                }
+            }
+            for c in &v.deleted {
+                if let Some(m) = member.get_mut(c) {
+                    *m = true;
+                }
+            }
+        }
+        member
+            .into_iter()
+            .filter(|&(_, m)| m)
+            .map(|(c, _)| c)
+            .collect()
     }
 
     /// EXECUTE on a directory inside a snapshot, by its permission then.
