@@ -34,6 +34,8 @@ SCENARIO = [
     C("-createSnapshot", "/snap/d", "s1"),
     C("-createSnapshot", "/snap/d", "s1"),
     C("-createSnapshot", "/snap/e", "x"),
+    ["dfsadmin", "-allowSnapshot", "/snap/e"],
+    C("-createSnapshot", "/snap/e", "x"),
     C("-createSnapshot", "/snap/d", "a/b"),
     C("-ls", "/snap/d/.snapshot"),
     C("-ls", "-R", "/snap/d/.snapshot/s1"),
@@ -43,8 +45,8 @@ SCENARIO = [
     C("-mv", "/snap/d/sub", "/snap/moved"),
     C("-put", "-f", HOSTS, "/snap/d/sub2"),
     C("-chmod", "700", "/snap/d/h"),
-    # A cut inside the block s1 shows (copy-on-truncate), and a move between two
-    # snapshottable directories.
+    # A cut inside the block s1 shows (copy-on-truncate), and a move from one snapshottable
+    # directory into another.
     C("-truncate", "-w", "10", "/snap/d/t"),
     C("-mv", "/snap/d/k", "/snap/e/k"),
     C("-put", HOSTS, "/snap/d/w/n"),
@@ -67,6 +69,7 @@ SCENARIO = [
     C("-cat", "/snap/d/.snapshot/s1/k"),
     C("-cat", "/snap/e/k"),
     ["snapshotDiff", "/snap/e", "x", "."],
+    ["snapshotDiff", "/snap/moved", "s1", "."],
     # A diff of a directory below a snapshottable one, and of a file.
     ["snapshotDiff", "/snap/d/w", "s1", "."],
     ["snapshotDiff", "/snap/d/sub2", "s1", "."],
@@ -110,6 +113,7 @@ SCENARIO = [
     C("-cat", "/snap/d/.snapshot/s3/h"),
     C("-deleteSnapshot", "/snap/d", "s3"),
     ["dfsadmin", "-disallowSnapshot", "/snap/d"],
+    C("-deleteSnapshot", "/snap/e", "x"),
     C("-ls", "/snap/d/.snapshot"),
     C("-rm", "-r", "-skipTrash", "/snap"),
 ]
@@ -166,7 +170,8 @@ def test_snapshots_match_hdfs(ferrite, hdfs_cluster, workroot):
     assert by["-cat /snap/d/t"].out == hosts[:10]
     assert by["-cat /snap/d/.snapshot/s1/t"].out == hosts
     assert by["-cat /snap/d/.snapshot/s1/k"].out == hosts == by["-cat /snap/e/k"].out
-    assert "neither snapshottable" in by["snapshotDiff /snap/e x ."].err
+    assert "+\t./k" in by["snapshotDiff /snap/e x ."].out
+    assert "neither snapshottable" in by["snapshotDiff /snap/moved s1 ."].err
     assert 'user.a="one"' in by["-getfattr -d /snap/d/.snapshot/s1/w"].out
     assert "user:alice:r-x" in by["-getfacl /snap/d/.snapshot/s1/w"].out
     # HDFS answers a snapshot path's storage policy as the inode's now.

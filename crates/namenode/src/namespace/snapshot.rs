@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use super::acl::AclEntry;
 use super::inode::{Block, Body, Slot, ROOT_SLOT};
+use super::snapshot_view::FastMap;
 use super::xattr::Features;
 use super::{Effects, Namespace};
 
@@ -102,23 +103,23 @@ pub struct Version {
 /// Every snapshot, and the versions and pins that keep their views.
 #[derive(Debug, Default)]
 pub struct Snapshots {
-    pub roots: HashMap<Slot, Root>,
+    pub roots: FastMap<Slot, Root>,
     /// The next id to hand out.
     pub next_id: SnapId,
     /// Every snapshot id, with the first inode id it did not see (inodes made later need
     /// no version for it).
     pub taken: BTreeMap<SnapId, u64>,
-    pub versions: HashMap<Slot, Vec<Version>>,
+    pub versions: FastMap<Slot, Vec<Version>>,
     /// Subtrees moved out from under snapshottable directories: the roots they were under,
     /// whose snapshots may still show them where they were.
-    pub pins: HashMap<Slot, Vec<Slot>>,
+    pub pins: FastMap<Slot, Vec<Slot>>,
     /// Detached inodes kept because a snapshot lists them: in how many `deleted` lists.
-    pub held: HashMap<Slot, u32>,
+    pub held: FastMap<Slot, u32>,
     /// Each snapshot's root.
-    pub root_of: HashMap<SnapId, Slot>,
+    pub root_of: FastMap<SnapId, Slot>,
     /// Blocks a live file let go of (a truncate, an abandoned block) that one of its
     /// versions still lists, with that file: what block reports check their replicas by.
-    pub kept_blocks: HashMap<u64, (Slot, Block)>,
+    pub kept_blocks: FastMap<u64, (Slot, Block)>,
     /// What snapshots keep under each quota directory asked about since the last record
     /// that could change it (see `snapshot_space`); emptied by such records.
     pub usage_cache: parking_lot::Mutex<HashMap<Slot, super::quota::Usage>>,

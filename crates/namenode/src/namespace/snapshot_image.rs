@@ -12,6 +12,7 @@ use std::sync::Arc;
 use super::image::{put_xattrs, read_inode, read_xattrs, ImageError};
 use super::inode::{Block, Slot, ROOT_SLOT};
 use super::snapshot::{Frozen, FrozenFile, Root, Snap, Version};
+use super::snapshot_view::FastMap;
 use super::xattr::Features;
 use super::Namespace;
 use crate::journal::codec::Reader;
@@ -282,8 +283,8 @@ impl Namespace {
     /// What the image does not store: how many `deleted` lists hold each inode, and the
     /// blocks only versions keep.
     fn derive_snapshot_indexes(&mut self) {
-        let mut held: HashMap<Slot, u32> = HashMap::new();
-        let mut kept = HashMap::new();
+        let mut held: FastMap<Slot, u32> = FastMap::default();
+        let mut kept = FastMap::default();
         for (&slot, vs) in &self.snaps.versions {
             for v in vs {
                 for &d in &v.deleted {
