@@ -4,7 +4,6 @@
 //! version in that span (it saves one at its first change after each snapshot that sees
 //! it). Renames are told from a delete and a create by the inode they move.
 
-use std::collections::HashMap;
 use std::rc::Rc;
 
 use super::inode::Slot;
@@ -129,8 +128,8 @@ impl Namespace {
             x,
             y,
             out: Vec::new(),
-            moved_from: HashMap::new(),
-            moved_to: HashMap::new(),
+            moved_from: FastMap::default(),
+            moved_to: FastMap::default(),
             dirty: Rc::new(self.changed_since(x.min(y))),
         };
         w.dir(slot, Vec::new());
@@ -182,8 +181,8 @@ struct DiffWalk<'a> {
     out: Vec<Line>,
     /// Entries gone from one place and made at another (a rename across directories):
     /// slot → index of its `-` / `+` line.
-    moved_from: HashMap<Slot, usize>,
-    moved_to: HashMap<Slot, usize>,
+    moved_from: FastMap<Slot, usize>,
+    moved_to: FastMap<Slot, usize>,
     /// What changed since the older state, with the directories above (see
     /// `changed_since`): any other entry is the same in both states.
     dirty: Rc<Dirty>,
@@ -341,8 +340,8 @@ impl DiffWalk<'_> {
             x: self.x,
             y: self.y,
             out: Vec::new(),
-            moved_from: HashMap::new(),
-            moved_to: HashMap::new(),
+            moved_from: FastMap::default(),
+            moved_to: FastMap::default(),
             dirty: Rc::clone(&self.dirty),
         };
         inner.entry(s, dir, target.to_vec());
@@ -391,7 +390,7 @@ impl DiffWalk<'_> {
             self.out[i].0.target = Some(target.clone());
             inner.extend(self.inside(s, self.out[j].2, &target));
         }
-        let moved: std::collections::HashSet<Slot> = pairs.iter().map(|p| p.2).collect();
+        let moved: FastSet<Slot> = pairs.iter().map(|p| p.2).collect();
         for (e, slot, dir) in std::mem::take(&mut self.out).into_iter().chain(inner) {
             let entry = |path: Vec<u8>, reference: bool, target: Option<Vec<u8>>| ListingEntry {
                 path,
