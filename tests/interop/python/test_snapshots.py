@@ -198,7 +198,8 @@ def test_snapshot_permissions_match_hdfs(ferrite, hdfs_cluster, workroot):
     ]
     answers = []
     for server in (ferrite, hdfs_cluster):
-        assert all(r.rc == 0 for r in FsShell(server, workroot).run(*setup))
+        done = FsShell(server, workroot).run(*setup)
+        assert all(r.rc == 0 for r in done), f"{server.url}: {done}"
         answers.append(FsShell(server, workroot, user="alice").run(*USER))
     ours, theirs = answers
     for cmd, a, b in zip(USER, ours, theirs):

@@ -520,8 +520,11 @@ impl Namespace {
             self.detach(top);
         }
         let mut stack = vec![top];
+        // A snapshottable directory with no snapshot left keeps nothing, but it is still
+        // listed as one: the state must forget it too.
+        let snapshot_state = !self.snaps.idle() || !self.snaps.roots.is_empty();
         while let Some(s) = stack.pop() {
-            if !self.snaps.idle() && !self.forget_snapshot_state(s, fx) {
+            if snapshot_state && !self.forget_snapshot_state(s, fx) {
                 // A snapshot lists it elsewhere: it stays, with what is below it, no longer
                 // live.
                 self.retire(s, fx);

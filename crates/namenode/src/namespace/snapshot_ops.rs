@@ -219,15 +219,21 @@ impl Namespace {
     /// Refuses to delete `slot` (or replace it) while it or a directory below it has
     /// snapshots, as HDFS does.
     pub(super) fn check_no_snapshots_below(&self, slot: Slot) -> Result<(), FsError> {
-        for (&r, root) in &self.snaps.roots {
-            if !root.snaps.is_empty() && self.is_at_or_above(slot, r) {
-                let p = self.path_of(r);
-                return Err(FsError::Snapshot(format!(
-                    "The directory {p} cannot be deleted since {p} is snapshottable and already has snapshots"
-                )));
-            }
+        // HDFS names the first it meets walking the subtree (itself, then each child in
+        // name order, depth first): the least path, compared component by component.
+        let first = self
+            .snaps
+            .roots
+            .iter()
+            .filter(|&(&r, root)| !root.snaps.is_empty() && self.is_at_or_above(slot, r))
+            .map(|(&r, _)| self.path_of(r))
+            .min_by(|a, b| a.split('/').cmp(b.split('/')));
+        match first {
+            Some(p) => Err(FsError::Snapshot(format!(
+                "The directory {p} cannot be deleted since {p} is snapshottable and already has snapshots"
+            ))),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     pub(super) fn apply_snapshot_op(&mut self, op: &Op, fx: &mut Effects) -> Result<(), FsError> {

@@ -704,3 +704,36 @@ fn diff_cost() {
         );
     }
 }
+
+/// A snapshottable directory deleted once its snapshots are gone leaves no trace: it is no
+/// longer listed, and nothing refers to its freed slot (found by the interop scenario:
+/// the next allowSnapshot read the dead slot).
+#[test]
+fn a_deleted_snapshottable_directory_is_forgotten() {
+    let su = Caller::superuser("hdfs");
+    let mut ns = Namespace::new("hdfs", "supergroup", 1);
+    let apply = |ns: &mut Namespace, ops: Vec<Op>| {
+        for op in ops {
+            ns.apply(&op).unwrap();
+        }
+    };
+    for d in ["/p/e", "/q"] {
+        let p = ns.plan_mkdirs(&su, d, 0o755, true, 1).unwrap();
+        ns.apply_planned(&p, |_, _| {});
+    }
+    let ops = ns.plan_allow_snapshot("/p/e").unwrap();
+    apply(&mut ns, ops);
+    let (_, ops) = ns.plan_create_snapshot(&su, "/p/e", Some("x"), 2).unwrap();
+    apply(&mut ns, ops);
+    let ops = ns.plan_delete_snapshot(&su, "/p/e", "x", 3).unwrap();
+    apply(&mut ns, ops);
+    let planned = ns.plan_delete(&su, "/p", true, 4).unwrap().unwrap();
+    ns.apply_planned(&planned, |_, _| {});
+    assert!(ns.snapshot_roots().is_empty());
+    // New inodes may take the freed slots; allowing another directory reads every root.
+    let p = ns.plan_mkdirs(&su, "/q/a/b", 0o755, true, 5).unwrap();
+    ns.apply_planned(&p, |_, _| {});
+    let ops = ns.plan_allow_snapshot("/q/a").unwrap();
+    apply(&mut ns, ops);
+    assert_eq!(ns.snapshot_roots().len(), 1);
+}
