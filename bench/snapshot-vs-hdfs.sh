@@ -5,9 +5,9 @@
 #     taken one after another, median and worst.
 #  2. The diff report after CHANGES changes (a quarter each: new files, chmods, renames,
 #     deletes of files the snapshot holds), on the largest tree: median of 3 calls.
-#  3. The NameNode's RSS growth over those changes with a snapshot holding the tree, next
-#     to the same changes with no snapshot: memory per changed inode. (HDFS's RSS is a JVM's:
-#     it includes garbage not yet collected, so its figure is an upper bound.)
+#  3. The NameNode's memory growth over those changes with a snapshot holding the tree, next
+#     to the same changes with no snapshot: memory per changed inode. Ferrite's RSS; HDFS's
+#     live heap after a full collection (jmap -histo:live), its RSS barely moving.
 # Raw output goes to bench/run/snapshot-<time>/.
 #
 #   bench/snapshot-vs-hdfs.sh [-s "10000 100000 1000000"] [-c 100000] [-y "hdfs ferrite"]
@@ -36,16 +36,22 @@ fill() {  # fill N: N closed files under $BASE, kept
 
 rss() { awk '/VmRSS/{print $2}' "/proc/$PID/status"; }
 
+# heap: HDFS's live heap in KiB after a full collection (jmap -histo:live forces one); RSS
+# barely moves for a JVM with room in its heap. "-" for Ferrite, whose RSS is the figure.
+heap() {
+  if [ "$sys" = hdfs ]; then jmap -histo:live "$PID" | awk '/^Total/{print int($3/1024)}'; else echo -; fi
+}
+
 for sys in $SYSTEMS; do
   for n in $SIZES; do
     "start_$sys" "$WORK/$sys"
     fill "$n"
     sb "$BASE" create 10 | sed "s/^/system=$sys files=$n /" | tee -a "$OUT/results.txt"
     if [ "$n" = "$LARGEST" ]; then
-      before=$(rss)
+      before=$(rss); hbefore=$(heap)
       sb "$BASE" change "$CHANGES" "$BASE" "$CLIENTS" | sed "s/^/system=$sys files=$n /" | tee -a "$OUT/results.txt"
-      sleep 3; after=$(rss)
-      echo "system=$sys files=$n op=change_rss snapshot=yes kib_before=$before kib_after=$after" | tee -a "$OUT/results.txt"
+      sleep 3; after=$(rss); hafter=$(heap)
+      echo "system=$sys files=$n op=change_rss snapshot=yes kib_before=$before kib_after=$after heap_kib_before=$hbefore heap_kib_after=$hafter" | tee -a "$OUT/results.txt"
       sb "$BASE" diff s9 "" | sed "s/^/system=$sys files=$n /" | tee -a "$OUT/results.txt"
     fi
     stop_server "$PID"
@@ -53,9 +59,9 @@ for sys in $SYSTEMS; do
   # The same changes with no snapshot: what they cost without one (on the largest tree).
   "start_$sys" "$WORK/$sys"
   fill "$LARGEST"
-  before=$(rss)
+  before=$(rss); hbefore=$(heap)
   sb "$BASE" change "$CHANGES" "$BASE" "$CLIENTS" > /dev/null
-  sleep 3; after=$(rss)
-  echo "system=$sys files=$LARGEST op=change_rss snapshot=no kib_before=$before kib_after=$after" | tee -a "$OUT/results.txt"
+  sleep 3; after=$(rss); hafter=$(heap)
+  echo "system=$sys files=$LARGEST op=change_rss snapshot=no kib_before=$before kib_after=$after heap_kib_before=$hbefore heap_kib_after=$hafter" | tee -a "$OUT/results.txt"
   stop_server "$PID"
 done

@@ -81,22 +81,10 @@ impl Dataset {
         new_len: u64,
     ) -> Result<Replica, StorageError> {
         let r = self.get(id).ok_or(StorageError::NotFound(id))?;
-        let fail = |why: String| StorageError::Recovery { id, why };
-        if r.state == State::Finalized && r.gs == recovery_id && r.len == new_len {
+        if done_by(&r, recovery_id, new_len) {
             return Ok(r);
         }
-        if r.recovery_id != recovery_id {
-            return Err(fail(format!(
-                "the replica is under recovery {}, not {recovery_id}",
-                r.recovery_id
-            )));
-        }
-        if new_len > r.len {
-            return Err(fail(format!(
-                "new length {new_len} is beyond the {} bytes the replica holds",
-                r.len
-            )));
-        }
+        let r = self.in_recovery(id, recovery_id, new_len)?;
         let vi = r.volume;
         let io_err = |source| StorageError::Io { volume: vi, source };
         let files = &self.volumes[vi].files;
@@ -135,24 +123,11 @@ impl Dataset {
         let earlier = self.get(new_id);
         if let Some(c) = earlier
             .as_ref()
-            .filter(|c| c.state == State::Finalized && c.gs == recovery_id && c.len == new_len)
+            .filter(|c| done_by(c, recovery_id, new_len))
         {
             return Ok(c.clone());
         }
-        let r = self.get(id).ok_or(StorageError::NotFound(id))?;
-        let fail = |why: String| StorageError::Recovery { id, why };
-        if r.recovery_id != recovery_id {
-            return Err(fail(format!(
-                "the replica is under recovery {}, not {recovery_id}",
-                r.recovery_id
-            )));
-        }
-        if new_len > r.len {
-            return Err(fail(format!(
-                "new length {new_len} is beyond the {} bytes the replica holds",
-                r.len
-            )));
-        }
+        let r = self.in_recovery(id, recovery_id, new_len)?;
         if let Some(stale) = earlier {
             self.replicas.lock().remove(&new_id);
             self.forget_handles(new_id);
@@ -191,6 +166,38 @@ impl Dataset {
         }
         Ok(copy)
     }
+}
+
+impl Dataset {
+    /// Replica `id`, taken into recovery `recovery_id` and holding at least `new_len` bytes:
+    /// what ending that recovery (a cut or a copy) needs.
+    fn in_recovery(
+        &self,
+        id: u64,
+        recovery_id: u64,
+        new_len: u64,
+    ) -> Result<Replica, StorageError> {
+        let r = self.get(id).ok_or(StorageError::NotFound(id))?;
+        let fail = |why: String| StorageError::Recovery { id, why };
+        if r.recovery_id != recovery_id {
+            return Err(fail(format!(
+                "the replica is under recovery {}, not {recovery_id}",
+                r.recovery_id
+            )));
+        }
+        if new_len > r.len {
+            return Err(fail(format!(
+                "new length {new_len} is beyond the {} bytes the replica holds",
+                r.len
+            )));
+        }
+        Ok(r)
+    }
+}
+
+/// Whether `r` is what recovery `recovery_id` to `new_len` bytes leaves: done already.
+fn done_by(r: &Replica, recovery_id: u64, new_len: u64) -> bool {
+    r.state == State::Finalized && r.gs == recovery_id && r.len == new_len
 }
 
 fn info(r: &Replica) -> ReplicaInfo {

@@ -119,6 +119,17 @@ fn subtree(ns: &Namespace, su: &Caller, top: &str) -> Copy {
 }
 
 impl World {
+    /// An empty namespace, worked on as the superuser.
+    fn new() -> Self {
+        World {
+            ns: Namespace::new("hdfs", "supergroup", 1),
+            log: Vec::new(),
+            su: Caller::superuser("hdfs"),
+            now: 1,
+            copies: BTreeMap::new(),
+        }
+    }
+
     fn apply(&mut self, planned: Planned) {
         let applied = self.ns.apply_planned(&planned, |_, _| {});
         assert!(applied.failed.is_none(), "{:?}", applied.failed);
@@ -392,14 +403,7 @@ proptest! {
     fn every_snapshot_shows_its_copy_after_every_step_an_image_and_a_replay(
         steps in prop::collection::vec(step(), 1..50)
     ) {
-        let su = Caller::superuser("hdfs");
-        let mut w = World {
-            ns: Namespace::new("hdfs", "supergroup", 1),
-            log: Vec::new(),
-            su,
-            now: 1,
-            copies: BTreeMap::new(),
-        };
+        let mut w = World::new();
         for d in DIRS {
             let p = w.ns.plan_mkdirs(&w.su, d, 0o755, true, 1).unwrap();
             w.apply(p);
@@ -435,14 +439,7 @@ proptest! {
 
 #[test]
 fn files_a_snapshot_shows_are_not_concatenated_away_and_are_copied_on_truncate() {
-    let su = Caller::superuser("hdfs");
-    let mut w = World {
-        ns: Namespace::new("hdfs", "supergroup", 1),
-        log: Vec::new(),
-        su,
-        now: 1,
-        copies: BTreeMap::new(),
-    };
+    let mut w = World::new();
     let p = w.ns.plan_mkdirs(&w.su, "/r", 0o755, true, 1).unwrap();
     w.apply(p);
     for name in [0, 1] {
@@ -502,14 +499,7 @@ fn files_a_snapshot_shows_are_not_concatenated_away_and_are_copied_on_truncate()
 
 #[test]
 fn deleting_the_last_snapshot_of_a_deleted_file_gives_its_blocks_up() {
-    let su = Caller::superuser("hdfs");
-    let mut w = World {
-        ns: Namespace::new("hdfs", "supergroup", 1),
-        log: Vec::new(),
-        su,
-        now: 1,
-        copies: BTreeMap::new(),
-    };
+    let mut w = World::new();
     let p = w.ns.plan_mkdirs(&w.su, "/r", 0o755, true, 1).unwrap();
     w.apply(p);
     w.run(&Step::Create {
@@ -544,14 +534,7 @@ fn deleting_the_last_snapshot_of_a_deleted_file_gives_its_blocks_up() {
 /// `snapshot*` ones; blocks a truncate cut off a live file in its space only.
 #[test]
 fn content_summaries_count_what_snapshots_keep() {
-    let su = Caller::superuser("hdfs");
-    let mut w = World {
-        ns: Namespace::new("hdfs", "supergroup", 1),
-        log: Vec::new(),
-        su,
-        now: 1,
-        copies: BTreeMap::new(),
-    };
+    let mut w = World::new();
     for d in ["/r/a/b", "/r/c"] {
         let p = w.ns.plan_mkdirs(&w.su, d, 0o755, true, 1).unwrap();
         w.apply(p);
