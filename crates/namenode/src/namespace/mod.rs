@@ -319,6 +319,20 @@ impl Namespace {
         })
     }
 
+    /// Whether `s` is `top` or below it, by parent links (a kept inode's lead to where it
+    /// was).
+    pub(super) fn is_at_or_under(&self, mut s: Slot, top: Slot) -> bool {
+        loop {
+            if s == top {
+                return true;
+            }
+            if s == ROOT_SLOT {
+                return false;
+            }
+            s = self.arena.get(s).parent;
+        }
+    }
+
     /// Full path of an inode, for messages.
     pub fn path_of(&self, mut slot: Slot) -> String {
         let mut parts = Vec::new();

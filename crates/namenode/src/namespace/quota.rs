@@ -463,19 +463,6 @@ impl Namespace {
         }
     }
 
-    fn is_at_or_under(&self, s: Slot, top: Slot) -> bool {
-        let mut s = s;
-        loop {
-            if s == top {
-                return true;
-            }
-            if s == ROOT_SLOT {
-                return false;
-            }
-            s = self.inode(s).parent;
-        }
-    }
-
     fn depth_of(&self, mut s: Slot) -> usize {
         let mut d = 0;
         while s != ROOT_SLOT {

@@ -61,19 +61,6 @@ impl Namespace {
         &self.snaps.roots[&slot]
     }
 
-    /// Whether `anc` is `slot` or one of its (live) ancestors.
-    fn is_at_or_above(&self, anc: Slot, mut slot: Slot) -> bool {
-        loop {
-            if slot == anc {
-                return true;
-            }
-            if slot == ROOT_SLOT {
-                return false;
-            }
-            slot = self.arena.get(slot).parent;
-        }
-    }
-
     /// What allow/disallowSnapshot name, found without permission checks (they are the
     /// superuser's), and its normalized path; missing in HDFS's words for them.
     fn admin_target(&self, src: &str) -> Result<(Slot, String), FsError> {
@@ -97,9 +84,9 @@ impl Namespace {
         }
         if !self.snaps.roots.contains_key(&slot) {
             for &r in self.snaps.roots.keys() {
-                let (what, other) = if self.is_at_or_above(r, slot) {
+                let (what, other) = if self.is_at_or_under(slot, r) {
                     ("ancestor", r)
-                } else if self.is_at_or_above(slot, r) {
+                } else if self.is_at_or_under(r, slot) {
                     ("subdirectory", r)
                 } else {
                     continue;
@@ -225,7 +212,7 @@ impl Namespace {
             .snaps
             .roots
             .iter()
-            .filter(|&(&r, root)| !root.snaps.is_empty() && self.is_at_or_above(slot, r))
+            .filter(|&(&r, root)| !root.snaps.is_empty() && self.is_at_or_under(r, slot))
             .map(|(&r, _)| self.path_of(r))
             .min_by(|a, b| a.split('/').cmp(b.split('/')));
         match first {

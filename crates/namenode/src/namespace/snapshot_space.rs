@@ -11,7 +11,7 @@
 
 use std::collections::HashSet;
 
-use super::inode::{Body, Slot, ROOT_SLOT};
+use super::inode::{Body, Slot};
 use super::quota::Usage;
 use super::Namespace;
 
@@ -45,7 +45,7 @@ impl Namespace {
         }
         let mut seen = HashSet::new();
         for (&slot, versions) in &self.snaps.versions {
-            if !self.is_live(slot) || !self.is_at_or_below(slot, top) {
+            if !self.is_live(slot) || !self.is_at_or_under(slot, top) {
                 continue;
             }
             match &self.inode(slot).body {
@@ -89,19 +89,6 @@ impl Namespace {
         };
         self.snaps.usage_cache.lock().insert(dir, u);
         u
-    }
-
-    /// Whether live `slot` is `top` or below it.
-    fn is_at_or_below(&self, mut slot: Slot, top: Slot) -> bool {
-        loop {
-            if slot == top {
-                return true;
-            }
-            if slot == ROOT_SLOT {
-                return false;
-            }
-            slot = self.inode(slot).parent;
-        }
     }
 
     /// A deleted subtree a snapshot keeps, counted whole: what it held when deleted, and
