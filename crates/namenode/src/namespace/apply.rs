@@ -25,7 +25,6 @@ impl Namespace {
                 op,
                 Op::Delete { .. }
                     | Op::Rename { .. }
-                    | Op::Create { .. }
                     | Op::Truncate { .. }
                     | Op::CopyOnTruncate { .. }
                     | Op::Concat { .. }

@@ -323,6 +323,9 @@ impl Namespace {
             } else {
                 v.deleted.push(child);
                 *self.snaps.held.entry(child).or_insert(0) += 1;
+                // Kept for a snapshot now (a create over it, a delete, a move away):
+                // quotas count it again when next asked.
+                self.snaps.usage_cache.get_mut().clear();
             }
         }
         self.snaps.held.contains_key(&child)

@@ -603,6 +603,16 @@ fn content_summaries_count_what_snapshots_keep() {
             .unwrap();
     w.apply(planned);
     assert_eq!(summary(&w, "/r/c"), ((1, 2, 1073, 5098), (0, 0, 0, 0)));
+    // A create over a file a snapshot shows keeps the old one charged too.
+    let ops = w.ns.plan_set_quota(&w.su, "/r", 100, -1, None).unwrap();
+    w.apply_ops(ops);
+    let before = used(&w).ns;
+    w.run(&Step::Create {
+        dir: 3,
+        name: 1,
+        len: 10,
+    });
+    assert_eq!(used(&w).ns, before + 1);
 }
 
 /// The diff benchmark's shape in process, to see where its time goes:
