@@ -19,8 +19,6 @@ use crate::error::FsError;
 #[derive(Clone, Copy)]
 pub struct Attrs<'a> {
     pub slot: Slot,
-    /// The snapshot ([`CURRENT`]: live).
-    pub snap: SnapId,
     frozen: Option<&'a Frozen>,
     ns: &'a Namespace,
 }
@@ -66,7 +64,6 @@ impl Namespace {
         };
         Attrs {
             slot,
-            snap: s,
             frozen,
             ns: self,
         }
