@@ -1,6 +1,6 @@
 //! Read-only questions about the tree: file status, paged listings, content summaries.
 
-use super::inode::{Body, Slot, PERM_MASK};
+use super::inode::{Body, Slot, PERM_MASK, ROOT_INODE_ID};
 use super::path::components;
 use super::perm::{Caller, EXECUTE, READ};
 use super::snapshot_space::{Kept, SnapshotSpace};
@@ -30,6 +30,8 @@ pub struct FileStatus {
     pub storage_policy: u8,
     /// It has an ACL (`ls` shows a `+`).
     pub has_acl: bool,
+    /// A snapshottable directory (HDFS's `SNAPSHOT_ENABLED` flag; the root always is).
+    pub snapshot_enabled: bool,
 }
 
 pub struct Listing {
@@ -96,6 +98,7 @@ pub fn created_status(op: &Op) -> Option<FileStatus> {
         // (`Namespace::policy_for_new`, `Namespace::inherited_by_new`).
         storage_policy: 0,
         has_acl: false,
+        snapshot_enabled: false,
     })
 }
 
@@ -132,6 +135,8 @@ impl Namespace {
             under_construction: uc,
             storage_policy: self.storage_policy_of(slot),
             has_acl: self.has_acl(slot),
+            snapshot_enabled: inode.is_dir()
+                && (inode.id == ROOT_INODE_ID || self.is_snapshot_root(slot)),
         }
     }
 

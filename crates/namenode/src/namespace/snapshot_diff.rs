@@ -37,9 +37,10 @@ pub struct DiffEntry {
 }
 
 impl Namespace {
-    /// The snapshot of root `slot` named `name` (empty or `.`: the current state).
+    /// The snapshot of root `slot` named `name` (empty: the current state; `.` is a name
+    /// to HDFS's NameNode, which only its shell's `snapshotDiff` turns into the empty one).
     fn snapshot_id(&self, slot: Slot, name: &str) -> Result<SnapId, FsError> {
-        if name.is_empty() || name == "." {
+        if name.is_empty() {
             return Ok(CURRENT);
         }
         self.snaps.roots[&slot]
@@ -253,46 +254,7 @@ impl DiffWalk<'_> {
             .collect();
         let both = by_name_at(y, both);
         if ns.changed_between(d, x, y) {
-            // HDFS keeps a directory's changes as made and removed in time order, and
-            // lists what was made first: forward that reads `+` then `-`, backward `-`
-            // then `+`.
-            let forward = x < y;
-            let appeared: Vec<Slot> = cands
-                .iter()
-                .copied()
-                .filter(|c| in_y.contains(c) && !in_x.contains(c))
-                .collect();
-            let appeared = by_name_at(y, appeared);
-            // Gone, or renamed in place (HDFS lists renames with what went), by old name.
-            let mut gone: Vec<(&[u8], Slot, bool)> = cands
-                .iter()
-                .copied()
-                .filter(|c| in_x.contains(c) && !in_y.contains(c))
-                .map(|c| (ns.name_at(c, x), c, false))
-                .collect();
-            gone.extend(
-                both.iter()
-                    .copied()
-                    .filter(|&c| ns.name_at(c, x) != ns.name_at(c, y))
-                    .map(|c| (ns.name_at(c, x), c, true)),
-            );
-            gone.sort();
-            self.push('M', path.clone(), None, d, d);
-            if forward {
-                self.appeared(d, &path, &appeared);
-            }
-            for (name, c, renamed) in gone {
-                let from = child_path(&path, name);
-                if renamed {
-                    let to = child_path(&path, ns.name_at(c, y));
-                    self.push('R', from, Some(to), c, d);
-                } else {
-                    self.push('-', from, None, c, d);
-                }
-            }
-            if !forward {
-                self.appeared(d, &path, &appeared);
-            }
+            self.own_lines(d, &path, &cands, (&in_x, &in_y), &both);
         }
         // Children come and go only through a change to the directory itself; below
         // them, only what is dirty can differ.
@@ -301,10 +263,60 @@ impl DiffWalk<'_> {
         }
     }
 
-    fn appeared(&mut self, d: Slot, path: &[u8], appeared: &[Slot]) {
-        for &c in appeared {
-            let name = self.ns.name_at(c, self.y);
-            self.push('+', child_path(path, name), None, c, d);
+    /// A changed directory's own lines, as HDFS writes them from the directory's diff
+    /// (kept from the older state to the newer): its `M`, then what was made (by its newer
+    /// name; `+` forward, `-` backward), then what went or was renamed in place (by its
+    /// older name; `-` or `+`, and `R` from the `x` name to the `y` name). Nothing when
+    /// only its name changed (a renamed directory is its parent's `R` line).
+    fn own_lines(
+        &mut self,
+        d: Slot,
+        path: &[u8],
+        cands: &[Slot],
+        (in_x, in_y): (&FastSet<Slot>, &FastSet<Slot>),
+        both: &[Slot],
+    ) {
+        let ns = self.ns;
+        let (x, y) = (self.x, self.y);
+        let forward = x < y;
+        let (older, newer) = if forward { (x, y) } else { (y, x) };
+        let (in_older, in_newer) = if forward { (in_x, in_y) } else { (in_y, in_x) };
+        let mut made: Vec<Slot> = cands
+            .iter()
+            .copied()
+            .filter(|c| in_newer.contains(c) && !in_older.contains(c))
+            .collect();
+        made.sort_by_cached_key(|&c| ns.name_at(c, newer));
+        let mut went: Vec<(&[u8], Slot, bool)> = cands
+            .iter()
+            .copied()
+            .filter(|c| in_older.contains(c) && !in_newer.contains(c))
+            .map(|c| (ns.name_at(c, older), c, false))
+            .collect();
+        went.extend(
+            both.iter()
+                .copied()
+                .filter(|&c| ns.name_at(c, x) != ns.name_at(c, y))
+                .map(|c| (ns.name_at(c, older), c, true)),
+        );
+        went.sort();
+        if made.is_empty() && went.is_empty() && !ns.differs_beyond_name(d, x, y) {
+            return;
+        }
+        self.push('M', path.to_vec(), None, d, d);
+        for c in made {
+            let at = child_path(path, ns.name_at(c, newer));
+            self.push(if forward { '+' } else { '-' }, at, None, c, d);
+        }
+        for (name, c, renamed) in went {
+            if renamed {
+                let from = child_path(path, ns.name_at(c, x));
+                let to = child_path(path, ns.name_at(c, y));
+                self.push('R', from, Some(to), c, d);
+            } else {
+                let at = child_path(path, name);
+                self.push(if forward { '-' } else { '+' }, at, None, c, d);
+            }
         }
     }
 
@@ -416,8 +428,19 @@ impl DiffWalk<'_> {
                 }
             }
         }
+        sort_by_directory(&mut l.created);
         l
     }
+}
+
+/// HDFS lists what a directory made in name order (its diff's created list is kept
+/// sorted), a rename's new name among the rest; the directories stay in walk order.
+fn sort_by_directory(entries: &mut [ListingEntry]) {
+    let mut first: FastMap<u64, usize> = FastMap::default();
+    for (i, e) in entries.iter().enumerate() {
+        first.entry(e.dir_id).or_insert(i);
+    }
+    entries.sort_by(|a, b| (first[&a.dir_id], &a.path).cmp(&(first[&b.dir_id], &b.path)));
 }
 
 /// One entry of the paged diff: its path, the directory it is listed under, its inode, and

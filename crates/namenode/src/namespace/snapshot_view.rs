@@ -258,6 +258,7 @@ impl Namespace {
             under_construction: false,
             storage_policy: self.features.get(&slot).map_or(0, |f| f.storage_policy),
             has_acl: self.has_acl(slot),
+            snapshot_enabled: false,
         };
         if let Body::File(f) = &inode.body {
             (st.len, st.replication, st.block_size) = (f.len(), inode.replication, f.block_size);
@@ -493,5 +494,6 @@ fn dot_snapshot_status() -> FileStatus {
         under_construction: false,
         storage_policy: 0,
         has_acl: false,
+        snapshot_enabled: false,
     }
 }

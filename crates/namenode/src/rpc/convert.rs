@@ -34,13 +34,22 @@ pub fn status_proto(s: &FileStatus) -> HdfsFileStatusProto {
         file_id: Some(s.file_id),
         children_num: Some(s.children),
         storage_policy: Some(u32::from(s.storage_policy)),
-        flags: Some(if s.has_acl { HAS_ACL } else { 0 }),
+        flags: Some(
+            if s.has_acl { HAS_ACL } else { 0 }
+                | if s.snapshot_enabled {
+                    SNAPSHOT_ENABLED
+                } else {
+                    0
+                },
+        ),
         ..Default::default()
     }
 }
 
 /// `HdfsFileStatusProto.Flags.HAS_ACL`.
 const HAS_ACL: u32 = 1;
+/// `HdfsFileStatusProto.Flags.SNAPSHOT_ENABLED`.
+const SNAPSHOT_ENABLED: u32 = 8;
 
 pub fn perm_bits(p: &FsPermissionProto) -> u16 {
     (p.perm & 0o7777) as u16

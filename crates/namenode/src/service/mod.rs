@@ -70,6 +70,7 @@ pub use files::{CreateRequest, Listing, ServerDefaults};
 pub use lease_recovery::{Outcome, SyncReport};
 pub use locations::{DatanodeInfo, LocatedBlock, LocatedBlocks, LocatedSink, Location};
 pub use safe_mode::SafeModeAction;
+pub use snapshots::{SnapshotEntry, SnapshottableDir};
 pub use summary_reads::ImageChunk;
 pub use writes::{AddBlock, Appended};
 

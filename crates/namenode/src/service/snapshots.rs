@@ -86,7 +86,11 @@ impl NameNodeService {
         ns.snapshot_roots()
             .into_iter()
             .filter_map(|(slot, snapshots, quota)| {
-                let status = ns.status(slot, true);
+                // HDFS builds this status without the snapshot-enabled flag.
+                let status = FileStatus {
+                    snapshot_enabled: false,
+                    ..ns.status(slot, true)
+                };
                 if !caller.superuser && status.owner != caller.user {
                     return None;
                 }
@@ -107,7 +111,8 @@ impl NameNodeService {
             .collect()
     }
 
-    /// `getSnapshotListing`: a snapshottable directory's snapshots, oldest first.
+    /// `getSnapshotListing`: a snapshottable directory's snapshots in name order (HDFS
+    /// reads them from its by-name list).
     pub fn snapshot_listing(&self, user: &str, root: &str) -> Result<Vec<SnapshotEntry>, FsError> {
         let caller = self.caller(user);
         let ns = self.ns.read();
@@ -117,8 +122,9 @@ impl NameNodeService {
                 "Directory is not a snapshottable directory: {path}"
             )));
         }
-        Ok(ns
-            .snapshots_of(slot)
+        let mut snaps = ns.snapshots_of(slot);
+        snaps.sort_by(|a, b| a.1.as_bytes().cmp(b.1.as_bytes()));
+        Ok(snaps
             .into_iter()
             .map(|(id, name, ctime)| {
                 let mut status = ns.status_at(slot, id + 1, name.as_bytes());

@@ -13,7 +13,6 @@ use serde_json::{json, Map, Value};
 use crate::blocks::registry::{NodeIx, Registry};
 use crate::clock::monotonic_ms;
 use crate::namespace::blocks::Placed;
-use crate::namespace::inode::ROOT_INODE_ID;
 use crate::namespace::query::{ContentSummary, FileStatus};
 use crate::namespace::quota::{type_name, QuotaView, NONE};
 use crate::namespace::storage_policy::{Policy, POLICIES};
@@ -47,7 +46,8 @@ pub struct FileStatusJson<'a> {
     path_suffix: Cow<'a, str>,
     permission: Octal,
     replication: u16,
-    /// HDFS makes the root snapshottable from the start (with a snapshot quota of 0).
+    /// Only for a snapshottable directory (HDFS makes the root one from the start, with a
+    /// snapshot quota of 0).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     snapshot_enabled: bool,
     storage_policy: u8,
@@ -70,7 +70,7 @@ impl<'a> FileStatusJson<'a> {
             path_suffix: String::from_utf8_lossy(&st.name),
             permission: Octal(st.perm & 0o1777),
             replication: st.replication,
-            snapshot_enabled: st.file_id == ROOT_INODE_ID,
+            snapshot_enabled: st.snapshot_enabled,
             storage_policy: st.storage_policy,
             kind: if st.is_dir { "DIRECTORY" } else { "FILE" },
         }
@@ -429,6 +429,7 @@ mod tests {
             under_construction: false,
             storage_policy: 0,
             has_acl: false,
+            snapshot_enabled: false,
         }
     }
 
@@ -439,7 +440,7 @@ mod tests {
             r#"{"accessTime":4,"blockSize":134217728,"childrenNum":0,"fileId":16389,"group":"supergroup","length":14,"modificationTime":5,"owner":"root","pathSuffix":"f1","permission":"644","replication":1,"storagePolicy":0,"type":"FILE"}"#
         );
         let mut root = status("", true);
-        root.file_id = ROOT_INODE_ID;
+        root.snapshot_enabled = true;
         let doc = file_status_doc(&root).to_string();
         assert!(doc.contains(r#""snapshotEnabled":true,"storagePolicy":0,"type":"DIRECTORY""#));
         assert!(doc.contains(r#""permission":"750""#));

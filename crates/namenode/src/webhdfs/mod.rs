@@ -8,6 +8,7 @@
 mod acls;
 pub mod json;
 mod redirect;
+mod snapshots;
 mod xattrs;
 
 use std::net::SocketAddr;
@@ -260,6 +261,35 @@ impl Request<'_> {
                     .map_err(web)?;
                 Ok(empty_ok())
             }
+            "GETSNAPSHOTDIFF" | "GETSNAPSHOTDIFFLISTING" => {
+                let from = p.get("oldsnapshotname").unwrap_or("");
+                let to = p.get("snapshotname").unwrap_or("");
+                let (nn, user, path) = (self.nn(), self.user.as_str(), self.path.as_str());
+                Ok(json_ok(if self.op == "GETSNAPSHOTDIFF" {
+                    self.admit("getSnapshotDiffReport")?;
+                    let (root, entries) = nn.snapshot_diff(user, path, from, to).map_err(web)?;
+                    snapshots::diff_doc(&root, from, to, &entries)
+                } else {
+                    self.admit("getSnapshotDiffReportListing")?;
+                    let (_, l) = nn
+                        .snapshot_diff_listing(user, path, from, to)
+                        .map_err(web)?;
+                    snapshots::diff_listing_doc(&l)
+                }))
+            }
+            "GETSNAPSHOTTABLEDIRECTORYLIST" => {
+                self.admit("getSnapshottableDirListing")?;
+                let dirs = self.nn().snapshottable_dirs(&self.user);
+                Ok(json_ok(snapshots::snapshottable_doc(&dirs)))
+            }
+            "GETSNAPSHOTLIST" => {
+                self.admit("getSnapshotListing")?;
+                let snaps = self
+                    .nn()
+                    .snapshot_listing(&self.user, &self.path)
+                    .map_err(web)?;
+                Ok(json_ok(snapshots::snapshot_list_doc(&snaps)))
+            }
             other => Err(self.not_served(other, "GET")),
         }
     }
@@ -397,6 +427,31 @@ impl Request<'_> {
                 nn.set_times(user, path, m, a).await.map_err(web)?;
                 Ok(empty_ok())
             }
+            "ALLOWSNAPSHOT" => {
+                self.admit("allowSnapshot")?;
+                nn.allow_snapshot(path).await.map_err(web)?;
+                Ok(empty_ok())
+            }
+            "DISALLOWSNAPSHOT" => {
+                self.admit("disallowSnapshot")?;
+                nn.disallow_snapshot(path).await.map_err(web)?;
+                Ok(empty_ok())
+            }
+            "CREATESNAPSHOT" => {
+                self.admit("createSnapshot")?;
+                let name = p.get("snapshotname").filter(|n| !n.is_empty());
+                let made = nn.create_snapshot(user, path, name).await.map_err(web)?;
+                Ok(json_ok(json::path_doc(&made)))
+            }
+            "RENAMESNAPSHOT" => {
+                self.admit("renameSnapshot")?;
+                let old = p.required("oldsnapshotname", "RENAMESNAPSHOT")?;
+                let new = p.required("snapshotname", "RENAMESNAPSHOT")?;
+                nn.rename_snapshot(user, path, old, new)
+                    .await
+                    .map_err(web)?;
+                Ok(empty_ok())
+            }
             other => Err(self.not_served(other, "PUT")),
         }
     }
@@ -454,6 +509,15 @@ impl Request<'_> {
                     .await
                     .map_err(web)?;
                 Ok(boolean(done))
+            }
+            "DELETESNAPSHOT" => {
+                self.admit("deleteSnapshot")?;
+                let name = self.params.required("snapshotname", "DELETESNAPSHOT")?;
+                self.nn()
+                    .delete_snapshot(&self.user, &self.path, name)
+                    .await
+                    .map_err(web)?;
+                Ok(empty_ok())
             }
             other => Err(self.not_served(other, "DELETE")),
         }
@@ -537,11 +601,6 @@ fn fs_action(s: &str) -> Result<u16, WebError> {
 /// HDFS's but not served here yet, which is a different answer from an op HDFS lacks.
 const HDFS_OPS: &[(&str, &str)] = &[
     ("GET", "GETDELEGATIONTOKEN"),
-    ("GET", "GETACLSTATUS"),
-    ("GET", "GETSNAPSHOTDIFF"),
-    ("GET", "GETSNAPSHOTDIFFLISTING"),
-    ("GET", "GETSNAPSHOTTABLEDIRECTORYLIST"),
-    ("GET", "GETSNAPSHOTLIST"),
     ("GET", "GETECPOLICY"),
     ("GET", "GETLINKTARGET"),
     ("GET", "GETFILELINKSTATUS"),
@@ -549,16 +608,6 @@ const HDFS_OPS: &[(&str, &str)] = &[
     ("PUT", "CREATESYMLINK"),
     ("PUT", "RENEWDELEGATIONTOKEN"),
     ("PUT", "CANCELDELEGATIONTOKEN"),
-    ("PUT", "MODIFYACLENTRIES"),
-    ("PUT", "REMOVEACLENTRIES"),
-    ("PUT", "REMOVEDEFAULTACL"),
-    ("PUT", "REMOVEACL"),
-    ("PUT", "SETACL"),
-    ("PUT", "ALLOWSNAPSHOT"),
-    ("PUT", "DISALLOWSNAPSHOT"),
-    ("PUT", "CREATESNAPSHOT"),
-    ("PUT", "DELETESNAPSHOT"),
-    ("PUT", "RENAMESNAPSHOT"),
     ("PUT", "ENABLEECPOLICY"),
     ("PUT", "DISABLEECPOLICY"),
     ("PUT", "SETECPOLICY"),
