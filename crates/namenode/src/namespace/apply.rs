@@ -605,17 +605,20 @@ impl Namespace {
             Op::Mkdir { path, .. } | Op::Create { path, .. } => {
                 let (parent, name) = self.parent_and_name(path, at.slot)?;
                 touched.push(parent);
-                touched.extend(self.child(parent, name.as_bytes()));
+                let replaced = self.child(parent, name.as_bytes());
+                touched.extend(replaced.filter(|&s| self.changes_when_dropped(s)));
             }
             Op::Rename { src, dst, .. } => {
                 let slot = self.existing_at(src, at.slot)?;
                 let (new_parent, new_name) = self.parent_and_name(dst, at.dst_dir)?;
                 touched.extend([slot, self.arena.get(slot).parent, new_parent]);
-                touched.extend(self.child(new_parent, new_name.as_bytes()));
+                let replaced = self.child(new_parent, new_name.as_bytes());
+                touched.extend(replaced.filter(|&s| self.changes_when_dropped(s)));
             }
             Op::Delete { path, .. } => {
                 let slot = self.existing_at(path, at.slot)?;
-                touched.extend([slot, self.arena.get(slot).parent]);
+                touched.push(self.arena.get(slot).parent);
+                touched.extend(Some(slot).filter(|&s| self.changes_when_dropped(s)));
             }
             Op::Concat { target, srcs, .. } => {
                 let t = self.existing_at(target, at.slot)?;
@@ -658,6 +661,16 @@ impl Namespace {
             self.preserve(slot);
         }
         Ok(())
+    }
+
+    /// Whether an inode a delete or a replacement drops changes as it goes: only an open
+    /// file does (it is closed). Any other stays as it was, detached with its name, while
+    /// a snapshot keeps it, so it saves no version (~200 bytes each).
+    fn changes_when_dropped(&self, slot: Slot) -> bool {
+        self.arena
+            .get(slot)
+            .file()
+            .is_some_and(|f| f.uc().is_some())
     }
 
     /// `child` leaves directory `dir` for good (deleted, or replaced): freed with its

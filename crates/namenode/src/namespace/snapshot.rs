@@ -78,7 +78,8 @@ pub struct Frozen {
     pub atime: i64,
     pub replication: u16,
     pub file: Option<FrozenFile>,
-    pub features: Option<Features>,
+    /// Boxed, as few inodes have any (40 bytes inline in every version otherwise).
+    pub features: Option<Box<Features>>,
     pub acl: Option<Arc<[AclEntry]>>,
 }
 
@@ -86,7 +87,8 @@ pub struct Frozen {
 pub struct FrozenFile {
     pub len: u64,
     pub block_size: u64,
-    pub blocks: Vec<Block>,
+    /// A boxed slice: a kept block list never grows (8 bytes less than a `Vec`).
+    pub blocks: Box<[Block]>,
     pub under_construction: bool,
 }
 
@@ -96,8 +98,42 @@ pub struct FrozenFile {
 pub struct Version {
     pub tag: SnapId,
     pub state: Frozen,
+    /// Boxed and only once a child changes: most versions are files' (two empty `Vec`s
+    /// would be 48 bytes in each).
+    pub children: Option<Box<ChildChanges>>,
+}
+
+/// The children a directory gained and lost after a version's tag.
+#[derive(Clone, Debug, Default)]
+pub struct ChildChanges {
     pub created: Vec<Slot>,
     pub deleted: Vec<Slot>,
+}
+
+impl Version {
+    pub fn new(tag: SnapId, state: Frozen) -> Self {
+        Version {
+            tag,
+            state,
+            children: None,
+        }
+    }
+
+    pub fn created(&self) -> &[Slot] {
+        self.children.as_ref().map_or(&[], |c| &c.created)
+    }
+
+    pub fn deleted(&self) -> &[Slot] {
+        self.children.as_ref().map_or(&[], |c| &c.deleted)
+    }
+
+    pub fn children_mut(&mut self) -> &mut ChildChanges {
+        self.children.get_or_insert_with(Default::default)
+    }
+
+    pub fn into_deleted(self) -> Vec<Slot> {
+        self.children.map_or_else(Vec::new, |c| c.deleted)
+    }
 }
 
 /// Every snapshot, and the versions and pins that keep their views.
@@ -200,12 +236,11 @@ impl Namespace {
             Err(seen_by) => return seen_by,
         };
         let state = self.freeze(slot);
-        self.snaps.versions.entry(slot).or_default().push(Version {
-            tag: cov,
-            state,
-            created: Vec::new(),
-            deleted: Vec::new(),
-        });
+        let versions = self.snaps.versions.entry(slot).or_default();
+        // Most inodes ever save one version or two: a `Vec`'s first growth would make
+        // room for four (three unused, ~600 bytes).
+        versions.reserve_exact(1);
+        versions.push(Version::new(cov, state));
         cov
     }
 
@@ -256,7 +291,7 @@ impl Namespace {
             Body::File(f) => Some(FrozenFile {
                 len: f.len(),
                 block_size: f.block_size,
-                blocks: f.blocks().to_vec(),
+                blocks: f.blocks().into(),
                 under_construction: f.uc().is_some(),
             }),
             Body::Dir(_) => None,
@@ -271,7 +306,7 @@ impl Namespace {
             atime: inode.atime,
             replication: inode.replication,
             file,
-            features: self.features.get(&slot).cloned(),
+            features: self.features.get(&slot).cloned().map(Box::new),
             acl: (!acl.is_empty()).then(|| Arc::from(acl)),
         }
     }
@@ -298,12 +333,13 @@ impl Namespace {
         let Some(v) = self.current_version(dir) else {
             return;
         };
-        if let Some(i) = v.deleted.iter().position(|&c| c == child) {
+        let changes = v.children_mut();
+        if let Some(i) = changes.deleted.iter().position(|&c| c == child) {
             // Back where a snapshot saw it (a rename there and back).
-            v.deleted.swap_remove(i);
+            changes.deleted.swap_remove(i);
             self.release(child);
         } else {
-            v.created.push(child);
+            changes.created.push(child);
         }
     }
 
@@ -317,11 +353,12 @@ impl Namespace {
             return false;
         }
         if let Some(v) = self.current_version(dir) {
-            if let Some(i) = v.created.iter().position(|&c| c == child) {
+            let changes = v.children_mut();
+            if let Some(i) = changes.created.iter().position(|&c| c == child) {
                 // Made after the snapshot: it never saw it.
-                v.created.swap_remove(i);
+                changes.created.swap_remove(i);
             } else {
-                v.deleted.push(child);
+                changes.deleted.push(child);
                 *self.snaps.held.entry(child).or_insert(0) += 1;
                 // Kept for a snapshot now (a create over it, a delete, a move away):
                 // quotas count it again when next asked.
@@ -399,7 +436,7 @@ impl Namespace {
             .remove(&slot)
             .into_iter()
             .flatten()
-            .flat_map(|v| v.deleted)
+            .flat_map(Version::into_deleted)
             .collect();
         for child in kept {
             self.release_held(child, fx);

@@ -233,8 +233,8 @@ impl DiffWalk<'_> {
         let lo = x.min(y);
         for v in ns.snaps.versions.get(&d).into_iter().flatten() {
             if v.tag >= lo {
-                cands.extend(&v.created);
-                cands.extend(&v.deleted);
+                cands.extend(v.created());
+                cands.extend(v.deleted());
             }
         }
         cands.sort_unstable();
@@ -481,7 +481,7 @@ impl Namespace {
             (super::inode::Body::File(l), Some(k)) => {
                 l.len() == k.len
                     && l.block_size == k.block_size
-                    && l.blocks() == k.blocks.as_slice()
+                    && l.blocks() == &*k.blocks
                     && l.uc().is_some() == k.under_construction
             }
             (super::inode::Body::Dir(_), None) => true,
@@ -489,7 +489,7 @@ impl Namespace {
         };
         file && (inode.perm, inode.owner, inode.group) == (f.perm, f.owner, f.group)
             && (inode.mtime, inode.atime, inode.replication) == (f.mtime, f.atime, f.replication)
-            && self.features.get(&slot) == f.features.as_ref()
+            && self.features.get(&slot) == f.features.as_deref()
             && self.acl_of(slot) == f.acl.as_deref().unwrap_or(&[])
     }
 

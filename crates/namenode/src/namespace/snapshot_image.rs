@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::image::{put_xattrs, read_inode, read_xattrs, ImageError};
 use super::inode::{Block, Slot, ROOT_SLOT};
-use super::snapshot::{Frozen, FrozenFile, Root, Snap, Version};
+use super::snapshot::{ChildChanges, Frozen, FrozenFile, Root, Snap, Version};
 use super::snapshot_view::FastMap;
 use super::xattr::Features;
 use super::Namespace;
@@ -183,9 +183,9 @@ impl Namespace {
             for v in vs {
                 put_u32(out, v.tag);
                 encode_frozen(&v.state, out);
-                for list in [&v.created, &v.deleted] {
+                for list in [v.created(), v.deleted()] {
                     put_u32(out, list.len() as u32);
-                    for &c in list.iter() {
+                    for &c in list {
                         put_u64(out, id_of(c));
                     }
                 }
@@ -264,13 +264,14 @@ impl Namespace {
                     }
                 }
                 let [created, deleted] = lists;
-                vs.push(Version {
-                    tag,
-                    state,
-                    created,
-                    deleted,
-                });
+                let mut v = Version::new(tag, state);
+                if !created.is_empty() || !deleted.is_empty() {
+                    v.children = Some(Box::new(ChildChanges { created, deleted }));
+                }
+                vs.push(v);
             }
+            // As `preserve` keeps them: no room for versions never saved.
+            vs.shrink_to_fit();
             self.snaps.versions.insert(s, vs);
         }
         if r.remaining() != 0 {
@@ -287,7 +288,7 @@ impl Namespace {
         let mut kept = FastMap::default();
         for (&slot, vs) in &self.snaps.versions {
             for v in vs {
-                for &d in &v.deleted {
+                for &d in v.deleted() {
                     *held.entry(d).or_insert(0) += 1;
                 }
                 for b in v.state.file.iter().flat_map(|f| &f.blocks) {
@@ -383,7 +384,7 @@ fn decode_frozen(r: &mut Reader<'_>, users: u32) -> Result<Frozen, ImageError> {
             Some(FrozenFile {
                 len,
                 block_size,
-                blocks,
+                blocks: blocks.into(),
                 under_construction,
             })
         }
@@ -393,11 +394,11 @@ fn decode_frozen(r: &mut Reader<'_>, users: u32) -> Result<Frozen, ImageError> {
         _ => {
             let storage_policy = r.u8().map_err(de)?;
             let xattrs = read_xattrs(r, SNAPSHOTS)?;
-            Some(Features {
+            Some(Box::new(Features {
                 xattrs,
                 storage_policy,
                 quota: None,
-            })
+            }))
         }
     };
     let acl = match r.u8().map_err(de)? {

@@ -367,7 +367,7 @@ impl Namespace {
             if i > 0 {
                 merge_into(&mut vs[i - 1], v, &mut released);
             } else {
-                released.extend(v.deleted);
+                released.extend(v.into_deleted());
             }
             if vs.is_empty() {
                 self.snaps.versions.remove(&slot);
@@ -471,6 +471,10 @@ impl Namespace {
 /// what changed after `earlier`'s tag. A child made after `earlier` and gone after `later`
 /// was never seen by a remaining snapshot: it is released. One gone then back is no change.
 fn merge_into(earlier: &mut Version, later: Version, released: &mut Vec<Slot>) {
+    let Some(later) = later.children else {
+        return;
+    };
+    let earlier = earlier.children_mut();
     for c in later.created {
         if let Some(i) = earlier.deleted.iter().position(|&d| d == c) {
             earlier.deleted.swap_remove(i);

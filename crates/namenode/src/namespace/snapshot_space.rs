@@ -55,7 +55,7 @@ impl Namespace {
                 }
                 Body::Dir(_) => {
                     for v in versions {
-                        for &gone in &v.deleted {
+                        for &gone in v.deleted() {
                             if self.is_live(gone) {
                                 // Renamed away: counted as the snapshot shows it (as HDFS
                                 // counts the reference its snapshots keep).
@@ -106,7 +106,7 @@ impl Namespace {
                     kept.dirs += 1;
                     stack.extend(children.slots());
                     let lost = self.snaps.versions.get(&s).into_iter().flatten();
-                    for &gone in lost.flat_map(|v| &v.deleted) {
+                    for &gone in lost.flat_map(|v| v.deleted()) {
                         if !self.is_live(gone) && seen.insert(gone) {
                             stack.push(gone);
                         }

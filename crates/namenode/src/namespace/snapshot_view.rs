@@ -128,11 +128,11 @@ impl Namespace {
         };
         let mut undone = false;
         for v in vs.iter().rev().take_while(|v| v.tag >= s) {
-            if !v.created.is_empty() {
-                let made: std::collections::HashSet<Slot> = v.created.iter().copied().collect();
+            if !v.created().is_empty() {
+                let made: std::collections::HashSet<Slot> = v.created().iter().copied().collect();
                 out.retain(|c| !made.contains(c));
             }
-            out.extend(v.deleted.iter().copied());
+            out.extend(v.deleted().iter().copied());
             undone = true;
         }
         if undone {
@@ -180,12 +180,12 @@ impl Namespace {
             if v.tag < s {
                 break;
             }
-            for c in &v.created {
+            for c in v.created() {
                 if let Some(m) = member.get_mut(c) {
                     *m = false;
                 }
             }
-            for c in &v.deleted {
+            for c in v.deleted() {
                 if let Some(m) = member.get_mut(c) {
                     *m = true;
                 }
@@ -366,7 +366,7 @@ impl Namespace {
             Some(f) => f.file.as_ref().map(|file| FileAt {
                 id,
                 len: file.len,
-                blocks: file.blocks.clone(),
+                blocks: file.blocks.to_vec(),
             }),
             None => match &self.arena.get(slot).body {
                 Body::File(f) => Some(FileAt {
