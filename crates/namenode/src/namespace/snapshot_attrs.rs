@@ -16,11 +16,14 @@ use super::Namespace;
 use crate::error::FsError;
 
 /// One inode's attributes, live or as a snapshot keeps them.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct Attrs<'a> {
     pub slot: Slot,
     frozen: Option<&'a Frozen>,
     ns: &'a Namespace,
+    /// The path it was reached by, which a refusal names (a `.snapshot` path's inode may
+    /// live elsewhere now, or nowhere); `None`: its live path.
+    at: Option<String>,
 }
 
 impl<'a> Attrs<'a> {
@@ -66,6 +69,7 @@ impl Namespace {
             slot,
             frozen,
             ns: self,
+            at: None,
         }
     }
 
@@ -79,11 +83,17 @@ impl Namespace {
         missing: impl FnOnce(&str) -> String,
     ) -> Result<Attrs<'_>, FsError> {
         match self.snapshot_target(caller, src)? {
-            Some(Some((slot, s))) => Ok(self.attrs_at(slot, s)),
+            Some(Some((slot, s))) => Ok(Attrs {
+                at: Some(join(&components(src)?)),
+                ..self.attrs_at(slot, s)
+            }),
             Some(None) => Err(FsError::NotFound(missing(&join(&components(src)?)))),
             None => {
-                let (slot, _) = self.resolve_checked_or(caller, src, missing)?;
-                Ok(self.attrs_at(slot, CURRENT))
+                let (slot, path) = self.resolve_checked_or(caller, src, missing)?;
+                Ok(Attrs {
+                    at: Some(path),
+                    ..self.attrs_at(slot, CURRENT)
+                })
             }
         }
     }
@@ -143,7 +153,7 @@ impl Namespace {
             "Permission denied: user={}, access={}, inode=\"{}\":{}:{}:{}",
             caller.user,
             access_name(access),
-            self.path_of(a.slot),
+            a.at.clone().unwrap_or_else(|| self.path_of(a.slot)),
             self.user_name(a.owner()),
             group,
             mode_string(self.inode(a.slot).is_dir(), a.perm())

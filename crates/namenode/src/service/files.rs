@@ -224,19 +224,14 @@ impl NameNodeService {
     }
 
     /// checkAccess: whether `user` may perform `action` (perm::READ | WRITE | EXECUTE bits)
-    /// on `src`, by the permission checker's rules (traversal included).
+    /// on `src`, by the permission checker's rules (traversal included), at a `.snapshot`
+    /// path as the snapshot shows the inode.
     pub fn check_access(&self, user: &str, src: &str, action: u16) -> Result<(), FsError> {
         let caller = self.caller(user);
         let ns = self.ns.read();
         let src = ns.resolve_reserved(src)?;
-        if let Some(t) = ns.snapshot_target(&caller, &src)? {
-            // As the snapshot shows the inode.
-            let (slot, s) =
-                t.ok_or_else(|| FsError::NotFound(format!("File does not exist: {src}")))?;
-            return ns.check_access_with(&caller, &ns.attrs_at(slot, s), action);
-        }
-        let slot = ns.resolve_slot(&caller, &src)?;
-        ns.check_access(&caller, slot, action)
+        let attrs = ns.resolve_attrs(&caller, &src, |p| format!("Path not found: {p}"))?;
+        ns.check_access_with(&caller, &attrs, action)
     }
 
     /// A file's status (an error for a directory or a missing path).
