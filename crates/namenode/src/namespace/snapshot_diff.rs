@@ -434,13 +434,13 @@ impl DiffWalk<'_> {
 }
 
 /// HDFS lists what a directory made in name order (its diff's created list is kept
-/// sorted), a rename's new name among the rest; the directories stay in walk order.
+/// sorted), a rename's new name among the rest; the directories stay in walk order. A
+/// directory's entries are one run here (its own lines are written together), so each
+/// run is sorted on its own: same parent, so path order is name order.
 fn sort_by_directory(entries: &mut [ListingEntry]) {
-    let mut first: FastMap<u64, usize> = FastMap::default();
-    for (i, e) in entries.iter().enumerate() {
-        first.entry(e.dir_id).or_insert(i);
+    for run in entries.chunk_by_mut(|a, b| a.dir_id == b.dir_id) {
+        run.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     }
-    entries.sort_by(|a, b| (first[&a.dir_id], &a.path).cmp(&(first[&b.dir_id], &b.path)));
 }
 
 /// One entry of the paged diff: its path, the directory it is listed under, its inode, and
