@@ -321,3 +321,48 @@ def test_trash_with_snapshots_matches_hdfs(ferrite_trash, hdfs_trash, workroot):
     assert ours[9].rc == 1 and "already has snapshots" in ours[9].err
     assert "/user/root/.Trash/Current/st/d/f" in ours[10].out
     assert ours[12].rc == 0
+
+
+# Type quotas (HOT puts every replica on DISK; ALL_SSD below charges SSD): what snapshots
+# keep stays charged to the storage types it was charged to. No truncate here: HDFS counts
+# a copy-on-truncate's new block at its full size until a block report.
+TYPE_QUOTAS = [
+    C("-mkdir", "-p", "/snapq/d/sub", "/snapq/d/ssd"),
+    ["storagepolicies", "-setStoragePolicy", "-path", "/snapq/d", "-policy", "HOT"],
+    ["storagepolicies", "-setStoragePolicy", "-path", "/snapq/d/ssd", "-policy", "ALL_SSD"],
+    ["dfsadmin", "-setSpaceQuota", "1g", "-storageType", "DISK", "/snapq/d"],
+    ["dfsadmin", "-setSpaceQuota", "1g", "-storageType", "SSD", "/snapq/d"],
+    C("-put", HOSTS, "/snapq/d/f"),
+    C("-put", HOSTS, "/snapq/d/sub/g"),
+    C("-put", HOSTS, "/snapq/d/h"),
+    C("-put", HOSTS, "/snapq/d/r"),
+    C("-touchz", "/snapq/d/ssd/s"),
+    ["dfsadmin", "-allowSnapshot", "/snapq/d"],
+    C("-createSnapshot", "/snapq/d", "s1"),
+    C("-count", "-q", "-t", "/snapq/d"),
+    C("-rm", "-skipTrash", "/snapq/d/f"),
+    C("-rm", "-r", "-skipTrash", "/snapq/d/sub"),
+    C("-put", "-f", HOSTS, "/snapq/d/h"),
+    C("-mv", "/snapq/d/r", "/snapq/r"),
+    C("-count", "-q", "-t", "/snapq/d"),
+    C("-count", "-q", "-t", "DISK", "/snapq/d"),
+    C("-count", "-q", "-t", "/snapq/d/ssd"),
+    C("-count", "-q", "/snapq/d"),
+    C("-deleteSnapshot", "/snapq/d", "s1"),
+    C("-count", "-q", "-t", "DISK", "/snapq/d"),
+]
+
+
+def test_type_quotas_count_what_snapshots_keep_as_hdfs(ferrite, hdfs_cluster, workroot):
+    one = {"dfs.replication": 1}
+    ours = FsShell(ferrite, workroot, hdfs=one).run(*TYPE_QUOTAS)
+    theirs = FsShell(hdfs_cluster, workroot, hdfs=one).run(*TYPE_QUOTAS)
+    # Once the snapshot is gone only the live file (h, 49 bytes) is charged. HDFS 3.4.1
+    # still charges DISK 98 bytes there: 49 bytes of what the deleted snapshot held stay
+    # on its type count (a leak Ferrite does not copy).
+    assert ours[-1].out.split() == ["1073741824", str(1073741824 - 49), "/snapq/d"]
+    assert theirs[-1].out.split() == ["1073741824", str(1073741824 - 98), "/snapq/d"]
+    for cmd, a, b in list(zip(TYPE_QUOTAS, ours, theirs))[:-1]:
+        got = (local_norm(a.out), local_norm(a.err), a.rc)
+        want = (local_norm(b.out), local_norm(b.err), b.rc)
+        assert got == want, f"{' '.join(cmd)}\n ferrite: {got}\n    hdfs: {want}"

@@ -539,7 +539,7 @@ impl Namespace {
     /// What `usage` a file of `bytes` (as charged) at `repl` under `policy` has. As in
     /// HDFS, a file under no storage policy at all (not even an inherited one) is charged
     /// to no storage type: type quotas count only files whose policy is set.
-    fn usage_for(policy: u8, bytes: u64, repl: u16) -> Usage {
+    pub(super) fn usage_for(policy: u8, bytes: u64, repl: u16) -> Usage {
         let mut u = Usage {
             ns: 1,
             space: (bytes * u64::from(repl)) as i64,

@@ -12,7 +12,8 @@
 use std::collections::HashSet;
 
 use super::inode::{Body, Slot};
-use super::quota::Usage;
+use super::quota::{Usage, N_TYPES};
+use super::storage_policy::UNSPECIFIED;
 use super::Namespace;
 
 /// Counts of kept inodes (or extra bytes), in HDFS's content summary terms.
@@ -23,6 +24,25 @@ pub struct Kept {
     pub dirs: u64,
     /// Bytes with replication.
     pub space: u64,
+    /// The same space by storage type, as type quotas charge it (only under a policy).
+    pub types: [i64; N_TYPES],
+}
+
+impl Kept {
+    /// One file of `len` bytes at `replication`, under storage policy `policy`.
+    pub fn add_file(&mut self, policy: u8, len: u64, replication: u16) {
+        self.files += 1;
+        self.length += len;
+        self.space += len * u64::from(replication);
+        self.add_types(policy, len, replication);
+    }
+
+    fn add_types(&mut self, policy: u8, len: u64, replication: u16) {
+        let u = Namespace::usage_for(policy, len, replication);
+        for (t, b) in self.types.iter_mut().zip(u.types) {
+            *t += b;
+        }
+    }
 }
 
 /// What snapshots keep under one directory.
@@ -34,6 +54,8 @@ pub struct SnapshotSpace {
     /// Space of blocks live files lost but their snapshot versions keep (counted in the
     /// summary's space, not in the snapshot figures, as HDFS counts a file's diffs).
     pub cut_off_space: u64,
+    /// That space by storage type.
+    pub cut_off_types: [i64; N_TYPES],
 }
 
 impl Namespace {
@@ -48,10 +70,20 @@ impl Namespace {
             if !self.is_live(slot) || !self.is_at_or_under(slot, top) {
                 continue;
             }
+            // The storage types kept space is charged to: those of the policy in force
+            // here (a deleted inode's own, if it has one, below).
+            let policy = self.storage_policy_of(slot);
             match &self.inode(slot).body {
                 Body::File(f) => {
-                    let all = self.file_space(slot);
-                    out.cut_off_space += all - f.len() * u64::from(self.inode(slot).replication);
+                    let repl = self.inode(slot).replication;
+                    let cut = self.file_space(slot) - f.len() * u64::from(repl);
+                    out.cut_off_space += cut;
+                    if repl > 0 {
+                        let u = Namespace::usage_for(policy, cut / u64::from(repl), repl);
+                        for (t, b) in out.cut_off_types.iter_mut().zip(u.types) {
+                            *t += b;
+                        }
+                    }
                 }
                 Body::Dir(_) => {
                     for v in versions {
@@ -59,9 +91,9 @@ impl Namespace {
                             if self.is_live(gone) {
                                 // Renamed away: counted as the snapshot shows it (as HDFS
                                 // counts the reference its snapshots keep).
-                                self.count_at(gone, v.tag, &mut out.deleted);
+                                self.count_at(gone, v.tag, policy, &mut out.deleted);
                             } else if seen.insert(gone) {
-                                self.count_deleted(gone, &mut out.deleted, &mut seen);
+                                self.count_deleted(gone, policy, &mut out.deleted, &mut seen);
                             }
                         }
                     }
@@ -82,10 +114,14 @@ impl Namespace {
             return *u;
         }
         let s = self.snapshot_space(dir);
+        let mut types = s.deleted.types;
+        for (t, c) in types.iter_mut().zip(s.cut_off_types) {
+            *t += c;
+        }
         let u = Usage {
             ns: (s.deleted.files + s.deleted.dirs) as i64,
             space: (s.deleted.space + s.cut_off_space) as i64,
-            types: Default::default(),
+            types,
         };
         self.snaps.usage_cache.lock().insert(dir, u);
         u
@@ -93,22 +129,32 @@ impl Namespace {
 
     /// A deleted subtree a snapshot keeps, counted whole: what it held when deleted, and
     /// what its directories had lost before that while a snapshot listed it.
-    fn count_deleted(&self, top: Slot, kept: &mut Kept, seen: &mut HashSet<Slot>) {
-        let mut stack = vec![top];
-        while let Some(s) = stack.pop() {
+    fn count_deleted(&self, top: Slot, inherited: u8, kept: &mut Kept, seen: &mut HashSet<Slot>) {
+        let mut stack = vec![(top, inherited)];
+        while let Some((s, inherited)) = stack.pop() {
+            let own = self
+                .features
+                .get(&s)
+                .map_or(UNSPECIFIED, |f| f.storage_policy);
+            let policy = if own != UNSPECIFIED { own } else { inherited };
             match &self.inode(s).body {
                 Body::File(f) => {
+                    let repl = self.inode(s).replication;
+                    let space = self.file_space(s);
                     kept.files += 1;
                     kept.length += f.len();
-                    kept.space += self.file_space(s);
+                    kept.space += space;
+                    if repl > 0 {
+                        kept.add_types(policy, space / u64::from(repl), repl);
+                    }
                 }
                 Body::Dir(children) => {
                     kept.dirs += 1;
-                    stack.extend(children.slots());
+                    stack.extend(children.slots().map(|c| (c, policy)));
                     let lost = self.snaps.versions.get(&s).into_iter().flatten();
                     for &gone in lost.flat_map(|v| v.deleted()) {
                         if !self.is_live(gone) && seen.insert(gone) {
-                            stack.push(gone);
+                            stack.push((gone, policy));
                         }
                     }
                 }

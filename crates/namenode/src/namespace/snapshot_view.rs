@@ -10,6 +10,7 @@ use super::perm::{Caller, EXECUTE};
 use super::query::{FileStatus, Listing};
 use super::snapshot::{Frozen, SnapId};
 use super::snapshot_space::Kept;
+use super::storage_policy::UNSPECIFIED;
 
 /// Maps and sets of slots for the diff's walk: a fast hash, no DoS concern (our own keys).
 pub(super) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
@@ -420,7 +421,8 @@ impl Namespace {
         };
         let mut kept = Kept::default();
         for (top, s) in tops {
-            self.count_at(top, s, &mut kept);
+            let policy = self.storage_policy_of(self.arena.get(top).parent);
+            self.count_at(top, s, policy, &mut kept);
         }
         sum.dirs += kept.dirs;
         sum.files = kept.files;
@@ -430,19 +432,29 @@ impl Namespace {
     }
 
     /// Adds the subtree at `top` as snapshot `s` shows it to `kept`.
-    pub(super) fn count_at(&self, top: Slot, s: SnapId, kept: &mut Kept) {
-        let mut stack = vec![top];
-        while let Some(n) = stack.pop() {
+    /// `inherited`: the storage policy `top` inherits, which decides the storage types its
+    /// files' space is charged to (with each inode's own, as the snapshot shows it).
+    pub(super) fn count_at(&self, top: Slot, s: SnapId, inherited: u8, kept: &mut Kept) {
+        let mut stack = vec![(top, inherited)];
+        while let Some((n, inherited)) = stack.pop() {
+            let version = self.version_at(n, s);
+            let own = match version {
+                Some(v) => v
+                    .features
+                    .as_ref()
+                    .map_or(UNSPECIFIED, |f| f.storage_policy),
+                None => self
+                    .features
+                    .get(&n)
+                    .map_or(UNSPECIFIED, |f| f.storage_policy),
+            };
+            let policy = if own != UNSPECIFIED { own } else { inherited };
             if self.is_dir_at(n, s) {
                 kept.dirs += 1;
-                stack.extend(self.children_at(n, s));
+                stack.extend(self.children_at(n, s).into_iter().map(|c| (c, policy)));
             } else if let Some(f) = self.file_at(n, s) {
-                let replication = self
-                    .version_at(n, s)
-                    .map_or(self.arena.get(n).replication, |v| v.replication);
-                kept.files += 1;
-                kept.length += f.len;
-                kept.space += f.len * u64::from(replication);
+                let replication = version.map_or(self.arena.get(n).replication, |v| v.replication);
+                kept.add_file(policy, f.len, replication);
             }
         }
     }
