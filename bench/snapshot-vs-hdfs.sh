@@ -2,8 +2,8 @@
 # Snapshots against Apache HDFS 3.4.1 (issue 45), Hadoop's own client for both
 # (bench/java/src/SnapshotBench.java), one NameNode at a time on this machine:
 #  1. createSnapshot latency on a tree of FILES closed files, for each size: 10 snapshots
-#     (after 3 untimed ones that warm the client JVM)
-#     taken one after another, median and worst.
+#     taken one after another (after 3 untimed ones that warm the client JVM), median and
+#     worst. `SnapshotBench URI DIR mkdirs N` times a plain journaled call the same way.
 #  2. The diff report after CHANGES changes (a quarter each: new files, chmods, renames,
 #     deletes of files the snapshot holds), on the largest tree: median of 3 calls.
 #  3. The NameNode's memory growth over those changes with a snapshot holding the tree, next

@@ -40,6 +40,25 @@ public class SnapshotBench {
             sorted[n / 2], sorted[n - 1], Arrays.toString(ms));
         break;
       }
+      case "mkdirs": {
+        // A journaled call that is not a snapshot, timed the same way: what any
+        // mutation's round trip and sync cost on this machine.
+        int n = Integer.parseInt(args[3]);
+        for (int i = 0; i < 3; i++) {
+          fs.mkdirs(new Path(dir, "warm-mkdir" + i));
+        }
+        double[] ms = new double[n];
+        for (int i = 0; i < n; i++) {
+          long t0 = System.nanoTime();
+          fs.mkdirs(new Path(dir, "mkdir" + i));
+          ms[i] = (System.nanoTime() - t0) / 1e6;
+        }
+        double[] sorted = ms.clone();
+        Arrays.sort(sorted);
+        System.out.printf("op=mkdirs calls=%d median_ms=%.3f max_ms=%.3f%n", n, sorted[n / 2],
+            sorted[n - 1]);
+        break;
+      }
       case "diff": {
         SnapshotDiffReport r = fs.getSnapshotDiffReport(dir, args[3], args[4]);
         double[] ms = new double[3];

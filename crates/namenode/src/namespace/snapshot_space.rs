@@ -34,14 +34,15 @@ impl Kept {
         self.files += 1;
         self.length += len;
         self.space += len * u64::from(replication);
-        self.add_types(policy, len, replication);
+        add_types(&mut self.types, policy, len, replication);
     }
+}
 
-    fn add_types(&mut self, policy: u8, len: u64, replication: u16) {
-        let u = Namespace::usage_for(policy, len, replication);
-        for (t, b) in self.types.iter_mut().zip(u.types) {
-            *t += b;
-        }
+/// Adds a file of `len` bytes at `replication` under `policy` to space by storage type.
+fn add_types(types: &mut [i64; N_TYPES], policy: u8, len: u64, replication: u16) {
+    let u = Namespace::usage_for(policy, len, replication);
+    for (t, b) in types.iter_mut().zip(u.types) {
+        *t += b;
     }
 }
 
@@ -79,10 +80,8 @@ impl Namespace {
                     let cut = self.file_space(slot) - f.len() * u64::from(repl);
                     out.cut_off_space += cut;
                     if repl > 0 {
-                        let u = Namespace::usage_for(policy, cut / u64::from(repl), repl);
-                        for (t, b) in out.cut_off_types.iter_mut().zip(u.types) {
-                            *t += b;
-                        }
+                        let bytes = cut / u64::from(repl);
+                        add_types(&mut out.cut_off_types, policy, bytes, repl);
                     }
                 }
                 Body::Dir(_) => {
@@ -145,7 +144,7 @@ impl Namespace {
                     kept.length += f.len();
                     kept.space += space;
                     if repl > 0 {
-                        kept.add_types(policy, space / u64::from(repl), repl);
+                        add_types(&mut kept.types, policy, space / u64::from(repl), repl);
                     }
                 }
                 Body::Dir(children) => {
