@@ -38,18 +38,19 @@ L4J
 # NN_EXTRA="key=value ..." adds configuration to both servers.
 
 # start_hdfs WORKDIR: a freshly formatted Apache HDFS 3.4.1 NameNode (no DataNodes) on an
-# ephemeral loopback port, Hadoop defaults (10 handlers). Sets URL and PID.
+# ephemeral loopback port, Hadoop defaults (10 handlers). Sets URL, HTTP and PID.
 start_hdfs() {
-  local w=$1 port; port=$(free_port)
+  local w=$1 port hport; port=$(free_port); hport=$(free_port)
   rm -rf "$w"; mkdir -p "$w"
   write_site "$w/conf" core "fs.defaultFS=hdfs://127.0.0.1:$port" "hadoop.tmp.dir=$w/tmp"
   write_site "$w/conf" hdfs "dfs.namenode.name.dir=file://$w/nn" "dfs.namenode.rpc-bind-host=127.0.0.1" \
-    "dfs.namenode.http-address=127.0.0.1:0" "dfs.namenode.secondary.http-address=127.0.0.1:0" \
+    "dfs.namenode.http-address=127.0.0.1:$hport" "dfs.namenode.secondary.http-address=127.0.0.1:0" \
     "dfs.namenode.fs-limits.min-block-size=16" "dfs.namenode.safemode.extension=0" ${NN_EXTRA:-}
   java $JAVA_OPTS -cp "$w/conf:$HADOOP_CP" org.apache.hadoop.hdfs.server.namenode.NameNode -format -force -nonInteractive > "$w/format.log" 2>&1
   java $JAVA_OPTS -cp "$w/conf:$HADOOP_CP" org.apache.hadoop.hdfs.server.namenode.NameNode > "$w/nn.log" 2>&1 &
   PID=$!
   URL="hdfs://127.0.0.1:$port"
+  HTTP="http://127.0.0.1:$hport"
   wait_port "$port" "$PID" || { echo "HDFS NameNode did not start; see $w/nn.log" >&2; return 1; }
   sleep 3   # leave start-up safe mode (immediate with no blocks and extension 0)
 }

@@ -4,6 +4,7 @@
 #  1. createSnapshot latency on a tree of FILES closed files, for each size: 10 snapshots
 #     taken one after another (after 3 untimed ones that warm the client JVM), median and
 #     worst. `SnapshotBench URI DIR mkdirs N` times a plain journaled call the same way.
+#     The diff's server-side time comes from each NameNode's RpcDetailedActivity (JMX).
 #  2. The diff report after CHANGES changes (a quarter each: new files, chmods, renames,
 #     deletes of files the snapshot holds), on the largest tree: median of 3 calls.
 #  3. The NameNode's memory growth over those changes with a snapshot holding the tree, next
@@ -37,6 +38,15 @@ fill() {  # fill N: N closed files under $BASE, kept
 
 rss() { awk '/VmRSS/{print $2}' "/proc/$PID/status"; }
 
+# rpc_time METHOD: the NameNode's own count and total handling time of METHOD calls
+# (RpcDetailedActivity, which both serve over JMX): the server's share of a client's time.
+rpc_time() {
+  curl -s "$HTTP/jmx?qry=Hadoop:service=NameNode,name=RpcDetailedActivityForPort${URL##*:}" |
+    python3 -c 'import json,sys; b=json.load(sys.stdin)["beans"][0]; m=sys.argv[1]
+n=b.get(m+"NumOps",0); a=b.get(m+"AvgTime",0.0)
+print(f"calls={n} avg_ms={a:.3f} total_ms={n*a:.1f}")' "$1"
+}
+
 # heap: HDFS's live heap in KiB after a full collection (jmap -histo:live forces one); RSS
 # barely moves for a JVM with room in its heap. "-" for Ferrite, whose RSS is the figure.
 heap() {
@@ -54,6 +64,8 @@ for sys in $SYSTEMS; do
       sleep 3; after=$(rss); hafter=$(heap)
       echo "system=$sys files=$n op=change_rss snapshot=yes kib_before=$before kib_after=$after heap_kib_before=$hbefore heap_kib_after=$hafter" | tee -a "$OUT/results.txt"
       sb "$BASE" diff s9 "" | sed "s/^/system=$sys files=$n /" | tee -a "$OUT/results.txt"
+      sleep 11   # HDFS's JMX shows metrics cached for 10 s
+      echo "system=$sys files=$n op=snapshotDiff_server $(rpc_time GetSnapshotDiffReportListing)" | tee -a "$OUT/results.txt"
     fi
     stop_server "$PID"
   done
