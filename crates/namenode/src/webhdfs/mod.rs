@@ -524,7 +524,7 @@ impl Request<'_> {
     }
 
     /// An op this method does not have is a bad parameter; one of HDFS's that Ferrite
-    /// does not serve yet (ACLs, xattrs, snapshots, …) is unsupported.
+    /// does not serve yet (delegation tokens, erasure coding, symlinks) is unsupported.
     fn not_served(&self, op: &str, method: &str) -> WebError {
         if HDFS_OPS.iter().any(|(m, o)| *m == method && *o == op) {
             WebError::new(web::UNSUPPORTED, format!("{op} is not supported yet"))
