@@ -7,6 +7,7 @@ use serde_json::{json, Map, Value};
 
 use super::json::file_status;
 use crate::namespace::snapshot_diff::{DiffEntry, DiffListing, ListingEntry};
+use crate::namespace::snapshot_ops::snapshot_path;
 use crate::service::{SnapshotEntry, SnapshottableDir};
 
 fn text(b: &[u8]) -> String {
@@ -95,15 +96,10 @@ pub fn snapshot_list_doc(snaps: &[SnapshotEntry]) -> Value {
         snaps
             .iter()
             .map(|s| {
-                let name = text(&s.status.name);
-                let full = match s.root.as_str() {
-                    "/" => format!("/.snapshot/{name}"),
-                    root => format!("{root}/.snapshot/{name}"),
-                };
                 json!({
                     "deletionStatus": "ACTIVE",
                     "dirStatus": file_status(&s.status),
-                    "fullPath": full,
+                    "fullPath": snapshot_path(&s.root, &text(&s.status.name)),
                     "snapshotID": s.id,
                 })
             })
