@@ -70,6 +70,38 @@ pub async fn read_delimited<M: Message + Default, R: AsyncRead + Unpin>(
     M::decode(&buf[..]).map_err(|e| TransferError::malformed("message", e))
 }
 
+/// Takes one varint-delimited message off the front of `buf`, or `None` while it has not
+/// all arrived: the buffered counterpart of [`read_delimited`] (see `packet::decode`).
+pub fn decode_delimited<M: Message + Default>(
+    buf: &mut bytes::BytesMut,
+) -> Result<Option<M>, TransferError> {
+    let mut peek = &buf[..];
+    let len = match prost::encoding::decode_varint(&mut peek) {
+        Ok(len) => len as usize,
+        // Ten bytes and still no end: not a length.
+        Err(_) if buf.len() >= 10 => {
+            return Err(TransferError::malformed("varint", "longer than 10 bytes"))
+        }
+        Err(_) => return Ok(None),
+    };
+    if len > MAX_MESSAGE {
+        return Err(TransferError::TooLarge {
+            what: "message",
+            len,
+            max: MAX_MESSAGE,
+        });
+    }
+    let head = buf.len() - peek.len();
+    if peek.len() < len {
+        buf.reserve(head + len - buf.len());
+        return Ok(None);
+    }
+    let frame = buf.split_to(head + len);
+    M::decode(&frame[head..])
+        .map(Some)
+        .map_err(|e| TransferError::malformed("message", e))
+}
+
 pub async fn write_delimited<W: AsyncWrite + Unpin>(
     w: &mut W,
     msg: &impl Message,
@@ -96,6 +128,30 @@ mod tests {
         assert!(matches!(
             read_op(&mut wrong).await,
             Err(TransferError::Version(27))
+        ));
+    }
+
+    #[test]
+    fn decode_delimited_waits_for_the_whole_message() {
+        let msg = ClientReadStatusProto { status: 6 };
+        let mut bytes = msg.encode_length_delimited_to_vec();
+        bytes.extend(msg.encode_length_delimited_to_vec());
+        let mut buf = bytes::BytesMut::new();
+        let mut got = Vec::new();
+        for b in bytes {
+            buf.extend_from_slice(&[b]);
+            if let Some(m) = decode_delimited::<ClientReadStatusProto>(&mut buf).unwrap() {
+                got.push(m);
+            }
+        }
+        assert_eq!(got, vec![msg.clone(), msg]);
+        assert!(buf.is_empty());
+        let mut long = bytes::BytesMut::from(&[0xffu8; 10][..]);
+        assert!(decode_delimited::<ClientReadStatusProto>(&mut long).is_err());
+        let mut huge = bytes::BytesMut::from(&[0x80u8, 0x80, 0x80, 0x01][..]);
+        assert!(matches!(
+            decode_delimited::<ClientReadStatusProto>(&mut huge),
+            Err(TransferError::TooLarge { .. })
         ));
     }
 }

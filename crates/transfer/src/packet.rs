@@ -71,6 +71,38 @@ pub struct Packet {
 pub async fn read<R: AsyncRead + Unpin>(r: &mut R, max: usize) -> Result<Packet, TransferError> {
     let mut pre = [0u8; 6];
     r.read_exact(&mut pre).await?;
+    let total = frame_len(&pre, max)?;
+    let mut buf = BytesMut::with_capacity(total);
+    buf.put_slice(&pre);
+    // Into the spare capacity: zero-filling a megabyte packet first would cost a whole
+    // extra pass over memory before the kernel's copy overwrites it.
+    while buf.len() < total {
+        let want = total - buf.len();
+        if r.read_buf(&mut (&mut buf).limit(want)).await? == 0 {
+            return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into());
+        }
+    }
+    parse(buf.freeze())
+}
+
+/// Takes one whole packet off the front of `buf`, or `None` (having reserved room for the
+/// rest of it) while it has not all arrived. For a reader that keeps its own buffer, so
+/// that a wait for more bytes can be abandoned and resumed without losing any (a
+/// pipeline node waits for the next packet and for an ack at once).
+pub fn decode(buf: &mut BytesMut, max: usize) -> Result<Option<Packet>, TransferError> {
+    let Some(pre) = buf.get(..6) else {
+        return Ok(None);
+    };
+    let total = frame_len(pre.try_into().expect("six bytes"), max)?;
+    if buf.len() < total {
+        buf.reserve(total - buf.len());
+        return Ok(None);
+    }
+    parse(buf.split_to(total).freeze()).map(Some)
+}
+
+/// The whole frame's length from its two length prefixes, checked against `max`.
+fn frame_len(pre: &[u8; 6], max: usize) -> Result<usize, TransferError> {
     let plen = u32::from_be_bytes([pre[0], pre[1], pre[2], pre[3]]) as usize;
     let hlen = u16::from_be_bytes([pre[4], pre[5]]) as usize;
     if plen < 4 {
@@ -86,18 +118,13 @@ pub async fn read<R: AsyncRead + Unpin>(r: &mut R, max: usize) -> Result<Packet,
             max,
         });
     }
-    let total = 6 + hlen + plen - 4;
-    let mut buf = BytesMut::with_capacity(total);
-    buf.put_slice(&pre);
-    // Into the spare capacity: zero-filling a megabyte packet first would cost a whole
-    // extra pass over memory before the kernel's copy overwrites it.
-    while buf.len() < total {
-        let want = total - buf.len();
-        if r.read_buf(&mut (&mut buf).limit(want)).await? == 0 {
-            return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into());
-        }
-    }
-    let raw = buf.freeze();
+    Ok(6 + hlen + plen - 4)
+}
+
+/// Splits a whole frame (lengths already checked) into header, checksums and data.
+fn parse(raw: Bytes) -> Result<Packet, TransferError> {
+    let plen = u32::from_be_bytes([raw[0], raw[1], raw[2], raw[3]]) as usize;
+    let hlen = u16::from_be_bytes([raw[4], raw[5]]) as usize;
     let p = PacketHeaderProto::decode(&raw[6..6 + hlen])
         .map_err(|e| TransferError::malformed("packet header", e))?;
     let header = Header {
@@ -203,5 +230,41 @@ mod tests {
             Err(TransferError::Io(e)) => assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof),
             other => panic!("a cut packet read as {other:?}"),
         }
+    }
+
+    #[test]
+    fn decode_waits_for_the_whole_frame_and_leaves_the_next_one() {
+        let data = vec![9u8; 700];
+        let mut sums = Vec::new();
+        crate::checksum::Checksum::CRC32C_512.compute_into(&data, &mut sums);
+        let mut frames = BytesMut::new();
+        for seqno in 0..2 {
+            let h = Header {
+                data_len: 700,
+                seqno,
+                ..Default::default()
+            };
+            encode(&h, &sums, &data, &mut frames);
+        }
+        let one = frames.len() / 2;
+        let mut buf = BytesMut::new();
+        for (i, b) in frames.iter().enumerate() {
+            buf.put_u8(*b);
+            let got = decode(&mut buf, MAX_PACKET).unwrap();
+            if i + 1 == one || i + 1 == 2 * one {
+                let p = got.expect("a whole packet");
+                assert_eq!(p.header.seqno, (i / one) as i64);
+                assert_eq!(&p.data[..], &data[..]);
+                assert_eq!(&p.sums[..], &sums[..]);
+                assert!(buf.is_empty());
+            } else {
+                assert!(got.is_none(), "a packet before its last byte, at {i}");
+            }
+        }
+        let mut huge = BytesMut::from(&[0x7f, 0xff, 0xff, 0xff, 0, 25][..]);
+        assert!(matches!(
+            decode(&mut huge, MAX_PACKET),
+            Err(TransferError::TooLarge { .. })
+        ));
     }
 }

@@ -1,22 +1,32 @@
 //! WRITE_BLOCK: one node of a write pipeline. Packets are forwarded to the next node
-//! first, then (on the last node) verified, then stored; a responder passes acks upstream
-//! with one status per node from here to the tail. The last packet finalizes the replica
-//! and reports it to the NameNode before it is acked.
+//! first, then (on the last node) verified, then stored; acks go upstream with one status
+//! per node from here to the tail. The last packet finalizes the replica and reports it to
+//! the NameNode before it is acked.
+//!
+//! One task does all of a node's work for one pipeline: it waits for the next packet and
+//! for the next node's ack at once (both read into buffers kept across waits, so either
+//! wait can be dropped), and on the tail it acks a packet as soon as it is stored. A task
+//! of its own for the acks (HDFS's PacketResponder) would cost a wake-up and a queue per
+//! packet, which under an hflush after every small record is a large share of the
+//! DataNode's work.
 
-use std::time::Duration;
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
+use bytes::BytesMut;
 use ferrite_blocktoken::Modes;
 use ferrite_proto::datanode::received_deleted_block_info_proto::BlockStatus;
 use ferrite_proto::hdfs::op_write_block_proto::BlockConstructionStage as Stage;
 use ferrite_proto::hdfs::{BlockOpResponseProto, OpWriteBlockProto, PipelineAckProto, Status};
 use ferrite_transfer::checksum::{Checksum, Kind};
-use ferrite_transfer::io::{read_delimited, write_delimited, write_op};
+use ferrite_transfer::io::{decode_delimited, read_delimited, write_delimited, write_op};
 use ferrite_transfer::packet::{self, Packet};
 use ferrite_transfer::{op, TransferError};
+use futures_util::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
-use tokio::sync::mpsc;
+use tokio_util::codec::{Decoder, FramedRead};
 use tracing::{debug, info, warn};
 
 use super::access::allowed;
@@ -29,7 +39,8 @@ const SMALL_WRITE: usize = 4096;
 /// How long the last packet's ack waits for the NameNode to take the RECEIVED report.
 const IBR_WAIT: Duration = Duration::from_secs(10);
 
-/// What the responder acks for one packet.
+/// What this node acks for one packet.
+#[derive(Debug, Clone, Copy)]
 struct Ack {
     seqno: i64,
     status: Status,
@@ -37,6 +48,80 @@ struct Ack {
     /// for an ack from it, so the client knows which node to drop.
     downstream_lost: bool,
 }
+
+impl Ack {
+    fn new(seqno: i64, status: Status) -> Ack {
+        Ack {
+            seqno,
+            status,
+            downstream_lost: false,
+        }
+    }
+
+    /// Whether this ack goes upstream only with the next node's ack of the same packet:
+    /// a failure here, or a next node already lost, is said at once.
+    fn needs_downstream(&self) -> bool {
+        self.status == Status::Success && !self.downstream_lost
+    }
+}
+
+/// What the rest of the pipeline said about a packet.
+enum Rest<'a> {
+    /// Nothing to add: this is the tail, or this node's own status is a failure.
+    Nothing,
+    /// The next node's ack of the same packet.
+    Said(&'a PipelineAckProto),
+    /// The next node failed, sent no ack, or acked another packet.
+    Lost,
+}
+
+/// The ack sent upstream for one packet: this node's status, then the statuses of the
+/// nodes after it (pure, so the rules can be tested without sockets).
+fn upstream_ack(a: &Ack, rest: Rest) -> PipelineAckProto {
+    let mut replies = vec![a.status as i32];
+    if a.downstream_lost {
+        replies.push(Status::Error as i32);
+    } else {
+        match rest {
+            Rest::Nothing => {}
+            Rest::Said(down) => replies.extend(downstream(down)),
+            Rest::Lost => replies.push(Status::Error as i32),
+        }
+    }
+    PipelineAckProto {
+        seqno: a.seqno,
+        flag: replies.iter().map(|&s| s as u32).collect(),
+        reply: replies,
+        downstream_ack_time_nanos: Some(0),
+    }
+}
+
+/// Packets off a stream, whole (see `packet::decode`).
+struct PacketFrames {
+    max: usize,
+}
+
+impl Decoder for PacketFrames {
+    type Item = Packet;
+    type Error = TransferError;
+    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Packet>, TransferError> {
+        packet::decode(buf, self.max)
+    }
+}
+
+/// Pipeline acks off a stream, whole.
+struct AckFrames;
+
+impl Decoder for AckFrames {
+    type Item = PipelineAckProto;
+    type Error = TransferError;
+    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<PipelineAckProto>, TransferError> {
+        decode_delimited(buf)
+    }
+}
+
+type Packets = FramedRead<BufReader<OwnedReadHalf>, PacketFrames>;
+type Acks = FramedRead<BufReader<OwnedReadHalf>, AckFrames>;
 
 pub async fn serve(
     x: &Xceiver,
@@ -87,16 +172,23 @@ pub async fn serve(
     if status != Status::Success {
         return Ok(());
     }
-    let (mirror_rd, mirror_wr) = match mirror {
-        Some((r, w)) => (Some(r), Some(w)),
+    let (mirror_acks, mirror) = match mirror {
+        // Only a client's pipeline reads the next node's acks; a transfer's next node
+        // sends none.
+        Some((r, w)) => (acked.then(|| FramedRead::new(r, AckFrames)), Some(w)),
         None => (None, None),
     };
-    let (ack_tx, ack_rx) = mpsc::channel::<Ack>(1024);
-    let mut upstream = Some(wr);
-    let responder = acked.then(|| {
-        let up = upstream.take().expect("not taken yet");
-        tokio::spawn(respond(ack_rx, mirror_rd, up, x.cfg.socket_timeout))
-    });
+    let (up, mut answer_to) = if acked {
+        (Some(wr), None)
+    } else {
+        (None, Some(wr))
+    };
+    let mut packets = FramedRead::new(
+        rd,
+        PacketFrames {
+            max: x.cfg.max_packet,
+        },
+    );
     let mut rx = Receive {
         x,
         id,
@@ -107,26 +199,28 @@ pub async fn serve(
         checksum,
         storage_uuid,
         is_tail: op.targets.is_empty(),
-        mirror: mirror_wr,
-        acks: ack_tx,
-        acked,
+        mirror,
+        mirror_acks,
+        up,
+        waiting: VecDeque::new(),
+        last_heard: Instant::now(),
     };
-    let outcome = rx.run(&mut rd).await;
+    let outcome = rx.run(&mut packets).await;
     let written = rx.written;
-    // Dropping closes the ack queue and half-closes the mirror (no more packets).
-    drop(rx);
-    if let Some(r) = responder {
-        let _ = r.await;
+    if let Some(up) = rx.up.as_mut() {
+        let _ = up.shutdown().await;
     }
+    // Dropping half-closes the mirror (no more packets).
+    drop(rx);
     if acked && matches!(outcome, Ok(false)) {
         // An error ack went upstream. Leave the connection for the writer to close, as
         // HDFS's DataNode does: closed here with its packets unread, it would be reset,
         // and a writer that meets the reset before it reads the ack blames this node
         // (hdfs-native then stalls when this is its first node) rather than the one the
         // ack names.
-        drain(&mut rd, x.cfg.socket_timeout).await;
+        drain(packets.get_mut(), x.cfg.socket_timeout).await;
     }
-    if let (Some(up), true) = (upstream.as_mut(), from_client && kind.is_transfer) {
+    if let (Some(up), true) = (answer_to.as_mut(), from_client && kind.is_transfer) {
         // TRANSFER_BLOCK's copy: one answer once everything is stored.
         let status = if matches!(outcome, Ok(true)) {
             Status::Success
@@ -259,7 +353,7 @@ async fn drain(rd: &mut BufReader<OwnedReadHalf>, idle: Duration) {
     }
 }
 
-/// The receiving side of one block write: packets in, stored, forwarded, acks queued.
+/// One node's work for one block write: packets in, forwarded, stored; acks out.
 struct Receive<'a> {
     x: &'a Xceiver,
     id: u64,
@@ -271,78 +365,199 @@ struct Receive<'a> {
     checksum: Checksum,
     storage_uuid: String,
     is_tail: bool,
+    /// Packets go on to the next node here.
     mirror: Option<OwnedWriteHalf>,
-    acks: mpsc::Sender<Ack>,
-    /// A client's pipeline, whose acks a responder sends upstream.
-    acked: bool,
+    /// The next node's acks (a client's pipeline with a next node).
+    mirror_acks: Option<Acks>,
+    /// Where acks go: a client's pipeline only (transfers get none).
+    up: Option<OwnedWriteHalf>,
+    /// Acks not yet sent, in packet order: the first waits for the next node's ack of
+    /// its packet; a failure queued behind it waits its turn.
+    waiting: VecDeque<Ack>,
+    /// When a packet or a downstream ack last arrived: both peers answer to one timeout.
+    last_heard: Instant,
+}
+
+/// What one packet did to the write.
+enum Step {
+    More,
+    /// The last packet is stored and its ack queued.
+    Last,
+    /// A failure's ack is queued (or nothing is acked any more): store nothing more.
+    Failed,
 }
 
 impl Receive<'_> {
-    /// Queues an ack; false once the responder has stopped after sending an error upstream
-    /// (a transfer has no responder, and always gets true).
-    async fn ack(&self, seqno: i64, status: Status) -> bool {
-        let ack = Ack {
-            seqno,
-            status,
-            downstream_lost: false,
-        };
-        self.acks.send(ack).await.is_ok() || !self.acked
+    /// Returns Ok(true) once the last packet is stored and every ack sent, Ok(false) after
+    /// an error ack (this node's, or one passed up from downstream) or when acks can no
+    /// longer be sent.
+    async fn run(&mut self, packets: &mut Packets) -> Result<bool, TransferError> {
+        let timeout = self.x.cfg.socket_timeout;
+        let mut receiving = true;
+        let mut outcome = true;
+        let timer = tokio::time::sleep(timeout);
+        tokio::pin!(timer);
+        loop {
+            if !receiving && self.waiting.is_empty() {
+                return Ok(outcome);
+            }
+            let awaiting_ack = self.waiting.front().is_some_and(|a| self.waits(a));
+            tokio::select! {
+                // An ack frees the oldest packet: take it before more packets.
+                biased;
+                down = next_ack(&mut self.mirror_acks), if awaiting_ack => {
+                    self.last_heard = Instant::now();
+                    if !self.downstream_acked(down).await {
+                        return Ok(false);
+                    }
+                }
+                pkt = packets.next(), if receiving => {
+                    self.last_heard = Instant::now();
+                    let pkt = match pkt {
+                        Some(p) => p?,
+                        None => {
+                            let eof = std::io::ErrorKind::UnexpectedEof;
+                            return Err(std::io::Error::from(eof).into());
+                        }
+                    };
+                    match self.receive(pkt).await {
+                        Step::More => {}
+                        Step::Last => receiving = false,
+                        Step::Failed => (receiving, outcome) = (false, false),
+                    }
+                    if !self.send_ready().await {
+                        return Ok(false);
+                    }
+                }
+                () = &mut timer => {
+                    if self.last_heard.elapsed() < timeout {
+                        timer.as_mut().reset((self.last_heard + timeout).into());
+                        continue;
+                    }
+                    if !awaiting_ack {
+                        return Err(TransferError::Io(std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            format!("no data from the peer for {timeout:?}"),
+                        )));
+                    }
+                    debug!(block = self.id, "no ack from downstream");
+                    self.downstream_acked(None).await;
+                    return Ok(false);
+                }
+            }
+        }
     }
 
-    /// Returns Ok(true) once the last packet is stored, Ok(false) after an error ack (this
-    /// node's, or one the responder passed up from downstream).
-    async fn run(&mut self, rd: &mut BufReader<OwnedReadHalf>) -> Result<bool, TransferError> {
+    /// Forwards, checks and stores one packet and queues its ack.
+    async fn receive(&mut self, pkt: Packet) -> Step {
         let x = self.x;
-        loop {
-            let pkt = timed(x.cfg.socket_timeout, packet::read(rd, x.cfg.max_packet)).await?;
-            let h = pkt.header;
-            if let Some(m) = self.mirror.as_mut() {
-                if let Err(e) = m.write_all(&pkt.raw).await {
-                    // As HDFS's DataNode: the next node is gone. Say so in this packet's
-                    // ack (closing without one would leave the client guessing which node
-                    // failed), and stop; the client recovers the pipeline without it.
-                    warn!(block = self.id, error = %e, "pipeline: next DataNode lost");
-                    let lost = Ack {
-                        seqno: h.seqno,
-                        status: Status::Success,
-                        downstream_lost: true,
-                    };
-                    let _ = self.acks.send(lost).await;
-                    return Ok(false);
-                }
+        let h = pkt.header;
+        if let Some(m) = self.mirror.as_mut() {
+            if let Err(e) = m.write_all(&pkt.raw).await {
+                // As HDFS's DataNode: the next node is gone. Say so in this packet's ack
+                // (closing without one would leave the client guessing which node
+                // failed), and stop; the client recovers the pipeline without it.
+                warn!(block = self.id, error = %e, "pipeline: next DataNode lost");
+                self.queue(Ack {
+                    downstream_lost: true,
+                    ..Ack::new(h.seqno, Status::Success)
+                });
+                return Step::Failed;
             }
-            // Once the pipeline has failed (the responder sent an error ack and stopped),
-            // nothing more is stored: the writer is about to recover the replica, and must
-            // not find this node still writing to it.
-            if h.is_heartbeat() {
-                if !self.ack(h.seqno, Status::Success).await {
-                    return Ok(false);
-                }
-                continue;
-            }
-            let stored = match self.files.as_ref() {
-                Some(f) => store(x, f, &pkt, self.written, self.is_tail, &self.checksum),
-                None if pkt.data.is_empty() => Ok(()),
-                None => Err(Status::ErrorInvalid), // data for a finalized replica
-            };
-            if let Err(st) = stored {
-                self.ack(h.seqno, st).await;
-                return Ok(false);
-            }
-            self.written = self
-                .written
-                .max(h.offset_in_block as u64 + h.data_len as u64);
-            x.ds.set_len(self.id, self.written);
-            if !h.last {
-                if !self.ack(h.seqno, Status::Success).await {
-                    return Ok(false);
-                }
-                continue;
-            }
-            let status = self.finish().await;
-            self.ack(h.seqno, status).await;
-            return Ok(status == Status::Success);
         }
+        if h.is_heartbeat() {
+            return self.queue(Ack::new(h.seqno, Status::Success));
+        }
+        let stored = match self.files.as_ref() {
+            Some(f) => store(x, f, &pkt, self.written, self.is_tail, &self.checksum),
+            None if pkt.data.is_empty() => Ok(()),
+            None => Err(Status::ErrorInvalid), // data for a finalized replica
+        };
+        if let Err(st) = stored {
+            self.queue(Ack::new(h.seqno, st));
+            return Step::Failed;
+        }
+        self.written = self
+            .written
+            .max(h.offset_in_block as u64 + h.data_len as u64);
+        x.ds.set_len(self.id, self.written);
+        if !h.last {
+            return self.queue(Ack::new(h.seqno, Status::Success));
+        }
+        let status = self.finish().await;
+        self.queue(Ack::new(h.seqno, status));
+        if status == Status::Success {
+            Step::Last
+        } else {
+            Step::Failed
+        }
+    }
+
+    /// Queues a packet's ack (a transfer's are dropped: nobody reads them).
+    fn queue(&mut self, ack: Ack) -> Step {
+        if self.up.is_some() {
+            self.waiting.push_back(ack);
+        }
+        if ack.status == Status::Success {
+            Step::More
+        } else {
+            Step::Failed
+        }
+    }
+
+    /// Whether `ack` waits for the next node's ack of its packet.
+    fn waits(&self, ack: &Ack) -> bool {
+        self.mirror_acks.is_some() && ack.needs_downstream()
+    }
+
+    /// Sends the queued acks that need nothing from downstream, in order. False once an
+    /// ack saying a failure has gone, or acks can no longer be sent.
+    async fn send_ready(&mut self) -> bool {
+        while let Some(a) = self.waiting.front().copied() {
+            if self.waits(&a) {
+                break;
+            }
+            self.waiting.pop_front();
+            if !self.send_up(&a, Rest::Nothing).await {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The next node's answer (`None`: none came) for the oldest waiting packet: its
+    /// ack goes up, then whatever queued behind it is ready.
+    async fn downstream_acked(
+        &mut self,
+        down: Option<Result<PipelineAckProto, TransferError>>,
+    ) -> bool {
+        let Some(a) = self.waiting.pop_front() else {
+            return false;
+        };
+        let rest = match &down {
+            Some(Ok(d)) if d.seqno == a.seqno => Rest::Said(d),
+            Some(Ok(d)) => {
+                warn!(want = a.seqno, got = d.seqno, "downstream ack out of order");
+                Rest::Lost
+            }
+            Some(Err(e)) => {
+                debug!(error = %e, "no ack from downstream");
+                Rest::Lost
+            }
+            None => Rest::Lost,
+        };
+        self.send_up(&a, rest).await && self.send_ready().await
+    }
+
+    /// Sends one ack upstream. False if it says a failure, or could not be sent: either
+    /// way the write is over.
+    async fn send_up(&mut self, a: &Ack, rest: Rest<'_>) -> bool {
+        let ack = upstream_ack(a, rest);
+        let failed = ack.reply.iter().any(|&s| s != Status::Success as i32);
+        let Some(up) = self.up.as_mut() else {
+            return !failed;
+        };
+        write_delimited(up, &ack).await.is_ok() && !failed
     }
 
     /// The last packet: finalize (or, for TRANSFER_RBW, keep the replica unfinished for
@@ -572,49 +787,9 @@ async fn connect_mirror(
     Ok(((r, w), resp))
 }
 
-/// Sends acks upstream in packet order: this node's status, then what the rest of the
-/// pipeline said about the same packet.
-async fn respond(
-    mut acks: mpsc::Receiver<Ack>,
-    mut mirror: Option<BufReader<OwnedReadHalf>>,
-    mut up: OwnedWriteHalf,
-    timeout: Duration,
-) {
-    while let Some(a) = acks.recv().await {
-        let mut replies = vec![a.status as i32];
-        if a.downstream_lost {
-            replies.push(Status::Error as i32);
-        } else if a.status == Status::Success {
-            if let Some(m) = mirror.as_mut() {
-                match timed(timeout, read_delimited::<PipelineAckProto, _>(m)).await {
-                    Ok(down) if down.seqno == a.seqno => replies.extend(downstream(&down)),
-                    Ok(down) => {
-                        warn!(
-                            want = a.seqno,
-                            got = down.seqno,
-                            "downstream ack out of order"
-                        );
-                        replies.push(Status::Error as i32);
-                    }
-                    Err(e) => {
-                        debug!(error = %e, "no ack from downstream");
-                        replies.push(Status::Error as i32);
-                    }
-                }
-            }
-        }
-        let failed = replies.iter().any(|&s| s != Status::Success as i32);
-        let ack = PipelineAckProto {
-            seqno: a.seqno,
-            flag: replies.iter().map(|&s| s as u32).collect(),
-            reply: replies,
-            downstream_ack_time_nanos: Some(0),
-        };
-        if write_delimited(&mut up, &ack).await.is_err() || failed {
-            break;
-        }
-    }
-    let _ = up.shutdown().await;
+/// The next node's next ack; `None` when it has closed (or there is none).
+async fn next_ack(acks: &mut Option<Acks>) -> Option<Result<PipelineAckProto, TransferError>> {
+    acks.as_mut()?.next().await
 }
 
 /// The per-node statuses of a downstream ack (from `flag` when present, as Java reads it).
@@ -623,5 +798,48 @@ fn downstream(a: &PipelineAckProto) -> Vec<i32> {
         a.flag.iter().map(|f| (f & 0xf) as i32).collect()
     } else {
         a.reply.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OK: i32 = Status::Success as i32;
+    const ERR: i32 = Status::Error as i32;
+
+    #[test]
+    fn an_ack_names_this_node_then_every_node_after_it() {
+        let ok = Ack::new(7, Status::Success);
+        let tail = upstream_ack(&ok, Rest::Nothing);
+        assert_eq!((tail.seqno, tail.reply.clone()), (7, vec![OK]));
+        assert_eq!(tail.flag, vec![OK as u32]);
+        // Java's flags carry more than the status in their high bits: only the low four
+        // are the status.
+        let down = PipelineAckProto {
+            seqno: 7,
+            reply: vec![OK, OK],
+            flag: vec![0x10 | OK as u32, OK as u32],
+            downstream_ack_time_nanos: None,
+        };
+        assert_eq!(upstream_ack(&ok, Rest::Said(&down)).reply, vec![OK, OK, OK]);
+        assert_eq!(upstream_ack(&ok, Rest::Lost).reply, vec![OK, ERR]);
+    }
+
+    #[test]
+    fn a_failure_here_or_a_lost_next_node_is_said_without_waiting() {
+        let bad = Ack::new(3, Status::ErrorChecksum);
+        assert!(!bad.needs_downstream());
+        assert_eq!(
+            upstream_ack(&bad, Rest::Nothing).reply,
+            vec![Status::ErrorChecksum as i32]
+        );
+        let lost = Ack {
+            downstream_lost: true,
+            ..Ack::new(4, Status::Success)
+        };
+        assert!(!lost.needs_downstream());
+        assert_eq!(upstream_ack(&lost, Rest::Nothing).reply, vec![OK, ERR]);
+        assert!(Ack::new(5, Status::Success).needs_downstream());
     }
 }
