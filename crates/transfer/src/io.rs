@@ -144,7 +144,7 @@ mod tests {
                 got.push(m);
             }
         }
-        assert_eq!(got, vec![msg.clone(), msg]);
+        assert_eq!(got, vec![msg, msg]);
         assert!(buf.is_empty());
         let mut long = bytes::BytesMut::from(&[0xffu8; 10][..]);
         assert!(decode_delimited::<ClientReadStatusProto>(&mut long).is_err());
