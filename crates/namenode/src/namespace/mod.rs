@@ -24,6 +24,7 @@ pub mod quota;
 pub mod reserved;
 pub mod snapshot;
 pub mod snapshot_attrs;
+mod snapshot_children;
 pub mod snapshot_diff;
 mod snapshot_image;
 pub mod snapshot_ops;

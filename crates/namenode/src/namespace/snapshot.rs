@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use super::acl::AclEntry;
 use super::inode::{Block, Body, Slot, ROOT_SLOT};
+pub use super::snapshot_children::ChildChanges;
 use super::snapshot_view::FastMap;
 use super::xattr::Features;
 use super::{Effects, Namespace};
@@ -103,13 +104,6 @@ pub struct Version {
     pub children: Option<Box<ChildChanges>>,
 }
 
-/// The children a directory gained and lost after a version's tag.
-#[derive(Clone, Debug, Default)]
-pub struct ChildChanges {
-    pub created: Vec<Slot>,
-    pub deleted: Vec<Slot>,
-}
-
 impl Version {
     pub fn new(tag: SnapId, state: Frozen) -> Self {
         Version {
@@ -120,11 +114,11 @@ impl Version {
     }
 
     pub fn created(&self) -> &[Slot] {
-        self.children.as_ref().map_or(&[], |c| &c.created)
+        self.children.as_ref().map_or(&[], |c| c.created())
     }
 
     pub fn deleted(&self) -> &[Slot] {
-        self.children.as_ref().map_or(&[], |c| &c.deleted)
+        self.children.as_ref().map_or(&[], |c| c.deleted())
     }
 
     pub fn children_mut(&mut self) -> &mut ChildChanges {
@@ -132,7 +126,7 @@ impl Version {
     }
 
     pub fn into_deleted(self) -> Vec<Slot> {
-        self.children.map_or_else(Vec::new, |c| c.deleted)
+        self.children.map_or_else(Vec::new, |c| c.into_deleted())
     }
 }
 
@@ -333,13 +327,9 @@ impl Namespace {
         let Some(v) = self.current_version(dir) else {
             return;
         };
-        let changes = v.children_mut();
-        if let Some(i) = changes.deleted.iter().position(|&c| c == child) {
+        if v.children_mut().note_added(child) {
             // Back where a snapshot saw it (a rename there and back).
-            changes.deleted.swap_remove(i);
             self.release(child);
-        } else {
-            changes.created.push(child);
         }
     }
 
@@ -353,12 +343,8 @@ impl Namespace {
             return false;
         }
         if let Some(v) = self.current_version(dir) {
-            let changes = v.children_mut();
-            if let Some(i) = changes.created.iter().position(|&c| c == child) {
-                // Made after the snapshot: it never saw it.
-                changes.created.swap_remove(i);
-            } else {
-                changes.deleted.push(child);
+            // Made after the snapshot, it is simply forgotten: it never saw it.
+            if !v.children_mut().note_removed(child) {
                 *self.snaps.held.entry(child).or_insert(0) += 1;
                 // Kept for a snapshot now (a create over it, a delete, a move away):
                 // quotas count it again when next asked.

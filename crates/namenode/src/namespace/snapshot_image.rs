@@ -266,7 +266,7 @@ impl Namespace {
                 let [created, deleted] = lists;
                 let mut v = Version::new(tag, state);
                 if !created.is_empty() || !deleted.is_empty() {
-                    v.children = Some(Box::new(ChildChanges { created, deleted }));
+                    v.children = Some(Box::new(ChildChanges::from_lists(created, deleted)));
                 }
                 vs.push(v);
             }

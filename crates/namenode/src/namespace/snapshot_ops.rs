@@ -475,20 +475,14 @@ fn merge_into(earlier: &mut Version, later: Version, released: &mut Vec<Slot>) {
         return;
     };
     let earlier = earlier.children_mut();
-    for c in later.created {
-        if let Some(i) = earlier.deleted.iter().position(|&d| d == c) {
-            earlier.deleted.swap_remove(i);
+    for &c in later.created() {
+        if earlier.note_added(c) {
             released.push(c);
-        } else {
-            earlier.created.push(c);
         }
     }
-    for d in later.deleted {
-        if let Some(i) = earlier.created.iter().position(|&c| c == d) {
-            earlier.created.swap_remove(i);
+    for &d in later.deleted() {
+        if earlier.note_removed(d) {
             released.push(d);
-        } else {
-            earlier.deleted.push(d);
         }
     }
 }
