@@ -84,7 +84,7 @@ impl Dataset {
         if done_by(&r, recovery_id, new_len) {
             return Ok(r);
         }
-        let r = self.in_recovery(id, recovery_id, new_len)?;
+        let r = under_recovery(r, recovery_id, new_len)?;
         let vi = r.volume;
         let io_err = |source| StorageError::Io { volume: vi, source };
         let files = &self.volumes[vi].files;
@@ -178,21 +178,26 @@ impl Dataset {
         new_len: u64,
     ) -> Result<Replica, StorageError> {
         let r = self.get(id).ok_or(StorageError::NotFound(id))?;
-        let fail = |why: String| StorageError::Recovery { id, why };
-        if r.recovery_id != recovery_id {
-            return Err(fail(format!(
-                "the replica is under recovery {}, not {recovery_id}",
-                r.recovery_id
-            )));
-        }
-        if new_len > r.len {
-            return Err(fail(format!(
-                "new length {new_len} is beyond the {} bytes the replica holds",
-                r.len
-            )));
-        }
-        Ok(r)
+        under_recovery(r, recovery_id, new_len)
     }
+}
+
+/// `r`, if recovery `recovery_id` holds it and it has `new_len` bytes to keep.
+fn under_recovery(r: Replica, recovery_id: u64, new_len: u64) -> Result<Replica, StorageError> {
+    let fail = |why: String| StorageError::Recovery { id: r.id, why };
+    if r.recovery_id != recovery_id {
+        return Err(fail(format!(
+            "the replica is under recovery {}, not {recovery_id}",
+            r.recovery_id
+        )));
+    }
+    if new_len > r.len {
+        return Err(fail(format!(
+            "new length {new_len} is beyond the {} bytes the replica holds",
+            r.len
+        )));
+    }
+    Ok(r)
 }
 
 /// Whether `r` is what recovery `recovery_id` to `new_len` bytes leaves: done already.
