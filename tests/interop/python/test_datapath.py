@@ -238,10 +238,10 @@ def spawn_ready(args, log):
 
 
 @contextlib.contextmanager
-def process_cluster(w, datanodes, nn_conf=()):
+def process_cluster(w, datanodes, nn_conf=(), dn_conf=()):
     """A `ferrite namenode` and `datanodes` `ferrite datanode` processes (so one can be
-    killed); `nn_conf` adds NameNode settings. Yields (url, datanode processes, their data
-    dirs, their transfer ports)."""
+    killed); `nn_conf` and `dn_conf` add NameNode and DataNode settings. Yields (url,
+    datanode processes, their data dirs, their transfer ports)."""
     w.mkdir()
     log = open(w / "cluster.log", "w")
     ferrite = str(FERRITE_BIN)
@@ -249,7 +249,8 @@ def process_cluster(w, datanodes, nn_conf=()):
     extra = [a for c in nn_conf for a in ("--conf", c)]
     nn, url = spawn_ready([ferrite, "namenode", "--port", "0", "--data", str(w / "nn"), *hb, *extra], log)
     dirs = [w / f"dn{i}" for i in range(datanodes)]
-    started = [spawn_ready([ferrite, "datanode", "--namenode", url[len("hdfs://") :], "--port", "0", "--ipc-port", "0", "--data", str(d), *hb], log) for d in dirs]
+    dn_extra = [a for c in dn_conf for a in ("--conf", c)]
+    started = [spawn_ready([ferrite, "datanode", "--namenode", url[len("hdfs://") :], "--port", "0", "--ipc-port", "0", "--data", str(d), *hb, *dn_extra], log) for d in dirs]
     dns = [p for p, _ in started]
     xfer = [int(addr.rsplit(":", 1)[1]) for _, addr in started]
     try:

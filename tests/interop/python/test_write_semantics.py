@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import FERRITE_BIN, FsShell, Server, java_cp
 from hdfs_native import Client, WriteOptions
-from test_datapath import process_cluster
+from test_datapath import process_cluster, remote_ports
 
 RECORDS, RECORD = 300, 512
 
@@ -140,6 +140,53 @@ def test_recovery_goes_on_when_the_primary_dies_before_it_is_told(workroot):
         starts = re.findall(r"block recovery started.*path=/wal/log.*primary=(\S+)", plain)
         assert len(starts) >= 2 and starts[-1] != m.group(1), starts
         assert wal_read(srv, w, "/wal/log") == ["records 100", f"length {100 * RECORD}", ""]
+
+
+def test_a_silent_datanode_is_named_by_the_node_before_it(workroot):
+    """A DataNode that stops answering mid-write (SIGSTOP: its connections stay open and
+    nothing comes back) is named by the node before it in the pipeline, and Hadoop's
+    client drops exactly that node and writes on with the other two. Each waits for the
+    next node's ack the DataNodes' socket timeout (3 s here) plus 5 s per node after it,
+    as HDFS's do, so the nearest gives up first: the tail's neighbour after 8 s, the head
+    after 13 s, the client (5 s + 5 s per node) after 20 s. The writer's heartbeats (every
+    2.5 s, half its own timeout) go on reaching the nodes meanwhile, and must not put off
+    the wait for an ack; had they, the client would have timed out and blamed its first
+    node."""
+    w = workroot / "silent-datanode"
+    with process_cluster(w, 3, dn_conf=["dfs.client.socket-timeout=3000"]) as (url, dns, dirs, xfer):
+        srv = Server(url, int(url.rsplit(":", 1)[1]), None, w)
+        sh = FsShell(srv, w / "client", hdfs={
+            "dfs.client.socket-timeout": 5000,
+            # Three DataNodes: no spare to bring in, so write on with two.
+            "dfs.client.block.write.replace-datanode-on-failure.enable": "false",
+        })
+        cmd = ["java", "-Djava.net.preferIPv4Stack=true", "-cp", java_cp(sh.conf), "ferrite.interop.WalCheck", "trickle", "/wal/silent", "40", str(RECORD), "100"]
+        writer = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=sh.env)
+        silent = None
+        try:
+            for line in writer.stdout:
+                if line.strip() == "flushed 10":
+                    break
+            holders = [i for i, d in enumerate(dirs) if any(d.rglob("rbw/blk_*"))]
+            assert len(holders) == 3
+            # Not the node the client streams to: that one only the client can time out.
+            first = remote_ports(writer.pid)
+            silent = next(i for i in holders if xfer[i] not in first)
+            dns[silent].send_signal(signal.SIGSTOP)
+            out, err = writer.communicate(timeout=120)
+        finally:
+            if silent is not None:
+                dns[silent].send_signal(signal.SIGCONT)
+            if writer.poll() is None:
+                writer.kill()
+        assert writer.returncode == 0 and "closed" in out, err[-3000:]
+        bad = re.findall(r"datanode \d+\(DatanodeInfoWithStorage\[127\.0\.0\.1:(\d+)", err)
+        assert bad and {int(p) for p in bad} == {xfer[silent]}, err[-3000:]
+        for i in range(3):
+            if i != silent:
+                assert any(dirs[i].rglob("finalized/**/blk_*")), f"DataNode {i} kept the block"
+        whole = ["records 40", f"length {40 * RECORD}", ""]
+        assert wal_read(srv, w, "/wal/silent") == whole
 
 
 def ferrite_dfs(url, *args):

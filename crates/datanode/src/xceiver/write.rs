@@ -39,6 +39,11 @@ const SMALL_WRITE: usize = 4096;
 /// How long the last packet's ack waits for the NameNode to take the RECEIVED report.
 const IBR_WAIT: Duration = Duration::from_secs(10);
 
+/// What each node after this one adds to the wait for the next node's ack (HDFS's
+/// `READ_TIMEOUT_EXTENSION`): the node nearest a silent one gives up first and names it,
+/// before the nodes (and the writer) upstream of it give up on theirs.
+const PER_NODE_AFTER: Duration = Duration::from_secs(5);
+
 /// What this node acks for one packet.
 #[derive(Debug, Clone, Copy)]
 struct Ack {
@@ -203,7 +208,7 @@ pub async fn serve(
         mirror_acks,
         up,
         waiting: VecDeque::new(),
-        last_heard: Instant::now(),
+        clocks: Clocks::new(x.cfg.socket_timeout, op.targets.len(), Instant::now()),
     };
     let outcome = rx.run(&mut packets).await;
     let written = rx.written;
@@ -374,8 +379,66 @@ struct Receive<'a> {
     /// Acks not yet sent, in packet order: the first waits for the next node's ack of
     /// its packet; a failure queued behind it waits its turn.
     waiting: VecDeque<Ack>,
-    /// When a packet or a downstream ack last arrived: both peers answer to one timeout.
-    last_heard: Instant,
+    /// Each peer answers to the socket timeout on its own clock: the writer from its last
+    /// packet, the next node from when the oldest waiting packet began to wait for it (so
+    /// a silent next node is caught while the writer's packets, or its heartbeats, still
+    /// come in).
+    clocks: Clocks,
+}
+
+/// When each side of a pipeline node last gave it something (pure; `now` is passed in).
+struct Clocks {
+    /// For the writer's (or the previous node's) packets.
+    timeout: Duration,
+    /// For the next node's acks: longer by `PER_NODE_AFTER` for each node after this one.
+    next_timeout: Duration,
+    last_packet: Instant,
+    /// When the oldest waiting packet began to wait for the next node: the later of its
+    /// own arrival and the next node's last ack.
+    waiting_since: Option<Instant>,
+}
+
+/// Which peer has been silent past the timeout.
+#[derive(Debug, PartialEq, Eq)]
+enum Silent {
+    Writer,
+    NextNode,
+}
+
+impl Clocks {
+    /// `after`: how many nodes follow this one in the pipeline.
+    fn new(timeout: Duration, after: usize, now: Instant) -> Clocks {
+        Clocks {
+            timeout,
+            next_timeout: timeout + PER_NODE_AFTER * after as u32,
+            last_packet: now,
+            waiting_since: None,
+        }
+    }
+
+    /// The next moment one of the two may run out: when to look again (a full timeout
+    /// from `now` when neither clock runs).
+    fn deadline(&self, now: Instant, receiving: bool) -> Instant {
+        let writer = receiving.then_some(self.last_packet + self.timeout);
+        let next = self.waiting_since.map(|t| t + self.next_timeout);
+        match (writer, next) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b).unwrap_or(now + self.timeout),
+        }
+    }
+
+    /// Who is silent at `now`, if anyone; the next node first (its silence is what a
+    /// writer waiting for acks needs named).
+    fn silent(&self, now: Instant, receiving: bool) -> Option<Silent> {
+        if self
+            .waiting_since
+            .is_some_and(|t| now.duration_since(t) >= self.next_timeout)
+        {
+            return Some(Silent::NextNode);
+        }
+        (receiving && now.duration_since(self.last_packet) >= self.timeout)
+            .then_some(Silent::Writer)
+    }
 }
 
 /// What one packet did to the write.
@@ -392,10 +455,10 @@ impl Receive<'_> {
     /// an error ack (this node's, or one passed up from downstream) or when acks can no
     /// longer be sent.
     async fn run(&mut self, packets: &mut Packets) -> Result<bool, TransferError> {
-        let timeout = self.x.cfg.socket_timeout;
         let mut receiving = true;
         let mut outcome = true;
-        let timer = tokio::time::sleep(timeout);
+        let first = self.clocks.deadline(Instant::now(), receiving);
+        let timer = tokio::time::sleep_until(first.into());
         tokio::pin!(timer);
         loop {
             if !receiving && self.waiting.is_empty() {
@@ -406,13 +469,12 @@ impl Receive<'_> {
                 // An ack frees the oldest packet: take it before more packets.
                 biased;
                 down = next_ack(&mut self.mirror_acks), if awaiting_ack => {
-                    self.last_heard = Instant::now();
                     if !self.downstream_acked(down).await {
                         return Ok(false);
                     }
                 }
                 pkt = packets.next(), if receiving => {
-                    self.last_heard = Instant::now();
+                    self.clocks.last_packet = Instant::now();
                     let pkt = match pkt {
                         Some(p) => p?,
                         None => {
@@ -430,21 +492,40 @@ impl Receive<'_> {
                     }
                 }
                 () = &mut timer => {
-                    if self.last_heard.elapsed() < timeout {
-                        timer.as_mut().reset((self.last_heard + timeout).into());
-                        continue;
+                    let now = Instant::now();
+                    match self.clocks.silent(now, receiving) {
+                        None => {
+                            // Not yet: each clock moved since the timer was set.
+                            let next = self.clocks.deadline(now, receiving);
+                            timer.as_mut().reset(next.into());
+                        }
+                        Some(Silent::NextNode) => {
+                            debug!(block = self.id, "no ack from downstream");
+                            self.downstream_acked(None).await;
+                            return Ok(false);
+                        }
+                        Some(Silent::Writer) => {
+                            let t = self.clocks.timeout;
+                            return Err(TransferError::Io(std::io::Error::new(
+                                std::io::ErrorKind::TimedOut,
+                                format!("no data from the peer for {t:?}"),
+                            )));
+                        }
                     }
-                    if !awaiting_ack {
-                        return Err(TransferError::Io(std::io::Error::new(
-                            std::io::ErrorKind::TimedOut,
-                            format!("no data from the peer for {timeout:?}"),
-                        )));
-                    }
-                    debug!(block = self.id, "no ack from downstream");
-                    self.downstream_acked(None).await;
-                    return Ok(false);
                 }
             }
+            self.note_waiting();
+        }
+    }
+
+    /// Starts the next node's clock when a packet begins to wait for it, and stops it
+    /// when none does.
+    fn note_waiting(&mut self) {
+        let waits = self.waiting.front().is_some_and(|a| self.waits(a));
+        match (waits, self.clocks.waiting_since) {
+            (true, None) => self.clocks.waiting_since = Some(Instant::now()),
+            (false, Some(_)) => self.clocks.waiting_since = None,
+            _ => {}
         }
     }
 
@@ -534,6 +615,8 @@ impl Receive<'_> {
         let Some(a) = self.waiting.pop_front() else {
             return false;
         };
+        // The next waiting packet waits from now (the next node just answered).
+        self.clocks.waiting_since = None;
         let rest = match &down {
             Some(Ok(d)) if d.seqno == a.seqno => Rest::Said(d),
             Some(Ok(d)) => {
@@ -841,5 +924,48 @@ mod tests {
         assert!(!lost.needs_downstream());
         assert_eq!(upstream_ack(&lost, Rest::Nothing).reply, vec![OK, ERR]);
         assert!(Ack::new(5, Status::Success).needs_downstream());
+    }
+
+    #[test]
+    fn a_silent_next_node_is_named_while_the_writer_still_sends() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        // One node after this one: its acks get 60 + 5 s.
+        let mut c = Clocks::new(s(60), 1, t0);
+        assert_eq!(c.silent(t0 + s(59), true), None);
+        assert_eq!(c.silent(t0 + s(60), true), Some(Silent::Writer));
+        // Once the pipeline's last packet is in, the writer owes nothing.
+        assert_eq!(c.silent(t0 + s(60), false), None);
+        // A packet starts waiting for the next node at 10 s; the writer's heartbeats keep
+        // its own clock fresh, but the next node's runs on.
+        c.waiting_since = Some(t0 + s(10));
+        c.last_packet = t0 + s(70);
+        assert_eq!(c.deadline(t0, true), t0 + s(75));
+        assert_eq!(c.silent(t0 + s(74), true), None);
+        assert_eq!(c.silent(t0 + s(75), true), Some(Silent::NextNode));
+        c.waiting_since = None;
+        assert_eq!(c.deadline(t0, true), t0 + s(130));
+        assert_eq!(c.silent(t0 + s(75), true), None);
+        assert_eq!(c.deadline(t0 + s(200), false), t0 + s(260));
+    }
+
+    #[test]
+    fn the_node_nearest_a_silent_one_gives_up_first() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        // A three-node pipeline whose tail stops answering: the packet waits at the head
+        // and the middle from (about) the same moment.
+        let head = Clocks {
+            waiting_since: Some(t0),
+            ..Clocks::new(s(3), 2, t0)
+        };
+        let middle = Clocks {
+            waiting_since: Some(t0),
+            ..Clocks::new(s(3), 1, t0)
+        };
+        assert_eq!(middle.deadline(t0, false), t0 + s(8));
+        assert_eq!(head.deadline(t0, false), t0 + s(13));
+        assert_eq!(middle.silent(t0 + s(8), false), Some(Silent::NextNode));
+        assert_eq!(head.silent(t0 + s(8), false), None);
     }
 }

@@ -20,6 +20,9 @@ import org.apache.hadoop.hdfs.DistributedFileSystem;
  *                              hflush (or hsync), prints "flushed i" after each, then prints
  *                              "done" and waits to be killed without closing the file.
  *   append PATH N SIZE FIRST   the same, appending to an existing file, numbering from FIRST.
+ *   trickle PATH N SIZE MS     creates PATH and writes N records, each followed by hflush
+ *                              and a pause of MS milliseconds, printing "flushed i" after
+ *                              each; then closes it and prints "closed".
  *   read PATH                  prints "records n" (whole, valid records from the start) and
  *                              "length L" (bytes a new reader sees), then "torn" if bytes
  *                              after the last whole record are not a record's prefix.
@@ -65,6 +68,23 @@ public final class WalCheck {
         System.out.println("done");
         System.out.flush();
         Thread.sleep(Long.MAX_VALUE);
+        break;
+      }
+      case "trickle": {
+        int n = Integer.parseInt(argv[2]);
+        int size = Integer.parseInt(argv[3]);
+        long pause = Long.parseLong(argv[4]);
+        try (FSDataOutputStream out = fs.create(p, true)) {
+          for (int i = 0; i < n; i++) {
+            out.write(record(i, size));
+            out.hflush();
+            System.out.println("flushed " + i);
+            System.out.flush();
+            Thread.sleep(pause);
+          }
+        }
+        System.out.println("closed");
+        System.out.flush();
         break;
       }
       case "read": {
