@@ -464,7 +464,7 @@ impl Receive<'_> {
             if !receiving && self.waiting.is_empty() {
                 return Ok(outcome);
             }
-            let awaiting_ack = self.waiting.front().is_some_and(|a| self.waits(a));
+            let awaiting_ack = self.front_waits();
             tokio::select! {
                 // An ack frees the oldest packet: take it before more packets.
                 biased;
@@ -521,8 +521,7 @@ impl Receive<'_> {
     /// Starts the next node's clock when a packet begins to wait for it, and stops it
     /// when none does.
     fn note_waiting(&mut self) {
-        let waits = self.waiting.front().is_some_and(|a| self.waits(a));
-        match (waits, self.clocks.waiting_since) {
+        match (self.front_waits(), self.clocks.waiting_since) {
             (true, None) => self.clocks.waiting_since = Some(Instant::now()),
             (false, Some(_)) => self.clocks.waiting_since = None,
             _ => {}
@@ -589,6 +588,11 @@ impl Receive<'_> {
     /// Whether `ack` waits for the next node's ack of its packet.
     fn waits(&self, ack: &Ack) -> bool {
         self.mirror_acks.is_some() && ack.needs_downstream()
+    }
+
+    /// Whether the oldest unsent ack waits for the next node.
+    fn front_waits(&self) -> bool {
+        self.waiting.front().is_some_and(|a| self.waits(a))
     }
 
     /// Sends the queued acks that need nothing from downstream, in order. False once an
