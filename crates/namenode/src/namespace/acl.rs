@@ -246,8 +246,11 @@ impl Builder {
         build_and_validate(self.entries)
     }
 
-    /// A mask for every scope that needs one: the one given, or the union of the group
-    /// class (the owning group and every named entry) when the scope changed.
+    /// A mask for every scope that needs one: the one given (or kept, in a scope that did
+    /// not change), else the union of the group class (the owning group and every named
+    /// entry). A scope needs one when it has named entries, or had a mask before: as in
+    /// HDFS, an ACL whose last named entry goes keeps a recalculated mask (and stays
+    /// extended) until `removeAcl` or a `setAcl` without one makes it minimal again.
     fn calculate_masks(&mut self) -> Result<(), FsError> {
         let mut found = [false; 2];
         let mut union = [0u8; 2];
@@ -275,9 +278,10 @@ impl Builder {
                     ));
                 }
                 Some(m) if !self.scope_dirty[s] || self.mask_dirty[s] => self.entries.push(m),
-                _ if needed[s] => self
-                    .entries
-                    .push(AclEntry::base(scope, Kind::Mask, union[s])),
+                had if needed[s] || had.is_some() => {
+                    self.entries
+                        .push(AclEntry::base(scope, Kind::Mask, union[s]))
+                }
                 _ => {}
             }
         }
@@ -641,9 +645,13 @@ mod tests {
             e.to_string(),
             "Invalid ACL: mask is required and cannot be deleted."
         );
-        // With no named entry left, no mask is needed: the ACL is minimal again.
+        // With no named entry left the mask stays, recalculated from the group class (as
+        // HDFS keeps it): the ACL is still extended until it is removed.
         let left = filter_by_spec(&acl, spec("user:bruce:---")).unwrap();
-        assert_eq!(text(&left), "user::rwx,group::r-x,other::---");
+        assert_eq!(text(&left), "user::rwx,group::r-x,mask::r-x,other::---");
+        let (perm, kept) = to_storage(&left, 0o770, false, "/f").unwrap();
+        assert_eq!((perm, text(&kept)), (0o750, "group::r-x".to_string()));
+        assert_eq!(text(&logical(perm, &kept)), text(&left));
     }
 
     #[test]
