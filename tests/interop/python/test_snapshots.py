@@ -10,6 +10,7 @@ import re
 
 from conftest import FsShell
 from test_fsshell import C, norm
+from test_webhdfs import forget_snapshottable, run_steps
 
 HOSTS = "/etc/hosts"
 
@@ -366,3 +367,95 @@ def test_type_quotas_count_what_snapshots_keep_as_hdfs(ferrite, hdfs_cluster, wo
         got = (local_norm(a.out), local_norm(a.err), a.rc)
         want = (local_norm(b.out), local_norm(b.err), b.rc)
         assert got == want, f"{' '.join(cmd)}\n ferrite: {got}\n    hdfs: {want}"
+
+
+# When HDFS reports a directory itself as modified: its children made or removed directly
+# in it, or its own permission, owner, ACL, xattrs or quota changed; never for times alone
+# (a snapshot's creation moves its root's time, a touch moves a file's).
+NESTED = [
+    C("-mkdir", "-p", "/nest/s/d"),
+    ["dfsadmin", "-allowSnapshot", "/nest/s"],
+    C("-put", HOSTS, "/nest/s/d/f1"),
+    C("-createSnapshot", "/nest/s", "s1"),
+    C("-rm", "-skipTrash", "/nest/s/d/f1"),
+    C("-touchz", "/nest/s/d/f2"),
+    C("-createSnapshot", "/nest/s", "s2"),
+    ["snapshotDiff", "/nest/s", "s1", "s2"],
+    ["snapshotDiff", "/nest/s", "s2", "s1"],
+    ["snapshotDiff", "/nest/s", "s1", "."],
+    ["snapshotDiff", "/nest/s/d", "s1", "s2"],
+    # Times only: nothing to report.
+    C("-touch", "-m", "-t", "20200101:000000", "/nest/s/d/f2"),
+    C("-touch", "-a", "-t", "20200101:000000", "/nest/s/d"),
+    C("-createSnapshot", "/nest/s", "s3"),
+    ["snapshotDiff", "/nest/s", "s2", "s3"],
+    ["snapshotDiff", "/nest/s", "s2", "."],
+    # The root's own attributes, one kind at a time.
+    C("-chmod", "700", "/nest/s"),
+    C("-createSnapshot", "/nest/s", "s4"),
+    ["snapshotDiff", "/nest/s", "s3", "s4"],
+    C("-setfattr", "-n", "user.k", "-v", "v", "/nest/s"),
+    C("-createSnapshot", "/nest/s", "s5"),
+    ["snapshotDiff", "/nest/s", "s4", "s5"],
+    ["dfsadmin", "-setQuota", "50", "/nest/s"],
+    C("-createSnapshot", "/nest/s", "s6"),
+    ["snapshotDiff", "/nest/s", "s5", "s6"],
+    C("-setfacl", "-m", "user:alice:r-x", "/nest/s/d"),
+    C("-setrep", "2", "/nest/s/d/f2"),
+    C("-createSnapshot", "/nest/s", "s7"),
+    ["snapshotDiff", "/nest/s", "s6", "s7"],
+    # A child made directly in the root.
+    C("-touchz", "/nest/s/top"),
+    ["snapshotDiff", "/nest/s", "s7", "."],
+    ["snapshotDiff", "/nest/s", "s1", "."],
+]
+
+
+def test_a_directory_is_modified_when_hdfs_says_so(ferrite, hdfs_cluster, workroot):
+    one = {"dfs.replication": 1}
+    ours = FsShell(ferrite, workroot, hdfs=one).run(*NESTED)
+    theirs = FsShell(hdfs_cluster, workroot, hdfs=one).run(*NESTED)
+    for server in (ferrite, hdfs_cluster):
+        forget_snapshottable(server, "/nest/s")
+    for cmd, a, b in zip(NESTED, ours, theirs):
+        got = (local_norm(a.out), local_norm(a.err), a.rc)
+        want = (local_norm(b.out), local_norm(b.err), b.rc)
+        assert got == want, f"{' '.join(cmd)}\n ferrite: {got}\n    hdfs: {want}"
+    by = {" ".join(c): r for c, r in zip(NESTED, ours)}
+    assert by["snapshotDiff /nest/s s1 s2"].out.splitlines()[1:4] == ["M\t./d", "+\t./d/f2", "-\t./d/f1"]
+    for quiet in ("snapshotDiff /nest/s s2 s3", "snapshotDiff /nest/s s2 ."):
+        assert "M\t.\n" not in by[quiet].out, by[quiet].out
+    assert "M\t.\n" in by["snapshotDiff /nest/s s3 s4"].out
+    assert "M\t.\n" in by["snapshotDiff /nest/s s7 ."].out and "+\t./top" in by["snapshotDiff /nest/s s7 ."].out
+
+
+# The same question through WebHDFS: the diff and its paged listing.
+NESTED_WEB = [
+    "PUT /webhdfs/v1/BASE/s/d?op=MKDIRS&user.name=SU",
+    "~PUT /webhdfs/v1/BASE/s/d/f1?op=CREATE&user.name=SU&replication=1 one",
+    "PUT /webhdfs/v1/BASE/s?op=ALLOWSNAPSHOT&user.name=SU",
+    "PUT /webhdfs/v1/BASE/s?op=CREATESNAPSHOT&user.name=SU&snapshotname=s1",
+    "DELETE /webhdfs/v1/BASE/s/d/f1?op=DELETE&user.name=SU",
+    "~PUT /webhdfs/v1/BASE/s/d/f2?op=CREATE&user.name=SU&replication=1 two",
+    "PUT /webhdfs/v1/BASE/s?op=CREATESNAPSHOT&user.name=SU&snapshotname=s2",
+    "GET /webhdfs/v1/BASE/s?op=GETSNAPSHOTDIFF&user.name=SU&oldsnapshotname=s1&snapshotname=s2",
+    "GET /webhdfs/v1/BASE/s?op=GETSNAPSHOTDIFF&user.name=SU&oldsnapshotname=s1&snapshotname=",
+    "GET /webhdfs/v1/BASE/s?op=GETSNAPSHOTDIFFLISTING&user.name=SU&oldsnapshotname=s1&snapshotname=s2",
+    "GET /webhdfs/v1/BASE/s?op=GETSNAPSHOTDIFFLISTING&user.name=SU&oldsnapshotname=s2&snapshotname=s1",
+]
+
+
+def test_webhdfs_diff_reports_the_root_as_hdfs_does(ferrite, hdfs_cluster):
+    from hdfs_native import Client
+
+    for server in (ferrite, hdfs_cluster):
+        Client(server.url).mkdirs("/nestweb")
+    theirs = run_steps(hdfs_cluster, "/nestweb", NESTED_WEB)
+    ours = run_steps(ferrite, "/nestweb", NESTED_WEB)
+    for server in (hdfs_cluster, ferrite):
+        forget_snapshottable(server, "/nestweb/s")
+    diffs = [f"{step}\n  hdfs:    {want}\n  ferrite: {got}" for (step, want), (_, got) in zip(theirs, ours) if got != want]
+    assert not diffs, "\n".join(diffs)
+    _, doc, _ = ours[7][1]
+    entries = doc["SnapshotDiffReport"]["diffList"]
+    assert [e["type"] for e in entries] == ["MODIFY", "CREATE", "DELETE"], entries

@@ -6,23 +6,72 @@
 
 use std::rc::Rc;
 
+use super::acl::AclEntry;
 use super::inode::Slot;
 use super::perm::Caller;
+use super::quota::N_TYPES;
 use super::snapshot::{Frozen, SnapId};
 use super::snapshot_view::{FastMap, FastSet};
+use super::storage_policy::UNSPECIFIED;
+use super::xattr::{Features, XAttr};
 use super::Namespace;
 use crate::error::FsError;
 
 /// The state a diff compares against when a snapshot name is empty or `.`.
 pub const CURRENT: SnapId = SnapId::MAX;
 
-/// Whether two versions of an inode agree but for its name.
-fn same_beyond_name(p: &Frozen, q: &Frozen) -> bool {
-    (p.perm, p.owner, p.group, p.mtime, p.atime, p.replication)
-        == (q.perm, q.owner, q.group, q.mtime, q.atime, q.replication)
-        && p.file == q.file
-        && p.features == q.features
-        && p.acl == q.acl
+/// What a diff compares of an inode, as HDFS does: its `metadataEquals` (permission,
+/// owner and group, ACL, xattrs and storage policy, a directory's quota limits, a file's
+/// replication and block size) and a file's length. Not its times, its name or its
+/// blocks: HDFS reports neither a touched time (so a snapshot's creation, which moves its
+/// root's time, changes nothing) nor a file rewritten to the same length.
+#[derive(PartialEq)]
+struct Compared<'a> {
+    perm: u16,
+    owner: u32,
+    group: u32,
+    /// A file's length, block size and replication.
+    file: Option<(u64, u64, u16)>,
+    xattrs: &'a [XAttr],
+    storage_policy: u8,
+    /// A directory's quota limits (names, space, by type); not its usage.
+    quota: Option<(i64, i64, [i64; N_TYPES])>,
+    acl: &'a [AclEntry],
+}
+
+impl<'a> Compared<'a> {
+    fn new(
+        (perm, owner, group): (u16, u32, u32),
+        file: Option<(u64, u64, u16)>,
+        features: Option<&'a Features>,
+        acl: &'a [AclEntry],
+    ) -> Self {
+        Compared {
+            perm,
+            owner,
+            group,
+            file,
+            xattrs: features.map_or(&[], |f| &f.xattrs),
+            storage_policy: features.map_or(UNSPECIFIED, |f| f.storage_policy),
+            quota: features
+                .and_then(|f| f.quota.as_deref())
+                .map(|q| (q.ns, q.space, q.types)),
+            acl,
+        }
+    }
+
+    fn of_version(f: &'a Frozen) -> Self {
+        let file = f
+            .file
+            .as_ref()
+            .map(|k| (k.len, k.block_size, f.replication));
+        Compared::new(
+            (f.perm, f.owner, f.group),
+            file,
+            f.features.as_deref(),
+            f.acl.as_deref().unwrap_or(&[]),
+        )
+    }
 }
 
 /// One line of the report. Paths are relative to the snapshot root, components joined by
@@ -465,32 +514,31 @@ pub struct DiffListing {
 }
 
 impl Namespace {
-    /// Whether `slot` as snapshots `a` and `b` show it differs in anything but its name.
+    /// Whether `slot` as snapshots `a` and `b` show it differs in what a diff reports (see
+    /// [`Compared`]).
     fn differs_beyond_name(&self, slot: Slot, a: SnapId, b: SnapId) -> bool {
         match (self.version_at(slot, a), self.version_at(slot, b)) {
-            (Some(p), Some(q)) => !same_beyond_name(p, q),
-            (Some(p), None) | (None, Some(p)) => !self.live_is(slot, p),
+            (Some(p), Some(q)) => Compared::of_version(p) != Compared::of_version(q),
+            (Some(p), None) | (None, Some(p)) => {
+                Compared::of_version(p) != self.compared_live(slot)
+            }
             (None, None) => false,
         }
     }
 
-    /// Whether live `slot` is as version `f` keeps it, but for its name (no copies).
-    fn live_is(&self, slot: Slot, f: &Frozen) -> bool {
+    /// What a diff compares of live `slot` (no copies).
+    fn compared_live(&self, slot: Slot) -> Compared<'_> {
         let inode = self.inode(slot);
-        let file = match (&inode.body, &f.file) {
-            (super::inode::Body::File(l), Some(k)) => {
-                l.len() == k.len
-                    && l.block_size == k.block_size
-                    && l.blocks() == &*k.blocks
-                    && l.uc().is_some() == k.under_construction
-            }
-            (super::inode::Body::Dir(_), None) => true,
-            _ => false,
+        let file = match &inode.body {
+            super::inode::Body::File(l) => Some((l.len(), l.block_size, inode.replication)),
+            super::inode::Body::Dir(_) => None,
         };
-        file && (inode.perm, inode.owner, inode.group) == (f.perm, f.owner, f.group)
-            && (inode.mtime, inode.atime, inode.replication) == (f.mtime, f.atime, f.replication)
-            && self.features.get(&slot) == f.features.as_deref()
-            && self.acl_of(slot) == f.acl.as_deref().unwrap_or(&[])
+        Compared::new(
+            (inode.perm, inode.owner, inode.group),
+            file,
+            self.features.get(&slot),
+            self.acl_of(slot),
+        )
     }
 
     fn is_dir_at_both(&self, slot: Slot, a: SnapId, b: SnapId) -> bool {
