@@ -70,6 +70,7 @@ async fn workload(st: &NameNodeService, from: u64, to: u64) {
             let (NewBlock::Fresh(p) | NewBlock::Retry(p)) = nb;
             prev = Some(Previous {
                 id: p.block.id,
+                gs: p.block.gs,
                 len: 1000 + k,
             });
         }

@@ -62,6 +62,7 @@ async fn file(st: &NameNodeService, path: &str, len: u64, replication: u16) {
         let (NewBlock::Fresh(p) | NewBlock::Retry(p)) = nb;
         prev = Some(Previous {
             id: p.block.id,
+            gs: p.block.gs,
             len,
         });
     }

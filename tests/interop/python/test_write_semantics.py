@@ -29,9 +29,11 @@ def java(server, w, cls, *args, **kw):
     `server`; returns the Popen when `popen`, else the finished run."""
     sh = shell(server, w)
     cmd = ["java", "-Djava.net.preferIPv4Stack=true", "-cp", java_cp(sh.conf), f"ferrite.interop.{cls}", *args]
+    kw.setdefault("cwd", w)
     if kw.pop("popen", False):
-        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=sh.env)
-    return subprocess.run(cmd, capture_output=True, text=True, env=sh.env, timeout=300, **kw)
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=sh.env, **kw)
+    kw.setdefault("timeout", 300)
+    return subprocess.run(cmd, capture_output=True, text=True, env=sh.env, **kw)
 
 
 def api(server, w, *commands):
@@ -99,6 +101,37 @@ def uuid_of(dn_dir: Path) -> str:
     return re.search(r"datanodeUuid=(\S+)", text).group(1)
 
 
+def lease_answers(text):
+    """LeaseCheck's lines with what differs between clusters (inode and block ids, the
+    block pool) masked."""
+    text = re.sub(r"\(inode [1-9]\d*\)", "(inode ID)", text)
+    text = re.sub(r"BP-[\w.-]+:", "BP:", text)
+    return re.sub(r"blk_\d+_\d+", "blk", text).splitlines()
+
+
+def test_a_writer_whose_file_is_no_longer_its_own_is_refused_as_on_hdfs(ferrite, hdfs_cluster, workroot):
+    """A frozen writer that wakes after its file was recovered (and moved), deleted,
+    renamed over, or deleted and created anew by another client: each call its client
+    makes on the file (addBlock, getAdditionalDatanode, fsync, abandonBlock, complete,
+    updateBlockForPipeline, updatePipeline) answers HDFS's exception and message, and the
+    file is left as it was."""
+    runs = {}
+    for name, server in (("ferrite", ferrite), ("hdfs", hdfs_cluster)):
+        p = java(server, workroot, "LeaseCheck", timeout=600)
+        assert p.returncode == 0, p.stdout + p.stderr[-3000:]
+        runs[name] = lease_answers(p.stdout)
+    ours, theirs = runs["ferrite"], runs["hdfs"]
+    assert len(ours) == len(theirs) == 5 * 8 + 5, ours
+    diffs = [f"ferrite: {a}\n   hdfs: {b}" for a, b in zip(ours, theirs) if a != b]
+    assert not diffs, "\n".join(diffs)
+    # Pinned, so that both being wrong the same way would still fail.
+    expired = "org.apache.hadoop.hdfs.server.namenode.LeaseExpiredException: File is not open for writing"
+    assert f"recovered-moved getAdditionalDatanode: error {expired}: /lease/recovered-moved.moved (inode ID)" in "\n".join(ours)
+    assert not [line for line in ours if ": ok " in line], ours
+    assert "recovered state: length 100 closed true" in ours
+    assert "recreated state: length 7 closed true" in ours
+
+
 def test_recovery_goes_on_when_the_primary_dies_before_it_is_told(workroot):
     """The NameNode picks a primary DataNode and orders it to recover the block. Here every
     DataNode is frozen when the order is made, and the chosen primary is then killed: the
@@ -161,7 +194,7 @@ def test_a_silent_datanode_is_named_by_the_node_before_it(workroot):
             "dfs.client.block.write.replace-datanode-on-failure.enable": "false",
         })
         cmd = ["java", "-Djava.net.preferIPv4Stack=true", "-cp", java_cp(sh.conf), "ferrite.interop.WalCheck", "trickle", "/wal/silent", "40", str(RECORD), "100"]
-        writer = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=sh.env)
+        writer = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=sh.env, cwd=sh.workdir)
         silent = None
         try:
             for line in writer.stdout:
@@ -377,7 +410,7 @@ def test_hadoop_contract_tests_for_append_concat_and_path_handles_pass_as_on_hdf
         site = {"dfs.replication": 1} if server.others else {}
         write_site(conf, {"fs.defaultFS": server.url, "fs.contract.test.fs.hdfs": server.url}, site)
         cmd = ["java", "-Djava.net.preferIPv4Stack=true", "-cp", java_cp(conf), "ferrite.interop.ContractTests"]
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=conf)
         results[name] = sorted(l for l in p.stdout.splitlines() if l.split(" ", 1)[0] in ("pass", "fail", "skip"))
         assert results[name], p.stdout + p.stderr[-3000:]
     failed = [l for l in results["ferrite"] if not l.startswith("pass")]

@@ -122,6 +122,7 @@ mod tests {
             let l = left.min(1024);
             prev = Some(Previous {
                 id: p.block.id,
+                gs: p.block.gs,
                 len: l,
             });
             left -= l;
@@ -174,6 +175,7 @@ mod tests {
                 0,
                 Some(Previous {
                     id: last.block.id,
+                    gs: last.block.gs,
                     len: 1024,
                 }),
             )

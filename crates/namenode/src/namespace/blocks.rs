@@ -3,6 +3,7 @@
 //! is not the namespace's business (see `crate::blocks`).
 
 use super::inode::{Block, Slot};
+use super::lease_check::Held;
 use super::{At, Namespace, Op, Planned};
 use crate::error::FsError;
 
@@ -26,6 +27,7 @@ pub enum NewBlock {
 #[derive(Clone, Copy, Debug)]
 pub struct Previous {
     pub id: u64,
+    pub gs: u64,
     pub len: u64,
 }
 
@@ -88,7 +90,7 @@ impl Namespace {
         file_id: u64,
         previous: Option<Previous>,
     ) -> Result<(NewBlock, Planned), FsError> {
-        let (slot, moved) = self.writable_file_where(src, client_name, file_id)?;
+        let Held { slot, moved } = self.check_lease(src, client_name, file_id)?;
         let blocks = self.inode(slot).file().map(|f| f.blocks()).unwrap_or(&[]);
         let last = blocks.last();
         // After an append that starts a new block (the last one full, or NEW_BLOCK), the
@@ -96,6 +98,7 @@ impl Namespace {
         let previous = match (previous, last) {
             (None, Some(b)) if b.len > 0 => Some(Previous {
                 id: b.id,
+                gs: b.gs,
                 len: b.len,
             }),
             _ => previous,
@@ -163,7 +166,7 @@ impl Namespace {
         file_id: u64,
         block_id: u64,
     ) -> Result<((), Vec<Op>), FsError> {
-        let (slot, moved) = self.writable_file_where(src, client_name, file_id)?;
+        let Held { slot, moved } = self.check_lease(src, client_name, file_id)?;
         let blocks = self.inode(slot).file().map(|f| f.blocks()).unwrap_or(&[]);
         if blocks.last().map(|b| b.id) != Some(block_id) {
             // Already abandoned (a retry) or never ours: nothing to do, as in HDFS.
@@ -178,45 +181,53 @@ impl Namespace {
         ))
     }
 
-    /// Plans updateBlockForPipeline: the block `client_name` is writing gets a new
-    /// generation stamp. Returns the block as it will be, and where it starts.
-    pub fn plan_bump_gs(&self, id: u64, client_name: &str) -> Result<(Placed, Vec<Op>), FsError> {
-        let slot = self
-            .block_file(id)
-            .ok_or_else(|| FsError::Io(format!("Block blk_{id} does not exist")))?;
-        let path = self.path_of(slot);
-        self.writable_file(&path, client_name, 0)?;
-        let last = self
-            .last_block(slot)
-            .filter(|b| b.id == id)
-            .ok_or_else(|| FsError::Io(format!("blk_{id} is not the block {path} is writing")))?;
+    /// Plans updateBlockForPipeline: the block `client_name` is writing (`block`, as the
+    /// client names it, in block pool `pool`) gets a new generation stamp. Returns the
+    /// block as it will be, and where it starts.
+    pub fn plan_bump_gs(
+        &self,
+        pool: &str,
+        block: Block,
+        client_name: &str,
+    ) -> Result<(Placed, Vec<Op>), FsError> {
+        let slot = self.check_uc_block(pool, block, client_name)?;
+        let last = self.last_block(slot).expect("a block under construction");
         let gs = self.next_gs();
         let placed = Placed {
             block: Block { gs, ..last },
             offset: self.length_with_last(slot, 0),
         };
-        Ok((placed, vec![Op::BumpGenerationStamp { path, id, gs }]))
+        let path = self.path_of(slot);
+        Ok((
+            placed,
+            vec![Op::BumpGenerationStamp {
+                path,
+                id: block.id,
+                gs,
+            }],
+        ))
     }
 
-    /// Checks updatePipeline: the client's new block must be the one it is writing, with
-    /// the generation stamp updateBlockForPipeline handed out.
+    /// Checks updatePipeline: `old` (as the client names it) must be the block the client
+    /// is writing, and its new generation stamp the one updateBlockForPipeline handed out.
     pub fn check_update_pipeline(
         &self,
+        pool: &str,
         client_name: &str,
-        id: u64,
+        old: Block,
         gs: u64,
     ) -> Result<(), FsError> {
-        let slot = self
-            .block_file(id)
-            .ok_or_else(|| FsError::Io(format!("Block blk_{id} does not exist")))?;
-        self.writable_file(&self.path_of(slot), client_name, 0)?;
+        let slot = self.check_uc_block(pool, old, client_name)?;
         match self.last_block(slot) {
-            Some(b) if b.id == id && b.gs == gs => Ok(()),
+            Some(b) if b.gs == gs => Ok(()),
             Some(b) => Err(FsError::Io(format!(
-                "updatePipeline of blk_{id}_{gs}: the file is writing blk_{}_{}",
-                b.id, b.gs
+                "updatePipeline of blk_{}_{gs}: the file is writing blk_{}_{}",
+                old.id, b.id, b.gs
             ))),
-            None => Err(FsError::Io(format!("updatePipeline of blk_{id}: no block"))),
+            None => Err(FsError::Io(format!(
+                "updatePipeline of blk_{}: no block",
+                old.id
+            ))),
         }
     }
 
@@ -241,29 +252,6 @@ impl Namespace {
             return BlockRange::default();
         };
         range_of(f.blocks(), f.len(), f.uc().is_some(), offset, len)
-    }
-
-    /// The file open for write by `client_name` (by inode id when the client gives one,
-    /// else by path), for the block calls.
-    fn writable_file(&self, src: &str, client_name: &str, file_id: u64) -> Result<Slot, FsError> {
-        self.writable_file_where(src, client_name, file_id)
-            .map(|(s, _)| s)
-    }
-
-    /// [`writable_file`](Self::writable_file), with its path when it has moved from `src`.
-    fn writable_file_where(
-        &self,
-        src: &str,
-        client_name: &str,
-        file_id: u64,
-    ) -> Result<(Slot, Option<String>), FsError> {
-        let (slot, moved) = self.open_file_where(src, client_name, file_id)?;
-        if self.inode(slot).file().and_then(|f| f.uc()).is_none() {
-            return Err(FsError::LeaseExpired(format!(
-                "No lease on {src} (inode {file_id}): File is not open for writing. Holder {client_name} does not have any open files."
-            )));
-        }
-        Ok((slot, moved))
     }
 }
 
@@ -299,6 +287,7 @@ mod tests {
         assert_eq!(add(&mut ns, None), NewBlock::Retry(b1));
         let p1 = Previous {
             id: b1.block.id,
+            gs: b1.block.gs,
             len: 1024,
         };
         let NewBlock::Fresh(b2) = add(&mut ns, Some(p1)) else {
@@ -310,7 +299,16 @@ mod tests {
         assert_eq!(add(&mut ns, Some(p1)), NewBlock::Retry(b2));
         // Someone else's previous block is refused, and so is another client.
         assert!(ns
-            .plan_add_block("/f", "c", 0, Some(Previous { id: 1, len: 0 }))
+            .plan_add_block(
+                "/f",
+                "c",
+                0,
+                Some(Previous {
+                    id: 1,
+                    gs: 1,
+                    len: 0
+                })
+            )
             .is_err());
         assert!(matches!(
             ns.plan_add_block("/f", "other", 0, Some(p1)),
@@ -330,6 +328,7 @@ mod tests {
         };
         let p1 = Previous {
             id: b1.block.id,
+            gs: b1.block.gs,
             len: 1024,
         };
         let NewBlock::Fresh(b2) = add(&mut ns, Some(p1)) else {
@@ -339,6 +338,7 @@ mod tests {
         assert_eq!(add(&mut ns, Some(p1)), NewBlock::Retry(b2));
         let p2 = Previous {
             id: b2.block.id,
+            gs: b2.block.gs,
             len: 1024,
         };
         match ns.plan_add_block("/f", "c", 0, Some(p2)) {
@@ -361,6 +361,7 @@ mod tests {
             &mut ns,
             Some(Previous {
                 id: b1.block.id,
+                gs: b1.block.gs,
                 len: 1024,
             }),
         );
@@ -397,30 +398,34 @@ mod tests {
         let NewBlock::Fresh(b1) = add(&mut ns, None) else {
             panic!()
         };
-        let (p, ops) = ns.plan_bump_gs(b1.block.id, "c").unwrap();
+        let (p, ops) = ns.plan_bump_gs("BP", b1.block, "c").unwrap();
         assert!(p.block.gs > b1.block.gs);
         ns.apply(&ops[0]).unwrap();
         assert!(ns
-            .check_update_pipeline("c", b1.block.id, p.block.gs)
+            .check_update_pipeline("BP", "c", b1.block, p.block.gs)
             .is_ok());
         assert!(ns
-            .check_update_pipeline("c", b1.block.id, b1.block.gs)
+            .check_update_pipeline("BP", "c", b1.block, b1.block.gs)
             .is_err());
-        assert!(ns.plan_bump_gs(b1.block.id, "intruder").is_err());
+        let e = ns.plan_bump_gs("BP", b1.block, "intruder").unwrap_err();
+        assert!(matches!(e, FsError::LeaseExpired(_)), "{e}");
         // The next block's stamp stays above every stamp handed out.
         let NewBlock::Fresh(b2) = add(
             &mut ns,
             Some(Previous {
                 id: b1.block.id,
+                gs: b1.block.gs,
                 len: 1024,
             }),
         ) else {
             panic!()
         };
         assert!(b2.block.gs > p.block.gs);
+        let e = ns.plan_bump_gs("BP", b1.block, "c").unwrap_err();
         assert!(
-            ns.plan_bump_gs(b1.block.id, "c").is_err(),
-            "no longer the last block"
+            e.to_string()
+                .contains("is COMPLETE but not UNDER_CONSTRUCTION"),
+            "no longer the last block: {e}"
         );
     }
 

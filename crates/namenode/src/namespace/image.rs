@@ -869,6 +869,7 @@ mod tests {
                 let (NewBlock::Fresh(b) | NewBlock::Retry(b)) = nb;
                 last = Some(Previous {
                     id: b.block.id,
+                    gs: b.block.gs,
                     len: 1 << 20,
                 });
             }

@@ -14,6 +14,7 @@ pub mod cache;
 pub mod children;
 pub mod image;
 pub mod inode;
+pub mod lease_check;
 pub mod names;
 pub mod ops;
 pub mod path;

@@ -148,6 +148,7 @@ impl World {
             let l = left.min(BS);
             prev = Some(Previous {
                 id: p.block.id,
+                gs: p.block.gs,
                 len: l,
             });
             left -= l;
@@ -202,6 +203,7 @@ impl World {
                         self.apply(p);
                         let prev = appended.last.map(|l| Previous {
                             id: l.block.id,
+                            gs: l.block.gs,
                             len: l.block.len,
                         });
                         // Fill the reopened block first, as a writer does.

@@ -905,6 +905,7 @@ fn replaying_appends_truncates_and_concats_rebuilds_the_same_namespace() {
             let NewBlock::Fresh(p) = nb else { panic!() };
             prev = Some(Previous {
                 id: p.block.id,
+                gs: p.block.gs,
                 len,
             });
         }
@@ -930,6 +931,7 @@ fn replaying_appends_truncates_and_concats_rebuilds_the_same_namespace() {
             file_id,
             Some(Previous {
                 id: last.block.id,
+                gs: last.block.gs,
                 len: 128 << 20,
             }),
         )
@@ -943,6 +945,7 @@ fn replaying_appends_truncates_and_concats_rebuilds_the_same_namespace() {
             file_id,
             Some(Previous {
                 id: p.block.id,
+                gs: p.block.gs,
                 len: 5,
             }),
             h.now,

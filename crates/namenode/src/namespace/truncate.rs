@@ -206,6 +206,7 @@ mod tests {
             let l = left.min(bs);
             prev = Some(Previous {
                 id: p.block.id,
+                gs: p.block.gs,
                 len: l,
             });
             left -= l;

@@ -8,7 +8,7 @@ use ferrite_proto::hdfs::*;
 use super::convert::{block_of, datanode_report_info, located_block, previous_of, xfer_addrs};
 use super::located_reply::LocatedReply;
 use super::{kind, origin, Nn, Res};
-use crate::service::{AddBlock, NameNodeService, NodeFilter};
+use crate::service::{AddBlock, AdditionalDatanodes, NameNodeService, NodeFilter};
 
 pub fn register(r: &mut Router<NameNodeService>) {
     let p = CLIENT_PROTOCOL;
@@ -58,7 +58,7 @@ pub async fn update_block_for_pipeline(
     req: UpdateBlockForPipelineRequestProto,
 ) -> Res<UpdateBlockForPipelineResponseProto> {
     let lb = nn
-        .update_block_for_pipeline(&ctx.user, req.block.block_id, &req.client_name)
+        .update_block_for_pipeline(&ctx.user, block_of(&req.block), &req.client_name)
         .await?;
     Ok(UpdateBlockForPipelineResponseProto {
         block: located_block(&nn.identity().block_pool_id, &lb),
@@ -78,7 +78,7 @@ pub async fn update_pipeline(
         .collect();
     nn.update_pipeline(
         &req.client_name,
-        req.old_block.block_id,
+        block_of(&req.old_block),
         block_of(&req.new_block),
         &nodes,
     )?;
@@ -102,14 +102,17 @@ pub async fn get_additional_datanode(
         )
         .map(|(d, s)| (d.id.datanode_uuid.as_str(), s))
         .collect();
-    let lb = nn.additional_datanodes(
-        origin(&ctx),
-        &req.src,
-        block_of(&req.blk),
-        &existing,
-        &xfer_addrs(&req.excludes),
-        req.num_additional_nodes as usize,
-    )?;
+    let excluded = xfer_addrs(&req.excludes);
+    let ask = AdditionalDatanodes {
+        src: &req.src,
+        client_name: &req.client_name,
+        file_id: req.file_id.unwrap_or(0),
+        block: block_of(&req.blk),
+        existing: &existing,
+        excluded: &excluded,
+        wanted: req.num_additional_nodes as usize,
+    };
+    let lb = nn.additional_datanodes(origin(&ctx), &ask)?;
     Ok(GetAdditionalDatanodeResponseProto {
         block: located_block(&nn.identity().block_pool_id, &lb),
     })

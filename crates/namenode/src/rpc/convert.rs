@@ -82,6 +82,7 @@ pub fn block_of(b: &ExtendedBlockProto) -> Block {
 pub fn previous_of(b: &ExtendedBlockProto) -> Previous {
     Previous {
         id: b.block_id,
+        gs: b.generation_stamp,
         len: b.num_bytes.unwrap_or(0),
     }
 }

@@ -340,11 +340,9 @@ impl NameNodeService {
         last_block_len: Option<u64>,
     ) -> Result<(), FsError> {
         self.commit(|ns| {
-            let slot = ns.open_file(src, client_name, file_id)?;
+            let slot = ns.check_lease(src, client_name, file_id)?.slot;
             let update = match (ns.last_block(slot), last_block_len) {
-                (Some(b), Some(len))
-                    if len > 0 && ns.inode(slot).file().and_then(|f| f.uc()).is_some() =>
-                {
+                (Some(b), Some(len)) if len > 0 => {
                     vec![Op::UpdateLastBlock {
                         path: ns.path_of(slot),
                         id: b.id,

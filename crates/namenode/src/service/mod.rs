@@ -72,7 +72,7 @@ pub use locations::{DatanodeInfo, LocatedBlock, LocatedBlocks, LocatedSink, Loca
 pub use safe_mode::SafeModeAction;
 pub use snapshots::{SnapshotEntry, SnapshottableDir};
 pub use summary_reads::ImageChunk;
-pub use writes::{AddBlock, Appended};
+pub use writes::{AddBlock, AdditionalDatanodes, Appended};
 
 /// Who asks: the user a call runs as, and the address it comes from (placement puts the
 /// first replica there; a DataNode registers with it).

@@ -13,6 +13,7 @@ use super::*;
 use crate::blocks::registry::{NodeId, NodeIx, Registry, StorageState};
 use crate::blocks::report::{ReplicaState, Reported};
 use crate::namespace::blocks::{Placed, Previous};
+use crate::namespace::inode::Block;
 
 const SU: &str = "hdfs";
 const ALICE: &str = "alice";
@@ -121,6 +122,7 @@ async fn write_file(nn: &NameNodeService, user: &str, src: &str, len: u64) -> Lo
     received(nn, &lb, len);
     let last = Previous {
         id: lb.block.id,
+        gs: lb.block.gs,
         len,
     };
     assert!(nn.complete(src, CLIENT, 0, Some(last)).await.unwrap());
@@ -366,6 +368,7 @@ async fn a_file_is_written_located_and_closed() {
     // The next block waits for the first to have a finished replica.
     let prev = Previous {
         id: first.block.id,
+        gs: first.block.gs,
         len: 1 << 20,
     };
     assert!(matches!(
@@ -391,6 +394,7 @@ async fn a_file_is_written_located_and_closed() {
 
     let last = Previous {
         id: second.block.id,
+        gs: second.block.gs,
         len: 7,
     };
     assert!(!nn.complete("/w", CLIENT, 0, Some(last)).await.unwrap());
@@ -432,7 +436,7 @@ async fn pipeline_recovery_bumps_the_stamp_and_drops_lost_nodes() {
     datanode(&nn, 3);
     let lb = first_block(&nn, "/r").await;
     let bumped = nn
-        .update_block_for_pipeline(ALICE, lb.block.id, CLIENT)
+        .update_block_for_pipeline(ALICE, lb.block, CLIENT)
         .await
         .unwrap();
     assert!(bumped.block.gs > lb.block.gs);
@@ -440,16 +444,37 @@ async fn pipeline_recovery_bumps_the_stamp_and_drops_lost_nodes() {
         .iter()
         .map(|l| (l.node.id.uuid.as_str(), l.storage_uuid.as_str()))
         .collect();
-    let more = nn
-        .additional_datanodes(from(ALICE), "/r", bumped.block, &kept, &HashSet::new(), 1)
-        .unwrap();
+    let none = HashSet::new();
+    let ask = AdditionalDatanodes {
+        src: "/r",
+        client_name: CLIENT,
+        file_id: 0,
+        block: bumped.block,
+        existing: &kept,
+        excluded: &none,
+        wanted: 1,
+    };
+    let more = nn.additional_datanodes(from(ALICE), &ask).unwrap();
     assert_eq!(more.locations.len(), 3);
     let uuids: Vec<&str> = kept.iter().map(|k| k.0).collect();
-    nn.update_pipeline(CLIENT, lb.block.id, bumped.block, &uuids)
+    nn.update_pipeline(CLIENT, lb.block, bumped.block, &uuids)
         .unwrap();
+    let other = Block {
+        id: lb.block.id + 1,
+        ..lb.block
+    };
     assert!(nn
-        .update_pipeline(CLIENT, lb.block.id + 1, bumped.block, &uuids)
+        .update_pipeline(CLIENT, other, bumped.block, &uuids)
         .is_err());
+    // Another writer's calls are refused, by HDFS's checkLease.
+    let theirs = AdditionalDatanodes {
+        client_name: "someone-else",
+        ..ask
+    };
+    assert!(matches!(
+        nn.additional_datanodes(from(ALICE), &theirs),
+        Err(FsError::LeaseExpired(_))
+    ));
     nn.abandon_block("/r", CLIENT, 0, lb.block.id)
         .await
         .unwrap();
@@ -474,6 +499,7 @@ async fn append_truncate_and_concat() {
     received(&nn, &block, 150);
     let last = Previous {
         id: block.block.id,
+        gs: block.block.gs,
         len: 150,
     };
     assert!(nn.complete("/t", CLIENT, 0, Some(last)).await.unwrap());

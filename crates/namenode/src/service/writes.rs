@@ -37,6 +37,20 @@ pub struct AddBlock<'a> {
     pub excluded: HashSet<String>,
 }
 
+/// What getAdditionalDatanode asks for.
+#[derive(Debug)]
+pub struct AdditionalDatanodes<'a> {
+    pub src: &'a str,
+    pub client_name: &'a str,
+    pub file_id: u64,
+    pub block: Block,
+    /// The pipeline's nodes as (uuid, storage uuid).
+    pub existing: &'a [(&'a str, &'a str)],
+    /// DataNodes (`ip:xferPort`) the writer could not reach.
+    pub excluded: &'a HashSet<String>,
+    pub wanted: usize,
+}
+
 /// append's answer: the reopened last block with its replicas (none when the file ended
 /// on a block boundary or NEW_BLOCK was asked), and the file's status.
 #[derive(Debug)]
@@ -64,6 +78,9 @@ impl NameNodeService {
         let min = self.cfg.min_replication as usize;
         let pool = &self.identity.block_pool_id;
         self.commit(|ns| {
+            // The lease first (the plan checks it), then the previous block, as HDFS.
+            let (nb, planned) =
+                ns.plan_add_block(req.src, req.client_name, req.file_id, req.previous)?;
             let mgr = self.blocks.lock();
             if let Some(p) = req.previous {
                 if mgr.finalized_replicas(p.id) < min {
@@ -73,8 +90,6 @@ impl NameNodeService {
                     )));
                 }
             }
-            let (nb, planned) =
-                ns.plan_add_block(req.src, req.client_name, req.file_id, req.previous)?;
             // The plan found the file; only a retried addBlock (no record) walks again.
             let slot = match planned.first_at.slot {
                 Some(slot) => slot,
@@ -133,13 +148,13 @@ impl NameNodeService {
     pub async fn update_block_for_pipeline(
         &self,
         user: &str,
-        block_id: u64,
+        block: Block,
         client_name: &str,
     ) -> Result<LocatedBlock, FsError> {
-        let placed = self
-            .commit(|ns| ns.plan_bump_gs(block_id, client_name))
-            .await?;
         let pool = &self.identity.block_pool_id;
+        let placed = self
+            .commit(|ns| ns.plan_bump_gs(pool, block, client_name))
+            .await?;
         let mut lb = LocatedBlock::new(&placed, &self.blocks.lock().reg, &[]);
         lb.token = self
             .tokens
@@ -153,18 +168,19 @@ impl NameNodeService {
     pub fn update_pipeline(
         &self,
         client_name: &str,
-        old_block_id: u64,
+        old_block: Block,
         new_block: Block,
         new_nodes: &[&str],
     ) -> Result<(), FsError> {
-        if new_block.id != old_block_id {
+        if new_block.id != old_block.id {
             return Err(FsError::Io(format!(
-                "updatePipeline: blk_{old_block_id} cannot become blk_{}",
-                new_block.id
+                "updatePipeline: blk_{} cannot become blk_{}",
+                old_block.id, new_block.id
             )));
         }
         let ns = self.ns.read();
-        ns.check_update_pipeline(client_name, new_block.id, new_block.gs)?;
+        let pool = &self.identity.block_pool_id;
+        ns.check_update_pipeline(pool, client_name, old_block, new_block.gs)?;
         let mut mgr = self.blocks.lock();
         let keep: Vec<_> = new_nodes
             .iter()
@@ -177,27 +193,22 @@ impl NameNodeService {
     }
 
     /// getAdditionalDatanode: more targets for a pipeline that lost nodes (the client then
-    /// copies the block there). `existing` are the pipeline's nodes as (uuid, storage
-    /// uuid). The token is COPY's: the client hands it to an existing node, which copies
-    /// the replica to the new ones.
+    /// copies the block there), for the writer that holds the file's lease. The token is
+    /// COPY's: the client hands it to an existing node, which copies the replica to the
+    /// new ones.
     pub fn additional_datanodes(
         &self,
         who: Origin<'_>,
-        src: &str,
-        block: Block,
-        existing: &[(&str, &str)],
-        excluded: &HashSet<String>,
-        wanted: usize,
+        req: &AdditionalDatanodes<'_>,
     ) -> Result<LocatedBlock, FsError> {
         let ns = self.ns.read();
-        let slot = ns
-            .block_file(block.id)
-            .ok_or_else(|| FsError::Io(format!("Block blk_{} does not exist", block.id)))?;
+        let slot = ns.check_lease(req.src, req.client_name, req.file_id)?.slot;
         let block_size = ns.inode(slot).file().map(|f| f.block_size).unwrap_or(0);
         let offset = ns.length_with_last(slot, 0);
+        let (block, excluded, wanted) = (req.block, req.excluded, req.wanted);
         let mgr = self.blocks.lock();
         let mut locs: Vec<(NodeIx, u8)> = Vec::new();
-        for &(uuid, storage) in existing {
+        for &(uuid, storage) in req.existing {
             if let Some(ix) = mgr.reg.lookup(uuid) {
                 let s = mgr
                     .reg
@@ -229,7 +240,11 @@ impl NameNodeService {
         // As HDFS: fewer (even no) new nodes is an answer, not an error; the client decides
         // whether it can go on with what it has.
         if more.is_empty() {
-            tracing::warn!(block = block.id, src, "no additional DataNode available");
+            tracing::warn!(
+                block = block.id,
+                src = req.src,
+                "no additional DataNode available"
+            );
         }
         locs.extend(more.iter().map(|t| (t.node, t.storage)));
         let placed = Placed { block, offset };
