@@ -30,6 +30,13 @@ if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 
   rustup component add rustfmt clippy
 fi
 
+# What the tree looks like before the tests: a test that leaves a file in it fails the run
+# (its servers and tools work in temporary directories). Set-up's own outputs (.venv,
+# target/) are ignored by .gitignore.
+in_git() { git rev-parse --is-inside-work-tree >/dev/null 2>&1; }
+tree_before=""
+if in_git; then tree_before=$(git status --porcelain --untracked-files=all); fi
+
 step "python venv with pinned clients"
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check -r tests/interop/requirements.txt
@@ -51,3 +58,13 @@ cargo build -p ferrite
 
 step "interop: hdfs-native and Hadoop FsShell against ferrite (and a real HDFS NameNode)"
 .venv/bin/pytest -q tests/interop/python
+
+if in_git; then
+  step "no test left a file in the repository"
+  tree_after=$(git status --porcelain --untracked-files=all)
+  if [ "$tree_after" != "$tree_before" ]; then
+    diff <(printf '%s\n' "$tree_before") <(printf '%s\n' "$tree_after") >&2 || true
+    echo "the tests changed or left the files above in the repository" >&2
+    exit 1
+  fi
+fi

@@ -64,6 +64,13 @@ HADOOP_JAVA_OPENS = [
 ]
 
 
+def own_log_dir(workdir: Path) -> list:
+    """A reference JVM's files go to its own work directory: HDFS writes some (metaSave's
+    report) under `hadoop.log.dir`, else where it was started. Servers start with `cwd`
+    there too."""
+    return [f"-Dhadoop.log.dir={workdir}"]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -140,12 +147,12 @@ def start_hdfs(workdir: Path, trash_minutes: int, hdfs_site=None) -> Server:
     # Hadoop's test jar, and empty ones are enough for RPC.
     for app in ("hdfs", "static"):
         (conf / "webapps" / app).mkdir(parents=True, exist_ok=True)
-    java = ["java", "-Djava.net.preferIPv4Stack=true", *HADOOP_JAVA_OPENS, "-cp", java_cp(conf)]
+    java = ["java", "-Djava.net.preferIPv4Stack=true", *HADOOP_JAVA_OPENS, *own_log_dir(workdir), "-cp", java_cp(conf)]
     main = "org.apache.hadoop.hdfs.server.namenode.NameNode"
     with open(workdir / "format.log", "w") as log:
-        subprocess.run(java + [main, "-format", "-force", "-nonInteractive"], stdout=log, stderr=log, check=True)
+        subprocess.run(java + [main, "-format", "-force", "-nonInteractive"], stdout=log, stderr=log, check=True, cwd=workdir)
     log = open(workdir / "nn.log", "w")
-    proc = subprocess.Popen(java + [main], stdout=log, stderr=log)
+    proc = subprocess.Popen(java + [main], stdout=log, stderr=log, cwd=workdir)
     deadline = time.time() + 120
     while time.time() < deadline:
         assert proc.poll() is None, "HDFS NameNode died:\n" + (workdir / "nn.log").read_text()[-3000:]
@@ -189,13 +196,13 @@ def start_hdfs_cluster(workdir: Path, datanodes=1) -> Server:
         write_site(conf_dir, core, {**common, **hdfs})
         for app in ("hdfs", "static", "datanode"):
             (conf_dir / "webapps" / app).mkdir(parents=True, exist_ok=True)
-        java = ["java", "-Djava.net.preferIPv4Stack=true", *HADOOP_JAVA_OPENS, "-Xmx512m", "-cp", java_cp(conf_dir)]
+        java = ["java", "-Djava.net.preferIPv4Stack=true", *HADOOP_JAVA_OPENS, "-Xmx512m", *own_log_dir(workdir), "-cp", java_cp(conf_dir)]
         if extra:
             with open(workdir / "format.log", "w") as log:
-                subprocess.run(java + [main, *extra], stdout=log, stderr=log, check=True)
+                subprocess.run(java + [main, *extra], stdout=log, stderr=log, check=True, cwd=workdir)
             return None
         log = open(workdir / f"{name}.log", "w")
-        p = subprocess.Popen(java + [main], stdout=log, stderr=log)
+        p = subprocess.Popen(java + [main], stdout=log, stderr=log, cwd=workdir)
         procs.append(p)
         return p
 
@@ -247,6 +254,7 @@ class FsShell:
     """Hadoop's own FsShell, many commands per JVM (see ShellBatch.java)."""
 
     def __init__(self, server: Server, workdir: Path, user=None, hdfs=None):
+        self.workdir = workdir
         self.conf = workdir / f"conf-client-{server.port}"
         write_site(self.conf, {"fs.defaultFS": server.url}, hdfs or {})
         self.env = dict(os.environ)
@@ -256,7 +264,7 @@ class FsShell:
     def run(self, *commands) -> list:
         text = "".join("\t".join(c) + "\n" for c in commands)
         cmd = ["java", "-Djava.net.preferIPv4Stack=true", "-cp", java_cp(self.conf), "ferrite.interop.ShellBatch"]
-        p = subprocess.run(cmd, input=text, capture_output=True, text=True, env=self.env, timeout=300)
+        p = subprocess.run(cmd, input=text, capture_output=True, text=True, env=self.env, timeout=300, cwd=self.workdir)
         blocks = re.findall(r"==BEGIN==\n(.*?)==STDERR==\n(.*?)==EXIT (-?\d+)==\n", p.stdout, re.S)
         assert len(blocks) == len(commands), f"ShellBatch failed:\n{p.stdout}\n{p.stderr}"
         return [ShellResult(o, e, int(rc)) for o, e, rc in blocks]

@@ -93,6 +93,7 @@ def test_fsshell_put_cat_get_checksum_setrep_tail(ferrite, payload, workroot):
         capture_output=True,
         env=sh.env,
         timeout=300,
+        cwd=sh.workdir,
     )
     assert cat.returncode == 0, cat.stderr[-2000:]
     assert sha(cat.stdout) == sha(payload)
@@ -101,6 +102,7 @@ def test_fsshell_put_cat_get_checksum_setrep_tail(ferrite, payload, workroot):
         capture_output=True,
         env=sh.env,
         timeout=300,
+        cwd=sh.workdir,
     )
     assert tail.stdout == payload[-1024:]
 
@@ -280,6 +282,7 @@ def test_java_writer_survives_a_datanode_dying_mid_block(workroot):
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=open(err_path, "wb"),
+            cwd=w,
             env=sh.env,
         )
         put.stdin.write(data[: 16 * MIB])
@@ -409,6 +412,7 @@ def test_java_reads_a_file_while_it_is_being_written(ferrite, workroot):
         capture_output=True,
         env=sh.env,
         timeout=300,
+        cwd=sh.workdir,
     )
     f.close()
     assert cat.returncode == 0, cat.stderr.decode()[-3000:]

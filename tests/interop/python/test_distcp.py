@@ -17,7 +17,7 @@ def distcp(server, workroot, *args):
     conf = workroot / f"conf-distcp-{server.port}"
     write_site(conf, {"fs.defaultFS": server.url, "mapreduce.framework.name": "local"}, {})
     cmd = ["java", "-Djava.net.preferIPv4Stack=true", "-cp", java_cp(conf), "org.apache.hadoop.tools.DistCp", *args]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=conf)
     assert p.returncode == 0, f"distcp {' '.join(args)} failed:\n{p.stdout}\n{p.stderr[-4000:]}"
     return p
 

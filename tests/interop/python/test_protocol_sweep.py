@@ -48,7 +48,7 @@ def sweep(server, workroot):
     c.create("/sweep/f").close()
     conf = workroot / f"conf-sweep-{server.port}"
     write_site(conf, {"fs.defaultFS": server.url}, {})
-    p = subprocess.run(["java", "-cp", java_cp(conf), "ferrite.interop.ProtocolSweep"], capture_output=True, text=True, timeout=300)
+    p = subprocess.run(["java", "-cp", java_cp(conf), "ferrite.interop.ProtocolSweep"], capture_output=True, text=True, timeout=300, cwd=conf)
     lines = [l for l in p.stdout.splitlines() if " ok " in l or " error " in l]
     assert lines, p.stdout + p.stderr[-3000:]
     return lines
@@ -60,7 +60,7 @@ def test_no_method_of_client_protocol_is_unknown(ferrite_sweep, workroot):
     never that the method is unknown."""
     conf = workroot / "conf-sweep-methods"
     write_site(conf, {"fs.defaultFS": ferrite_sweep.url}, {})
-    p = subprocess.run(["java", "-cp", java_cp(conf), "ferrite.interop.ProtocolSweep", "--methods"], capture_output=True, text=True, timeout=300)
+    p = subprocess.run(["java", "-cp", java_cp(conf), "ferrite.interop.ProtocolSweep", "--methods"], capture_output=True, text=True, timeout=300, cwd=conf)
     methods = [l.split()[1] for l in p.stdout.splitlines() if l.startswith("method ")]
     assert len(methods) >= 110, p.stdout + p.stderr[-3000:]
     unknown = [l.split()[1] for l in p.stdout.splitlines() if "Unknown method" in l or "unknown method" in l]
@@ -85,7 +85,7 @@ def test_inotify_reports_changes_as_hdfs_does(ferrite_sweep, hdfs_sweep, workroo
     for server in (ferrite_sweep, hdfs_sweep):
         conf = workroot / f"conf-inotify-{server.port}"
         write_site(conf, {"fs.defaultFS": server.url}, {})
-        p = subprocess.run(["java", "-cp", java_cp(conf), "ferrite.interop.ProtocolSweep", "--inotify"], capture_output=True, text=True, timeout=300)
+        p = subprocess.run(["java", "-cp", java_cp(conf), "ferrite.interop.ProtocolSweep", "--inotify"], capture_output=True, text=True, timeout=300, cwd=conf)
         answers.append([l for l in p.stdout.splitlines() if l.startswith("event ")] or [p.stderr[-3000:]])
     ours, theirs = answers
     assert ours == theirs

@@ -497,7 +497,7 @@ def fsck(server: Server, workroot: Path, *args, user=None):
     if user:
         env["HADOOP_USER_NAME"] = user
     cmd = ["java", "-Djava.net.preferIPv4Stack=true", "-cp", java_cp(conf), "org.apache.hadoop.hdfs.tools.DFSck", *args]
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120, cwd=conf)
     return p.returncode, p.stdout
 
 
@@ -723,7 +723,7 @@ def test_hadoop_contract_tests_through_webhdfs_pass_as_on_hdfs(ferrite_one, hdfs
         conf = workroot / f"contract-web-{name}"
         write_site(conf, {"fs.defaultFS": server.url, "fs.contract.test.fs.webhdfs": web}, {"dfs.replication": 1})
         cmd = ["java", "-Djava.net.preferIPv4Stack=true", "-cp", java_cp(conf), "ferrite.interop.ContractTests", "webhdfs"]
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=conf)
         results[name] = sorted(l for l in p.stdout.splitlines() if l.split(" ", 1)[0] in ("pass", "fail", "skip"))
         assert results[name], p.stdout + p.stderr[-3000:]
     theirs = {l.split(" ", 1)[1].split(":")[0]: l.split(" ", 1)[0] for l in results["hdfs"]}
