@@ -82,7 +82,7 @@ def start_ferrite(workdir: Path, conf=(), datanodes=3) -> Server:
     for c in conf:
         args += ["--conf", c]
     log = open(workdir / "ferrite.log", "w")
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True)
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True, cwd=workdir)
     line = proc.stdout.readline().strip()
     m = re.fullmatch(r"ready hdfs://127\.0\.0\.1:(\d+) http://127\.0\.0\.1:(\d+)", line)
     assert m, f"unexpected first line from ferrite: {line!r}"
