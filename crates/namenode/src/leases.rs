@@ -10,6 +10,22 @@ use crate::namespace::Op;
 /// cheap.
 type Fold = foldhash::fast::RandomState;
 
+/// The holder lease recovery started by the lease monitor hands a file to, as HDFS names
+/// its own: `HDFS_NameNode-` and the time (UTC), e.g. `HDFS_NameNode-2026-11-29
+/// 04:31:07,123+0000`.
+pub fn namenode_holder(now_ms: i64) -> String {
+    let secs = now_ms.div_euclid(1000);
+    let (y, m, d) = crate::trash::civil_from_days(secs.div_euclid(86_400));
+    let s = secs.rem_euclid(86_400);
+    format!(
+        "HDFS_NameNode-{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02},{:03}+0000",
+        s / 3600,
+        s / 60 % 60,
+        s % 60,
+        now_ms.rem_euclid(1000)
+    )
+}
+
 #[derive(Debug, Default)]
 pub struct Lease {
     pub last_renewed_ms: i64,
@@ -71,6 +87,14 @@ impl Leases {
                 cut: Some(_),
                 ..
             } => self.add(client_name, now_ms),
+            // Lease recovery takes the file from its writer; the new holder's lease starts
+            // now (as HDFS renews a lease it reassigns).
+            Op::ReassignLease {
+                holder, new_holder, ..
+            } => {
+                self.remove_file(holder);
+                self.add(new_holder, now_ms);
+            }
             _ => {}
         }
         for holder in closed {
@@ -117,6 +141,29 @@ impl Leases {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_namenode_holder_is_named_as_hdfs_names_it() {
+        assert_eq!(
+            namenode_holder(1_795_926_667_123),
+            "HDFS_NameNode-2026-11-29 04:31:07,123+0000"
+        );
+    }
+
+    #[test]
+    fn a_reassigned_lease_moves_to_its_new_holder() {
+        let mut l = Leases::default();
+        l.add("writer", 0);
+        let op = Op::ReassignLease {
+            path: "/f".into(),
+            holder: "writer".into(),
+            new_holder: "recoverer".into(),
+        };
+        l.on_op(&op, [], 5);
+        assert_eq!(l.open_files_of("writer"), 0);
+        assert_eq!(l.open_files_of("recoverer"), 1);
+        assert_eq!(l.renewed_ms("recoverer"), Some(5));
+    }
 
     #[test]
     fn renew_expire_and_forget() {

@@ -300,6 +300,11 @@ pub(crate) mod tests {
                 id: (1 << 30) + 3,
                 gs: 1005,
             },
+            Op::ReassignLease {
+                path: "/a/f".into(),
+                holder: "c3".into(),
+                new_holder: "HDFS_NameNode-1".into(),
+            },
             Op::Concat {
                 target: "/a/t".into(),
                 srcs: vec!["/a/s1".into(), "/a/s2".into()],

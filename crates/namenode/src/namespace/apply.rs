@@ -171,6 +171,24 @@ impl Namespace {
                 }
             }
             Op::SetGenerationStamp { gs } => self.next_gs = self.next_gs.max(gs + 1),
+            Op::ReassignLease {
+                path,
+                holder,
+                new_holder,
+            } => {
+                let slot = self.existing_at(path, at.slot)?;
+                let uc = self
+                    .open_file_data(slot, path)?
+                    .uc_mut()
+                    .expect("an open file");
+                if uc.client_name != *holder {
+                    return Err(FsError::Io(format!(
+                        "reassignLease of {path}: held by {}, not {holder}",
+                        uc.client_name
+                    )));
+                }
+                uc.client_name.clone_from(new_holder);
+            }
             Op::SetCachePool { .. }
             | Op::RemoveCachePool { .. }
             | Op::SetCacheDirective { .. }
@@ -628,7 +646,9 @@ impl Namespace {
                     touched.extend([s, self.arena.get(s).parent]);
                 }
             }
+            // Who holds a lease is no part of what a snapshot shows.
             Op::SetGenerationStamp { .. }
+            | Op::ReassignLease { .. }
             | Op::SetCachePool { .. }
             | Op::RemoveCachePool { .. }
             | Op::SetCacheDirective { .. }

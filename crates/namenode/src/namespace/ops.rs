@@ -268,6 +268,14 @@ records! {
         id: u64,
         gs: u64,
     }
+    /// Lease recovery hands an open file's lease from `holder` to `new_holder` (the client
+    /// that called recoverLease, or the NameNode itself), as HDFS's `reassignLease` does:
+    /// until the file closes, its old writer's calls are refused.
+    ReassignLease = 34, "OP_REASSIGN_LEASE" {
+        path: String,
+        holder: String,
+        new_holder: String,
+    }
 }
 
 /// Where records' fields are written: the journal codec's buffer.
@@ -549,6 +557,17 @@ impl std::fmt::Display for Op {
                 word(path),
                 word(old),
                 word(new)
+            ),
+            Op::ReassignLease {
+                path,
+                holder,
+                new_holder,
+            } => write!(
+                f,
+                " path={} holder={} new_holder={}",
+                word(path),
+                word(holder),
+                word(new_holder)
             ),
             Op::CopyOnTruncate { path, id, gs } => {
                 write!(f, " path={} id={id} gs={gs}", word(path))

@@ -425,7 +425,9 @@ pub async fn recover_lease(
     ctx: CallCtx,
     req: RecoverLeaseRequestProto,
 ) -> Res<RecoverLeaseResponseProto> {
-    let result = nn.recover_lease(&ctx.user, &req.src).await?;
+    let result = nn
+        .recover_lease(&ctx.user, &req.src, &req.client_name)
+        .await?;
     Ok(RecoverLeaseResponseProto { result })
 }
 

@@ -34,12 +34,13 @@ impl NameNodeService {
                 ids.push(id);
             }
         }
+        let namenode = crate::leases::namenode_holder(now_ms());
         for holder in expired {
             for id in files.remove(&holder).unwrap_or_default() {
                 // A close ends the file's lease as any close does (`Leases::on_op`); a
                 // block recovery closes it when the primary reports back, and is started
                 // again if it does not.
-                match self.recover_file(id).await {
+                match self.recover_file(id, Some(&namenode)).await {
                     Ok(outcome) => {
                         info!(%holder, file_id = id, ?outcome, "lease expired; recovering the file")
                     }

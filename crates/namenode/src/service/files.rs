@@ -475,9 +475,15 @@ impl NameNodeService {
         self.leases.lock().renew(client_name, now_ms());
     }
 
-    /// recoverLease: true once the file is closed (at once, or because it already was);
-    /// false while its last block is being recovered.
-    pub async fn recover_lease(&self, user: &str, src: &str) -> Result<bool, FsError> {
+    /// recoverLease by client `client_name`: true once the file is closed (at once, or
+    /// because it already was); false while its last block is being recovered, the
+    /// file's lease meanwhile `client_name`'s.
+    pub async fn recover_lease(
+        &self,
+        user: &str,
+        src: &str,
+        client_name: &str,
+    ) -> Result<bool, FsError> {
         let caller = self.caller(user);
         let file_id = {
             let ns = self.ns.read();
@@ -488,7 +494,7 @@ impl NameNodeService {
             ns.check_access(&caller, slot, perm::WRITE)?;
             ns.inode(slot).id
         };
-        Ok(self.recover_file(file_id).await? == Outcome::Closed)
+        Ok(self.recover_file(file_id, Some(client_name)).await? == Outcome::Closed)
     }
 
     /// Whether an open at `now` should move a file's access time last set at `atime`. Never

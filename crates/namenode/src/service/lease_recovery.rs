@@ -18,6 +18,17 @@ use crate::error::FsError;
 use crate::namespace::inode::Slot;
 use crate::namespace::{Namespace, Op};
 
+/// The record that hands open file `slot`'s lease to `new_holder`, unless it holds it.
+fn reassign(ns: &Namespace, slot: Slot, new_holder: Option<&str>) -> Option<Op> {
+    let new_holder = new_holder?;
+    let uc = ns.inode(slot).file()?.uc()?;
+    (uc.client_name != new_holder).then(|| Op::ReassignLease {
+        path: ns.path_of(slot),
+        holder: uc.client_name.clone(),
+        new_holder: new_holder.to_string(),
+    })
+}
+
 /// What a lease recovery did for one file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -50,7 +61,16 @@ impl NameNodeService {
     /// needs no agreement between DataNodes, otherwise starts block recovery (or starts
     /// it again when the one under way is overdue). A truncate's cut (kept with the open
     /// file, so a restart does not lose it) cuts or copies the last block.
-    pub async fn recover_file(&self, file_id: u64) -> Result<Outcome, FsError> {
+    ///
+    /// While the block is recovered the file's lease goes to `new_holder` when one is
+    /// given, as HDFS's `internalReleaseLease` hands it to whoever asked (the client that
+    /// called recoverLease, or the NameNode's own holder for an expired lease): the old
+    /// writer's calls are refused from then on, not only once the file closes.
+    pub async fn recover_file(
+        &self,
+        file_id: u64,
+        new_holder: Option<&str>,
+    ) -> Result<Outcome, FsError> {
         let now = now_ms();
         let outcome = self
             .commit(|ns| {
@@ -62,10 +82,14 @@ impl NameNodeService {
                     .lock()
                     .recoveries
                     .forget_file_except(file_id, recovered);
-                match slot {
-                    Some(slot) => self.plan_recovery(ns, slot, file_id, now),
-                    None => Ok((Outcome::Closed, Vec::new())),
+                let Some(slot) = slot else {
+                    return Ok((Outcome::Closed, Vec::new()));
+                };
+                let (outcome, mut ops) = self.plan_recovery(ns, slot, file_id, now)?;
+                if outcome == Outcome::InProgress {
+                    ops.extend(reassign(ns, slot, new_holder));
                 }
+                Ok((outcome, ops))
             })
             .await?;
         if outcome == Outcome::InProgress {
@@ -185,7 +209,7 @@ impl NameNodeService {
                 primary = r.primary,
                 "block recovery overdue; starting it again"
             );
-            if let Err(e) = self.recover_file(r.file_id).await {
+            if let Err(e) = self.recover_file(r.file_id, None).await {
                 warn!(block, error = %e, "block recovery could not be started again");
             }
         }

@@ -347,7 +347,7 @@ async fn create_checks_its_numbers_and_answers_the_new_status() {
         Err(FsError::AlreadyBeingCreated(_) | FsError::AlreadyExists(_))
     ));
     // No block was written: lease recovery closes the file at once.
-    assert!(nn.recover_lease(ALICE, "/f").await.unwrap());
+    assert!(nn.recover_lease(ALICE, "/f", "recoverer").await.unwrap());
     assert!(!nn.regular_file_status(SU, "/f").unwrap().under_construction);
 }
 
@@ -407,7 +407,10 @@ async fn a_file_is_written_located_and_closed() {
     assert_eq!(closed.file_len, (1 << 20) + 7);
     assert!(!closed.under_construction);
     assert!(closed.blocks.iter().all(|b| b.2 == 3));
-    assert!(nn.recover_lease(ALICE, "/w").await.unwrap(), "closed");
+    assert!(
+        nn.recover_lease(ALICE, "/w", "recoverer").await.unwrap(),
+        "closed"
+    );
 
     let l = nn.listing(from(ALICE), "/", b"", true).unwrap().unwrap();
     let located = l.located[0].as_ref().unwrap();
@@ -688,10 +691,21 @@ async fn lease_recovery_closes_at_the_length_the_primary_reports() {
         ReplicaEvent::Receiving,
     );
     assert!(
-        !nn.recover_lease(SU, "/h").await.unwrap(),
+        !nn.recover_lease(SU, "/h", "recoverer").await.unwrap(),
         "recovery under way"
     );
     assert!(nn.regular_file_status(SU, "/h").unwrap().under_construction);
+    // Meanwhile the file is the recoverer's: its old writer is refused (HDFS's
+    // reassignLease), though the file is not closed yet.
+    let refused = nn.fsync("/h", CLIENT, 0, Some(300)).await.unwrap_err();
+    assert!(
+        matches!(&refused, FsError::LeaseExpired(m) if m.contains("is not the lease owner (=recoverer")),
+        "{refused}"
+    );
+    assert!(matches!(
+        nn.complete("/h", CLIENT, 0, None).await,
+        Err(FsError::LeaseExpired(_))
+    ));
     // The primary's next heartbeat carries the order, with a new stamp.
     let beat = || HeartbeatReport {
         xceivers: 0,

@@ -358,7 +358,8 @@ impl NameNodeService {
         if !recovering && !lapsed {
             return Ok(()); // still owned: the plan answers AlreadyBeingCreated
         }
-        if !recovering && self.recover_file(file_id).await? == Outcome::Closed {
+        // As HDFS: a take-over by another writer leaves the lease where it is meanwhile.
+        if !recovering && self.recover_file(file_id, None).await? == Outcome::Closed {
             return Ok(()); // closed at once: the call goes ahead
         }
         Err(FsError::RecoveryInProgress(format!(
@@ -394,7 +395,7 @@ impl NameNodeService {
         // In place, the cut block's replicas are written again; a copy's new block has
         // none yet.
         self.blocks.lock().reopen(block);
-        self.recover_file(t.file_id).await?;
+        self.recover_file(t.file_id, None).await?;
         Ok(false)
     }
 

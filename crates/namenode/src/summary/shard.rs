@@ -96,6 +96,7 @@ impl Sharded {
             },
             // Changes nothing a summary counts.
             Op::SetGenerationStamp { .. } => Route::All,
+            Op::ReassignLease { path, .. } => first(path).map_or(Route::All, Route::One),
             // Cache pools and directives are no part of the tree the summary counts.
             Op::SetCachePool { .. }
             | Op::RemoveCachePool { .. }

@@ -313,6 +313,7 @@ impl Tree {
             } => self.rename(src, dst, *overwrite, now)?,
             Op::BumpGenerationStamp { .. }
             | Op::SetGenerationStamp { .. }
+            | Op::ReassignLease { .. }
             | Op::SetCachePool { .. }
             | Op::RemoveCachePool { .. }
             | Op::SetCacheDirective { .. }
