@@ -16,21 +16,8 @@ use tokio::net::TcpStream;
 use crate::block_reader::xfer_addr;
 use crate::error::{Error, Result};
 use crate::reader::FileReader;
+use crate::shared::Inner;
 use crate::writer::FileWriter;
-
-pub(crate) struct Inner {
-    /// Shared by the sessions made with [`FileSystem::session`], as Hadoop's clients in
-    /// one process share a connection per user and address.
-    pub nn: Arc<IpcClient>,
-    pub client_name: String,
-    pub user: String,
-    pub open_writers: AtomicUsize,
-    /// Kept for the sessions made from this one.
-    pub lease_renewal: Duration,
-    /// The NameNode's server defaults, asked once per connection (as Hadoop's client
-    /// keeps them) and shared by its sessions: a create is then one round trip.
-    pub defaults: Arc<tokio::sync::OnceCell<FsServerDefaultsProto>>,
-}
 
 #[derive(Clone)]
 pub struct FileSystem {

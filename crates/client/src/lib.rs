@@ -10,6 +10,7 @@ pub mod block_writer;
 pub mod error;
 pub mod fs;
 pub mod reader;
+mod shared;
 pub mod writer;
 
 pub use error::{Error, Result};

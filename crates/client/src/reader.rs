@@ -13,7 +13,7 @@ use tracing::warn;
 
 use crate::block_reader::{xfer_addr, BlockReader};
 use crate::error::{Error, Result};
-use crate::fs::Inner;
+use crate::shared::Inner;
 
 /// The located blocks of a whole file, with fresh block tokens.
 pub(crate) async fn block_locations(fs: &Inner, path: &str) -> Result<LocatedBlocksProto> {

@@ -14,7 +14,7 @@ use tracing::warn;
 use crate::block_reader::xfer_addr;
 use crate::block_writer::{BlockWriter, Failure, Setup};
 use crate::error::{Error, Result};
-use crate::fs::Inner;
+use crate::shared::Inner;
 
 /// Attempts to set up a block's pipeline (`dfs.client.block.write.retries` is 3).
 const SETUP_ATTEMPTS: usize = 3;

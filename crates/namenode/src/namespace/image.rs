@@ -32,8 +32,11 @@ const ACLS: u32 = 5;
 const QUOTAS: u32 = 6;
 /// Cache pools and directives, when there are any: each as the record that sets it.
 const CACHE: u32 = 7;
+/// The snapshot sections (written and read by `snapshot_image`): inodes only snapshots
+/// list, and the snapshots themselves.
+pub(super) const DETACHED: u32 = 8;
+pub(super) const SNAPSHOTS: u32 = 9;
 /// Snapshots: their kept inodes and their state (see `snapshot_image.rs`).
-use super::snapshot_image::{DETACHED, SNAPSHOTS};
 const END: u32 = 0xFFFF_FFFF;
 
 #[derive(Debug, thiserror::Error)]
@@ -220,7 +223,7 @@ impl Namespace {
     /// table's order): `u64 id | u8 storage policy | u32 n | n × (u8 namespace | str name |
     /// u8 has value | [str value])`.
     fn encode_features(&self, out: &mut Vec<u8>) {
-        let mut entries: Vec<(u64, &super::xattr::Features)> = self
+        let mut entries: Vec<(u64, &super::features::Features)> = self
             .features
             .iter()
             .filter(|(_, f)| !f.xattrs.is_empty() || f.storage_policy != 0)
@@ -393,7 +396,7 @@ impl Namespace {
         payload: &[u8],
         slot_of: &HashMap<u64, Slot>,
     ) -> Result<(), ImageError> {
-        use super::xattr::Features;
+        use super::features::Features;
         let de = |e| ImageError::Decode {
             kind: FEATURES,
             source: e,

@@ -12,6 +12,8 @@ mod apply;
 pub mod blocks;
 pub mod cache;
 pub mod children;
+mod fast;
+pub mod features;
 pub mod image;
 pub mod inode;
 pub mod lease_check;
@@ -23,6 +25,7 @@ pub mod plan;
 pub mod query;
 pub mod quota;
 pub mod reserved;
+pub mod snap_id;
 pub mod snapshot;
 pub mod snapshot_attrs;
 mod snapshot_children;
@@ -139,7 +142,7 @@ pub struct Namespace {
     limits: Limits,
     /// Extended attributes and storage policies (and, later, ACLs), for the few inodes
     /// that have any.
-    features: std::collections::HashMap<Slot, xattr::Features>,
+    features: std::collections::HashMap<Slot, features::Features>,
     /// Inodes with a storage policy of their own: none, and no lookup walks up for one.
     policies_set: usize,
     /// The distinct ACLs inodes hold: empty, and no permission check looks for one.

@@ -148,19 +148,6 @@ impl Namespace {
         Ok(self.lookup(caller, src)?.map(|t| self.status(t, false)))
     }
 
-    /// What a path through a `.snapshot` names (see `snapshot_view`); `None` for any other
-    /// path, which a byte search rules out before anything is split.
-    pub fn snapshot_lookup(
-        &self,
-        caller: &Caller,
-        src: &str,
-    ) -> Result<Option<Option<super::snapshot_view::Resolved>>, FsError> {
-        if !src.contains(super::path::DOT_SNAPSHOT) {
-            return Ok(None);
-        }
-        self.resolve_snapshot_path(caller, &components(src)?)
-    }
-
     /// The inode at `src` after the traverse check, `Ok(None)` when there is none.
     pub fn lookup(&self, caller: &Caller, src: &str) -> Result<Option<Slot>, FsError> {
         let comps = components(src)?;

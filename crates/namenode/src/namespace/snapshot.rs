@@ -24,17 +24,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use super::acl::AclEntry;
+use super::fast::FastMap;
+use super::features::Features;
 use super::inode::{Block, Body, Slot, ROOT_SLOT};
 pub use super::snapshot_children::ChildChanges;
-use super::snapshot_view::FastMap;
-use super::xattr::Features;
 use super::{Effects, Namespace};
 
-/// Snapshot ids, as HDFS numbers them (an int, from 0).
-pub type SnapId = u32;
-
-/// No snapshot sees an inode: its changes save nothing.
-pub const NONE: SnapId = 0;
+pub use super::snap_id::{SnapId, CURRENT, NONE};
 
 /// HDFS's `DirectorySnapshottableFeature.SNAPSHOT_QUOTA_DEFAULT`, which
 /// `dfs.namenode.snapshot.max.limit` also defaults to.

@@ -7,18 +7,16 @@
 use std::rc::Rc;
 
 use super::acl::AclEntry;
+use super::fast::{FastMap, FastSet};
+use super::features::Features;
 use super::inode::Slot;
 use super::perm::Caller;
 use super::quota::N_TYPES;
-use super::snapshot::{Frozen, SnapId};
-use super::snapshot_view::{FastMap, FastSet};
+use super::snapshot::{Frozen, SnapId, CURRENT};
 use super::storage_policy::UNSPECIFIED;
-use super::xattr::{Features, XAttr};
+use super::xattr::XAttr;
 use super::Namespace;
 use crate::error::FsError;
-
-/// The state a diff compares against when a snapshot name is empty or `.`.
-pub const CURRENT: SnapId = SnapId::MAX;
 
 /// What a diff compares of an inode, as HDFS does: its `metadataEquals` (permission,
 /// owner and group, ACL, xattrs and storage policy, a directory's quota limits, a file's

@@ -9,16 +9,14 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use super::fast::FastMap;
+use super::features::Features;
 use super::image::{put_xattrs, read_inode, read_xattrs, ImageError};
+use super::image::{DETACHED, SNAPSHOTS};
 use super::inode::{Block, Slot, ROOT_SLOT};
 use super::snapshot::{ChildChanges, Frozen, FrozenFile, Root, Snap, Version};
-use super::snapshot_view::FastMap;
-use super::xattr::Features;
 use super::Namespace;
 use crate::journal::codec::Reader;
-
-pub const DETACHED: u32 = 8;
-pub const SNAPSHOTS: u32 = 9;
 
 fn put_u32(out: &mut Vec<u8>, v: u32) {
     out.extend_from_slice(&v.to_le_bytes());

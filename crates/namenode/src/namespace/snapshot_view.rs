@@ -12,9 +12,7 @@ use super::snapshot::{Frozen, SnapId};
 use super::snapshot_space::Kept;
 use super::storage_policy::UNSPECIFIED;
 
-/// Maps and sets of slots for the diff's walk: a fast hash, no DoS concern (our own keys).
-pub(super) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
-pub(super) type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
+use super::fast::{FastMap, FastSet};
 use super::Namespace;
 use crate::error::FsError;
 
@@ -40,6 +38,19 @@ pub struct FileAt {
 }
 
 impl Namespace {
+    /// What a path through a `.snapshot` names; `None` for any other path, which a byte
+    /// search rules out before anything is split.
+    pub fn snapshot_lookup(
+        &self,
+        caller: &Caller,
+        src: &str,
+    ) -> Result<Option<Option<Resolved>>, FsError> {
+        if !src.contains(DOT_SNAPSHOT) {
+            return Ok(None);
+        }
+        self.resolve_snapshot_path(caller, &super::path::components(src)?)
+    }
+
     /// `None` when `comps` has no `.snapshot` under a snapshottable directory (the path
     /// resolves as any other); `Some(None)` for a snapshot path that names nothing.
     pub fn resolve_snapshot_path(
@@ -93,7 +104,7 @@ impl Namespace {
     /// The version answering for snapshot `s`, if `slot` changed after it (none answers
     /// for the current state).
     pub(super) fn version_at(&self, slot: Slot, s: SnapId) -> Option<&Frozen> {
-        if s == super::snapshot_diff::CURRENT {
+        if s == super::snapshot::CURRENT {
             return None;
         }
         self.snaps

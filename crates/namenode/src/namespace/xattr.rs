@@ -118,25 +118,6 @@ impl Default for XAttrLimits {
     }
 }
 
-/// An inode's rarely-present parts, kept beside it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Features {
-    /// In the order set (HDFS answers in its stored order: new ones first).
-    pub xattrs: Vec<XAttr>,
-    /// Its own storage policy id (`storage_policy::UNSPECIFIED`: inherited).
-    pub storage_policy: u8,
-    /// A directory's quotas and usage.
-    pub quota: Option<Box<super::quota::Quota>>,
-}
-
-impl Features {
-    pub fn is_empty(&self) -> bool {
-        self.xattrs.is_empty()
-            && self.storage_policy == super::storage_policy::UNSPECIFIED
-            && self.quota.is_none()
-    }
-}
-
 /// Whether `caller` may name `x` at all (`XAttrPermissionFilter.checkPermissionForApi`).
 /// Ferrite has no `/.reserved/raw` paths, so `raw.` attributes are never reachable.
 fn check_namespace(caller: &Caller, x: &XAttr) -> Result<(), FsError> {

@@ -1,0 +1,24 @@
+//! What a [`FileSystem`](crate::FileSystem) shares with the readers and writers it opens:
+//! its NameNode connection, its client name and user, and its open-writer count (which
+//! keeps lease renewal going).
+
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferrite_ipc::client::IpcClient;
+use ferrite_proto::hdfs::FsServerDefaultsProto;
+
+pub(crate) struct Inner {
+    /// Shared by the sessions made with [`FileSystem::session`], as Hadoop's clients in
+    /// one process share a connection per user and address.
+    pub nn: Arc<IpcClient>,
+    pub client_name: String,
+    pub user: String,
+    pub open_writers: AtomicUsize,
+    /// Kept for the sessions made from this one.
+    pub lease_renewal: Duration,
+    /// The NameNode's server defaults, asked once per connection (as Hadoop's client
+    /// keeps them) and shared by its sessions: a create is then one round trip.
+    pub defaults: Arc<tokio::sync::OnceCell<FsServerDefaultsProto>>,
+}
