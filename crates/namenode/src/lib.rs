@@ -7,24 +7,24 @@
 //! together.
 
 pub mod activity;
+// The namespace, its errors and its record codec live in their own crate; these names keep
+// the paths the rest of the NameNode uses.
+pub use ferrite_namespace as namespace;
+pub use ferrite_namespace::{chunked, error, id_map};
 pub mod atomic_file;
 pub mod blocks;
 pub mod checkpoint;
-pub mod chunked;
 pub mod clock;
 pub mod config;
-pub mod error;
 pub mod forked_writer;
 pub mod fsck;
 pub mod groups;
-pub mod id_map;
 pub mod identity;
 pub mod inotify;
 pub mod jmx;
 pub mod journal;
 pub mod leases;
 pub mod mover;
-pub mod namespace;
 pub mod proxy_users;
 pub mod resources;
 pub mod rpc;

@@ -12,9 +12,8 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-/// The mark HDFS puts on a path while its satisfaction is pending (a user xattr, visible
-/// to `getfattr` as on HDFS).
-pub const XATTR_NAME: &str = "hdfs.sps";
+/// The mark HDFS puts on a path while its satisfaction is pending.
+pub use crate::namespace::storage_policy::SATISFIER_XATTR as XATTR_NAME;
 
 /// A path's state after a look at its blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -17,7 +17,7 @@
 //! no directory is left. Rolls happen at a size or txid count and on request
 //! ([`Journal::roll`]); with restoring on, a roll also brings failed directories back.
 
-pub mod codec;
+pub use ferrite_namespace::codec;
 #[cfg(test)]
 mod conformance;
 mod dirs;

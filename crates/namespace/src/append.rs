@@ -104,15 +104,13 @@ impl Namespace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::namespace::blocks::{NewBlock, Previous};
+    use crate::blocks::{NewBlock, Previous};
 
     /// A file of `len` bytes in blocks of 1,024, closed.
     fn closed_file(len: u64) -> Namespace {
         let mut ns = Namespace::new("hdfs", "supergroup", 0);
-        ns.apply(&crate::namespace::ops::create_record(
-            "/f", 20000, 1024, "writer",
-        ))
-        .unwrap();
+        ns.apply(&crate::ops::create_record("/f", 20000, 1024, "writer"))
+            .unwrap();
         let mut prev: Option<Previous> = None;
         let mut left = len;
         while left > 0 {

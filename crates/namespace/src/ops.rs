@@ -694,8 +694,8 @@ fn word(s: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// A mkdir record of `path` (mode 755, owner u:g) at `mtime`, for tests that feed records.
-#[cfg(test)]
-pub(crate) fn mkdir_record(path: &str, id: u64, mtime: i64) -> Op {
+#[cfg(any(test, feature = "test-support"))]
+pub fn mkdir_record(path: &str, id: u64, mtime: i64) -> Op {
     Op::Mkdir {
         path: path.into(),
         id,
@@ -708,8 +708,8 @@ pub(crate) fn mkdir_record(path: &str, id: u64, mtime: i64) -> Op {
 
 /// A create record of `path` (mode 644, owner hdfs:supergroup, replication 3, blocks of
 /// `block_size`) open for `client`, for tests that feed records.
-#[cfg(test)]
-pub(crate) fn create_record(path: &str, id: u64, block_size: u64, client: &str) -> Op {
+#[cfg(any(test, feature = "test-support"))]
+pub fn create_record(path: &str, id: u64, block_size: u64, client: &str) -> Op {
     Op::Create {
         path: path.into(),
         id,
@@ -730,7 +730,7 @@ mod tests {
 
     #[test]
     fn records_read_as_one_line_of_named_fields() {
-        for op in crate::journal::codec::tests::sample_ops() {
+        for op in crate::codec::tests::sample_ops() {
             let line = op.to_string();
             assert!(line.starts_with(op.name()), "{line}");
             assert!(!line.contains('\n'), "{line}");

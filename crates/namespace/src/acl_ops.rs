@@ -262,7 +262,7 @@ impl Namespace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::namespace::plan::CreateArgs;
+    use crate::plan::CreateArgs;
 
     fn spec(s: &str) -> Vec<AclEntry> {
         s.split(',')

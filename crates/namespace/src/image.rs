@@ -13,7 +13,7 @@ use super::inode::{
 };
 use super::names::{Interner, NameArena};
 use super::Namespace;
-use crate::journal::codec::{DecodeError, Reader};
+use crate::codec::{DecodeError, Reader};
 
 pub const MAGIC: &[u8; 8] = b"FERIMG02";
 /// Images from before blocks existed: identical except that files never had blocks and
@@ -315,7 +315,7 @@ impl Namespace {
             .records()
             .map(|op| {
                 let mut b = Vec::new();
-                crate::journal::codec::encode_op(&op, &mut b);
+                crate::codec::encode_op(&op, &mut b);
                 b
             })
             .collect();
@@ -342,7 +342,7 @@ impl Namespace {
         for _ in 0..n {
             let len = r.u32().map_err(de)? as usize;
             let bytes = r.bytes(len).map_err(de)?;
-            let op = crate::journal::codec::decode_op(bytes).map_err(de)?;
+            let op = crate::codec::decode_op(bytes).map_err(de)?;
             if !self.cache.apply(&op) {
                 return Err(ImageError::Invalid(format!(
                     "cache section holds {}",
@@ -833,9 +833,9 @@ pub(super) fn read_inode<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::namespace::blocks::{NewBlock, Previous};
-    use crate::namespace::plan::CreateArgs;
-    use crate::namespace::{Caller, Op};
+    use crate::blocks::{NewBlock, Previous};
+    use crate::plan::CreateArgs;
+    use crate::{Caller, Op};
 
     fn sample() -> Namespace {
         let su = Caller::superuser("hdfs");
@@ -893,7 +893,7 @@ mod tests {
         {
             ns.apply(&op).unwrap();
         }
-        use crate::namespace::xattr::{XAttr, XAttrLimits, XAttrNs, XATTR_CREATE};
+        use crate::xattr::{XAttr, XAttrLimits, XAttrNs, XATTR_CREATE};
         for (path, ns_, name, value) in [
             ("/a/f", XAttrNs::User, "colour", Some(vec![0u8, 1, 255])),
             ("/a/f", XAttrNs::Trusted, "t", None),
@@ -911,8 +911,8 @@ mod tests {
                 ns.apply(&op).unwrap();
             }
         }
-        use crate::namespace::acl::AclEntry;
-        use crate::namespace::acl_ops::AclChange;
+        use crate::acl::AclEntry;
+        use crate::acl_ops::AclChange;
         for (path, spec) in [
             ("/a/z", "default:user:alice:rwx,user:bob:r-x"),
             ("/a/f", "user:alice:rw-,mask::r--"),
@@ -928,13 +928,13 @@ mod tests {
                 ns.apply(&op).unwrap();
             }
         }
-        let pool = crate::namespace::cache::PoolChange {
+        let pool = crate::cache::PoolChange {
             name: "pool".into(),
             ..Default::default()
         };
         let op = ns.cache.plan_add_pool(&su, pool).unwrap();
         ns.apply(&op).unwrap();
-        let d = crate::namespace::cache::DirectiveChange {
+        let d = crate::cache::DirectiveChange {
             path: Some("/a/f".into()),
             pool: Some("pool".into()),
             ..Default::default()

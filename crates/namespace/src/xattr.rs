@@ -464,7 +464,7 @@ mod tests {
     #[test]
     fn a_file_marked_unreadable_by_the_superuser_is_refused_to_it_alone() {
         let (mut ns, su) = ns_with_file();
-        let args = crate::namespace::plan::CreateArgs {
+        let args = crate::plan::CreateArgs {
             src: "/d/f",
             masked: 0o644,
             unmasked: None,

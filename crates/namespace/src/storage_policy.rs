@@ -12,6 +12,10 @@ use super::xattr::XAttrNs;
 use super::{Namespace, Op};
 use crate::error::FsError;
 
+/// The mark HDFS puts on a path while its storage policy's satisfaction is pending (a user
+/// xattr, visible to `getfattr` as on HDFS).
+pub const SATISFIER_XATTR: &str = "hdfs.sps";
+
 /// Storage types, numbered as `StorageTypeProto`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StorageType {
@@ -284,7 +288,7 @@ impl Namespace {
         let marked = self
             .xattrs_of(slot)
             .iter()
-            .any(|x| x.ns == XAttrNs::User && x.name == crate::satisfier::XATTR_NAME);
+            .any(|x| x.ns == XAttrNs::User && x.name == crate::storage_policy::SATISFIER_XATTR);
         if inode.file().is_some_and(|f| f.blocks().is_empty()) || marked {
             return Ok((None, Vec::new()));
         }
@@ -293,7 +297,7 @@ impl Namespace {
             vec![Op::SetXAttr {
                 path,
                 ns: XAttrNs::User as u8,
-                name: crate::satisfier::XATTR_NAME.into(),
+                name: crate::storage_policy::SATISFIER_XATTR.into(),
                 value: None,
             }],
         ))
@@ -308,14 +312,14 @@ impl Namespace {
         let marked = self
             .xattrs_of(slot)
             .iter()
-            .any(|x| x.ns == XAttrNs::User && x.name == crate::satisfier::XATTR_NAME);
+            .any(|x| x.ns == XAttrNs::User && x.name == crate::storage_policy::SATISFIER_XATTR);
         if !marked {
             return Vec::new();
         }
         vec![Op::RemoveXAttr {
             path: self.path_of(slot),
             ns: XAttrNs::User as u8,
-            name: crate::satisfier::XATTR_NAME.into(),
+            name: crate::storage_policy::SATISFIER_XATTR.into(),
         }]
     }
 
@@ -324,9 +328,9 @@ impl Namespace {
         self.features
             .iter()
             .filter(|(_, f)| {
-                f.xattrs
-                    .iter()
-                    .any(|x| x.ns == XAttrNs::User && x.name == crate::satisfier::XATTR_NAME)
+                f.xattrs.iter().any(|x| {
+                    x.ns == XAttrNs::User && x.name == crate::storage_policy::SATISFIER_XATTR
+                })
             })
             .map(|(&slot, _)| self.inode(slot).id)
             .collect()

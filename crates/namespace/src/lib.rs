@@ -12,8 +12,12 @@ mod apply;
 pub mod blocks;
 pub mod cache;
 pub mod children;
+pub mod chunked;
+pub mod codec;
+pub mod error;
 mod fast;
 pub mod features;
+pub mod id_map;
 pub mod image;
 pub mod inode;
 pub mod lease_check;
@@ -326,7 +330,7 @@ impl Namespace {
 
     /// Whether `s` is `top` or below it, by parent links (a kept inode's lead to where it
     /// was).
-    pub(super) fn is_at_or_under(&self, mut s: Slot, top: Slot) -> bool {
+    pub(crate) fn is_at_or_under(&self, mut s: Slot, top: Slot) -> bool {
         loop {
             if s == top {
                 return true;

@@ -16,7 +16,7 @@ use super::image::{DETACHED, SNAPSHOTS};
 use super::inode::{Block, Slot, ROOT_SLOT};
 use super::snapshot::{ChildChanges, Frozen, FrozenFile, Root, Snap, Version};
 use super::Namespace;
-use crate::journal::codec::Reader;
+use crate::codec::Reader;
 
 fn put_u32(out: &mut Vec<u8>, v: u32) {
     out.extend_from_slice(&v.to_le_bytes());

@@ -45,8 +45,8 @@ impl Namespace {
 
 #[cfg(test)]
 mod tests {
-    use crate::namespace::ops::mkdir_record;
-    use crate::namespace::Namespace;
+    use crate::ops::mkdir_record;
+    use crate::Namespace;
 
     #[test]
     fn inode_paths_resolve_to_where_the_inode_is_now() {

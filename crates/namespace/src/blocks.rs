@@ -258,14 +258,12 @@ impl Namespace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::namespace::Namespace;
+    use crate::Namespace;
 
     fn open_file() -> Namespace {
         let mut ns = Namespace::new("hdfs", "supergroup", 0);
-        ns.apply(&crate::namespace::ops::create_record(
-            "/f", 20000, 1024, "c",
-        ))
-        .unwrap();
+        ns.apply(&crate::ops::create_record("/f", 20000, 1024, "c"))
+            .unwrap();
         ns
     }
 
@@ -319,7 +317,7 @@ mod tests {
     #[test]
     fn a_file_at_its_block_limit_gets_no_new_block_but_a_retry_is_answered() {
         let mut ns = open_file();
-        ns.set_limits(crate::namespace::Limits {
+        ns.set_limits(crate::Limits {
             blocks_per_file: 2,
             ..Default::default()
         });

@@ -187,8 +187,8 @@ impl Namespace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::namespace::blocks::{NewBlock, Previous};
-    use crate::namespace::Namespace;
+    use crate::blocks::{NewBlock, Previous};
+    use crate::Namespace;
 
     fn su() -> Caller {
         Caller::superuser("hdfs")
@@ -196,7 +196,7 @@ mod tests {
 
     /// Closed file `path` of `len` bytes in blocks of `bs`.
     fn file(ns: &mut Namespace, path: &str, id: u64, len: u64, bs: u64) {
-        ns.apply(&crate::namespace::ops::create_record(path, id, bs, "w"))
+        ns.apply(&crate::ops::create_record(path, id, bs, "w"))
             .unwrap();
         let (mut prev, mut left) = (None, len);
         while left > 0 {
@@ -272,7 +272,7 @@ mod tests {
     fn concat_moves_blocks_in_order_and_refuses_what_hdfs_refuses() {
         let mut ns = Namespace::new("hdfs", "supergroup", 0);
         for (i, d) in ["/d", "/e"].iter().enumerate() {
-            ns.apply(&crate::namespace::ops::mkdir_record(d, 16390 + i as u64, 1))
+            ns.apply(&crate::ops::mkdir_record(d, 16390 + i as u64, 1))
                 .unwrap();
         }
         file(&mut ns, "/d/t", 16400, 1500, 1024);

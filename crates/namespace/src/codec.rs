@@ -5,8 +5,8 @@
 //! followed by its fields; strings are `u32 length + UTF-8`, options a presence byte.
 //! Decoding never trusts a length: every read is bounds-checked and errors name the problem.
 
-use crate::namespace::ops::{FieldReader, FieldWriter};
-use crate::namespace::Op;
+use crate::ops::{FieldReader, FieldWriter};
+use crate::Op;
 
 /// Bytes before a record's payload: length and checksum.
 pub const RECORD_PREFIX: usize = 8;
@@ -477,10 +477,7 @@ pub(crate) mod tests {
                     atime: None,
                 },
             ),
-            (
-                create,
-                crate::namespace::ops::create_record("/c", 16386, 1024, "cl"),
-            ),
+            (create, crate::ops::create_record("/c", 16386, 1024, "cl")),
         ];
         for (bytes, op) in cases {
             assert_eq!(decode_op(&bytes).unwrap(), op);

@@ -651,11 +651,7 @@ impl Namespace {
     }
 
     /// The existing inode `src` names, after the traverse check, with its normalized path.
-    pub(crate) fn resolve_checked(
-        &self,
-        caller: &Caller,
-        src: &str,
-    ) -> Result<(Slot, String), FsError> {
+    pub fn resolve_checked(&self, caller: &Caller, src: &str) -> Result<(Slot, String), FsError> {
         let comps = components(src)?;
         let t = self.checked_target(caller, src, &comps)?;
         Ok((t, join(&comps)))
@@ -665,7 +661,7 @@ impl Namespace {
     /// `missing` gives the normalized path (HDFS's message for it differs from call to
     /// call: "cannot find P" for xattrs, "File/Directory does not exist: P" for storage
     /// policies).
-    pub(crate) fn resolve_checked_or(
+    pub fn resolve_checked_or(
         &self,
         caller: &Caller,
         src: &str,
@@ -682,7 +678,7 @@ impl Namespace {
 
     /// [`resolve_checked`](Self::resolve_checked) without the path: what every read needs
     /// (getBlockLocations, getFileInfo), and nothing allocated for it.
-    pub(crate) fn resolve_slot(&self, caller: &Caller, src: &str) -> Result<Slot, FsError> {
+    pub fn resolve_slot(&self, caller: &Caller, src: &str) -> Result<Slot, FsError> {
         self.checked_target(caller, src, &components(src)?)
     }
 
