@@ -11,9 +11,9 @@ pub mod activity;
 // the paths the rest of the NameNode uses.
 pub use ferrite_namespace as namespace;
 pub use ferrite_namespace::{chunked, error, id_map};
-pub mod atomic_file;
+// The journal, the images and their files: their own crate too.
+pub use ferrite_journal::{atomic_file, checkpoint, journal, startup_progress};
 pub mod blocks;
-pub mod checkpoint;
 pub mod clock;
 pub mod config;
 pub mod forked_writer;
@@ -22,7 +22,6 @@ pub mod groups;
 pub mod identity;
 pub mod inotify;
 pub mod jmx;
-pub mod journal;
 pub mod leases;
 pub mod mover;
 pub mod proxy_users;
@@ -31,7 +30,6 @@ pub mod rpc;
 pub mod satisfier;
 pub mod server;
 pub mod service;
-pub mod startup_progress;
 pub mod summary;
 pub mod tokens;
 pub mod trash;

@@ -20,8 +20,8 @@ use std::time::Instant;
 
 use tracing::warn;
 
-use crate::namespace::Namespace;
 use crate::startup_progress::{Phase, StartupProgress, StepKind, StepSpec};
+use ferrite_namespace::Namespace;
 
 pub use disk::DiskImages;
 pub use memory::MemoryImages;

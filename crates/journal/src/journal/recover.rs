@@ -11,7 +11,7 @@ use tracing::{info, warn};
 use super::segment::{
     self, finalized_name, Mode, Resume, Scan, ScanError, SegmentFile, Tail, HEADER_LEN, MAGIC,
 };
-use crate::namespace::Op;
+use ferrite_namespace::Op;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RecoverError {

@@ -11,7 +11,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::codec::{decode_frame, decode_op, DecodeError, Frame, MAX_RECORD, RECORD_PREFIX};
-use crate::namespace::Op;
+use ferrite_namespace::Op;
 
 pub const MAGIC: &[u8; 8] = b"FERJRNL1";
 pub const HEADER_LEN: usize = 16;

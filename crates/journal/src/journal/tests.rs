@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Journal, JournalConfig};
-use crate::namespace::Op;
+use ferrite_namespace::Op;
 
 pub(super) fn config(dir: &std::path::Path, group_delay: Duration) -> JournalConfig {
     JournalConfig {

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use super::codec::{decode_record, Next};
 use super::{EditLog, Journal, MemoryJournal};
-use crate::namespace::ops::mkdir_record;
-use crate::namespace::Op;
+use ferrite_namespace::ops::mkdir_record;
+use ferrite_namespace::Op;
 
 fn on_disk(dir: &std::path::Path) -> Box<dyn EditLog> {
     let cfg = super::tests::config(dir, Duration::ZERO);

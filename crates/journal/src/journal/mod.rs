@@ -44,9 +44,9 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use tracing::{error, info};
 
-use crate::namespace::Op;
 use dirs::{DirWriter, Dirs};
 pub use edit_log::EditLog;
+use ferrite_namespace::Op;
 pub use memory::MemoryJournal;
 pub use policy::DirPolicy;
 use segment::SegmentWriter;

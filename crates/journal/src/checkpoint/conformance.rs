@@ -3,8 +3,8 @@
 use std::io::Write;
 
 use super::*;
-use crate::namespace::Caller;
 use crate::startup_progress::StartupProgress;
+use ferrite_namespace::Caller;
 
 /// A namespace holding directories `/d0` … `/d{n-1}`.
 fn namespace_with(dirs: usize) -> Namespace {

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::{image_name, ImageBytes, ImageInfo, ImageSink, ImageStore, Saved, WriteImage};
-use crate::clock::now_ms;
 
 #[derive(Default)]
 pub struct MemoryImages {
@@ -41,7 +40,9 @@ impl ImageStore for MemoryImages {
         let txid = write(&mut ImageSink::Memory(&mut buf))?;
         let bytes: Arc<[u8]> = buf.into_inner().into();
         let len = bytes.len() as u64;
-        let written_ms = now_ms();
+        let written_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
         self.held.lock().insert(txid, Held { bytes, written_ms });
         Ok(Saved {
             txid,

@@ -14,7 +14,7 @@ use super::codec;
 use super::edit_log::{BoxFuture, EditLog};
 use super::tail::{Batch, Tail};
 use super::{JournalError, JournalMetrics};
-use crate::namespace::Op;
+use ferrite_namespace::Op;
 
 /// Synced bytes kept for followers; older batches are dropped (a follower that far behind
 /// would read segments, which a memory journal does not have: it starts again).

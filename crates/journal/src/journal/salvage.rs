@@ -16,7 +16,7 @@ use tracing::warn;
 use super::codec::{decode_frame, decode_op, Frame, RECORD_PREFIX};
 use super::recover::every_copy;
 use super::segment::{SegmentFile, HEADER_LEN, MAGIC};
-use crate::namespace::Op;
+use ferrite_namespace::Op;
 
 /// What a skipping replay did.
 #[derive(Debug, Default)]

@@ -13,7 +13,7 @@ use ferrite_ipc::durable::Durability;
 
 use super::tail::Batch;
 use super::{JournalError, JournalMetrics};
-use crate::namespace::Op;
+use ferrite_namespace::Op;
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
