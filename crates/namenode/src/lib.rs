@@ -13,7 +13,8 @@ pub use ferrite_namespace as namespace;
 pub use ferrite_namespace::{chunked, error, id_map};
 // The journal, the images and their files: their own crate too.
 pub use ferrite_journal::{atomic_file, checkpoint, journal, startup_progress};
-pub mod blocks;
+// The block map, placement, replication and recovery decisions.
+pub use ferrite_blocks as blocks;
 pub mod clock;
 pub mod config;
 pub mod forked_writer;

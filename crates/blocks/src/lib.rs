@@ -64,8 +64,8 @@ pub struct BlockManager {
     /// here, and SipHash was a measurable share of a 1,000-block reply. An [`IdMap`], so
     /// that its growth never re-hashes every block under this lock.
     ///
-    /// [`IdMap`]: crate::id_map::IdMap
-    entries: crate::id_map::IdMap<Entry>,
+    /// [`IdMap`]: ferrite_namespace::id_map::IdMap
+    entries: ferrite_namespace::id_map::IdMap<Entry>,
     /// Blocks with at least one finalized replica.
     safe: usize,
     /// Blocks being copied, with the time after which the copy is given up on.

@@ -162,7 +162,7 @@ impl Recoveries {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::blocks::registry::NodeId;
+    use crate::registry::NodeId;
 
     fn registry(n: usize) -> Registry {
         let mut reg = Registry::default();
