@@ -225,14 +225,14 @@ async fn append(
     connect: impl std::future::Future<Output = Result<FileSystem, WebError>>,
     body: Body,
 ) -> Result<Response, WebError> {
+    // The append is the first call, as HDFS's DataNode makes it: a client that renames the
+    // file right after its request went out (Hadoop's contract test does) finds it open
+    // already, and the writer follows it by inode id. The length it had comes back with
+    // the append.
     let opened = async {
         let fs = connect.await?;
-        let before = fs
-            .status(path)
-            .await
-            .map_err(client_error)?
-            .map_or(0, |st| st.len);
         let w = fs.append(path).await.map_err(client_error)?;
+        let before = w.bytes_written();
         Ok::<_, WebError>((fs, before, w))
     };
     let ((fs, before, mut w), body) = open_or_refuse(opened, body).await?;
