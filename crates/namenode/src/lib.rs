@@ -6,7 +6,7 @@
 //! wires the listener, background tasks (lease monitor, trash emptier) and configuration
 //! together.
 
-pub mod activity;
+mod activity;
 // The namespace, its errors and its record codec live in their own crate; these names keep
 // the paths the rest of the NameNode uses.
 pub use ferrite_namespace as namespace;
@@ -15,24 +15,24 @@ pub use ferrite_namespace::{chunked, error, id_map};
 pub use ferrite_journal::{atomic_file, checkpoint, journal, startup_progress};
 // The block map, placement, replication and recovery decisions.
 pub use ferrite_blocks as blocks;
-pub mod clock;
+mod clock;
 pub mod config;
 pub mod forked_writer;
 pub mod fsck;
 pub mod groups;
 pub mod identity;
-pub mod inotify;
+mod inotify;
 pub mod jmx;
-pub mod leases;
-pub mod mover;
-pub mod proxy_users;
-pub mod resources;
+mod leases;
+mod mover;
+mod proxy_users;
+mod resources;
 pub mod rpc;
-pub mod satisfier;
+mod satisfier;
 pub mod server;
 pub mod service;
 pub mod summary;
-pub mod tokens;
+mod tokens;
 pub mod trash;
 pub mod webhdfs;
 pub mod webui;

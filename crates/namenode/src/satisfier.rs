@@ -12,9 +12,6 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-/// The mark HDFS puts on a path while its satisfaction is pending.
-pub use crate::namespace::storage_policy::SATISFIER_XATTR as XATTR_NAME;
-
 /// A path's state after a look at its blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -63,6 +60,7 @@ impl Satisfier {
         self.queue.iter().copied().collect()
     }
 
+    #[cfg(test)]
     pub fn moving(&self, block: u64) -> bool {
         self.flights.contains_key(&block)
     }

@@ -36,10 +36,6 @@ impl BlockTokens {
         BlockTokens { keys }
     }
 
-    pub fn enabled(&self) -> bool {
-        self.keys.is_some()
-    }
-
     /// Rolls the keys when due (called from a periodic task).
     pub fn roll_if_due(&self) {
         if let Some(k) = &self.keys {

@@ -159,10 +159,6 @@ impl Interner {
     pub fn len(&self) -> usize {
         self.names.len()
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.names.is_empty()
-    }
 }
 
 #[cfg(test)]
