@@ -118,6 +118,22 @@ fn subtree(ns: &Namespace, su: &Caller, top: &str) -> Copy {
     out
 }
 
+/// The writer "w"'s create of `path` (mode 644, two replicas, overwriting).
+fn create_args(path: &str) -> CreateArgs<'_> {
+    CreateArgs {
+        src: path,
+        masked: 0o644,
+        unmasked: None,
+        client_name: "w",
+        client_machine: "m",
+        create: true,
+        overwrite: true,
+        create_parent: false,
+        replication: 2,
+        block_size: BS,
+    }
+}
+
 impl World {
     /// An empty namespace, worked on as the superuser.
     fn new() -> Self {
@@ -197,19 +213,7 @@ impl World {
         let _ = match s {
             Step::Create { dir, name, len } => {
                 let path = file(*dir, *name);
-                let args = CreateArgs {
-                    src: &path,
-                    masked: 0o644,
-                    unmasked: None,
-                    client_name: "w",
-                    client_machine: "m",
-                    create: true,
-                    overwrite: true,
-                    create_parent: false,
-                    replication: 2,
-                    block_size: BS,
-                };
-                match self.ns.plan_create(&self.su, &args, self.now) {
+                match self.ns.plan_create(&self.su, &create_args(&path), self.now) {
                     Ok(p) => {
                         self.apply(p);
                         self.write(&path, *len, None)
@@ -797,19 +801,7 @@ fn only_what_hdfs_compares_makes_an_m_line() {
     let ops = w.ns.plan_allow_snapshot("/s").unwrap();
     w.apply_ops(ops);
     for path in ["/s/d/f1", "/s/d/f2"] {
-        let args = CreateArgs {
-            src: path,
-            masked: 0o644,
-            unmasked: None,
-            client_name: "w",
-            client_machine: "m",
-            create: true,
-            overwrite: true,
-            create_parent: false,
-            replication: 2,
-            block_size: BS,
-        };
-        let p = w.ns.plan_create(&w.su, &args, 1).unwrap();
+        let p = w.ns.plan_create(&w.su, &create_args(path), 1).unwrap();
         w.apply(p);
         w.write(path, 10, None).unwrap();
     }
