@@ -10,7 +10,7 @@ import re
 
 from conftest import FsShell
 from test_fsshell import C, norm
-from test_webhdfs import forget_snapshottable, run_steps
+from test_webhdfs import assert_same_answers, forget_snapshottable, run_steps
 
 HOSTS = "/etc/hosts"
 
@@ -454,8 +454,7 @@ def test_webhdfs_diff_reports_the_root_as_hdfs_does(ferrite, hdfs_cluster):
     ours = run_steps(ferrite, "/nestweb", NESTED_WEB)
     for server in (hdfs_cluster, ferrite):
         forget_snapshottable(server, "/nestweb/s")
-    diffs = [f"{step}\n  hdfs:    {want}\n  ferrite: {got}" for (step, want), (_, got) in zip(theirs, ours) if got != want]
-    assert not diffs, "\n".join(diffs)
+    assert_same_answers(theirs, ours)
     _, doc, _ = ours[7][1]
     entries = doc["SnapshotDiffReport"]["diffList"]
     assert [e["type"] for e in entries] == ["MODIFY", "CREATE", "DELETE"], entries

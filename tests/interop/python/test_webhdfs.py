@@ -225,17 +225,22 @@ def run_steps(server: Server, base: str, steps=STEPS):
     return out
 
 
-def test_every_answer_matches_hdfs(ferrite_one, hdfs_cluster):
-    Client(hdfs_cluster.url).mkdirs("/webhdfs-cmp")
-    Client(ferrite_one.url).mkdirs("/webhdfs-cmp")
-    theirs = run_steps(hdfs_cluster, "/webhdfs-cmp/t")
-    ours = run_steps(ferrite_one, "/webhdfs-cmp/t")
+def assert_same_answers(theirs, ours):
+    """run_steps' answers from HDFS and Ferrite agree step by step."""
     diffs = [
         f"{step}\n  hdfs:    {want}\n  ferrite: {got}"
         for (step, want), (_, got) in zip(theirs, ours)
         if got != want
     ]
     assert not diffs, "\n".join(diffs)
+
+
+def test_every_answer_matches_hdfs(ferrite_one, hdfs_cluster):
+    Client(hdfs_cluster.url).mkdirs("/webhdfs-cmp")
+    Client(ferrite_one.url).mkdirs("/webhdfs-cmp")
+    theirs = run_steps(hdfs_cluster, "/webhdfs-cmp/t")
+    ours = run_steps(ferrite_one, "/webhdfs-cmp/t")
+    assert_same_answers(theirs, ours)
 
 
 def forget_snapshottable(server: Server, path: str):
@@ -261,12 +266,7 @@ def test_snapshot_operations_match_hdfs(ferrite_one, hdfs_cluster):
     ours = run_steps(ferrite_one, "/webhdfs-snap/t", SNAPSHOT_STEPS)
     for server in (hdfs_cluster, ferrite_one):
         forget_snapshottable(server, "/webhdfs-snap/t/s")
-    diffs = [
-        f"{step}\n  hdfs:    {want}\n  ferrite: {got}"
-        for (step, want), (_, got) in zip(theirs, ours)
-        if got != want
-    ]
-    assert not diffs, "\n".join(diffs)
+    assert_same_answers(theirs, ours)
 
 
 def test_the_root_is_snapshottable_as_in_hdfs(ferrite_one):
