@@ -17,7 +17,7 @@ use axum::Router;
 use ferrite_http::webhdfs::{self as web, Params, ANONYMOUS};
 
 use crate::clock::now_ms;
-use crate::service::{NameNodeService, NodeFilter, Origin};
+use crate::service::{NameNodeService, NodeFilter, Operation, Origin};
 use crate::webhdfs::WebHdfsSlot;
 use report::{Options, Totals};
 
@@ -136,7 +136,7 @@ impl<'a> Fsck<'a> {
     /// Admission, then the walk; a missing path ends the report here.
     async fn walk_all(&mut self) -> Result<(), String> {
         self.nn
-            .admit(&self.user, "fsck")
+            .admit(&self.user, Operation::Fsck)
             .map_err(|e| e.to_string())?;
         let root = self
             .nn

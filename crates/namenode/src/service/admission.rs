@@ -53,145 +53,183 @@ pub const ADMIN_WRITE: Policy = Policy {
     at_most_once: false,
 };
 
-/// Every operation the NameNode serves, with its policy.
-pub const TABLE: &[(&str, Policy)] = &[
+/// Declares every operation once: its variant, the name HDFS's protocols give it (the
+/// name the IPC router, the audit log, metrics and error messages use) and its policy.
+macro_rules! operations {
+    ($( $(#[$meta:meta])* $variant:ident = $name:literal => $policy:ident, )*) => {
+        /// Every operation the NameNode serves: what each front end admits a caller to.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Operation {
+            $( $(#[$meta])* $variant ),*
+        }
+
+        impl Operation {
+            /// Every operation, in the table's order.
+            pub const ALL: &'static [Operation] = &[$(Operation::$variant),*];
+
+            /// The protocol's name for it (`mkdirs`, `addBlock`, `sendHeartbeat`).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Operation::$variant => $name),*
+                }
+            }
+
+            /// Who may call it, and when.
+            pub fn policy(self) -> Policy {
+                match self {
+                    $(Operation::$variant => $policy),*
+                }
+            }
+        }
+    };
+}
+
+operations! {
     // ClientProtocol: reads.
-    ("getServerDefaults", READ),
-    ("getFileInfo", READ),
-    ("getFileLinkInfo", READ),
-    ("getLocatedFileInfo", READ),
-    ("getListing", READ),
-    ("getBlockLocations", READ),
-    ("getContentSummary", READ),
-    ("getQuotaUsage", READ),
-    ("getPreferredBlockSize", READ),
-    ("isFileClosed", READ),
-    ("getFsStats", READ),
-    ("getFsReplicatedBlockStats", READ),
-    ("getFsECBlockGroupStats", READ),
-    ("getSlowDatanodeReport", READ),
-    ("checkAccess", READ),
-    ("getXAttrs", READ),
-    ("getStoragePolicy", READ),
-    ("getStoragePolicies", READ),
-    ("listXAttrs", READ),
-    ("getAclStatus", READ),
-    ("getBatchedListing", READ),
-    ("listCachePools", READ),
-    ("listCacheDirectives", READ),
-    ("getEnclosingRoot", READ),
-    ("getSnapshottableDirListing", READ),
-    ("getSnapshotListing", READ),
-    ("getSnapshotDiffReport", READ),
-    ("getSnapshotDiffReportListing", READ),
-    ("getLinkTarget", READ),
-    ("getEZForPath", READ),
-    ("listEncryptionZones", ADMIN),
-    ("listReencryptionStatus", ADMIN),
-    ("getErasureCodingPolicies", READ),
-    ("getErasureCodingCodecs", READ),
-    ("getErasureCodingPolicy", READ),
-    ("getECTopologyResultForPolicies", READ),
-    ("getDelegationToken", READ),
-    ("renewDelegationToken", READ),
-    ("cancelDelegationToken", READ),
+    GetServerDefaults = "getServerDefaults" => READ,
+    GetFileInfo = "getFileInfo" => READ,
+    GetFileLinkInfo = "getFileLinkInfo" => READ,
+    GetLocatedFileInfo = "getLocatedFileInfo" => READ,
+    GetListing = "getListing" => READ,
+    GetBlockLocations = "getBlockLocations" => READ,
+    GetContentSummary = "getContentSummary" => READ,
+    GetQuotaUsage = "getQuotaUsage" => READ,
+    GetPreferredBlockSize = "getPreferredBlockSize" => READ,
+    IsFileClosed = "isFileClosed" => READ,
+    GetFsStats = "getFsStats" => READ,
+    GetFsReplicatedBlockStats = "getFsReplicatedBlockStats" => READ,
+    GetFsECBlockGroupStats = "getFsECBlockGroupStats" => READ,
+    GetSlowDatanodeReport = "getSlowDatanodeReport" => READ,
+    CheckAccess = "checkAccess" => READ,
+    GetXAttrs = "getXAttrs" => READ,
+    GetStoragePolicy = "getStoragePolicy" => READ,
+    GetStoragePolicies = "getStoragePolicies" => READ,
+    ListXAttrs = "listXAttrs" => READ,
+    GetAclStatus = "getAclStatus" => READ,
+    GetBatchedListing = "getBatchedListing" => READ,
+    ListCachePools = "listCachePools" => READ,
+    ListCacheDirectives = "listCacheDirectives" => READ,
+    GetEnclosingRoot = "getEnclosingRoot" => READ,
+    GetSnapshottableDirListing = "getSnapshottableDirListing" => READ,
+    GetSnapshotListing = "getSnapshotListing" => READ,
+    GetSnapshotDiffReport = "getSnapshotDiffReport" => READ,
+    GetSnapshotDiffReportListing = "getSnapshotDiffReportListing" => READ,
+    GetLinkTarget = "getLinkTarget" => READ,
+    GetEZForPath = "getEZForPath" => READ,
+    ListEncryptionZones = "listEncryptionZones" => ADMIN,
+    ListReencryptionStatus = "listReencryptionStatus" => ADMIN,
+    GetErasureCodingPolicies = "getErasureCodingPolicies" => READ,
+    GetErasureCodingCodecs = "getErasureCodingCodecs" => READ,
+    GetErasureCodingPolicy = "getErasureCodingPolicy" => READ,
+    GetECTopologyResultForPolicies = "getECTopologyResultForPolicies" => READ,
+    GetDelegationToken = "getDelegationToken" => READ,
+    RenewDelegationToken = "renewDelegationToken" => READ,
+    CancelDelegationToken = "cancelDelegationToken" => READ,
     // Not an RPC: the NameNode's `/fsck` servlet. Anyone may run it; the walk sees what
     // the caller's permissions let it list, as in HDFS.
-    ("fsck", READ),
-    ("getDatanodeReport", READ),
-    ("getDataEncryptionKey", READ),
-    ("getHAServiceState", READ),
-    ("msync", READ),
-    ("getAdditionalDatanode", READ),
-    ("reportBadBlocks", READ),
+    Fsck = "fsck" => READ,
+    GetDatanodeReport = "getDatanodeReport" => READ,
+    GetDataEncryptionKey = "getDataEncryptionKey" => READ,
+    GetHAServiceState = "getHAServiceState" => READ,
+    Msync = "msync" => READ,
+    GetAdditionalDatanode = "getAdditionalDatanode" => READ,
+    ReportBadBlocks = "reportBadBlocks" => READ,
     // Its GET is open to everyone; the actions that change it check the superuser.
-    ("setSafeMode", READ),
+    SetSafeMode = "setSafeMode" => READ,
     // ClientProtocol: mutations.
-    ("mkdirs", WRITE),
-    ("create", WRITE_ONCE),
-    ("append", WRITE_ONCE),
-    ("complete", WRITE),
-    ("addBlock", WRITE),
-    ("abandonBlock", WRITE),
-    ("updateBlockForPipeline", WRITE),
-    ("updatePipeline", WRITE),
-    ("fsync", WRITE),
-    ("rename", WRITE_ONCE),
-    ("rename2", WRITE_ONCE),
-    ("delete", WRITE_ONCE),
-    ("concat", WRITE_ONCE),
-    ("truncate", WRITE),
-    ("setPermission", WRITE),
-    ("setOwner", WRITE),
-    ("setTimes", WRITE),
-    ("setReplication", WRITE),
-    ("setXAttr", WRITE),
-    ("setStoragePolicy", WRITE),
-    ("unsetStoragePolicy", WRITE),
-    ("removeXAttr", WRITE),
-    ("createSnapshot", WRITE_ONCE),
-    ("deleteSnapshot", WRITE_ONCE),
-    ("renameSnapshot", WRITE_ONCE),
-    ("modifyAclEntries", WRITE),
-    ("removeAclEntries", WRITE),
-    ("removeDefaultAcl", WRITE),
-    ("removeAcl", WRITE),
-    ("setAcl", WRITE),
-    ("createSymlink", WRITE_ONCE),
-    ("addCacheDirective", WRITE_ONCE),
-    ("modifyCacheDirective", WRITE),
-    ("removeCacheDirective", WRITE_ONCE),
-    ("setErasureCodingPolicy", WRITE_ONCE),
-    ("unsetErasureCodingPolicy", WRITE_ONCE),
-    ("satisfyStoragePolicy", WRITE),
-    ("renewLease", WRITE),
-    ("recoverLease", WRITE),
+    Mkdirs = "mkdirs" => WRITE,
+    Create = "create" => WRITE_ONCE,
+    Append = "append" => WRITE_ONCE,
+    Complete = "complete" => WRITE,
+    AddBlock = "addBlock" => WRITE,
+    AbandonBlock = "abandonBlock" => WRITE,
+    UpdateBlockForPipeline = "updateBlockForPipeline" => WRITE,
+    UpdatePipeline = "updatePipeline" => WRITE,
+    Fsync = "fsync" => WRITE,
+    Rename = "rename" => WRITE_ONCE,
+    Rename2 = "rename2" => WRITE_ONCE,
+    Delete = "delete" => WRITE_ONCE,
+    Concat = "concat" => WRITE_ONCE,
+    Truncate = "truncate" => WRITE,
+    SetPermission = "setPermission" => WRITE,
+    SetOwner = "setOwner" => WRITE,
+    SetTimes = "setTimes" => WRITE,
+    SetReplication = "setReplication" => WRITE,
+    SetXAttr = "setXAttr" => WRITE,
+    SetStoragePolicy = "setStoragePolicy" => WRITE,
+    UnsetStoragePolicy = "unsetStoragePolicy" => WRITE,
+    RemoveXAttr = "removeXAttr" => WRITE,
+    CreateSnapshot = "createSnapshot" => WRITE_ONCE,
+    DeleteSnapshot = "deleteSnapshot" => WRITE_ONCE,
+    RenameSnapshot = "renameSnapshot" => WRITE_ONCE,
+    ModifyAclEntries = "modifyAclEntries" => WRITE,
+    RemoveAclEntries = "removeAclEntries" => WRITE,
+    RemoveDefaultAcl = "removeDefaultAcl" => WRITE,
+    RemoveAcl = "removeAcl" => WRITE,
+    SetAcl = "setAcl" => WRITE,
+    CreateSymlink = "createSymlink" => WRITE_ONCE,
+    AddCacheDirective = "addCacheDirective" => WRITE_ONCE,
+    ModifyCacheDirective = "modifyCacheDirective" => WRITE,
+    RemoveCacheDirective = "removeCacheDirective" => WRITE_ONCE,
+    SetErasureCodingPolicy = "setErasureCodingPolicy" => WRITE_ONCE,
+    UnsetErasureCodingPolicy = "unsetErasureCodingPolicy" => WRITE_ONCE,
+    SatisfyStoragePolicy = "satisfyStoragePolicy" => WRITE,
+    RenewLease = "renewLease" => WRITE,
+    RecoverLease = "recoverLease" => WRITE,
     // ClientProtocol: administration.
-    ("saveNamespace", ADMIN),
-    ("setQuota", ADMIN),
-    ("allowSnapshot", ADMIN_WRITE),
-    ("disallowSnapshot", ADMIN_WRITE),
-    ("getDatanodeStorageReport", ADMIN),
-    ("listCorruptFileBlocks", ADMIN),
-    ("getCurrentEditLogTxid", ADMIN),
-    ("getEditsFromTxid", ADMIN),
-    ("metaSave", ADMIN),
-    ("refreshNodes", ADMIN),
-    ("finalizeUpgrade", ADMIN),
-    ("upgradeStatus", ADMIN),
-    ("rollingUpgrade", ADMIN),
-    ("setBalancerBandwidth", ADMIN),
-    ("addCachePool", ADMIN),
-    ("modifyCachePool", ADMIN),
-    ("removeCachePool", ADMIN),
-    ("createEncryptionZone", ADMIN),
-    ("reencryptEncryptionZone", ADMIN),
-    ("enableErasureCodingPolicy", ADMIN),
-    ("disableErasureCodingPolicy", ADMIN),
-    ("addErasureCodingPolicies", ADMIN),
-    ("removeErasureCodingPolicy", ADMIN),
-    ("rollEdits", ADMIN),
-    ("restoreFailedStorage", ADMIN),
-    ("listOpenFiles", ADMIN),
+    SaveNamespace = "saveNamespace" => ADMIN,
+    SetQuota = "setQuota" => ADMIN,
+    AllowSnapshot = "allowSnapshot" => ADMIN_WRITE,
+    DisallowSnapshot = "disallowSnapshot" => ADMIN_WRITE,
+    GetDatanodeStorageReport = "getDatanodeStorageReport" => ADMIN,
+    ListCorruptFileBlocks = "listCorruptFileBlocks" => ADMIN,
+    GetCurrentEditLogTxid = "getCurrentEditLogTxid" => ADMIN,
+    GetEditsFromTxid = "getEditsFromTxid" => ADMIN,
+    MetaSave = "metaSave" => ADMIN,
+    RefreshNodes = "refreshNodes" => ADMIN,
+    FinalizeUpgrade = "finalizeUpgrade" => ADMIN,
+    UpgradeStatus = "upgradeStatus" => ADMIN,
+    RollingUpgrade = "rollingUpgrade" => ADMIN,
+    SetBalancerBandwidth = "setBalancerBandwidth" => ADMIN,
+    AddCachePool = "addCachePool" => ADMIN,
+    ModifyCachePool = "modifyCachePool" => ADMIN,
+    RemoveCachePool = "removeCachePool" => ADMIN,
+    CreateEncryptionZone = "createEncryptionZone" => ADMIN,
+    ReencryptEncryptionZone = "reencryptEncryptionZone" => ADMIN,
+    EnableErasureCodingPolicy = "enableErasureCodingPolicy" => ADMIN,
+    DisableErasureCodingPolicy = "disableErasureCodingPolicy" => ADMIN,
+    AddErasureCodingPolicies = "addErasureCodingPolicies" => ADMIN,
+    RemoveErasureCodingPolicy = "removeErasureCodingPolicy" => ADMIN,
+    RollEdits = "rollEdits" => ADMIN,
+    RestoreFailedStorage = "restoreFailedStorage" => ADMIN,
+    ListOpenFiles = "listOpenFiles" => ADMIN,
     // NamenodeProtocol and DatanodeProtocol (DataNodes are not users; their calls are
     // checked by registration).
-    ("versionRequest", READ),
-    ("registerDatanode", READ),
-    ("sendHeartbeat", READ),
-    ("blockReport", READ),
-    ("blockReceivedAndDeleted", READ),
-    ("errorReport", READ),
-    ("commitBlockSynchronization", READ),
+    VersionRequest = "versionRequest" => READ,
+    RegisterDatanode = "registerDatanode" => READ,
+    SendHeartbeat = "sendHeartbeat" => READ,
+    BlockReport = "blockReport" => READ,
+    BlockReceivedAndDeleted = "blockReceivedAndDeleted" => READ,
+    ErrorReport = "errorReport" => READ,
+    CommitBlockSynchronization = "commitBlockSynchronization" => READ,
     // Ferrite's own protocols.
-    ("getNameNodeStats", READ),
-    ("getSummary", READ),
-    ("readEdits", ADMIN),
-    ("getImage", ADMIN),
-];
+    GetNameNodeStats = "getNameNodeStats" => READ,
+    GetSummary = "getSummary" => READ,
+    ReadEdits = "readEdits" => ADMIN,
+    GetImage = "getImage" => ADMIN,
+}
 
-/// The policy of `op`, if the NameNode serves it.
+impl Operation {
+    /// The operation a protocol method name stands for, if the NameNode serves it (a
+    /// front end resolves its names once, when it registers them).
+    pub fn from_name(name: &str) -> Option<Operation> {
+        Operation::ALL.iter().copied().find(|op| op.name() == name)
+    }
+}
+
+/// The policy of the operation named `op`, if the NameNode serves it.
 pub fn policy(op: &str) -> Option<Policy> {
-    TABLE.iter().find(|(name, _)| *name == op).map(|&(_, p)| p)
+    Operation::from_name(op).map(Operation::policy)
 }
 
 /// The superuser check's refusal, in HDFS's words: naming the operation where HDFS's
@@ -221,20 +259,13 @@ pub fn superuser_required(user: &str, op: &str) -> FsError {
 }
 
 impl NameNodeService {
-    /// Whether `user` may call `op` now. An operation missing from the table is refused:
-    /// a front end that serves something the table does not know is a bug to see at once.
-    pub fn admit(&self, user: &str, op: &str) -> Result<(), FsError> {
-        let Some(p) = policy(op) else {
-            return Err(FsError::Unsupported(format!(
-                "no admission policy for operation {op}"
-            )));
-        };
-        self.admit_as(user, op, p)
+    /// Whether `user` may call `op` now.
+    pub fn admit(&self, user: &str, op: Operation) -> Result<(), FsError> {
+        self.admit_as(user, op.name(), op.policy())
     }
 
-    /// [`admit`](Self::admit) with `op`'s policy already looked up in [`TABLE`]: a front
-    /// end that resolved it once (the IPC router, when a method is registered) skips the
-    /// lookup on every call.
+    /// [`admit`](Self::admit) by the operation's name and policy, as the IPC router holds
+    /// them (resolved once, when a method is registered).
     pub fn admit_as(&self, user: &str, op: &str, p: Policy) -> Result<(), FsError> {
         if p.superuser && !self.caller(user).superuser {
             return Err(superuser_required(user, op));
@@ -255,7 +286,7 @@ mod tests {
 
     #[test]
     fn every_operation_appears_once() {
-        let mut names: Vec<&str> = TABLE.iter().map(|(n, _)| *n).collect();
+        let mut names: Vec<&str> = Operation::ALL.iter().map(|op| op.name()).collect();
         names.sort_unstable();
         let before = names.len();
         names.dedup();

@@ -62,6 +62,7 @@ use crate::summary::follow::SummaryService;
 use crate::summary::Summary;
 use crate::tokens::BlockTokens;
 
+pub use admission::Operation;
 pub use datanodes::{
     DnCommand, FsStats, HeartbeatReport, NodeFilter, NodeRegistration, RecoveringBlock,
     ReplicaEvent,

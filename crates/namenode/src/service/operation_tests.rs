@@ -188,9 +188,9 @@ impl LocatedSink for Collected {
 #[tokio::test]
 async fn admission_follows_the_table_for_every_front_end() {
     let nn = nn();
-    assert!(nn.admit(ALICE, "mkdirs").is_ok());
-    assert!(nn.admit(ALICE, "getFileInfo").is_ok());
-    let denied = nn.admit(ALICE, "saveNamespace").unwrap_err();
+    assert!(nn.admit(ALICE, Operation::Mkdirs).is_ok());
+    assert!(nn.admit(ALICE, Operation::GetFileInfo).is_ok());
+    let denied = nn.admit(ALICE, Operation::SaveNamespace).unwrap_err();
     assert_eq!(
         denied,
         FsError::AccessDenied(
@@ -199,13 +199,10 @@ async fn admission_follows_the_table_for_every_front_end() {
                 .into()
         )
     );
-    assert!(nn.admit(SU, "saveNamespace").is_ok());
-    assert!(matches!(
-        nn.admit(SU, "noSuchOperation"),
-        Err(FsError::Unsupported(_))
-    ));
+    assert!(nn.admit(SU, Operation::SaveNamespace).is_ok());
+    // An operation the table lacks cannot be named: front ends admit by `Operation`.
     nn.safe_mode_action(SU, SafeModeAction::Enter).unwrap();
-    let e = nn.admit(ALICE, "mkdirs").unwrap_err();
+    let e = nn.admit(ALICE, Operation::Mkdirs).unwrap_err();
     let FsError::SafeMode(msg) = e else {
         panic!("{e:?}")
     };
@@ -213,7 +210,10 @@ async fn admission_follows_the_table_for_every_front_end() {
         msg.starts_with("Cannot mkdirs. Name node is in safe mode.\nIt was turned on manually."),
         "{msg}"
     );
-    assert!(nn.admit(ALICE, "getListing").is_ok(), "reads go on");
+    assert!(
+        nn.admit(ALICE, Operation::GetListing).is_ok(),
+        "reads go on"
+    );
     // Only the superuser changes safe mode; anyone may ask.
     assert!(nn.safe_mode_action(ALICE, SafeModeAction::Get).unwrap());
     assert!(matches!(
@@ -221,7 +221,7 @@ async fn admission_follows_the_table_for_every_front_end() {
         Err(FsError::AccessDenied(_))
     ));
     assert!(!nn.safe_mode_action(SU, SafeModeAction::Leave).unwrap());
-    assert!(nn.admit(ALICE, "mkdirs").is_ok());
+    assert!(nn.admit(ALICE, Operation::Mkdirs).is_ok());
 }
 
 #[tokio::test]

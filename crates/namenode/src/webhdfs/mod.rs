@@ -24,7 +24,7 @@ use ferrite_http::webhdfs::{self as web, boolean, empty_ok, json_ok, Params, Web
 use crate::error::FsError;
 use crate::namespace::acl_ops::AclChange;
 use crate::namespace::{perm, quota, storage_policy};
-use crate::service::{NameNodeService, Origin};
+use crate::service::{NameNodeService, Operation, Origin};
 use json::JsonBlocks;
 
 /// What WebHDFS serves from, set once the NameNode is up (the HTTP port opens first).
@@ -137,8 +137,8 @@ impl Request<'_> {
         }
     }
 
-    /// Admission under the RPC operation `rpc_op` stands for.
-    fn admit(&self, rpc_op: &str) -> Result<(), WebError> {
+    /// Admission to the RPC operation this request stands for.
+    fn admit(&self, rpc_op: Operation) -> Result<(), WebError> {
         self.nn().admit(&self.user, rpc_op).map_err(web)
     }
 
@@ -147,7 +147,7 @@ impl Request<'_> {
         match self.op.as_str() {
             "OPEN" | "GETFILECHECKSUM" => self.redirect().await,
             "GETFILESTATUS" => {
-                self.admit("getFileInfo")?;
+                self.admit(Operation::GetFileInfo)?;
                 match self.nn().file_info(&self.user, &self.path).map_err(web)? {
                     Some(st) => Ok(json_ok(json::file_status_doc(&st))),
                     None => Err(WebError::new(
@@ -157,20 +157,20 @@ impl Request<'_> {
                 }
             }
             "LISTSTATUS" => {
-                self.admit("getListing")?;
+                self.admit(Operation::GetListing)?;
                 Ok(json_ok(json::listing_doc(&self.list_all()?)))
             }
             "LISTSTATUS_BATCH" => {
-                self.admit("getListing")?;
+                self.admit(Operation::GetListing)?;
                 let after = p.get("startafter").unwrap_or("");
                 let l = self.page(after.as_bytes())?;
                 Ok(json_ok(json::batch_doc(&l.entries, l.remaining)))
             }
             "GETCONTENTSUMMARY" | "GETQUOTAUSAGE" => {
                 self.admit(if self.op == "GETQUOTAUSAGE" {
-                    "getQuotaUsage"
+                    Operation::GetQuotaUsage
                 } else {
-                    "getContentSummary"
+                    Operation::GetContentSummary
                 })?;
                 let cs = self
                     .nn()
@@ -198,7 +198,7 @@ impl Request<'_> {
                 Ok(json_ok(json::path_doc(&format!("{}/.Trash", self.home()))))
             }
             "GETFILEBLOCKLOCATIONS" | "GET_BLOCK_LOCATIONS" => {
-                self.admit("getBlockLocations")?;
+                self.admit(Operation::GetBlockLocations)?;
                 let offset = p.long("offset")?.unwrap_or(0).max(0) as u64;
                 let length = p.long("length")?.map_or(u64::MAX, |l| l.max(0) as u64);
                 let blocks = self.blocks(offset, length).await?;
@@ -209,17 +209,17 @@ impl Request<'_> {
                 }))
             }
             "GETSERVERDEFAULTS" => {
-                self.admit("getServerDefaults")?;
+                self.admit(Operation::GetServerDefaults)?;
                 Ok(json_ok(json::server_defaults_doc(
                     &self.nn().server_defaults(),
                 )))
             }
             "GETSTATUS" => {
-                self.admit("getFsStats")?;
+                self.admit(Operation::GetFsStats)?;
                 Ok(json_ok(json::fs_status_doc(&self.nn().fs_stats())))
             }
             "GETXATTRS" => {
-                self.admit("getXAttrs")?;
+                self.admit(Operation::GetXAttrs)?;
                 let wanted = p
                     .all("xattr.name")
                     .map(xattrs::name_param)
@@ -232,21 +232,21 @@ impl Request<'_> {
                 Ok(json_ok(xattrs::xattrs_doc(&got, encoding)))
             }
             "GETACLSTATUS" => {
-                self.admit("getAclStatus")?;
+                self.admit(Operation::GetAclStatus)?;
                 let st = self.nn().acl_status(&self.user, &self.path).map_err(web)?;
                 Ok(json_ok(acls::status_doc(&st)))
             }
             "LISTXATTRS" => {
-                self.admit("listXAttrs")?;
+                self.admit(Operation::ListXAttrs)?;
                 let got = self.nn().list_xattrs(&self.user, &self.path).map_err(web)?;
                 Ok(json_ok(xattrs::names_doc(&got)))
             }
             "GETALLSTORAGEPOLICY" => {
-                self.admit("getStoragePolicies")?;
+                self.admit(Operation::GetStoragePolicies)?;
                 Ok(json_ok(json::all_policies_doc()))
             }
             "GETSTORAGEPOLICY" => {
-                self.admit("getStoragePolicy")?;
+                self.admit(Operation::GetStoragePolicy)?;
                 let policy = self
                     .nn()
                     .storage_policy(&self.user, &self.path)
@@ -254,7 +254,7 @@ impl Request<'_> {
                 Ok(json_ok(json::policy_doc(policy)))
             }
             "CHECKACCESS" => {
-                self.admit("checkAccess")?;
+                self.admit(Operation::CheckAccess)?;
                 let action = fs_action(p.get("fsaction").unwrap_or("---"))?;
                 self.nn()
                     .check_access(&self.user, &self.path, action)
@@ -266,11 +266,11 @@ impl Request<'_> {
                 let to = p.get("snapshotname").unwrap_or("");
                 let (nn, user, path) = (self.nn(), self.user.as_str(), self.path.as_str());
                 Ok(json_ok(if self.op == "GETSNAPSHOTDIFF" {
-                    self.admit("getSnapshotDiffReport")?;
+                    self.admit(Operation::GetSnapshotDiffReport)?;
                     let (root, entries) = nn.snapshot_diff(user, path, from, to).map_err(web)?;
                     snapshots::diff_doc(&root, from, to, &entries)
                 } else {
-                    self.admit("getSnapshotDiffReportListing")?;
+                    self.admit(Operation::GetSnapshotDiffReportListing)?;
                     let (_, l) = nn
                         .snapshot_diff_listing(user, path, from, to)
                         .map_err(web)?;
@@ -278,12 +278,12 @@ impl Request<'_> {
                 }))
             }
             "GETSNAPSHOTTABLEDIRECTORYLIST" => {
-                self.admit("getSnapshottableDirListing")?;
+                self.admit(Operation::GetSnapshottableDirListing)?;
                 let dirs = self.nn().snapshottable_dirs(&self.user);
                 Ok(json_ok(snapshots::snapshottable_doc(&dirs)))
             }
             "GETSNAPSHOTLIST" => {
-                self.admit("getSnapshotListing")?;
+                self.admit(Operation::GetSnapshotListing)?;
                 let snaps = self
                     .nn()
                     .snapshot_listing(&self.user, &self.path)
@@ -300,7 +300,7 @@ impl Request<'_> {
         match self.op.as_str() {
             "CREATE" => self.redirect().await,
             "MKDIRS" => {
-                self.admit("mkdirs")?;
+                self.admit(Operation::Mkdirs)?;
                 let mode = crate::namespace::plan::Mode {
                     masked: p.permission("permission")?.unwrap_or(0o755),
                     unmasked: p.permission("unmaskedpermission")?,
@@ -312,11 +312,11 @@ impl Request<'_> {
                 let dst = p.required("destination", "RENAME")?;
                 match p.get("renameoptions").filter(|o| !o.is_empty()) {
                     None => {
-                        self.admit("rename")?;
+                        self.admit(Operation::Rename)?;
                         Ok(boolean(nn.rename(user, path, dst).await.map_err(web)?))
                     }
                     Some(opts) => {
-                        self.admit("rename2")?;
+                        self.admit(Operation::Rename2)?;
                         let overwrite = opts.split(',').any(|o| o.trim() == "OVERWRITE");
                         nn.rename2(user, path, dst, overwrite).await.map_err(web)?;
                         Ok(empty_ok())
@@ -324,7 +324,7 @@ impl Request<'_> {
                 }
             }
             "SETREPLICATION" => {
-                self.admit("setReplication")?;
+                self.admit(Operation::SetReplication)?;
                 let r = match p.short("replication")? {
                     Some(r) => r.max(0) as u32,
                     None => u32::from(nn.config().replication),
@@ -334,7 +334,7 @@ impl Request<'_> {
                 ))
             }
             "SETOWNER" => {
-                self.admit("setOwner")?;
+                self.admit(Operation::SetOwner)?;
                 let (owner, group) = (p.get("owner"), p.get("group"));
                 if owner.is_none_or(str::is_empty) && group.is_none_or(str::is_empty) {
                     return Err(WebError::illegal("Both owner and group are empty."));
@@ -343,18 +343,18 @@ impl Request<'_> {
                 Ok(empty_ok())
             }
             "SETPERMISSION" => {
-                self.admit("setPermission")?;
+                self.admit(Operation::SetPermission)?;
                 let perm = p.permission("permission")?.unwrap_or(0o755);
                 nn.set_permission(user, path, perm).await.map_err(web)?;
                 Ok(empty_ok())
             }
             "SATISFYSTORAGEPOLICY" => {
-                self.admit("satisfyStoragePolicy")?;
+                self.admit(Operation::SatisfyStoragePolicy)?;
                 nn.satisfy_storage_policy(user, path).await.map_err(web)?;
                 Ok(empty_ok())
             }
             "SETSTORAGEPOLICY" => {
-                self.admit("setStoragePolicy")?;
+                self.admit(Operation::SetStoragePolicy)?;
                 let name = p
                     .get("storagepolicy")
                     .filter(|n| !n.is_empty())
@@ -365,7 +365,7 @@ impl Request<'_> {
                 Ok(empty_ok())
             }
             "SETXATTR" => {
-                self.admit("setXAttr")?;
+                self.admit(Operation::SetXAttr)?;
                 let mut x = xattrs::name_param(p.required("xattr.name", "SETXATTR")?)?;
                 x.value = p.get("xattr.value").map(xattrs::decode_value).transpose()?;
                 let flags = xattrs::flag_param(p.get("flag"))?;
@@ -373,7 +373,7 @@ impl Request<'_> {
                 Ok(empty_ok())
             }
             "SETQUOTA" => {
-                self.admit("setQuota")?;
+                self.admit(Operation::SetQuota)?;
                 let ns_q = p.long("namespacequota")?.unwrap_or(quota::DONT_SET);
                 let space = p.long("storagespacequota")?.unwrap_or(quota::DONT_SET);
                 nn.set_quota(user, path, ns_q, space, None)
@@ -382,7 +382,7 @@ impl Request<'_> {
                 Ok(empty_ok())
             }
             "SETQUOTABYSTORAGETYPE" => {
-                self.admit("setQuota")?;
+                self.admit(Operation::SetQuota)?;
                 let space = p.long("storagespacequota")?.unwrap_or(quota::DONT_SET);
                 let name = p.required("storagetype", "SETQUOTABYSTORAGETYPE")?;
                 let t = storage_policy::StorageType::by_name(name).ok_or_else(|| {
@@ -400,26 +400,29 @@ impl Request<'_> {
             | "SETACL" => {
                 let spec = |with_perm| acls::spec_param(p.get("aclspec"), with_perm);
                 let (rpc, change) = match self.op.as_str() {
-                    "MODIFYACLENTRIES" => ("modifyAclEntries", AclChange::Modify(spec(true)?)),
-                    "REMOVEACLENTRIES" => {
-                        ("removeAclEntries", AclChange::RemoveEntries(spec(false)?))
+                    "MODIFYACLENTRIES" => {
+                        (Operation::ModifyAclEntries, AclChange::Modify(spec(true)?))
                     }
-                    "REMOVEDEFAULTACL" => ("removeDefaultAcl", AclChange::RemoveDefault),
-                    "REMOVEACL" => ("removeAcl", AclChange::Remove),
-                    _ => ("setAcl", AclChange::Set(spec(true)?)),
+                    "REMOVEACLENTRIES" => (
+                        Operation::RemoveAclEntries,
+                        AclChange::RemoveEntries(spec(false)?),
+                    ),
+                    "REMOVEDEFAULTACL" => (Operation::RemoveDefaultAcl, AclChange::RemoveDefault),
+                    "REMOVEACL" => (Operation::RemoveAcl, AclChange::Remove),
+                    _ => (Operation::SetAcl, AclChange::Set(spec(true)?)),
                 };
                 self.admit(rpc)?;
                 nn.change_acl(user, path, change).await.map_err(web)?;
                 Ok(empty_ok())
             }
             "REMOVEXATTR" => {
-                self.admit("removeXAttr")?;
+                self.admit(Operation::RemoveXAttr)?;
                 let x = xattrs::name_param(p.required("xattr.name", "REMOVEXATTR")?)?;
                 nn.remove_xattr(user, path, x).await.map_err(web)?;
                 Ok(empty_ok())
             }
             "SETTIMES" => {
-                self.admit("setTimes")?;
+                self.admit(Operation::SetTimes)?;
                 let time = |name| -> Result<Option<i64>, WebError> {
                     Ok(p.long(name)?.filter(|&t| t >= 0))
                 };
@@ -428,23 +431,23 @@ impl Request<'_> {
                 Ok(empty_ok())
             }
             "ALLOWSNAPSHOT" => {
-                self.admit("allowSnapshot")?;
+                self.admit(Operation::AllowSnapshot)?;
                 nn.allow_snapshot(path).await.map_err(web)?;
                 Ok(empty_ok())
             }
             "DISALLOWSNAPSHOT" => {
-                self.admit("disallowSnapshot")?;
+                self.admit(Operation::DisallowSnapshot)?;
                 nn.disallow_snapshot(path).await.map_err(web)?;
                 Ok(empty_ok())
             }
             "CREATESNAPSHOT" => {
-                self.admit("createSnapshot")?;
+                self.admit(Operation::CreateSnapshot)?;
                 let name = p.get("snapshotname").filter(|n| !n.is_empty());
                 let made = nn.create_snapshot(user, path, name).await.map_err(web)?;
                 Ok(json_ok(json::path_doc(&made)))
             }
             "RENAMESNAPSHOT" => {
-                self.admit("renameSnapshot")?;
+                self.admit(Operation::RenameSnapshot)?;
                 let old = p.required("oldsnapshotname", "RENAMESNAPSHOT")?;
                 let new = p.required("snapshotname", "RENAMESNAPSHOT")?;
                 nn.rename_snapshot(user, path, old, new)
@@ -462,12 +465,12 @@ impl Request<'_> {
         match self.op.as_str() {
             "APPEND" => self.redirect().await,
             "UNSETSTORAGEPOLICY" => {
-                self.admit("unsetStoragePolicy")?;
+                self.admit(Operation::UnsetStoragePolicy)?;
                 nn.set_storage_policy(user, path, None).await.map_err(web)?;
                 Ok(empty_ok())
             }
             "CONCAT" => {
-                self.admit("concat")?;
+                self.admit(Operation::Concat)?;
                 let srcs: Vec<String> = p
                     .required("sources", "CONCAT")?
                     .split(',')
@@ -478,7 +481,7 @@ impl Request<'_> {
                 Ok(empty_ok())
             }
             "TRUNCATE" => {
-                self.admit("truncate")?;
+                self.admit(Operation::Truncate)?;
                 let len = p.long("newlength")?.ok_or_else(|| {
                     WebError::illegal("Required param newlength for op: TRUNCATE is null or empty")
                 })?;
@@ -501,7 +504,7 @@ impl Request<'_> {
     async fn delete(&self) -> Answer {
         match self.op.as_str() {
             "DELETE" => {
-                self.admit("delete")?;
+                self.admit(Operation::Delete)?;
                 let recursive = self.params.bool("recursive", false)?;
                 let done = self
                     .nn()
@@ -511,7 +514,7 @@ impl Request<'_> {
                 Ok(boolean(done))
             }
             "DELETESNAPSHOT" => {
-                self.admit("deleteSnapshot")?;
+                self.admit(Operation::DeleteSnapshot)?;
                 let name = self.params.required("snapshotname", "DELETESNAPSHOT")?;
                 self.nn()
                     .delete_snapshot(&self.user, &self.path, name)

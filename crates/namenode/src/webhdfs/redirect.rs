@@ -8,7 +8,7 @@ use ferrite_http::webhdfs::{encode_path, encode_value, json_ok, Params, WebError
 use serde_json::json;
 
 use super::{web, Answer, Request};
-use crate::service::NodeFilter;
+use crate::service::{NodeFilter, Operation};
 
 /// Where a redirect sends the client: a DataNode's address and HTTP port.
 #[derive(Debug, PartialEq, Eq)]
@@ -20,9 +20,9 @@ pub struct Target {
 impl Request<'_> {
     pub(super) async fn redirect(&self) -> Answer {
         self.admit(match self.op.as_str() {
-            "CREATE" => "create",
-            "APPEND" => "append",
-            _ => "getBlockLocations",
+            "CREATE" => Operation::Create,
+            "APPEND" => Operation::Append,
+            _ => Operation::GetBlockLocations,
         })?;
         let noredirect = self.params.bool("noredirect", false)?;
         let target = self.choose_datanode().await?;

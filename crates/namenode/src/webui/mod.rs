@@ -15,6 +15,7 @@ use axum::routing::get;
 use axum::Router;
 use ferrite_http::webhdfs::{self as web, json_ok, WebError};
 
+use crate::service::Operation;
 use crate::webhdfs::WebHdfsSlot;
 
 /// Where the page asks for namespace usage.
@@ -85,7 +86,7 @@ async fn namespace_usage(State(slot): State<Arc<WebHdfsSlot>>, uri: Uri) -> Resp
         .and_then(|t| t.parse::<usize>().ok())
         .unwrap_or(usage::DEFAULT_TOP)
         .clamp(1, usage::MAX_TOP);
-    if let Err(e) = w.nn.admit(&user, "getSummary") {
+    if let Err(e) = w.nn.admit(&user, Operation::GetSummary) {
         return WebError::new(e.java_class(), e.to_string()).into_response();
     }
     let answer =
