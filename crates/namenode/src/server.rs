@@ -67,7 +67,7 @@ pub fn current_user() -> String {
 fn recover_journal(
     dirs: &[PathBuf],
     image_txid: u64,
-    apply: impl FnMut(u64, &crate::namespace::Op) -> Result<(), String>,
+    apply: impl FnMut(u64, &crate::namespace::Op) -> Result<(), recover::ApplyError>,
 ) -> std::io::Result<recover::Replayed> {
     let replayed = recover::replay_recovering(dirs, image_txid, apply).map_err(io_err)?;
     let aside = recover::set_aside_after(dirs, replayed.last_txid)?;
@@ -202,7 +202,7 @@ pub fn load_storage_tracked(
         if in_step.is_multiple_of(EDITS_PROGRESS_STRIDE) {
             progress.set_count(in_step);
         }
-        ns.apply(op).map(|_| ()).map_err(|e| e.to_string())
+        ns.apply(op).map(|_| ()).map_err(recover::ApplyError::from)
     };
     let mut salvaged = false;
     let replayed = match cfg.recovery {

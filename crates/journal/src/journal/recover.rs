@@ -25,13 +25,19 @@ pub enum RecoverError {
         #[source]
         source: std::io::Error,
     },
-    #[error("replaying txid {txid} from {path}: {why}")]
+    /// The caller's `apply` refused a record (its error is the source).
+    #[error("replaying txid {txid} from {path}: {source}")]
     Apply {
         txid: u64,
         path: String,
-        why: String,
+        #[source]
+        source: ApplyError,
     },
 }
+
+/// Whatever a caller's `apply` refused a record with (a namespace error, a summary that no
+/// longer fits, or a marker of its own to stop reading), kept as the source.
+pub type ApplyError = Box<dyn std::error::Error + Send + Sync>;
 
 #[derive(Debug, Default)]
 pub struct Replayed {
@@ -128,7 +134,7 @@ fn read_copy(
 pub fn replay(
     dirs: &[PathBuf],
     after: u64,
-    apply: impl FnMut(u64, &Op) -> Result<(), String>,
+    apply: impl FnMut(u64, &Op) -> Result<(), ApplyError>,
 ) -> Result<Replayed, RecoverError> {
     read_after(dirs, after, Reading::Start, &mut None, apply)
 }
@@ -141,7 +147,7 @@ pub fn replay(
 pub fn replay_recovering(
     dirs: &[PathBuf],
     after: u64,
-    apply: impl FnMut(u64, &Op) -> Result<(), String>,
+    apply: impl FnMut(u64, &Op) -> Result<(), ApplyError>,
 ) -> Result<Replayed, RecoverError> {
     read_after(dirs, after, Reading::Recover, &mut None, apply)
 }
@@ -158,7 +164,7 @@ pub fn follow(
     after: u64,
     synced: u64,
     cursor: &mut Option<Cursor>,
-    apply: impl FnMut(u64, &Op) -> Result<(), String>,
+    apply: impl FnMut(u64, &Op) -> Result<(), ApplyError>,
 ) -> Result<Replayed, RecoverError> {
     read_after(dirs, after, Reading::Follow(synced), cursor, apply)
 }
@@ -194,7 +200,7 @@ fn read_after(
     after: u64,
     reading: Reading,
     cursor: &mut Option<Cursor>,
-    mut apply: impl FnMut(u64, &Op) -> Result<(), String>,
+    mut apply: impl FnMut(u64, &Op) -> Result<(), ApplyError>,
 ) -> Result<Replayed, RecoverError> {
     let live = match reading {
         Reading::Follow(synced) => Some(synced),
@@ -407,7 +413,7 @@ fn apply_records(
     path: &str,
     end: u64,
     cursor: &mut Option<Cursor>,
-    apply: &mut impl FnMut(u64, &Op) -> Result<(), String>,
+    apply: &mut impl FnMut(u64, &Op) -> Result<(), ApplyError>,
     out: &mut Replayed,
 ) -> Result<bool, RecoverError> {
     for record in scan.records_at(bytes, path) {
@@ -422,10 +428,10 @@ fn apply_records(
         if txid > end {
             return Ok(true);
         }
-        apply(txid, &op).map_err(|why| RecoverError::Apply {
+        apply(txid, &op).map_err(|e| RecoverError::Apply {
             txid,
             path: path.to_string(),
-            why,
+            source: e,
         })?;
         out.edits += 1;
         out.last_txid = txid;
@@ -751,7 +757,7 @@ mod tests {
             let mut seen = Vec::new();
             let r = follow(&dirs, after, synced, cursor, |t, _| {
                 if seen.len() == max {
-                    return Err("reply full".to_string());
+                    return Err("reply full".into());
                 }
                 seen.push(t);
                 Ok(())

@@ -119,7 +119,7 @@ fn find_records(bytes: &[u8], first: u64) -> Found {
 pub fn replay_skipping(
     dirs: &[PathBuf],
     after: u64,
-    mut apply: impl FnMut(u64, &Op) -> Result<(), String>,
+    mut apply: impl FnMut(u64, &Op) -> Result<(), super::recover::ApplyError>,
 ) -> Salvaged {
     // Every copy of a segment, grouped by the txid its name starts at.
     let mut segments: BTreeMap<u64, Vec<SegmentFile>> = BTreeMap::new();

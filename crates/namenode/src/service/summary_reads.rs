@@ -138,6 +138,11 @@ fn concat<'a>(parts: impl Iterator<Item = &'a [u8]>) -> Bytes {
     out.into()
 }
 
+/// What stops a read of the segments once a reply is full.
+#[derive(Debug, thiserror::Error)]
+#[error("reply full")]
+struct ReplyFull;
+
 /// Re-encodes records `from..=limit` read from the segments, up to about `max` bytes.
 /// `cursor` is where the last such read stopped: a follower catching up asks for the
 /// stretch after the one it was sent, which starts there.
@@ -148,19 +153,18 @@ fn from_segments(
     limit: u64,
     max: usize,
 ) -> Result<Bytes, FsError> {
-    const FULL: &str = "reply full";
     let mut out = Vec::new();
     let r = recover::follow(dirs, from - 1, limit, cursor, |txid, op| {
         if out.len() >= max {
             // Stop reading: the rest is for the follower's next call.
-            return Err(FULL.into());
+            return Err(ReplyFull.into());
         }
         codec::encode_record(txid, op, &mut out);
         Ok(())
     });
     match r {
         Ok(_) => {}
-        Err(recover::RecoverError::Apply { why, .. }) if why == FULL => {}
+        Err(recover::RecoverError::Apply { source, .. }) if source.is::<ReplyFull>() => {}
         Err(e) => {
             return Err(FsError::Io(format!(
                 "reading the journal from txid {from}: {e}"

@@ -26,6 +26,21 @@ use super::{codec, Summary};
 use crate::journal::codec::{decode_record, Next};
 use crate::journal::{recover, EditLog};
 
+/// Why the follower could not apply what it read: after any of these the summary is
+/// rebuilt from the namespace.
+#[derive(Debug, thiserror::Error)]
+pub enum FollowError {
+    #[error("a journal batch: {0}")]
+    Decode(#[from] crate::journal::codec::DecodeError),
+    #[error(transparent)]
+    Diverged(#[from] super::Diverged),
+    #[error("reading the journal segments: {0}")]
+    Segments(#[from] recover::RecoverError),
+    /// The segments that would bring it there are gone (purged behind an image).
+    #[error("the journal segments end at txid {txid}, before the synced txid {limit}")]
+    SegmentsEnd { txid: u64, limit: u64 },
+}
+
 /// Counters for logs, `ferrite summary --stats` and the benchmark.
 #[derive(Default, Debug)]
 pub struct SummaryMetrics {
@@ -191,11 +206,11 @@ impl SummaryService {
 
     /// Applies encoded records (a journal batch, a stretch of a segment, or what
     /// `readEdits` sent); records already applied are skipped.
-    pub fn apply_bytes(&self, mut bytes: &[u8]) -> Result<(), String> {
+    pub fn apply_bytes(&self, mut bytes: &[u8]) -> Result<(), FollowError> {
         let mut s = self.state.write();
         let mut n = 0;
         while !bytes.is_empty() {
-            match decode_record(bytes).map_err(|e| e.to_string())? {
+            match decode_record(bytes)? {
                 Next::Record { txid, op, size } => {
                     s.apply(txid, &op)?;
                     bytes = &bytes[size..];
@@ -229,7 +244,7 @@ impl SummaryService {
     /// length of a long catch-up (at start-up, say); progress is published as it goes.
     /// The segments change while they are read (a roll renames the one being written and
     /// starts the next), so a pass that stops short but made progress is followed by another.
-    fn catch_up(&self, dirs: &[PathBuf], limit: u64) -> Result<(), String> {
+    fn catch_up(&self, dirs: &[PathBuf], limit: u64) -> Result<(), FollowError> {
         const IDLE_PASSES: u32 = 3;
         self.metrics.disk_catch_ups.fetch_add(1, Ordering::Relaxed);
         let mut idle = 0;
@@ -243,14 +258,12 @@ impl SummaryService {
             idle = if txid > before { 0 } else { idle + 1 };
             if idle >= IDLE_PASSES {
                 // The segments that would bring us there are gone (purged behind an image).
-                return Err(format!(
-                    "the journal segments end at txid {txid}, before the synced txid {limit}"
-                ));
+                return Err(FollowError::SegmentsEnd { txid, limit });
             }
         }
     }
 
-    fn catch_up_pass(&self, dirs: &[PathBuf], limit: u64) -> Result<(), String> {
+    fn catch_up_pass(&self, dirs: &[PathBuf], limit: u64) -> Result<(), FollowError> {
         let after = self.txid();
         let mut n = 0;
         let mut cursor = self.cursor.lock();
@@ -261,8 +274,7 @@ impl SummaryService {
                 self.published(txid, 65_536);
             }
             Ok(())
-        })
-        .map_err(|e| e.to_string())?;
+        })?;
         let txid = self.state.read().txid();
         self.published(txid, n % 65_536);
         Ok(())

@@ -62,6 +62,22 @@ pub(crate) fn rank(mut dirs: Vec<DirUsage>, top: usize) -> Vec<DirUsage> {
     dirs
 }
 
+/// Why the summary cannot take the next record: it has diverged from the namespace and
+/// is rebuilt from it.
+#[derive(Debug, thiserror::Error)]
+pub enum Diverged {
+    #[error("txid {txid} follows {after}: records are missing")]
+    Gap { txid: u64, after: u64 },
+    #[error("txid {txid} ({op}): {cause}")]
+    Misfit {
+        txid: u64,
+        /// The record, as `ferrite oev` prints it.
+        op: String,
+        #[source]
+        cause: tree::Mismatch,
+    },
+}
+
 pub struct Summary {
     tree: Tree,
     txid: u64,
@@ -106,19 +122,21 @@ impl Summary {
     /// Applies the record with `txid`. Records at or below the current txid are skipped
     /// (a replayed stretch); a gap or a record that does not fit is an error, after which
     /// the summary must be rebuilt.
-    pub fn apply(&mut self, txid: u64, op: &Op) -> Result<(), String> {
+    pub fn apply(&mut self, txid: u64, op: &Op) -> Result<(), Diverged> {
         if txid <= self.txid {
             return Ok(());
         }
         if txid != self.txid + 1 {
-            return Err(format!(
-                "txid {txid} follows {}: records are missing",
-                self.txid
-            ));
+            return Err(Diverged::Gap {
+                txid,
+                after: self.txid,
+            });
         }
-        self.tree
-            .apply(op)
-            .map_err(|e| format!("txid {txid} ({op:?}): {e}"))?;
+        self.tree.apply(op).map_err(|cause| Diverged::Misfit {
+            txid,
+            op: op.to_string(),
+            cause,
+        })?;
         self.txid = txid;
         Ok(())
     }

@@ -10,7 +10,7 @@
 use std::hash::BuildHasher;
 
 use super::totals::Totals;
-use super::tree::{names, op_time, Tree};
+use super::tree::{names, op_time, Mismatch, Tree};
 use crate::namespace::Op;
 
 pub struct Sharded {
@@ -113,7 +113,7 @@ impl Sharded {
 
     /// Applies `ops` in order: runs of single-shard events in parallel, one thread per
     /// shard, and the events that span shards between those runs.
-    pub fn apply_all(&mut self, ops: &[Op]) -> Result<(), String> {
+    pub fn apply_all(&mut self, ops: &[Op]) -> Result<(), Mismatch> {
         let n = self.shards.len();
         let mut groups: Vec<Vec<&Op>> = vec![Vec::new(); n];
         for op in ops {
@@ -128,11 +128,11 @@ impl Sharded {
         self.run_parallel(&mut groups)
     }
 
-    fn run_parallel(&mut self, groups: &mut [Vec<&Op>]) -> Result<(), String> {
+    fn run_parallel(&mut self, groups: &mut [Vec<&Op>]) -> Result<(), Mismatch> {
         if groups.iter().all(Vec::is_empty) {
             return Ok(());
         }
-        let results: Vec<Result<(), String>> = std::thread::scope(|s| {
+        let results: Vec<Result<(), Mismatch>> = std::thread::scope(|s| {
             let handles: Vec<_> = self
                 .shards
                 .iter_mut()
@@ -141,7 +141,7 @@ impl Sharded {
                 .collect();
             handles
                 .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err("a shard panicked".into())))
+                .map(|h| h.join().unwrap_or(Err(Mismatch::ShardPanicked)))
                 .collect()
         });
         for g in groups.iter_mut() {
@@ -150,7 +150,7 @@ impl Sharded {
         results.into_iter().collect()
     }
 
-    fn apply_spanning(&mut self, op: &Op, route: Route) -> Result<(), String> {
+    fn apply_spanning(&mut self, op: &Op, route: Route) -> Result<(), Mismatch> {
         match (route, op) {
             (
                 Route::Across(a, b),
@@ -241,7 +241,11 @@ mod tests {
         };
         assert!(matches!(s.route(&rename), Route::Across(..)));
         let e = s.apply_all(&[rename]).unwrap_err();
-        assert!(e.contains(b.as_str()), "{e}");
+        assert_eq!(
+            e,
+            Mismatch::Missing(b.to_string()),
+            "the destination shard lacks /{b}"
+        );
         assert_eq!(s.totals(&format!("/{a}")).unwrap(), before);
         assert!(s.totals(&format!("/{a}/d")).is_some(), "the source stays");
 
@@ -255,7 +259,7 @@ mod tests {
             mtime: 3,
         };
         let e = s.apply_all(&[rename]).unwrap_err();
-        assert!(e.contains("already exists"), "{e}");
+        assert_eq!(e, Mismatch::DestinationExists(format!("/{b}/d")));
         assert!(s.totals(&format!("/{a}/d")).is_some(), "the source stays");
     }
 }

@@ -15,6 +15,38 @@ use crate::namespace::Op;
 pub use super::arena::Dir;
 pub use super::children::{Children, File, FileView, Node, NodeRef, MAX_NAME};
 
+/// Why a record does not fit the tree: the summary has diverged from the namespace (which
+/// checked the record before it was journaled), and must be rebuilt.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Mismatch {
+    #[error("{0} does not exist")]
+    Missing(String),
+    #[error("{0} is a directory")]
+    IsDirectory(String),
+    #[error("{0} is a file")]
+    IsFile(String),
+    #[error("{0} already exists")]
+    Exists(String),
+    #[error("{0} is not open for write")]
+    NotOpen(String),
+    #[error("{0} has no block being written")]
+    NoBlock(String),
+    #[error("rename destination {0} already exists")]
+    DestinationExists(String),
+    #[error("concat source {0} is a directory")]
+    ConcatSourceIsDirectory(String),
+    #[error("cannot move {src} below itself ({dst})")]
+    BelowItself { src: String, dst: String },
+    #[error("the root has no parent")]
+    RootHasNoParent,
+    #[error("a name of {0} bytes (at most {MAX_NAME})")]
+    NameTooLong(usize),
+    /// A shard's thread panicked part way through a batch (`shard.rs`): its tree is in
+    /// no known state.
+    #[error("a shard panicked")]
+    ShardPanicked,
+}
+
 /// An entry taken out of one tree with everything below it, to be put into another
 /// (a rename between shards, splitting a tree into shards).
 pub enum Detached {
@@ -43,8 +75,8 @@ pub fn names(path: &str) -> impl Iterator<Item = &str> + Clone {
 fn change_file(
     dir: &mut Dir,
     name: &str,
-    f: impl FnOnce(&mut File) -> Result<(), String>,
-) -> Result<Patch, String> {
+    f: impl FnOnce(&mut File) -> Result<(), Mismatch>,
+) -> Result<Patch, Mismatch> {
     let figures = |file: &File| Part::File {
         len: file.len,
         repl: file.repl,
@@ -52,15 +84,15 @@ fn change_file(
     let changed = dir.children.update_file(name, |file| {
         let sub = figures(file);
         f(file)?;
-        Ok::<_, String>(Patch {
+        Ok::<_, Mismatch>(Patch {
             sub,
             add: figures(file),
         })
     });
     match changed {
         Some(patch) => patch,
-        None if dir.children.contains_key(name) => Err(format!("{name} is a directory")),
-        None => Err(format!("{name} does not exist")),
+        None if dir.children.contains_key(name) => Err(Mismatch::IsDirectory(name.to_string())),
+        None => Err(Mismatch::Missing(name.to_string())),
     }
 }
 
@@ -105,7 +137,7 @@ impl Tree {
     /// does not exist does not fit the tree; should its path's key also be another
     /// directory's (a 64-bit collision, with a seed of this process's own), it would be
     /// applied there instead of being refused. Queries walk, so no answer depends on that.
-    fn dir_at<'a>(&self, names: impl Iterator<Item = &'a str> + Clone) -> Result<DirId, String> {
+    fn dir_at<'a>(&self, names: impl Iterator<Item = &'a str> + Clone) -> Result<DirId, Mismatch> {
         match self.dirs.lookup(names.clone()) {
             Lookup::Found(id) => Ok(id),
             Lookup::NotADir | Lookup::Ambiguous => self.walk(names),
@@ -113,13 +145,13 @@ impl Tree {
     }
 
     /// The directory whose names are `names`, found from the root name by name.
-    fn walk<'a>(&self, names: impl Iterator<Item = &'a str>) -> Result<DirId, String> {
+    fn walk<'a>(&self, names: impl Iterator<Item = &'a str>) -> Result<DirId, Mismatch> {
         let mut at = ROOT;
         for name in names {
             match self.dirs.get(at).children.get_dir(name) {
                 Some(NodeRef::Dir(d)) => at = d,
-                Some(NodeRef::File(_)) => return Err(format!("{name} is a file")),
-                None => return Err(format!("{name} does not exist")),
+                Some(NodeRef::File(_)) => return Err(Mismatch::IsFile(name.to_string())),
+                None => return Err(Mismatch::Missing(name.to_string())),
             }
         }
         Ok(at)
@@ -131,8 +163,8 @@ impl Tree {
         &mut self,
         path: &str,
         now: i64,
-        leaf: impl FnOnce(&mut Tree, DirId, &str) -> Result<(Patch, R), String>,
-    ) -> Result<R, String> {
+        leaf: impl FnOnce(&mut Tree, DirId, &str) -> Result<(Patch, R), Mismatch>,
+    ) -> Result<R, Mismatch> {
         let (parent, name) = self.place(path)?;
         self.in_dir(parent, name, now, leaf)
     }
@@ -144,21 +176,18 @@ impl Tree {
         parent: DirId,
         name: &str,
         now: i64,
-        leaf: impl FnOnce(&mut Tree, DirId, &str) -> Result<(Patch, R), String>,
-    ) -> Result<R, String> {
+        leaf: impl FnOnce(&mut Tree, DirId, &str) -> Result<(Patch, R), Mismatch>,
+    ) -> Result<R, Mismatch> {
         let (patch, out) = leaf(self, parent, name)?;
         self.dirs.patch_up(parent, &patch, now);
         Ok(out)
     }
 
     /// The directory `path`'s last name is in (which must exist), and that name.
-    fn place<'p>(&self, path: &'p str) -> Result<(DirId, &'p str), String> {
-        let (dir, name) = split_last(path).ok_or_else(|| "the root has no parent".to_string())?;
+    fn place<'p>(&self, path: &'p str) -> Result<(DirId, &'p str), Mismatch> {
+        let (dir, name) = split_last(path).ok_or(Mismatch::RootHasNoParent)?;
         if name.len() > MAX_NAME {
-            return Err(format!(
-                "a name of {} bytes (at most {MAX_NAME})",
-                name.len()
-            ));
+            return Err(Mismatch::NameTooLong(name.len()));
         }
         Ok((self.dir_at(dir)?, name))
     }
@@ -176,7 +205,7 @@ impl Tree {
 
     /// Applies one operation record. An error means the record does not fit this tree
     /// (the summary has diverged from the namespace and must be rebuilt).
-    pub fn apply(&mut self, op: &Op) -> Result<(), String> {
+    pub fn apply(&mut self, op: &Op) -> Result<(), Mismatch> {
         let now = op_time(op).map_or(self.clock, |t| t.max(self.clock));
         self.clock = now;
         match op {
@@ -186,7 +215,7 @@ impl Tree {
                 let (perm, mtime) = (*perm, *mtime);
                 self.at_parent(path, now, |t, parent, name| {
                     if t.dirs.get(parent).children.contains_key(name) {
-                        return Err(format!("{path} already exists"));
+                        return Err(Mismatch::Exists(path.clone()));
                     }
                     t.add_dir(parent, name, perm, mtime);
                     let add = Part::Tree(Box::new(Totals::of_dir(perm)));
@@ -205,7 +234,7 @@ impl Tree {
                 let repl = *replication;
                 self.at_parent(path, now, |t, parent, name| {
                     if let Some(NodeRef::Dir(_)) = t.dirs.get(parent).children.get(name) {
-                        return Err(format!("{path} is a directory"));
+                        return Err(Mismatch::IsDirectory(path.clone()));
                     }
                     let file = File {
                         len: 0,
@@ -221,7 +250,7 @@ impl Tree {
             Op::AddBlock { path, prev_len, .. } => {
                 let prev_len = *prev_len;
                 self.change_file(path, now, |f| {
-                    let blocks = f.open.as_mut().ok_or("not open for write")?;
+                    let blocks = f.open.as_mut().ok_or_else(|| Mismatch::NotOpen(path.clone()))?;
                     let mut was = 0;
                     if let Some(last) = blocks.last_mut() {
                         was = *last;
@@ -234,8 +263,8 @@ impl Tree {
             }
             Op::AbandonBlock { path, .. } => {
                 self.change_file(path, now, |f| {
-                    let blocks = f.open.as_mut().ok_or("not open for write")?;
-                    blocks.pop().ok_or("no block to abandon")?;
+                    let blocks = f.open.as_mut().ok_or_else(|| Mismatch::NotOpen(path.clone()))?;
+                    blocks.pop().ok_or_else(|| Mismatch::NoBlock(path.clone()))?;
                     Ok(())
                 })?;
             }
@@ -266,7 +295,7 @@ impl Tree {
                 for src in srcs {
                     match self.detach(src, now)? {
                         Node::File(f) => added += f.len,
-                        Node::Dir(_) => return Err(format!("concat source {src} is a directory")),
+                        Node::Dir(_) => return Err(Mismatch::ConcatSourceIsDirectory(src.clone())),
                     }
                 }
                 self.change_file(target, now, |f| {
@@ -277,8 +306,8 @@ impl Tree {
             Op::UpdateLastBlock { path, len, .. } => {
                 let len = *len;
                 self.change_file(path, now, |f| {
-                    let open = f.open.as_mut().ok_or("not open for write")?;
-                    let last = open.last_mut().ok_or("no block being written")?;
+                    let open = f.open.as_mut().ok_or_else(|| Mismatch::NotOpen(path.clone()))?;
+                    let last = open.last_mut().ok_or_else(|| Mismatch::NoBlock(path.clone()))?;
                     let was = std::mem::replace(last, len);
                     f.len = f.len.saturating_sub(was) + len;
                     Ok(())
@@ -341,14 +370,14 @@ impl Tree {
         &mut self,
         path: &str,
         now: i64,
-        f: impl FnOnce(&mut File) -> Result<(), String>,
-    ) -> Result<(), String> {
+        f: impl FnOnce(&mut File) -> Result<(), Mismatch>,
+    ) -> Result<(), Mismatch> {
         self.at_parent(path, now, |t, parent, name| {
             Ok((change_file(t.dirs.get_mut(parent), name, f)?, ()))
         })
     }
 
-    fn set_permission(&mut self, path: &str, perm: u16, now: i64) -> Result<(), String> {
+    fn set_permission(&mut self, path: &str, perm: u16, now: i64) -> Result<(), Mismatch> {
         let flip = |d: &mut Dir| {
             let was = restricts(d.perm);
             d.perm = perm;
@@ -381,36 +410,36 @@ impl Tree {
             match t.dirs.get(parent).children.get_dir(name) {
                 Some(NodeRef::Dir(d)) => Ok((flip(t.dirs.get_mut(d)), ())),
                 Some(NodeRef::File(_)) => Ok((Patch::default(), ())),
-                None => Err(format!("{path} does not exist")),
+                None => Err(Mismatch::Missing(path.to_string())),
             }
         })
     }
 
     /// Unlinks the entry at `path` from its directory and returns it; a directory stays
     /// in the arena, to be linked again or freed.
-    pub fn detach(&mut self, path: &str, now: i64) -> Result<Node, String> {
+    pub fn detach(&mut self, path: &str, now: i64) -> Result<Node, Mismatch> {
         self.at_parent(path, now, |t, parent, name| t.unlink(parent, name, path))
     }
 
     /// Takes `name` (at `path`) out of `parent`, with the patch that takes it out of the
     /// totals above.
-    fn unlink(&mut self, parent: DirId, name: &str, path: &str) -> Result<(Patch, Node), String> {
+    fn unlink(&mut self, parent: DirId, name: &str, path: &str) -> Result<(Patch, Node), Mismatch> {
         let node = self.remove_child(parent, name, path)?;
         Ok((Patch::removing(self.part(node.as_ref())), node))
     }
 
     /// Takes `name` (at `path`) out of `parent`'s children, totals untouched.
-    fn remove_child(&mut self, parent: DirId, name: &str, path: &str) -> Result<Node, String> {
+    fn remove_child(&mut self, parent: DirId, name: &str, path: &str) -> Result<Node, Mismatch> {
         self.dirs
             .get_mut(parent)
             .children
             .remove(name)
-            .ok_or_else(|| format!("{path} does not exist"))
+            .ok_or_else(|| Mismatch::Missing(path.to_string()))
     }
 
     /// Puts `node` (a file, or a directory of this tree's arena) as `name` in `parent`,
     /// replacing what is there.
-    fn attach(&mut self, parent: DirId, name: &str, node: Node, now: i64) -> Result<(), String> {
+    fn attach(&mut self, parent: DirId, name: &str, node: Node, now: i64) -> Result<(), Mismatch> {
         self.in_dir(parent, name, now, |t, parent, name| {
             let add = t.part(node.as_ref());
             let sub = t.link_replacing(parent, name, node);
@@ -453,14 +482,14 @@ impl Tree {
         from: &str,
         to: &str,
         now: i64,
-    ) -> Result<(), String> {
+    ) -> Result<(), Mismatch> {
         self.in_dir(parent, to, now, |t, parent, to| {
             let node = t.remove_child(parent, from, src)?;
             Ok((Patch::removing(t.link_replacing(parent, to, node)), ()))
         })
     }
 
-    fn rename(&mut self, src: &str, dst: &str, overwrite: bool, now: i64) -> Result<(), String> {
+    fn rename(&mut self, src: &str, dst: &str, overwrite: bool, now: i64) -> Result<(), Mismatch> {
         // Both directories are found before the source is unlinked: a directory unlinked
         // and then refused would stay in the arena and its index, reachable by a key but by
         // no walk. The destination's stays valid through the unlinking: it is not below
@@ -481,7 +510,10 @@ impl Tree {
         // a cycle in the arena, and every later walk of it would not end.
         let mut below = names(dst);
         if names(src).all(|n| below.next() == Some(n)) {
-            return Err(format!("cannot move {src} below itself ({dst})"));
+            return Err(Mismatch::BelowItself {
+                src: src.to_string(),
+                dst: dst.to_string(),
+            });
         }
         self.check_free(parent, name, dst, overwrite)?;
         let node = self.in_dir(src_parent, src_name, now, |t, parent, name| {
@@ -498,9 +530,9 @@ impl Tree {
         name: &str,
         dst: &str,
         overwrite: bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), Mismatch> {
         if !overwrite && self.dirs.get(parent).children.contains_key(name) {
-            return Err(format!("rename destination {dst} already exists"));
+            return Err(Mismatch::DestinationExists(dst.to_string()));
         }
         Ok(())
     }
@@ -508,13 +540,13 @@ impl Tree {
     /// Whether a rename could [`put`](Self::put) an entry at `dst`: checked before the
     /// source is [`take`](Self::take)n from another tree, which must not lose it to a
     /// refused destination.
-    pub fn accepts(&self, dst: &str, overwrite: bool) -> Result<(), String> {
+    pub fn accepts(&self, dst: &str, overwrite: bool) -> Result<(), Mismatch> {
         let (parent, name) = self.place(dst)?;
         self.check_free(parent, name, dst, overwrite)
     }
 
     /// Takes the entry at `path` out of this tree with everything below it.
-    pub fn take(&mut self, path: &str, now: i64) -> Result<Detached, String> {
+    pub fn take(&mut self, path: &str, now: i64) -> Result<Detached, Mismatch> {
         let node = self.detach(path, now)?;
         Ok(self.own(node))
     }
@@ -542,7 +574,7 @@ impl Tree {
     }
 
     /// Puts `entry` at `path`, replacing what is there.
-    pub fn put(&mut self, path: &str, entry: Detached, now: i64) -> Result<(), String> {
+    pub fn put(&mut self, path: &str, entry: Detached, now: i64) -> Result<(), Mismatch> {
         // Found first, so that a refused entry is never built into the arena.
         let (parent, name) = self.place(path)?;
         let node = match entry {
