@@ -109,7 +109,7 @@ async fn init_replica_recovery(
 ) -> Result<InitReplicaRecoveryResponseProto, RpcError> {
     crate::recovery::init_local(s.ds.clone(), req.block)
         .await
-        .map_err(|e| RpcError::app(RECOVERY_IN_PROGRESS, e))
+        .map_err(|e| RpcError::app(RECOVERY_IN_PROGRESS, e.to_string()))
 }
 
 async fn update_replica_under_recovery(
@@ -121,7 +121,7 @@ async fn update_replica_under_recovery(
     let copy_to = req.new_block_id.filter(|&n| n != 0 && n != id);
     let storage = crate::recovery::update_local(s.ds.clone(), id, rid, copy_to, len)
         .await
-        .map_err(|e| RpcError::app("java.io.IOException", e))?;
+        .map_err(|e| RpcError::app("java.io.IOException", e.to_string()))?;
     Ok(UpdateReplicaUnderRecoveryResponseProto {
         storage_uuid: Some(storage),
     })

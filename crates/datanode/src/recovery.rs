@@ -20,7 +20,7 @@ use tracing::{info, warn};
 
 use crate::nn_link::NnLink;
 use crate::storage::recovery::ReplicaInfo;
-use crate::storage::{Dataset, State};
+use crate::storage::{Dataset, State, StorageError};
 
 /// How long the primary waits for another DataNode's answer.
 const PEER_TIMEOUT: Duration = Duration::from_secs(20);
@@ -68,6 +68,38 @@ pub fn choose(replicas: &[(usize, ReplicaInfo)], truncate: Option<u64>) -> Optio
     Some(Plan { len, participants })
 }
 
+/// Why a step of a block recovery failed. The primary logs it and gives the recovery up
+/// (the NameNode starts it again); a peer's step answers it to the primary.
+#[derive(Debug, thiserror::Error)]
+pub enum RecoveryError {
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error("the disk task stopped: {0}")]
+    Task(#[from] tokio::task::JoinError),
+    #[error("bad IPC address of {node}: {source}")]
+    Address {
+        node: String,
+        #[source]
+        source: std::net::AddrParseError,
+    },
+    #[error("{addr}: {source}")]
+    Peer {
+        addr: SocketAddr,
+        #[source]
+        source: ClientError,
+    },
+    #[error("{addr} did not answer {method} in time")]
+    Timeout { addr: SocketAddr, method: String },
+    #[error("{addr} answered initReplicaRecovery without its block")]
+    NoBlock { addr: SocketAddr },
+    #[error("no replica could be reached")]
+    Unreachable,
+    #[error("no replica could be updated")]
+    NoneUpdated,
+    #[error("commitBlockSynchronization: {0}")]
+    Commit(#[source] ClientError),
+}
+
 /// Carries out one recovery the NameNode ordered. Failures are logged: the NameNode starts
 /// the recovery again, with another primary, when no report comes.
 pub async fn run(ds: Arc<Dataset>, link: Arc<NnLink>, rb: RecoveringBlockProto) {
@@ -89,7 +121,7 @@ async fn recover(
     ds: &Arc<Dataset>,
     link: &Arc<NnLink>,
     rb: &RecoveringBlockProto,
-) -> Result<u64, String> {
+) -> Result<u64, RecoveryError> {
     let block = &rb.block.b;
     let recovery_id = rb.new_gen_stamp;
     let me = link.uuid();
@@ -100,11 +132,7 @@ async fn recover(
         let got = if loc.id.datanode_uuid == me {
             let ds = ds.clone();
             let (bid, gs) = (block.block_id, block.generation_stamp);
-            on_disk(move || {
-                ds.init_recovery(bid, gs, recovery_id)
-                    .map_err(|e| e.to_string())
-            })
-            .await
+            on_disk(move || Ok(ds.init_recovery(bid, gs, recovery_id)?)).await
         } else {
             init_remote(loc, &link.user(), rb).await
         };
@@ -142,10 +170,10 @@ async fn recover(
             // Every DataNode answered and none holds the block: nothing was written to it.
             link.commit_block_sync(&commit(0, true, Vec::new()))
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(RecoveryError::Commit)?;
             return Ok(0);
         }
-        return Err("no replica could be reached".into());
+        return Err(RecoveryError::Unreachable);
     };
     let mut holders = Vec::new();
     for &i in &plan.participants {
@@ -163,21 +191,19 @@ async fn recover(
         }
     }
     if holders.is_empty() {
-        return Err("no replica could be updated".into());
+        return Err(RecoveryError::NoneUpdated);
     }
     link.commit_block_sync(&commit(plan.len, false, holders))
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(RecoveryError::Commit)?;
     Ok(plan.len)
 }
 
 /// Runs a dataset call off the async workers: recovery renames, cuts and syncs files.
 async fn on_disk<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, String> + Send + 'static,
-) -> Result<T, String> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| e.to_string())?
+    f: impl FnOnce() -> Result<T, RecoveryError> + Send + 'static,
+) -> Result<T, RecoveryError> {
+    tokio::task::spawn_blocking(f).await?
 }
 
 /// updateReplicaUnderRecovery on this node's own replica (cut, or copied into block
@@ -188,14 +214,13 @@ pub async fn update_local(
     recovery_id: u64,
     copy_to: Option<u64>,
     len: u64,
-) -> Result<String, String> {
+) -> Result<String, RecoveryError> {
     on_disk(move || {
-        match copy_to {
+        let r = match copy_to {
             Some(new_id) => ds.copy_recovered(id, recovery_id, new_id, len),
             None => ds.update_recovered(id, recovery_id, len),
-        }
-        .map(|r| ds.volumes[r.volume].storage_uuid.clone())
-        .map_err(|e| e.to_string())
+        }?;
+        Ok(ds.volumes[r.volume].storage_uuid.clone())
     })
     .await
 }
@@ -204,14 +229,17 @@ pub async fn update_local(
 pub async fn init_local(
     ds: Arc<Dataset>,
     rb: RecoveringBlockProto,
-) -> Result<InitReplicaRecoveryResponseProto, String> {
+) -> Result<InitReplicaRecoveryResponseProto, RecoveryError> {
     on_disk(move || init_answer(&ds, &rb)).await
 }
 
-fn ipc_addr(loc: &DatanodeInfoProto) -> Result<SocketAddr, String> {
+fn ipc_addr(loc: &DatanodeInfoProto) -> Result<SocketAddr, RecoveryError> {
     format!("{}:{}", loc.id.ip_addr, loc.id.ipc_port)
         .parse()
-        .map_err(|e| format!("bad IPC address of {}: {e}", loc.id.datanode_uuid))
+        .map_err(|source| RecoveryError::Address {
+            node: loc.id.datanode_uuid.clone(),
+            source,
+        })
 }
 
 async fn call<Req: prost::Message, Resp: prost::Message + Default>(
@@ -219,15 +247,18 @@ async fn call<Req: prost::Message, Resp: prost::Message + Default>(
     user: &str,
     method: &str,
     req: &Req,
-) -> Result<Resp, String> {
+) -> Result<Resp, RecoveryError> {
     let addr = ipc_addr(loc)?;
     let attempt = async {
         let c = IpcClient::connect(addr, user, INTER_DATANODE_PROTOCOL).await?;
         c.call::<Req, Resp>(method, req).await
     };
     match tokio::time::timeout(PEER_TIMEOUT, attempt).await {
-        Ok(r) => r.map_err(|e: ClientError| e.to_string()),
-        Err(_) => Err(format!("{addr} did not answer {method} in time")),
+        Ok(r) => r.map_err(|e: ClientError| RecoveryError::Peer { addr, source: e }),
+        Err(_) => Err(RecoveryError::Timeout {
+            addr,
+            method: method.to_string(),
+        }),
     }
 }
 
@@ -235,14 +266,16 @@ async fn init_remote(
     loc: &DatanodeInfoProto,
     user: &str,
     rb: &RecoveringBlockProto,
-) -> Result<Option<ReplicaInfo>, String> {
+) -> Result<Option<ReplicaInfo>, RecoveryError> {
     let req = InitReplicaRecoveryRequestProto { block: rb.clone() };
     let resp: InitReplicaRecoveryResponseProto =
         call(loc, user, "initReplicaRecovery", &req).await?;
     if !resp.replica_found {
         return Ok(None);
     }
-    let b = resp.block.ok_or("an answer without its block")?;
+    let b = resp.block.ok_or(RecoveryError::NoBlock {
+        addr: ipc_addr(loc)?,
+    })?;
     let state = match resp.state.map(ReplicaStateProto::try_from) {
         Some(Ok(ReplicaStateProto::Finalized)) => State::Finalized,
         _ => State::Rbw,
@@ -261,7 +294,7 @@ async fn update_remote(
     recovery_id: u64,
     copy_to: Option<u64>,
     len: u64,
-) -> Result<String, String> {
+) -> Result<String, RecoveryError> {
     let req = UpdateReplicaUnderRecoveryRequestProto {
         block: block.clone(),
         recovery_id,
@@ -278,11 +311,9 @@ async fn update_remote(
 fn init_answer(
     ds: &Dataset,
     rb: &RecoveringBlockProto,
-) -> Result<InitReplicaRecoveryResponseProto, String> {
+) -> Result<InitReplicaRecoveryResponseProto, RecoveryError> {
     let b = &rb.block.b;
-    let found = ds
-        .init_recovery(b.block_id, b.generation_stamp, rb.new_gen_stamp)
-        .map_err(|e| e.to_string())?;
+    let found = ds.init_recovery(b.block_id, b.generation_stamp, rb.new_gen_stamp)?;
     Ok(match found {
         None => InitReplicaRecoveryResponseProto {
             replica_found: false,
