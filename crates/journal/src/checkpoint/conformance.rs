@@ -33,7 +33,9 @@ fn txids(store: &dyn ImageStore) -> Vec<u64> {
 
 fn load(store: &dyn ImageStore) -> Result<Option<(usize, u64)>, String> {
     let progress = StartupProgress::new(std::time::Instant::now());
-    load_newest(store, &progress).map(|o| o.map(|(ns, t, _)| (ns.inode_count(), t)))
+    load_newest(store, &progress)
+        .map(|o| o.map(|(ns, t, _)| (ns.inode_count(), t)))
+        .map_err(|e| e.to_string())
 }
 
 /// The behaviour every [`ImageStore`] keeps.

@@ -147,6 +147,32 @@ pub fn written_ms(store: &dyn ImageStore, txid: u64) -> Option<i64> {
         .and_then(|i| i.written_ms)
 }
 
+/// Why an image could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ImageFault {
+    #[error("reading it: {0}")]
+    Read(#[from] io::Error),
+    #[error(transparent)]
+    Decode(#[from] ferrite_namespace::image::ImageError),
+    /// Its name and its header disagree.
+    #[error("header says txid {header}")]
+    Txid { header: u64 },
+}
+
+/// Images were there, and none could be used: start-up must not begin from an empty
+/// namespace. Each image tried, with why.
+#[derive(Debug, thiserror::Error)]
+#[error("no usable checkpoint image: {}", describe(.0))]
+pub struct NoUsableImage(pub Vec<(String, ImageFault)>);
+
+fn describe(tried: &[(String, ImageFault)]) -> String {
+    tried
+        .iter()
+        .map(|(place, why)| format!("{place}: {why}"))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// The newest image that decodes and verifies, as (namespace, txid, where). A damaged
 /// image is skipped with a warning (an older one plus more journal may still rebuild the
 /// namespace); `Ok(None)` when there are none at all, an error when none is usable. Each
@@ -154,21 +180,21 @@ pub fn written_ms(store: &dyn ImageStore, txid: u64) -> Option<i64> {
 pub fn load_newest(
     store: &dyn ImageStore,
     progress: &StartupProgress,
-) -> Result<Option<(Namespace, u64, String)>, String> {
+) -> Result<Option<(Namespace, u64, String)>, NoUsableImage> {
     let images = store.list();
-    let mut errors = Vec::new();
+    let mut tried = Vec::new();
     for image in &images {
         let place = store.describe(image.txid);
         let decoded = store
             .read(image.txid)
-            .map_err(|e| e.to_string())
+            .map_err(ImageFault::from)
             .and_then(|b| decode_tracked(&b, &place, progress));
         match decoded {
             Ok((ns, t)) if t == image.txid => return Ok(Some((ns, t, place))),
-            Ok((_, t)) => errors.push(format!("{place}: header says txid {t}")),
+            Ok((_, t)) => tried.push((place, ImageFault::Txid { header: t })),
             Err(e) => {
                 warn!(image = %place, error = %e, "checkpoint image unusable; trying an older one");
-                errors.push(format!("{place}: {e}"));
+                tried.push((place, e));
             }
         }
     }
@@ -176,7 +202,7 @@ pub fn load_newest(
     if images.is_empty() {
         Ok(None)
     } else {
-        Err(format!("no usable checkpoint image: {}", errors.join("; ")))
+        Err(NoUsableImage(tried))
     }
 }
 
@@ -185,7 +211,7 @@ fn decode_tracked(
     bytes: &[u8],
     place: &str,
     progress: &StartupProgress,
-) -> Result<(Namespace, u64), String> {
+) -> Result<(Namespace, u64), ImageFault> {
     let phase = Phase::LoadingFsImage;
     progress.set_file(phase, place.to_string(), bytes.len() as u64);
     let inodes = StepSpec {
@@ -199,7 +225,7 @@ fn decode_tracked(
         }
         progress.set_count(loaded);
     };
-    Namespace::decode_image_with(bytes, &mut on_inodes).map_err(|e| e.to_string())
+    Ok(Namespace::decode_image_with(bytes, &mut on_inodes)?)
 }
 
 #[cfg(test)]

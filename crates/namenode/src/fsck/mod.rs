@@ -17,6 +17,7 @@ use axum::Router;
 use ferrite_http::webhdfs::{self as web, Params, ANONYMOUS};
 
 use crate::clock::now_ms;
+use crate::error::FsError;
 use crate::service::{NameNodeService, NodeFilter, Operation, Origin};
 use crate::webhdfs::WebHdfsSlot;
 use report::{Options, Totals};
@@ -134,14 +135,9 @@ impl<'a> Fsck<'a> {
     }
 
     /// Admission, then the walk; a missing path ends the report here.
-    async fn walk_all(&mut self) -> Result<(), String> {
-        self.nn
-            .admit(&self.user, Operation::Fsck)
-            .map_err(|e| e.to_string())?;
-        let root = self
-            .nn
-            .file_info(&self.user, &self.path)
-            .map_err(|e| e.to_string())?;
+    async fn walk_all(&mut self) -> Result<(), FsError> {
+        self.nn.admit(&self.user, Operation::Fsck)?;
+        let root = self.nn.file_info(&self.user, &self.path)?;
         match root {
             None => {
                 self.out
@@ -154,7 +150,7 @@ impl<'a> Fsck<'a> {
     }
 
     /// One path: a directory's entries page by page, or a file's blocks.
-    async fn check(&mut self, path: String, is_dir: bool) -> Result<(), String> {
+    async fn check(&mut self, path: String, is_dir: bool) -> Result<(), FsError> {
         let mut stack = vec![(path, is_dir)];
         while let Some((path, is_dir)) = stack.pop() {
             // HDFS marks progress with a blank line every thousand entries, the first
@@ -177,7 +173,7 @@ impl<'a> Fsck<'a> {
     }
 
     /// A directory's entries as (path, is a directory), in name order.
-    fn children(&self, dir: &str) -> Result<Vec<(String, bool)>, String> {
+    fn children(&self, dir: &str) -> Result<Vec<(String, bool)>, FsError> {
         let who = Origin {
             user: &self.user,
             ip: &self.ip,
@@ -185,11 +181,7 @@ impl<'a> Fsck<'a> {
         let mut out = Vec::new();
         let mut after = Vec::new();
         loop {
-            let Some(page) = self
-                .nn
-                .listing(who, dir, &after, false)
-                .map_err(|e| e.to_string())?
-            else {
+            let Some(page) = self.nn.listing(who, dir, &after, false)? else {
                 return Ok(out);
             };
             for e in &page.entries {
@@ -208,8 +200,8 @@ impl<'a> Fsck<'a> {
         }
     }
 
-    async fn check_file(&mut self, path: &str) -> Result<(), String> {
-        let Some(f) = self.nn.fsck_file(path).map_err(|e| e.to_string())? else {
+    async fn check_file(&mut self, path: &str) -> Result<(), FsError> {
+        let Some(f) = self.nn.fsck_file(path)? else {
             return Ok(()); // deleted meanwhile
         };
         let pool = self.nn.identity().block_pool_id.clone();
