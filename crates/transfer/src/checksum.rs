@@ -122,18 +122,31 @@ pub fn meta_header(c: &Checksum) -> [u8; META_HEADER_LEN] {
     h
 }
 
-pub fn parse_meta_header(h: &[u8]) -> Result<Checksum, String> {
+/// Why a meta file's header is refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MetaHeaderError {
+    #[error("meta header of {0} bytes")]
+    Short(usize),
+    #[error("meta file version {0}")]
+    Version(u16),
+    #[error("checksum type {0}")]
+    Kind(u8),
+    #[error("bytes per checksum {0}")]
+    ChunkSize(u32),
+}
+
+pub fn parse_meta_header(h: &[u8]) -> Result<Checksum, MetaHeaderError> {
     if h.len() < META_HEADER_LEN {
-        return Err(format!("meta header of {} bytes", h.len()));
+        return Err(MetaHeaderError::Short(h.len()));
     }
     let version = u16::from_be_bytes([h[0], h[1]]);
     if version != META_VERSION {
-        return Err(format!("meta file version {version}"));
+        return Err(MetaHeaderError::Version(version));
     }
-    let kind = Kind::from_id(h[2]).ok_or_else(|| format!("checksum type {}", h[2]))?;
+    let kind = Kind::from_id(h[2]).ok_or(MetaHeaderError::Kind(h[2]))?;
     let bpc = u32::from_be_bytes([h[3], h[4], h[5], h[6]]);
     if bpc == 0 || bpc > 1 << 20 {
-        return Err(format!("bytes per checksum {bpc}"));
+        return Err(MetaHeaderError::ChunkSize(bpc));
     }
     Ok(Checksum {
         kind,
