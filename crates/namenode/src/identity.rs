@@ -20,6 +20,19 @@ pub struct Identity {
     pub ctime_ms: i64,
 }
 
+/// Why a VERSION file is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum VersionError {
+    #[error("VERSION lacks {0}")]
+    Missing(&'static str),
+    #[error("{key}: {source}")]
+    NotANumber {
+        key: &'static str,
+        #[source]
+        source: std::num::ParseIntError,
+    },
+}
+
 impl Identity {
     /// A fresh identity. `seed` supplies the randomness (kept outside so tests are exact).
     pub fn generate(seed: u64, now_ms: i64) -> Self {
@@ -39,25 +52,26 @@ impl Identity {
         )
     }
 
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, VersionError> {
         let kv: HashMap<&str, &str> = text
             .lines()
             .filter(|l| !l.starts_with('#'))
             .filter_map(|l| l.split_once('='))
             .map(|(k, v)| (k.trim(), v.trim()))
             .collect();
-        let get = |k: &str| {
-            kv.get(k)
-                .copied()
-                .ok_or_else(|| format!("VERSION lacks {k}"))
-        };
+        let get = |k: &'static str| kv.get(k).copied().ok_or(VersionError::Missing(k));
+        fn number<T: std::str::FromStr<Err = std::num::ParseIntError>>(
+            key: &'static str,
+            text: &str,
+        ) -> Result<T, VersionError> {
+            text.parse()
+                .map_err(|source| VersionError::NotANumber { key, source })
+        }
         Ok(Identity {
             cluster_id: get("clusterID")?.to_string(),
-            namespace_id: get("namespaceID")?
-                .parse()
-                .map_err(|e| format!("namespaceID: {e}"))?,
+            namespace_id: number("namespaceID", get("namespaceID")?)?,
             block_pool_id: get("blockpoolID")?.to_string(),
-            ctime_ms: get("cTime")?.parse().map_err(|e| format!("cTime: {e}"))?,
+            ctime_ms: number("cTime", get("cTime")?)?,
         })
     }
 
