@@ -319,7 +319,7 @@ impl Dirs {
 
     /// Whether the directories still in service are enough to go on (see
     /// [`super::DirPolicy`]).
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), super::policy::PolicyError> {
         match &self.only {
             // Given up on by the watchdog, it is out even if its late write succeeded.
             Some((d, _)) => {

@@ -235,7 +235,9 @@ impl Journal {
                 }
             }
         }
-        cfg.policy.validate(&cfg.dirs).map_err(JournalError)?;
+        cfg.policy
+            .validate(&cfg.dirs)
+            .map_err(|e| JournalError(e.to_string()))?;
         let usable = writers.iter().map(|w| (w.dir.as_path(), w.seg.is_some()));
         if let Err(why) = cfg.policy.check(usable) {
             return Err(JournalError(format!(
@@ -442,7 +444,7 @@ fn syncer(shared: Arc<Shared>, cfg: JournalConfig, mut dirs: Dirs, start_txid: u
             if let Err(why) = dirs.check() {
                 // This batch is not acknowledged: it did not reach every directory the
                 // policy requires.
-                return stop(&shared, &cfg, &why);
+                return stop(&shared, &cfg, &why.to_string());
             }
             let m = &shared.metrics;
             m.syncs.fetch_add(1, Ordering::Relaxed);
@@ -491,7 +493,7 @@ fn syncer(shared: Arc<Shared>, cfg: JournalConfig, mut dirs: Dirs, start_txid: u
             // A directory the roll lost ends the journal now if the policy needs it, rather
             // than at the next write; restoring has had its chance to bring it back first.
             if let Err(why) = dirs.check() {
-                return stop(&shared, &cfg, &why);
+                return stop(&shared, &cfg, &why.to_string());
             }
             for r in rolls {
                 let _ = r.send(seg_first);
