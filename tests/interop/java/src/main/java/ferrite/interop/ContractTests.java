@@ -198,12 +198,32 @@ public final class ContractTests {
       }
     });
     boolean web = argv.length > 0 && argv[0].equals("webhdfs");
-    Result r = web
-        ? core.run(WebCreate.class, WebOpen.class, WebSeek.class, WebRename.class,
-            WebDelete.class, WebMkdir.class, WebGetFileStatus.class, WebSetTimes.class,
-            WebContentSummary.class, WebAppend.class, WebConcat.class)
-        : core.run(Append.class, Concat.class, PathHandles.class);
-    System.out.println("ran " + r.getRunCount() + " failed " + r.getFailureCount());
+    int ran = 0;
+    int failed = 0;
+    if (argv.length > 1) {
+      // Only the tests named, as CLASS#METHOD (the nested class's simple name).
+      for (int i = 1; i < argv.length; i++) {
+        String[] cm = argv[i].split("#", 2);
+        try {
+          Class<?> c = Class.forName(ContractTests.class.getName() + "$" + cm[0]);
+          Result r = core.run(Request.method(c, cm[1]));
+          ran += r.getRunCount();
+          failed += r.getFailureCount();
+        } catch (ClassNotFoundException e) {
+          System.out.println("fail " + argv[i] + ": no such test class");
+          failed++;
+        }
+      }
+    } else {
+      Result r = web
+          ? core.run(WebCreate.class, WebOpen.class, WebSeek.class, WebRename.class,
+              WebDelete.class, WebMkdir.class, WebGetFileStatus.class, WebSetTimes.class,
+              WebContentSummary.class, WebAppend.class, WebConcat.class)
+          : core.run(Append.class, Concat.class, PathHandles.class);
+      ran = r.getRunCount();
+      failed = r.getFailureCount();
+    }
+    System.out.println("ran " + ran + " failed " + failed);
     System.out.flush();
     System.exit(0);
   }
