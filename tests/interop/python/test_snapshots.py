@@ -10,7 +10,7 @@ import re
 
 from conftest import FsShell
 from test_fsshell import C, norm
-from test_webhdfs import assert_same_answers, forget_snapshottable, run_steps
+from test_webhdfs import forget_snapshottable, snapshot_steps_match
 
 HOSTS = "/etc/hosts"
 
@@ -446,15 +446,7 @@ NESTED_WEB = [
 
 
 def test_webhdfs_diff_reports_the_root_as_hdfs_does(ferrite, hdfs_cluster):
-    from hdfs_native import Client
-
-    for server in (ferrite, hdfs_cluster):
-        Client(server.url).mkdirs("/nestweb")
-    theirs = run_steps(hdfs_cluster, "/nestweb", NESTED_WEB)
-    ours = run_steps(ferrite, "/nestweb", NESTED_WEB)
-    for server in (hdfs_cluster, ferrite):
-        forget_snapshottable(server, "/nestweb/s")
-    assert_same_answers(theirs, ours)
+    ours = snapshot_steps_match(ferrite, hdfs_cluster, "/nestweb", NESTED_WEB)
     _, doc, _ = ours[7][1]
     entries = doc["SnapshotDiffReport"]["diffList"]
     assert [e["type"] for e in entries] == ["MODIFY", "CREATE", "DELETE"], entries

@@ -260,13 +260,20 @@ def test_snapshot_operations_match_hdfs(ferrite_one, hdfs_cluster):
     """Every snapshot operation of WebHDFS (allow, create with and without a name, the
     diff and its paged listing, the listings, rename, delete, disallow), their errors,
     and reads of snapshot paths: the same answers as HDFS's."""
-    for server in (hdfs_cluster, ferrite_one):
-        Client(server.url).mkdirs("/webhdfs-snap")
-    theirs = run_steps(hdfs_cluster, "/webhdfs-snap/t", SNAPSHOT_STEPS)
-    ours = run_steps(ferrite_one, "/webhdfs-snap/t", SNAPSHOT_STEPS)
-    for server in (hdfs_cluster, ferrite_one):
-        forget_snapshottable(server, "/webhdfs-snap/t/s")
+    snapshot_steps_match(ferrite_one, hdfs_cluster, "/webhdfs-snap/t", SNAPSHOT_STEPS)
+
+
+def snapshot_steps_match(ferrite: Server, hdfs: Server, base: str, steps) -> list:
+    """Runs `steps` (which make `base/s` snapshottable) on both servers, forgets `base/s`
+    on both (the HDFS server is shared), and checks the answers agree; returns Ferrite's."""
+    for server in (hdfs, ferrite):
+        Client(server.url).mkdirs(base, create_parent=True)
+    theirs = run_steps(hdfs, base, steps)
+    ours = run_steps(ferrite, base, steps)
+    for server in (hdfs, ferrite):
+        forget_snapshottable(server, f"{base}/s")
     assert_same_answers(theirs, ours)
+    return ours
 
 
 def test_the_root_is_snapshottable_as_in_hdfs(ferrite_one):
