@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use ferrite_ipc::{
-    CallCtx, MethodKind, Router, RpcError, Service, CLIENT_DATANODE_PROTOCOL,
+    CallCtx, MethodKind, OpenService, Router, RpcError, CLIENT_DATANODE_PROTOCOL,
     DATANODE_STATS_PROTOCOL, INTER_DATANODE_PROTOCOL,
 };
 use ferrite_proto::ferrite::{GetReadStatsRequestProto, ReadStatsProto};
@@ -22,7 +22,7 @@ pub struct DnService {
     pub ds: Arc<Dataset>,
 }
 
-impl Service for DnService {}
+impl OpenService for DnService {}
 
 pub fn router(ds: Arc<Dataset>) -> Router<DnService> {
     let mut r = Router::new(Arc::new(DnService { ds }));

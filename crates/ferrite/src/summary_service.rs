@@ -13,7 +13,7 @@ use anyhow::Context;
 use clap::Args;
 use ferrite_ipc::client::IpcClient;
 use ferrite_ipc::server::{self, ServerConfig};
-use ferrite_ipc::{CallCtx, Router, RpcError, Service, SUMMARY_PROTOCOL};
+use ferrite_ipc::{CallCtx, OpenService, Router, RpcError, SUMMARY_PROTOCOL};
 use ferrite_namenode::error::FsError;
 use ferrite_namenode::namespace::Namespace;
 use ferrite_namenode::rpc::summary::summary_reply;
@@ -50,7 +50,7 @@ struct Standalone {
     svc: Arc<SummaryService>,
 }
 
-impl Service for Standalone {}
+impl OpenService for Standalone {}
 
 async fn get_summary(
     st: Arc<Standalone>,

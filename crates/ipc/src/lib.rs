@@ -27,7 +27,7 @@ pub mod sasl;
 pub mod server;
 
 pub use error::{ErrorCode, RpcError};
-pub use router::{CallCtx, MethodKind, Router, Service};
+pub use router::{CallCtx, MethodKind, OpenService, Router, Service};
 pub use server::{ServerConfig, ServerHandle};
 
 /// `declaringClassProtocolName` of ClientNamenodeProtocol.

@@ -27,7 +27,7 @@ pin_project_lite::pin_project! {
     /// A call on its way through the wrapper (or refused before it began: an unknown
     /// method). When it finishes it is counted in its method's metrics and logged, inside
     /// the call's span, which encloses this.
-    struct Timed<S, F> {
+    struct Timed<S: Service, F> {
         entry: Option<Arc<Entry<S>>>,
         started: Instant,
         #[pin]
@@ -38,6 +38,7 @@ pin_project_lite::pin_project! {
 
 impl<S, F> Future for Timed<S, F>
 where
+    S: Service,
     F: Future<Output = Result<Box<dyn Body>, RpcError>>,
 {
     type Output = F::Output;
@@ -116,16 +117,20 @@ impl MethodKind {
     };
 }
 
-/// The state a router serves. Admission checks live here, called once per call.
+/// The state a router serves, and how it admits a call: once per call, before the retry
+/// cache and the handler. What admission returns is all the handler gets of the caller, so
+/// a service whose operations take that value cannot be reached around its checks.
 pub trait Service: Send + Sync + 'static {
-    fn admit(
-        &self,
-        _ctx: &CallCtx,
-        _method: &'static str,
-        _kind: MethodKind,
-    ) -> Result<(), RpcError> {
-        Ok(())
-    }
+    /// What a method is registered with: the service's own name for the operation.
+    type Op: Copy + Send + Sync + 'static;
+    /// What admission hands the handler.
+    type Admitted: Send + 'static;
+
+    /// How the wrapper treats `op` (retry cache), fixed when the method is registered.
+    fn kind(op: Self::Op) -> MethodKind;
+
+    /// Admits the call to `op`, or refuses it with the error the client gets.
+    fn admit(&self, ctx: CallCtx, op: Self::Op) -> Result<Self::Admitted, RpcError>;
 
     /// What replies wait on before they go out, if the service's answers can rest on state
     /// not yet durable (a NameNode's journal). See [`crate::durable`].
@@ -134,12 +139,39 @@ pub trait Service: Send + Sync + 'static {
     }
 }
 
-type BoxFut = Pin<Box<dyn Future<Output = Result<Box<dyn Body>, RpcError>> + Send>>;
-type Handler<S> = Box<dyn Fn(Arc<S>, CallCtx, Bytes) -> BoxFut + Send + Sync>;
+/// A service with no admission checks of its own (a DataNode's IPC, tests): methods are
+/// registered with their [`MethodKind`] and handlers get the call's [`CallCtx`].
+pub trait OpenService: Send + Sync + 'static {
+    /// As [`Service::durability`].
+    fn durability(&self) -> Option<&dyn Durability> {
+        None
+    }
+}
 
-struct Entry<S> {
+impl<T: OpenService> Service for T {
+    type Op = MethodKind;
+    type Admitted = CallCtx;
+
+    fn kind(op: MethodKind) -> MethodKind {
+        op
+    }
+
+    fn admit(&self, ctx: CallCtx, _op: MethodKind) -> Result<CallCtx, RpcError> {
+        Ok(ctx)
+    }
+
+    fn durability(&self) -> Option<&dyn Durability> {
+        OpenService::durability(self)
+    }
+}
+
+type BoxFut = Pin<Box<dyn Future<Output = Result<Box<dyn Body>, RpcError>> + Send>>;
+type Handler<S> = Box<dyn Fn(Arc<S>, <S as Service>::Admitted, Bytes) -> BoxFut + Send + Sync>;
+
+struct Entry<S: Service> {
     protocol: &'static str,
     name: &'static str,
+    op: S::Op,
     kind: MethodKind,
     handler: Handler<S>,
     metrics: MethodMetrics,
@@ -174,33 +206,35 @@ impl<S: Service> Router<S> {
         &self.state
     }
 
-    /// Registers a typed handler. `name` is the Hadoop RPC name (`getFileInfo`).
+    /// Registers a typed handler. `name` is the Hadoop RPC name (`getFileInfo`), `op`
+    /// what the service admits a call to it as.
     pub fn method<Req, Resp, F, Fut>(
         &mut self,
         protocol: &'static str,
         name: &'static str,
-        kind: MethodKind,
+        op: S::Op,
         f: F,
     ) -> &mut Self
     where
         Req: Message + Default + 'static,
         Resp: Body + 'static,
-        F: Fn(Arc<S>, CallCtx, Req) -> Fut + Send + Sync + 'static,
+        F: Fn(Arc<S>, S::Admitted, Req) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Resp, RpcError>> + Send + 'static,
     {
         let f = Arc::new(f);
-        let handler: Handler<S> = Box::new(move |state, ctx, body| {
+        let handler: Handler<S> = Box::new(move |state, who, body| {
             let f = f.clone();
             Box::pin(async move {
                 let req = Req::decode(body).map_err(|e| RpcError::bad_request(name, e))?;
-                let resp = f(state, ctx, req).await?;
+                let resp = f(state, who, req).await?;
                 Ok(Box::new(resp) as Box<dyn Body>)
             })
         });
         let entry = Entry {
             protocol,
             name,
-            kind,
+            op,
+            kind: S::kind(op),
             handler,
             metrics: MethodMetrics::default(),
         };
@@ -260,19 +294,21 @@ impl<S: Service> Router<S> {
         ctx: CallCtx,
         body: Bytes,
     ) -> Result<Box<dyn Body>, RpcError> {
-        router.state.admit(&ctx, entry.name, entry.kind)?;
-        let once = if entry.kind.at_most_once {
-            let (client_id, call_id) = (ctx.client_id.clone(), ctx.call_id);
+        // The retry cache keys on the call's id; admission takes the context itself.
+        let id = entry
+            .kind
+            .at_most_once
+            .then(|| (ctx.client_id.clone(), ctx.call_id));
+        let who = router.state.admit(ctx, entry.op)?;
+        let once = id.and_then(|(client_id, call_id)| {
             let lookup = router
                 .retry_cache
                 .begin(&client_id, call_id, Instant::now());
             lookup.map(|l| (l, client_id, call_id))
-        } else {
-            None
-        };
+        });
         // Made (not yet run) before the cache decides whether it runs at all: the closures
         // below then hold one boxed future instead of the call's context and body.
-        let call = (entry.handler)(router.state.clone(), ctx, body);
+        let call = (entry.handler)(router.state.clone(), who, body);
         let Some((lookup, client_id, call_id)) = once else {
             return call.await;
         };

@@ -662,7 +662,8 @@ async fn read_frame<R: AsyncRead + Unpin>(
 
 #[cfg(test)]
 mod tests {
-    use super::{durable, run_or_spawn, Answer, Outbox, Router, Service};
+    use super::{durable, run_or_spawn, Answer, Outbox, Router};
+    use crate::router::OpenService;
     use bytes::Bytes;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
@@ -698,7 +699,7 @@ mod tests {
     #[tokio::test]
     async fn the_future_allocated_per_call_stays_under_a_kibibyte() {
         struct Plain;
-        impl Service for Plain {}
+        impl OpenService for Plain {}
         let router = Arc::new(Router::new(Arc::new(Plain)));
         let ctx = crate::CallCtx {
             user: "u".into(),

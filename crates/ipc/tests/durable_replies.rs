@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use ferrite_ipc::client::{ClientError, IpcClient};
 use ferrite_ipc::durable::{self, Durability};
-use ferrite_ipc::{MethodKind, Router, Service};
+use ferrite_ipc::{MethodKind, OpenService, Router};
 use parking_lot::Mutex;
 use prost::Message;
 use tokio::sync::Notify;
@@ -75,7 +75,7 @@ struct Svc {
     mutations: AtomicU64,
 }
 
-impl Service for Svc {
+impl OpenService for Svc {
     fn durability(&self) -> Option<&dyn Durability> {
         Some(&self.gate)
     }

@@ -5,6 +5,7 @@ use std::time::Duration;
 use ferrite_ipc::client::IpcClient;
 use ferrite_ipc::CLIENT_PROTOCOL;
 use ferrite_namenode::namespace::Caller;
+use ferrite_namenode::service::Operation;
 use ferrite_namenode::{Config, NameNode};
 use ferrite_proto::hdfs::*;
 use tokio::net::TcpListener;
@@ -35,7 +36,15 @@ async fn trash_emptier_checkpoints_then_expires() {
     .unwrap();
     let now = 1_795_317_163_000; // 2026-11-22 03:12:43 UTC
     st.empty_trash(now, 3_600_000).await;
-    let exists = |p: &str| st.file_info(st.superuser(), p).unwrap().is_some();
+    let exists = |p: &str| {
+        st.file_info(
+            &st.admit(st.superuser(), "127.0.0.1", Operation::GetFileInfo)
+                .unwrap(),
+            p,
+        )
+        .unwrap()
+        .is_some()
+    };
     assert!(!exists("/user/alice/.Trash/Current"));
     assert!(exists("/user/alice/.Trash/261122031243/d"));
     // Within the interval the checkpoint stays; after it, it goes.

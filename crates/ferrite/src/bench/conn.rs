@@ -6,24 +6,27 @@ use std::sync::Arc;
 
 use anyhow::bail;
 use ferrite_ipc::client::IpcClient;
-use ferrite_ipc::CallCtx;
 use ferrite_namenode::rpc;
-use ferrite_namenode::service::NameNodeService;
+use ferrite_namenode::service::{NameNodeService, Operation};
 use ferrite_proto::hdfs::*;
 
 pub enum Conn {
     Rpc(IpcClient),
+    /// Calls admitted and handled as the router does, without the socket and the codec.
     Local {
         nn: Arc<NameNodeService>,
-        ctx: CallCtx,
+        user: Arc<str>,
     },
 }
 
 macro_rules! call {
-    ($conn:expr, $method:literal, $handler:path, $req:expr) => {
+    ($conn:expr, $op:expr, $handler:path, $req:expr) => {
         match $conn {
-            Conn::Rpc(c) => c.call($method, &$req).await?,
-            Conn::Local { nn, ctx } => $handler(nn.clone(), ctx.clone(), $req).await?,
+            Conn::Rpc(c) => c.call($op.name(), &$req).await?,
+            Conn::Local { nn, user } => {
+                let who = nn.admit(user.clone(), "127.0.0.1", $op)?;
+                $handler(nn.clone(), who, $req).await?
+            }
         }
     };
 }
@@ -45,7 +48,7 @@ impl Conn {
             block_size: 16,
             ..Default::default()
         };
-        let _: CreateResponseProto = call!(self, "create", rpc::client::create, req);
+        let _: CreateResponseProto = call!(self, Operation::Create, rpc::client::create, req);
         Ok(())
     }
 
@@ -56,7 +59,7 @@ impl Conn {
             last: None,
             file_id: None,
         };
-        let r: CompleteResponseProto = call!(self, "complete", rpc::blocks::complete, req);
+        let r: CompleteResponseProto = call!(self, Operation::Complete, rpc::blocks::complete, req);
         if !r.result {
             bail!("complete({src}) returned false");
         }
@@ -70,7 +73,7 @@ impl Conn {
             create_parent: true,
             unmasked: None,
         };
-        let _: MkdirsResponseProto = call!(self, "mkdirs", rpc::client::mkdirs, req);
+        let _: MkdirsResponseProto = call!(self, Operation::Mkdirs, rpc::client::mkdirs, req);
         Ok(())
     }
 
@@ -90,8 +93,9 @@ impl Conn {
             }
             // In process the reply is built but, as in NNThroughputBenchmark, not serialized;
             // a missing file is an error here too.
-            Conn::Local { nn, ctx } => {
-                rpc::blocks::get_block_locations(nn.clone(), ctx.clone(), req).await?;
+            Conn::Local { nn, user } => {
+                let who = nn.admit(user.clone(), "127.0.0.1", Operation::GetBlockLocations)?;
+                rpc::blocks::get_block_locations(nn.clone(), who, req).await?;
             }
         }
         Ok(())
@@ -99,8 +103,12 @@ impl Conn {
 
     pub async fn stat(&self, src: &str) -> anyhow::Result<()> {
         let req = GetFileInfoRequestProto { src: src.into() };
-        let r: GetFileInfoResponseProto =
-            call!(self, "getFileInfo", rpc::client::get_file_info, req);
+        let r: GetFileInfoResponseProto = call!(
+            self,
+            Operation::GetFileInfo,
+            rpc::client::get_file_info,
+            req
+        );
         if r.fs.is_none() {
             bail!("{src} missing");
         }
@@ -113,7 +121,7 @@ impl Conn {
             src: src.into(),
             dst: dst.into(),
         };
-        let r: RenameResponseProto = call!(self, "rename", rpc::client::rename, req);
+        let r: RenameResponseProto = call!(self, Operation::Rename, rpc::client::rename, req);
         if !r.result {
             bail!("rename({src}) returned false");
         }
@@ -125,7 +133,7 @@ impl Conn {
             src: src.into(),
             recursive,
         };
-        let r: DeleteResponseProto = call!(self, "delete", rpc::client::delete, req);
+        let r: DeleteResponseProto = call!(self, Operation::Delete, rpc::client::delete, req);
         Ok(r.result)
     }
 }

@@ -9,10 +9,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ferrite_ipc::CallCtx;
 use ferrite_namenode::journal::JournalMetrics;
 use ferrite_namenode::server::load_storage;
-use ferrite_namenode::service::NameNodeService;
+use ferrite_namenode::service::{NameNodeService, Operation};
 use ferrite_namenode::{Config, NameNode, NameNodeHandle};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -39,19 +38,6 @@ pub fn config(dir: &Path, conf: &[String]) -> anyhow::Result<Config> {
     Ok(cfg)
 }
 
-fn ctx(user: &str) -> CallCtx {
-    CallCtx {
-        user: user.into(),
-        real_user: None,
-        peer: ([127, 0, 0, 1], 0).into(),
-        peer_ip: "127.0.0.1".into(),
-        conn_id: 0,
-        call_id: 0,
-        client_id: Default::default(),
-        retry_count: 0,
-    }
-}
-
 /// A NameNode on `dir` in this process, and `threads` socket-free connections to it.
 async fn start_local(
     dir: &Path,
@@ -64,7 +50,7 @@ async fn start_local(
         .map(|_| {
             Arc::new(Conn::Local {
                 nn: nn.state.clone(),
-                ctx: ctx(&user),
+                user: user.as_str().into(),
             })
         })
         .collect();
@@ -300,24 +286,30 @@ async fn one_guarded_run(
         .map(|i| AclEntry::parse(&format!("user:u{i}:r-x"), true).expect("entry"))
         .collect();
     spec.push(AclEntry::parse(&format!("user:{GUARDED_USER}:rwx"), true).expect("entry"));
+    let as_su = |op| state.admit(su.as_str(), "127.0.0.1", op);
+    let (mkdirs, set_quota) = (as_su(Operation::Mkdirs)?, as_su(Operation::SetQuota)?);
+    let (acl, chmod) = (
+        as_su(Operation::ModifyAclEntries)?,
+        as_su(Operation::SetPermission)?,
+    );
     for d in &dirs {
-        state.mkdirs(&su, d, 0o755, true).await?;
+        state.mkdirs(&mkdirs, d, 0o755, true).await?;
         if guarded {
             state
-                .set_quota(&su, d, i64::MAX / 2, i64::MAX / 2, None)
+                .set_quota(&set_quota, d, i64::MAX / 2, i64::MAX / 2, None)
                 .await?;
             state
-                .change_acl(&su, d, AclChange::Modify(spec.clone()))
+                .change_acl(&acl, d, AclChange::Modify(spec.clone()))
                 .await?;
         } else {
-            state.set_permission(&su, d, 0o777).await?;
+            state.set_permission(&chmod, d, 0o777).await?;
         }
     }
     let conns: Vec<Arc<Conn>> = (0..threads)
         .map(|_| {
             Arc::new(Conn::Local {
                 nn: state.clone(),
-                ctx: ctx(GUARDED_USER),
+                user: GUARDED_USER.into(),
             })
         })
         .collect();

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use ferrite_ipc::client::IpcClient;
-use ferrite_ipc::{server, MethodKind, Router, ServerConfig, Service};
+use ferrite_ipc::{server, MethodKind, OpenService, Router, ServerConfig, Service};
 use tokio::net::TcpListener;
 
 /// Serves `router` with `cfg` on an ephemeral loopback port. The server stops with the
@@ -36,7 +36,7 @@ pub struct Num {
 /// A service with no state.
 pub struct Stateless;
 
-impl Service for Stateless {}
+impl OpenService for Stateless {}
 
 /// A router with `protocol.echo`, which answers a [`Num`] with itself.
 pub fn echo_router(protocol: &'static str) -> Router<Stateless> {

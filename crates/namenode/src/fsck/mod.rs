@@ -18,7 +18,7 @@ use ferrite_http::webhdfs::{self as web, Params, ANONYMOUS};
 
 use crate::clock::now_ms;
 use crate::error::FsError;
-use crate::service::{NameNodeService, NodeFilter, Operation, Origin};
+use crate::service::{Admitted, NameNodeService, NodeFilter, Operation};
 use crate::webhdfs::WebHdfsSlot;
 use report::{Options, Totals};
 
@@ -136,21 +136,23 @@ impl<'a> Fsck<'a> {
 
     /// Admission, then the walk; a missing path ends the report here.
     async fn walk_all(&mut self) -> Result<(), FsError> {
-        self.nn.admit(&self.user, Operation::Fsck)?;
-        let root = self.nn.file_info(&self.user, &self.path)?;
+        let who = self
+            .nn
+            .admit(self.user.as_str(), self.ip.as_str(), Operation::Fsck)?;
+        let root = self.nn.file_info(&who, &self.path)?;
         match root {
             None => {
                 self.out
                     .push_str(&format!("\n\nPath '{}' does not exist", self.path));
                 self.path.clear();
             }
-            Some(st) => self.check(self.path.clone(), st.is_dir).await?,
+            Some(st) => self.check(&who, self.path.clone(), st.is_dir).await?,
         }
         Ok(())
     }
 
     /// One path: a directory's entries page by page, or a file's blocks.
-    async fn check(&mut self, path: String, is_dir: bool) -> Result<(), FsError> {
+    async fn check(&mut self, who: &Admitted, path: String, is_dir: bool) -> Result<(), FsError> {
         let mut stack = vec![(path, is_dir)];
         while let Some((path, is_dir)) = stack.pop() {
             // HDFS marks progress with a blank line every thousand entries, the first
@@ -163,21 +165,17 @@ impl<'a> Fsck<'a> {
                     self.out.push_str(&format!("{path} <dir>\n"));
                 }
                 self.dirs += 1;
-                let children = self.children(&path)?;
+                let children = self.children(who, &path)?;
                 stack.extend(children.into_iter().rev());
             } else {
-                self.check_file(&path).await?;
+                self.check_file(who, &path).await?;
             }
         }
         Ok(())
     }
 
     /// A directory's entries as (path, is a directory), in name order.
-    fn children(&self, dir: &str) -> Result<Vec<(String, bool)>, FsError> {
-        let who = Origin {
-            user: &self.user,
-            ip: &self.ip,
-        };
+    fn children(&self, who: &Admitted, dir: &str) -> Result<Vec<(String, bool)>, FsError> {
         let mut out = Vec::new();
         let mut after = Vec::new();
         loop {
@@ -200,8 +198,8 @@ impl<'a> Fsck<'a> {
         }
     }
 
-    async fn check_file(&mut self, path: &str) -> Result<(), FsError> {
-        let Some(f) = self.nn.fsck_file(path)? else {
+    async fn check_file(&mut self, who: &Admitted, path: &str) -> Result<(), FsError> {
+        let Some(f) = self.nn.fsck_file(who, path)? else {
             return Ok(()); // deleted meanwhile
         };
         let pool = self.nn.identity().block_pool_id.clone();
@@ -212,8 +210,13 @@ impl<'a> Fsck<'a> {
                 self.corrupt_files.push(format!("blk_{}\t{path}", b.id));
             }
             if self.delete {
+                // Removed as the superuser, whoever asked for the check.
                 let su = self.nn.superuser().to_string();
-                match self.nn.delete(&su, path, false).await {
+                let deleted = match self.nn.admit(su, who.ip(), Operation::Delete) {
+                    Ok(su) => self.nn.delete(&su, path, false).await,
+                    Err(e) => Err(e),
+                };
+                match deleted {
                     Ok(_) => tracing::warn!(path, "fsck: corrupt file deleted"),
                     Err(e) => self
                         .out

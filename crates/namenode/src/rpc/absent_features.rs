@@ -4,40 +4,36 @@
 //! (every policy disabled: Ferrite writes only replicated files). Reads answer truthfully; changes are refused with HDFS's
 //! exception for that state.
 
-use ferrite_ipc::{CallCtx, Router, CLIENT_PROTOCOL};
+use ferrite_ipc::{Router, CLIENT_PROTOCOL};
 use ferrite_proto::hdfs::*;
 
-use super::{kind, Nn, Res};
+use super::{Nn, Register, Res};
 use crate::error::FsError;
 use crate::service::NameNodeService;
+use crate::service::{Admitted, Operation};
 
 pub fn register(r: &mut Router<NameNodeService>) {
     let p = CLIENT_PROTOCOL;
-    macro_rules! m {
-        ($name:literal, $f:expr) => {
-            r.method(p, $name, kind($name), $f);
-        };
-    }
-    m!("createSymlink", create_symlink);
-    m!("getLinkTarget", link_target);
-    m!("getDelegationToken", get_token);
-    m!("renewDelegationToken", renew_token);
-    m!("cancelDelegationToken", cancel_token);
-    m!("createEncryptionZone", create_zone);
-    m!("getEZForPath", zone_for_path);
-    m!("listEncryptionZones", list_zones);
-    m!("listReencryptionStatus", list_reencryption);
-    m!("reencryptEncryptionZone", reencrypt);
-    m!("getErasureCodingPolicies", ec_policies);
-    m!("getErasureCodingCodecs", ec_codecs);
-    m!("getErasureCodingPolicy", ec_policy_of);
-    m!("setErasureCodingPolicy", set_ec_policy);
-    m!("unsetErasureCodingPolicy", unset_ec_policy);
-    m!("enableErasureCodingPolicy", enable_ec_policy);
-    m!("disableErasureCodingPolicy", disable_ec_policy);
-    m!("removeErasureCodingPolicy", remove_ec_policy);
-    m!("addErasureCodingPolicies", add_ec_policies);
-    m!("getECTopologyResultForPolicies", ec_topology);
+    r.op(p, Operation::CreateSymlink, create_symlink);
+    r.op(p, Operation::GetLinkTarget, link_target);
+    r.op(p, Operation::GetDelegationToken, get_token);
+    r.op(p, Operation::RenewDelegationToken, renew_token);
+    r.op(p, Operation::CancelDelegationToken, cancel_token);
+    r.op(p, Operation::CreateEncryptionZone, create_zone);
+    r.op(p, Operation::GetEZForPath, zone_for_path);
+    r.op(p, Operation::ListEncryptionZones, list_zones);
+    r.op(p, Operation::ListReencryptionStatus, list_reencryption);
+    r.op(p, Operation::ReencryptEncryptionZone, reencrypt);
+    r.op(p, Operation::GetErasureCodingPolicies, ec_policies);
+    r.op(p, Operation::GetErasureCodingCodecs, ec_codecs);
+    r.op(p, Operation::GetErasureCodingPolicy, ec_policy_of);
+    r.op(p, Operation::SetErasureCodingPolicy, set_ec_policy);
+    r.op(p, Operation::UnsetErasureCodingPolicy, unset_ec_policy);
+    r.op(p, Operation::EnableErasureCodingPolicy, enable_ec_policy);
+    r.op(p, Operation::DisableErasureCodingPolicy, disable_ec_policy);
+    r.op(p, Operation::RemoveErasureCodingPolicy, remove_ec_policy);
+    r.op(p, Operation::AddErasureCodingPolicies, add_ec_policies);
+    r.op(p, Operation::GetECTopologyResultForPolicies, ec_topology);
 }
 
 fn io(message: String) -> FsError {
@@ -48,7 +44,7 @@ fn io(message: String) -> FsError {
 /// JVM, which nothing does.
 pub async fn create_symlink(
     _: Nn,
-    _: CallCtx,
+    _: Admitted,
     _: CreateSymlinkRequestProto,
 ) -> Res<CreateSymlinkResponseProto> {
     Err(FsError::Unsupported("Symlinks not supported".into()).into())
@@ -57,10 +53,10 @@ pub async fn create_symlink(
 /// No path is a symlink: a file or directory is "not a symbolic link".
 pub async fn link_target(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: GetLinkTargetRequestProto,
 ) -> Res<GetLinkTargetResponseProto> {
-    match nn.file_info(&ctx.user, &req.path)? {
+    match nn.file_info(&who, &req.path)? {
         Some(_) => Err(io(format!("Path {} is not a symbolic link", req.path)).into()),
         None => Err(FsError::NotFound(format!("File does not exist: {}", req.path)).into()),
     }
@@ -69,7 +65,7 @@ pub async fn link_target(
 /// Without Kerberos HDFS runs no token secret manager and answers with no token.
 pub async fn get_token(
     _: Nn,
-    _: CallCtx,
+    _: Admitted,
     _: GetDelegationTokenRequestProto,
 ) -> Res<GetDelegationTokenResponseProto> {
     Ok(GetDelegationTokenResponseProto { token: None })
@@ -86,7 +82,7 @@ fn unknown_token(t: &ferrite_proto::common::TokenProto) -> FsError {
 
 pub async fn renew_token(
     _: Nn,
-    _: CallCtx,
+    _: Admitted,
     req: RenewDelegationTokenRequestProto,
 ) -> Res<RenewDelegationTokenResponseProto> {
     Err(unknown_token(&req.token).into())
@@ -94,7 +90,7 @@ pub async fn renew_token(
 
 pub async fn cancel_token(
     _: Nn,
-    _: CallCtx,
+    _: Admitted,
     req: CancelDelegationTokenRequestProto,
 ) -> Res<CancelDelegationTokenResponseProto> {
     Err(unknown_token(&req.token).into())
@@ -102,7 +98,7 @@ pub async fn cancel_token(
 
 pub async fn create_zone(
     _: Nn,
-    _: CallCtx,
+    _: Admitted,
     req: CreateEncryptionZoneRequestProto,
 ) -> Res<CreateEncryptionZoneResponseProto> {
     Err(io(format!(
@@ -115,7 +111,7 @@ pub async fn create_zone(
 /// No zone holds anything (HDFS answers so for a missing path too).
 pub async fn zone_for_path(
     _: Nn,
-    _: CallCtx,
+    _: Admitted,
     _: GetEzForPathRequestProto,
 ) -> Res<GetEzForPathResponseProto> {
     Ok(GetEzForPathResponseProto { zone: None })
@@ -123,7 +119,7 @@ pub async fn zone_for_path(
 
 pub async fn list_zones(
     _: Nn,
-    _: CallCtx,
+    _: Admitted,
     _: ListEncryptionZonesRequestProto,
 ) -> Res<ListEncryptionZonesResponseProto> {
     Ok(ListEncryptionZonesResponseProto {
@@ -134,7 +130,7 @@ pub async fn list_zones(
 
 pub async fn list_reencryption(
     _: Nn,
-    _: CallCtx,
+    _: Admitted,
     _: ListReencryptionStatusRequestProto,
 ) -> Res<ListReencryptionStatusResponseProto> {
     Ok(ListReencryptionStatusResponseProto {
@@ -145,7 +141,7 @@ pub async fn list_reencryption(
 
 pub async fn reencrypt(
     _: Nn,
-    _: CallCtx,
+    _: Admitted,
     _: ReencryptEncryptionZoneRequestProto,
 ) -> Res<ReencryptEncryptionZoneResponseProto> {
     Err(io("No key provider configured, re-encryption operation is rejected".into()).into())
@@ -178,7 +174,7 @@ fn ec_policy(name: &str, id: u32, codec: &str, data: u32, parity: u32) -> Erasur
 /// Every system policy, each disabled: Ferrite writes only replicated files.
 pub async fn ec_policies(
     _: Nn,
-    _: CallCtx,
+    _: Admitted,
     _: GetErasureCodingPoliciesRequestProto,
 ) -> Res<GetErasureCodingPoliciesResponseProto> {
     Ok(GetErasureCodingPoliciesResponseProto {
@@ -192,7 +188,7 @@ pub async fn ec_policies(
 /// The codecs HDFS names (what a client would code with; none is used here).
 pub async fn ec_codecs(
     _: Nn,
-    _: CallCtx,
+    _: Admitted,
     _: GetErasureCodingCodecsRequestProto,
 ) -> Res<GetErasureCodingCodecsResponseProto> {
     let codec = |c: &str, coders: &str| CodecProto {
@@ -211,10 +207,10 @@ pub async fn ec_codecs(
 /// Every file is replicated: no policy (after the path is found, as in HDFS).
 pub async fn ec_policy_of(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: GetErasureCodingPolicyRequestProto,
 ) -> Res<GetErasureCodingPolicyResponseProto> {
-    if nn.file_info(&ctx.user, &req.src)?.is_none() {
+    if nn.file_info(&who, &req.src)?.is_none() {
         return Err(FsError::NotFound(format!("Path not found: {}", req.src)).into());
     }
     Ok(GetErasureCodingPolicyResponseProto { ec_policy: None })
@@ -223,7 +219,7 @@ pub async fn ec_policy_of(
 /// HDFS's refusal of a policy that is not enabled; none is.
 pub async fn set_ec_policy(
     _: Nn,
-    _: CallCtx,
+    _: Admitted,
     req: SetErasureCodingPolicyRequestProto,
 ) -> Res<SetErasureCodingPolicyResponseProto> {
     let name = req.ec_policy_name.unwrap_or_else(|| "RS-6-3-1024k".into());
@@ -237,10 +233,10 @@ pub async fn set_ec_policy(
 /// No directory has a policy to unset.
 pub async fn unset_ec_policy(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: UnsetErasureCodingPolicyRequestProto,
 ) -> Res<UnsetErasureCodingPolicyResponseProto> {
-    if nn.file_info(&ctx.user, &req.src)?.is_none() {
+    if nn.file_info(&who, &req.src)?.is_none() {
         return Err(FsError::NotFound(format!("Path not found: {}", req.src)).into());
     }
     Ok(UnsetErasureCodingPolicyResponseProto {})
@@ -258,7 +254,7 @@ fn known_policy(name: &str) -> Result<(), FsError> {
 /// Refused: Ferrite cannot write erasure-coded files, so no policy can be enabled.
 pub async fn enable_ec_policy(
     _: Nn,
-    _: CallCtx,
+    _: Admitted,
     req: EnableErasureCodingPolicyRequestProto,
 ) -> Res<EnableErasureCodingPolicyResponseProto> {
     known_policy(&req.ec_policy_name)?;
@@ -272,7 +268,7 @@ pub async fn enable_ec_policy(
 /// Every policy is disabled already.
 pub async fn disable_ec_policy(
     _: Nn,
-    _: CallCtx,
+    _: Admitted,
     req: DisableErasureCodingPolicyRequestProto,
 ) -> Res<DisableErasureCodingPolicyResponseProto> {
     known_policy(&req.ec_policy_name)?;
@@ -281,7 +277,7 @@ pub async fn disable_ec_policy(
 
 pub async fn remove_ec_policy(
     _: Nn,
-    _: CallCtx,
+    _: Admitted,
     req: RemoveErasureCodingPolicyRequestProto,
 ) -> Res<RemoveErasureCodingPolicyResponseProto> {
     known_policy(&req.ec_policy_name)?;
@@ -295,7 +291,7 @@ pub async fn remove_ec_policy(
 /// Nothing to add is fine; a policy to add is refused (it could never be used).
 pub async fn add_ec_policies(
     _: Nn,
-    _: CallCtx,
+    _: Admitted,
     req: AddErasureCodingPoliciesRequestProto,
 ) -> Res<AddErasureCodingPoliciesResponseProto> {
     if req.ec_policies.is_empty() {
@@ -306,7 +302,7 @@ pub async fn add_ec_policies(
 
 pub async fn ec_topology(
     _: Nn,
-    _: CallCtx,
+    _: Admitted,
     _: GetEcTopologyResultForPoliciesRequestProto,
 ) -> Res<GetEcTopologyResultForPoliciesResponseProto> {
     Ok(GetEcTopologyResultForPoliciesResponseProto {

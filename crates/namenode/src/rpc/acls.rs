@@ -1,7 +1,7 @@
 //! modifyAclEntries, removeAclEntries, removeDefaultAcl, removeAcl, setAcl and
 //! getAclStatus: protobuf in, the service's ACL calls out.
 
-use ferrite_ipc::{CallCtx, Router, CLIENT_PROTOCOL};
+use ferrite_ipc::{Router, CLIENT_PROTOCOL};
 use ferrite_proto::hdfs::{
     acl_entry_proto::{AclEntryScopeProto, AclEntryTypeProto, FsActionProto},
     AclEntryProto, AclStatusProto, FsPermissionProto, GetAclStatusRequestProto,
@@ -11,30 +11,21 @@ use ferrite_proto::hdfs::{
     SetAclRequestProto, SetAclResponseProto,
 };
 
-use super::{kind, Nn, Res};
+use super::{Nn, Register, Res};
 use crate::error::FsError;
 use crate::namespace::acl::{AclEntry, Kind, Scope};
 use crate::namespace::acl_ops::AclChange;
 use crate::service::NameNodeService;
+use crate::service::{Admitted, Operation};
 
 pub fn register(r: &mut Router<NameNodeService>) {
     let p = CLIENT_PROTOCOL;
-    r.method(p, "modifyAclEntries", kind("modifyAclEntries"), modify)
-        .method(
-            p,
-            "removeAclEntries",
-            kind("removeAclEntries"),
-            remove_entries,
-        )
-        .method(
-            p,
-            "removeDefaultAcl",
-            kind("removeDefaultAcl"),
-            remove_default,
-        )
-        .method(p, "removeAcl", kind("removeAcl"), remove)
-        .method(p, "setAcl", kind("setAcl"), set)
-        .method(p, "getAclStatus", kind("getAclStatus"), status);
+    r.op(p, Operation::ModifyAclEntries, modify)
+        .op(p, Operation::RemoveAclEntries, remove_entries)
+        .op(p, Operation::RemoveDefaultAcl, remove_default)
+        .op(p, Operation::RemoveAcl, remove)
+        .op(p, Operation::SetAcl, set)
+        .op(p, Operation::GetAclStatus, status);
 }
 
 fn from_proto(e: &AclEntryProto) -> Result<AclEntry, FsError> {
@@ -76,56 +67,55 @@ fn spec(entries: &[AclEntryProto]) -> Result<Vec<AclEntry>, FsError> {
 
 pub async fn modify(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: ModifyAclEntriesRequestProto,
 ) -> Res<ModifyAclEntriesResponseProto> {
     let change = AclChange::Modify(spec(&req.acl_spec)?);
-    nn.change_acl(&ctx.user, &req.src, change).await?;
+    nn.change_acl(&who, &req.src, change).await?;
     Ok(ModifyAclEntriesResponseProto {})
 }
 
 pub async fn remove_entries(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: RemoveAclEntriesRequestProto,
 ) -> Res<RemoveAclEntriesResponseProto> {
     let change = AclChange::RemoveEntries(spec(&req.acl_spec)?);
-    nn.change_acl(&ctx.user, &req.src, change).await?;
+    nn.change_acl(&who, &req.src, change).await?;
     Ok(RemoveAclEntriesResponseProto {})
 }
 
 pub async fn remove_default(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: RemoveDefaultAclRequestProto,
 ) -> Res<RemoveDefaultAclResponseProto> {
-    nn.change_acl(&ctx.user, &req.src, AclChange::RemoveDefault)
+    nn.change_acl(&who, &req.src, AclChange::RemoveDefault)
         .await?;
     Ok(RemoveDefaultAclResponseProto {})
 }
 
 pub async fn remove(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: RemoveAclRequestProto,
 ) -> Res<RemoveAclResponseProto> {
-    nn.change_acl(&ctx.user, &req.src, AclChange::Remove)
-        .await?;
+    nn.change_acl(&who, &req.src, AclChange::Remove).await?;
     Ok(RemoveAclResponseProto {})
 }
 
-pub async fn set(nn: Nn, ctx: CallCtx, req: SetAclRequestProto) -> Res<SetAclResponseProto> {
+pub async fn set(nn: Nn, who: Admitted, req: SetAclRequestProto) -> Res<SetAclResponseProto> {
     let change = AclChange::Set(spec(&req.acl_spec)?);
-    nn.change_acl(&ctx.user, &req.src, change).await?;
+    nn.change_acl(&who, &req.src, change).await?;
     Ok(SetAclResponseProto {})
 }
 
 pub async fn status(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: GetAclStatusRequestProto,
 ) -> Res<GetAclStatusResponseProto> {
-    let st = nn.acl_status(&ctx.user, &req.src)?;
+    let st = nn.acl_status(&who, &req.src)?;
     Ok(GetAclStatusResponseProto {
         result: AclStatusProto {
             owner: st.owner,

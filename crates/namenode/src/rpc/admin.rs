@@ -2,35 +2,31 @@
 //! root, per-volume storage reports, corrupt-block listing, the edit log's txid, metaSave,
 //! and the administration calls whose HDFS effect has nothing to act on here.
 
-use ferrite_ipc::{CallCtx, Router, CLIENT_PROTOCOL};
+use ferrite_ipc::{Router, CLIENT_PROTOCOL};
 use ferrite_proto::hdfs::*;
 
 use super::convert::{datanode_report_info, located_blocks, status_proto};
-use super::{kind, origin, Nn, Res};
+use super::{Nn, Register, Res};
 use crate::error::FsError;
 use crate::namespace::perm;
 use crate::service::NameNodeService;
+use crate::service::{Admitted, Operation};
 
 pub fn register(r: &mut Router<NameNodeService>) {
     let p = CLIENT_PROTOCOL;
-    macro_rules! m {
-        ($name:literal, $f:expr) => {
-            r.method(p, $name, kind($name), $f);
-        };
-    }
-    m!("getBatchedListing", batched_listing);
-    m!("checkAccess", check_access);
-    m!("getEnclosingRoot", enclosing_root);
-    m!("getDatanodeStorageReport", storage_report);
-    m!("listCorruptFileBlocks", corrupt_file_blocks);
-    m!("getCurrentEditLogTxid", current_txid);
-    m!("getEditsFromTxid", edits_from_txid);
-    m!("metaSave", meta_save);
-    m!("refreshNodes", refresh_nodes);
-    m!("finalizeUpgrade", finalize_upgrade);
-    m!("upgradeStatus", upgrade_status);
-    m!("rollingUpgrade", rolling_upgrade);
-    m!("setBalancerBandwidth", set_balancer_bandwidth);
+    r.op(p, Operation::GetBatchedListing, batched_listing);
+    r.op(p, Operation::CheckAccess, check_access);
+    r.op(p, Operation::GetEnclosingRoot, enclosing_root);
+    r.op(p, Operation::GetDatanodeStorageReport, storage_report);
+    r.op(p, Operation::ListCorruptFileBlocks, corrupt_file_blocks);
+    r.op(p, Operation::GetCurrentEditLogTxid, current_txid);
+    r.op(p, Operation::GetEditsFromTxid, edits_from_txid);
+    r.op(p, Operation::MetaSave, meta_save);
+    r.op(p, Operation::RefreshNodes, refresh_nodes);
+    r.op(p, Operation::FinalizeUpgrade, finalize_upgrade);
+    r.op(p, Operation::UpgradeStatus, upgrade_status);
+    r.op(p, Operation::RollingUpgrade, rolling_upgrade);
+    r.op(p, Operation::SetBalancerBandwidth, set_balancer_bandwidth);
 }
 
 /// HDFS's `dfs.batched.ls.limit`: entries per batched answer.
@@ -41,7 +37,7 @@ const BATCHED_LIMIT: usize = 100;
 /// from the last path with `startAfter`.
 pub async fn batched_listing(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: GetBatchedListingRequestProto,
 ) -> Res<GetBatchedListingResponseProto> {
     let pool = &nn.identity().block_pool_id;
@@ -55,7 +51,7 @@ pub async fn batched_listing(
             break;
         }
         let start = if i == 0 { after.clone() } else { Vec::new() };
-        let listing = match nn.listing(origin(&ctx), path, &start, req.need_location) {
+        let listing = match nn.listing(&who, path, &start, req.need_location) {
             Ok(Some(l)) => l,
             Ok(None) => {
                 listings.push(failed(
@@ -113,11 +109,11 @@ fn failed(i: usize, e: &FsError) -> BatchedDirectoryListingProto {
 
 pub async fn check_access(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: CheckAccessRequestProto,
 ) -> Res<CheckAccessResponseProto> {
     let mode = u16::try_from(req.mode).unwrap_or(0) & (perm::READ | perm::WRITE | perm::EXECUTE);
-    nn.check_access(&ctx.user, &req.path, mode)
+    nn.check_access(&who, &req.path, mode)
         .map_err(|e| match e {
             // HDFS's words for a missing path here.
             FsError::NotFound(_) => FsError::NotFound(format!("Path not found: {}", req.path)),
@@ -130,7 +126,7 @@ pub async fn check_access(
 /// zones, so always `/` (HDFS answers so for a missing path too).
 pub async fn enclosing_root(
     _: Nn,
-    _: CallCtx,
+    _: Admitted,
     _: GetEnclosingRootRequestProto,
 ) -> Res<GetEnclosingRootResponseProto> {
     Ok(GetEnclosingRootResponseProto {
@@ -141,7 +137,7 @@ pub async fn enclosing_root(
 /// Each DataNode with its volumes and their storage types.
 pub async fn storage_report(
     nn: Nn,
-    _: CallCtx,
+    _: Admitted,
     req: GetDatanodeStorageReportRequestProto,
 ) -> Res<GetDatanodeStorageReportResponseProto> {
     let filter = super::blocks::node_filter(req.r#type);
@@ -178,10 +174,10 @@ pub async fn storage_report(
 
 pub async fn corrupt_file_blocks(
     nn: Nn,
-    _: CallCtx,
+    who: Admitted,
     req: ListCorruptFileBlocksRequestProto,
 ) -> Res<ListCorruptFileBlocksResponseProto> {
-    let (found, cookie) = nn.corrupt_file_blocks(&req.path, req.cookie.as_deref())?;
+    let (found, cookie) = nn.corrupt_file_blocks(&who, &req.path, req.cookie.as_deref())?;
     Ok(ListCorruptFileBlocksResponseProto {
         corrupt: CorruptFileBlocksProto {
             files: found.into_iter().map(|(path, _)| path).collect(),
@@ -192,7 +188,7 @@ pub async fn corrupt_file_blocks(
 
 pub async fn current_txid(
     nn: Nn,
-    _: CallCtx,
+    _: Admitted,
     _: GetCurrentEditLogTxidRequestProto,
 ) -> Res<GetCurrentEditLogTxidResponseProto> {
     Ok(GetCurrentEditLogTxidResponseProto {
@@ -206,13 +202,13 @@ const EVENTS_PER_RPC: usize = 1000;
 /// inotify: the synced records from `txid` on, as HDFS's events.
 pub async fn edits_from_txid(
     nn: Nn,
-    _: CallCtx,
+    who: Admitted,
     req: GetEditsFromTxidRequestProto,
 ) -> Res<GetEditsFromTxidResponseProto> {
     use crate::journal::codec::{decode_record, Next};
     let from = req.txid.max(1) as u64;
     let (bytes, synced) = nn
-        .read_edits(from, 4 << 20, std::time::Duration::ZERO)
+        .read_edits(&who, from, 4 << 20, std::time::Duration::ZERO)
         .await?;
     let mut records = Vec::new();
     let mut rest = &bytes[..];
@@ -234,10 +230,10 @@ pub async fn edits_from_txid(
 
 pub async fn meta_save(
     nn: Nn,
-    _: CallCtx,
+    who: Admitted,
     req: MetaSaveRequestProto,
 ) -> Res<MetaSaveResponseProto> {
-    nn.meta_save(&req.filename)?;
+    nn.meta_save(&who, &req.filename)?;
     Ok(MetaSaveResponseProto {})
 }
 
@@ -245,7 +241,7 @@ pub async fn meta_save(
 /// read), so there is nothing to refresh. The superuser's, as in HDFS.
 pub async fn refresh_nodes(
     _: Nn,
-    _: CallCtx,
+    _: Admitted,
     _: RefreshNodesRequestProto,
 ) -> Res<RefreshNodesResponseProto> {
     Ok(RefreshNodesResponseProto {})
@@ -254,7 +250,7 @@ pub async fn refresh_nodes(
 /// No upgrade is ever in progress: finalizing does nothing, as in HDFS then.
 pub async fn finalize_upgrade(
     _: Nn,
-    _: CallCtx,
+    _: Admitted,
     _: FinalizeUpgradeRequestProto,
 ) -> Res<FinalizeUpgradeResponseProto> {
     Ok(FinalizeUpgradeResponseProto {})
@@ -262,7 +258,7 @@ pub async fn finalize_upgrade(
 
 pub async fn upgrade_status(
     _: Nn,
-    _: CallCtx,
+    _: Admitted,
     _: UpgradeStatusRequestProto,
 ) -> Res<UpgradeStatusResponseProto> {
     Ok(UpgradeStatusResponseProto {
@@ -274,7 +270,7 @@ pub async fn upgrade_status(
 /// journal formats have no rollback images to keep.
 pub async fn rolling_upgrade(
     _: Nn,
-    _: CallCtx,
+    _: Admitted,
     req: RollingUpgradeRequestProto,
 ) -> Res<RollingUpgradeResponseProto> {
     match RollingUpgradeActionProto::try_from(req.action) {
@@ -289,7 +285,7 @@ pub async fn rolling_upgrade(
 /// nothing to limit. Accepted (the superuser's), as HDFS accepts it.
 pub async fn set_balancer_bandwidth(
     _: Nn,
-    _: CallCtx,
+    _: Admitted,
     req: SetBalancerBandwidthRequestProto,
 ) -> Res<SetBalancerBandwidthResponseProto> {
     tracing::info!(

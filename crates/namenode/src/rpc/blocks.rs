@@ -2,40 +2,52 @@
 //! recovery, getBlockLocations (encoded straight into the reply, see `located_reply.rs`),
 //! reportBadBlocks and the cluster reports clients ask for.
 
-use ferrite_ipc::{CallCtx, Router, CLIENT_PROTOCOL};
+use ferrite_ipc::{Router, CLIENT_PROTOCOL};
 use ferrite_proto::hdfs::*;
 
 use super::convert::{block_of, datanode_report_info, located_block, previous_of, xfer_addrs};
 use super::located_reply::LocatedReply;
-use super::{kind, origin, Nn, Res};
+use super::{Nn, Register, Res};
 use crate::service::{AddBlock, AdditionalDatanodes, NameNodeService, NodeFilter};
+use crate::service::{Admitted, Operation};
 
 pub fn register(r: &mut Router<NameNodeService>) {
     let p = CLIENT_PROTOCOL;
-    macro_rules! m {
-        ($name:literal, $f:expr) => {
-            r.method(p, $name, kind($name), $f)
-        };
-    }
-    m!("getBlockLocations", get_block_locations);
-    m!("getFsStats", get_fs_stats);
-    m!("getFsReplicatedBlockStats", get_fs_replicated_block_stats);
-    m!("getFsECBlockGroupStats", get_fs_ec_block_group_stats);
-    m!("listOpenFiles", list_open_files);
-    m!("getSlowDatanodeReport", get_slow_datanode_report);
-    m!("getDatanodeReport", get_datanode_report);
-    m!("complete", complete);
-    m!("addBlock", add_block);
-    m!("abandonBlock", abandon_block);
-    m!("updateBlockForPipeline", update_block_for_pipeline);
-    m!("updatePipeline", update_pipeline);
-    m!("getAdditionalDatanode", get_additional_datanode);
-    m!("reportBadBlocks", report_bad_blocks);
+    r.op(p, Operation::GetBlockLocations, get_block_locations);
+    r.op(p, Operation::GetFsStats, get_fs_stats);
+    r.op(
+        p,
+        Operation::GetFsReplicatedBlockStats,
+        get_fs_replicated_block_stats,
+    );
+    r.op(
+        p,
+        Operation::GetFsECBlockGroupStats,
+        get_fs_ec_block_group_stats,
+    );
+    r.op(p, Operation::ListOpenFiles, list_open_files);
+    r.op(
+        p,
+        Operation::GetSlowDatanodeReport,
+        get_slow_datanode_report,
+    );
+    r.op(p, Operation::GetDatanodeReport, get_datanode_report);
+    r.op(p, Operation::Complete, complete);
+    r.op(p, Operation::AddBlock, add_block);
+    r.op(p, Operation::AbandonBlock, abandon_block);
+    r.op(
+        p,
+        Operation::UpdateBlockForPipeline,
+        update_block_for_pipeline,
+    );
+    r.op(p, Operation::UpdatePipeline, update_pipeline);
+    r.op(p, Operation::GetAdditionalDatanode, get_additional_datanode);
+    r.op(p, Operation::ReportBadBlocks, report_bad_blocks);
 }
 
 pub async fn add_block(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: AddBlockRequestProto,
 ) -> Res<AddBlockResponseProto> {
     let add = AddBlock {
@@ -45,7 +57,7 @@ pub async fn add_block(
         previous: req.previous.as_ref().map(previous_of),
         excluded: xfer_addrs(&req.exclude_nodes),
     };
-    let lb = nn.add_block(origin(&ctx), &add).await?;
+    let lb = nn.add_block(&who, &add).await?;
     Ok(AddBlockResponseProto {
         block: located_block(&nn.identity().block_pool_id, &lb),
     })
@@ -54,11 +66,11 @@ pub async fn add_block(
 /// Pipeline recovery, step 1: a new generation stamp for the block being written.
 pub async fn update_block_for_pipeline(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: UpdateBlockForPipelineRequestProto,
 ) -> Res<UpdateBlockForPipelineResponseProto> {
     let lb = nn
-        .update_block_for_pipeline(&ctx.user, block_of(&req.block), &req.client_name)
+        .update_block_for_pipeline(&who, block_of(&req.block), &req.client_name)
         .await?;
     Ok(UpdateBlockForPipelineResponseProto {
         block: located_block(&nn.identity().block_pool_id, &lb),
@@ -68,7 +80,7 @@ pub async fn update_block_for_pipeline(
 /// Pipeline recovery, last step: the client names the nodes that carry on.
 pub async fn update_pipeline(
     nn: Nn,
-    _: CallCtx,
+    who: Admitted,
     req: UpdatePipelineRequestProto,
 ) -> Res<UpdatePipelineResponseProto> {
     let nodes: Vec<&str> = req
@@ -77,6 +89,7 @@ pub async fn update_pipeline(
         .map(|d| d.datanode_uuid.as_str())
         .collect();
     nn.update_pipeline(
+        &who,
         &req.client_name,
         block_of(&req.old_block),
         block_of(&req.new_block),
@@ -88,7 +101,7 @@ pub async fn update_pipeline(
 /// More targets for a pipeline that lost nodes (the client then copies the block there).
 pub async fn get_additional_datanode(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: GetAdditionalDatanodeRequestProto,
 ) -> Res<GetAdditionalDatanodeResponseProto> {
     let existing: Vec<(&str, &str)> = req
@@ -112,7 +125,7 @@ pub async fn get_additional_datanode(
         excluded: &excluded,
         wanted: req.num_additional_nodes as usize,
     };
-    let lb = nn.additional_datanodes(origin(&ctx), &ask)?;
+    let lb = nn.additional_datanodes(&who, &ask)?;
     Ok(GetAdditionalDatanodeResponseProto {
         block: located_block(&nn.identity().block_pool_id, &lb),
     })
@@ -120,30 +133,40 @@ pub async fn get_additional_datanode(
 
 pub async fn abandon_block(
     nn: Nn,
-    _: CallCtx,
+    who: Admitted,
     req: AbandonBlockRequestProto,
 ) -> Res<AbandonBlockResponseProto> {
     let file_id = req.file_id.unwrap_or(0);
-    nn.abandon_block(&req.src, &req.holder, file_id, req.b.block_id)
+    nn.abandon_block(&who, &req.src, &req.holder, file_id, req.b.block_id)
         .await?;
     Ok(AbandonBlockResponseProto {})
 }
 
-pub async fn complete(nn: Nn, _: CallCtx, req: CompleteRequestProto) -> Res<CompleteResponseProto> {
+pub async fn complete(
+    nn: Nn,
+    who: Admitted,
+    req: CompleteRequestProto,
+) -> Res<CompleteResponseProto> {
     let last = req.last.as_ref().map(previous_of);
     let result = nn
-        .complete(&req.src, &req.client_name, req.file_id.unwrap_or(0), last)
+        .complete(
+            &who,
+            &req.src,
+            &req.client_name,
+            req.file_id.unwrap_or(0),
+            last,
+        )
         .await?;
     Ok(CompleteResponseProto { result })
 }
 
 pub async fn get_block_locations(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: GetBlockLocationsRequestProto,
 ) -> Res<LocatedReply> {
     let reply: LocatedReply = nn
-        .block_locations(origin(&ctx), &req.src, req.offset, req.length)
+        .block_locations(&who, &req.src, req.offset, req.length)
         .await?;
     Ok(reply.finish())
 }
@@ -165,10 +188,10 @@ pub(super) fn bad_replicas(blocks: &[LocatedBlockProto]) -> Vec<(u64, Vec<&str>)
 
 pub async fn report_bad_blocks(
     nn: Nn,
-    _: CallCtx,
+    who: Admitted,
     req: ReportBadBlocksRequestProto,
 ) -> Res<ReportBadBlocksResponseProto> {
-    nn.mark_bad_blocks(&bad_replicas(&req.blocks));
+    nn.mark_bad_blocks(&who, &bad_replicas(&req.blocks));
     Ok(ReportBadBlocksResponseProto {})
 }
 
@@ -184,7 +207,7 @@ pub(super) fn node_filter(t: i32) -> NodeFilter {
 
 pub async fn get_datanode_report(
     nn: Nn,
-    _: CallCtx,
+    _: Admitted,
     req: GetDatanodeReportRequestProto,
 ) -> Res<GetDatanodeReportResponseProto> {
     let filter = node_filter(req.r#type);
@@ -199,7 +222,7 @@ pub async fn get_datanode_report(
 
 pub async fn get_fs_stats(
     nn: Nn,
-    _: CallCtx,
+    _: Admitted,
     _: GetFsStatusRequestProto,
 ) -> Res<GetFsStatsResponseProto> {
     let s = nn.fs_stats();
@@ -219,7 +242,7 @@ pub async fn get_fs_stats(
 /// `dfsadmin -report`'s "Replicated Blocks": the same health counts as getFsStats.
 pub async fn get_fs_replicated_block_stats(
     nn: Nn,
-    _: CallCtx,
+    _: Admitted,
     _: GetFsReplicatedBlockStatsRequestProto,
 ) -> Res<GetFsReplicatedBlockStatsResponseProto> {
     let s = nn.fs_stats();
@@ -238,7 +261,7 @@ pub async fn get_fs_replicated_block_stats(
 /// `dfs.datanode.peer.stats.enabled`), so none.
 pub async fn get_slow_datanode_report(
     _: Nn,
-    _: CallCtx,
+    _: Admitted,
     _: GetSlowDatanodeReportRequestProto,
 ) -> Res<GetSlowDatanodeReportResponseProto> {
     Ok(GetSlowDatanodeReportResponseProto::default())
@@ -248,7 +271,7 @@ pub async fn get_slow_datanode_report(
 /// there are none.
 pub async fn get_fs_ec_block_group_stats(
     _: Nn,
-    _: CallCtx,
+    _: Admitted,
     _: GetFsEcBlockGroupStatsRequestProto,
 ) -> Res<GetFsEcBlockGroupStatsResponseProto> {
     Ok(GetFsEcBlockGroupStatsResponseProto {
@@ -260,11 +283,11 @@ pub async fn get_fs_ec_block_group_stats(
 /// `dfsadmin -listOpenFiles [-path P]`: a batch after inode id `id`.
 pub async fn list_open_files(
     nn: Nn,
-    _: CallCtx,
+    who: Admitted,
     req: ListOpenFilesRequestProto,
 ) -> Res<ListOpenFilesResponseProto> {
     let after = u64::try_from(req.id).unwrap_or(0);
-    let (files, has_more) = nn.list_open_files(after, req.path.as_deref().unwrap_or("/"));
+    let (files, has_more) = nn.list_open_files(&who, after, req.path.as_deref().unwrap_or("/"));
     Ok(ListOpenFilesResponseProto {
         entries: files
             .into_iter()

@@ -1,28 +1,24 @@
 //! Centralized cache management: pools and directives, protobuf in and out. Nothing is
 //! cached (see `namespace/cache.rs`), so every figure of bytes or files cached is 0.
 
-use ferrite_ipc::{CallCtx, Router, CLIENT_PROTOCOL};
+use ferrite_ipc::{Router, CLIENT_PROTOCOL};
 use ferrite_proto::hdfs::*;
 
-use super::{kind, Nn, Res};
+use super::{Nn, Register, Res};
 use crate::namespace::cache::{Directive, DirectiveChange, Pool, PoolChange};
 use crate::service::NameNodeService;
+use crate::service::{Admitted, Operation};
 
 pub fn register(r: &mut Router<NameNodeService>) {
     let p = CLIENT_PROTOCOL;
-    macro_rules! m {
-        ($name:literal, $f:expr) => {
-            r.method(p, $name, kind($name), $f);
-        };
-    }
-    m!("addCachePool", add_pool);
-    m!("modifyCachePool", modify_pool);
-    m!("removeCachePool", remove_pool);
-    m!("listCachePools", list_pools);
-    m!("addCacheDirective", add_directive);
-    m!("modifyCacheDirective", modify_directive);
-    m!("removeCacheDirective", remove_directive);
-    m!("listCacheDirectives", list_directives);
+    r.op(p, Operation::AddCachePool, add_pool);
+    r.op(p, Operation::ModifyCachePool, modify_pool);
+    r.op(p, Operation::RemoveCachePool, remove_pool);
+    r.op(p, Operation::ListCachePools, list_pools);
+    r.op(p, Operation::AddCacheDirective, add_directive);
+    r.op(p, Operation::ModifyCacheDirective, modify_directive);
+    r.op(p, Operation::RemoveCacheDirective, remove_directive);
+    r.op(p, Operation::ListCacheDirectives, list_directives);
 }
 
 fn pool_change(i: CachePoolInfoProto) -> PoolChange {
@@ -82,37 +78,37 @@ fn directive_info(d: &Directive) -> CacheDirectiveInfoProto {
 
 pub async fn add_pool(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: AddCachePoolRequestProto,
 ) -> Res<AddCachePoolResponseProto> {
-    nn.add_cache_pool(&ctx.user, pool_change(req.info)).await?;
+    nn.add_cache_pool(&who, pool_change(req.info)).await?;
     Ok(AddCachePoolResponseProto {})
 }
 
 pub async fn modify_pool(
     nn: Nn,
-    _: CallCtx,
+    who: Admitted,
     req: ModifyCachePoolRequestProto,
 ) -> Res<ModifyCachePoolResponseProto> {
-    nn.modify_cache_pool(pool_change(req.info)).await?;
+    nn.modify_cache_pool(&who, pool_change(req.info)).await?;
     Ok(ModifyCachePoolResponseProto {})
 }
 
 pub async fn remove_pool(
     nn: Nn,
-    _: CallCtx,
+    who: Admitted,
     req: RemoveCachePoolRequestProto,
 ) -> Res<RemoveCachePoolResponseProto> {
-    nn.remove_cache_pool(&req.pool_name).await?;
+    nn.remove_cache_pool(&who, &req.pool_name).await?;
     Ok(RemoveCachePoolResponseProto {})
 }
 
 pub async fn list_pools(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: ListCachePoolsRequestProto,
 ) -> Res<ListCachePoolsResponseProto> {
-    let (pools, has_more) = nn.list_cache_pools(&ctx.user, &req.prev_pool_name);
+    let (pools, has_more) = nn.list_cache_pools(&who, &req.prev_pool_name);
     Ok(ListCachePoolsResponseProto {
         entries: pools
             .iter()
@@ -127,43 +123,43 @@ pub async fn list_pools(
 
 pub async fn add_directive(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: AddCacheDirectiveRequestProto,
 ) -> Res<AddCacheDirectiveResponseProto> {
     let id = nn
-        .add_cache_directive(&ctx.user, directive_change(req.info))
+        .add_cache_directive(&who, directive_change(req.info))
         .await?;
     Ok(AddCacheDirectiveResponseProto { id: id as i64 })
 }
 
 pub async fn modify_directive(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: ModifyCacheDirectiveRequestProto,
 ) -> Res<ModifyCacheDirectiveResponseProto> {
-    nn.modify_cache_directive(&ctx.user, directive_change(req.info))
+    nn.modify_cache_directive(&who, directive_change(req.info))
         .await?;
     Ok(ModifyCacheDirectiveResponseProto {})
 }
 
 pub async fn remove_directive(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: RemoveCacheDirectiveRequestProto,
 ) -> Res<RemoveCacheDirectiveResponseProto> {
-    nn.remove_cache_directive(&ctx.user, req.id.max(0) as u64)
+    nn.remove_cache_directive(&who, req.id.max(0) as u64)
         .await?;
     Ok(RemoveCacheDirectiveResponseProto {})
 }
 
 pub async fn list_directives(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: ListCacheDirectivesRequestProto,
 ) -> Res<ListCacheDirectivesResponseProto> {
     let f = req.filter;
     let (found, has_more) = nn.list_cache_directives(
-        &ctx.user,
+        &who,
         req.prev_id.max(0) as u64,
         f.pool.as_deref(),
         f.path.as_deref(),

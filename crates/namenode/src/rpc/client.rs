@@ -1,59 +1,59 @@
 //! ClientNamenodeProtocol's namespace calls: lookups, listings, summaries, and the
 //! mutations of names, permissions, owners, times and replication.
 
-use ferrite_ipc::{CallCtx, Router, CLIENT_PROTOCOL};
+use ferrite_ipc::{Router, CLIENT_PROTOCOL};
 use ferrite_proto::common::HaServiceStateProto;
 use ferrite_proto::hdfs::*;
 
 use super::convert::{located_blocks, perm_bits, status_proto};
-use super::{kind, origin, Nn, Res};
+use super::{Nn, Register, Res};
 use crate::error::FsError;
 use crate::namespace::plan::Mode;
 use crate::namespace::query::ContentSummary;
 use crate::namespace::quota::{type_index, QuotaView, NONE, N_TYPES};
+use crate::service::{Admitted, Operation};
 use crate::service::{CreateRequest, NameNodeService, SafeModeAction};
 
 pub fn register(r: &mut Router<NameNodeService>) {
     let p = CLIENT_PROTOCOL;
-    macro_rules! m {
-        ($name:literal, $f:expr) => {
-            r.method(p, $name, kind($name), $f)
-        };
-    }
-    m!("getServerDefaults", get_server_defaults);
-    m!("getFileInfo", get_file_info);
-    m!("getFileLinkInfo", get_file_link_info);
-    m!("getLocatedFileInfo", get_located_file_info);
-    m!("getListing", get_listing);
-    m!("getContentSummary", get_content_summary);
-    m!("getQuotaUsage", get_quota_usage);
-    m!("setQuota", set_quota);
-    m!("getPreferredBlockSize", get_preferred_block_size);
-    m!("isFileClosed", is_file_closed);
-    m!("getDataEncryptionKey", get_data_encryption_key);
-    m!("getHAServiceState", get_ha_service_state);
-    m!("msync", msync);
-    m!("setSafeMode", set_safe_mode);
-    m!("mkdirs", mkdirs);
-    m!("create", create);
-    m!("fsync", fsync);
-    m!("rename", rename);
-    m!("rename2", rename2);
-    m!("delete", delete);
-    m!("setPermission", set_permission);
-    m!("setOwner", set_owner);
-    m!("setTimes", set_times);
-    m!("setReplication", set_replication);
-    m!("renewLease", renew_lease);
-    m!("recoverLease", recover_lease);
-    m!("saveNamespace", save_namespace);
-    m!("rollEdits", roll_edits);
-    m!("restoreFailedStorage", restore_failed_storage);
+    r.op(p, Operation::GetServerDefaults, get_server_defaults);
+    r.op(p, Operation::GetFileInfo, get_file_info);
+    r.op(p, Operation::GetFileLinkInfo, get_file_link_info);
+    r.op(p, Operation::GetLocatedFileInfo, get_located_file_info);
+    r.op(p, Operation::GetListing, get_listing);
+    r.op(p, Operation::GetContentSummary, get_content_summary);
+    r.op(p, Operation::GetQuotaUsage, get_quota_usage);
+    r.op(p, Operation::SetQuota, set_quota);
+    r.op(
+        p,
+        Operation::GetPreferredBlockSize,
+        get_preferred_block_size,
+    );
+    r.op(p, Operation::IsFileClosed, is_file_closed);
+    r.op(p, Operation::GetDataEncryptionKey, get_data_encryption_key);
+    r.op(p, Operation::GetHAServiceState, get_ha_service_state);
+    r.op(p, Operation::Msync, msync);
+    r.op(p, Operation::SetSafeMode, set_safe_mode);
+    r.op(p, Operation::Mkdirs, mkdirs);
+    r.op(p, Operation::Create, create);
+    r.op(p, Operation::Fsync, fsync);
+    r.op(p, Operation::Rename, rename);
+    r.op(p, Operation::Rename2, rename2);
+    r.op(p, Operation::Delete, delete);
+    r.op(p, Operation::SetPermission, set_permission);
+    r.op(p, Operation::SetOwner, set_owner);
+    r.op(p, Operation::SetTimes, set_times);
+    r.op(p, Operation::SetReplication, set_replication);
+    r.op(p, Operation::RenewLease, renew_lease);
+    r.op(p, Operation::RecoverLease, recover_lease);
+    r.op(p, Operation::SaveNamespace, save_namespace);
+    r.op(p, Operation::RollEdits, roll_edits);
+    r.op(p, Operation::RestoreFailedStorage, restore_failed_storage);
 }
 
 pub async fn get_server_defaults(
     nn: Nn,
-    _: CallCtx,
+    _: Admitted,
     _: GetServerDefaultsRequestProto,
 ) -> Res<GetServerDefaultsResponseProto> {
     let d = nn.server_defaults();
@@ -76,10 +76,10 @@ pub async fn get_server_defaults(
 
 pub async fn get_file_info(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: GetFileInfoRequestProto,
 ) -> Res<GetFileInfoResponseProto> {
-    let st = nn.file_info(&ctx.user, &req.src)?;
+    let st = nn.file_info(&who, &req.src)?;
     Ok(GetFileInfoResponseProto {
         fs: st.as_ref().map(status_proto),
     })
@@ -87,10 +87,10 @@ pub async fn get_file_info(
 
 pub async fn get_file_link_info(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: GetFileLinkInfoRequestProto,
 ) -> Res<GetFileLinkInfoResponseProto> {
-    let st = nn.file_link_info(&ctx.user, &req.src)?;
+    let st = nn.file_link_info(&who, &req.src)?;
     Ok(GetFileLinkInfoResponseProto {
         fs: st.as_ref().map(status_proto),
     })
@@ -100,12 +100,12 @@ pub async fn get_file_link_info(
 /// path does not exist.
 pub async fn get_located_file_info(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: GetLocatedFileInfoRequestProto,
 ) -> Res<GetLocatedFileInfoResponseProto> {
     let src = req.src.as_deref().unwrap_or_default();
     let need_token = req.need_block_token.unwrap_or(false);
-    let found = nn.located_file_info(origin(&ctx), src, need_token)?;
+    let found = nn.located_file_info(&who, src, need_token)?;
     let pool = &nn.identity().block_pool_id;
     Ok(GetLocatedFileInfoResponseProto {
         fs: found.map(|(st, located)| {
@@ -118,10 +118,10 @@ pub async fn get_located_file_info(
 
 pub async fn get_listing(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: GetListingRequestProto,
 ) -> Res<GetListingResponseProto> {
-    let listing = nn.listing(origin(&ctx), &req.src, &req.start_after, req.need_location)?;
+    let listing = nn.listing(&who, &req.src, &req.start_after, req.need_location)?;
     let Some(l) = listing else {
         return Ok(GetListingResponseProto { dir_list: None });
     };
@@ -187,11 +187,11 @@ const QUOTA_TYPES: [u8; 5] = [4, 2, 1, 3, 6];
 
 pub async fn get_content_summary(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: GetContentSummaryRequestProto,
 ) -> Res<GetContentSummaryResponseProto> {
-    let cs = nn.content_summary(&ctx.user, &req.path).await?;
-    let q = nn.quota_view(&ctx.user, &req.path)?;
+    let cs = nn.content_summary(&who, &req.path).await?;
+    let q = nn.quota_view(&who, &req.path)?;
     Ok(GetContentSummaryResponseProto {
         summary: content_summary_proto(&cs, &q),
     })
@@ -199,14 +199,14 @@ pub async fn get_content_summary(
 
 pub async fn get_quota_usage(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: GetQuotaUsageRequestProto,
 ) -> Res<GetQuotaUsageResponseProto> {
-    let q = nn.quota_view(&ctx.user, &req.path)?;
+    let q = nn.quota_view(&who, &req.path)?;
     let (count, space) = match &q.used {
         Some(u) => (u.ns as u64, u.space as u64),
         None => {
-            let cs = nn.content_summary(&ctx.user, &req.path).await?;
+            let cs = nn.content_summary(&who, &req.path).await?;
             (cs.files + cs.dirs, cs.space_consumed)
         }
     };
@@ -223,12 +223,12 @@ pub async fn get_quota_usage(
 
 pub async fn set_quota(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: SetQuotaRequestProto,
 ) -> Res<SetQuotaResponseProto> {
     let storage_type = req.storage_type.map(|t| t as u8);
     nn.set_quota(
-        &ctx.user,
+        &who,
         &req.path,
         req.namespace_quota as i64,
         req.storagespace_quota as i64,
@@ -240,10 +240,10 @@ pub async fn set_quota(
 
 pub async fn get_preferred_block_size(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: GetPreferredBlockSizeRequestProto,
 ) -> Res<GetPreferredBlockSizeResponseProto> {
-    let st = nn.regular_file_status(&ctx.user, &req.filename)?;
+    let st = nn.regular_file_status(&who, &req.filename)?;
     Ok(GetPreferredBlockSizeResponseProto {
         bsize: st.block_size,
     })
@@ -251,10 +251,10 @@ pub async fn get_preferred_block_size(
 
 pub async fn is_file_closed(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: IsFileClosedRequestProto,
 ) -> Res<IsFileClosedResponseProto> {
-    let st = nn.regular_file_status(&ctx.user, &req.src)?;
+    let st = nn.regular_file_status(&who, &req.src)?;
     Ok(IsFileClosedResponseProto {
         result: !st.under_construction,
     })
@@ -262,7 +262,7 @@ pub async fn is_file_closed(
 
 pub async fn get_data_encryption_key(
     _: Nn,
-    _: CallCtx,
+    _: Admitted,
     _: GetDataEncryptionKeyRequestProto,
 ) -> Res<GetDataEncryptionKeyResponseProto> {
     Ok(GetDataEncryptionKeyResponseProto {})
@@ -270,7 +270,7 @@ pub async fn get_data_encryption_key(
 
 pub async fn get_ha_service_state(
     _: Nn,
-    _: CallCtx,
+    _: Admitted,
     _: HaServiceStateRequestProto,
 ) -> Res<HaServiceStateResponseProto> {
     Ok(HaServiceStateResponseProto {
@@ -278,13 +278,13 @@ pub async fn get_ha_service_state(
     })
 }
 
-pub async fn msync(_: Nn, _: CallCtx, _: MsyncRequestProto) -> Res<MsyncResponseProto> {
+pub async fn msync(_: Nn, _: Admitted, _: MsyncRequestProto) -> Res<MsyncResponseProto> {
     Ok(MsyncResponseProto {})
 }
 
 pub async fn set_safe_mode(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: SetSafeModeRequestProto,
 ) -> Res<SetSafeModeResponseProto> {
     let action = match SafeModeActionProto::try_from(req.action) {
@@ -301,17 +301,16 @@ pub async fn set_safe_mode(
         }
     };
     Ok(SetSafeModeResponseProto {
-        result: nn.safe_mode_action(&ctx.user, action)?,
+        result: nn.safe_mode_action(&who, action)?,
     })
 }
 
-pub async fn mkdirs(nn: Nn, ctx: CallCtx, req: MkdirsRequestProto) -> Res<MkdirsResponseProto> {
+pub async fn mkdirs(nn: Nn, who: Admitted, req: MkdirsRequestProto) -> Res<MkdirsResponseProto> {
     let mode = Mode {
         masked: perm_bits(&req.masked),
         unmasked: req.unmasked.as_ref().map(perm_bits),
     };
-    nn.mkdirs(&ctx.user, &req.src, mode, req.create_parent)
-        .await?;
+    nn.mkdirs(&who, &req.src, mode, req.create_parent).await?;
     Ok(MkdirsResponseProto { result: true })
 }
 
@@ -319,7 +318,7 @@ const FLAG_CREATE: u32 = 0x01;
 const FLAG_OVERWRITE: u32 = 0x02;
 const FLAG_APPEND: u32 = 0x04;
 
-pub async fn create(nn: Nn, ctx: CallCtx, req: CreateRequestProto) -> Res<CreateResponseProto> {
+pub async fn create(nn: Nn, who: Admitted, req: CreateRequestProto) -> Res<CreateResponseProto> {
     let flags = req.create_flag;
     let create = CreateRequest {
         src: &req.src,
@@ -333,53 +332,53 @@ pub async fn create(nn: Nn, ctx: CallCtx, req: CreateRequestProto) -> Res<Create
         replication: req.replication,
         block_size: req.block_size,
     };
-    let st = nn.create(origin(&ctx), &create).await?;
+    let st = nn.create(&who, &create).await?;
     Ok(CreateResponseProto {
         fs: st.as_ref().map(status_proto),
     })
 }
 
-pub async fn fsync(nn: Nn, _: CallCtx, req: FsyncRequestProto) -> Res<FsyncResponseProto> {
+pub async fn fsync(nn: Nn, who: Admitted, req: FsyncRequestProto) -> Res<FsyncResponseProto> {
     // -1 (or nothing) when the client has no length to record.
     let len = req.last_block_length.and_then(|l| u64::try_from(l).ok());
-    nn.fsync(&req.src, &req.client, req.file_id.unwrap_or(0), len)
+    nn.fsync(&who, &req.src, &req.client, req.file_id.unwrap_or(0), len)
         .await?;
     Ok(FsyncResponseProto {})
 }
 
-pub async fn rename(nn: Nn, ctx: CallCtx, req: RenameRequestProto) -> Res<RenameResponseProto> {
-    let result = nn.rename(&ctx.user, &req.src, &req.dst).await?;
+pub async fn rename(nn: Nn, who: Admitted, req: RenameRequestProto) -> Res<RenameResponseProto> {
+    let result = nn.rename(&who, &req.src, &req.dst).await?;
     Ok(RenameResponseProto { result })
 }
 
-pub async fn rename2(nn: Nn, ctx: CallCtx, req: Rename2RequestProto) -> Res<Rename2ResponseProto> {
-    nn.rename2(&ctx.user, &req.src, &req.dst, req.overwrite_dest)
+pub async fn rename2(nn: Nn, who: Admitted, req: Rename2RequestProto) -> Res<Rename2ResponseProto> {
+    nn.rename2(&who, &req.src, &req.dst, req.overwrite_dest)
         .await?;
     Ok(Rename2ResponseProto {})
 }
 
-pub async fn delete(nn: Nn, ctx: CallCtx, req: DeleteRequestProto) -> Res<DeleteResponseProto> {
-    let result = nn.delete(&ctx.user, &req.src, req.recursive).await?;
+pub async fn delete(nn: Nn, who: Admitted, req: DeleteRequestProto) -> Res<DeleteResponseProto> {
+    let result = nn.delete(&who, &req.src, req.recursive).await?;
     Ok(DeleteResponseProto { result })
 }
 
 pub async fn set_permission(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: SetPermissionRequestProto,
 ) -> Res<SetPermissionResponseProto> {
-    nn.set_permission(&ctx.user, &req.src, perm_bits(&req.permission))
+    nn.set_permission(&who, &req.src, perm_bits(&req.permission))
         .await?;
     Ok(SetPermissionResponseProto {})
 }
 
 pub async fn set_owner(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: SetOwnerRequestProto,
 ) -> Res<SetOwnerResponseProto> {
     nn.set_owner(
-        &ctx.user,
+        &who,
         &req.src,
         req.username.as_deref(),
         req.groupname.as_deref(),
@@ -390,44 +389,40 @@ pub async fn set_owner(
 
 pub async fn set_times(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: SetTimesRequestProto,
 ) -> Res<SetTimesResponseProto> {
     // -1 (sent as u64::MAX) leaves a time unchanged.
     let keep = |t: u64| (t as i64 >= 0).then_some(t as i64);
-    nn.set_times(&ctx.user, &req.src, keep(req.mtime), keep(req.atime))
+    nn.set_times(&who, &req.src, keep(req.mtime), keep(req.atime))
         .await?;
     Ok(SetTimesResponseProto {})
 }
 
 pub async fn set_replication(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: SetReplicationRequestProto,
 ) -> Res<SetReplicationResponseProto> {
-    let result = nn
-        .set_replication(&ctx.user, &req.src, req.replication)
-        .await?;
+    let result = nn.set_replication(&who, &req.src, req.replication).await?;
     Ok(SetReplicationResponseProto { result })
 }
 
 pub async fn renew_lease(
     nn: Nn,
-    _: CallCtx,
+    who: Admitted,
     req: RenewLeaseRequestProto,
 ) -> Res<RenewLeaseResponseProto> {
-    nn.renew_lease(&req.client_name);
+    nn.renew_lease(&who, &req.client_name);
     Ok(RenewLeaseResponseProto {})
 }
 
 pub async fn recover_lease(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: RecoverLeaseRequestProto,
 ) -> Res<RecoverLeaseResponseProto> {
-    let result = nn
-        .recover_lease(&ctx.user, &req.src, &req.client_name)
-        .await?;
+    let result = nn.recover_lease(&who, &req.src, &req.client_name).await?;
     Ok(RecoverLeaseResponseProto { result })
 }
 
@@ -436,7 +431,7 @@ const SOFTWARE_VERSION: &str = "3.4.1";
 
 pub async fn version_request(
     nn: Nn,
-    _: CallCtx,
+    _: Admitted,
     _: VersionRequestProto,
 ) -> Res<VersionResponseProto> {
     let id = nn.identity();
@@ -460,30 +455,30 @@ pub async fn version_request(
 
 pub async fn save_namespace(
     nn: Nn,
-    _: CallCtx,
+    who: Admitted,
     req: SaveNamespaceRequestProto,
 ) -> Res<SaveNamespaceResponseProto> {
     let (window, gap) = (req.time_window.unwrap_or(0), req.tx_gap.unwrap_or(0));
-    let saved = nn.save_namespace_now(window, gap).await?;
+    let saved = nn.save_namespace_now(&who, window, gap).await?;
     Ok(SaveNamespaceResponseProto { saved: Some(saved) })
 }
 
 pub async fn roll_edits(
     nn: Nn,
-    _: CallCtx,
+    who: Admitted,
     _: RollEditsRequestProto,
 ) -> Res<RollEditsResponseProto> {
     Ok(RollEditsResponseProto {
-        new_segment_tx_id: nn.roll_edits().await?,
+        new_segment_tx_id: nn.roll_edits(&who).await?,
     })
 }
 
 pub async fn restore_failed_storage(
     nn: Nn,
-    _: CallCtx,
+    who: Admitted,
     req: RestoreFailedStorageRequestProto,
 ) -> Res<RestoreFailedStorageResponseProto> {
     Ok(RestoreFailedStorageResponseProto {
-        result: nn.restore_failed_storage(&req.arg)?,
+        result: nn.restore_failed_storage(&who, &req.arg)?,
     })
 }

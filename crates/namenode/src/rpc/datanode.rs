@@ -1,7 +1,7 @@
 //! DatanodeProtocol on the NameNode: registration, heartbeats (which carry commands back),
 //! full and incremental block reports, error reports and block recovery's commit.
 
-use ferrite_ipc::{CallCtx, Router, DATANODE_PROTOCOL};
+use ferrite_ipc::{Router, DATANODE_PROTOCOL};
 use ferrite_proto::datanode::datanode_command_proto::Type as CmdType;
 use ferrite_proto::datanode::received_deleted_block_info_proto::BlockStatus;
 use ferrite_proto::datanode::*;
@@ -12,39 +12,39 @@ use ferrite_proto::hdfs::{
 use tracing::warn;
 
 use super::convert::{block_proto, datanode_info, located_block, node_id_of};
-use super::{kind, Nn, Res};
+use super::{Nn, Register, Res};
 use crate::blocks::registry::StorageState;
 use crate::blocks::report::{self, ReplicaState, Reported};
 use crate::error::FsError;
+use crate::service::{Admitted, Operation};
 use crate::service::{
     DnCommand, HeartbeatReport, NameNodeService, NodeRegistration, ReplicaEvent, SyncReport,
 };
 
 pub fn register(r: &mut Router<NameNodeService>) {
     let p = DATANODE_PROTOCOL;
-    macro_rules! m {
-        ($name:literal, $f:expr) => {
-            r.method(p, $name, kind($name), $f)
-        };
-    }
-    m!("versionRequest", super::client::version_request);
-    m!("registerDatanode", register_datanode);
-    m!("sendHeartbeat", send_heartbeat);
-    m!("blockReport", block_report);
-    m!("blockReceivedAndDeleted", block_received_and_deleted);
-    m!("errorReport", error_report);
-    m!("reportBadBlocks", report_bad_blocks);
-    m!("commitBlockSynchronization", commit_block_sync);
+    r.op(p, Operation::VersionRequest, super::client::version_request);
+    r.op(p, Operation::RegisterDatanode, register_datanode);
+    r.op(p, Operation::SendHeartbeat, send_heartbeat);
+    r.op(p, Operation::BlockReport, block_report);
+    r.op(
+        p,
+        Operation::BlockReceivedAndDeleted,
+        block_received_and_deleted,
+    );
+    r.op(p, Operation::ErrorReport, error_report);
+    r.op(p, Operation::ReportBadBlocks, report_bad_blocks);
+    r.op(p, Operation::CommitBlockSynchronization, commit_block_sync);
 }
 
 pub async fn register_datanode(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: RegisterDatanodeRequestProto,
 ) -> Res<RegisterDatanodeResponseProto> {
     let mut reg = req.registration;
     let id = nn.register_datanode(
-        &ctx.peer_ip,
+        &who,
         NodeRegistration {
             id: node_id_of(&reg.datanode_id),
             cluster_id: reg.storage_info.cluster_id.clone(),
@@ -78,7 +78,7 @@ fn storage_state(r: &StorageReportProto) -> StorageState {
 
 pub async fn send_heartbeat(
     nn: Nn,
-    _: CallCtx,
+    who: Admitted,
     req: HeartbeatRequestProto,
 ) -> Res<HeartbeatResponseProto> {
     let txid = nn.last_txid();
@@ -89,7 +89,7 @@ pub async fn send_heartbeat(
     let uuid = &req.registration.datanode_id.datanode_uuid;
     let pool = &nn.identity().block_pool_id;
     let cmds = nn
-        .heartbeat(uuid, report)
+        .heartbeat(&who, uuid, report)
         .into_iter()
         .map(|c| command_proto(&nn, pool, c))
         .collect();
@@ -192,7 +192,7 @@ pub fn block_command(
 
 pub async fn block_report(
     nn: Nn,
-    _: CallCtx,
+    who: Admitted,
     req: BlockReportRequestProto,
 ) -> Res<BlockReportResponseProto> {
     // Decode everything first, so a malformed report changes nothing.
@@ -206,13 +206,13 @@ pub async fn block_report(
         })?;
         decoded.push((r.storage.storage_uuid.clone(), replicas));
     }
-    nn.block_report(&req.registration.datanode_id.datanode_uuid, &decoded)?;
+    nn.block_report(&who, &req.registration.datanode_id.datanode_uuid, &decoded)?;
     Ok(BlockReportResponseProto { cmd: None })
 }
 
 pub async fn block_received_and_deleted(
     nn: Nn,
-    _: CallCtx,
+    who: Admitted,
     req: BlockReceivedAndDeletedRequestProto,
 ) -> Res<BlockReceivedAndDeletedResponseProto> {
     let uuid = &req.registration.datanode_id.datanode_uuid;
@@ -263,17 +263,18 @@ pub async fn block_received_and_deleted(
             ))
         })
         .collect();
-    nn.incremental_report(uuid, &storages, &hints)?;
+    nn.incremental_report(&who, uuid, &storages, &hints)?;
     Ok(BlockReceivedAndDeletedResponseProto {})
 }
 
 pub async fn error_report(
     nn: Nn,
-    _: CallCtx,
+    who: Admitted,
     req: ErrorReportRequestProto,
 ) -> Res<ErrorReportResponseProto> {
     let fatal = req.error_code == error_report_request_proto::ErrorCode::FatalDiskError as u32;
     nn.datanode_error(
+        &who,
         &req.registartion.datanode_id.datanode_uuid,
         fatal,
         req.error_code,
@@ -284,16 +285,16 @@ pub async fn error_report(
 
 pub async fn report_bad_blocks(
     nn: Nn,
-    _: CallCtx,
+    who: Admitted,
     req: ReportBadBlocksRequestProto,
 ) -> Res<ReportBadBlocksResponseProto> {
-    nn.mark_bad_blocks(&super::blocks::bad_replicas(&req.blocks));
+    nn.mark_bad_blocks(&who, &super::blocks::bad_replicas(&req.blocks));
     Ok(ReportBadBlocksResponseProto {})
 }
 
 pub async fn commit_block_sync(
     nn: Nn,
-    _: CallCtx,
+    who: Admitted,
     req: CommitBlockSynchronizationRequestProto,
 ) -> Res<CommitBlockSynchronizationResponseProto> {
     let holders = req
@@ -315,6 +316,6 @@ pub async fn commit_block_sync(
         delete: req.delete_block,
         holders,
     };
-    nn.commit_block_sync(report).await?;
+    nn.commit_block_sync(&who, report).await?;
     Ok(CommitBlockSynchronizationResponseProto {})
 }

@@ -1,28 +1,29 @@
 //! append, truncate and concat: the calls that change an existing file's blocks.
 
-use ferrite_ipc::{CallCtx, Router, CLIENT_PROTOCOL};
+use ferrite_ipc::{Router, CLIENT_PROTOCOL};
 use ferrite_proto::hdfs::{
     AppendRequestProto, AppendResponseProto, ConcatRequestProto, ConcatResponseProto,
     TruncateRequestProto, TruncateResponseProto,
 };
 
 use super::convert::{located_block, status_proto};
-use super::{kind, origin, Nn, Res};
+use super::{Nn, Register, Res};
 use crate::service::NameNodeService;
+use crate::service::{Admitted, Operation};
 
 const FLAG_NEW_BLOCK: u32 = 0x20;
 
 pub fn register(r: &mut Router<NameNodeService>) {
     let p = CLIENT_PROTOCOL;
-    r.method(p, "append", kind("append"), append)
-        .method(p, "truncate", kind("truncate"), truncate)
-        .method(p, "concat", kind("concat"), concat);
+    r.op(p, Operation::Append, append)
+        .op(p, Operation::Truncate, truncate)
+        .op(p, Operation::Concat, concat);
 }
 
-pub async fn append(nn: Nn, ctx: CallCtx, req: AppendRequestProto) -> Res<AppendResponseProto> {
+pub async fn append(nn: Nn, who: Admitted, req: AppendRequestProto) -> Res<AppendResponseProto> {
     let new_block = req.flag.unwrap_or(0) & FLAG_NEW_BLOCK != 0;
     let a = nn
-        .append(origin(&ctx), &req.src, &req.client_name, new_block)
+        .append(&who, &req.src, &req.client_name, new_block)
         .await?;
     let pool = &nn.identity().block_pool_id;
     Ok(AppendResponseProto {
@@ -35,16 +36,16 @@ pub async fn append(nn: Nn, ctx: CallCtx, req: AppendRequestProto) -> Res<Append
 /// last block (`hdfs dfs -truncate -w` waits for the file to close).
 pub async fn truncate(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: TruncateRequestProto,
 ) -> Res<TruncateResponseProto> {
     let result = nn
-        .truncate(origin(&ctx), &req.src, req.new_length, &req.client_name)
+        .truncate(&who, &req.src, req.new_length, &req.client_name)
         .await?;
     Ok(TruncateResponseProto { result })
 }
 
-pub async fn concat(nn: Nn, ctx: CallCtx, req: ConcatRequestProto) -> Res<ConcatResponseProto> {
-    nn.concat(&ctx.user, &req.trg, &req.srcs).await?;
+pub async fn concat(nn: Nn, who: Admitted, req: ConcatRequestProto) -> Res<ConcatResponseProto> {
+    nn.concat(&who, &req.trg, &req.srcs).await?;
     Ok(ConcatResponseProto {})
 }

@@ -20,37 +20,36 @@ pub mod storage_policies;
 pub mod summary;
 pub mod xattrs;
 
+use std::future::Future;
 use std::sync::Arc;
 
 use ferrite_ipc::durable::Durability;
+use ferrite_ipc::frame::Body;
 use ferrite_ipc::{CallCtx, MethodKind, Router, RpcError, Service, NAMENODE_PROTOCOL};
+use prost::Message;
 
-use crate::service::admission;
-use crate::service::{NameNodeService, Origin};
+use crate::service::{Admitted, NameNodeService, Operation};
 
 // The handlers are public so that the in-process benchmark can call them directly, as
 // HDFS's NNThroughputBenchmark calls its NameNode's RPC methods without a socket.
 pub(crate) type Nn = Arc<NameNodeService>;
 pub(crate) type Res<T> = Result<T, RpcError>;
 
-/// Who a call comes from, as the service takes it.
-pub(crate) fn origin(ctx: &CallCtx) -> Origin<'_> {
-    Origin {
-        user: &ctx.user,
-        ip: &ctx.peer_ip,
-    }
-}
-
 impl Service for NameNodeService {
-    fn admit(&self, ctx: &CallCtx, method: &'static str, kind: MethodKind) -> Result<(), RpcError> {
-        // `kind` is the method's policy from the service's table, copied when the method
-        // was registered (see `kind`): no lookup per call.
-        let policy = admission::Policy {
-            mutating: kind.mutating,
-            superuser: kind.superuser,
-            at_most_once: kind.at_most_once,
-        };
-        Ok(self.admit_as(&ctx.user, method, policy)?)
+    type Op = Operation;
+    type Admitted = Admitted;
+
+    fn kind(op: Operation) -> MethodKind {
+        let p = op.policy();
+        MethodKind {
+            at_most_once: p.at_most_once,
+            mutating: p.mutating,
+            superuser: p.superuser,
+        }
+    }
+
+    fn admit(&self, ctx: CallCtx, op: Operation) -> Result<Admitted, RpcError> {
+        Ok(NameNodeService::admit(self, ctx.user, ctx.peer_ip, op)?)
     }
 
     fn durability(&self) -> Option<&dyn Durability> {
@@ -58,20 +57,26 @@ impl Service for NameNodeService {
     }
 }
 
-/// How the router treats `name`: the service's policy for it. A name the table lacks
-/// is registered as the strictest kind, and the service refuses every call to it.
-pub(crate) fn kind(name: &str) -> MethodKind {
-    match admission::policy(name) {
-        Some(p) => MethodKind {
-            at_most_once: p.at_most_once,
-            mutating: p.mutating,
-            superuser: p.superuser,
-        },
-        None => MethodKind {
-            at_most_once: true,
-            mutating: true,
-            superuser: true,
-        },
+/// Registration by [`Operation`]: the method is served under the name the operation table
+/// gives it, and admitted as that operation.
+pub(crate) trait Register {
+    fn op<Req, Resp, F, Fut>(&mut self, protocol: &'static str, op: Operation, f: F) -> &mut Self
+    where
+        Req: Message + Default + 'static,
+        Resp: Body + 'static,
+        F: Fn(Nn, Admitted, Req) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Res<Resp>> + Send + 'static;
+}
+
+impl Register for Router<NameNodeService> {
+    fn op<Req, Resp, F, Fut>(&mut self, protocol: &'static str, op: Operation, f: F) -> &mut Self
+    where
+        Req: Message + Default + 'static,
+        Resp: Body + 'static,
+        F: Fn(Nn, Admitted, Req) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Res<Resp>> + Send + 'static,
+    {
+        self.method(protocol, op.name(), op, f)
     }
 }
 
@@ -102,10 +107,9 @@ pub fn router(state: Nn) -> Router<NameNodeService> {
     storage_policies::register(&mut r);
     snapshots::register(&mut r);
     // NamenodeProtocol: NNThroughputBenchmark asks for the block pool id this way.
-    r.method(
+    r.op(
         NAMENODE_PROTOCOL,
-        "versionRequest",
-        kind("versionRequest"),
+        Operation::VersionRequest,
         client::version_request,
     );
     r

@@ -1,66 +1,52 @@
 //! The snapshot calls of ClientProtocol: allow, disallow, create, delete and rename, and the
 //! two listings, and the diff report (whole, and as the paged lists in one page).
 
-use ferrite_ipc::{CallCtx, Router, CLIENT_PROTOCOL};
+use ferrite_ipc::{Router, CLIENT_PROTOCOL};
 use ferrite_proto::hdfs::*;
 
 use super::convert::status_proto;
-use super::{kind, Nn, Res};
+use super::{Nn, Register, Res};
 use crate::service::NameNodeService;
+use crate::service::{Admitted, Operation};
 
 pub fn register(r: &mut Router<NameNodeService>) {
     let p = CLIENT_PROTOCOL;
-    r.method(p, "allowSnapshot", kind("allowSnapshot"), allow)
-        .method(p, "disallowSnapshot", kind("disallowSnapshot"), disallow)
-        .method(p, "createSnapshot", kind("createSnapshot"), create)
-        .method(p, "deleteSnapshot", kind("deleteSnapshot"), delete)
-        .method(p, "renameSnapshot", kind("renameSnapshot"), rename)
-        .method(
-            p,
-            "getSnapshottableDirListing",
-            kind("getSnapshottableDirListing"),
-            snapshottable_dirs,
-        )
-        .method(p, "getSnapshotListing", kind("getSnapshotListing"), listing)
-        .method(
-            p,
-            "getSnapshotDiffReport",
-            kind("getSnapshotDiffReport"),
-            diff,
-        )
-        .method(
-            p,
-            "getSnapshotDiffReportListing",
-            kind("getSnapshotDiffReportListing"),
-            diff_listing,
-        );
+    r.op(p, Operation::AllowSnapshot, allow)
+        .op(p, Operation::DisallowSnapshot, disallow)
+        .op(p, Operation::CreateSnapshot, create)
+        .op(p, Operation::DeleteSnapshot, delete)
+        .op(p, Operation::RenameSnapshot, rename)
+        .op(p, Operation::GetSnapshottableDirListing, snapshottable_dirs)
+        .op(p, Operation::GetSnapshotListing, listing)
+        .op(p, Operation::GetSnapshotDiffReport, diff)
+        .op(p, Operation::GetSnapshotDiffReportListing, diff_listing);
 }
 
 async fn allow(
     nn: Nn,
-    _: CallCtx,
+    who: Admitted,
     req: AllowSnapshotRequestProto,
 ) -> Res<AllowSnapshotResponseProto> {
-    nn.allow_snapshot(&req.snapshot_root).await?;
+    nn.allow_snapshot(&who, &req.snapshot_root).await?;
     Ok(AllowSnapshotResponseProto {})
 }
 
 async fn disallow(
     nn: Nn,
-    _: CallCtx,
+    who: Admitted,
     req: DisallowSnapshotRequestProto,
 ) -> Res<DisallowSnapshotResponseProto> {
-    nn.disallow_snapshot(&req.snapshot_root).await?;
+    nn.disallow_snapshot(&who, &req.snapshot_root).await?;
     Ok(DisallowSnapshotResponseProto {})
 }
 
 async fn create(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: CreateSnapshotRequestProto,
 ) -> Res<CreateSnapshotResponseProto> {
     let path = nn
-        .create_snapshot(&ctx.user, &req.snapshot_root, req.snapshot_name.as_deref())
+        .create_snapshot(&who, &req.snapshot_root, req.snapshot_name.as_deref())
         .await?;
     Ok(CreateSnapshotResponseProto {
         snapshot_path: path,
@@ -69,21 +55,21 @@ async fn create(
 
 async fn delete(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: DeleteSnapshotRequestProto,
 ) -> Res<DeleteSnapshotResponseProto> {
-    nn.delete_snapshot(&ctx.user, &req.snapshot_root, &req.snapshot_name)
+    nn.delete_snapshot(&who, &req.snapshot_root, &req.snapshot_name)
         .await?;
     Ok(DeleteSnapshotResponseProto {})
 }
 
 async fn rename(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: RenameSnapshotRequestProto,
 ) -> Res<RenameSnapshotResponseProto> {
     nn.rename_snapshot(
-        &ctx.user,
+        &who,
         &req.snapshot_root,
         &req.snapshot_old_name,
         &req.snapshot_new_name,
@@ -95,10 +81,10 @@ async fn rename(
 /// HDFS answers with no listing at all (not an empty one) when there is nothing to list.
 async fn snapshottable_dirs(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     _: GetSnapshottableDirListingRequestProto,
 ) -> Res<GetSnapshottableDirListingResponseProto> {
-    let dirs = nn.snapshottable_dirs(&ctx.user);
+    let dirs = nn.snapshottable_dirs(&who);
     let list = (!dirs.is_empty()).then(|| SnapshottableDirectoryListingProto {
         snapshottable_dir_listing: dirs
             .iter()
@@ -117,10 +103,10 @@ async fn snapshottable_dirs(
 
 async fn listing(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: GetSnapshotListingRequestProto,
 ) -> Res<GetSnapshotListingResponseProto> {
-    let snaps = nn.snapshot_listing(&ctx.user, &req.snapshot_root)?;
+    let snaps = nn.snapshot_listing(&who, &req.snapshot_root)?;
     let list = (!snaps.is_empty()).then(|| SnapshotListingProto {
         snapshot_listing: snaps
             .iter()
@@ -139,11 +125,11 @@ async fn listing(
 
 async fn diff(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: GetSnapshotDiffReportRequestProto,
 ) -> Res<GetSnapshotDiffReportResponseProto> {
     let (root, entries) = nn.snapshot_diff(
-        &ctx.user,
+        &who,
         &req.snapshot_root,
         &req.from_snapshot,
         &req.to_snapshot,
@@ -170,11 +156,11 @@ async fn diff(
 /// and index -1, which ends Hadoop's client's loop).
 async fn diff_listing(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: GetSnapshotDiffReportListingRequestProto,
 ) -> Res<GetSnapshotDiffReportListingResponseProto> {
     let (_, l) = nn.snapshot_diff_listing(
-        &ctx.user,
+        &who,
         &req.snapshot_root,
         &req.from_snapshot,
         &req.to_snapshot,

@@ -2,23 +2,27 @@
 //! accounting, and which directories are in service and why not) and of the namespace.
 //! `ferrite admin namenode-stats` prints it; `/jmx` shows the same (`jmx.rs`).
 
-use ferrite_ipc::{CallCtx, Router, NAMENODE_STATS_PROTOCOL};
+use ferrite_ipc::{Router, NAMENODE_STATS_PROTOCOL};
 use ferrite_proto::ferrite::*;
 
-use super::{kind, Nn, Res};
+use super::{Nn, Register, Res};
 use crate::service::facts::{Facts, RpcFacts};
 use crate::service::NameNodeService;
+use crate::service::{Admitted, Operation};
 
 pub fn register(r: &mut Router<NameNodeService>) {
-    r.method(
+    r.op(
         NAMENODE_STATS_PROTOCOL,
-        "getNameNodeStats",
-        kind("getNameNodeStats"),
+        Operation::GetNameNodeStats,
         get_stats,
     );
 }
 
-async fn get_stats(nn: Nn, _: CallCtx, _: GetNameNodeStatsRequestProto) -> Res<NameNodeStatsProto> {
+async fn get_stats(
+    nn: Nn,
+    _: Admitted,
+    _: GetNameNodeStatsRequestProto,
+) -> Res<NameNodeStatsProto> {
     let f = Facts::gather(&nn, "", RpcFacts::default());
     let mut out = NameNodeStatsProto {
         last_image_txid: f.last_image_txid,

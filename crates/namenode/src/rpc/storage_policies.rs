@@ -1,6 +1,6 @@
 //! setStoragePolicy, unsetStoragePolicy, getStoragePolicy and getStoragePolicies.
 
-use ferrite_ipc::{CallCtx, Router, CLIENT_PROTOCOL};
+use ferrite_ipc::{Router, CLIENT_PROTOCOL};
 use ferrite_proto::hdfs::{
     BlockStoragePolicyProto, GetStoragePoliciesRequestProto, GetStoragePoliciesResponseProto,
     GetStoragePolicyRequestProto, GetStoragePolicyResponseProto, SatisfyStoragePolicyRequestProto,
@@ -8,42 +8,18 @@ use ferrite_proto::hdfs::{
     StorageTypesProto, UnsetStoragePolicyRequestProto, UnsetStoragePolicyResponseProto,
 };
 
-use super::{kind, Nn, Res};
+use super::{Nn, Register, Res};
 use crate::namespace::storage_policy::{Policy, StorageType, POLICIES};
 use crate::service::NameNodeService;
+use crate::service::{Admitted, Operation};
 
 pub fn register(r: &mut Router<NameNodeService>) {
     let p = CLIENT_PROTOCOL;
-    r.method(
-        p,
-        "setStoragePolicy",
-        kind("setStoragePolicy"),
-        set_storage_policy,
-    )
-    .method(
-        p,
-        "unsetStoragePolicy",
-        kind("unsetStoragePolicy"),
-        unset_storage_policy,
-    )
-    .method(
-        p,
-        "getStoragePolicy",
-        kind("getStoragePolicy"),
-        get_storage_policy,
-    )
-    .method(
-        p,
-        "getStoragePolicies",
-        kind("getStoragePolicies"),
-        get_storage_policies,
-    )
-    .method(
-        p,
-        "satisfyStoragePolicy",
-        kind("satisfyStoragePolicy"),
-        satisfy_storage_policy,
-    );
+    r.op(p, Operation::SetStoragePolicy, set_storage_policy)
+        .op(p, Operation::UnsetStoragePolicy, unset_storage_policy)
+        .op(p, Operation::GetStoragePolicy, get_storage_policy)
+        .op(p, Operation::GetStoragePolicies, get_storage_policies)
+        .op(p, Operation::SatisfyStoragePolicy, satisfy_storage_policy);
 }
 
 fn types(t: &[StorageType]) -> StorageTypesProto {
@@ -64,38 +40,38 @@ pub fn policy_proto(p: &Policy) -> BlockStoragePolicyProto {
 
 pub async fn set_storage_policy(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: SetStoragePolicyRequestProto,
 ) -> Res<SetStoragePolicyResponseProto> {
-    nn.set_storage_policy(&ctx.user, &req.src, Some(&req.policy_name))
+    nn.set_storage_policy(&who, &req.src, Some(&req.policy_name))
         .await?;
     Ok(SetStoragePolicyResponseProto {})
 }
 
 pub async fn satisfy_storage_policy(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: SatisfyStoragePolicyRequestProto,
 ) -> Res<SatisfyStoragePolicyResponseProto> {
-    nn.satisfy_storage_policy(&ctx.user, &req.src).await?;
+    nn.satisfy_storage_policy(&who, &req.src).await?;
     Ok(SatisfyStoragePolicyResponseProto {})
 }
 
 pub async fn unset_storage_policy(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: UnsetStoragePolicyRequestProto,
 ) -> Res<UnsetStoragePolicyResponseProto> {
-    nn.set_storage_policy(&ctx.user, &req.src, None).await?;
+    nn.set_storage_policy(&who, &req.src, None).await?;
     Ok(UnsetStoragePolicyResponseProto {})
 }
 
 pub async fn get_storage_policy(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: GetStoragePolicyRequestProto,
 ) -> Res<GetStoragePolicyResponseProto> {
-    let p = nn.storage_policy(&ctx.user, &req.path)?;
+    let p = nn.storage_policy(&who, &req.path)?;
     Ok(GetStoragePolicyResponseProto {
         storage_policy: policy_proto(p),
     })
@@ -103,7 +79,7 @@ pub async fn get_storage_policy(
 
 pub async fn get_storage_policies(
     _: Nn,
-    _: CallCtx,
+    _: Admitted,
     _: GetStoragePoliciesRequestProto,
 ) -> Res<GetStoragePoliciesResponseProto> {
     Ok(GetStoragePoliciesResponseProto {

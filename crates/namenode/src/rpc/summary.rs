@@ -4,30 +4,31 @@
 
 use std::time::Duration;
 
-use ferrite_ipc::{CallCtx, Router, SUMMARY_PROTOCOL};
+use ferrite_ipc::{Router, SUMMARY_PROTOCOL};
 use ferrite_proto::ferrite::*;
 
-use super::{kind, Nn, Res};
+use super::{Nn, Register, Res};
 use crate::service::NameNodeService;
+use crate::service::{Admitted, Operation};
 use crate::summary::Summary;
 
 pub fn register(r: &mut Router<NameNodeService>) {
     let p = SUMMARY_PROTOCOL;
-    r.method(p, "getSummary", kind("getSummary"), get_summary)
-        .method(p, "readEdits", kind("readEdits"), read_edits)
-        .method(p, "getImage", kind("getImage"), get_image);
+    r.op(p, Operation::GetSummary, get_summary)
+        .op(p, Operation::ReadEdits, read_edits)
+        .op(p, Operation::GetImage, get_image);
 }
 
 /// The summary of a path with its largest children and size histogram.
 pub async fn get_summary(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: GetSummaryRequestProto,
 ) -> Res<GetSummaryResponseProto> {
     let top = req.top.unwrap_or(0) as usize;
     let reply = nn
         .path_summary(
-            &ctx.user,
+            &who,
             &req.path,
             |s, path| summary_reply(s, path, top),
             |r| {
@@ -79,12 +80,12 @@ pub fn summary_reply(s: &Summary, path: &str, top: usize) -> GetSummaryResponseP
 /// Synced records from `fromTxid` on, for a summary service in another process.
 pub async fn read_edits(
     nn: Nn,
-    _: CallCtx,
+    who: Admitted,
     req: ReadEditsRequestProto,
 ) -> Res<ReadEditsResponseProto> {
     let max = req.max_bytes.unwrap_or(8 << 20).clamp(4096, 64 << 20) as usize;
     let wait = Duration::from_millis(u64::from(req.wait_ms.unwrap_or(1000).min(30_000)));
-    let (records, last_synced) = nn.read_edits(req.from_txid.max(1), max, wait).await?;
+    let (records, last_synced) = nn.read_edits(&who, req.from_txid.max(1), max, wait).await?;
     Ok(ReadEditsResponseProto {
         records,
         last_synced,
@@ -94,12 +95,12 @@ pub async fn read_edits(
 /// A stretch of a checkpoint image: where a summary service in another process starts.
 pub async fn get_image(
     nn: Nn,
-    _: CallCtx,
+    who: Admitted,
     req: GetImageRequestProto,
 ) -> Res<GetImageResponseProto> {
     let max = req.max_bytes.unwrap_or(8 << 20).clamp(4096, 32 << 20) as u64;
     let chunk = nn
-        .image_chunk(req.txid.unwrap_or(0), req.offset, max)
+        .image_chunk(&who, req.txid.unwrap_or(0), req.offset, max)
         .await?;
     Ok(
         chunk.map_or_else(GetImageResponseProto::default, |c| GetImageResponseProto {

@@ -1,23 +1,24 @@
 //! setXAttr, getXAttrs, listXAttrs and removeXAttr: protobuf in, the service's xattrs out.
 
-use ferrite_ipc::{CallCtx, Router, CLIENT_PROTOCOL};
+use ferrite_ipc::{Router, CLIENT_PROTOCOL};
 use ferrite_proto::hdfs::{
     x_attr_proto::XAttrNamespaceProto, GetXAttrsRequestProto, GetXAttrsResponseProto,
     ListXAttrsRequestProto, ListXAttrsResponseProto, RemoveXAttrRequestProto,
     RemoveXAttrResponseProto, SetXAttrRequestProto, SetXAttrResponseProto, XAttrProto,
 };
 
-use super::{kind, Nn, Res};
+use super::{Nn, Register, Res};
 use crate::error::FsError;
 use crate::namespace::xattr::{XAttr, XAttrNs};
 use crate::service::NameNodeService;
+use crate::service::{Admitted, Operation};
 
 pub fn register(r: &mut Router<NameNodeService>) {
     let p = CLIENT_PROTOCOL;
-    r.method(p, "setXAttr", kind("setXAttr"), set_xattr)
-        .method(p, "getXAttrs", kind("getXAttrs"), get_xattrs)
-        .method(p, "listXAttrs", kind("listXAttrs"), list_xattrs)
-        .method(p, "removeXAttr", kind("removeXAttr"), remove_xattr);
+    r.op(p, Operation::SetXAttr, set_xattr)
+        .op(p, Operation::GetXAttrs, get_xattrs)
+        .op(p, Operation::ListXAttrs, list_xattrs)
+        .op(p, Operation::RemoveXAttr, remove_xattr);
 }
 
 fn from_proto(x: XAttrProto) -> Result<XAttr, FsError> {
@@ -52,28 +53,28 @@ fn named(x: Option<XAttrProto>) -> Result<XAttr, FsError> {
 
 pub async fn set_xattr(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: SetXAttrRequestProto,
 ) -> Res<SetXAttrResponseProto> {
     let x = named(req.x_attr)?;
-    nn.set_xattr(&ctx.user, &req.src, x, req.flag.unwrap_or(0))
+    nn.set_xattr(&who, &req.src, x, req.flag.unwrap_or(0))
         .await?;
     Ok(SetXAttrResponseProto {})
 }
 
 pub async fn remove_xattr(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: RemoveXAttrRequestProto,
 ) -> Res<RemoveXAttrResponseProto> {
     let x = named(req.x_attr)?;
-    nn.remove_xattr(&ctx.user, &req.src, x).await?;
+    nn.remove_xattr(&who, &req.src, x).await?;
     Ok(RemoveXAttrResponseProto {})
 }
 
 pub async fn get_xattrs(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: GetXAttrsRequestProto,
 ) -> Res<GetXAttrsResponseProto> {
     let wanted = req
@@ -81,7 +82,7 @@ pub async fn get_xattrs(
         .into_iter()
         .map(from_proto)
         .collect::<Result<Vec<_>, _>>()?;
-    let got = nn.get_xattrs(&ctx.user, &req.src, &wanted)?;
+    let got = nn.get_xattrs(&who, &req.src, &wanted)?;
     Ok(GetXAttrsResponseProto {
         x_attrs: got.into_iter().map(to_proto).collect(),
     })
@@ -89,10 +90,10 @@ pub async fn get_xattrs(
 
 pub async fn list_xattrs(
     nn: Nn,
-    ctx: CallCtx,
+    who: Admitted,
     req: ListXAttrsRequestProto,
 ) -> Res<ListXAttrsResponseProto> {
-    let got = nn.list_xattrs(&ctx.user, &req.src)?;
+    let got = nn.list_xattrs(&who, &req.src)?;
     Ok(ListXAttrsResponseProto {
         x_attrs: got.into_iter().map(to_proto).collect(),
     })

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use super::NameNodeService;
+use super::{Admitted, NameNodeService, Operation};
 use crate::error::FsError;
 use crate::fsck::report::block_name;
 use crate::namespace::Caller;
@@ -19,9 +19,11 @@ impl NameNodeService {
     /// before (HDFS's cookie is an index too).
     pub fn corrupt_file_blocks(
         &self,
+        who: &Admitted,
         path: &str,
         cookie: Option<&str>,
     ) -> Result<(Vec<(String, String)>, String), FsError> {
+        who.check(Operation::ListCorruptFileBlocks);
         let skip: usize = cookie.and_then(|c| c.parse().ok()).unwrap_or(0);
         let su = Caller::superuser(&self.superuser);
         let files = {
@@ -46,7 +48,7 @@ impl NameNodeService {
         let pool = &self.identity().block_pool_id;
         let mut found = Vec::new();
         for f in files {
-            let Some(facts) = self.fsck_file(&f)? else {
+            let Some(facts) = self.fsck_file(who, &f)? else {
                 continue;
             };
             for b in facts.blocks.iter().filter(|b| b.live.is_empty()) {
@@ -67,7 +69,8 @@ impl NameNodeService {
 
     /// `metaSave`: HDFS writes the block manager's state to a file of that name in its
     /// log directory; Ferrite writes it into the first name directory's `metasave/`.
-    pub fn meta_save(&self, filename: &str) -> Result<(), FsError> {
+    pub fn meta_save(&self, who: &Admitted, filename: &str) -> Result<(), FsError> {
+        who.check(Operation::MetaSave);
         let name = std::path::Path::new(filename)
             .file_name()
             .ok_or_else(|| FsError::IllegalArgument(format!("bad file name {filename}")))?;

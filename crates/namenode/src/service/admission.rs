@@ -1,9 +1,19 @@
-//! Who may call an operation, and when: one table for every front end. IPC consults it for
-//! each call before the handler runs (`rpc/`), and WebHDFS will map its `op=` names onto the
-//! same entries, so safe mode and superuser rules cannot differ between them.
+//! Who may call an operation, and when: one table for every front end. IPC admits each
+//! call before its handler runs (the router, `rpc/`), WebHDFS, fsck and the web UI admit
+//! their requests as the RPC operation each stands for, so safe mode and superuser rules
+//! cannot differ between them.
+//!
+//! Admission is what the compiler sees: [`NameNodeService::admit`] is the only maker of an
+//! [`Admitted`], and every operation the service serves on a caller's behalf takes one. A
+//! new front end cannot reach an operation without passing the table's checks. What
+//! takes none are the NameNode's own views for metrics and pages (`fs_stats`,
+//! `server_defaults`, `datanode_report`) and its background work (lease recovery, the
+//! trash emptier), which run as the NameNode.
 //!
 //! Operations are named as HDFS's protocols name them (`mkdirs`, `addBlock`,
 //! `sendHeartbeat`), the names the audit log, metrics and error messages use.
+
+use std::sync::Arc;
 
 use crate::error::FsError;
 
@@ -258,25 +268,86 @@ pub fn superuser_required(user: &str, op: &str) -> FsError {
     ))
 }
 
-impl NameNodeService {
-    /// Whether `user` may call `op` now.
-    pub fn admit(&self, user: &str, op: Operation) -> Result<(), FsError> {
-        self.admit_as(user, op.name(), op.policy())
+/// A caller admitted to one operation: who (the user the call runs as and the address it
+/// comes from) and what. Only [`NameNodeService::admit`] makes one, after the operation's
+/// checks passed, and the service's operations take one: a front end cannot reach an
+/// operation without going through the table.
+#[derive(Clone, Debug)]
+pub struct Admitted {
+    op: Operation,
+    user: Arc<str>,
+    ip: Arc<str>,
+}
+
+impl Admitted {
+    /// The operation the caller was admitted to.
+    pub fn op(&self) -> Operation {
+        self.op
     }
 
-    /// [`admit`](Self::admit) by the operation's name and policy, as the IPC router holds
-    /// them (resolved once, when a method is registered).
-    pub fn admit_as(&self, user: &str, op: &str, p: Policy) -> Result<(), FsError> {
-        if p.superuser && !self.caller(user).superuser {
-            return Err(superuser_required(user, op));
+    /// The user the call runs as.
+    pub fn user(&self) -> &str {
+        &self.user
+    }
+
+    /// The address the call comes from: placement puts a first replica there, a lease
+    /// records it, a DataNode registers with it.
+    pub fn ip(&self) -> &str {
+        &self.ip
+    }
+
+    /// The caller, for running `op`. A debug build checks that the admission covers `op`:
+    /// the same operation, or one whose checks are at least as strict (WebHDFS's `RENAME`
+    /// is admitted as `rename` and may run either of HDFS's renames).
+    pub fn user_for(&self, op: Operation) -> &str {
+        self.check(op);
+        &self.user
+    }
+
+    /// [`user_for`](Self::user_for)'s check, for an operation that runs as the NameNode
+    /// once its caller is admitted (fsck reads every file's blocks).
+    pub fn check(&self, op: Operation) {
+        debug_assert!(
+            self.covers(op),
+            "{} admitted as {}",
+            op.name(),
+            self.op.name()
+        );
+    }
+
+    fn covers(&self, op: Operation) -> bool {
+        let (had, needed) = (self.op.policy(), op.policy());
+        self.op == op
+            || ((had.mutating || !needed.mutating) && (had.superuser || !needed.superuser))
+    }
+}
+
+impl NameNodeService {
+    /// Admits `user`, calling from `ip`, to `op` now, or refuses with HDFS's error: a
+    /// superuser-only operation for anyone else, a mutation in safe mode.
+    pub fn admit(
+        &self,
+        user: impl Into<Arc<str>>,
+        ip: impl Into<Arc<str>>,
+        op: Operation,
+    ) -> Result<Admitted, FsError> {
+        let user = user.into();
+        let p = op.policy();
+        if p.superuser && !self.caller(&user).superuser {
+            return Err(superuser_required(&user, op.name()));
         }
         if p.mutating && self.in_safe_mode() {
             return Err(FsError::SafeMode(format!(
-                "Cannot {op}. Name node is in safe mode.\n{}",
+                "Cannot {}. Name node is in safe mode.\n{}",
+                op.name(),
                 self.safe_mode_reason()
             )));
         }
-        Ok(())
+        Ok(Admitted {
+            op,
+            user,
+            ip: ip.into(),
+        })
     }
 }
 

@@ -5,7 +5,7 @@
 use tracing::{debug, info, warn};
 
 use super::locations::{DatanodeInfo, LocatedBlock, Location};
-use super::NameNodeService;
+use super::{Admitted, NameNodeService, Operation};
 use crate::blocks::registry::{Liveness, NodeId, NodeIx, StorageState, Transfer};
 use crate::blocks::report::{ReplicaState, Reported};
 use crate::blocks::{BlockManager, Expected, ReportOutcome};
@@ -132,7 +132,13 @@ impl NameNodeService {
 
     /// registerDatanode: the node joins (again) under its uuid, at the address it connects
     /// from, as a Java NameNode takes it. Answers the id as registered.
-    pub fn register_datanode(&self, ip: &str, reg: NodeRegistration) -> Result<NodeId, FsError> {
+    pub fn register_datanode(
+        &self,
+        who: &Admitted,
+        reg: NodeRegistration,
+    ) -> Result<NodeId, FsError> {
+        who.check(Operation::RegisterDatanode);
+        let ip = who.ip();
         let cluster = &self.identity.cluster_id;
         if &reg.cluster_id != cluster && !reg.cluster_id.is_empty() {
             return Err(FsError::Io(format!(
@@ -159,7 +165,8 @@ impl NameNodeService {
 
     /// sendHeartbeat: records the node's load and space, and answers its orders. An
     /// unknown node, or one declared dead (its replicas forgotten), must register again.
-    pub fn heartbeat(&self, uuid: &str, report: HeartbeatReport) -> Vec<DnCommand> {
+    pub fn heartbeat(&self, who: &Admitted, uuid: &str, report: HeartbeatReport) -> Vec<DnCommand> {
+        who.check(Operation::SendHeartbeat);
         let mut mgr = self.blocks.lock();
         let Some(ix) = mgr.reg.lookup(uuid) else {
             return vec![DnCommand::Register];
@@ -226,9 +233,11 @@ impl NameNodeService {
     /// what the namespace expects; stale and unknown replicas are ordered deleted.
     pub fn block_report(
         &self,
+        who: &Admitted,
         uuid: &str,
         storages: &[(String, Vec<Reported>)],
     ) -> Result<(), FsError> {
+        who.check(Operation::BlockReport);
         let mut total = ReportOutcome::default();
         let ix = {
             let ns = self.ns.read();
@@ -259,10 +268,12 @@ impl NameNodeService {
     /// blockReceivedAndDeleted: replicas finished, being written, or deleted, per storage.
     pub fn incremental_report(
         &self,
+        who: &Admitted,
         uuid: &str,
         storages: &[(String, Vec<(Reported, ReplicaEvent)>)],
         delete_hints: &[(u64, String)],
     ) -> Result<(), FsError> {
+        who.check(Operation::BlockReceivedAndDeleted);
         {
             let ns = self.ns.read();
             let mut mgr = self.blocks.lock();
@@ -311,7 +322,8 @@ impl NameNodeService {
 
     /// errorReport: a fatal disk error takes the node out at once (its replicas stop
     /// counting); anything else is only logged.
-    pub fn datanode_error(&self, uuid: &str, fatal: bool, code: u32, msg: &str) {
+    pub fn datanode_error(&self, who: &Admitted, uuid: &str, fatal: bool, code: u32, msg: &str) {
+        who.check(Operation::ErrorReport);
         warn!(datanode = %uuid, code, msg, "DataNode error report");
         if fatal {
             let mut mgr = self.blocks.lock();
@@ -325,7 +337,8 @@ impl NameNodeService {
     /// A client or DataNode found corrupt replicas: (block id, the uuids of the nodes
     /// holding them). They stop being handed out, and are deleted once re-replication has
     /// restored enough good copies.
-    pub fn mark_bad_blocks(&self, bad: &[(u64, Vec<&str>)]) {
+    pub fn mark_bad_blocks(&self, who: &Admitted, bad: &[(u64, Vec<&str>)]) {
+        who.check(Operation::ReportBadBlocks);
         let ns = self.ns.read();
         let mut mgr = self.blocks.lock();
         for (id, nodes) in bad {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::lease_recovery::Outcome;
 use super::locations::LocatedBlocks;
-use super::{NameNodeService, Origin};
+use super::{Admitted, NameNodeService, Operation};
 use crate::clock::now_ms;
 use crate::error::FsError;
 use crate::namespace::plan::{CreateArgs, Mode};
@@ -76,7 +76,8 @@ impl NameNodeService {
 
     /// getFileInfo: the status of `src` (an `/.reserved/.inodes/<id>` path too), `None`
     /// when it does not exist.
-    pub fn file_info(&self, user: &str, src: &str) -> Result<Option<FileStatus>, FsError> {
+    pub fn file_info(&self, who: &Admitted, src: &str) -> Result<Option<FileStatus>, FsError> {
+        let user = who.user_for(Operation::GetFileInfo);
         let caller = self.caller(user);
         let ns = self.ns.read();
         ns.get_file_info(&caller, &ns.resolve_reserved(src)?)
@@ -86,9 +87,11 @@ impl NameNodeService {
     /// `dfs.namenode.list.openfiles.num.responses` after inode id `after`.
     pub fn list_open_files(
         &self,
+        who: &Admitted,
         after: u64,
         prefix: &str,
     ) -> (Vec<crate::namespace::OpenFile>, bool) {
+        who.check(Operation::ListOpenFiles);
         let prefix = if prefix.is_empty() { "/" } else { prefix };
         self.ns
             .read()
@@ -96,7 +99,8 @@ impl NameNodeService {
     }
 
     /// getFileLinkInfo: as getFileInfo, since no symlinks exist.
-    pub fn file_link_info(&self, user: &str, src: &str) -> Result<Option<FileStatus>, FsError> {
+    pub fn file_link_info(&self, who: &Admitted, src: &str) -> Result<Option<FileStatus>, FsError> {
+        let user = who.user_for(Operation::GetFileLinkInfo);
         let caller = self.caller(user);
         self.ns.read().get_file_info(&caller, src)
     }
@@ -105,11 +109,11 @@ impl NameNodeService {
     /// it), READ tokens on each block when asked; `None` when the path does not exist.
     pub fn located_file_info(
         &self,
-        who: Origin<'_>,
+        who: &Admitted,
         src: &str,
         need_token: bool,
     ) -> Result<Option<(FileStatus, Option<LocatedBlocks>)>, FsError> {
-        let caller = self.caller(who.user);
+        let caller = self.caller(who.user());
         let ns = self.ns.read();
         let src = ns.resolve_reserved(src)?;
         let Some(slot) = ns.lookup(&caller, &src)? else {
@@ -122,13 +126,13 @@ impl NameNodeService {
         let range = ns.block_range(slot, 0, u64::MAX);
         let mut located = {
             let mgr = self.blocks.lock();
-            self.located_blocks(&mgr, &range, who.ip, now_ms())
+            self.located_blocks(&mgr, &range, who.ip(), now_ms())
         };
         if need_token {
             let pool = &self.identity.block_pool_id;
             let read = ferrite_blocktoken::Modes::READ;
             for b in located.blocks.iter_mut().chain(located.last.as_mut()) {
-                b.token = self.tokens.for_block(who.user, pool, read, b.block.id);
+                b.token = self.tokens.for_block(who.user(), pool, read, b.block.id);
             }
         }
         Ok(Some((st, Some(located))))
@@ -139,12 +143,12 @@ impl NameNodeService {
     /// listLocatedStatus take such statuses as located ones).
     pub fn listing(
         &self,
-        who: Origin<'_>,
+        who: &Admitted,
         src: &str,
         start_after: &[u8],
         need_location: bool,
     ) -> Result<Option<Listing>, FsError> {
-        let caller = self.caller(who.user);
+        let caller = self.caller(who.user());
         let (listing, located) = {
             let ns = self.ns.read();
             let listing = ns.list(&caller, src, start_after, self.cfg.ls_limit)?;
@@ -158,7 +162,7 @@ impl NameNodeService {
                         .map(|(e, &slot)| {
                             (!e.is_dir).then(|| {
                                 let range = ns.block_range(slot, 0, u64::MAX);
-                                self.located_blocks(&mgr, &range, who.ip, now)
+                                self.located_blocks(&mgr, &range, who.ip(), now)
                             })
                         })
                         .collect()
@@ -180,7 +184,12 @@ impl NameNodeService {
     /// everything the namespace had at the time of the call and the caller's permissions
     /// cannot make the answer differ (nothing in the subtree withholds r-x from anyone, or
     /// the caller bypasses checks); otherwise by HDFS's exact, permission-checked walk.
-    pub async fn content_summary(&self, user: &str, src: &str) -> Result<ContentSummary, FsError> {
+    pub async fn content_summary(
+        &self,
+        who: &Admitted,
+        src: &str,
+    ) -> Result<ContentSummary, FsError> {
+        let user = who.user_for(Operation::GetContentSummary);
         let caller = self.caller(user);
         {
             // A subtree as a snapshot shows it: walked, since the summary counts the live tree.
@@ -226,7 +235,8 @@ impl NameNodeService {
     /// checkAccess: whether `user` may perform `action` (perm::READ | WRITE | EXECUTE bits)
     /// on `src`, by the permission checker's rules (traversal included), at a `.snapshot`
     /// path as the snapshot shows the inode.
-    pub fn check_access(&self, user: &str, src: &str, action: u16) -> Result<(), FsError> {
+    pub fn check_access(&self, who: &Admitted, src: &str, action: u16) -> Result<(), FsError> {
+        let user = who.user_for(Operation::CheckAccess);
         let caller = self.caller(user);
         let ns = self.ns.read();
         let src = ns.resolve_reserved(src)?;
@@ -235,18 +245,20 @@ impl NameNodeService {
     }
 
     /// A file's status (an error for a directory or a missing path).
-    pub fn regular_file_status(&self, user: &str, src: &str) -> Result<FileStatus, FsError> {
+    pub fn regular_file_status(&self, who: &Admitted, src: &str) -> Result<FileStatus, FsError> {
+        let user = who.user();
         let caller = self.caller(user);
         self.ns.read().file_status(&caller, src)
     }
 
     pub async fn mkdirs(
         &self,
-        user: &str,
+        who: &Admitted,
         src: &str,
         mode: impl Into<Mode>,
         create_parent: bool,
     ) -> Result<(), FsError> {
+        let user = who.user_for(Operation::Mkdirs);
         let mode = mode.into();
         let caller = self.caller(user);
         let now = now_ms();
@@ -276,7 +288,7 @@ impl NameNodeService {
     /// create: answers the new file's status, which its create record holds.
     pub async fn create(
         &self,
-        who: Origin<'_>,
+        who: &Admitted,
         req: &CreateRequest<'_>,
     ) -> Result<Option<FileStatus>, FsError> {
         if req.append {
@@ -291,13 +303,13 @@ impl NameNodeService {
                 req.block_size, self.cfg.min_block_size
             )));
         }
-        let caller = self.caller(who.user);
+        let caller = self.caller(who.user());
         let args = CreateArgs {
             src: req.src,
             masked: req.masked,
             unmasked: req.unmasked,
             client_name: req.client_name,
-            client_machine: who.ip,
+            client_machine: who.ip(),
             create: req.create,
             overwrite: req.overwrite,
             create_parent: req.create_parent,
@@ -334,11 +346,13 @@ impl NameNodeService {
     /// file's status shows it, as HDFS's `persistBlocks` does.
     pub async fn fsync(
         &self,
+        who: &Admitted,
         src: &str,
         client_name: &str,
         file_id: u64,
         last_block_len: Option<u64>,
     ) -> Result<(), FsError> {
+        who.check(Operation::Fsync);
         self.commit(|ns| {
             let slot = ns.check_lease(src, client_name, file_id)?.slot;
             let update = match (ns.last_block(slot), last_block_len) {
@@ -358,7 +372,8 @@ impl NameNodeService {
     }
 
     /// rename (the old form): false rather than an error for most refusals, as HDFS.
-    pub async fn rename(&self, user: &str, src: &str, dst: &str) -> Result<bool, FsError> {
+    pub async fn rename(&self, who: &Admitted, src: &str, dst: &str) -> Result<bool, FsError> {
+        let user = who.user_for(Operation::Rename);
         let caller = self.caller(user);
         let now = now_ms();
         let ok = self
@@ -377,18 +392,25 @@ impl NameNodeService {
 
     pub async fn rename2(
         &self,
-        user: &str,
+        who: &Admitted,
         src: &str,
         dst: &str,
         overwrite: bool,
     ) -> Result<(), FsError> {
+        let user = who.user_for(Operation::Rename2);
         let caller = self.caller(user);
         let now = now_ms();
         self.commit(|ns| Ok(((), ns.plan_rename2(&caller, src, dst, overwrite, now)?)))
             .await
     }
 
-    pub async fn delete(&self, user: &str, src: &str, recursive: bool) -> Result<bool, FsError> {
+    pub async fn delete(
+        &self,
+        who: &Admitted,
+        src: &str,
+        recursive: bool,
+    ) -> Result<bool, FsError> {
+        let user = who.user_for(Operation::Delete);
         let caller = self.caller(user);
         let now = now_ms();
         let ok = self
@@ -405,7 +427,13 @@ impl NameNodeService {
         Ok(ok)
     }
 
-    pub async fn set_permission(&self, user: &str, src: &str, perm: u16) -> Result<(), FsError> {
+    pub async fn set_permission(
+        &self,
+        who: &Admitted,
+        src: &str,
+        perm: u16,
+    ) -> Result<(), FsError> {
+        let user = who.user_for(Operation::SetPermission);
         let caller = self.caller(user);
         self.commit(|ns| Ok(((), ns.plan_set_permission(&caller, src, perm)?)))
             .await
@@ -414,11 +442,12 @@ impl NameNodeService {
     /// setOwner: `None` (or empty) leaves that half unchanged; both missing is an error.
     pub async fn set_owner(
         &self,
-        user: &str,
+        who: &Admitted,
         src: &str,
         owner: Option<&str>,
         group: Option<&str>,
     ) -> Result<(), FsError> {
+        let user = who.user_for(Operation::SetOwner);
         let (owner, group) = (
             owner.filter(|s| !s.is_empty()),
             group.filter(|s| !s.is_empty()),
@@ -436,11 +465,12 @@ impl NameNodeService {
     /// setTimes: `None` leaves a time unchanged.
     pub async fn set_times(
         &self,
-        user: &str,
+        who: &Admitted,
         src: &str,
         mtime: Option<i64>,
         atime: Option<i64>,
     ) -> Result<(), FsError> {
+        let user = who.user_for(Operation::SetTimes);
         if atime.is_some() && self.cfg.access_time_precision_ms == 0 {
             return Err(FsError::Io(
                 "Access time for hdfs is not configured.  Please set \
@@ -456,10 +486,11 @@ impl NameNodeService {
     /// setReplication: false for a directory or a missing path, as HDFS.
     pub async fn set_replication(
         &self,
-        user: &str,
+        who: &Admitted,
         src: &str,
         replication: u32,
     ) -> Result<bool, FsError> {
+        let user = who.user_for(Operation::SetReplication);
         let r = self.check_replication(src, replication)?;
         let caller = self.caller(user);
         self.commit(|ns| {
@@ -471,7 +502,8 @@ impl NameNodeService {
         .await
     }
 
-    pub fn renew_lease(&self, client_name: &str) {
+    pub fn renew_lease(&self, who: &Admitted, client_name: &str) {
+        who.check(Operation::RenewLease);
         self.leases.lock().renew(client_name, now_ms());
     }
 
@@ -480,10 +512,11 @@ impl NameNodeService {
     /// file's lease meanwhile `client_name`'s.
     pub async fn recover_lease(
         &self,
-        user: &str,
+        who: &Admitted,
         src: &str,
         client_name: &str,
     ) -> Result<bool, FsError> {
+        let user = who.user_for(Operation::RecoverLease);
         let caller = self.caller(user);
         let file_id = {
             let ns = self.ns.read();

@@ -2,7 +2,7 @@
 //! may use, which replicas are corrupt, and which copies are scheduled. Looked up a file at
 //! a time (as HDFS's fsck asks per file), so no lock is held across a walk.
 
-use super::NameNodeService;
+use super::{Admitted, NameNodeService, Operation};
 use crate::blocks::registry::Liveness;
 use crate::blocks::BlockManager;
 use crate::clock::now_ms;
@@ -13,7 +13,8 @@ use crate::namespace::Caller;
 
 impl NameNodeService {
     /// fsck's facts of the file at `path`; `None` for a directory or a missing path.
-    pub fn fsck_file(&self, path: &str) -> Result<Option<FileFacts>, FsError> {
+    pub fn fsck_file(&self, who: &Admitted, path: &str) -> Result<Option<FileFacts>, FsError> {
+        who.check(Operation::Fsck);
         let su = Caller::superuser(&self.superuser);
         let ns = self.ns.read();
         let Some(slot) = ns.lookup(&su, path)? else {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tracing::{info, warn};
 
-use super::NameNodeService;
+use super::{Admitted, NameNodeService, Operation};
 use crate::checkpoint::{self, ImageSink};
 use crate::clock::now_ms;
 use crate::error::FsError;
@@ -24,9 +24,11 @@ impl NameNodeService {
     /// recent enough. Answers whether an image was saved.
     pub async fn save_namespace_now(
         self: &Arc<Self>,
+        who: &Admitted,
         window_s: u64,
         txn_gap: u64,
     ) -> Result<bool, FsError> {
+        who.check(Operation::SaveNamespace);
         if !self.in_safe_mode() {
             return Err(FsError::Io(
                 "Safe mode should be turned ON in order to create namespace image.".into(),
@@ -50,7 +52,8 @@ impl NameNodeService {
 
     /// `rollEdits`: ends the current journal segment and answers where the next one starts.
     /// Refused in safe mode, as HDFS does ("Log not rolled").
-    pub async fn roll_edits(&self) -> Result<u64, FsError> {
+    pub async fn roll_edits(&self, who: &Admitted) -> Result<u64, FsError> {
+        who.check(Operation::RollEdits);
         if self.in_safe_mode() {
             return Err(FsError::SafeMode(format!(
                 "Log not rolled. Name node is in safe mode.\n{}",
@@ -69,7 +72,8 @@ impl NameNodeService {
     /// `restoreFailedStorage true|false|check`: whether journal rolls bring failed journal
     /// directories back into service. Answers the setting in force after the call. (Name
     /// directories need no switch: every checkpoint tries each of them.)
-    pub fn restore_failed_storage(&self, arg: &str) -> Result<bool, FsError> {
+    pub fn restore_failed_storage(&self, who: &Admitted, arg: &str) -> Result<bool, FsError> {
+        who.check(Operation::RestoreFailedStorage);
         let journal = self.journal_or_err()?;
         match arg {
             "check" => {}

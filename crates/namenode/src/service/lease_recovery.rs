@@ -10,7 +10,7 @@
 
 use tracing::{info, warn};
 
-use super::NameNodeService;
+use super::{Admitted, NameNodeService, Operation};
 use crate::blocks::recovery::Start;
 use crate::blocks::registry::NodeIx;
 use crate::clock::now_ms;
@@ -221,7 +221,8 @@ impl NameNodeService {
     /// repeated report of one already applied is accepted. The report names the block
     /// whose replicas were recovered; after a copy-on-truncate the file's last block is
     /// the copy.
-    pub async fn commit_block_sync(&self, r: SyncReport) -> Result<(), FsError> {
+    pub async fn commit_block_sync(&self, who: &Admitted, r: SyncReport) -> Result<(), FsError> {
+        who.check(Operation::CommitBlockSynchronization);
         let now = now_ms();
         let copy_to = self
             .blocks

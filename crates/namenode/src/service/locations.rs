@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use ferrite_blocktoken::{Modes, Token};
 
-use super::{NameNodeService, Origin};
+use super::{Admitted, NameNodeService};
 use crate::blocks::placement::sort_for_reader;
 use crate::blocks::registry::{Liveness, Node, NodeId, NodeIx, Registry};
 use crate::blocks::BlockManager;
@@ -179,12 +179,12 @@ impl NameNodeService {
     /// access time when due (journaled).
     pub async fn block_locations<S: LocatedSink>(
         &self,
-        who: Origin<'_>,
+        who: &Admitted,
         src: &str,
         offset: u64,
         length: u64,
     ) -> Result<S, FsError> {
-        let caller = self.caller(who.user);
+        let caller = self.caller(who.user());
         let now = now_ms();
         // The common case answers without waiting for anything: no future to carry it.
         let path = match self.locate(&caller, who, src, (offset, length), now, true)? {
@@ -205,7 +205,7 @@ impl NameNodeService {
     fn locate<S: LocatedSink>(
         &self,
         caller: &crate::namespace::Caller,
-        who: Origin<'_>,
+        who: &Admitted,
         src: &str,
         (offset, length): (u64, u64),
         now: i64,
@@ -236,7 +236,7 @@ impl NameNodeService {
             .collect();
         // One token, signed once, for every block of the reply (HDFS signs one per block).
         let ids: Vec<u64> = placed.iter().map(|p| p.block.id).collect();
-        let tokens = self.tokens.for_reply(who.user, pool, Modes::READ, &ids);
+        let tokens = self.tokens.for_reply(who.user(), pool, Modes::READ, &ids);
         let mut sink = S::start(pool, range.file_len, range.under_construction, tokens);
         let mgr = self.blocks.lock();
         let mut locs = Vec::new();
@@ -252,7 +252,7 @@ impl NameNodeService {
                 *p
             };
             let block_seed = call_seed ^ p.block.id.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            self.reader_locations(&mgr, p.block.id, who.ip, now, block_seed, &mut locs);
+            self.reader_locations(&mgr, p.block.id, who.ip(), now, block_seed, &mut locs);
             sink.push(&p, &locs, &mgr.reg, is_last);
         }
         Ok(Located::Ready(sink))

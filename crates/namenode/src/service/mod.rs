@@ -62,7 +62,7 @@ use crate::summary::follow::SummaryService;
 use crate::summary::Summary;
 use crate::tokens::BlockTokens;
 
-pub use admission::Operation;
+pub use admission::{Admitted, Operation};
 pub use datanodes::{
     DnCommand, FsStats, HeartbeatReport, NodeFilter, NodeRegistration, RecoveringBlock,
     ReplicaEvent,
@@ -74,14 +74,6 @@ pub use safe_mode::SafeModeAction;
 pub use snapshots::{SnapshotEntry, SnapshottableDir};
 pub use summary_reads::ImageChunk;
 pub use writes::{AddBlock, AdditionalDatanodes, Appended};
-
-/// Who asks: the user a call runs as, and the address it comes from (placement puts the
-/// first replica there; a DataNode registers with it).
-#[derive(Clone, Copy, Debug)]
-pub struct Origin<'a> {
-    pub user: &'a str,
-    pub ip: &'a str,
-}
 
 /// What start-up did, for logs and `ferrite admin report`.
 #[derive(Clone, Debug, Default)]

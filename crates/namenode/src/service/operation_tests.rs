@@ -27,19 +27,18 @@ fn nn() -> Arc<NameNodeService> {
     service(Config::default())
 }
 
-fn from(user: &str) -> Origin<'_> {
-    Origin {
-        user,
-        ip: "127.0.0.1",
-    }
+/// `user`, calling from loopback, admitted to `op` by the service's table.
+fn by(nn: &NameNodeService, user: &str, op: Operation) -> Admitted {
+    nn.admit(user, "127.0.0.1", op).expect("admitted")
 }
 
 /// Registers DataNode `i` with one roomy storage, as registration and a first heartbeat
 /// would.
 fn datanode(nn: &NameNodeService, i: u32) -> String {
     let uuid = format!("dn-{i}");
+    let ip = format!("127.0.0.{}", i + 1);
     nn.register_datanode(
-        &format!("127.0.0.{}", i + 1),
+        &nn.admit("dn", ip, Operation::RegisterDatanode).unwrap(),
         NodeRegistration {
             id: NodeId {
                 ip: String::new(),
@@ -62,6 +61,7 @@ fn datanode(nn: &NameNodeService, i: u32) -> String {
         remaining: 1 << 40,
     };
     nn.heartbeat(
+        &by(nn, ALICE, Operation::SendHeartbeat),
         &uuid,
         HeartbeatReport {
             xceivers: 0,
@@ -92,6 +92,7 @@ fn reported(
             state,
         };
         nn.incremental_report(
+            &by(nn, ALICE, Operation::BlockReceivedAndDeleted),
             &l.node.id.uuid,
             &[(l.storage_uuid.clone(), vec![(r, event)])],
             &[],
@@ -125,7 +126,16 @@ async fn write_file(nn: &NameNodeService, user: &str, src: &str, len: u64) -> Lo
         gs: lb.block.gs,
         len,
     };
-    assert!(nn.complete(src, CLIENT, 0, Some(last)).await.unwrap());
+    assert!(nn
+        .complete(
+            &by(nn, ALICE, Operation::Complete),
+            src,
+            CLIENT,
+            0,
+            Some(last)
+        )
+        .await
+        .unwrap());
     lb
 }
 
@@ -136,9 +146,11 @@ async fn first_block(nn: &NameNodeService, src: &str) -> LocatedBlock {
 
 /// A new file `src` by `user`, with its first block placed.
 async fn first_block_by(nn: &NameNodeService, user: &str, src: &str) -> LocatedBlock {
-    nn.create(from(user), &create_req(src)).await.unwrap();
+    nn.create(&by(nn, user, Operation::Create), &create_req(src))
+        .await
+        .unwrap();
     nn.add_block(
-        from(user),
+        &by(nn, user, Operation::AddBlock),
         &AddBlock {
             src,
             client_name: CLIENT,
@@ -157,7 +169,9 @@ async fn three_datanodes() -> Arc<NameNodeService> {
     for i in 0..3 {
         datanode(&nn, i);
     }
-    nn.set_permission(SU, "/", 0o777).await.unwrap();
+    nn.set_permission(&by(&nn, SU, Operation::SetPermission), "/", 0o777)
+        .await
+        .unwrap();
     nn
 }
 
@@ -185,12 +199,26 @@ impl LocatedSink for Collected {
     }
 }
 
+/// An admission covers its own operation and any whose checks are no stricter: a read's
+/// cannot run a mutation, which would skip the safe-mode check (debug builds stop there).
+#[cfg(debug_assertions)]
+#[tokio::test]
+#[should_panic(expected = "mkdirs admitted as getFileInfo")]
+async fn a_read_admission_cannot_run_a_mutation() {
+    let nn = nn();
+    let read = by(&nn, ALICE, Operation::GetFileInfo);
+    assert!(nn.file_info(&read, "/").unwrap().is_some());
+    let _ = nn.mkdirs(&read, "/a", 0o755, false).await;
+}
+
 #[tokio::test]
 async fn admission_follows_the_table_for_every_front_end() {
     let nn = nn();
-    assert!(nn.admit(ALICE, Operation::Mkdirs).is_ok());
-    assert!(nn.admit(ALICE, Operation::GetFileInfo).is_ok());
-    let denied = nn.admit(ALICE, Operation::SaveNamespace).unwrap_err();
+    assert!(nn.admit(ALICE, "127.0.0.1", Operation::Mkdirs).is_ok());
+    assert!(nn.admit(ALICE, "127.0.0.1", Operation::GetFileInfo).is_ok());
+    let denied = nn
+        .admit(ALICE, "127.0.0.1", Operation::SaveNamespace)
+        .unwrap_err();
     assert_eq!(
         denied,
         FsError::AccessDenied(
@@ -199,10 +227,11 @@ async fn admission_follows_the_table_for_every_front_end() {
                 .into()
         )
     );
-    assert!(nn.admit(SU, Operation::SaveNamespace).is_ok());
+    assert!(nn.admit(SU, "127.0.0.1", Operation::SaveNamespace).is_ok());
     // An operation the table lacks cannot be named: front ends admit by `Operation`.
-    nn.safe_mode_action(SU, SafeModeAction::Enter).unwrap();
-    let e = nn.admit(ALICE, Operation::Mkdirs).unwrap_err();
+    nn.safe_mode_action(&by(&nn, SU, Operation::SetSafeMode), SafeModeAction::Enter)
+        .unwrap();
+    let e = nn.admit(ALICE, "127.0.0.1", Operation::Mkdirs).unwrap_err();
     let FsError::SafeMode(msg) = e else {
         panic!("{e:?}")
     };
@@ -211,110 +240,206 @@ async fn admission_follows_the_table_for_every_front_end() {
         "{msg}"
     );
     assert!(
-        nn.admit(ALICE, Operation::GetListing).is_ok(),
+        nn.admit(ALICE, "127.0.0.1", Operation::GetListing).is_ok(),
         "reads go on"
     );
     // Only the superuser changes safe mode; anyone may ask.
-    assert!(nn.safe_mode_action(ALICE, SafeModeAction::Get).unwrap());
+    assert!(nn
+        .safe_mode_action(&by(&nn, ALICE, Operation::SetSafeMode), SafeModeAction::Get)
+        .unwrap());
     assert!(matches!(
-        nn.safe_mode_action(ALICE, SafeModeAction::Leave),
+        nn.safe_mode_action(
+            &by(&nn, ALICE, Operation::SetSafeMode),
+            SafeModeAction::Leave
+        ),
         Err(FsError::AccessDenied(_))
     ));
-    assert!(!nn.safe_mode_action(SU, SafeModeAction::Leave).unwrap());
-    assert!(nn.admit(ALICE, Operation::Mkdirs).is_ok());
+    assert!(!nn
+        .safe_mode_action(&by(&nn, SU, Operation::SetSafeMode), SafeModeAction::Leave)
+        .unwrap());
+    assert!(nn.admit(ALICE, "127.0.0.1", Operation::Mkdirs).is_ok());
 }
 
 #[tokio::test]
 async fn names_lookups_and_listings() {
     let nn = nn();
-    nn.mkdirs(SU, "/a/b", 0o755, true).await.unwrap();
+    nn.mkdirs(&by(&nn, SU, Operation::Mkdirs), "/a/b", 0o755, true)
+        .await
+        .unwrap();
     assert!(matches!(
-        nn.mkdirs(SU, "/x/y", 0o755, false).await,
+        nn.mkdirs(&by(&nn, SU, Operation::Mkdirs), "/x/y", 0o755, false)
+            .await,
         Err(FsError::NotFound(_))
     ));
-    let st = nn.file_info(ALICE, "/a/b").unwrap().unwrap();
+    let st = nn
+        .file_info(&by(&nn, ALICE, Operation::GetFileInfo), "/a/b")
+        .unwrap()
+        .unwrap();
     assert!(st.is_dir);
     assert_eq!(st.perm, 0o755);
-    assert_eq!(nn.file_info(ALICE, "/nope").unwrap(), None);
     assert_eq!(
-        nn.file_link_info(ALICE, "/a").unwrap().map(|s| s.is_dir),
+        nn.file_info(&by(&nn, ALICE, Operation::GetFileInfo), "/nope")
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        nn.file_link_info(&by(&nn, ALICE, Operation::GetFileLinkInfo), "/a")
+            .unwrap()
+            .map(|s| s.is_dir),
         Some(true)
     );
     let by_inode = format!("/.reserved/.inodes/{}", st.file_id);
     assert_eq!(
-        nn.file_info(SU, &by_inode).unwrap().unwrap().file_id,
+        nn.file_info(&by(&nn, SU, Operation::GetFileInfo), &by_inode)
+            .unwrap()
+            .unwrap()
+            .file_id,
         st.file_id
     );
 
-    nn.mkdirs(SU, "/a/c", 0o755, false).await.unwrap();
-    let l = nn.listing(from(ALICE), "/a", b"", false).unwrap().unwrap();
+    nn.mkdirs(&by(&nn, SU, Operation::Mkdirs), "/a/c", 0o755, false)
+        .await
+        .unwrap();
+    let l = nn
+        .listing(&by(&nn, ALICE, Operation::GetListing), "/a", b"", false)
+        .unwrap()
+        .unwrap();
     let names: Vec<_> = l.entries.iter().map(|e| e.name.clone()).collect();
     assert_eq!(names, vec![b"b".to_vec(), b"c".to_vec()]);
     assert_eq!(l.remaining, 0);
     assert!(l.located.is_empty());
-    let after_b = nn.listing(from(ALICE), "/a", b"b", false).unwrap().unwrap();
+    let after_b = nn
+        .listing(&by(&nn, ALICE, Operation::GetListing), "/a", b"b", false)
+        .unwrap()
+        .unwrap();
     assert_eq!(after_b.entries.len(), 1);
     assert!(nn
-        .listing(from(ALICE), "/none", b"", false)
+        .listing(&by(&nn, ALICE, Operation::GetListing), "/none", b"", false)
         .unwrap()
         .is_none());
 
-    assert!(nn.rename(SU, "/a/c", "/a/d").await.unwrap());
-    assert!(!nn.rename(SU, "/a/missing", "/a/e").await.unwrap());
+    assert!(nn
+        .rename(&by(&nn, SU, Operation::Rename), "/a/c", "/a/d")
+        .await
+        .unwrap());
+    assert!(!nn
+        .rename(&by(&nn, SU, Operation::Rename), "/a/missing", "/a/e")
+        .await
+        .unwrap());
     assert!(matches!(
-        nn.rename2(SU, "/a/missing", "/a/e", false).await,
+        nn.rename2(
+            &by(&nn, SU, Operation::Rename2),
+            "/a/missing",
+            "/a/e",
+            false
+        )
+        .await,
         Err(FsError::NotFound(_))
     ));
-    nn.rename2(SU, "/a/d", "/a/e", false).await.unwrap();
+    nn.rename2(&by(&nn, SU, Operation::Rename2), "/a/d", "/a/e", false)
+        .await
+        .unwrap();
     assert!(matches!(
-        nn.delete(SU, "/a", false).await,
+        nn.delete(&by(&nn, SU, Operation::Delete), "/a", false)
+            .await,
         Err(FsError::NotEmpty(_))
     ));
-    assert!(nn.delete(SU, "/a/e", false).await.unwrap());
-    assert!(!nn.delete(SU, "/a/e", false).await.unwrap());
-    let cs = nn.content_summary(ALICE, "/").await.unwrap();
+    assert!(nn
+        .delete(&by(&nn, SU, Operation::Delete), "/a/e", false)
+        .await
+        .unwrap());
+    assert!(!nn
+        .delete(&by(&nn, SU, Operation::Delete), "/a/e", false)
+        .await
+        .unwrap());
+    let cs = nn
+        .content_summary(&by(&nn, ALICE, Operation::GetContentSummary), "/")
+        .await
+        .unwrap();
     assert_eq!((cs.dirs, cs.files), (3, 0));
 }
 
 #[tokio::test]
 async fn permissions_owners_times_and_replication() {
     let nn = three_datanodes().await;
-    nn.mkdirs(SU, "/p", 0o755, true).await.unwrap();
+    nn.mkdirs(&by(&nn, SU, Operation::Mkdirs), "/p", 0o755, true)
+        .await
+        .unwrap();
     // alice cannot write under a directory she does not own.
     assert!(matches!(
-        nn.mkdirs(ALICE, "/p/q", 0o755, false).await,
+        nn.mkdirs(&by(&nn, ALICE, Operation::Mkdirs), "/p/q", 0o755, false)
+            .await,
         Err(FsError::AccessDenied(_))
     ));
-    nn.set_owner(SU, "/p", Some(ALICE), None).await.unwrap();
-    nn.mkdirs(ALICE, "/p/q", 0o755, false).await.unwrap();
+    nn.set_owner(&by(&nn, SU, Operation::SetOwner), "/p", Some(ALICE), None)
+        .await
+        .unwrap();
+    nn.mkdirs(&by(&nn, ALICE, Operation::Mkdirs), "/p/q", 0o755, false)
+        .await
+        .unwrap();
     assert_eq!(
-        nn.set_owner(SU, "/p", None, Some("")).await,
+        nn.set_owner(&by(&nn, SU, Operation::SetOwner), "/p", None, Some(""))
+            .await,
         Err(FsError::Io(
             "Both the user name and the group name are null".into()
         ))
     );
-    nn.set_permission(ALICE, "/p/q", 0o700).await.unwrap();
-    assert_eq!(nn.file_info(ALICE, "/p/q").unwrap().unwrap().perm, 0o700);
-    nn.set_times(SU, "/p/q", Some(1_000), None).await.unwrap();
-    assert_eq!(nn.file_info(SU, "/p/q").unwrap().unwrap().mtime, 1_000);
+    nn.set_permission(&by(&nn, ALICE, Operation::SetPermission), "/p/q", 0o700)
+        .await
+        .unwrap();
+    assert_eq!(
+        nn.file_info(&by(&nn, ALICE, Operation::GetFileInfo), "/p/q")
+            .unwrap()
+            .unwrap()
+            .perm,
+        0o700
+    );
+    nn.set_times(&by(&nn, SU, Operation::SetTimes), "/p/q", Some(1_000), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        nn.file_info(&by(&nn, SU, Operation::GetFileInfo), "/p/q")
+            .unwrap()
+            .unwrap()
+            .mtime,
+        1_000
+    );
 
     write_file(&nn, ALICE, "/p/f", 10).await;
-    assert!(nn.set_replication(ALICE, "/p/f", 2).await.unwrap());
-    assert_eq!(nn.file_info(ALICE, "/p/f").unwrap().unwrap().replication, 2);
+    assert!(nn
+        .set_replication(&by(&nn, ALICE, Operation::SetReplication), "/p/f", 2)
+        .await
+        .unwrap());
+    assert_eq!(
+        nn.file_info(&by(&nn, ALICE, Operation::GetFileInfo), "/p/f")
+            .unwrap()
+            .unwrap()
+            .replication,
+        2
+    );
     assert!(
-        !nn.set_replication(ALICE, "/p/q", 2).await.unwrap(),
+        !nn.set_replication(&by(&nn, ALICE, Operation::SetReplication), "/p/q", 2)
+            .await
+            .unwrap(),
         "a directory"
     );
-    let e = nn.set_replication(ALICE, "/p/f", 600).await.unwrap_err();
+    let e = nn
+        .set_replication(&by(&nn, ALICE, Operation::SetReplication), "/p/f", 600)
+        .await
+        .unwrap_err();
     assert_eq!(
         e,
         FsError::Io("Requested replication factor of 600 exceeds maximum of 512 for /p/f".into())
     );
     assert_eq!(
-        nn.regular_file_status(ALICE, "/p/f").unwrap().block_size,
+        nn.regular_file_status(&by(&nn, ALICE, Operation::GetFileInfo), "/p/f")
+            .unwrap()
+            .block_size,
         1 << 20
     );
-    assert!(nn.regular_file_status(ALICE, "/p/q").is_err());
+    assert!(nn
+        .regular_file_status(&by(&nn, ALICE, Operation::GetFileInfo), "/p/q")
+        .is_err());
 }
 
 #[tokio::test]
@@ -322,7 +447,10 @@ async fn create_checks_its_numbers_and_answers_the_new_status() {
     let nn = three_datanodes().await;
     let mut req = create_req("/f");
     req.block_size = 1000;
-    let e = nn.create(from(ALICE), &req).await.unwrap_err();
+    let e = nn
+        .create(&by(&nn, ALICE, Operation::Create), &req)
+        .await
+        .unwrap_err();
     assert!(
         e.to_string()
             .starts_with("Specified block size is less than configured minimum value"),
@@ -330,9 +458,12 @@ async fn create_checks_its_numbers_and_answers_the_new_status() {
     );
     let mut req = create_req("/f");
     req.replication = 0;
-    assert!(nn.create(from(ALICE), &req).await.is_err());
+    assert!(nn
+        .create(&by(&nn, ALICE, Operation::Create), &req)
+        .await
+        .is_err());
     let st = nn
-        .create(from(ALICE), &create_req("/f"))
+        .create(&by(&nn, ALICE, Operation::Create), &create_req("/f"))
         .await
         .unwrap()
         .unwrap();
@@ -340,21 +471,31 @@ async fn create_checks_its_numbers_and_answers_the_new_status() {
     assert_eq!(st.owner, ALICE);
     // The writer holds a lease, which renewLease keeps.
     assert_eq!(nn.lease_holders(), 1);
-    nn.renew_lease(CLIENT);
+    nn.renew_lease(&by(&nn, ALICE, Operation::RenewLease), CLIENT);
     assert_eq!(nn.lease_holders(), 1);
     assert!(matches!(
-        nn.create(from(ALICE), &create_req("/f")).await,
+        nn.create(&by(&nn, ALICE, Operation::Create), &create_req("/f"))
+            .await,
         Err(FsError::AlreadyBeingCreated(_) | FsError::AlreadyExists(_))
     ));
     // No block was written: lease recovery closes the file at once.
-    assert!(nn.recover_lease(ALICE, "/f", "recoverer").await.unwrap());
-    assert!(!nn.regular_file_status(SU, "/f").unwrap().under_construction);
+    assert!(nn
+        .recover_lease(&by(&nn, ALICE, Operation::RecoverLease), "/f", "recoverer")
+        .await
+        .unwrap());
+    assert!(
+        !nn.regular_file_status(&by(&nn, SU, Operation::GetFileInfo), "/f")
+            .unwrap()
+            .under_construction
+    );
 }
 
 #[tokio::test]
 async fn a_file_is_written_located_and_closed() {
     let nn = three_datanodes().await;
-    nn.create(from(ALICE), &create_req("/w")).await.unwrap();
+    nn.create(&by(&nn, ALICE, Operation::Create), &create_req("/w"))
+        .await
+        .unwrap();
     let add = |previous| AddBlock {
         src: "/w",
         client_name: CLIENT,
@@ -362,7 +503,10 @@ async fn a_file_is_written_located_and_closed() {
         previous,
         excluded: HashSet::new(),
     };
-    let first = nn.add_block(from(ALICE), &add(None)).await.unwrap();
+    let first = nn
+        .add_block(&by(&nn, ALICE, Operation::AddBlock), &add(None))
+        .await
+        .unwrap();
     assert_eq!(first.locations.len(), 3);
     assert!(first.token.is_some(), "block tokens are on by default");
     // The next block waits for the first to have a finished replica.
@@ -372,16 +516,33 @@ async fn a_file_is_written_located_and_closed() {
         len: 1 << 20,
     };
     assert!(matches!(
-        nn.add_block(from(ALICE), &add(Some(prev))).await,
+        nn.add_block(&by(&nn, ALICE, Operation::AddBlock), &add(Some(prev)))
+            .await,
         Err(FsError::NotReplicatedYet(_))
     ));
     received(&nn, &first, 1 << 20);
-    let second = nn.add_block(from(ALICE), &add(Some(prev))).await.unwrap();
+    let second = nn
+        .add_block(&by(&nn, ALICE, Operation::AddBlock), &add(Some(prev)))
+        .await
+        .unwrap();
     assert_eq!(second.offset, 1 << 20);
     // hflush's length shows to readers while the block is written.
-    nn.fsync("/w", CLIENT, 0, Some(100)).await.unwrap();
+    nn.fsync(
+        &by(&nn, ALICE, Operation::Fsync),
+        "/w",
+        CLIENT,
+        0,
+        Some(100),
+    )
+    .await
+    .unwrap();
     let open: Collected = nn
-        .block_locations(from(ALICE), "/w", 0, u64::MAX)
+        .block_locations(
+            &by(&nn, ALICE, Operation::GetBlockLocations),
+            "/w",
+            0,
+            u64::MAX,
+        )
         .await
         .unwrap();
     assert!(open.under_construction);
@@ -397,38 +558,75 @@ async fn a_file_is_written_located_and_closed() {
         gs: second.block.gs,
         len: 7,
     };
-    assert!(!nn.complete("/w", CLIENT, 0, Some(last)).await.unwrap());
+    assert!(!nn
+        .complete(
+            &by(&nn, ALICE, Operation::Complete),
+            "/w",
+            CLIENT,
+            0,
+            Some(last)
+        )
+        .await
+        .unwrap());
     received(&nn, &second, 7);
-    assert!(nn.complete("/w", CLIENT, 0, Some(last)).await.unwrap());
+    assert!(nn
+        .complete(
+            &by(&nn, ALICE, Operation::Complete),
+            "/w",
+            CLIENT,
+            0,
+            Some(last)
+        )
+        .await
+        .unwrap());
     let closed: Collected = nn
-        .block_locations(from(ALICE), "/w", 0, u64::MAX)
+        .block_locations(
+            &by(&nn, ALICE, Operation::GetBlockLocations),
+            "/w",
+            0,
+            u64::MAX,
+        )
         .await
         .unwrap();
     assert_eq!(closed.file_len, (1 << 20) + 7);
     assert!(!closed.under_construction);
     assert!(closed.blocks.iter().all(|b| b.2 == 3));
     assert!(
-        nn.recover_lease(ALICE, "/w", "recoverer").await.unwrap(),
+        nn.recover_lease(&by(&nn, ALICE, Operation::RecoverLease), "/w", "recoverer")
+            .await
+            .unwrap(),
         "closed"
     );
 
-    let l = nn.listing(from(ALICE), "/", b"", true).unwrap().unwrap();
+    let l = nn
+        .listing(&by(&nn, ALICE, Operation::GetListing), "/", b"", true)
+        .unwrap()
+        .unwrap();
     let located = l.located[0].as_ref().unwrap();
     assert_eq!(located.blocks.len(), 2);
     assert!(located.blocks.iter().all(|b| b.token.is_none()));
     let (st, blocks) = nn
-        .located_file_info(from(ALICE), "/w", true)
+        .located_file_info(&by(&nn, ALICE, Operation::GetLocatedFileInfo), "/w", true)
         .unwrap()
         .unwrap();
     assert_eq!(st.len, (1 << 20) + 7);
     assert!(blocks.unwrap().blocks.iter().all(|b| b.token.is_some()));
     assert!(nn
-        .located_file_info(from(ALICE), "/gone", false)
+        .located_file_info(
+            &by(&nn, ALICE, Operation::GetLocatedFileInfo),
+            "/gone",
+            false
+        )
         .unwrap()
         .is_none());
     assert!(matches!(
-        nn.block_locations::<Collected>(from(ALICE), "/gone", 0, 1)
-            .await,
+        nn.block_locations::<Collected>(
+            &by(&nn, ALICE, Operation::GetBlockLocations),
+            "/gone",
+            0,
+            1
+        )
+        .await,
         Err(FsError::NotFound(_))
     ));
 }
@@ -439,7 +637,11 @@ async fn pipeline_recovery_bumps_the_stamp_and_drops_lost_nodes() {
     datanode(&nn, 3);
     let lb = first_block(&nn, "/r").await;
     let bumped = nn
-        .update_block_for_pipeline(ALICE, lb.block, CLIENT)
+        .update_block_for_pipeline(
+            &by(&nn, ALICE, Operation::UpdateBlockForPipeline),
+            lb.block,
+            CLIENT,
+        )
         .await
         .unwrap();
     assert!(bumped.block.gs > lb.block.gs);
@@ -457,17 +659,31 @@ async fn pipeline_recovery_bumps_the_stamp_and_drops_lost_nodes() {
         excluded: &none,
         wanted: 1,
     };
-    let more = nn.additional_datanodes(from(ALICE), &ask).unwrap();
+    let more = nn
+        .additional_datanodes(&by(&nn, ALICE, Operation::GetAdditionalDatanode), &ask)
+        .unwrap();
     assert_eq!(more.locations.len(), 3);
     let uuids: Vec<&str> = kept.iter().map(|k| k.0).collect();
-    nn.update_pipeline(CLIENT, lb.block, bumped.block, &uuids)
-        .unwrap();
+    nn.update_pipeline(
+        &by(&nn, ALICE, Operation::UpdatePipeline),
+        CLIENT,
+        lb.block,
+        bumped.block,
+        &uuids,
+    )
+    .unwrap();
     let other = Block {
         id: lb.block.id + 1,
         ..lb.block
     };
     assert!(nn
-        .update_pipeline(CLIENT, other, bumped.block, &uuids)
+        .update_pipeline(
+            &by(&nn, ALICE, Operation::UpdatePipeline),
+            CLIENT,
+            other,
+            bumped.block,
+            &uuids
+        )
         .is_err());
     // Another writer's calls are refused, by HDFS's checkLease.
     let theirs = AdditionalDatanodes {
@@ -475,12 +691,18 @@ async fn pipeline_recovery_bumps_the_stamp_and_drops_lost_nodes() {
         ..ask
     };
     assert!(matches!(
-        nn.additional_datanodes(from(ALICE), &theirs),
+        nn.additional_datanodes(&by(&nn, ALICE, Operation::GetAdditionalDatanode), &theirs),
         Err(FsError::LeaseExpired(_))
     ));
-    nn.abandon_block("/r", CLIENT, 0, lb.block.id)
-        .await
-        .unwrap();
+    nn.abandon_block(
+        &by(&nn, ALICE, Operation::AbandonBlock),
+        "/r",
+        CLIENT,
+        0,
+        lb.block.id,
+    )
+    .await
+    .unwrap();
 }
 
 #[tokio::test]
@@ -488,15 +710,24 @@ async fn append_truncate_and_concat() {
     let nn = three_datanodes().await;
     write_file(&nn, ALICE, "/t", 100).await;
     // A directory is no file to append to.
-    nn.mkdirs(ALICE, "/dir", 0o755, false).await.unwrap();
-    assert!(nn.append(from(ALICE), "/dir", CLIENT, false).await.is_err());
-    let a = nn.append(from(ALICE), "/t", CLIENT, false).await.unwrap();
+    nn.mkdirs(&by(&nn, ALICE, Operation::Mkdirs), "/dir", 0o755, false)
+        .await
+        .unwrap();
+    assert!(nn
+        .append(&by(&nn, ALICE, Operation::Append), "/dir", CLIENT, false)
+        .await
+        .is_err());
+    let a = nn
+        .append(&by(&nn, ALICE, Operation::Append), "/t", CLIENT, false)
+        .await
+        .unwrap();
     let block = a.block.expect("the partial last block is reopened");
     assert_eq!(block.locations.len(), 3);
     assert!(a.status.unwrap().under_construction);
     // Another client meets the first one's lease.
     assert!(matches!(
-        nn.append(from(ALICE), "/t", "other", false).await,
+        nn.append(&by(&nn, ALICE, Operation::Append), "/t", "other", false)
+            .await,
         Err(FsError::AlreadyBeingCreated(_))
     ));
     received(&nn, &block, 150);
@@ -505,26 +736,62 @@ async fn append_truncate_and_concat() {
         gs: block.block.gs,
         len: 150,
     };
-    assert!(nn.complete("/t", CLIENT, 0, Some(last)).await.unwrap());
+    assert!(nn
+        .complete(
+            &by(&nn, ALICE, Operation::Complete),
+            "/t",
+            CLIENT,
+            0,
+            Some(last)
+        )
+        .await
+        .unwrap());
     assert!(matches!(
-        nn.truncate(from(ALICE), "/t", 500, CLIENT).await,
+        nn.truncate(&by(&nn, ALICE, Operation::Truncate), "/t", 500, CLIENT)
+            .await,
         Err(FsError::IllegalArgument(_) | FsError::Io(_))
     ));
     assert!(
-        nn.truncate(from(ALICE), "/t", 0, CLIENT).await.unwrap(),
+        nn.truncate(&by(&nn, ALICE, Operation::Truncate), "/t", 0, CLIENT)
+            .await
+            .unwrap(),
         "a block boundary"
     );
-    assert_eq!(nn.regular_file_status(ALICE, "/t").unwrap().len, 0);
+    assert_eq!(
+        nn.regular_file_status(&by(&nn, ALICE, Operation::GetFileInfo), "/t")
+            .unwrap()
+            .len,
+        0
+    );
 
     write_file(&nn, ALICE, "/c1", 1 << 20).await;
     write_file(&nn, ALICE, "/c2", 5).await;
-    nn.concat(ALICE, "/c1", &["/c2".to_string()]).await.unwrap();
+    nn.concat(
+        &by(&nn, ALICE, Operation::Concat),
+        "/c1",
+        &["/c2".to_string()],
+    )
+    .await
+    .unwrap();
     assert_eq!(
-        nn.regular_file_status(ALICE, "/c1").unwrap().len,
+        nn.regular_file_status(&by(&nn, ALICE, Operation::GetFileInfo), "/c1")
+            .unwrap()
+            .len,
         (1 << 20) + 5
     );
-    assert_eq!(nn.file_info(ALICE, "/c2").unwrap(), None);
-    assert!(nn.concat(ALICE, "/c1", &["/c1".to_string()]).await.is_err());
+    assert_eq!(
+        nn.file_info(&by(&nn, ALICE, Operation::GetFileInfo), "/c2")
+            .unwrap(),
+        None
+    );
+    assert!(nn
+        .concat(
+            &by(&nn, ALICE, Operation::Concat),
+            "/c1",
+            &["/c1".to_string()]
+        )
+        .await
+        .is_err());
 }
 
 #[tokio::test]
@@ -532,16 +799,21 @@ async fn datanodes_register_beat_report_and_fail() {
     let nn = nn();
     let beat = HeartbeatReport::default();
     assert_eq!(
-        nn.heartbeat("stranger", beat.clone()),
+        nn.heartbeat(
+            &by(&nn, ALICE, Operation::SendHeartbeat),
+            "stranger",
+            beat.clone()
+        ),
         vec![DnCommand::Register]
     );
     assert!(matches!(
-        nn.block_report("stranger", &[]),
+        nn.block_report(&by(&nn, ALICE, Operation::BlockReport), "stranger", &[]),
         Err(FsError::UnregisteredNode(_))
     ));
     let e = nn
         .register_datanode(
-            "127.0.0.9",
+            &nn.admit("dn", "127.0.0.9", Operation::RegisterDatanode)
+                .unwrap(),
             NodeRegistration {
                 id: NodeId {
                     ip: "10.1.1.1".into(),
@@ -564,11 +836,24 @@ async fn datanodes_register_beat_report_and_fail() {
     assert_eq!(nn.datanode_report(NodeFilter::Dead).len(), 0);
     assert_eq!(nn.datanode_report(NodeFilter::All)[0].id.ip, "127.0.0.1");
     assert_eq!(nn.fs_stats().capacity, 1 << 40);
-    nn.block_report(&uuid, &[("DS-0".into(), Vec::new())])
-        .unwrap();
-    nn.datanode_error(&uuid, true, 1, "disk gone");
+    nn.block_report(
+        &by(&nn, ALICE, Operation::BlockReport),
+        &uuid,
+        &[("DS-0".into(), Vec::new())],
+    )
+    .unwrap();
+    nn.datanode_error(
+        &by(&nn, ALICE, Operation::ErrorReport),
+        &uuid,
+        true,
+        1,
+        "disk gone",
+    );
     assert_eq!(nn.datanode_report(NodeFilter::Live).len(), 0);
-    assert_eq!(nn.heartbeat(&uuid, beat), vec![DnCommand::Register]);
+    assert_eq!(
+        nn.heartbeat(&by(&nn, ALICE, Operation::SendHeartbeat), &uuid, beat),
+        vec![DnCommand::Register]
+    );
 }
 
 #[tokio::test]
@@ -576,9 +861,12 @@ async fn a_corrupt_replica_stops_being_handed_out() {
     let nn = three_datanodes().await;
     let lb = write_file(&nn, ALICE, "/bad", 10).await;
     let bad = lb.locations[0].node.id.uuid.clone();
-    nn.mark_bad_blocks(&[(lb.block.id, vec![bad.as_str()])]);
+    nn.mark_bad_blocks(
+        &by(&nn, ALICE, Operation::ReportBadBlocks),
+        &[(lb.block.id, vec![bad.as_str()])],
+    );
     let after: Collected = nn
-        .block_locations(from(ALICE), "/bad", 0, 10)
+        .block_locations(&by(&nn, ALICE, Operation::GetBlockLocations), "/bad", 0, 10)
         .await
         .unwrap();
     assert_eq!(after.blocks[0].2, 2);
@@ -588,45 +876,77 @@ async fn a_corrupt_replica_stops_being_handed_out() {
 async fn administration_on_the_memory_journal() {
     let nn = nn();
     assert_eq!(
-        nn.save_namespace_now(0, 0).await,
+        nn.save_namespace_now(&by(&nn, SU, Operation::SaveNamespace), 0, 0)
+            .await,
         Err(FsError::Io(
             "Safe mode should be turned ON in order to create namespace image.".into()
         ))
     );
-    nn.mkdirs(SU, "/x", 0o755, false).await.unwrap();
-    let next = nn.roll_edits().await.unwrap();
+    nn.mkdirs(&by(&nn, SU, Operation::Mkdirs), "/x", 0o755, false)
+        .await
+        .unwrap();
+    let next = nn
+        .roll_edits(&by(&nn, SU, Operation::RollEdits))
+        .await
+        .unwrap();
     assert_eq!(
         next,
         nn.last_txid() + 1,
         "the next segment starts after the last record"
     );
-    assert!(!nn.restore_failed_storage("check").unwrap());
-    assert!(nn.restore_failed_storage("true").unwrap());
+    assert!(!nn
+        .restore_failed_storage(&by(&nn, SU, Operation::RestoreFailedStorage), "check")
+        .unwrap());
+    assert!(nn
+        .restore_failed_storage(&by(&nn, SU, Operation::RestoreFailedStorage), "true")
+        .unwrap());
     assert!(matches!(
-        nn.restore_failed_storage("maybe"),
+        nn.restore_failed_storage(&by(&nn, SU, Operation::RestoreFailedStorage), "maybe"),
         Err(FsError::IllegalArgument(_))
     ));
-    nn.safe_mode_action(SU, SafeModeAction::Enter).unwrap();
-    assert!(matches!(nn.roll_edits().await, Err(FsError::SafeMode(_))));
+    nn.safe_mode_action(&by(&nn, SU, Operation::SetSafeMode), SafeModeAction::Enter)
+        .unwrap();
+    assert!(matches!(
+        nn.roll_edits(&by(&nn, SU, Operation::RollEdits)).await,
+        Err(FsError::SafeMode(_))
+    ));
     // The image goes into memory, where image transfer finds it and start-up would.
-    assert!(nn.save_namespace_now(0, 0).await.unwrap());
+    assert!(nn
+        .save_namespace_now(&by(&nn, SU, Operation::SaveNamespace), 0, 0)
+        .await
+        .unwrap());
     let txid = nn.last_txid();
     assert_eq!(nn.last_image_txid(), txid);
     assert!(nn.image_recent_enough(3600, 0), "nothing journaled since");
-    let chunk = nn.image_chunk(0, 0, u64::MAX).await.unwrap().unwrap();
+    let chunk = nn
+        .image_chunk(&by(&nn, SU, Operation::GetImage), 0, 0, u64::MAX)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((chunk.txid, chunk.total), (txid, chunk.data.len() as u64));
     let (image, at) = Namespace::decode_image_with(&chunk.data, &mut |_, _| ()).unwrap();
     assert_eq!(at, txid);
     let su = Caller::superuser(SU);
     assert!(image.lookup(&su, "/x").unwrap().is_some());
-    let tail = nn.image_chunk(txid, 10, 5).await.unwrap().unwrap();
+    let tail = nn
+        .image_chunk(&by(&nn, SU, Operation::GetImage), txid, 10, 5)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(&tail.data[..], &chunk.data[10..15]);
     assert!(matches!(
-        nn.image_chunk(txid + 1, 0, 1).await,
+        nn.image_chunk(&by(&nn, SU, Operation::GetImage), txid + 1, 0, 1)
+            .await,
         Err(FsError::NotFound(_))
     ));
     assert!(matches!(
-        nn.path_summary(SU, "/", |_, _| (), |_| false).await,
+        nn.path_summary(
+            &by(&nn, SU, Operation::GetSummary),
+            "/",
+            |_, _| (),
+            |_| false
+        )
+        .await,
         Err(FsError::Unsupported(_))
     ));
 }
@@ -639,7 +959,10 @@ async fn answers_wait_for_the_journal() {
     assert!(nn.hold_memory_syncs(true));
     let made = {
         let nn = nn.clone();
-        tokio::spawn(async move { nn.mkdirs(SU, "/durable", 0o755, false).await })
+        tokio::spawn(async move {
+            nn.mkdirs(&by(&nn, SU, Operation::Mkdirs), "/durable", 0o755, false)
+                .await
+        })
     };
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     assert!(
@@ -647,7 +970,10 @@ async fn answers_wait_for_the_journal() {
         "answered before its record was durable"
     );
     // Applied already (readers see it), durable not yet: as HDFS's edit log orders them.
-    assert!(nn.file_info(SU, "/durable").unwrap().is_some());
+    assert!(nn
+        .file_info(&by(&nn, SU, Operation::GetFileInfo), "/durable")
+        .unwrap()
+        .is_some());
     nn.hold_memory_syncs(false);
     made.await.unwrap().unwrap();
 }
@@ -656,11 +982,20 @@ async fn answers_wait_for_the_journal() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn followers_read_the_records_applied() {
     let nn = nn();
-    nn.mkdirs(SU, "/a/b", 0o755, true).await.unwrap();
-    nn.rename2(SU, "/a/b", "/a/c", false).await.unwrap();
+    nn.mkdirs(&by(&nn, SU, Operation::Mkdirs), "/a/b", 0o755, true)
+        .await
+        .unwrap();
+    nn.rename2(&by(&nn, SU, Operation::Rename2), "/a/b", "/a/c", false)
+        .await
+        .unwrap();
     let last = nn.last_txid();
     let (bytes, synced) = nn
-        .read_edits(1, 1 << 20, std::time::Duration::ZERO)
+        .read_edits(
+            &by(&nn, SU, Operation::ReadEdits),
+            1,
+            1 << 20,
+            std::time::Duration::ZERO,
+        )
         .await
         .unwrap();
     assert_eq!(synced, last);
@@ -691,19 +1026,35 @@ async fn lease_recovery_closes_at_the_length_the_primary_reports() {
         ReplicaEvent::Receiving,
     );
     assert!(
-        !nn.recover_lease(SU, "/h", "recoverer").await.unwrap(),
+        !nn.recover_lease(&by(&nn, SU, Operation::RecoverLease), "/h", "recoverer")
+            .await
+            .unwrap(),
         "recovery under way"
     );
-    assert!(nn.regular_file_status(SU, "/h").unwrap().under_construction);
+    assert!(
+        nn.regular_file_status(&by(&nn, SU, Operation::GetFileInfo), "/h")
+            .unwrap()
+            .under_construction
+    );
     // Meanwhile the file is the recoverer's: its old writer is refused (HDFS's
     // reassignLease), though the file is not closed yet.
-    let refused = nn.fsync("/h", CLIENT, 0, Some(300)).await.unwrap_err();
+    let refused = nn
+        .fsync(
+            &by(&nn, ALICE, Operation::Fsync),
+            "/h",
+            CLIENT,
+            0,
+            Some(300),
+        )
+        .await
+        .unwrap_err();
     assert!(
         matches!(&refused, FsError::LeaseExpired(m) if m.contains("is not the lease owner (=recoverer")),
         "{refused}"
     );
     assert!(matches!(
-        nn.complete("/h", CLIENT, 0, None).await,
+        nn.complete(&by(&nn, ALICE, Operation::Complete), "/h", CLIENT, 0, None)
+            .await,
         Err(FsError::LeaseExpired(_))
     ));
     // The primary's next heartbeat carries the order, with a new stamp.
@@ -712,7 +1063,13 @@ async fn lease_recovery_closes_at_the_length_the_primary_reports() {
         storages: Vec::new(),
     };
     let orders: Vec<RecoveringBlock> = (0..3)
-        .flat_map(|i| nn.heartbeat(&format!("dn-{i}"), beat()))
+        .flat_map(|i| {
+            nn.heartbeat(
+                &by(&nn, ALICE, Operation::SendHeartbeat),
+                &format!("dn-{i}"),
+                beat(),
+            )
+        })
         .filter_map(|c| match c {
             DnCommand::Recover(b) => Some(b),
             _ => None,
@@ -738,19 +1095,32 @@ async fn lease_recovery_closes_at_the_length_the_primary_reports() {
             .collect(),
     };
     assert!(
-        nn.commit_block_sync(report(order.recovery_id + 1))
-            .await
-            .is_err(),
+        nn.commit_block_sync(
+            &by(&nn, ALICE, Operation::CommitBlockSynchronization),
+            report(order.recovery_id + 1)
+        )
+        .await
+        .is_err(),
         "a report of another recovery is refused"
     );
-    nn.commit_block_sync(report(order.recovery_id))
-        .await
+    nn.commit_block_sync(
+        &by(&nn, ALICE, Operation::CommitBlockSynchronization),
+        report(order.recovery_id),
+    )
+    .await
+    .unwrap();
+    let st = nn
+        .regular_file_status(&by(&nn, SU, Operation::GetFileInfo), "/h")
         .unwrap();
-    let st = nn.regular_file_status(SU, "/h").unwrap();
     assert!(!st.under_construction);
     assert_eq!(st.len, 300, "every hflushed byte is kept");
     let closed: Collected = nn
-        .block_locations(from(ALICE), "/h", 0, u64::MAX)
+        .block_locations(
+            &by(&nn, ALICE, Operation::GetBlockLocations),
+            "/h",
+            0,
+            u64::MAX,
+        )
         .await
         .unwrap();
     // The block in the list and again as the last block, as HDFS answers.
@@ -791,6 +1161,7 @@ fn moved_to(nn: &NameNodeService, uuid: &str, storage: &str, lb: &LocatedBlock, 
     let hints = [(lb.block.id, hint.to_string())];
     let hints: &[(u64, String)] = if hint.is_empty() { &[] } else { &hints };
     nn.incremental_report(
+        &by(nn, ALICE, Operation::BlockReceivedAndDeleted),
         uuid,
         &[(storage.into(), vec![(r, ReplicaEvent::Received)])],
         hints,
@@ -806,25 +1177,47 @@ async fn the_satisfier_marks_a_path_moves_its_replicas_and_unmarks_it() {
         xceivers: 0,
         storages,
     };
-    nn.heartbeat("dn-2", beat(vec![storage(2, 1), storage(2, 2)]));
+    nn.heartbeat(
+        &by(&nn, ALICE, Operation::SendHeartbeat),
+        "dn-2",
+        beat(vec![storage(2, 1), storage(2, 2)]),
+    );
     let dn3 = datanode(&nn, 3);
     let gone = StorageState {
         failed: true,
         ..storage(3, 1)
     };
-    nn.heartbeat(&dn3, beat(vec![gone, storage(3, 2)]));
+    nn.heartbeat(
+        &by(&nn, ALICE, Operation::SendHeartbeat),
+        &dn3,
+        beat(vec![gone, storage(3, 2)]),
+    );
     let lb = write_file(&nn, SU, "/d/f", 10).await;
-    nn.set_storage_policy(SU, "/d", Some("ONE_SSD"))
+    nn.set_storage_policy(
+        &by(&nn, SU, Operation::SetStoragePolicy),
+        "/d",
+        Some("ONE_SSD"),
+    )
+    .await
+    .unwrap();
+    let e = nn
+        .satisfy_storage_policy(&by(&nn, ALICE, Operation::SatisfyStoragePolicy), "/d")
+        .await
+        .unwrap_err();
+    assert!(matches!(e, FsError::AccessDenied(_)), "{e}");
+    let e = nn
+        .satisfy_storage_policy(&by(&nn, SU, Operation::SatisfyStoragePolicy), "/nope")
+        .await
+        .unwrap_err();
+    assert_eq!(e.to_string(), "cannot find /nope");
+    nn.satisfy_storage_policy(&by(&nn, SU, Operation::SatisfyStoragePolicy), "/d")
         .await
         .unwrap();
-    let e = nn.satisfy_storage_policy(ALICE, "/d").await.unwrap_err();
-    assert!(matches!(e, FsError::AccessDenied(_)), "{e}");
-    let e = nn.satisfy_storage_policy(SU, "/nope").await.unwrap_err();
-    assert_eq!(e.to_string(), "cannot find /nope");
-    nn.satisfy_storage_policy(SU, "/d").await.unwrap();
-    nn.satisfy_storage_policy(SU, "/d").await.unwrap(); // already asked: skipped quietly
+    nn.satisfy_storage_policy(&by(&nn, SU, Operation::SatisfyStoragePolicy), "/d")
+        .await
+        .unwrap(); // already asked: skipped quietly
     let marked = |p: &str| {
-        nn.list_xattrs(SU, p)
+        nn.list_xattrs(&by(&nn, SU, Operation::ListXAttrs), p)
             .unwrap()
             .iter()
             .any(|x| x.prefixed() == "user.hdfs.sps")
@@ -857,10 +1250,16 @@ async fn the_satisfier_marks_a_path_moves_its_replicas_and_unmarks_it() {
 
     // ALL_SSD: node 2's SSD has the block already; one DISK replica can go to node 3 (a
     // copy, the source's replica then surplus by the delete hint); the third cannot move.
-    nn.set_storage_policy(SU, "/d/f", Some("ALL_SSD"))
+    nn.set_storage_policy(
+        &by(&nn, SU, Operation::SetStoragePolicy),
+        "/d/f",
+        Some("ALL_SSD"),
+    )
+    .await
+    .unwrap();
+    nn.satisfy_storage_policy(&by(&nn, SU, Operation::SatisfyStoragePolicy), "/d/f")
         .await
         .unwrap();
-    nn.satisfy_storage_policy(SU, "/d/f").await.unwrap();
     let (orders, _) = nn.satisfier_pass();
     assert_eq!(orders.len(), 1);
     let o = &orders[0];
@@ -884,7 +1283,9 @@ async fn the_satisfier_marks_a_path_moves_its_replicas_and_unmarks_it() {
 
     // A mark found at start-up (a restart) queues the path again.
     nn.satisfier_finish(&[gave_up.unwrap()]).await;
-    nn.satisfy_storage_policy(SU, "/d").await.unwrap();
+    nn.satisfy_storage_policy(&by(&nn, SU, Operation::SatisfyStoragePolicy), "/d")
+        .await
+        .unwrap();
     let id = nn.satisfier.lock().paths()[0];
     nn.satisfier.lock().remove(id);
     nn.requeue_satisfier();
@@ -896,7 +1297,10 @@ async fn the_satisfier_off_refuses_as_hdfs_does_by_default() {
     let mut cfg = Config::default();
     cfg.satisfier.enabled = false;
     let nn = service(cfg);
-    let e = nn.satisfy_storage_policy(SU, "/").await.unwrap_err();
+    let e = nn
+        .satisfy_storage_policy(&by(&nn, SU, Operation::SatisfyStoragePolicy), "/")
+        .await
+        .unwrap_err();
     assert!(matches!(e, FsError::UnsupportedAction(_)));
     assert!(e.to_string().starts_with("Cannot request to satisfy storage policy when storage policy satisfier feature has been disabled by admin."), "{e}");
 }

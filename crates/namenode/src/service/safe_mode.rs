@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use tracing::{error, info, warn};
 
 use super::admission::superuser_required;
-use super::NameNodeService;
+use super::{Admitted, NameNodeService, Operation};
 use crate::error::FsError;
 use crate::startup_progress::Phase;
 
@@ -27,7 +27,12 @@ pub(super) fn threshold_blocks(threshold: f64, total: usize) -> usize {
 impl NameNodeService {
     /// `setSafeMode`: any user may ask whether it is on; changing it is the superuser's.
     /// Answers whether safe mode is on after the action.
-    pub fn safe_mode_action(&self, user: &str, action: SafeModeAction) -> Result<bool, FsError> {
+    pub fn safe_mode_action(
+        &self,
+        who: &Admitted,
+        action: SafeModeAction,
+    ) -> Result<bool, FsError> {
+        let user = who.user_for(Operation::SetSafeMode);
         if action != SafeModeAction::Get && !self.caller(user).superuser {
             return Err(superuser_required(user, "setSafeMode"));
         }

@@ -8,7 +8,7 @@ use ferrite_blocktoken::{Modes, Token};
 use tracing::{info, warn};
 
 use super::locations::DatanodeInfo;
-use super::NameNodeService;
+use super::{Admitted, NameNodeService, Operation};
 use crate::blocks::registry::NodeIx;
 use crate::blocks::storage_moves::{plan_moves, Move, MoveCtx};
 use crate::blocks::BlockManager;
@@ -47,7 +47,8 @@ feature has been disabled by admin. Seek for an admin help to enable it or use M
 
 impl NameNodeService {
     /// `satisfyStoragePolicy`.
-    pub async fn satisfy_storage_policy(&self, user: &str, src: &str) -> Result<(), FsError> {
+    pub async fn satisfy_storage_policy(&self, who: &Admitted, src: &str) -> Result<(), FsError> {
+        let user = who.user_for(Operation::SatisfyStoragePolicy);
         let sps = self.cfg.satisfier;
         if !sps.enabled {
             return Err(FsError::UnsupportedAction(DISABLED.into()));

@@ -1,7 +1,7 @@
 //! Snapshots through the service: the five changes journaled as any mutation, the
 //! listings under the read lock. The rules are the namespace's (`namespace/snapshot*.rs`).
 
-use super::NameNodeService;
+use super::{Admitted, NameNodeService, Operation};
 use crate::clock::now_ms;
 use crate::error::FsError;
 use crate::namespace::query::FileStatus;
@@ -29,12 +29,14 @@ pub struct SnapshotEntry {
 }
 
 impl NameNodeService {
-    pub async fn allow_snapshot(&self, src: &str) -> Result<(), FsError> {
+    pub async fn allow_snapshot(&self, who: &Admitted, src: &str) -> Result<(), FsError> {
+        who.check(Operation::AllowSnapshot);
         self.commit(|ns| Ok(((), ns.plan_allow_snapshot(&ns.resolve_reserved(src)?)?)))
             .await
     }
 
-    pub async fn disallow_snapshot(&self, src: &str) -> Result<(), FsError> {
+    pub async fn disallow_snapshot(&self, who: &Admitted, src: &str) -> Result<(), FsError> {
+        who.check(Operation::DisallowSnapshot);
         self.commit(|ns| Ok(((), ns.plan_disallow_snapshot(&ns.resolve_reserved(src)?)?)))
             .await
     }
@@ -42,17 +44,24 @@ impl NameNodeService {
     /// `createSnapshot`: the new snapshot's path.
     pub async fn create_snapshot(
         &self,
-        user: &str,
+        who: &Admitted,
         root: &str,
         name: Option<&str>,
     ) -> Result<String, FsError> {
+        let user = who.user_for(Operation::CreateSnapshot);
         let caller = self.caller(user);
         let now = now_ms();
         self.commit(|ns| ns.plan_create_snapshot(&caller, &ns.resolve_reserved(root)?, name, now))
             .await
     }
 
-    pub async fn delete_snapshot(&self, user: &str, root: &str, name: &str) -> Result<(), FsError> {
+    pub async fn delete_snapshot(
+        &self,
+        who: &Admitted,
+        root: &str,
+        name: &str,
+    ) -> Result<(), FsError> {
+        let user = who.user_for(Operation::DeleteSnapshot);
         let caller = self.caller(user);
         let now = now_ms();
         self.commit(|ns| {
@@ -64,11 +73,12 @@ impl NameNodeService {
 
     pub async fn rename_snapshot(
         &self,
-        user: &str,
+        who: &Admitted,
         root: &str,
         old: &str,
         new: &str,
     ) -> Result<(), FsError> {
+        let user = who.user_for(Operation::RenameSnapshot);
         let caller = self.caller(user);
         let now = now_ms();
         self.commit(|ns| {
@@ -80,7 +90,8 @@ impl NameNodeService {
 
     /// `getSnapshottableDirListing`: every snapshottable directory for the superuser, the
     /// caller's own otherwise (as HDFS filters them).
-    pub fn snapshottable_dirs(&self, user: &str) -> Vec<SnapshottableDir> {
+    pub fn snapshottable_dirs(&self, who: &Admitted) -> Vec<SnapshottableDir> {
+        let user = who.user_for(Operation::GetSnapshottableDirListing);
         let caller = self.caller(user);
         let ns = self.ns.read();
         ns.snapshot_roots()
@@ -113,7 +124,12 @@ impl NameNodeService {
 
     /// `getSnapshotListing`: a snapshottable directory's snapshots in name order (HDFS
     /// reads them from its by-name list).
-    pub fn snapshot_listing(&self, user: &str, root: &str) -> Result<Vec<SnapshotEntry>, FsError> {
+    pub fn snapshot_listing(
+        &self,
+        who: &Admitted,
+        root: &str,
+    ) -> Result<Vec<SnapshotEntry>, FsError> {
+        let user = who.user_for(Operation::GetSnapshotListing);
         let caller = self.caller(user);
         let ns = self.ns.read();
         let (slot, path) = ns.resolve_checked(&caller, &ns.resolve_reserved(root)?)?;
@@ -141,11 +157,12 @@ impl NameNodeService {
     /// `getSnapshotDiffReport`: the root's path and the changes from `from` to `to`.
     pub fn snapshot_diff(
         &self,
-        user: &str,
+        who: &Admitted,
         root: &str,
         from: &str,
         to: &str,
     ) -> Result<(String, Vec<DiffEntry>), FsError> {
+        let user = who.user_for(Operation::GetSnapshotDiffReport);
         let caller = self.caller(user);
         let ns = self.ns.read();
         ns.snapshot_diff(&caller, &ns.resolve_reserved(root)?, from, to)
@@ -155,11 +172,12 @@ impl NameNodeService {
     /// its report from, in one page.
     pub fn snapshot_diff_listing(
         &self,
-        user: &str,
+        who: &Admitted,
         root: &str,
         from: &str,
         to: &str,
     ) -> Result<(String, DiffListing), FsError> {
+        let user = who.user_for(Operation::GetSnapshotDiffReportListing);
         let caller = self.caller(user);
         let ns = self.ns.read();
         ns.snapshot_diff_listing(&caller, &ns.resolve_reserved(root)?, from, to)

@@ -2,7 +2,7 @@
 //! policy in force read under the read lock. The rules are the namespace's
 //! (`namespace/storage_policy.rs`).
 
-use super::NameNodeService;
+use super::{Admitted, NameNodeService, Operation};
 use crate::error::FsError;
 use crate::namespace::storage_policy::Policy;
 
@@ -10,10 +10,11 @@ impl NameNodeService {
     /// `setStoragePolicy` (`Some(name)`) or `unsetStoragePolicy` (`None`).
     pub async fn set_storage_policy(
         &self,
-        user: &str,
+        who: &Admitted,
         src: &str,
         name: Option<&str>,
     ) -> Result<(), FsError> {
+        let user = who.user_for(Operation::SetStoragePolicy);
         let caller = self.caller(user);
         let enabled = self.cfg.storage_policy_enabled;
         self.commit(|ns| {
@@ -26,7 +27,8 @@ impl NameNodeService {
         .await
     }
 
-    pub fn storage_policy(&self, user: &str, src: &str) -> Result<&'static Policy, FsError> {
+    pub fn storage_policy(&self, who: &Admitted, src: &str) -> Result<&'static Policy, FsError> {
+        let user = who.user_for(Operation::GetStoragePolicy);
         let caller = self.caller(user);
         let ns = self.ns.read();
         ns.get_storage_policy(&caller, &ns.resolve_reserved(src)?)

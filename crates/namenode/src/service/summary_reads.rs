@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::NameNodeService;
+use super::{Admitted, NameNodeService, Operation};
 use crate::error::FsError;
 use crate::journal::{codec, recover};
 use crate::namespace::perm::{EXECUTE, READ};
@@ -33,11 +33,12 @@ impl NameNodeService {
     /// that do).
     pub async fn path_summary<R>(
         &self,
-        user: &str,
+        who: &Admitted,
         path: &str,
         read: impl FnOnce(&Summary, &str) -> R,
         restricted: impl FnOnce(&R) -> bool,
     ) -> Result<R, FsError> {
+        let user = who.user();
         let (Some(svc), Some(journal)) = (&self.summary, &self.journal) else {
             return Err(off());
         };
@@ -61,10 +62,12 @@ impl NameNodeService {
     /// in-memory tail reaches. Answers the records and the last synced txid.
     pub async fn read_edits(
         self: &std::sync::Arc<Self>,
+        who: &Admitted,
         from: u64,
         max: usize,
         wait: Duration,
     ) -> Result<(Bytes, u64), FsError> {
+        who.check(Operation::ReadEdits);
         if self.journal.is_none() {
             return Err(off());
         }
@@ -96,10 +99,12 @@ impl NameNodeService {
     /// bytes; `None` when there is no image at all.
     pub async fn image_chunk(
         &self,
+        who: &Admitted,
         txid: u64,
         offset: u64,
         max: u64,
     ) -> Result<Option<ImageChunk>, FsError> {
+        who.check(Operation::GetImage);
         let Some(store) = self.images.as_deref() else {
             return Ok(None);
         };

@@ -12,7 +12,7 @@ use ferrite_blocktoken::Modes;
 
 use super::lease_recovery::Outcome;
 use super::locations::{seed, LocatedBlock};
-use super::{NameNodeService, Origin};
+use super::{Admitted, NameNodeService, Operation};
 use crate::blocks::placement::{choose_targets, PlacementRequest};
 use crate::blocks::registry::{Liveness, NodeIx};
 use crate::clock::now_ms;
@@ -72,7 +72,7 @@ impl NameNodeService {
     /// pipeline and a WRITE token.
     pub async fn add_block(
         &self,
-        who: Origin<'_>,
+        who: &Admitted,
         req: &AddBlock<'_>,
     ) -> Result<LocatedBlock, FsError> {
         let min = self.cfg.min_replication as usize;
@@ -113,7 +113,7 @@ impl NameNodeService {
                     fallbacks: &fallbacks,
                     replicas: inode.replication as usize,
                     block_size: inode.file().map(|f| f.block_size).unwrap_or(0),
-                    writer_ip: who.ip,
+                    writer_ip: who.ip(),
                     excluded: &req.excluded,
                     existing: &[],
                     now_ms: now,
@@ -138,7 +138,7 @@ impl NameNodeService {
             let mut lb = LocatedBlock::new(&placed, &mgr.reg, &locs);
             lb.token = self
                 .tokens
-                .for_block(who.user, pool, Modes::WRITE, placed.block.id);
+                .for_block(who.user(), pool, Modes::WRITE, placed.block.id);
             Ok((lb, planned))
         })
         .await
@@ -147,10 +147,11 @@ impl NameNodeService {
     /// Pipeline recovery, step 1: a new generation stamp for the block being written.
     pub async fn update_block_for_pipeline(
         &self,
-        user: &str,
+        who: &Admitted,
         block: Block,
         client_name: &str,
     ) -> Result<LocatedBlock, FsError> {
+        let user = who.user_for(Operation::UpdateBlockForPipeline);
         let pool = &self.identity.block_pool_id;
         let placed = self
             .commit(|ns| ns.plan_bump_gs(pool, block, client_name))
@@ -167,11 +168,13 @@ impl NameNodeService {
     /// refused).
     pub fn update_pipeline(
         &self,
+        who: &Admitted,
         client_name: &str,
         old_block: Block,
         new_block: Block,
         new_nodes: &[&str],
     ) -> Result<(), FsError> {
+        who.check(Operation::UpdatePipeline);
         if new_block.id != old_block.id {
             return Err(FsError::Io(format!(
                 "updatePipeline: blk_{} cannot become blk_{}",
@@ -198,7 +201,7 @@ impl NameNodeService {
     /// new ones.
     pub fn additional_datanodes(
         &self,
-        who: Origin<'_>,
+        who: &Admitted,
         req: &AdditionalDatanodes<'_>,
     ) -> Result<LocatedBlock, FsError> {
         let ns = self.ns.read();
@@ -228,7 +231,7 @@ impl NameNodeService {
                 fallbacks: &[],
                 replicas: wanted,
                 block_size,
-                writer_ip: who.ip,
+                writer_ip: who.ip(),
                 excluded,
                 existing: &existing,
                 now_ms: now_ms(),
@@ -250,17 +253,21 @@ impl NameNodeService {
         let placed = Placed { block, offset };
         let mut lb = LocatedBlock::new(&placed, &mgr.reg, &locs);
         let pool = &self.identity.block_pool_id;
-        lb.token = self.tokens.for_block(who.user, pool, Modes::COPY, block.id);
+        lb.token = self
+            .tokens
+            .for_block(who.user(), pool, Modes::COPY, block.id);
         Ok(lb)
     }
 
     pub async fn abandon_block(
         &self,
+        who: &Admitted,
         src: &str,
         holder: &str,
         file_id: u64,
         block_id: u64,
     ) -> Result<(), FsError> {
+        who.check(Operation::AbandonBlock);
         self.commit(|ns| ns.plan_abandon_block(src, holder, file_id, block_id))
             .await
     }
@@ -269,11 +276,13 @@ impl NameNodeService {
     /// `dfs.namenode.replication.min` finalized replicas (the client asks again).
     pub async fn complete(
         &self,
+        who: &Admitted,
         src: &str,
         client_name: &str,
         file_id: u64,
         last: Option<Previous>,
     ) -> Result<bool, FsError> {
+        who.check(Operation::Complete);
         let now = now_ms();
         let min = self.cfg.min_replication as usize;
         self.commit(|ns| {
@@ -288,16 +297,16 @@ impl NameNodeService {
     /// on its replicas (or, with `new_block`, the next write starts a block of its own).
     pub async fn append(
         &self,
-        who: Origin<'_>,
+        who: &Admitted,
         src: &str,
         client_name: &str,
         new_block: bool,
     ) -> Result<Appended, FsError> {
-        let caller = self.caller(who.user);
+        let caller = self.caller(who.user());
         self.take_over_if_abandoned("APPEND_FILE", who, src, client_name)
             .await?;
         let appended = self
-            .commit(|ns| ns.plan_append(&caller, src, client_name, who.ip, new_block))
+            .commit(|ns| ns.plan_append(&caller, src, client_name, who.ip(), new_block))
             .await?;
         let status = {
             let ns = self.ns.read();
@@ -312,7 +321,7 @@ impl NameNodeService {
             let pool = &self.identity.block_pool_id;
             lb.token = self
                 .tokens
-                .for_block(who.user, pool, Modes::WRITE, last.block.id);
+                .for_block(who.user(), pool, Modes::WRITE, last.block.id);
             lb
         });
         Ok(Appended { block, status })
@@ -325,7 +334,7 @@ impl NameNodeService {
     async fn take_over_if_abandoned(
         &self,
         op: &str,
-        who: Origin<'_>,
+        who: &Admitted,
         src: &str,
         client_name: &str,
     ) -> Result<(), FsError> {
@@ -364,7 +373,7 @@ impl NameNodeService {
         }
         Err(FsError::RecoveryInProgress(format!(
             "Failed to {op} {src} for {client_name} on {} because lease recovery is in progress. Try again later.",
-            who.ip
+            who.ip()
         )))
     }
 
@@ -373,7 +382,7 @@ impl NameNodeService {
     /// closes when it has (`hdfs dfs -truncate -w` waits for that).
     pub async fn truncate(
         &self,
-        who: Origin<'_>,
+        who: &Admitted,
         src: &str,
         new_length: u64,
         client_name: &str,
@@ -382,12 +391,12 @@ impl NameNodeService {
             // A retry of the truncate under way, as HDFS answers it.
             return Ok(false);
         }
-        let caller = self.caller(who.user);
+        let caller = self.caller(who.user());
         self.take_over_if_abandoned("TRUNCATE_FILE", who, src, client_name)
             .await?;
         let now = now_ms();
         let t = self
-            .commit(|ns| ns.plan_truncate(&caller, src, new_length, client_name, who.ip, now))
+            .commit(|ns| ns.plan_truncate(&caller, src, new_length, client_name, who.ip(), now))
             .await?;
         let Some((block, _)) = t.recover else {
             return Ok(true);
@@ -416,7 +425,8 @@ impl NameNodeService {
     }
 
     /// concat: `srcs`' blocks move to the end of `trg`, and the sources are removed.
-    pub async fn concat(&self, user: &str, trg: &str, srcs: &[String]) -> Result<(), FsError> {
+    pub async fn concat(&self, who: &Admitted, trg: &str, srcs: &[String]) -> Result<(), FsError> {
+        let user = who.user_for(Operation::Concat);
         let caller = self.caller(user);
         let now = now_ms();
         self.commit(|ns| Ok(((), ns.plan_concat(&caller, trg, srcs, now)?)))

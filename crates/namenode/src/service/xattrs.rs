@@ -2,18 +2,19 @@
 //! mutation, getXAttrs and listXAttrs under the read lock. The rules are the namespace's
 //! (`namespace/xattr.rs`); the limits come from the configuration.
 
-use super::NameNodeService;
+use super::{Admitted, NameNodeService, Operation};
 use crate::error::FsError;
 use crate::namespace::xattr::XAttr;
 
 impl NameNodeService {
     pub async fn set_xattr(
         &self,
-        user: &str,
+        who: &Admitted,
         src: &str,
         x: XAttr,
         flags: u32,
     ) -> Result<(), FsError> {
+        let user = who.user_for(Operation::SetXAttr);
         let caller = self.caller(user);
         let limits = self.cfg.xattrs;
         self.commit(|ns| {
@@ -23,7 +24,8 @@ impl NameNodeService {
         .await
     }
 
-    pub async fn remove_xattr(&self, user: &str, src: &str, x: XAttr) -> Result<(), FsError> {
+    pub async fn remove_xattr(&self, who: &Admitted, src: &str, x: XAttr) -> Result<(), FsError> {
+        let user = who.user_for(Operation::RemoveXAttr);
         let caller = self.caller(user);
         let limits = self.cfg.xattrs;
         self.commit(|ns| {
@@ -35,16 +37,18 @@ impl NameNodeService {
 
     pub fn get_xattrs(
         &self,
-        user: &str,
+        who: &Admitted,
         src: &str,
         wanted: &[XAttr],
     ) -> Result<Vec<XAttr>, FsError> {
+        let user = who.user_for(Operation::GetXAttrs);
         let caller = self.caller(user);
         let ns = self.ns.read();
         ns.get_xattrs(&caller, &ns.resolve_reserved(src)?, wanted, self.cfg.xattrs)
     }
 
-    pub fn list_xattrs(&self, user: &str, src: &str) -> Result<Vec<XAttr>, FsError> {
+    pub fn list_xattrs(&self, who: &Admitted, src: &str) -> Result<Vec<XAttr>, FsError> {
+        let user = who.user_for(Operation::ListXAttrs);
         let caller = self.caller(user);
         let ns = self.ns.read();
         ns.list_xattrs(&caller, &ns.resolve_reserved(src)?, self.cfg.xattrs)

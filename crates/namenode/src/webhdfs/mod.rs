@@ -24,7 +24,7 @@ use ferrite_http::webhdfs::{self as web, boolean, empty_ok, json_ok, Params, Web
 use crate::error::FsError;
 use crate::namespace::acl_ops::AclChange;
 use crate::namespace::{perm, quota, storage_policy};
-use crate::service::{NameNodeService, Operation, Origin};
+use crate::service::{Admitted, NameNodeService, Operation};
 use json::JsonBlocks;
 
 /// What WebHDFS serves from, set once the NameNode is up (the HTTP port opens first).
@@ -130,16 +130,11 @@ impl Request<'_> {
         &self.w.nn
     }
 
-    fn origin(&self) -> Origin<'_> {
-        Origin {
-            user: &self.user,
-            ip: &self.ip,
-        }
-    }
-
     /// Admission to the RPC operation this request stands for.
-    fn admit(&self, rpc_op: Operation) -> Result<(), WebError> {
-        self.nn().admit(&self.user, rpc_op).map_err(web)
+    fn admit(&self, rpc_op: Operation) -> Result<Admitted, WebError> {
+        self.nn()
+            .admit(self.user.as_str(), self.ip.as_str(), rpc_op)
+            .map_err(web)
     }
 
     async fn get(&self) -> Answer {
@@ -147,8 +142,8 @@ impl Request<'_> {
         match self.op.as_str() {
             "OPEN" | "GETFILECHECKSUM" => self.redirect().await,
             "GETFILESTATUS" => {
-                self.admit(Operation::GetFileInfo)?;
-                match self.nn().file_info(&self.user, &self.path).map_err(web)? {
+                let who = self.admit(Operation::GetFileInfo)?;
+                match self.nn().file_info(&who, &self.path).map_err(web)? {
                     Some(st) => Ok(json_ok(json::file_status_doc(&st))),
                     None => Err(WebError::new(
                         "java.io.FileNotFoundException",
@@ -157,27 +152,27 @@ impl Request<'_> {
                 }
             }
             "LISTSTATUS" => {
-                self.admit(Operation::GetListing)?;
-                Ok(json_ok(json::listing_doc(&self.list_all()?)))
+                let who = self.admit(Operation::GetListing)?;
+                Ok(json_ok(json::listing_doc(&self.list_all(&who)?)))
             }
             "LISTSTATUS_BATCH" => {
-                self.admit(Operation::GetListing)?;
+                let who = self.admit(Operation::GetListing)?;
                 let after = p.get("startafter").unwrap_or("");
-                let l = self.page(after.as_bytes())?;
+                let l = self.page(&who, after.as_bytes())?;
                 Ok(json_ok(json::batch_doc(&l.entries, l.remaining)))
             }
             "GETCONTENTSUMMARY" | "GETQUOTAUSAGE" => {
-                self.admit(if self.op == "GETQUOTAUSAGE" {
+                let who = self.admit(if self.op == "GETQUOTAUSAGE" {
                     Operation::GetQuotaUsage
                 } else {
                     Operation::GetContentSummary
                 })?;
                 let cs = self
                     .nn()
-                    .content_summary(&self.user, &self.path)
+                    .content_summary(&who, &self.path)
                     .await
                     .map_err(web)?;
-                let q = self.nn().quota_view(&self.user, &self.path).map_err(web)?;
+                let q = self.nn().quota_view(&who, &self.path).map_err(web)?;
                 Ok(json_ok(if self.op == "GETQUOTAUSAGE" {
                     json::quota_usage_doc(&cs, &q)
                 } else {
@@ -192,16 +187,17 @@ impl Request<'_> {
                     Some(("", _)) | None => "/",
                     Some((p, _)) => p,
                 };
+                let who = self.admit(Operation::CheckAccess)?;
                 self.nn()
-                    .check_access(&self.user, parent, perm::READ)
+                    .check_access(&who, parent, perm::READ)
                     .map_err(web)?;
                 Ok(json_ok(json::path_doc(&format!("{}/.Trash", self.home()))))
             }
             "GETFILEBLOCKLOCATIONS" | "GET_BLOCK_LOCATIONS" => {
-                self.admit(Operation::GetBlockLocations)?;
+                let who = self.admit(Operation::GetBlockLocations)?;
                 let offset = p.long("offset")?.unwrap_or(0).max(0) as u64;
                 let length = p.long("length")?.map_or(u64::MAX, |l| l.max(0) as u64);
-                let blocks = self.blocks(offset, length).await?;
+                let blocks = self.blocks(&who, offset, length).await?;
                 Ok(json_ok(if self.op == "GET_BLOCK_LOCATIONS" {
                     blocks.located_blocks_doc()
                 } else {
@@ -219,7 +215,7 @@ impl Request<'_> {
                 Ok(json_ok(json::fs_status_doc(&self.nn().fs_stats())))
             }
             "GETXATTRS" => {
-                self.admit(Operation::GetXAttrs)?;
+                let who = self.admit(Operation::GetXAttrs)?;
                 let wanted = p
                     .all("xattr.name")
                     .map(xattrs::name_param)
@@ -227,18 +223,18 @@ impl Request<'_> {
                 let encoding = xattrs::encoding_param(p.required("encoding", "GETXATTRS")?)?;
                 let got = self
                     .nn()
-                    .get_xattrs(&self.user, &self.path, &wanted)
+                    .get_xattrs(&who, &self.path, &wanted)
                     .map_err(web)?;
                 Ok(json_ok(xattrs::xattrs_doc(&got, encoding)))
             }
             "GETACLSTATUS" => {
-                self.admit(Operation::GetAclStatus)?;
-                let st = self.nn().acl_status(&self.user, &self.path).map_err(web)?;
+                let who = self.admit(Operation::GetAclStatus)?;
+                let st = self.nn().acl_status(&who, &self.path).map_err(web)?;
                 Ok(json_ok(acls::status_doc(&st)))
             }
             "LISTXATTRS" => {
-                self.admit(Operation::ListXAttrs)?;
-                let got = self.nn().list_xattrs(&self.user, &self.path).map_err(web)?;
+                let who = self.admit(Operation::ListXAttrs)?;
+                let got = self.nn().list_xattrs(&who, &self.path).map_err(web)?;
                 Ok(json_ok(xattrs::names_doc(&got)))
             }
             "GETALLSTORAGEPOLICY" => {
@@ -246,48 +242,42 @@ impl Request<'_> {
                 Ok(json_ok(json::all_policies_doc()))
             }
             "GETSTORAGEPOLICY" => {
-                self.admit(Operation::GetStoragePolicy)?;
-                let policy = self
-                    .nn()
-                    .storage_policy(&self.user, &self.path)
-                    .map_err(web)?;
+                let who = self.admit(Operation::GetStoragePolicy)?;
+                let policy = self.nn().storage_policy(&who, &self.path).map_err(web)?;
                 Ok(json_ok(json::policy_doc(policy)))
             }
             "CHECKACCESS" => {
-                self.admit(Operation::CheckAccess)?;
+                let who = self.admit(Operation::CheckAccess)?;
                 let action = fs_action(p.get("fsaction").unwrap_or("---"))?;
                 self.nn()
-                    .check_access(&self.user, &self.path, action)
+                    .check_access(&who, &self.path, action)
                     .map_err(web)?;
                 Ok(empty_ok())
             }
             "GETSNAPSHOTDIFF" | "GETSNAPSHOTDIFFLISTING" => {
                 let from = p.get("oldsnapshotname").unwrap_or("");
                 let to = p.get("snapshotname").unwrap_or("");
-                let (nn, user, path) = (self.nn(), self.user.as_str(), self.path.as_str());
+                let (nn, path) = (self.nn(), self.path.as_str());
                 Ok(json_ok(if self.op == "GETSNAPSHOTDIFF" {
-                    self.admit(Operation::GetSnapshotDiffReport)?;
-                    let (root, entries) = nn.snapshot_diff(user, path, from, to).map_err(web)?;
+                    let who = self.admit(Operation::GetSnapshotDiffReport)?;
+                    let (root, entries) = nn.snapshot_diff(&who, path, from, to).map_err(web)?;
                     snapshots::diff_doc(&root, from, to, &entries)
                 } else {
-                    self.admit(Operation::GetSnapshotDiffReportListing)?;
+                    let who = self.admit(Operation::GetSnapshotDiffReportListing)?;
                     let (_, l) = nn
-                        .snapshot_diff_listing(user, path, from, to)
+                        .snapshot_diff_listing(&who, path, from, to)
                         .map_err(web)?;
                     snapshots::diff_listing_doc(&l)
                 }))
             }
             "GETSNAPSHOTTABLEDIRECTORYLIST" => {
-                self.admit(Operation::GetSnapshottableDirListing)?;
-                let dirs = self.nn().snapshottable_dirs(&self.user);
+                let who = self.admit(Operation::GetSnapshottableDirListing)?;
+                let dirs = self.nn().snapshottable_dirs(&who);
                 Ok(json_ok(snapshots::snapshottable_doc(&dirs)))
             }
             "GETSNAPSHOTLIST" => {
-                self.admit(Operation::GetSnapshotListing)?;
-                let snaps = self
-                    .nn()
-                    .snapshot_listing(&self.user, &self.path)
-                    .map_err(web)?;
+                let who = self.admit(Operation::GetSnapshotListing)?;
+                let snaps = self.nn().snapshot_listing(&who, &self.path).map_err(web)?;
                 Ok(json_ok(snapshots::snapshot_list_doc(&snaps)))
             }
             other => Err(self.not_served(other, "GET")),
@@ -296,93 +286,93 @@ impl Request<'_> {
 
     async fn put(&self) -> Answer {
         let p = &self.params;
-        let (nn, user, path) = (self.nn(), self.user.as_str(), self.path.as_str());
+        let (nn, path) = (self.nn(), self.path.as_str());
         match self.op.as_str() {
             "CREATE" => self.redirect().await,
             "MKDIRS" => {
-                self.admit(Operation::Mkdirs)?;
+                let who = self.admit(Operation::Mkdirs)?;
                 let mode = crate::namespace::plan::Mode {
                     masked: p.permission("permission")?.unwrap_or(0o755),
                     unmasked: p.permission("unmaskedpermission")?,
                 };
-                nn.mkdirs(user, path, mode, true).await.map_err(web)?;
+                nn.mkdirs(&who, path, mode, true).await.map_err(web)?;
                 Ok(boolean(true))
             }
             "RENAME" => {
                 let dst = p.required("destination", "RENAME")?;
                 match p.get("renameoptions").filter(|o| !o.is_empty()) {
                     None => {
-                        self.admit(Operation::Rename)?;
-                        Ok(boolean(nn.rename(user, path, dst).await.map_err(web)?))
+                        let who = self.admit(Operation::Rename)?;
+                        Ok(boolean(nn.rename(&who, path, dst).await.map_err(web)?))
                     }
                     Some(opts) => {
-                        self.admit(Operation::Rename2)?;
+                        let who = self.admit(Operation::Rename2)?;
                         let overwrite = opts.split(',').any(|o| o.trim() == "OVERWRITE");
-                        nn.rename2(user, path, dst, overwrite).await.map_err(web)?;
+                        nn.rename2(&who, path, dst, overwrite).await.map_err(web)?;
                         Ok(empty_ok())
                     }
                 }
             }
             "SETREPLICATION" => {
-                self.admit(Operation::SetReplication)?;
+                let who = self.admit(Operation::SetReplication)?;
                 let r = match p.short("replication")? {
                     Some(r) => r.max(0) as u32,
                     None => u32::from(nn.config().replication),
                 };
                 Ok(boolean(
-                    nn.set_replication(user, path, r).await.map_err(web)?,
+                    nn.set_replication(&who, path, r).await.map_err(web)?,
                 ))
             }
             "SETOWNER" => {
-                self.admit(Operation::SetOwner)?;
+                let who = self.admit(Operation::SetOwner)?;
                 let (owner, group) = (p.get("owner"), p.get("group"));
                 if owner.is_none_or(str::is_empty) && group.is_none_or(str::is_empty) {
                     return Err(WebError::illegal("Both owner and group are empty."));
                 }
-                nn.set_owner(user, path, owner, group).await.map_err(web)?;
+                nn.set_owner(&who, path, owner, group).await.map_err(web)?;
                 Ok(empty_ok())
             }
             "SETPERMISSION" => {
-                self.admit(Operation::SetPermission)?;
+                let who = self.admit(Operation::SetPermission)?;
                 let perm = p.permission("permission")?.unwrap_or(0o755);
-                nn.set_permission(user, path, perm).await.map_err(web)?;
+                nn.set_permission(&who, path, perm).await.map_err(web)?;
                 Ok(empty_ok())
             }
             "SATISFYSTORAGEPOLICY" => {
-                self.admit(Operation::SatisfyStoragePolicy)?;
-                nn.satisfy_storage_policy(user, path).await.map_err(web)?;
+                let who = self.admit(Operation::SatisfyStoragePolicy)?;
+                nn.satisfy_storage_policy(&who, path).await.map_err(web)?;
                 Ok(empty_ok())
             }
             "SETSTORAGEPOLICY" => {
-                self.admit(Operation::SetStoragePolicy)?;
+                let who = self.admit(Operation::SetStoragePolicy)?;
                 let name = p
                     .get("storagepolicy")
                     .filter(|n| !n.is_empty())
                     .ok_or_else(|| WebError::illegal("Storage policy name is empty."))?;
-                nn.set_storage_policy(user, path, Some(name))
+                nn.set_storage_policy(&who, path, Some(name))
                     .await
                     .map_err(web)?;
                 Ok(empty_ok())
             }
             "SETXATTR" => {
-                self.admit(Operation::SetXAttr)?;
+                let who = self.admit(Operation::SetXAttr)?;
                 let mut x = xattrs::name_param(p.required("xattr.name", "SETXATTR")?)?;
                 x.value = p.get("xattr.value").map(xattrs::decode_value).transpose()?;
                 let flags = xattrs::flag_param(p.get("flag"))?;
-                nn.set_xattr(user, path, x, flags).await.map_err(web)?;
+                nn.set_xattr(&who, path, x, flags).await.map_err(web)?;
                 Ok(empty_ok())
             }
             "SETQUOTA" => {
-                self.admit(Operation::SetQuota)?;
+                let who = self.admit(Operation::SetQuota)?;
                 let ns_q = p.long("namespacequota")?.unwrap_or(quota::DONT_SET);
                 let space = p.long("storagespacequota")?.unwrap_or(quota::DONT_SET);
-                nn.set_quota(user, path, ns_q, space, None)
+                nn.set_quota(&who, path, ns_q, space, None)
                     .await
                     .map_err(web)?;
                 Ok(empty_ok())
             }
             "SETQUOTABYSTORAGETYPE" => {
-                self.admit(Operation::SetQuota)?;
+                let who = self.admit(Operation::SetQuota)?;
                 let space = p.long("storagespacequota")?.unwrap_or(quota::DONT_SET);
                 let name = p.required("storagetype", "SETQUOTABYSTORAGETYPE")?;
                 let t = storage_policy::StorageType::by_name(name).ok_or_else(|| {
@@ -391,7 +381,7 @@ impl Request<'_> {
                         name.to_ascii_uppercase()
                     ))
                 })?;
-                nn.set_quota(user, path, quota::DONT_SET, space, Some(t as u8))
+                nn.set_quota(&who, path, quota::DONT_SET, space, Some(t as u8))
                     .await
                     .map_err(web)?;
                 Ok(empty_ok())
@@ -411,46 +401,46 @@ impl Request<'_> {
                     "REMOVEACL" => (Operation::RemoveAcl, AclChange::Remove),
                     _ => (Operation::SetAcl, AclChange::Set(spec(true)?)),
                 };
-                self.admit(rpc)?;
-                nn.change_acl(user, path, change).await.map_err(web)?;
+                let who = self.admit(rpc)?;
+                nn.change_acl(&who, path, change).await.map_err(web)?;
                 Ok(empty_ok())
             }
             "REMOVEXATTR" => {
-                self.admit(Operation::RemoveXAttr)?;
+                let who = self.admit(Operation::RemoveXAttr)?;
                 let x = xattrs::name_param(p.required("xattr.name", "REMOVEXATTR")?)?;
-                nn.remove_xattr(user, path, x).await.map_err(web)?;
+                nn.remove_xattr(&who, path, x).await.map_err(web)?;
                 Ok(empty_ok())
             }
             "SETTIMES" => {
-                self.admit(Operation::SetTimes)?;
+                let who = self.admit(Operation::SetTimes)?;
                 let time = |name| -> Result<Option<i64>, WebError> {
                     Ok(p.long(name)?.filter(|&t| t >= 0))
                 };
                 let (m, a) = (time("modificationtime")?, time("accesstime")?);
-                nn.set_times(user, path, m, a).await.map_err(web)?;
+                nn.set_times(&who, path, m, a).await.map_err(web)?;
                 Ok(empty_ok())
             }
             "ALLOWSNAPSHOT" => {
-                self.admit(Operation::AllowSnapshot)?;
-                nn.allow_snapshot(path).await.map_err(web)?;
+                let who = self.admit(Operation::AllowSnapshot)?;
+                nn.allow_snapshot(&who, path).await.map_err(web)?;
                 Ok(empty_ok())
             }
             "DISALLOWSNAPSHOT" => {
-                self.admit(Operation::DisallowSnapshot)?;
-                nn.disallow_snapshot(path).await.map_err(web)?;
+                let who = self.admit(Operation::DisallowSnapshot)?;
+                nn.disallow_snapshot(&who, path).await.map_err(web)?;
                 Ok(empty_ok())
             }
             "CREATESNAPSHOT" => {
-                self.admit(Operation::CreateSnapshot)?;
+                let who = self.admit(Operation::CreateSnapshot)?;
                 let name = p.get("snapshotname").filter(|n| !n.is_empty());
-                let made = nn.create_snapshot(user, path, name).await.map_err(web)?;
+                let made = nn.create_snapshot(&who, path, name).await.map_err(web)?;
                 Ok(json_ok(json::path_doc(&made)))
             }
             "RENAMESNAPSHOT" => {
-                self.admit(Operation::RenameSnapshot)?;
+                let who = self.admit(Operation::RenameSnapshot)?;
                 let old = p.required("oldsnapshotname", "RENAMESNAPSHOT")?;
                 let new = p.required("snapshotname", "RENAMESNAPSHOT")?;
-                nn.rename_snapshot(user, path, old, new)
+                nn.rename_snapshot(&who, path, old, new)
                     .await
                     .map_err(web)?;
                 Ok(empty_ok())
@@ -461,27 +451,27 @@ impl Request<'_> {
 
     async fn post(&self) -> Answer {
         let p = &self.params;
-        let (nn, user, path) = (self.nn(), self.user.as_str(), self.path.as_str());
+        let (nn, path) = (self.nn(), self.path.as_str());
         match self.op.as_str() {
             "APPEND" => self.redirect().await,
             "UNSETSTORAGEPOLICY" => {
-                self.admit(Operation::UnsetStoragePolicy)?;
-                nn.set_storage_policy(user, path, None).await.map_err(web)?;
+                let who = self.admit(Operation::UnsetStoragePolicy)?;
+                nn.set_storage_policy(&who, path, None).await.map_err(web)?;
                 Ok(empty_ok())
             }
             "CONCAT" => {
-                self.admit(Operation::Concat)?;
+                let who = self.admit(Operation::Concat)?;
                 let srcs: Vec<String> = p
                     .required("sources", "CONCAT")?
                     .split(',')
                     .filter(|s| !s.is_empty())
                     .map(String::from)
                     .collect();
-                nn.concat(user, path, &srcs).await.map_err(web)?;
+                nn.concat(&who, path, &srcs).await.map_err(web)?;
                 Ok(empty_ok())
             }
             "TRUNCATE" => {
-                self.admit(Operation::Truncate)?;
+                let who = self.admit(Operation::Truncate)?;
                 let len = p.long("newlength")?.ok_or_else(|| {
                     WebError::illegal("Required param newlength for op: TRUNCATE is null or empty")
                 })?;
@@ -490,9 +480,9 @@ impl Request<'_> {
                         "Cannot truncate to a negative file size: {len}."
                     )));
                 }
-                let client = format!("webhdfs_{user}");
+                let client = format!("webhdfs_{}", who.user());
                 let done = nn
-                    .truncate(self.origin(), path, len as u64, &client)
+                    .truncate(&who, path, len as u64, &client)
                     .await
                     .map_err(web)?;
                 Ok(boolean(done))
@@ -504,20 +494,20 @@ impl Request<'_> {
     async fn delete(&self) -> Answer {
         match self.op.as_str() {
             "DELETE" => {
-                self.admit(Operation::Delete)?;
+                let who = self.admit(Operation::Delete)?;
                 let recursive = self.params.bool("recursive", false)?;
                 let done = self
                     .nn()
-                    .delete(&self.user, &self.path, recursive)
+                    .delete(&who, &self.path, recursive)
                     .await
                     .map_err(web)?;
                 Ok(boolean(done))
             }
             "DELETESNAPSHOT" => {
-                self.admit(Operation::DeleteSnapshot)?;
+                let who = self.admit(Operation::DeleteSnapshot)?;
                 let name = self.params.required("snapshotname", "DELETESNAPSHOT")?;
                 self.nn()
-                    .delete_snapshot(&self.user, &self.path, name)
+                    .delete_snapshot(&who, &self.path, name)
                     .await
                     .map_err(web)?;
                 Ok(empty_ok())
@@ -540,9 +530,9 @@ impl Request<'_> {
         format!("/user/{}", self.user)
     }
 
-    fn page(&self, after: &[u8]) -> Result<crate::service::Listing, WebError> {
+    fn page(&self, who: &Admitted, after: &[u8]) -> Result<crate::service::Listing, WebError> {
         self.nn()
-            .listing(self.origin(), &self.path, after, false)
+            .listing(who, &self.path, after, false)
             .map_err(web)?
             .ok_or_else(|| {
                 WebError::new(
@@ -553,11 +543,14 @@ impl Request<'_> {
     }
 
     /// Every entry of the directory, page after page (a file lists as itself).
-    fn list_all(&self) -> Result<Vec<crate::namespace::query::FileStatus>, WebError> {
+    fn list_all(
+        &self,
+        who: &Admitted,
+    ) -> Result<Vec<crate::namespace::query::FileStatus>, WebError> {
         let mut all = Vec::new();
         let mut after = Vec::new();
         loop {
-            let page = self.page(&after)?;
+            let page = self.page(who, &after)?;
             let last = page.entries.last().map(|e| e.name.clone());
             all.extend(page.entries);
             match last {
@@ -567,9 +560,14 @@ impl Request<'_> {
         }
     }
 
-    async fn blocks(&self, offset: u64, length: u64) -> Result<JsonBlocks, WebError> {
+    async fn blocks(
+        &self,
+        who: &Admitted,
+        offset: u64,
+        length: u64,
+    ) -> Result<JsonBlocks, WebError> {
         self.nn()
-            .block_locations(self.origin(), &self.path, offset, length)
+            .block_locations(who, &self.path, offset, length)
             .await
             .map_err(web)
     }

@@ -8,7 +8,7 @@ use ferrite_http::webhdfs::{encode_path, encode_value, json_ok, Params, WebError
 use serde_json::json;
 
 use super::{web, Answer, Request};
-use crate::service::{NodeFilter, Operation};
+use crate::service::{Admitted, NodeFilter, Operation};
 
 /// Where a redirect sends the client: a DataNode's address and HTTP port.
 #[derive(Debug, PartialEq, Eq)]
@@ -19,13 +19,13 @@ pub struct Target {
 
 impl Request<'_> {
     pub(super) async fn redirect(&self) -> Answer {
-        self.admit(match self.op.as_str() {
+        let who = self.admit(match self.op.as_str() {
             "CREATE" => Operation::Create,
             "APPEND" => Operation::Append,
             _ => Operation::GetBlockLocations,
         })?;
         let noredirect = self.params.bool("noredirect", false)?;
-        let target = self.choose_datanode().await?;
+        let target = self.choose_datanode(&who).await?;
         let url = location(
             &target,
             &self.op,
@@ -46,11 +46,11 @@ impl Request<'_> {
             .into_response())
     }
 
-    async fn choose_datanode(&self) -> Result<Target, WebError> {
+    async fn choose_datanode(&self, who: &Admitted) -> Result<Target, WebError> {
         if self.op != "CREATE" {
             let st = self
                 .nn()
-                .file_info(&self.user, &self.path)
+                .file_info(who, &self.path)
                 .map_err(web)?
                 .ok_or_else(|| {
                     WebError::new(
@@ -74,7 +74,7 @@ impl Request<'_> {
                 } else {
                     st.len - 1
                 };
-                let blocks = self.blocks(at, 1).await?;
+                let blocks = self.blocks(who, at, 1).await?;
                 if let Some(node) = blocks.first_node() {
                     return Ok(Target {
                         host: node["ipAddr"].as_str().unwrap_or_default().to_string(),

@@ -6,9 +6,10 @@
 
 mod usage;
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::http::{header, StatusCode, Uri};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
@@ -70,7 +71,11 @@ async fn asset(content_type: &'static str, body: &'static str) -> Response {
 
 /// `?path=P&top=N&user.name=U`: the usage of P as the summary holds it, checked against
 /// U's permissions as `getSummary` is.
-async fn namespace_usage(State(slot): State<Arc<WebHdfsSlot>>, uri: Uri) -> Response {
+async fn namespace_usage(
+    State(slot): State<Arc<WebHdfsSlot>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    uri: Uri,
+) -> Response {
     let Some(w) = slot.get() else {
         return WebError::new(
             "org.apache.hadoop.ipc.RetriableException",
@@ -86,12 +91,16 @@ async fn namespace_usage(State(slot): State<Arc<WebHdfsSlot>>, uri: Uri) -> Resp
         .and_then(|t| t.parse::<usize>().ok())
         .unwrap_or(usage::DEFAULT_TOP)
         .clamp(1, usage::MAX_TOP);
-    if let Err(e) = w.nn.admit(&user, Operation::GetSummary) {
-        return WebError::new(e.java_class(), e.to_string()).into_response();
-    }
+    let who = match w
+        .nn
+        .admit(user.as_str(), peer.ip().to_string(), Operation::GetSummary)
+    {
+        Ok(who) => who,
+        Err(e) => return WebError::new(e.java_class(), e.to_string()).into_response(),
+    };
     let answer =
         w.nn.path_summary(
-            &user,
+            &who,
             path,
             |s, path| usage::of(s, path, top),
             |u| u.as_ref().is_some_and(usage::restricted),
@@ -103,7 +112,7 @@ async fn namespace_usage(State(slot): State<Arc<WebHdfsSlot>>, uri: Uri) -> Resp
             // The quota of the path itself, when it has one (the namespace's figures: exact
             // now, where the summary's may lag).
             let quota =
-                w.nn.quota_view(&user, path)
+                w.nn.quota_view(&who, path)
                     .ok()
                     .filter(|q| q.used.is_some());
             doc["quota"] = quota.map_or(serde_json::Value::Null, |q| usage::quota_json(&q));
