@@ -16,12 +16,12 @@ use ferrite_proto::common::{
 };
 use parking_lot::Mutex;
 use prost::Message;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 
 use crate::frame::{self, AuthProtocol, Body};
+use crate::net::Conn;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -54,7 +54,7 @@ impl ClientError {
 type Pending = Arc<Mutex<Option<HashMap<i32, oneshot::Sender<Result<Bytes, ClientError>>>>>>;
 
 pub struct IpcClient {
-    writer: tokio::sync::Mutex<OwnedWriteHalf>,
+    writer: tokio::sync::Mutex<Box<dyn AsyncWrite + Send + Unpin>>,
     pending: Pending,
     next_call: AtomicI32,
     client_id: [u8; 16],
@@ -69,7 +69,12 @@ impl IpcClient {
         protocol: &str,
     ) -> Result<Self, ClientError> {
         let stream = TcpStream::connect(addr).await?;
-        stream.set_nodelay(true)?;
+        Self::over(stream, user, protocol).await
+    }
+
+    /// [`connect`](Self::connect) over a stream already open (the simulator's network).
+    pub async fn over<C: Conn>(stream: C, user: &str, protocol: &str) -> Result<Self, ClientError> {
+        stream.set_nodelay()?;
         let (rd, mut wr) = stream.into_split();
         let client_id = *uuid::Uuid::new_v4().as_bytes();
         let ctx_header = request_header(frame::CALL_ID_CONNECTION_CONTEXT, &client_id, -1);
@@ -86,7 +91,7 @@ impl IpcClient {
         let pending: Pending = Arc::new(Mutex::new(Some(HashMap::new())));
         tokio::spawn(read_loop(rd, pending.clone()));
         Ok(IpcClient {
-            writer: tokio::sync::Mutex::new(wr),
+            writer: tokio::sync::Mutex::new(Box::new(wr)),
             pending,
             next_call: AtomicI32::new(0),
             client_id,
@@ -155,7 +160,7 @@ fn request_header(call_id: i32, client_id: &[u8; 16], retry_count: i32) -> RpcRe
     }
 }
 
-async fn read_loop(rd: OwnedReadHalf, pending: Pending) {
+async fn read_loop<R: AsyncRead + Unpin>(rd: R, pending: Pending) {
     let mut rd = BufReader::with_capacity(64 * 1024, rd);
     let err = loop {
         let len = match rd.read_u32().await {

@@ -20,6 +20,7 @@ pub mod error;
 pub mod frame;
 mod low_water;
 pub mod metrics;
+pub mod net;
 mod outbox;
 pub mod retry_cache;
 pub mod router;

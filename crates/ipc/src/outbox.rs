@@ -11,8 +11,7 @@ use std::collections::VecDeque;
 use bytes::Bytes;
 use ferrite_proto::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
 use parking_lot::Mutex;
-use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::OwnedWriteHalf;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Notify, OwnedSemaphorePermit};
 
 use crate::durable::Durability;
@@ -232,8 +231,8 @@ impl Outbox {
 
 /// Sends the outbox's replies in bounded slices as they become sendable, flushing after each
 /// round. `gate` is the service's durability, if replies can rest on tickets.
-pub(crate) async fn write_loop(
-    wr: OwnedWriteHalf,
+pub(crate) async fn write_loop<W: AsyncWrite + Unpin>(
+    wr: W,
     outbox: std::sync::Arc<Outbox>,
     gate: Option<&dyn Durability>,
 ) {
@@ -262,7 +261,10 @@ pub(crate) async fn write_loop(
         match (next, gate) {
             (Next::Done, _) => break,
             (Next::WaitFor(t), Some(g)) => {
+                // Biased: either way the loop looks again, and a fixed order keeps a
+                // simulated run reproducible.
                 tokio::select! {
+                    biased;
                     _ = outbox.wake.notified() => {}
                     _ = g.wait(t) => {}
                 }
@@ -273,8 +275,8 @@ pub(crate) async fn write_loop(
     let _ = wr.shutdown().await;
 }
 
-async fn write_all(
-    wr: &mut tokio::io::BufWriter<OwnedWriteHalf>,
+async fn write_all<W: AsyncWrite + Unpin>(
+    wr: &mut tokio::io::BufWriter<W>,
     ready: &mut Vec<Reply>,
     upto: u64,
     failed: Option<&str>,

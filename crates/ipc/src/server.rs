@@ -24,9 +24,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use ferrite_proto::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
 use ferrite_proto::common::{IpcConnectionContextProto, RpcSaslProto};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::tcp::OwnedWriteHalf;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -36,6 +34,7 @@ use tracing::{debug, error, info, warn};
 use crate::durable;
 use crate::frame::{self, AuthProtocol, Body, FrameError};
 use crate::low_water::LowWater;
+use crate::net::{Conn, Listen};
 pub use crate::outbox::WRITE_SLICE;
 use crate::outbox::{self, Outbox, Reply};
 use crate::router::{CallCtx, Router, Service};
@@ -105,8 +104,8 @@ impl ServerHandle {
 }
 
 /// Starts serving on an already-bound listener (so tests can bind `127.0.0.1:0`).
-pub fn spawn<S: Service>(
-    listener: TcpListener,
+pub fn spawn<S: Service, L: Listen>(
+    listener: L,
     router: Arc<Router<S>>,
     cfg: ServerConfig,
 ) -> ServerHandle {
@@ -126,8 +125,8 @@ pub fn spawn<S: Service>(
 }
 
 /// The accept loop. Returns after `cancel` fires and every connection has drained.
-async fn run<S: Service>(
-    listener: TcpListener,
+async fn run<S: Service, L: Listen>(
+    listener: L,
     router: Arc<Router<S>>,
     cfg: ServerConfig,
     cancel: CancellationToken,
@@ -215,10 +214,10 @@ enum Phase {
 }
 
 impl<S: Service> Connection<S> {
-    async fn serve(self, stream: TcpStream) -> Result<(), ConnError> {
-        stream.set_nodelay(true)?;
+    async fn serve<C: Conn>(self, stream: C) -> Result<(), ConnError> {
+        stream.set_nodelay()?;
         // The halves share the descriptor, which lives as long as either of them.
-        let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
+        let fd = stream.raw_fd();
         let (rd, mut wr) = stream.into_split();
         let mut rd = BufReader::with_capacity(64 * 1024, rd);
         let mut pre = [0u8; 7];
@@ -238,7 +237,8 @@ impl<S: Service> Connection<S> {
             && self.router.state().durability().is_some()
             && self.cfg.read_batch_bytes > 1;
         let tx = Arc::new(Outbox::with_low_water(
-            gathers.then(|| LowWater::new(fd, self.cfg.read_batch_bytes)),
+            fd.filter(|_| gathers)
+                .map(|fd| LowWater::new(fd, self.cfg.read_batch_bytes)),
         ));
         let router = self.router.clone();
         let out = tx.clone();
@@ -517,7 +517,7 @@ impl<S: Service> Connection<S> {
 }
 
 /// A wrong preamble: answer the way a Hadoop server does where that helps a human, then close.
-async fn refuse_preamble(wr: &mut OwnedWriteHalf, pre: &[u8; 7], err: &FrameError) {
+async fn refuse_preamble<W: AsyncWrite + Unpin>(wr: &mut W, pre: &[u8; 7], err: &FrameError) {
     let reply: Option<Bytes> = match err {
         FrameError::BadMagic(_) if pre.starts_with(b"GET ") || pre.starts_with(b"POST ") => {
             Some(Bytes::from_static(

@@ -15,7 +15,7 @@ pub use ferrite_namespace::{chunked, error, id_map};
 pub use ferrite_journal::{atomic_file, checkpoint, journal, startup_progress};
 // The block map, placement, replication and recovery decisions.
 pub use ferrite_blocks as blocks;
-mod clock;
+pub mod clock;
 pub mod config;
 pub mod forked_writer;
 pub mod fsck;

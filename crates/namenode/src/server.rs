@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use ferrite_ipc::net::Listen;
 use ferrite_ipc::server::{self, ServerConfig, ServerHandle};
 use ferrite_ipc::Router;
 use tokio::net::TcpListener;
@@ -353,11 +354,6 @@ impl NameNode {
                 .await
                 .map_err(io_err)??
         };
-        let ipc_cfg = ServerConfig {
-            max_frame_len: cfg.max_frame_len,
-            read_batch_bytes: cfg.read_batch_bytes,
-            ..Default::default()
-        };
         let state = Arc::new(NameNodeService::new(
             cfg,
             superuser.clone(),
@@ -365,6 +361,26 @@ impl NameNode {
             identity,
             storage,
         ));
+        let nn = Self::serve(state, listener, fatal)?;
+        info!(addr = %nn.addr, %superuser, "NameNode serving");
+        Ok(nn)
+    }
+
+    /// Serves `state` on `listener`: the IPC server and the background monitors (and the
+    /// summary's follower thread, when the summary is on). `fatal` is cancelled when the
+    /// journal can no longer make edits durable. The simulator starts its NameNodes here,
+    /// over its own network and storage.
+    pub fn serve<L: Listen>(
+        state: Arc<NameNodeService>,
+        listener: L,
+        fatal: CancellationToken,
+    ) -> std::io::Result<NameNodeHandle> {
+        let addr = listener.local_addr()?;
+        let ipc_cfg = ServerConfig {
+            max_frame_len: state.config().max_frame_len,
+            read_batch_bytes: state.config().read_batch_bytes,
+            ..Default::default()
+        };
         let router = Arc::new(crate::rpc::router(state.clone()));
         let ipc = server::spawn(listener, router.clone(), ipc_cfg);
         let cancel = CancellationToken::new();
@@ -383,15 +399,16 @@ impl NameNode {
         if state.config().trash_interval_min > 0 {
             tasks.push(tokio::spawn(trash_emptier(state.clone(), cancel.clone())));
         }
-        if state.has_journal() {
+        if state.has_journal() && state.has_image_store() {
             tasks.push(tokio::spawn(checkpointer(state.clone(), cancel.clone())));
+        }
+        if state.has_journal_dirs() {
             tasks.push(tokio::spawn(resource_monitor(
                 state.clone(),
                 cancel.clone(),
             )));
         }
         let summary_task = start_summary_task(&state)?;
-        info!(%addr, %superuser, "NameNode serving");
         Ok(NameNodeHandle {
             addr,
             state,

@@ -116,6 +116,16 @@ impl NameNodeService {
         self.journal.is_some()
     }
 
+    /// Whether checkpoint images are kept anywhere (the checkpointer has work).
+    pub fn has_image_store(&self) -> bool {
+        self.images.is_some()
+    }
+
+    /// Whether the journal lives in directories whose free space can run short.
+    pub fn has_journal_dirs(&self) -> bool {
+        !self.journal_dirs.is_empty()
+    }
+
     /// Closing down: the summary follower stops taking new work; then, on a healthy
     /// NameNode, a last checkpoint image; then the journal syncs and closes. Blocking.
     pub fn stop_summary(&self) {

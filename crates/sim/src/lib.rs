@@ -1,0 +1,22 @@
+//! Deterministic simulation of a Ferrite cluster.
+//!
+//! The real NameNode (service, IPC server, monitors, journal codec and replay) and Ferrite's
+//! IPC client run in one process on turmoil's simulated network and clock. The NameNode's
+//! journal sits on a simulated disk that loses unsynced writes and tears the last one when
+//! the host crashes. A seed fixes everything: the clients' operations, message latencies,
+//! and the fault schedule (NameNode crashes and restarts, partitions between clients and
+//! the NameNode, slow and failing disks). Each client works in a directory of its own and
+//! checks every answer, and at the end the whole directory and its snapshots, against a
+//! model; an acknowledged operation that is lost shows up there.
+//!
+//! `cargo run -p ferrite-sim -- --seeds N` runs many seeds; a failing one prints how to
+//! replay it.
+
+pub mod client;
+pub mod disk;
+pub mod model;
+pub mod namenode;
+pub mod net;
+pub mod run;
+
+pub use run::{replay_hint, run_seed, Options, Report};

@@ -1,0 +1,75 @@
+//! `ferrite-sim`: runs simulated seeds and reports any that break a check.
+
+use clap::Parser;
+use ferrite_sim::{replay_hint, run_seed, Options};
+
+#[derive(Parser)]
+#[command(about = "Runs Ferrite's deterministic cluster simulation over many seeds")]
+struct Args {
+    /// How many seeds to run, from --first on.
+    #[arg(long, default_value_t = 100)]
+    seeds: u64,
+    /// The first seed (default: the time now).
+    #[arg(long)]
+    first: Option<u64>,
+    /// Replays one seed, printing its trace.
+    #[arg(long, conflicts_with_all = ["seeds", "first"])]
+    seed: Option<u64>,
+    /// Clients per run.
+    #[arg(long, default_value_t = 3)]
+    clients: usize,
+    /// Operations per client.
+    #[arg(long, default_value_t = 40)]
+    ops: usize,
+    /// Runs without faults (only the model's checks).
+    #[arg(long)]
+    no_faults: bool,
+}
+
+fn main() {
+    let args = Args::parse();
+    let opts = Options {
+        clients: args.clients,
+        ops_per_client: args.ops,
+        faults: !args.no_faults,
+    };
+    if let Some(seed) = args.seed {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .init();
+        let r = run_seed(seed, &opts);
+        for line in &r.trace {
+            println!("{line}");
+        }
+        report(&r);
+        std::process::exit(if r.findings.is_empty() { 0 } else { 1 });
+    }
+    let first = args.first.unwrap_or_else(ferrite_sim::run::time_seed);
+    let mut failed = 0;
+    for seed in first..first + args.seeds {
+        let r = run_seed(seed, &opts);
+        if !r.findings.is_empty() {
+            failed += 1;
+            report(&r);
+        }
+    }
+    println!(
+        "{} seeds from {first}: {} passed, {failed} failed",
+        args.seeds,
+        args.seeds - failed
+    );
+    std::process::exit(if failed == 0 { 0 } else { 1 });
+}
+
+fn report(r: &ferrite_sim::Report) {
+    println!(
+        "seed {}: {} crashes, {} partitions, {} disk faults, {:?} simulated",
+        r.seed, r.crashes, r.partitions, r.disk_faults, r.simulated
+    );
+    for f in &r.findings {
+        println!("  FOUND {f}");
+    }
+    if !r.findings.is_empty() {
+        println!("  replay: {}", replay_hint(r.seed));
+    }
+}

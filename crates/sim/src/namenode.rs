@@ -1,0 +1,83 @@
+//! A NameNode host: the real service, IPC server and monitors, started from what its
+//! simulated disk holds (every record that verifies, replayed as start-up replays), serving
+//! on the simulated network until the host is crashed.
+
+use std::sync::Arc;
+
+use ferrite_namenode::config::Config;
+use ferrite_namenode::groups::GroupMapping;
+use ferrite_namenode::identity::Identity;
+use ferrite_namenode::namespace::Namespace;
+use ferrite_namenode::service::{NameNodeService, StartupReport, Storage};
+use ferrite_namenode::startup_progress::{Phase, StartupProgress};
+use ferrite_namenode::NameNode;
+use tokio_util::sync::CancellationToken;
+
+use crate::disk::{Disk, SimJournal};
+use crate::net::SimListener;
+
+/// The NameNode's user: the superuser, as whoever starts a NameNode is.
+pub const SUPERUSER: &str = "hdfs";
+/// The port it serves ClientProtocol on.
+pub const PORT: u16 = 8020;
+
+/// Runs one life of the NameNode host (until the simulator crashes it).
+pub async fn run(disk: Arc<Disk>, seed: u64, life: u64) -> turmoil::Result {
+    let now = ferrite_namenode::clock::now_ms();
+    let recovered = disk.recover();
+    let mut ns = Namespace::new(SUPERUSER, "supergroup", now);
+    for (txid, op) in &recovered.records {
+        if let Err(e) = ns.apply(op) {
+            panic!("replaying txid {txid} ({op:?}) failed: {e}");
+        }
+    }
+    let last = recovered.records.last().map_or(0, |(t, _)| *t);
+    tracing::info!(
+        life,
+        replayed = recovered.records.len(),
+        torn = recovered.torn_bytes,
+        "NameNode starting"
+    );
+    let progress = Arc::new(StartupProgress::new(std::time::Instant::now()));
+    for p in [
+        Phase::LoadingFsImage,
+        Phase::LoadingEdits,
+        Phase::SavingCheckpoint,
+    ] {
+        progress.end_phase(p, std::time::Instant::now());
+    }
+    let storage = Storage {
+        ns,
+        journal: Some(Box::new(SimJournal::start(disk, last, seed ^ life))),
+        images: None,
+        name_dirs: Vec::new(),
+        journal_dirs: Vec::new(),
+        startup: StartupReport {
+            last_txid: last,
+            edits_replayed: recovered.records.len() as u64,
+            ..Default::default()
+        },
+        summary: None,
+        progress,
+    };
+    let state = Arc::new(NameNodeService::new(
+        config(),
+        SUPERUSER.into(),
+        GroupMapping::parse("", "", ""),
+        Identity::generate(seed, now),
+        storage,
+    ));
+    let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PORT)).await?;
+    let _nn = NameNode::serve(state, SimListener(listener), CancellationToken::new())?;
+    std::future::pending::<()>().await;
+    Ok(())
+}
+
+/// HDFS's defaults, less what needs a real disk (images, the summary's files, trash).
+fn config() -> Config {
+    Config {
+        summary_enabled: false,
+        trash_interval_min: 0,
+        ..Config::default()
+    }
+}
