@@ -116,7 +116,7 @@ pub enum Query {
 
 impl Query {
     /// From the request's `qry` and `get` parameters (`get` wins, as in HDFS).
-    pub fn parse(qry: Option<&str>, get: Option<&str>) -> Result<Query, String> {
+    pub fn parse(qry: Option<&str>, get: Option<&str>) -> Result<Query, BadQuery> {
         if let Some(get) = get {
             return match get.split_once("::") {
                 Some((bean, attr)) if !bean.is_empty() && !attr.is_empty() => {
@@ -125,7 +125,7 @@ impl Query {
                         attr: attr.to_string(),
                     })
                 }
-                _ => Err("query format is not as expected.".into()),
+                _ => Err(BadQuery),
             };
         }
         Ok(match qry {
@@ -134,6 +134,18 @@ impl Query {
         })
     }
 }
+
+/// A `get=` that is not `BEAN::ATTRIBUTE`, refused in the words of HDFS's JMX servlet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BadQuery;
+
+impl std::fmt::Display for BadQuery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("query format is not as expected.")
+    }
+}
+
+impl std::error::Error for BadQuery {}
 
 /// The JSON answer to `q` over `beans`.
 pub fn answer(beans: &[Bean], q: &Query) -> Value {
@@ -284,12 +296,9 @@ mod tests {
             missing["beans"][0]["message"],
             "No attribute with name Nope was found."
         );
+        assert_eq!(BadQuery.to_string(), "query format is not as expected.");
         for bad in ["Hadoop:service=NameNode,name=FSNamesystem", "::X", "B::"] {
-            assert_eq!(
-                Query::parse(Some("*:*"), Some(bad)),
-                Err("query format is not as expected.".into()),
-                "{bad}"
-            );
+            assert_eq!(Query::parse(Some("*:*"), Some(bad)), Err(BadQuery), "{bad}");
         }
     }
 }

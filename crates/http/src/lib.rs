@@ -158,7 +158,7 @@ async fn jmx_page(
     );
     let (status, body) = match q {
         Ok(q) => (StatusCode::OK, jmx::answer(&beans.beans(), &q)),
-        Err(msg) => (StatusCode::BAD_REQUEST, jmx::error(&msg)),
+        Err(bad) => (StatusCode::BAD_REQUEST, jmx::error(&bad.to_string())),
     };
     let text = serde_json::to_string_pretty(&body).unwrap_or_else(|_| "{}".into());
     (

@@ -43,20 +43,39 @@ pub fn defer_reply(ticket: u64) -> bool {
 /// Makes whatever the caller answers rest on `ticket`: deferred to the running call's
 /// reply when there is one, otherwise waited for here. Errs when `ticket` will never be
 /// durable.
-pub async fn settle(gate: &dyn Durability, ticket: u64) -> Result<(), String> {
+pub async fn settle(gate: &dyn Durability, ticket: u64) -> Result<(), NotDurable> {
     if defer_reply(ticket) {
         return Ok(());
     }
     gate.wait(ticket).await;
     match gate.durable() {
         (upto, _) if upto >= ticket => Ok(()),
-        (upto, why) => {
-            Err(why.unwrap_or_else(|| {
-                format!("ticket {ticket} is not durable (durable up to {upto})")
-            }))
+        (upto, why) => Err(NotDurable { ticket, upto, why }),
+    }
+}
+
+/// A ticket that will never be durable, with the gate's own reason when it gave one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotDurable {
+    pub ticket: u64,
+    pub upto: u64,
+    pub why: Option<String>,
+}
+
+impl std::fmt::Display for NotDurable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.why {
+            Some(why) => f.write_str(why),
+            None => write!(
+                f,
+                "ticket {} is not durable (durable up to {})",
+                self.ticket, self.upto
+            ),
         }
     }
 }
+
+impl std::error::Error for NotDurable {}
 
 /// Runs `call` as a served call whose reply may be deferred; inside it, [`ticket`] tells
 /// what the reply rests on.

@@ -348,7 +348,7 @@ impl<S: Service> Router<S> {
         match self.state.durability() {
             Some(gate) => durable::settle(gate, gate.issued())
                 .await
-                .map_err(RpcError::io),
+                .map_err(|e| RpcError::io(e.to_string())),
             None => Ok(()),
         }
     }

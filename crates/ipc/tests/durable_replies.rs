@@ -95,7 +95,7 @@ async fn serve() -> (Arc<Svc>, Arc<IpcClient>) {
             s.gate.issued.fetch_max(req.ticket, Ordering::SeqCst);
             durable::settle(&s.gate, req.ticket)
                 .await
-                .map_err(ferrite_ipc::RpcError::io)?;
+                .map_err(|e| ferrite_ipc::RpcError::io(e.to_string()))?;
             Ok(req)
         },
     );

@@ -305,8 +305,23 @@ pub enum ConfigError {
     },
     #[error("--conf expects KEY=VALUE, got {0:?}")]
     BadPair(String),
-    #[error("reading {path}: {why}")]
-    File { path: PathBuf, why: String },
+    #[error("reading {path}: {source}")]
+    File {
+        path: PathBuf,
+        #[source]
+        source: SiteXmlError,
+    },
+}
+
+/// A Hadoop site file that does not parse.
+#[derive(Debug, thiserror::Error)]
+pub enum SiteXmlError {
+    #[error(transparent)]
+    Xml(#[from] quick_xml::Error),
+    #[error("bad character reference: {0}")]
+    CharRef(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("unknown entity &{0};")]
+    UnknownEntity(String),
 }
 
 /// A comma-separated directory list; `file://` prefixes are accepted as Hadoop writes them.
@@ -611,9 +626,9 @@ pub fn site_pairs(dir: &Path) -> Result<Vec<(String, String)>, ConfigError> {
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
         };
-        let props = parse_site_xml(&text).map_err(|why| ConfigError::File {
+        let props = parse_site_xml(&text).map_err(|source| ConfigError::File {
             path: path.clone(),
-            why,
+            source,
         })?;
         out.extend(props);
     }
@@ -621,7 +636,7 @@ pub fn site_pairs(dir: &Path) -> Result<Vec<(String, String)>, ConfigError> {
 }
 
 /// Reads the `<property><name/><value/></property>` pairs of a Hadoop site file.
-pub fn parse_site_xml(text: &str) -> Result<BTreeMap<String, String>, String> {
+pub fn parse_site_xml(text: &str) -> Result<BTreeMap<String, String>, SiteXmlError> {
     use quick_xml::events::Event;
     let mut reader = quick_xml::Reader::from_str(text);
     let mut out = BTreeMap::new();
@@ -630,7 +645,7 @@ pub fn parse_site_xml(text: &str) -> Result<BTreeMap<String, String>, String> {
     let mut field: Option<&'static str> = None;
     let mut buf = String::new();
     loop {
-        match reader.read_event().map_err(|e| e.to_string())? {
+        match reader.read_event()? {
             Event::Start(e) => {
                 buf.clear();
                 field = match e.name().as_ref() {
@@ -645,7 +660,10 @@ pub fn parse_site_xml(text: &str) -> Result<BTreeMap<String, String>, String> {
             }
             Event::Text(t) if field.is_some() => buf.push_str(&t.xml10_content()),
             Event::GeneralRef(r) if field.is_some() => {
-                let c = match r.resolve_char_ref().map_err(|e| e.to_string())? {
+                let c = match r
+                    .resolve_char_ref()
+                    .map_err(|e| SiteXmlError::CharRef(Box::new(e)))?
+                {
                     Some(c) => c,
                     None => match &*r {
                         "amp" => '&',
@@ -653,7 +671,7 @@ pub fn parse_site_xml(text: &str) -> Result<BTreeMap<String, String>, String> {
                         "gt" => '>',
                         "quot" => '"',
                         "apos" => '\'',
-                        other => return Err(format!("unknown entity &{other};")),
+                        other => return Err(SiteXmlError::UnknownEntity(other.into())),
                     },
                 };
                 buf.push(c);

@@ -37,38 +37,59 @@ impl Default for Mover {
     }
 }
 
+/// A replica move that did not happen, and where.
+#[derive(Debug, thiserror::Error)]
+#[error("moving blk_{block}_{gs} from {source_addr} to {target_addr}: {why}")]
+pub struct MoveFailed {
+    pub block: u64,
+    pub gs: u64,
+    pub source_addr: String,
+    pub target_addr: String,
+    #[source]
+    pub why: MoveError,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum MoveError {
+    #[error("no answer in {0:?}")]
+    Timeout(Duration),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Transfer(#[from] ferrite_transfer::TransferError),
+    /// The target DataNode refused, with its message or its status.
+    #[error("{0}")]
+    Refused(String),
+}
+
 impl Mover {
     /// Sends `order` once a slot is free; `done` gets the outcome.
     pub fn dispatch(
         &self,
         order: MoveOrder,
-        done: impl FnOnce(Result<(), String>) + Send + 'static,
+        done: impl FnOnce(Result<(), MoveFailed>) + Send + 'static,
     ) {
         let slots = self.slots.clone();
         tokio::spawn(async move {
             let _slot = slots.acquire_owned().await;
             let r = tokio::time::timeout(MOVE_TIMEOUT, replace_block(&order))
                 .await
-                .unwrap_or_else(|_| Err(format!("no answer in {MOVE_TIMEOUT:?}")));
-            done(r.map_err(|e| {
-                format!(
-                    "moving blk_{}_{} from {} to {}: {e}",
-                    order.block.id,
-                    order.block.gs,
-                    order.source.id.xfer_addr(),
-                    order.target.id.xfer_addr()
-                )
+                .unwrap_or(Err(MoveError::Timeout(MOVE_TIMEOUT)));
+            done(r.map_err(|why| MoveFailed {
+                block: order.block.id,
+                gs: order.block.gs,
+                source_addr: order.source.id.xfer_addr(),
+                target_addr: order.target.id.xfer_addr(),
+                why,
             }));
         });
     }
 }
 
 /// One REPLACE_BLOCK: SUCCESS once the replica is in place and the NameNode has its report.
-async fn replace_block(o: &MoveOrder) -> Result<(), String> {
-    let s = TcpStream::connect(o.target.id.xfer_addr())
-        .await
-        .map_err(|e| e.to_string())?;
-    s.set_nodelay(true).map_err(|e| e.to_string())?;
+async fn replace_block(o: &MoveOrder) -> Result<(), MoveError> {
+    let s = TcpStream::connect(o.target.id.xfer_addr()).await?;
+    s.set_nodelay(true)?;
     let (r, mut w) = s.into_split();
     let req = OpReplaceBlockProto {
         header: BaseHeaderProto {
@@ -86,20 +107,19 @@ async fn replace_block(o: &MoveOrder) -> Result<(), String> {
         storage_type: Some(i32::from(o.storage_type)),
         storage_id: None,
     };
-    write_op(&mut w, op::REPLACE_BLOCK, &req)
-        .await
-        .map_err(|e| e.to_string())?;
-    w.flush().await.map_err(|e| e.to_string())?;
+    write_op(&mut w, op::REPLACE_BLOCK, &req).await?;
+    w.flush().await?;
     let mut r = BufReader::new(r);
     loop {
-        let resp: BlockOpResponseProto = read_delimited(&mut r).await.map_err(|e| e.to_string())?;
+        let resp: BlockOpResponseProto = read_delimited(&mut r).await?;
         match Status::try_from(resp.status) {
             Ok(Status::InProgress) => continue, // a DataNode's keep-alive during a long copy
             Ok(Status::Success) => return Ok(()),
             _ => {
-                return Err(resp
-                    .message
-                    .unwrap_or_else(|| format!("status {}", resp.status)))
+                return Err(MoveError::Refused(
+                    resp.message
+                        .unwrap_or_else(|| format!("status {}", resp.status)),
+                ))
             }
         }
     }

@@ -57,20 +57,36 @@ impl ProxyUsers {
         user: &str,
         groups: &[String],
         ip: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), ProxyRefused> {
         let rule = self.rules.get(real);
         let as_user = rule
             .is_some_and(|r| allows(&r.users, user) || groups.iter().any(|g| allows(&r.groups, g)));
         if !as_user {
-            return Err(format!("User: {real} is not allowed to impersonate {user}"));
+            return Err(ProxyRefused::User {
+                real: real.into(),
+                user: user.into(),
+            });
         }
         if !rule.is_some_and(|r| allows(&r.hosts, ip)) {
-            return Err(format!(
-                "Unauthorized connection for super-user: {real} from IP {ip}"
-            ));
+            return Err(ProxyRefused::Host {
+                real: real.into(),
+                ip: ip.into(),
+            });
         }
         Ok(())
     }
+}
+
+/// Why a real user may not act for another, in the words of HDFS's
+/// `AuthorizationException`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProxyRefused {
+    /// Its rules name neither the user nor any of the user's groups.
+    #[error("User: {real} is not allowed to impersonate {user}")]
+    User { real: String, user: String },
+    /// Its rules do not list the address the request comes from.
+    #[error("Unauthorized connection for super-user: {real} from IP {ip}")]
+    Host { real: String, ip: String },
 }
 
 #[cfg(test)]
@@ -87,13 +103,22 @@ mod tests {
         assert!(p.set("hadoop.proxyuser.oozie.users", "alice"));
         let staff = ["staff".to_string()];
         assert_eq!(p.authorize("hue", "bob", &staff, "127.0.0.1"), Ok(()));
+        let refused = p.authorize("hue", "bob", &[], "127.0.0.1").unwrap_err();
         assert_eq!(
-            p.authorize("hue", "bob", &[], "127.0.0.1"),
-            Err("User: hue is not allowed to impersonate bob".into())
+            refused.to_string(),
+            "User: hue is not allowed to impersonate bob"
+        );
+        let refused = p.authorize("hue", "bob", &staff, "10.9.9.9").unwrap_err();
+        assert_eq!(
+            refused,
+            ProxyRefused::Host {
+                real: "hue".into(),
+                ip: "10.9.9.9".into()
+            }
         );
         assert_eq!(
-            p.authorize("hue", "bob", &staff, "10.9.9.9"),
-            Err("Unauthorized connection for super-user: hue from IP 10.9.9.9".into())
+            refused.to_string(),
+            "Unauthorized connection for super-user: hue from IP 10.9.9.9"
         );
         assert_eq!(p.authorize("oozie", "alice", &[], "1.2.3.4"), Ok(()));
         assert!(p.authorize("root", "alice", &[], "127.0.0.1").is_err());

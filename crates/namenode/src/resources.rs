@@ -15,7 +15,16 @@ use crate::journal::DirPolicy;
 
 /// One directory's free space, or why it could not be read (counted as no room: a
 /// directory whose file system cannot be asked is in no state to take records).
-pub type Space = Result<u64, String>;
+pub type Space = Result<u64, SpaceUnknown>;
+
+/// `statvfs` failed on a directory.
+#[derive(Debug, thiserror::Error)]
+#[error("statvfs {}: {source}", dir.display())]
+pub struct SpaceUnknown {
+    pub dir: std::path::PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
 
 /// Whether the journal can go on: the directories with `reserved` bytes free satisfy
 /// `policy`. Every record goes to every directory in service, and one that fills is taken
@@ -34,7 +43,10 @@ pub fn has_room<'a>(
 
 /// Bytes an unprivileged writer can still use on the file system holding `dir`.
 pub fn available(dir: &Path) -> Space {
-    let st = rustix::fs::statvfs(dir).map_err(|e| format!("statvfs {}: {e}", dir.display()))?;
+    let st = rustix::fs::statvfs(dir).map_err(|e| SpaceUnknown {
+        dir: dir.to_path_buf(),
+        source: e.into(),
+    })?;
     Ok(st.f_bavail.saturating_mul(st.f_frsize))
 }
 
@@ -52,6 +64,13 @@ mod tests {
         )
     }
 
+    fn gone() -> Space {
+        Err(SpaceUnknown {
+            dir: "/gone".into(),
+            source: std::io::Error::from_raw_os_error(libc::EIO),
+        })
+    }
+
     #[test]
     fn one_directory_with_room_is_enough_and_unreadable_ones_have_none() {
         let mb = 1 << 20;
@@ -62,12 +81,8 @@ mod tests {
             "exactly the reserve is enough"
         );
         assert!(!room(&[Ok(100 * mb - 1)], 100 * mb, &one));
-        assert!(room(
-            &[Ok(0), Err("gone".into()), Ok(101 * mb)],
-            100 * mb,
-            &one
-        ));
-        assert!(!room(&[Ok(5 * mb), Err("gone".into())], 100 * mb, &one));
+        assert!(room(&[Ok(0), gone(), Ok(101 * mb)], 100 * mb, &one));
+        assert!(!room(&[Ok(5 * mb), gone()], 100 * mb, &one));
         assert!(!room(&[], 0, &one), "no directory in service has no room");
     }
 
@@ -96,6 +111,8 @@ mod tests {
         assert!(available(dir.path()).is_ok());
         let gone = dir.path().join("missing");
         let err = available(&gone).unwrap_err();
-        assert!(err.contains("missing"), "{err}");
+        assert_eq!(err.dir, gone);
+        assert_eq!(err.source.kind(), std::io::ErrorKind::NotFound);
+        assert!(err.to_string().contains("missing"), "{err}");
     }
 }

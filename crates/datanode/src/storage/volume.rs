@@ -66,23 +66,39 @@ pub struct VersionFile {
 /// `StorageTypeProto.DISK`: a volume with no tag.
 pub const DISK: u8 = 1;
 
+/// A `dfs.datanode.data.dir` entry that does not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LocationError {
+    #[error("unclosed storage type tag in {entry}")]
+    Unclosed { entry: String },
+    #[error("unknown storage type [{tag}] in {entry}")]
+    UnknownType { tag: String, entry: String },
+}
+
 /// A `dfs.datanode.data.dir` entry as HDFS's `StorageLocation` reads it: an optional
 /// `[TYPE]` tag (DISK, SSD, ARCHIVE, RAM_DISK, NVDIMM; any case), then the directory.
-pub fn parse_location(entry: &Path) -> Result<(u8, PathBuf), String> {
+pub fn parse_location(entry: &Path) -> Result<(u8, PathBuf), LocationError> {
     let text = entry.to_string_lossy();
     let Some(rest) = text.strip_prefix('[') else {
         return Ok((DISK, entry.to_path_buf()));
     };
     let (tag, dir) = rest
         .split_once(']')
-        .ok_or_else(|| format!("unclosed storage type tag in {text}"))?;
+        .ok_or_else(|| LocationError::Unclosed {
+            entry: text.to_string(),
+        })?;
     let ty = match tag.to_ascii_uppercase().as_str() {
         "" | "DISK" => DISK,
         "SSD" => 2,
         "ARCHIVE" => 3,
         "RAM_DISK" => 4,
         "NVDIMM" => 6,
-        other => return Err(format!("unknown storage type [{other}] in {text}")),
+        other => {
+            return Err(LocationError::UnknownType {
+                tag: other.to_string(),
+                entry: text.to_string(),
+            })
+        }
     };
     let dir = dir.trim_start_matches("file://");
     Ok((ty, PathBuf::from(dir)))
@@ -222,8 +238,17 @@ mod tests {
         assert_eq!(p("[SSD]/d1").unwrap(), (2, PathBuf::from("/d1")));
         assert_eq!(p("[archive]file:///d2").unwrap(), (3, PathBuf::from("/d2")));
         assert_eq!(p("[RAM_DISK]/d3").unwrap().0, 4);
-        assert!(p("[TAPE]/d4").unwrap_err().contains("unknown storage type"));
-        assert!(p("[SSD/d5").is_err());
+        assert_eq!(
+            p("[TAPE]/d4").unwrap_err(),
+            LocationError::UnknownType {
+                tag: "TAPE".into(),
+                entry: "[TAPE]/d4".into()
+            }
+        );
+        assert!(matches!(
+            p("[SSD/d5").unwrap_err(),
+            LocationError::Unclosed { .. }
+        ));
     }
 
     use super::*;

@@ -16,7 +16,7 @@ use tracing::{info, warn};
 
 use super::access::allowed;
 use super::{refuse, timed, Reader, Writer, Xceiver};
-use crate::storage::{RbwFiles, State};
+use crate::storage::{RbwFiles, State, StorageError};
 
 /// REPLACE_BLOCK: answers SUCCESS once the replica is in place and reported.
 pub async fn serve_replace<R: Reader, W: Writer>(
@@ -55,21 +55,73 @@ pub async fn serve_replace<R: Reader, W: Writer>(
             write_delimited(wr, &resp).await?;
             wr.flush().await?;
         }
-        Err(msg) => {
-            warn!(block = blk.block_id, "{msg}");
-            refuse(wr, Status::Error, &msg).await;
+        Err(e) => {
+            warn!(block = blk.block_id, error = %e, "replica move refused");
+            refuse(wr, Status::Error, &e.to_string()).await;
         }
     }
     Ok(())
 }
 
+/// Why a REPLACE_BLOCK failed; its text is what the asker reads (HDFS's words where HDFS
+/// has them).
+#[derive(Debug, thiserror::Error)]
+pub enum ReplaceError {
+    #[error("Moving blk_{id}_{gs} to storage type {ty} failed: {source}")]
+    Move {
+        id: u64,
+        gs: u64,
+        ty: u8,
+        #[source]
+        source: StorageError,
+    },
+    /// The move's blocking task did not finish (the runtime is shutting down).
+    #[error("moving blk_{id}_{gs} stopped: {source}")]
+    Stopped {
+        id: u64,
+        gs: u64,
+        #[source]
+        source: tokio::task::JoinError,
+    },
+    #[error("Not able to receive block {id} from {source_ip} because the block already exists on this node")]
+    AlreadyHere { id: u64, source_ip: String },
+    #[error("Copying blk_{id}_{gs} from {addr} failed: {why}")]
+    Copy {
+        id: u64,
+        gs: u64,
+        addr: String,
+        #[source]
+        why: CopyFault,
+    },
+}
+
+/// What went wrong copying a replica from its source.
+#[derive(Debug, thiserror::Error)]
+pub enum CopyFault {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Transfer(#[from] TransferError),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// The source refused COPY_BLOCK, with its message.
+    #[error("{0}")]
+    Refused(String),
+    #[error("the source named no usable checksum")]
+    NoChecksum,
+    #[error("packet at {got} while expecting {want}")]
+    OutOfOrder { got: i64, want: u64 },
+    #[error("checksum error in chunk {chunk} of the packet at {at}")]
+    Checksum { chunk: usize, at: u64 },
+}
+
 /// The replica moves to one of this node's volumes of type `ty`.
-async fn move_locally(x: &Xceiver, blk: &ExtendedBlockProto, ty: u8) -> Result<(), String> {
+async fn move_locally(x: &Xceiver, blk: &ExtendedBlockProto, ty: u8) -> Result<(), ReplaceError> {
     let (ds, id, gs) = (x.ds.clone(), blk.block_id, blk.generation_stamp);
     let r = tokio::task::spawn_blocking(move || ds.move_to_type(id, gs, ty))
         .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| format!("Moving blk_{id}_{gs} to storage type {ty} failed: {e}"))?;
+        .map_err(|source| ReplaceError::Stopped { id, gs, source })?
+        .map_err(|source| ReplaceError::Move { id, gs, ty, source })?;
     let uuid = x.ds.volumes[r.volume].storage_uuid.clone();
     info!(block = id, storage = %uuid, "replica moved across storage");
     // The NameNode learns the replica's new storage; this node still holds it once.
@@ -79,33 +131,41 @@ async fn move_locally(x: &Xceiver, blk: &ExtendedBlockProto, ty: u8) -> Result<(
 
 /// Copies the replica from `op.source` onto a volume of type `ty`, then reports it with the
 /// source as the NameNode's delete hint.
-async fn copy_from(x: &Xceiver, op: &OpReplaceBlockProto, ty: u8) -> Result<(), String> {
+async fn copy_from(x: &Xceiver, op: &OpReplaceBlockProto, ty: u8) -> Result<(), ReplaceError> {
     let blk = &op.header.block;
     let (id, gs) = (blk.block_id, blk.generation_stamp);
     if x.ds.get(id).is_some() {
-        return Err(format!(
-            "Not able to receive block {id} from {} because the block already exists on this node",
-            op.source.id.ip_addr
-        ));
+        return Err(ReplaceError::AlreadyHere {
+            id,
+            source_ip: op.source.id.ip_addr.clone(),
+        });
     }
     let src = &op.source.id;
     let addr = format!("{}:{}", src.ip_addr, src.xfer_port);
-    let fail = |e: &dyn std::fmt::Display| format!("Copying blk_{id}_{gs} from {addr} failed: {e}");
-    let s = TcpStream::connect(&addr).await.map_err(|e| fail(&e))?;
-    s.set_nodelay(true).map_err(|e| fail(&e))?;
+    copy_replica(x, op, ty, &addr)
+        .await
+        .map_err(|why| ReplaceError::Copy { id, gs, addr, why })
+}
+
+async fn copy_replica(
+    x: &Xceiver,
+    op: &OpReplaceBlockProto,
+    ty: u8,
+    addr: &str,
+) -> Result<(), CopyFault> {
+    let blk = &op.header.block;
+    let (id, gs) = (blk.block_id, blk.generation_stamp);
+    let s = TcpStream::connect(addr).await?;
+    s.set_nodelay(true)?;
     let (r, mut w) = s.into_split();
     let copy = OpCopyBlockProto {
         header: op.header.clone(),
     };
-    write_op(&mut w, op::COPY_BLOCK, &copy)
-        .await
-        .map_err(|e| fail(&e))?;
+    write_op(&mut w, op::COPY_BLOCK, &copy).await?;
     let mut r = BufReader::new(r);
-    let resp: BlockOpResponseProto = timed(x.cfg.socket_timeout, read_delimited(&mut r))
-        .await
-        .map_err(|e| fail(&e))?;
+    let resp: BlockOpResponseProto = timed(x.cfg.socket_timeout, read_delimited(&mut r)).await?;
     if resp.status != Status::Success as i32 {
-        return Err(fail(&resp.message.unwrap_or_default()));
+        return Err(CopyFault::Refused(resp.message.unwrap_or_default()));
     }
     let c = resp
         .read_op_checksum_info
@@ -117,21 +177,19 @@ async fn copy_from(x: &Xceiver, op: &OpReplaceBlockProto, ty: u8) -> Result<(), 
                 bytes_per_checksum: bpc,
             })
         })
-        .ok_or_else(|| fail(&"the source named no usable checksum"))?;
+        .ok_or(CopyFault::NoChecksum)?;
     let len = blk.num_bytes.unwrap_or(0);
-    let files =
-        x.ds.create_rbw_on(id, gs, &c, len.max(1), Some(ty))
-            .map_err(|e| fail(&e))?;
+    let files = x.ds.create_rbw_on(id, gs, &c, len.max(1), Some(ty))?;
     let got = receive(x, &mut r, &files, &c).await;
     let got = match got {
         Ok(n) => n,
         Err(e) => {
             drop(files);
             x.ds.invalidate(id, gs);
-            return Err(fail(&e));
+            return Err(e);
         }
     };
-    let rep = tokio::task::block_in_place(|| x.ds.finalize(files, got)).map_err(|e| fail(&e))?;
+    let rep = tokio::task::block_in_place(|| x.ds.finalize(files, got))?;
     let uuid = x.ds.volumes[rep.volume].storage_uuid.clone();
     info!(block = id, from = %addr, storage = %uuid, "replica copied for a move");
     reported(
@@ -155,28 +213,23 @@ async fn receive<R: Reader>(
     r: &mut R,
     files: &RbwFiles,
     c: &Checksum,
-) -> Result<u64, String> {
+) -> Result<u64, CopyFault> {
     let mut at = 0u64;
     loop {
-        let p = timed(x.cfg.socket_timeout, packet::read(r, x.cfg.max_packet))
-            .await
-            .map_err(|e| e.to_string())?;
+        let p = timed(x.cfg.socket_timeout, packet::read(r, x.cfg.max_packet)).await?;
         if p.header.last || p.header.data_len == 0 {
             return Ok(at);
         }
         if p.header.offset_in_block != at as i64 {
-            return Err(format!(
-                "packet at {} while expecting {at}",
-                p.header.offset_in_block
-            ));
+            return Err(CopyFault::OutOfOrder {
+                got: p.header.offset_in_block,
+                want: at,
+            });
         }
         if let Err(chunk) = c.verify(&p.data, &p.sums) {
-            return Err(format!(
-                "checksum error in chunk {chunk} of the packet at {at}"
-            ));
+            return Err(CopyFault::Checksum { chunk, at });
         }
-        tokio::task::block_in_place(|| files.write_at(at, &p.data, &p.sums, c))
-            .map_err(|e| e.to_string())?;
+        tokio::task::block_in_place(|| files.write_at(at, &p.data, &p.sums, c))?;
         at += p.data.len() as u64;
     }
 }

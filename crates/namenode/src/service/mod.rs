@@ -271,7 +271,12 @@ impl NameNodeService {
 
     /// Whether `real` may act as `user` from `ip` (`hadoop.proxyuser.*`), with HDFS's
     /// `AuthorizationException` message when not.
-    pub fn authorize_proxy(&self, real: &str, user: &str, ip: &str) -> Result<(), String> {
+    pub fn authorize_proxy(
+        &self,
+        real: &str,
+        user: &str,
+        ip: &str,
+    ) -> Result<(), crate::proxy_users::ProxyRefused> {
         let groups = self.groups.groups(user);
         self.cfg.proxy_users.authorize(real, user, &groups, ip)
     }

@@ -168,7 +168,7 @@ impl NameNodeService {
     }
 
     /// The answer to a move came (or the mover gave up on it).
-    pub fn move_finished(&self, block: u64, result: Result<(), String>) {
+    pub fn move_finished(&self, block: u64, result: Result<(), crate::mover::MoveFailed>) {
         if let Err(e) = result {
             warn!(block, error = %e, "replica move failed");
         }

@@ -89,7 +89,7 @@ async fn serve(
         if let Err(m) = w.nn.authorize_proxy(&real, &user, &ip) {
             return WebError::new(
                 "org.apache.hadoop.security.authorize.AuthorizationException",
-                m,
+                m.to_string(),
             )
             .into_response();
         }
