@@ -74,9 +74,21 @@ impl IpcClient {
 
     /// [`connect`](Self::connect) over a stream already open (the simulator's network).
     pub async fn over<C: Conn>(stream: C, user: &str, protocol: &str) -> Result<Self, ClientError> {
+        let client_id = *uuid::Uuid::new_v4().as_bytes();
+        Self::over_as(stream, user, protocol, client_id).await
+    }
+
+    /// [`over`](Self::over) under a chosen clientId: a client that retries a call on a new
+    /// connection sends the first attempt's clientId and callId, as Hadoop's do, so the
+    /// server's retry cache can answer it.
+    pub async fn over_as<C: Conn>(
+        stream: C,
+        user: &str,
+        protocol: &str,
+        client_id: [u8; 16],
+    ) -> Result<Self, ClientError> {
         stream.set_nodelay()?;
         let (rd, mut wr) = stream.into_split();
-        let client_id = *uuid::Uuid::new_v4().as_bytes();
         let ctx_header = request_header(frame::CALL_ID_CONNECTION_CONTEXT, &client_id, -1);
         let ctx = IpcConnectionContextProto {
             user_info: Some(UserInformationProto {

@@ -29,6 +29,9 @@ use crate::net::SimConn;
 const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 /// The pause between attempts to reach a NameNode that does not answer.
 const RETRY_PAUSE: Duration = Duration::from_millis(250);
+/// Attempts at one call before its answer counts as lost (Hadoop's failover proxy makes
+/// up to 15 by default; fewer keeps runs short, and a lost answer is then settled).
+const ATTEMPTS: i32 = 4;
 
 /// What the run found wrong, shared by every client.
 pub type Findings = Arc<Mutex<Vec<String>>>;
@@ -38,8 +41,34 @@ enum Outcome<T> {
     Answered(T),
     /// The NameNode refused it: nothing changed.
     Refused(String),
-    /// Unknown: no answer, or the journal could not make it durable.
-    Lost(String),
+    /// Unknown whether it took effect.
+    Lost(Lost),
+}
+
+enum Lost {
+    /// No answer came (a crash, a partition, a timeout): the call is sent again.
+    NoAnswer(String),
+    /// The NameNode answered that it could not make the change durable: sending it again
+    /// would not tell more, so the client looks instead.
+    Unsure(String),
+}
+
+impl std::fmt::Display for Lost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Lost::NoAnswer(w) | Lost::Unsure(w) => f.write_str(w),
+        }
+    }
+}
+
+impl<T> Outcome<T> {
+    fn map<U>(self, f: impl FnOnce(T) -> U) -> Outcome<U> {
+        match self {
+            Outcome::Answered(t) => Outcome::Answered(f(t)),
+            Outcome::Refused(e) => Outcome::Refused(e),
+            Outcome::Lost(l) => Outcome::Lost(l),
+        }
+    }
 }
 
 pub struct Client {
@@ -53,6 +82,15 @@ pub struct Client {
     /// What happened, in order: two runs of one seed must tell the same story.
     pub trace: Arc<Mutex<Vec<String>>>,
     next_name: u32,
+    /// This client's clientId on every connection, and its last callId.
+    client_id: [u8; 16],
+    next_call: i32,
+    /// Connections made so far: each one after the first follows a crash, a partition
+    /// or a timeout, and the directory is checked whole before the next operation.
+    connections: u32,
+    checked_at: u32,
+    /// Whether a call whose answer was lost is sent again (see `Options::retry_calls`).
+    pub retry_calls: bool,
 }
 
 impl Client {
@@ -67,6 +105,11 @@ impl Client {
             findings,
             trace,
             next_name: 0,
+            client_id: [id as u8 + 1; 16],
+            next_call: 0,
+            connections: 0,
+            checked_at: 1,
+            retry_calls: false,
         }
     }
 
@@ -84,10 +127,15 @@ impl Client {
     pub async fn run(mut self, ops: usize) -> turmoil::Result {
         self.setup().await;
         for _ in 0..ops {
+            if self.connections > self.checked_at {
+                // Whatever the fault was, nothing acknowledged may be gone.
+                self.checked_at = self.connections;
+                self.verify("after reconnecting").await;
+            }
             let op = self.pick();
             self.step(op).await;
         }
-        self.verify().await;
+        self.verify("at the end").await;
         Ok(())
     }
 
@@ -95,7 +143,7 @@ impl Client {
     async fn setup(&mut self) {
         let root = self.root.clone();
         loop {
-            let Ok(admin) = connect(SUPERUSER).await else {
+            let Ok(admin) = connect(SUPERUSER, [0; 16]).await else {
                 tokio::time::sleep(RETRY_PAUSE).await;
                 continue;
             };
@@ -151,7 +199,20 @@ impl Client {
         match (roll, existing) {
             (0..=24, _) => Op::Mkdir(self.new_path("d")),
             (25..=49, _) => Op::Create(self.new_path("f")),
-            (50..=64, Some(src)) => Op::Rename(src, self.new_path("r")),
+            (50..=56, Some(src)) => Op::Rename(src, self.new_path("r")),
+            (57..=64, Some(src)) => {
+                // Onto an existing path half the time: the overwrite rules.
+                let dst = match self.rng.random_bool(0.5) {
+                    true => self.existing().unwrap_or_else(|| self.fresh("r")),
+                    false => self.new_path("r"),
+                };
+                let overwrite = self.rng.random_bool(0.7);
+                Op::Rename2 {
+                    src,
+                    dst,
+                    overwrite,
+                }
+            }
             (65..=74, Some(p)) => Op::Delete(p),
             (75..=82, _) => Op::Snapshot(self.fresh("s")),
             (83..=87, _) => {
@@ -200,26 +261,143 @@ impl Client {
         }
     }
 
-    /// Sends one operation on the current connection (making one if needed).
+    /// Runs one operation, each of its calls retried as an HA client's failover proxy
+    /// retries: on a new connection, with the first attempt's clientId and callId, so the
+    /// NameNode's retry cache answers a call that already ran.
     async fn send(&mut self, op: &Op) -> Outcome<bool> {
-        let Some(c) = self.connection().await else {
-            return Outcome::Lost("no connection".into());
-        };
-        let r = run_op(&c, &self.root, &self.user, op).await;
-        let out = classify(r);
-        if let Outcome::Lost(_) = out {
-            self.conn = None;
-        } else {
-            self.conn = Some(c);
+        let root = self.root.clone();
+        let at = |p: &str| format!("{root}/{p}");
+        match op {
+            Op::Mkdir(p) => self
+                .rpc::<_, MkdirsResponseProto>("mkdirs", &mkdirs(&at(p)))
+                .await
+                .map(|r| r.result),
+            Op::Create(p) => {
+                let client_name = format!("DFSClient_sim_{}", self.user);
+                let req = CreateRequestProto {
+                    src: at(p),
+                    masked: FsPermissionProto { perm: 0o644 },
+                    client_name: client_name.clone(),
+                    create_flag: 0x01,
+                    create_parent: true,
+                    replication: 1,
+                    block_size: 1 << 20,
+                    ..Default::default()
+                };
+                let created = self.rpc::<_, CreateResponseProto>("create", &req).await;
+                let Outcome::Answered(r) = created else {
+                    return created.map(|_| true);
+                };
+                let done = CompleteRequestProto {
+                    src: at(p),
+                    client_name,
+                    last: None,
+                    file_id: r.fs.as_ref().and_then(|s| s.file_id),
+                };
+                self.rpc::<_, CompleteResponseProto>("complete", &done)
+                    .await
+                    .map(|r| r.result)
+            }
+            Op::Rename(src, dst) => {
+                let req = RenameRequestProto {
+                    src: at(src),
+                    dst: at(dst),
+                };
+                self.rpc::<_, RenameResponseProto>("rename", &req)
+                    .await
+                    .map(|r| r.result)
+            }
+            Op::Rename2 {
+                src,
+                dst,
+                overwrite,
+            } => {
+                let req = Rename2RequestProto {
+                    src: at(src),
+                    dst: at(dst),
+                    overwrite_dest: *overwrite,
+                    move_to_trash: None,
+                };
+                self.rpc::<_, Rename2ResponseProto>("rename2", &req)
+                    .await
+                    .map(|_| true)
+            }
+            Op::Delete(p) => {
+                let req = DeleteRequestProto {
+                    src: at(p),
+                    recursive: true,
+                };
+                self.rpc::<_, DeleteResponseProto>("delete", &req)
+                    .await
+                    .map(|r| r.result)
+            }
+            Op::Snapshot(name) => {
+                let req = CreateSnapshotRequestProto {
+                    snapshot_root: root.clone(),
+                    snapshot_name: Some(name.clone()),
+                };
+                self.rpc::<_, CreateSnapshotResponseProto>("createSnapshot", &req)
+                    .await
+                    .map(|_| true)
+            }
+            Op::DeleteSnapshot(name) => {
+                let req = DeleteSnapshotRequestProto {
+                    snapshot_root: root.clone(),
+                    snapshot_name: name.clone(),
+                };
+                self.rpc::<_, DeleteSnapshotResponseProto>("deleteSnapshot", &req)
+                    .await
+                    .map(|_| true)
+            }
         }
-        out
+    }
+
+    /// One call, sent again (same callId, the retry count up) while its answer is lost.
+    async fn rpc<Req: Message, Resp: Message + Default>(
+        &mut self,
+        method: &str,
+        req: &Req,
+    ) -> Outcome<Resp> {
+        self.next_call += 1;
+        let call_id = self.next_call;
+        let mut why = String::from("no connection");
+        let attempts = if self.retry_calls { ATTEMPTS } else { 1 };
+        for attempt in 0..attempts {
+            if attempt > 0 {
+                tokio::time::sleep(RETRY_PAUSE).await;
+            }
+            let Some(c) = self.connection().await else {
+                continue;
+            };
+            if attempt > 0 {
+                self.note(format!("{method} call {call_id} sent again ({why})"));
+            }
+            let sent = c.call_with_id(call_id, attempt, method, req);
+            let answer = match tokio::time::timeout(CALL_TIMEOUT, sent).await {
+                Ok(Ok(bytes)) => {
+                    Resp::decode(bytes).map_err(|e| ClientError::BadReply(e.to_string()))
+                }
+                Ok(Err(e)) => Err(e),
+                Err(_) => Err(ClientError::Closed),
+            };
+            match classify(answer) {
+                Outcome::Lost(w) if !matches!(w, Lost::Unsure(_)) => why = w.to_string(),
+                out => {
+                    self.conn = Some(c);
+                    return out;
+                }
+            }
+        }
+        Outcome::Lost(Lost::NoAnswer(why))
     }
 
     async fn connection(&mut self) -> Option<IpcClient> {
         if let Some(c) = self.conn.take().filter(|c| !c.is_closed()) {
             return Some(c);
         }
-        connect(&self.user).await.ok()
+        let c = connect(&self.user, self.client_id).await.ok()?;
+        self.connections += 1;
+        Some(c)
     }
 
     /// Finds out whether `op`, whose answer was lost, took effect, and applies it if so.
@@ -252,7 +430,7 @@ impl Client {
 
     /// The directory and its snapshots as the NameNode holds them, durably, against the
     /// model.
-    async fn verify(&mut self) {
+    async fn verify(&mut self, when: &str) {
         loop {
             let Some(c) = self.connection().await else {
                 tokio::time::sleep(RETRY_PAUSE).await;
@@ -272,17 +450,18 @@ impl Client {
                 Ok(Ok((tree, snaps))) => {
                     if tree != self.model.tree {
                         self.find(format!(
-                            "the directory holds {tree:?}, the model {:?}",
+                            "{when}, the directory holds {tree:?}, the model {:?}",
                             self.model.tree
                         ));
                     }
                     if snaps != self.model.snapshots {
                         self.find(format!(
-                            "the snapshots hold {snaps:?}, the model {:?}",
+                            "{when}, the snapshots hold {snaps:?}, the model {:?}",
                             self.model.snapshots
                         ));
                     }
-                    self.note(format!("verified {} entries", tree.len()));
+                    self.conn = Some(c);
+                    self.note(format!("verified {} entries {when}", tree.len()));
                     return;
                 }
                 _ => {
@@ -294,7 +473,7 @@ impl Client {
     }
 }
 
-async fn connect(user: &str) -> Result<IpcClient, ClientError> {
+async fn connect(user: &str, client_id: [u8; 16]) -> Result<IpcClient, ClientError> {
     let addr = turmoil::lookup("nn");
     let stream = tokio::time::timeout(
         CALL_TIMEOUT,
@@ -302,7 +481,7 @@ async fn connect(user: &str) -> Result<IpcClient, ClientError> {
     )
     .await
     .map_err(|_| ClientError::Closed)??;
-    IpcClient::over(SimConn(stream), user, CLIENT_PROTOCOL).await
+    IpcClient::over_as(SimConn(stream), user, CLIENT_PROTOCOL, client_id).await
 }
 
 async fn call<Req: Message, Resp: Message + Default>(
@@ -325,75 +504,9 @@ fn mkdirs(src: &str) -> MkdirsRequestProto {
     }
 }
 
-/// Runs `op`; Ok(bool) is its answer (true for calls without one).
-async fn run_op(c: &IpcClient, root: &str, user: &str, op: &Op) -> Result<bool, ClientError> {
-    let at = |p: &str| format!("{root}/{p}");
-    match op {
-        Op::Mkdir(p) => {
-            let r: MkdirsResponseProto = call(c, "mkdirs", &mkdirs(&at(p))).await?;
-            Ok(r.result)
-        }
-        Op::Create(p) => {
-            let client_name = format!("DFSClient_sim_{user}");
-            let req = CreateRequestProto {
-                src: at(p),
-                masked: FsPermissionProto { perm: 0o644 },
-                client_name: client_name.clone(),
-                create_flag: 0x01,
-                create_parent: true,
-                replication: 1,
-                block_size: 1 << 20,
-                ..Default::default()
-            };
-            let r: CreateResponseProto = call(c, "create", &req).await?;
-            let file_id = r.fs.as_ref().and_then(|s| s.file_id);
-            let done = CompleteRequestProto {
-                src: at(p),
-                client_name,
-                last: None,
-                file_id,
-            };
-            let r: CompleteResponseProto = call(c, "complete", &done).await?;
-            Ok(r.result)
-        }
-        Op::Rename(src, dst) => {
-            let req = RenameRequestProto {
-                src: at(src),
-                dst: at(dst),
-            };
-            let r: RenameResponseProto = call(c, "rename", &req).await?;
-            Ok(r.result)
-        }
-        Op::Delete(p) => {
-            let req = DeleteRequestProto {
-                src: at(p),
-                recursive: true,
-            };
-            let r: DeleteResponseProto = call(c, "delete", &req).await?;
-            Ok(r.result)
-        }
-        Op::Snapshot(name) => {
-            let req = CreateSnapshotRequestProto {
-                snapshot_root: root.into(),
-                snapshot_name: Some(name.clone()),
-            };
-            let _: CreateSnapshotResponseProto = call(c, "createSnapshot", &req).await?;
-            Ok(true)
-        }
-        Op::DeleteSnapshot(name) => {
-            let req = DeleteSnapshotRequestProto {
-                snapshot_root: root.into(),
-                snapshot_name: name.clone(),
-            };
-            let _: DeleteSnapshotResponseProto = call(c, "deleteSnapshot", &req).await?;
-            Ok(true)
-        }
-    }
-}
-
 /// Refusals that say nothing about whether the call took effect: the journal's failure
 /// (applied in memory, maybe never durable) and a NameNode not ready to serve.
-fn classify(r: Result<bool, ClientError>) -> Outcome<bool> {
+fn classify<T>(r: Result<T, ClientError>) -> Outcome<T> {
     match r {
         Ok(b) => Outcome::Answered(b),
         Err(ClientError::Remote { class, message, .. }) => {
@@ -402,11 +515,11 @@ fn classify(r: Result<bool, ClientError>) -> Outcome<bool> {
                 || (class == "java.io.IOException" && message.contains("journal"))
                 || message.contains("disk failure");
             match unsure {
-                true => Outcome::Lost(format!("{class}: {message}")),
+                true => Outcome::Lost(Lost::Unsure(format!("{class}: {message}"))),
                 false => Outcome::Refused(format!("{class}: {message}")),
             }
         }
-        Err(e) => Outcome::Lost(e.to_string()),
+        Err(e) => Outcome::Lost(Lost::NoAnswer(e.to_string())),
     }
 }
 

@@ -24,6 +24,10 @@ struct Args {
     /// Runs without faults (only the model's checks).
     #[arg(long)]
     no_faults: bool,
+    /// Clients send a call whose answer was lost again, with the same callId, as HA
+    /// clients do.
+    #[arg(long)]
+    retry_calls: bool,
 }
 
 fn main() {
@@ -32,6 +36,7 @@ fn main() {
         clients: args.clients,
         ops_per_client: args.ops,
         faults: !args.no_faults,
+        retry_calls: args.retry_calls,
     };
     if let Some(seed) = args.seed {
         tracing_subscriber::fmt()

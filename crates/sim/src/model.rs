@@ -24,6 +24,12 @@ pub enum Op {
     Create(Rel),
     /// The legacy rename, which answers false rather than failing.
     Rename(Rel, Rel),
+    /// `rename2`, which fails instead, and may replace the destination.
+    Rename2 {
+        src: Rel,
+        dst: Rel,
+        overwrite: bool,
+    },
     Delete(Rel),
     Snapshot(String),
     DeleteSnapshot(String),
@@ -90,6 +96,11 @@ impl Model {
                 let parent_ok = parent(dst).is_none_or(|d| self.kind(d) == Some(Kind::Dir));
                 Expect::Ok(self.kind(dst).is_none() && parent_ok)
             }
+            Op::Rename2 {
+                src,
+                dst,
+                overwrite,
+            } => self.expect_rename2(src, dst, *overwrite),
             Op::Delete(p) => Expect::Ok(self.kind(p).is_some()),
             Op::Snapshot(name) => match self.snapshots.contains_key(name) {
                 true => Expect::Fails,
@@ -99,6 +110,39 @@ impl Model {
                 true => Expect::Ok(true),
                 false => Expect::Fails,
             },
+        }
+    }
+
+    /// HDFS's rename with options: every refusal is an exception.
+    fn expect_rename2(&self, src: &str, dst: &str, overwrite: bool) -> Expect {
+        let Some(from) = self.kind(src) else {
+            return Expect::Fails;
+        };
+        if src == dst || under(dst, src) {
+            return Expect::Fails;
+        }
+        if let Some(to) = self.kind(dst) {
+            let has_children = self.tree.keys().any(|k| under(k, dst));
+            if !overwrite || to != from || has_children {
+                return Expect::Fails;
+            }
+        }
+        match parent(dst).map(|d| self.kind(d)) {
+            None | Some(Some(Kind::Dir)) => Expect::Ok(true),
+            Some(_) => Expect::Fails,
+        }
+    }
+
+    fn move_subtree(&mut self, src: &str, dst: &str) {
+        let moved: Vec<(Rel, Kind)> = self
+            .tree
+            .iter()
+            .filter(|(k, _)| *k == src || under(k, src))
+            .map(|(k, v)| (k.clone(), *v))
+            .collect();
+        for (k, v) in moved {
+            self.tree.remove(&k);
+            self.tree.insert(format!("{dst}{}", &k[src.len()..]), v);
         }
     }
 
@@ -119,17 +163,11 @@ impl Model {
                 };
                 self.tree.insert(p.clone(), kind);
             }
-            Op::Rename(src, dst) => {
-                let moved: Vec<(Rel, Kind)> = self
-                    .tree
-                    .iter()
-                    .filter(|(k, _)| *k == src || under(k, src))
-                    .map(|(k, v)| (k.clone(), *v))
-                    .collect();
-                for (k, v) in moved {
-                    self.tree.remove(&k);
-                    self.tree.insert(format!("{dst}{}", &k[src.len()..]), v);
-                }
+            Op::Rename(src, dst) => self.move_subtree(src, dst),
+            Op::Rename2 { src, dst, .. } => {
+                // An overwritten destination is a file or an empty directory.
+                self.tree.remove(dst);
+                self.move_subtree(src, dst);
             }
             Op::Delete(p) => self.tree.retain(|k, _| k != p && !under(k, p)),
             Op::Snapshot(name) => {
@@ -148,6 +186,7 @@ impl Model {
             Op::Mkdir(p) => observed.get(p) == Some(&Kind::Dir),
             Op::Create(p) => observed.get(p) == Some(&Kind::File),
             Op::Rename(_, dst) => observed.contains_key(dst),
+            Op::Rename2 { src, .. } => !observed.contains_key(src),
             Op::Delete(p) => !observed.contains_key(p),
             Op::Snapshot(name) => snapshots.contains(name),
             Op::DeleteSnapshot(name) => !snapshots.contains(name),
@@ -183,6 +222,37 @@ mod tests {
         m.apply(&Op::Delete("a".into()));
         let names: Vec<&str> = m.tree.keys().map(String::as_str).collect();
         assert_eq!(names, ["c", "c/f"]);
+    }
+
+    #[test]
+    fn rename2_replaces_only_a_like_and_empty_destination() {
+        let mut m = Model::default();
+        m.apply(&Op::Create("d/f".into()));
+        m.apply(&Op::Create("g".into()));
+        m.apply(&Op::Mkdir("e".into()));
+        let r2 = |src: &str, dst: &str, overwrite| Op::Rename2 {
+            src: src.into(),
+            dst: dst.into(),
+            overwrite,
+        };
+        assert_eq!(m.expect(&r2("g", "d/f", false)), Expect::Fails);
+        assert_eq!(m.expect(&r2("g", "d/f", true)), Expect::Ok(true));
+        assert_eq!(
+            m.expect(&r2("g", "e", true)),
+            Expect::Fails,
+            "file over a directory"
+        );
+        assert_eq!(
+            m.expect(&r2("e", "d", true)),
+            Expect::Fails,
+            "over a non-empty directory"
+        );
+        assert_eq!(m.expect(&r2("g", "g/x", true)), Expect::Fails);
+        assert_eq!(m.expect(&r2("g", "nope/x", false)), Expect::Fails);
+        m.apply(&r2("g", "d/f", true));
+        let names: Vec<&str> = m.tree.keys().map(String::as_str).collect();
+        assert_eq!(names, ["d", "d/f", "e"]);
+        assert_eq!(m.tree["d/f"], Kind::File);
     }
 
     #[test]

@@ -19,6 +19,9 @@ pub struct Options {
     pub ops_per_client: usize,
     /// Crashes, partitions, slow and failing disks; off, the run only checks the model.
     pub faults: bool,
+    /// Clients send a call whose answer was lost again with the same callId, as an HA
+    /// client's failover proxy does; off, they look at their directory instead.
+    pub retry_calls: bool,
 }
 
 impl Default for Options {
@@ -27,6 +30,7 @@ impl Default for Options {
             clients: 3,
             ops_per_client: 40,
             faults: true,
+            retry_calls: false,
         }
     }
 }
@@ -87,7 +91,8 @@ pub fn run_seed(seed: u64, opts: &Options) -> Report {
     let findings: Findings = Arc::new(Mutex::new(Vec::new()));
     let trace = Arc::new(Mutex::new(Vec::new()));
     for id in 0..opts.clients {
-        let c = Client::new(id, seed, findings.clone(), trace.clone());
+        let mut c = Client::new(id, seed, findings.clone(), trace.clone());
+        c.retry_calls = opts.retry_calls;
         let ops = opts.ops_per_client;
         sim.client(format!("c{id}"), c.run(ops));
     }
@@ -108,24 +113,23 @@ pub fn run_seed(seed: u64, opts: &Options) -> Report {
             }
         }
         step += 1;
-        undo_due(&mut sim, &disk, &mut pending, step);
+        undo_due(&mut sim, &disk, &mut pending, step, &trace);
         if disk.failed() && !pending.iter().any(|(_, p)| matches!(p, Pending::Bounce)) {
             // A failed journal stops the NameNode; an operator replaces the disk.
-            crash(&mut sim, &disk, &mut rng);
+            crash(&mut sim, &disk, &mut rng, &trace);
             disk.replace();
             pending.push((step + 500, Pending::Bounce));
             report.crashes += 1;
         }
         if opts.faults && step.is_multiple_of(FAULT_EVERY) {
-            inject(
-                &mut sim,
-                &disk,
-                &mut rng,
-                &mut pending,
-                step,
-                opts,
-                &mut report,
-            );
+            let mut at = Injection {
+                sim: &mut sim,
+                disk: &disk,
+                rng: &mut rng,
+                pending: &mut pending,
+                trace: &trace,
+            };
+            at.inject(step, opts, &mut report);
         }
     }
     report.simulated = sim.elapsed();
@@ -134,65 +138,91 @@ pub fn run_seed(seed: u64, opts: &Options) -> Report {
     report
 }
 
-fn crash(sim: &mut turmoil::Sim<'_>, disk: &Disk, rng: &mut SmallRng) {
+fn crash(sim: &mut turmoil::Sim<'_>, disk: &Disk, rng: &mut SmallRng, trace: &Trace) {
     sim.crash("nn");
     disk.crash(rng);
+    trace
+        .lock()
+        .push(format!("nn crashed at {:?}", sim.elapsed()));
 }
 
-/// Maybe starts one fault, scheduling its end.
-fn inject(
-    sim: &mut turmoil::Sim<'_>,
-    disk: &Disk,
-    rng: &mut SmallRng,
-    pending: &mut Vec<(u64, Pending)>,
-    step: u64,
-    opts: &Options,
-    report: &mut Report,
-) {
-    let down = pending.iter().any(|(_, p)| matches!(p, Pending::Bounce));
-    match rng.random_range(0..100) {
-        0..=5 if !down => {
-            crash(sim, disk, rng);
-            pending.push((step + rng.random_range(1..2_000), Pending::Bounce));
-            report.crashes += 1;
+type Trace = Arc<Mutex<Vec<String>>>;
+
+/// What a fault is injected with.
+struct Injection<'a, 'b> {
+    sim: &'a mut turmoil::Sim<'b>,
+    disk: &'a Disk,
+    rng: &'a mut SmallRng,
+    pending: &'a mut Vec<(u64, Pending)>,
+    trace: &'a Trace,
+}
+
+impl Injection<'_, '_> {
+    /// Maybe starts one fault, scheduling its end.
+    fn inject(&mut self, step: u64, opts: &Options, report: &mut Report) {
+        let down = self
+            .pending
+            .iter()
+            .any(|(_, p)| matches!(p, Pending::Bounce));
+        let disk = self.disk;
+        match self.rng.random_range(0..100) {
+            0..=5 if !down => {
+                crash(self.sim, disk, self.rng, self.trace);
+                let at = step + self.rng.random_range(1..2_000);
+                self.pending.push((at, Pending::Bounce));
+                report.crashes += 1;
+            }
+            6..=11 => {
+                let c = format!("c{}", self.rng.random_range(0..opts.clients));
+                self.sim.partition(c.as_str(), "nn");
+                let at = step + self.rng.random_range(100..8_000);
+                self.pending.push((at, Pending::Repair(c)));
+                report.partitions += 1;
+            }
+            12..=14 if disk.health() == Health::Good => {
+                let slow = Duration::from_millis(self.rng.random_range(20..400));
+                disk.set_health(Health::Slow(slow));
+                let at = step + self.rng.random_range(500..5_000);
+                self.pending.push((at, Pending::DiskGood));
+                report.disk_faults += 1;
+            }
+            15 if disk.health() == Health::Good && !down => {
+                disk.set_health(Health::Failing);
+                report.disk_faults += 1;
+            }
+            // Messages held on a link and then delivered late, but within a call's
+            // timeout: a client that gave up on a call must not see it land afterwards.
+            16..=19 => {
+                let c = format!("c{}", self.rng.random_range(0..opts.clients));
+                self.sim.hold(c.as_str(), "nn");
+                let at = step + self.rng.random_range(10..3_000);
+                self.pending.push((at, Pending::Release(c)));
+                report.partitions += 1;
+            }
+            _ => {}
         }
-        6..=11 => {
-            let c = format!("c{}", rng.random_range(0..opts.clients));
-            sim.partition(c.as_str(), "nn");
-            pending.push((step + rng.random_range(100..8_000), Pending::Repair(c)));
-            report.partitions += 1;
-        }
-        12..=14 if disk.health() == Health::Good => {
-            disk.set_health(Health::Slow(Duration::from_millis(
-                rng.random_range(20..400),
-            )));
-            pending.push((step + rng.random_range(500..5_000), Pending::DiskGood));
-            report.disk_faults += 1;
-        }
-        15 if disk.health() == Health::Good && !down => {
-            disk.set_health(Health::Failing);
-            report.disk_faults += 1;
-        }
-        // Messages held on a link and then delivered late, but within a call's timeout:
-        // a client that gave up on a call must not see it land afterwards.
-        16..=19 => {
-            let c = format!("c{}", rng.random_range(0..opts.clients));
-            sim.hold(c.as_str(), "nn");
-            pending.push((step + rng.random_range(10..3_000), Pending::Release(c)));
-            report.partitions += 1;
-        }
-        _ => {}
     }
 }
 
-fn undo_due(sim: &mut turmoil::Sim<'_>, disk: &Disk, pending: &mut Vec<(u64, Pending)>, step: u64) {
+fn undo_due(
+    sim: &mut turmoil::Sim<'_>,
+    disk: &Disk,
+    pending: &mut Vec<(u64, Pending)>,
+    step: u64,
+    trace: &Trace,
+) {
     let (due, later): (Vec<_>, Vec<_>) = std::mem::take(pending)
         .into_iter()
         .partition(|(at, _)| *at <= step);
     *pending = later;
     for (_, p) in due {
         match p {
-            Pending::Bounce => sim.bounce("nn"),
+            Pending::Bounce => {
+                sim.bounce("nn");
+                trace
+                    .lock()
+                    .push(format!("nn restarted at {:?}", sim.elapsed()));
+            }
             Pending::Repair(c) => sim.repair(c.as_str(), "nn"),
             Pending::Release(c) => sim.release(c.as_str(), "nn"),
             Pending::DiskGood => {
