@@ -202,6 +202,15 @@ impl<S: Service> Router<S> {
         self
     }
 
+    /// Makes the retry cache answer a retry of (`client_id`, `call_id`) with `reply`, as
+    /// if that call had just run here: for calls a NameNode replayed from its journal.
+    pub fn prime_retry_cache(&self, client_id: &[u8], call_id: i32, reply: Bytes) {
+        let now = Instant::now();
+        if let Some(Lookup::Fresh(_)) = self.retry_cache.begin(client_id, call_id, now) {
+            self.retry_cache.finish(client_id, call_id, &Ok(reply));
+        }
+    }
+
     pub fn state(&self) -> &Arc<S> {
         &self.state
     }

@@ -362,6 +362,18 @@ pub fn retry_cache_capacity(heap_bytes: u64, percent: f64) -> usize {
 }
 
 impl Config {
+    /// How many replies the retry cache keeps: `dfs.namenode.retrycache.*`, sized from
+    /// the heap as HDFS sizes it unless Ferrite's cap is given; 0 when it is off.
+    pub fn retry_cache_entries(&self) -> usize {
+        match (self.retry_cache_enabled, self.retry_cache_max_entries) {
+            (false, _) => 0,
+            (true, Some(n)) => n,
+            (true, None) => {
+                retry_cache_capacity(default_java_heap(), self.retry_cache_heap_percent)
+            }
+        }
+    }
+
     /// How long a DataNode may stay silent before it is declared dead (HDFS's formula).
     pub fn dead_interval_ms(&self) -> u64 {
         2 * self.heartbeat_recheck_ms + 10 * 1000 * self.heartbeat_interval_sec

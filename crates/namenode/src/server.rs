@@ -22,6 +22,7 @@ use crate::groups::GroupMapping;
 use crate::identity::Identity;
 use crate::journal::{recover, salvage, segment, DirPolicy, Journal, JournalConfig};
 use crate::namespace::Namespace;
+use crate::service::retried::RetriedCalls;
 use crate::service::{summary_dir, NameNodeService, StartupReport, Storage};
 use crate::startup_progress::{EditSteps, Phase, SegmentInfo, StartupProgress};
 use crate::summary::follow::SummaryService;
@@ -159,13 +160,7 @@ pub fn load_storage_tracked(
     let journal_dirs = journal_dirs(cfg);
     if name_dirs.is_empty() {
         let ns = Namespace::new(superuser, &cfg.superuser_group, now_ms());
-        for p in [
-            Phase::LoadingFsImage,
-            Phase::LoadingEdits,
-            Phase::SavingCheckpoint,
-        ] {
-            progress.end_phase(p, Instant::now());
-        }
+        progress.skip_loading(Instant::now());
         return Ok(Storage {
             ns,
             journal: None,
@@ -175,6 +170,7 @@ pub fn load_storage_tracked(
             startup: StartupReport::default(),
             summary: None,
             progress,
+            retried: Default::default(),
         });
     }
     // A required directory that is not a journal directory is a configuration mistake:
@@ -194,6 +190,7 @@ pub fn load_storage_tracked(
     progress.begin_phase(Phase::LoadingEdits, Instant::now());
     let mut steps = EditSteps::new(segments_for_progress(&journal_dirs), image_txid);
     let mut in_step = 0u64;
+    let mut retried = RetriedCalls::with_capacity(cfg.retry_cache_entries());
     let apply = |txid, op: &_| {
         if let Some(spec) = steps.enter(txid) {
             progress.begin_step(Phase::LoadingEdits, spec, Instant::now());
@@ -203,6 +200,7 @@ pub fn load_storage_tracked(
         if in_step.is_multiple_of(EDITS_PROGRESS_STRIDE) {
             progress.set_count(in_step);
         }
+        retried.see(op);
         ns.apply(op).map(|_| ()).map_err(recover::ApplyError::from)
     };
     let mut salvaged = false;
@@ -292,6 +290,7 @@ pub fn load_storage_tracked(
         startup,
         summary,
         progress,
+        retried,
     })
 }
 

@@ -171,6 +171,8 @@ impl Namespace {
                 }
             }
             Op::SetGenerationStamp { gs } => self.next_gs = self.next_gs.max(gs + 1),
+            // For the retry cache (the NameNode reads it as it replays), not the tree.
+            Op::RetryId { .. } => {}
             Op::ReassignLease {
                 path,
                 holder,
@@ -649,6 +651,7 @@ impl Namespace {
             // Who holds a lease is no part of what a snapshot shows.
             Op::SetGenerationStamp { .. }
             | Op::ReassignLease { .. }
+            | Op::RetryId { .. }
             | Op::SetCachePool { .. }
             | Op::RemoveCachePool { .. }
             | Op::SetCacheDirective { .. }

@@ -305,6 +305,14 @@ pub(crate) mod tests {
                 holder: "c3".into(),
                 new_holder: "HDFS_NameNode-1".into(),
             },
+            Op::RetryId {
+                client_id: vec![7; 16],
+                call_id: 42,
+                answer: 2,
+                path: "/a/f".into(),
+                gone: false,
+                id: 16_390,
+            },
             Op::Concat {
                 target: "/a/t".into(),
                 srcs: vec!["/a/s1".into(), "/a/s2".into()],

@@ -52,7 +52,7 @@ mod tests;
 use children::Children;
 use inode::{Arena, Body, FileData, Inode, Slot, ROOT_INODE_ID, ROOT_SLOT};
 use names::{Interner, NameArena};
-pub use ops::Op;
+pub use ops::{Op, RetryAnswer};
 pub use perm::Caller;
 pub use plan::{At, Planned};
 

@@ -276,6 +276,46 @@ records! {
         holder: String,
         new_holder: String,
     }
+    /// The RPC call (clientId, callId) whose records follow it, so that a NameNode
+    /// replaying the journal answers that call's retry as the first attempt was answered
+    /// (HDFS keeps these ids on its at-most-once edits). `answer` is what the call
+    /// returned ([`RetryAnswer`]). `path` is how replay tells that the call's records
+    /// survived: the path is there (with inode `id`, when not 0) or, with `gone`, is not.
+    /// Changes nothing in the namespace.
+    RetryId = 35, "OP_RETRY_ID" {
+        client_id: Vec<u8>,
+        call_id: i64,
+        answer: u8,
+        path: String,
+        gone: bool,
+        id: u64,
+    }
+}
+
+/// What a call recorded by [`Op::RetryId`] answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetryAnswer {
+    /// Nothing (rename2, concat, deleteSnapshot, renameSnapshot).
+    Empty = 0,
+    /// `true` (delete, the legacy rename).
+    True = 1,
+    /// The status of the file at `path` (create).
+    Status = 2,
+    /// `path` itself, the new snapshot's (createSnapshot).
+    Path = 3,
+}
+
+impl RetryAnswer {
+    pub fn from_u8(v: u8) -> Option<RetryAnswer> {
+        [
+            RetryAnswer::Empty,
+            RetryAnswer::True,
+            RetryAnswer::Status,
+            RetryAnswer::Path,
+        ]
+        .into_iter()
+        .find(|a| *a as u8 == v)
+    }
 }
 
 /// Where records' fields are written: the journal codec's buffer.
@@ -571,6 +611,21 @@ impl std::fmt::Display for Op {
             ),
             Op::CopyOnTruncate { path, id, gs } => {
                 write!(f, " path={} id={id} gs={gs}", word(path))
+            }
+            Op::RetryId {
+                client_id,
+                call_id,
+                answer,
+                path,
+                gone,
+                id,
+            } => {
+                let client: String = client_id.iter().map(|b| format!("{b:02x}")).collect();
+                write!(
+                    f,
+                    " client_id={client} call_id={call_id} answer={answer} path={} gone={gone} id={id}",
+                    word(path)
+                )
             }
             Op::SetQuota { path, ns, space } => {
                 write!(f, " path={} ns={ns} space={space}", word(path))

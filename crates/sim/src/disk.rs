@@ -311,9 +311,6 @@ impl Durability for SimJournal {
         &self,
         ticket: u64,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
-        let w = self.wait_synced(ticket);
-        Box::pin(async move {
-            let _ = w.await;
-        })
+        ferrite_namenode::journal::edit_log::wait_durable(self, ticket)
     }
 }

@@ -24,10 +24,10 @@ struct Args {
     /// Runs without faults (only the model's checks).
     #[arg(long)]
     no_faults: bool,
-    /// Clients send a call whose answer was lost again, with the same callId, as HA
-    /// clients do.
+    /// Clients look at their directory when an answer is lost, instead of sending the
+    /// call again with the same callId as HA clients do.
     #[arg(long)]
-    retry_calls: bool,
+    no_retry: bool,
 }
 
 fn main() {
@@ -36,7 +36,7 @@ fn main() {
         clients: args.clients,
         ops_per_client: args.ops,
         faults: !args.no_faults,
-        retry_calls: args.retry_calls,
+        retry_calls: !args.no_retry,
     };
     if let Some(seed) = args.seed {
         tracing_subscriber::fmt()

@@ -8,8 +8,9 @@ use ferrite_namenode::config::Config;
 use ferrite_namenode::groups::GroupMapping;
 use ferrite_namenode::identity::Identity;
 use ferrite_namenode::namespace::Namespace;
+use ferrite_namenode::service::retried::RetriedCalls;
 use ferrite_namenode::service::{NameNodeService, StartupReport, Storage};
-use ferrite_namenode::startup_progress::{Phase, StartupProgress};
+use ferrite_namenode::startup_progress::StartupProgress;
 use ferrite_namenode::NameNode;
 use tokio_util::sync::CancellationToken;
 
@@ -25,8 +26,11 @@ pub const PORT: u16 = 8020;
 pub async fn run(disk: Arc<Disk>, seed: u64, life: u64) -> turmoil::Result {
     let now = ferrite_namenode::clock::now_ms();
     let recovered = disk.recover();
+    let cfg = config();
     let mut ns = Namespace::new(SUPERUSER, "supergroup", now);
+    let mut retried = RetriedCalls::with_capacity(cfg.retry_cache_entries());
     for (txid, op) in &recovered.records {
+        retried.see(op);
         if let Err(e) = ns.apply(op) {
             panic!("replaying txid {txid} ({op:?}) failed: {e}");
         }
@@ -39,13 +43,7 @@ pub async fn run(disk: Arc<Disk>, seed: u64, life: u64) -> turmoil::Result {
         "NameNode starting"
     );
     let progress = Arc::new(StartupProgress::new(std::time::Instant::now()));
-    for p in [
-        Phase::LoadingFsImage,
-        Phase::LoadingEdits,
-        Phase::SavingCheckpoint,
-    ] {
-        progress.end_phase(p, std::time::Instant::now());
-    }
+    progress.skip_loading(std::time::Instant::now());
     let storage = Storage {
         ns,
         journal: Some(Box::new(SimJournal::start(disk, last, seed ^ life))),
@@ -59,9 +57,10 @@ pub async fn run(disk: Arc<Disk>, seed: u64, life: u64) -> turmoil::Result {
         },
         summary: None,
         progress,
+        retried,
     };
     let state = Arc::new(NameNodeService::new(
-        config(),
+        cfg,
         SUPERUSER.into(),
         GroupMapping::parse("", "", ""),
         Identity::generate(seed, now),

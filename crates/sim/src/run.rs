@@ -30,7 +30,7 @@ impl Default for Options {
             clients: 3,
             ops_per_client: 40,
             faults: true,
-            retry_calls: false,
+            retry_calls: true,
         }
     }
 }

@@ -17,6 +17,15 @@ use ferrite_namespace::Op;
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// [`Durability::wait`] for a journal: [`EditLog::wait_synced`], whose error the waiter
+/// reads from [`Durability::durable`] instead.
+pub fn wait_durable<L: EditLog + ?Sized>(log: &L, ticket: u64) -> BoxFuture<'_, ()> {
+    let w = log.wait_synced(ticket);
+    Box::pin(async move {
+        let _ = w.await;
+    })
+}
+
 pub trait EditLog: Durability {
     /// Appends records in order; returns the txid of the last (the last appended when
     /// `ops` is empty). They become durable later: see [`wait_synced`](Self::wait_synced).

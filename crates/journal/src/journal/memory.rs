@@ -175,9 +175,6 @@ impl Durability for MemoryJournal {
         &self,
         ticket: u64,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
-        let w = self.wait_synced(ticket);
-        Box::pin(async move {
-            let _ = w.await;
-        })
+        super::edit_log::wait_durable(self, ticket)
     }
 }

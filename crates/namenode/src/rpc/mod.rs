@@ -28,7 +28,9 @@ use ferrite_ipc::frame::Body;
 use ferrite_ipc::{CallCtx, MethodKind, Router, RpcError, Service, NAMENODE_PROTOCOL};
 use prost::Message;
 
-use crate::service::{Admitted, NameNodeService, Operation};
+use crate::namespace::RetryAnswer;
+use crate::service::retried::Retried;
+use crate::service::{Admitted, CallId, NameNodeService, Operation};
 
 // The handlers are public so that the in-process benchmark can call them directly, as
 // HDFS's NNThroughputBenchmark calls its NameNode's RPC methods without a socket.
@@ -49,7 +51,20 @@ impl Service for NameNodeService {
     }
 
     fn admit(&self, ctx: CallCtx, op: Operation) -> Result<Admitted, RpcError> {
-        Ok(NameNodeService::admit(self, ctx.user, ctx.peer_ip, op)?)
+        // An at-most-once call's ids go with it, to be journaled with its records.
+        let call = op
+            .policy()
+            .at_most_once
+            .then(|| {
+                let client_id = ctx.client_id.as_ref().try_into().ok()?;
+                (ctx.call_id >= 0).then_some(CallId {
+                    client_id,
+                    call_id: ctx.call_id,
+                })
+            })
+            .flatten();
+        let who = NameNodeService::admit(self, ctx.user, ctx.peer_ip, op)?;
+        Ok(who.for_call(call))
     }
 
     fn durability(&self) -> Option<&dyn Durability> {
@@ -83,16 +98,15 @@ impl Register for Router<NameNodeService> {
 /// Builds the dispatch table of everything the NameNode answers.
 pub fn router(state: Nn) -> Router<NameNodeService> {
     let c = state.config();
-    let capacity = match (c.retry_cache_enabled, c.retry_cache_max_entries) {
-        (false, _) => 0,
-        (true, Some(n)) => n,
-        (true, None) => crate::config::retry_cache_capacity(
-            crate::config::default_java_heap(),
-            c.retry_cache_heap_percent,
-        ),
-    };
+    let capacity = c.retry_cache_entries();
     let ttl = std::time::Duration::from_millis(c.retry_cache_expiry_ms);
     let mut r = Router::new(state.clone()).with_retry_cache(ttl, capacity);
+    // Calls the replayed journal answered are answered again, not run again.
+    for call in state.take_retried() {
+        if let Some(reply) = replayed_reply(&state, &call) {
+            r.prime_retry_cache(&call.call.client_id, call.call.call_id, reply);
+        }
+    }
     client::register(&mut r);
     blocks::register(&mut r);
     file_ops::register(&mut r);
@@ -113,6 +127,38 @@ pub fn router(state: Nn) -> Router<NameNodeService> {
         client::version_request,
     );
     r
+}
+
+/// The reply a replayed at-most-once call gave, rebuilt as HDFS rebuilds its retry cache
+/// (a create's from the file's status now); none when the namespace does not show the
+/// call's effect, whose records a crash may have cut off (see `service/retried.rs`).
+fn replayed_reply(nn: &NameNodeService, call: &Retried) -> Option<bytes::Bytes> {
+    use ferrite_proto::hdfs::{
+        CreateResponseProto, CreateSnapshotResponseProto, RenameResponseProto,
+    };
+    let e = &call.effect;
+    let now = nn.replayed_status(&e.path);
+    let shown = match &now {
+        None => e.gone,
+        Some(st) => !e.gone && (e.id == 0 || st.file_id == e.id),
+    };
+    if !shown {
+        return None;
+    }
+    let bytes = match call.answer {
+        RetryAnswer::Empty => Vec::new(),
+        // delete's and rename's `result: true`, the same bytes.
+        RetryAnswer::True => RenameResponseProto { result: true }.encode_to_vec(),
+        RetryAnswer::Path => CreateSnapshotResponseProto {
+            snapshot_path: e.path.clone(),
+        }
+        .encode_to_vec(),
+        RetryAnswer::Status => CreateResponseProto {
+            fs: Some(convert::status_proto(now.as_ref()?)),
+        }
+        .encode_to_vec(),
+    };
+    Some(bytes.into())
 }
 
 #[cfg(test)]

@@ -277,6 +277,16 @@ pub struct Admitted {
     op: Operation,
     user: Arc<str>,
     ip: Arc<str>,
+    call: Option<CallId>,
+}
+
+/// An RPC call's identity as its client sends it again on a retry (Hadoop's clientId and
+/// callId): an at-most-once operation journals it, so that a NameNode that replays the
+/// journal can answer the retry as the first attempt was answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallId {
+    pub client_id: [u8; 16],
+    pub call_id: i32,
 }
 
 impl Admitted {
@@ -294,6 +304,17 @@ impl Admitted {
     /// records it, a DataNode registers with it.
     pub fn ip(&self) -> &str {
         &self.ip
+    }
+
+    /// The RPC call this admission is for, when it came over RPC as an at-most-once call.
+    pub fn call(&self) -> Option<CallId> {
+        self.call
+    }
+
+    /// The same admission, for the RPC call `call` (the IPC front end's).
+    pub(crate) fn for_call(mut self, call: Option<CallId>) -> Self {
+        self.call = call;
+        self
     }
 
     /// The caller, for running `op`. A debug build checks that the admission covers `op`:
@@ -347,6 +368,7 @@ impl NameNodeService {
             op,
             user,
             ip: ip.into(),
+            call: None,
         })
     }
 }

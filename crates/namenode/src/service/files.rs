@@ -317,7 +317,8 @@ impl NameNodeService {
             block_size: req.block_size,
         };
         let now = now_ms();
-        self.commit_then(
+        self.commit_with(
+            Some(who),
             |ns| {
                 let policy = ns.policy_for_new(args.src);
                 let planned = ns.plan_create(&caller, &args, now)?;
@@ -377,7 +378,7 @@ impl NameNodeService {
         let caller = self.caller(user);
         let now = now_ms();
         let ok = self
-            .commit(|ns| {
+            .commit_once(who, |ns| {
                 Ok(match ns.plan_rename(&caller, src, dst, now)? {
                     Some(ops) => (true, ops),
                     None => (false, Planned::default()),
@@ -400,8 +401,10 @@ impl NameNodeService {
         let user = who.user_for(Operation::Rename2);
         let caller = self.caller(user);
         let now = now_ms();
-        self.commit(|ns| Ok(((), ns.plan_rename2(&caller, src, dst, overwrite, now)?)))
-            .await
+        self.commit_once(who, |ns| {
+            Ok(((), ns.plan_rename2(&caller, src, dst, overwrite, now)?))
+        })
+        .await
     }
 
     pub async fn delete(
@@ -414,7 +417,7 @@ impl NameNodeService {
         let caller = self.caller(user);
         let now = now_ms();
         let ok = self
-            .commit(|ns| {
+            .commit_once(who, |ns| {
                 Ok(match ns.plan_delete(&caller, src, recursive, now)? {
                     Some(ops) => (true, ops),
                     None => (false, Planned::default()),

@@ -30,6 +30,7 @@ pub mod locations;
 #[cfg(test)]
 mod operation_tests;
 mod quotas;
+pub mod retried;
 mod safe_mode;
 pub mod satisfier;
 pub mod snapshots;
@@ -62,7 +63,7 @@ use crate::summary::follow::SummaryService;
 use crate::summary::Summary;
 use crate::tokens::BlockTokens;
 
-pub use admission::{Admitted, Operation};
+pub use admission::{Admitted, CallId, Operation};
 pub use datanodes::{
     DnCommand, FsStats, HeartbeatReport, NodeFilter, NodeRegistration, RecoveringBlock,
     ReplicaEvent,
@@ -138,6 +139,8 @@ pub struct NameNodeService {
     /// Paths waiting for their replicas to match their storage policy, and moves under way.
     /// Lock order: after `ns` and `blocks`.
     satisfier: Mutex<crate::satisfier::Satisfier>,
+    /// The replayed journal's at-most-once calls, until the IPC front end takes them.
+    retried: Mutex<retried::RetriedCalls>,
 }
 
 pub struct Storage {
@@ -151,6 +154,8 @@ pub struct Storage {
     pub summary: Option<Summary>,
     /// Start-up's phases so far; the NameNode ends the last one, safe mode.
     pub progress: Arc<StartupProgress>,
+    /// The at-most-once calls the replayed journal answered, for the retry cache.
+    pub retried: retried::RetriedCalls,
 }
 
 /// Where the summary checkpoint lives: beside the images in the first name directory.
@@ -234,6 +239,7 @@ impl NameNodeService {
             tokens,
             summary,
             satisfier: Mutex::new(Default::default()),
+            retried: Mutex::new(storage.retried),
         }
     }
 
@@ -243,13 +249,7 @@ impl NameNodeService {
     pub fn in_memory(cfg: Config, superuser: &str) -> Self {
         let now = now_ms();
         let progress = Arc::new(StartupProgress::new(std::time::Instant::now()));
-        for p in [
-            Phase::LoadingFsImage,
-            Phase::LoadingEdits,
-            Phase::SavingCheckpoint,
-        ] {
-            progress.end_phase(p, std::time::Instant::now());
-        }
+        progress.skip_loading(std::time::Instant::now());
         let storage = Storage {
             ns: Namespace::new(superuser, &cfg.superuser_group, now),
             journal: Some(Box::new(MemoryJournal::default())),
@@ -259,6 +259,7 @@ impl NameNodeService {
             startup: StartupReport::default(),
             summary: None,
             progress,
+            retried: Default::default(),
         };
         let groups = GroupMapping::from_host(&cfg.static_groups);
         let identity = Identity::generate(now as u64, now);
@@ -290,6 +291,20 @@ impl NameNodeService {
             groups,
             checks_enabled: self.cfg.permissions_enabled,
         }
+    }
+
+    /// The at-most-once calls the replayed journal answered (once: the IPC front end's
+    /// retry cache takes them when it is built).
+    pub fn take_retried(&self) -> impl Iterator<Item = retried::Retried> {
+        std::mem::take(&mut *self.retried.lock()).into_calls()
+    }
+
+    /// The status of `path` as the NameNode sees it, for rebuilding a replayed create's
+    /// answer (no caller: the answer goes only to the call that created the file).
+    pub fn replayed_status(&self, path: &str) -> Option<crate::namespace::query::FileStatus> {
+        let su = Caller::superuser(&self.superuser);
+        let ns = self.ns.read();
+        ns.get_file_info(&su, path).ok().flatten()
     }
 
     /// The configuration this NameNode runs with.
@@ -360,6 +375,17 @@ impl NameNodeService {
         self.commit_then(plan, |out, _| out).await
     }
 
+    /// [`commit`](Self::commit) for an at-most-once operation: its call's ids are journaled
+    /// after its records, so that a NameNode replaying the journal answers the call's retry
+    /// as this one (see `retried.rs`).
+    async fn commit_once<T, P: Into<Planned>>(
+        &self,
+        who: &Admitted,
+        plan: impl FnOnce(&Namespace) -> Result<(T, P), FsError>,
+    ) -> Result<T, FsError> {
+        self.commit_with(Some(who), plan, |out, _| out).await
+    }
+
     /// [`commit`](Self::commit), then `after` makes the answer from the plan's result and
     /// the records applied, once the writers' turn is released (create answers with the new
     /// file's status, which its record holds). The records are freed there too: every
@@ -369,7 +395,17 @@ impl NameNodeService {
         plan: impl FnOnce(&Namespace) -> Result<(T, P), FsError>,
         after: impl FnOnce(T, &[Op]) -> R,
     ) -> Result<R, FsError> {
-        let (out, ops, wait_for) = {
+        self.commit_with(None, plan, after).await
+    }
+
+    /// The commit path; `once` is the caller of an at-most-once operation.
+    async fn commit_with<T, P: Into<Planned>, R>(
+        &self,
+        once: Option<&Admitted>,
+        plan: impl FnOnce(&Namespace) -> Result<(T, P), FsError>,
+        after: impl FnOnce(T, &[Op]) -> R,
+    ) -> Result<R, FsError> {
+        let (out, ops, wait_for, ids) = {
             let _turn = self.writers.lock().await;
             let now = now_ms();
             let mut ns = self.ns.write();
@@ -386,10 +422,21 @@ impl NameNodeService {
             let mut ops = planned.ops;
             self.activity
                 .applied(&ops[..applied.count], inodes_before, ns.inode_count());
+            // An at-most-once call that succeeded journals its ids first: a journal cut
+            // short then keeps them only with records of the call after them (`retried.rs`).
+            let succeeded = applied.count > 0 && applied.failed.is_none() && then_fail.is_none();
+            let id = once
+                .filter(|_| succeeded)
+                .and_then(|who| retried::record(who, &ops));
+            let ids = usize::from(id.is_some());
+            if let Some(id) = id {
+                ops.insert(0, id);
+            }
+            let journaled = ids + applied.count;
             // What was applied is journaled even when a later record failed: memory and the
             // journal must agree.
             let last = match &self.journal {
-                Some(j) if applied.count > 0 => Some(j.append_all(&ops[..applied.count])),
+                Some(j) if applied.count > 0 => Some(j.append_all(&ops[..journaled])),
                 // Even an answer that changed nothing may rest on records not yet durable
                 // (another client's mkdir, say), so wait for everything appended so far.
                 Some(j) => Some(j.last_appended()),
@@ -402,10 +449,10 @@ impl NameNodeService {
             if let Some(e) = applied.failed.or(then_fail) {
                 return Err(e);
             }
-            ops.truncate(applied.count);
-            (out, ops, last)
+            ops.truncate(journaled);
+            (out, ops, last, ids)
         };
-        let out = after(out, &ops);
+        let out = after(out, &ops[ids..]);
         drop(ops);
         if let (Some(j), Some(txid)) = (&self.journal, wait_for) {
             // Served over RPC, the reply is held until `txid` is synced; otherwise wait here.

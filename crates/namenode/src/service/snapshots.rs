@@ -51,8 +51,10 @@ impl NameNodeService {
         let user = who.user_for(Operation::CreateSnapshot);
         let caller = self.caller(user);
         let now = now_ms();
-        self.commit(|ns| ns.plan_create_snapshot(&caller, &ns.resolve_reserved(root)?, name, now))
-            .await
+        self.commit_once(who, |ns| {
+            ns.plan_create_snapshot(&caller, &ns.resolve_reserved(root)?, name, now)
+        })
+        .await
     }
 
     pub async fn delete_snapshot(
@@ -64,7 +66,7 @@ impl NameNodeService {
         let user = who.user_for(Operation::DeleteSnapshot);
         let caller = self.caller(user);
         let now = now_ms();
-        self.commit(|ns| {
+        self.commit_once(who, |ns| {
             let root = ns.resolve_reserved(root)?;
             Ok(((), ns.plan_delete_snapshot(&caller, &root, name, now)?))
         })
@@ -81,7 +83,7 @@ impl NameNodeService {
         let user = who.user_for(Operation::RenameSnapshot);
         let caller = self.caller(user);
         let now = now_ms();
-        self.commit(|ns| {
+        self.commit_once(who, |ns| {
             let root = ns.resolve_reserved(root)?;
             Ok(((), ns.plan_rename_snapshot(&caller, &root, old, new, now)?))
         })

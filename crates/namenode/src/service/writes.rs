@@ -429,7 +429,7 @@ impl NameNodeService {
         let user = who.user_for(Operation::Concat);
         let caller = self.caller(user);
         let now = now_ms();
-        self.commit(|ns| Ok(((), ns.plan_concat(&caller, trg, srcs, now)?)))
+        self.commit_once(who, |ns| Ok(((), ns.plan_concat(&caller, trg, srcs, now)?)))
             .await?;
         // The moved blocks keep their replicas; the target's replication may differ from
         // a source's, which the replication monitor evens out.

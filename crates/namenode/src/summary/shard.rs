@@ -95,7 +95,7 @@ impl Sharded {
                 None => Route::All,
             },
             // Changes nothing a summary counts.
-            Op::SetGenerationStamp { .. } => Route::All,
+            Op::SetGenerationStamp { .. } | Op::RetryId { .. } => Route::All,
             Op::ReassignLease { path, .. } => first(path).map_or(Route::All, Route::One),
             // Cache pools and directives are no part of the tree the summary counts.
             Op::SetCachePool { .. }

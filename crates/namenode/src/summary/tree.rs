@@ -343,6 +343,7 @@ impl Tree {
             Op::BumpGenerationStamp { .. }
             | Op::SetGenerationStamp { .. }
             | Op::ReassignLease { .. }
+            | Op::RetryId { .. }
             | Op::SetCachePool { .. }
             | Op::RemoveCachePool { .. }
             | Op::SetCacheDirective { .. }
