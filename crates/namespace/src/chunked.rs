@@ -60,6 +60,14 @@ impl<T> Chunked<T> {
             .expect("slot refers to a live value")
     }
 
+    /// Whether `slot` holds a live value.
+    pub fn contains(&self, slot: u32) -> bool {
+        self.chunks
+            .get((slot >> CHUNK_BITS) as usize)
+            .and_then(|c| c.get(slot as usize & (CHUNK - 1)))
+            .is_some_and(Option::is_some)
+    }
+
     /// The value at `slot`, if the slot is live.
     pub fn try_get_mut(&mut self, slot: u32) -> Option<&mut T> {
         self.chunks

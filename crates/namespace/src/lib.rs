@@ -293,6 +293,13 @@ impl Namespace {
         self.arena.get(dir).children()?.find(name, |c| self.name(c))
     }
 
+    /// Whether `slot` is among its parent's children (false, too, while the parent is
+    /// being freed before it).
+    pub(crate) fn listed(&self, slot: Slot) -> bool {
+        let parent = self.arena.get(slot).parent;
+        self.arena.contains(parent) && self.child(parent, self.name(slot)) == Some(slot)
+    }
+
     /// Walks `comps` from the root, stopping at the first missing component. Passing
     /// through a file is an error, as in HDFS (`ParentNotDirectoryException`).
     pub fn walk(&self, comps: &[&str]) -> Result<Walk, FsError> {
@@ -538,8 +545,7 @@ impl Namespace {
     /// Frees an inode and everything under it. The caller has already detached it (or is
     /// replacing it), so this only walks downwards.
     fn remove_subtree(&mut self, top: Slot, fx: &mut Effects) {
-        let parent = self.arena.get(top).parent;
-        if self.child(parent, self.name(top)) == Some(top) {
+        if self.listed(top) {
             self.detach(top);
         }
         let mut stack = vec![top];

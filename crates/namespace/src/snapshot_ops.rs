@@ -404,10 +404,16 @@ impl Namespace {
             return;
         }
         self.snaps.held.remove(&child);
+        // A kept subtree's top points at the root (`retire`), so a parent that is gone is
+        // one being freed right now, with its children: the same removal frees this one,
+        // counted out as the live child it still is. Freeing it here as well freed it
+        // twice, through a parent slot no longer there.
+        if !self.arena.contains(self.arena.get(child).parent) {
+            return;
+        }
         // Still in a directory's children (a live one, or one a snapshot keeps), it goes
         // when that directory goes; only a kept subtree's top, listed nowhere else, goes now.
-        let parent = self.arena.get(child).parent;
-        if self.child(parent, self.name(child)) != Some(child) {
+        if !self.listed(child) {
             // Kept inodes are not counted as live ones; freeing counts them out again.
             self.count_back(child);
             self.remove_subtree(child, fx);
@@ -433,11 +439,10 @@ impl Namespace {
     /// children).
     pub(super) fn is_live(&self, mut slot: Slot) -> bool {
         while slot != ROOT_SLOT {
-            let parent = self.arena.get(slot).parent;
-            if self.child(parent, self.name(slot)) != Some(slot) {
+            if !self.listed(slot) {
                 return false;
             }
-            slot = parent;
+            slot = self.arena.get(slot).parent;
         }
         true
     }

@@ -91,6 +91,8 @@ pub struct Client {
     checked_at: u32,
     /// Whether a call whose answer was lost is sent again (see `Options::retry_calls`).
     pub retry_calls: bool,
+    /// Print each trace line as it happens (a replay).
+    pub echo: bool,
 }
 
 impl Client {
@@ -110,11 +112,17 @@ impl Client {
             connections: 0,
             checked_at: 1,
             retry_calls: false,
+            echo: false,
         }
     }
 
     fn note(&self, line: String) {
-        self.trace.lock().push(format!("c{} {line}", self.id));
+        let line = format!("c{} {line}", self.id);
+        if self.echo {
+            // A replay prints as it goes: a run that aborts still shows how it got there.
+            eprintln!("{line}");
+        }
+        self.trace.lock().push(line);
     }
 
     fn find(&self, what: String) {

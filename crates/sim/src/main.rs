@@ -37,6 +37,7 @@ fn main() {
         ops_per_client: args.ops,
         faults: !args.no_faults,
         retry_calls: !args.no_retry,
+        echo: args.seed.is_some(),
     };
     if let Some(seed) = args.seed {
         tracing_subscriber::fmt()

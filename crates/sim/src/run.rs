@@ -22,6 +22,8 @@ pub struct Options {
     /// Clients send a call whose answer was lost again with the same callId, as an HA
     /// client's failover proxy does; off, they look at their directory instead.
     pub retry_calls: bool,
+    /// Print each client's trace line as it happens (for replaying one seed).
+    pub echo: bool,
 }
 
 impl Default for Options {
@@ -31,6 +33,7 @@ impl Default for Options {
             ops_per_client: 40,
             faults: true,
             retry_calls: true,
+            echo: false,
         }
     }
 }
@@ -93,6 +96,7 @@ pub fn run_seed(seed: u64, opts: &Options) -> Report {
     for id in 0..opts.clients {
         let mut c = Client::new(id, seed, findings.clone(), trace.clone());
         c.retry_calls = opts.retry_calls;
+        c.echo = opts.echo;
         let ops = opts.ops_per_client;
         sim.client(format!("c{id}"), c.run(ops));
     }

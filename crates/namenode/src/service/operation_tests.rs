@@ -1304,3 +1304,131 @@ async fn the_satisfier_off_refuses_as_hdfs_does_by_default() {
     assert!(matches!(e, FsError::UnsupportedAction(_)));
     assert!(e.to_string().starts_with("Cannot request to satisfy storage policy when storage policy satisfier feature has been disabled by admin."), "{e}");
 }
+
+/// Found by the simulator (seed 24608): three clients each working in a snapshottable
+/// directory of its own; deleting c1's last snapshot after directories were moved between
+/// its snapshots and the moved tree deleted, while the others created and deleted files.
+#[tokio::test]
+async fn deleting_snapshots_after_moves_and_deletes_keeps_the_namespace_whole() {
+    let nn = nn();
+    let su = |op| by(&nn, SU, op);
+    let mk = |p: &'static str| {
+        let who = su(Operation::Mkdirs);
+        let nn = nn.clone();
+        async move { nn.mkdirs(&who, p, 0o755, true).await.unwrap() }
+    };
+    let cr = |p: &'static str| {
+        let nn = nn.clone();
+        async move {
+            let st = nn
+                .create(&by(&nn, SU, Operation::Create), &create_req(p))
+                .await
+                .unwrap()
+                .unwrap();
+            let done = by(&nn, SU, Operation::Complete);
+            assert!(nn
+                .complete(&done, p, CLIENT, st.file_id, None)
+                .await
+                .unwrap());
+        }
+    };
+    let del = |p: &'static str| {
+        let who = su(Operation::Delete);
+        let nn = nn.clone();
+        async move { assert!(nn.delete(&who, p, true).await.unwrap()) }
+    };
+    let mv = |a: &'static str, b: &'static str| {
+        let who = su(Operation::Rename);
+        let nn = nn.clone();
+        async move { assert!(nn.rename(&who, a, b).await.unwrap()) }
+    };
+    let r2 = |a: &'static str, b: &'static str, overwrite: bool| {
+        let who = su(Operation::Rename2);
+        let nn = nn.clone();
+        async move { nn.rename2(&who, a, b, overwrite).await.unwrap() }
+    };
+    let snap = |root: &'static str, name: &'static str| {
+        let who = su(Operation::CreateSnapshot);
+        let nn = nn.clone();
+        async move { nn.create_snapshot(&who, root, Some(name)).await.unwrap() }
+    };
+    let unsnap = |root: &'static str, name: &'static str| {
+        let who = su(Operation::DeleteSnapshot);
+        let nn = nn.clone();
+        async move { nn.delete_snapshot(&who, root, name).await.unwrap() }
+    };
+    for root in ["/c0", "/c1", "/c2"] {
+        mk(root).await;
+        nn.allow_snapshot(&su(Operation::AllowSnapshot), root)
+            .await
+            .unwrap();
+    }
+    cr("/c0/f1").await;
+    cr("/c2/f1").await;
+    del("/c0/f1").await;
+    mk("/c1/d2").await;
+    mk("/c2/d2").await;
+    snap("/c2", "s3").await;
+    snap("/c1", "s3").await;
+    cr("/c0/f4").await;
+    cr("/c2/f4").await;
+    mk("/c1/d4").await;
+    cr("/c0/f5").await;
+    snap("/c1", "s5").await;
+    cr("/c2/f5").await;
+    del("/c0/f4").await;
+    mk("/c1/d6").await;
+    del("/c0/f5").await;
+    cr("/c2/f6").await;
+    mk("/c1/d4/d8").await;
+    mk("/c2/d7").await;
+    cr("/c0/f7").await;
+    mv("/c1/d4", "/c1/d2/r9").await;
+    mk("/c2/d7/d8").await;
+    del("/c0/f7").await;
+    mk("/c1/d2/r9/d10").await;
+    mk("/c2/d9").await;
+    cr("/c2/f10").await;
+    cr("/c0/f8").await;
+    unsnap("/c1", "s5").await;
+    mk("/c0/d9").await;
+    snap("/c1", "s11").await;
+    mk("/c1/d12").await;
+    cr("/c2/f11").await;
+    cr("/c0/f10").await;
+    mk("/c1/d6/d13").await;
+    mv("/c2/f10", "/c2/r13").await;
+    mv("/c1/d2/r9/d10", "/c1/d2/r14").await;
+    cr("/c0/f11").await;
+    unsnap("/c1", "s3").await;
+    mk("/c0/d12").await;
+    snap("/c0", "s13").await;
+    cr("/c2/f15").await;
+    cr("/c1/d6/f16").await;
+    r2("/c2/r13", "/c2/r16", true).await;
+    del("/c1/d2").await;
+    mk("/c2/d17").await;
+    cr("/c0/f14").await;
+    del("/c0/f8").await;
+    cr("/c1/f17").await;
+    cr("/c2/f18").await;
+    snap("/c0", "s15").await;
+    unsnap("/c1", "s11").await;
+    // With every snapshot gone, nothing is kept: every inode is a live one, and each is
+    // counted once.
+    for (root, name) in [("/c0", "s13"), ("/c0", "s15"), ("/c2", "s3")] {
+        unsnap(root, name).await;
+    }
+    let cs = nn
+        .content_summary(&su(Operation::GetContentSummary), "/")
+        .await
+        .unwrap();
+    let (files, dirs, inodes) =
+        nn.with_namespace(|ns| (ns.file_count(), ns.dir_count(), ns.inode_count() as u64));
+    assert_eq!((cs.files, cs.dirs), (files, dirs));
+    assert_eq!(
+        inodes,
+        files + dirs,
+        "an inode nothing lists was left behind"
+    );
+}
