@@ -422,8 +422,8 @@ impl NameNodeService {
             let mut ops = planned.ops;
             self.activity
                 .applied(&ops[..applied.count], inodes_before, ns.inode_count());
-            // An at-most-once call that succeeded journals its ids first: a journal cut
-            // short then keeps them only with records of the call after them (`retried.rs`).
+            // An at-most-once call that succeeded journals its ids, first (`retried.rs`: a
+            // replay answers a retry from them only where the call's effect shows).
             let succeeded = applied.count > 0 && applied.failed.is_none() && then_fail.is_none();
             let id = once
                 .filter(|_| succeeded)
