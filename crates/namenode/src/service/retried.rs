@@ -63,75 +63,38 @@ pub(super) fn record(who: &Admitted, ops: &[Op]) -> Option<Op> {
     })
 }
 
-/// What `op`'s call answered, and the effect that shows its records applied.
+/// What `op`'s call answered, and the effect that shows its records applied: that of the
+/// last of `ops` that leaves one (a create's parents come before its file).
 fn answer_of(op: Operation, ops: &[Op]) -> Option<(RetryAnswer, Effect)> {
-    let found = |f: &dyn Fn(&Op) -> Option<Effect>| ops.iter().rev().find_map(f);
+    let answer = match op {
+        Operation::Create => RetryAnswer::Status,
+        Operation::CreateSnapshot => RetryAnswer::Path,
+        Operation::Delete | Operation::Rename => RetryAnswer::True,
+        Operation::Rename2
+        | Operation::Concat
+        | Operation::DeleteSnapshot
+        | Operation::RenameSnapshot => RetryAnswer::Empty,
+        _ => return None,
+    };
+    Some((answer, ops.iter().rev().find_map(effect_of)?))
+}
+
+/// What a record leaves that only it could have: a created file (by its inode id), a new
+/// snapshot, or a path gone. For a rename, the source gone, not the destination there:
+/// an overwritten destination was there before.
+fn effect_of(op: &Op) -> Option<Effect> {
     Some(match op {
-        Operation::Create => {
-            let made = found(&|op| match op {
-                Op::Create { path, id, .. } => Some(Effect {
-                    path: path.clone(),
-                    gone: false,
-                    id: *id,
-                }),
-                _ => None,
-            })?;
-            (RetryAnswer::Status, made)
-        }
-        Operation::Delete => (
-            RetryAnswer::True,
-            found(&|op| match op {
-                Op::Delete { path, .. } => Some(Effect::gone(path.clone())),
-                _ => None,
-            })?,
-        ),
-        // The source gone, not the destination there: an overwritten destination was
-        // there before.
-        Operation::Rename | Operation::Rename2 => {
-            let moved = found(&|op| match op {
-                Op::Rename { src, .. } => Some(Effect::gone(src.clone())),
-                _ => None,
-            })?;
-            let answer = match op {
-                Operation::Rename => RetryAnswer::True,
-                _ => RetryAnswer::Empty,
-            };
-            (answer, moved)
-        }
-        Operation::Concat => (
-            RetryAnswer::Empty,
-            found(&|op| match op {
-                Op::Concat { srcs, .. } => srcs.first().cloned().map(Effect::gone),
-                _ => None,
-            })?,
-        ),
-        Operation::CreateSnapshot => (
-            RetryAnswer::Path,
-            found(&|op| match op {
-                Op::CreateSnapshot { path, name, .. } => {
-                    Some(Effect::there(snapshot_path(path, name)))
-                }
-                _ => None,
-            })?,
-        ),
-        Operation::DeleteSnapshot => (
-            RetryAnswer::Empty,
-            found(&|op| match op {
-                Op::DeleteSnapshot { path, name, .. } => {
-                    Some(Effect::gone(snapshot_path(path, name)))
-                }
-                _ => None,
-            })?,
-        ),
-        Operation::RenameSnapshot => (
-            RetryAnswer::Empty,
-            found(&|op| match op {
-                Op::RenameSnapshot { path, new, .. } => {
-                    Some(Effect::there(snapshot_path(path, new)))
-                }
-                _ => None,
-            })?,
-        ),
+        Op::Create { path, id, .. } => Effect {
+            path: path.clone(),
+            gone: false,
+            id: *id,
+        },
+        Op::Delete { path, .. } => Effect::gone(path.clone()),
+        Op::Rename { src, .. } => Effect::gone(src.clone()),
+        Op::Concat { srcs, .. } => Effect::gone(srcs.first()?.clone()),
+        Op::CreateSnapshot { path, name, .. } => Effect::there(snapshot_path(path, name)),
+        Op::DeleteSnapshot { path, name, .. } => Effect::gone(snapshot_path(path, name)),
+        Op::RenameSnapshot { path, new, .. } => Effect::there(snapshot_path(path, new)),
         _ => return None,
     })
 }
