@@ -1305,122 +1305,135 @@ async fn the_satisfier_off_refuses_as_hdfs_does_by_default() {
     assert!(e.to_string().starts_with("Cannot request to satisfy storage policy when storage policy satisfier feature has been disabled by admin."), "{e}");
 }
 
-/// Found by the simulator (seed 24608): three clients each working in a snapshottable
-/// directory of its own; deleting c1's last snapshot after directories were moved between
-/// its snapshots and the moved tree deleted, while the others created and deleted files.
-#[tokio::test]
-async fn deleting_snapshots_after_moves_and_deletes_keeps_the_namespace_whole() {
-    let nn = nn();
-    let su = |op| by(&nn, SU, op);
-    let mk = |p: &'static str| {
-        let who = su(Operation::Mkdirs);
-        let nn = nn.clone();
-        async move { nn.mkdirs(&who, p, 0o755, true).await.unwrap() }
-    };
-    let cr = |p: &'static str| {
-        let nn = nn.clone();
-        async move {
+/// One acknowledged call of the simulator's seed 24608, run as the superuser.
+#[derive(Clone, Copy)]
+enum Step {
+    Mk(&'static str),
+    Cr(&'static str),
+    Del(&'static str),
+    Mv(&'static str, &'static str),
+    R2(&'static str, &'static str, bool),
+    Snap(&'static str, &'static str),
+    Unsnap(&'static str, &'static str),
+}
+
+async fn run_step(nn: &NameNodeService, step: Step) {
+    use Step::*;
+    let su = |op| by(nn, SU, op);
+    match step {
+        Mk(p) => nn
+            .mkdirs(&su(Operation::Mkdirs), p, 0o755, true)
+            .await
+            .unwrap(),
+        Cr(p) => {
             let st = nn
-                .create(&by(&nn, SU, Operation::Create), &create_req(p))
+                .create(&su(Operation::Create), &create_req(p))
                 .await
                 .unwrap()
                 .unwrap();
-            let done = by(&nn, SU, Operation::Complete);
+            let done = su(Operation::Complete);
             assert!(nn
                 .complete(&done, p, CLIENT, st.file_id, None)
                 .await
                 .unwrap());
         }
-    };
-    let del = |p: &'static str| {
-        let who = su(Operation::Delete);
-        let nn = nn.clone();
-        async move { assert!(nn.delete(&who, p, true).await.unwrap()) }
-    };
-    let mv = |a: &'static str, b: &'static str| {
-        let who = su(Operation::Rename);
-        let nn = nn.clone();
-        async move { assert!(nn.rename(&who, a, b).await.unwrap()) }
-    };
-    let r2 = |a: &'static str, b: &'static str, overwrite: bool| {
-        let who = su(Operation::Rename2);
-        let nn = nn.clone();
-        async move { nn.rename2(&who, a, b, overwrite).await.unwrap() }
-    };
-    let snap = |root: &'static str, name: &'static str| {
-        let who = su(Operation::CreateSnapshot);
-        let nn = nn.clone();
-        async move { nn.create_snapshot(&who, root, Some(name)).await.unwrap() }
-    };
-    let unsnap = |root: &'static str, name: &'static str| {
-        let who = su(Operation::DeleteSnapshot);
-        let nn = nn.clone();
-        async move { nn.delete_snapshot(&who, root, name).await.unwrap() }
-    };
+        Del(p) => assert!(nn.delete(&su(Operation::Delete), p, true).await.unwrap()),
+        Mv(a, b) => assert!(nn.rename(&su(Operation::Rename), a, b).await.unwrap()),
+        R2(a, b, overwrite) => nn
+            .rename2(&su(Operation::Rename2), a, b, overwrite)
+            .await
+            .unwrap(),
+        Snap(root, name) => {
+            nn.create_snapshot(&su(Operation::CreateSnapshot), root, Some(name))
+                .await
+                .unwrap();
+        }
+        Unsnap(root, name) => nn
+            .delete_snapshot(&su(Operation::DeleteSnapshot), root, name)
+            .await
+            .unwrap(),
+    }
+}
+
+/// Found by the simulator (seed 24608): three clients each working in a snapshottable
+/// directory of its own; deleting c1's last snapshot after directories were moved between
+/// its snapshots and the moved tree deleted, while the others created and deleted files.
+#[tokio::test]
+async fn deleting_snapshots_after_moves_and_deletes_keeps_the_namespace_whole() {
+    use Step::*;
+    let nn = nn();
     for root in ["/c0", "/c1", "/c2"] {
-        mk(root).await;
-        nn.allow_snapshot(&su(Operation::AllowSnapshot), root)
+        run_step(&nn, Mk(root)).await;
+        nn.allow_snapshot(&by(&nn, SU, Operation::AllowSnapshot), root)
             .await
             .unwrap();
     }
-    cr("/c0/f1").await;
-    cr("/c2/f1").await;
-    del("/c0/f1").await;
-    mk("/c1/d2").await;
-    mk("/c2/d2").await;
-    snap("/c2", "s3").await;
-    snap("/c1", "s3").await;
-    cr("/c0/f4").await;
-    cr("/c2/f4").await;
-    mk("/c1/d4").await;
-    cr("/c0/f5").await;
-    snap("/c1", "s5").await;
-    cr("/c2/f5").await;
-    del("/c0/f4").await;
-    mk("/c1/d6").await;
-    del("/c0/f5").await;
-    cr("/c2/f6").await;
-    mk("/c1/d4/d8").await;
-    mk("/c2/d7").await;
-    cr("/c0/f7").await;
-    mv("/c1/d4", "/c1/d2/r9").await;
-    mk("/c2/d7/d8").await;
-    del("/c0/f7").await;
-    mk("/c1/d2/r9/d10").await;
-    mk("/c2/d9").await;
-    cr("/c2/f10").await;
-    cr("/c0/f8").await;
-    unsnap("/c1", "s5").await;
-    mk("/c0/d9").await;
-    snap("/c1", "s11").await;
-    mk("/c1/d12").await;
-    cr("/c2/f11").await;
-    cr("/c0/f10").await;
-    mk("/c1/d6/d13").await;
-    mv("/c2/f10", "/c2/r13").await;
-    mv("/c1/d2/r9/d10", "/c1/d2/r14").await;
-    cr("/c0/f11").await;
-    unsnap("/c1", "s3").await;
-    mk("/c0/d12").await;
-    snap("/c0", "s13").await;
-    cr("/c2/f15").await;
-    cr("/c1/d6/f16").await;
-    r2("/c2/r13", "/c2/r16", true).await;
-    del("/c1/d2").await;
-    mk("/c2/d17").await;
-    cr("/c0/f14").await;
-    del("/c0/f8").await;
-    cr("/c1/f17").await;
-    cr("/c2/f18").await;
-    snap("/c0", "s15").await;
-    unsnap("/c1", "s11").await;
+    for step in [
+        Cr("/c0/f1"),
+        Cr("/c2/f1"),
+        Del("/c0/f1"),
+        Mk("/c1/d2"),
+        Mk("/c2/d2"),
+        Snap("/c2", "s3"),
+        Snap("/c1", "s3"),
+        Cr("/c0/f4"),
+        Cr("/c2/f4"),
+        Mk("/c1/d4"),
+        Cr("/c0/f5"),
+        Snap("/c1", "s5"),
+        Cr("/c2/f5"),
+        Del("/c0/f4"),
+        Mk("/c1/d6"),
+        Del("/c0/f5"),
+        Cr("/c2/f6"),
+        Mk("/c1/d4/d8"),
+        Mk("/c2/d7"),
+        Cr("/c0/f7"),
+        Mv("/c1/d4", "/c1/d2/r9"),
+        Mk("/c2/d7/d8"),
+        Del("/c0/f7"),
+        Mk("/c1/d2/r9/d10"),
+        Mk("/c2/d9"),
+        Cr("/c2/f10"),
+        Cr("/c0/f8"),
+        Unsnap("/c1", "s5"),
+        Mk("/c0/d9"),
+        Snap("/c1", "s11"),
+        Mk("/c1/d12"),
+        Cr("/c2/f11"),
+        Cr("/c0/f10"),
+        Mk("/c1/d6/d13"),
+        Mv("/c2/f10", "/c2/r13"),
+        Mv("/c1/d2/r9/d10", "/c1/d2/r14"),
+        Cr("/c0/f11"),
+        Unsnap("/c1", "s3"),
+        Mk("/c0/d12"),
+        Snap("/c0", "s13"),
+        Cr("/c2/f15"),
+        Cr("/c1/d6/f16"),
+        R2("/c2/r13", "/c2/r16", true),
+        Del("/c1/d2"),
+        Mk("/c2/d17"),
+        Cr("/c0/f14"),
+        Del("/c0/f8"),
+        Cr("/c1/f17"),
+        Cr("/c2/f18"),
+        Snap("/c0", "s15"),
+        Unsnap("/c1", "s11"),
+    ] {
+        run_step(&nn, step).await;
+    }
     // With every snapshot gone, nothing is kept: every inode is a live one, and each is
     // counted once.
-    for (root, name) in [("/c0", "s13"), ("/c0", "s15"), ("/c2", "s3")] {
-        unsnap(root, name).await;
+    for step in [
+        Unsnap("/c0", "s13"),
+        Unsnap("/c0", "s15"),
+        Unsnap("/c2", "s3"),
+    ] {
+        run_step(&nn, step).await;
     }
     let cs = nn
-        .content_summary(&su(Operation::GetContentSummary), "/")
+        .content_summary(&by(&nn, SU, Operation::GetContentSummary), "/")
         .await
         .unwrap();
     let (files, dirs, inodes) =
