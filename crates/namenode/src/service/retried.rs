@@ -161,10 +161,6 @@ impl RetriedCalls {
         });
     }
 
-    pub fn len(&self) -> usize {
-        self.calls.len()
-    }
-
     pub fn is_empty(&self) -> bool {
         self.calls.is_empty()
     }
