@@ -14,8 +14,10 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 
+use crate::namespace::inode::Block;
 use crate::rpc::convert::{datanode_info, token_proto};
-use crate::service::satisfier::MoveOrder;
+use crate::service::locations::DatanodeInfo;
+use ferrite_blocktoken::Token;
 
 /// Moves under way at once, cluster-wide: a satisfied directory of thousands of blocks
 /// must not open thousands of connections (HDFS's DataNodes allow 100 moves each by
@@ -24,6 +26,20 @@ const CONCURRENT_MOVES: usize = 16;
 
 /// How long a DataNode may take to copy and report one replica.
 const MOVE_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+
+/// One REPLACE_BLOCK to send: everything the mover needs, without the locks.
+#[derive(Clone, Debug)]
+pub struct MoveOrder {
+    pub block: Block,
+    pub pool: String,
+    pub token: Option<Token>,
+    /// The node that is to hold the replica, and the storage type it goes on.
+    pub target: DatanodeInfo,
+    pub storage_type: u8,
+    /// Where the replica comes from (the target itself for a move between its volumes);
+    /// also the NameNode's delete hint.
+    pub source: DatanodeInfo,
+}
 
 pub struct Mover {
     slots: Arc<Semaphore>,

@@ -4,7 +4,7 @@
 //! `satisfier` bookkeeping decides when); the mover sends them as REPLACE_BLOCK, as HDFS's
 //! external satisfier does. Done or given-up paths lose their mark.
 
-use ferrite_blocktoken::{Modes, Token};
+use ferrite_blocktoken::Modes;
 use tracing::{info, warn};
 
 use super::locations::DatanodeInfo;
@@ -14,26 +14,13 @@ use crate::blocks::storage_moves::{plan_moves, Move, MoveCtx};
 use crate::blocks::BlockManager;
 use crate::clock::now_ms;
 use crate::error::FsError;
+use crate::mover::{MoveFailed, MoveOrder};
 use crate::namespace::inode::{Block, Body, Slot};
 use crate::namespace::Namespace;
 use crate::satisfier::Verdict;
 
 /// How long a move may take before the satisfier stops waiting for its answer.
 const MOVE_DEADLINE_MS: i64 = 10 * 60_000;
-
-/// One REPLACE_BLOCK to send: everything the mover needs, without the locks.
-#[derive(Clone, Debug)]
-pub struct MoveOrder {
-    pub block: Block,
-    pub pool: String,
-    pub token: Option<Token>,
-    /// The node that is to hold the replica, and the storage type it goes on.
-    pub target: DatanodeInfo,
-    pub storage_type: u8,
-    /// Where the replica comes from (the target itself for a move between its volumes);
-    /// also the NameNode's delete hint.
-    pub source: DatanodeInfo,
-}
 
 /// A path the pass is finished with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -168,7 +155,7 @@ impl NameNodeService {
     }
 
     /// The answer to a move came (or the mover gave up on it).
-    pub fn move_finished(&self, block: u64, result: Result<(), crate::mover::MoveFailed>) {
+    pub fn move_finished(&self, block: u64, result: Result<(), MoveFailed>) {
         if let Err(e) = result {
             warn!(block, error = %e, "replica move failed");
         }
