@@ -88,9 +88,9 @@ async fn execute(link: &Arc<NnLink>, ds: &Arc<Dataset>, cmd: DatanodeCommandProt
                             continue;
                         };
                         let uuid = ds.volumes[r.volume].storage_uuid.clone();
-                        let ds2 = ds.clone();
                         let (id, gs) = (b.block_id, b.gen_stamp);
-                        let deleted = tokio::task::spawn_blocking(move || ds2.invalidate(id, gs))
+                        let deleted = ds
+                            .off_thread(move |ds| ds.invalidate(id, gs))
                             .await
                             .unwrap_or(false);
                         if deleted {

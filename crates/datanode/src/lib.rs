@@ -20,6 +20,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferrite_ipc::net::{Dial, Listen};
+use ferrite_proto::hdfs::NamespaceInfoProto;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -194,12 +196,30 @@ impl DataNodeHandle {
 
 pub struct DataNode;
 
+/// What [`DataNode::serve`] runs on: the replicas, the two listening sockets and how the
+/// node connects out. A real process opens disks and binds TCP ports
+/// ([`DataNode::start`]); the simulator hands in memory volumes and simulated sockets.
+pub struct Parts<X: Listen, I: Listen> {
+    pub ds: Arc<Dataset>,
+    pub uuid: String,
+    /// The NameNode's answer to `versionRequest`.
+    pub ns: NamespaceInfoProto,
+    /// Data transfer.
+    pub xfer: X,
+    /// InterDatanodeProtocol (block recovery) and the client's DataNode calls.
+    pub ipc: I,
+    pub dial: Arc<dyn Dial>,
+    /// `/jmx` and WebHDFS, where served.
+    pub http: Option<TcpListener>,
+}
+
 impl DataNode {
     /// Starts a DataNode: waits for its NameNode, opens the volumes, starts serving, then
     /// registers and sends its first full block report.
     pub async fn start(cfg: DnConfig) -> anyhow::Result<DataNodeHandle> {
         let cancel = CancellationToken::new();
-        let Some(ns) = nn_link::handshake(cfg.namenode, &cfg.user, &cancel).await else {
+        let dial = ferrite_ipc::net::tcp();
+        let Some(ns) = nn_link::handshake(&*dial, cfg.namenode, &cfg.user, &cancel).await else {
             anyhow::bail!("cancelled before the NameNode answered");
         };
         let dirs = cfg.data_dirs.clone();
@@ -207,13 +227,7 @@ impl DataNode {
         let cluster = ns.storage_info.cluster_id.clone();
         let (ds, uuid) =
             tokio::task::spawn_blocking(move || Dataset::open(&dirs, &pool, &cluster)).await??;
-        ds.start_reads(&cfg.reads)?;
-        let ds = Arc::new(ds);
-        let listener = TcpListener::bind(cfg.bind).await?;
-        let xfer_addr = listener.local_addr()?;
-        let ipc_listener = TcpListener::bind(cfg.ipc_bind).await?;
-        let ipc_addr = ipc_listener.local_addr()?;
-        let http_listener = match cfg.http_bind {
+        let http = match cfg.http_bind {
             Some(a) => Some(
                 TcpListener::bind(a)
                     .await
@@ -221,12 +235,39 @@ impl DataNode {
             ),
             None => None,
         };
-        let http_addr = http_listener.as_ref().map(|l| l.local_addr()).transpose()?;
-        let ipc = ferrite_ipc::server::spawn(
-            ipc_listener,
-            Arc::new(ipc::router(ds.clone())),
-            Default::default(),
-        );
+        let parts = Parts {
+            ds: Arc::new(ds),
+            uuid,
+            ns,
+            xfer: TcpListener::bind(cfg.bind).await?,
+            ipc: TcpListener::bind(cfg.ipc_bind).await?,
+            dial,
+            http,
+        };
+        Self::serve(&cfg, parts, cancel).await
+    }
+
+    /// Serves on `parts` until the handle's shutdown: registers, reports, then heartbeats.
+    pub async fn serve<X: Listen, I: Listen>(
+        cfg: &DnConfig,
+        parts: Parts<X, I>,
+        cancel: CancellationToken,
+    ) -> anyhow::Result<DataNodeHandle> {
+        let Parts {
+            ds,
+            uuid,
+            ns,
+            xfer,
+            ipc,
+            dial,
+            http,
+        } = parts;
+        ds.start_reads(&cfg.reads)?;
+        let xfer_addr = xfer.local_addr()?;
+        let ipc_addr = ipc.local_addr()?;
+        let http_addr = http.as_ref().map(|l| l.local_addr()).transpose()?;
+        let ipc =
+            ferrite_ipc::server::spawn(ipc, Arc::new(ipc::router(ds.clone())), Default::default());
         let me = Identity {
             uuid: uuid.clone(),
             ip: xfer_addr.ip().to_string(),
@@ -236,14 +277,14 @@ impl DataNode {
             info_port: http_addr.map_or(0, |a| u32::from(a.port())),
             ipc_port: ipc_addr.port() as u32,
         };
-        let link = NnLink::new(cfg.namenode, &cfg.user, &ns, &me);
+        let link = NnLink::new(dial, cfg.namenode, &cfg.user, &ns, &me);
         let x = Arc::new(Xceiver {
             ds: ds.clone(),
             link: link.clone(),
             cfg: cfg.xceiver.clone(),
         });
-        let mut tasks = vec![tokio::spawn(xceiver::serve(x, listener, cancel.clone()))];
-        if let Some(l) = http_listener {
+        let mut tasks = vec![tokio::spawn(xceiver::serve(x, xfer, cancel.clone()))];
+        if let Some(l) = http {
             let beans = jmx::DataNodeBeans {
                 ds: ds.clone(),
                 node: jmx::NodeInfo {

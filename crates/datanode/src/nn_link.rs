@@ -9,6 +9,7 @@ use std::time::Duration;
 use ferrite_blocktoken::keys::tokens_off;
 use ferrite_blocktoken::KeyRing;
 use ferrite_ipc::client::{ClientError, IpcClient};
+use ferrite_ipc::net::Dial;
 use ferrite_ipc::DATANODE_PROTOCOL;
 use ferrite_proto::block_list;
 use ferrite_proto::datanode::received_deleted_block_info_proto::BlockStatus;
@@ -34,6 +35,8 @@ struct Ibr {
 
 pub struct NnLink {
     addr: SocketAddr,
+    /// How this node connects out: to the NameNode, and to other DataNodes.
+    dial: Arc<dyn Dial>,
     user: String,
     client: tokio::sync::Mutex<Option<Arc<IpcClient>>>,
     registration: Mutex<DatanodeRegistrationProto>,
@@ -56,12 +59,13 @@ pub struct Identity {
     pub ipc_port: u32,
 }
 
-async fn connect(addr: SocketAddr, user: &str) -> Result<IpcClient, ClientError> {
-    IpcClient::connect(addr, user, DATANODE_PROTOCOL).await
+async fn connect(dial: &dyn Dial, addr: SocketAddr, user: &str) -> Result<IpcClient, ClientError> {
+    IpcClient::dial(dial, &addr.to_string(), user, DATANODE_PROTOCOL).await
 }
 
 /// Asks the NameNode who it is, retrying until it answers or `cancel` fires.
 pub async fn handshake(
+    dial: &dyn Dial,
     addr: SocketAddr,
     user: &str,
     cancel: &CancellationToken,
@@ -69,7 +73,7 @@ pub async fn handshake(
     let mut wait = Duration::from_millis(100);
     loop {
         let attempt = async {
-            let c = connect(addr, user).await?;
+            let c = connect(dial, addr, user).await?;
             let r: VersionResponseProto = c.call("versionRequest", &VersionRequestProto {}).await?;
             Ok::<_, ClientError>(r.info)
         };
@@ -86,7 +90,13 @@ pub async fn handshake(
 }
 
 impl NnLink {
-    pub fn new(addr: SocketAddr, user: &str, ns: &NamespaceInfoProto, me: &Identity) -> Arc<Self> {
+    pub fn new(
+        dial: Arc<dyn Dial>,
+        addr: SocketAddr,
+        user: &str,
+        ns: &NamespaceInfoProto,
+        me: &Identity,
+    ) -> Arc<Self> {
         let (ibr_tx, ibr_rx) = mpsc::unbounded_channel();
         let registration = DatanodeRegistrationProto {
             datanode_id: DatanodeIdProto {
@@ -109,6 +119,7 @@ impl NnLink {
         };
         Arc::new(NnLink {
             addr,
+            dial,
             user: user.to_string(),
             client: tokio::sync::Mutex::new(None),
             registration: Mutex::new(registration),
@@ -118,6 +129,11 @@ impl NnLink {
             xceivers: Default::default(),
             keys: RwLock::new(KeyRing::default()),
         })
+    }
+
+    /// How this node connects out (TCP, or the simulator's network).
+    pub fn dialer(&self) -> &dyn Dial {
+        &*self.dial
     }
 
     /// Calls the NameNode, reconnecting once if the connection had died.
@@ -132,7 +148,7 @@ impl NnLink {
                 match guard.as_ref() {
                     Some(c) => c.clone(),
                     None => {
-                        let c = Arc::new(connect(self.addr, &self.user).await?);
+                        let c = Arc::new(connect(&*self.dial, self.addr, &self.user).await?);
                         *guard = Some(c.clone());
                         c
                     }
@@ -372,8 +388,8 @@ impl NnLink {
             if ds.volumes[vi].is_failed() {
                 continue;
             }
-            let ds2 = ds.clone();
-            let lost = tokio::task::spawn_blocking(move || ds2.check_volume(vi))
+            let lost = ds
+                .off_thread(move |ds| ds.check_volume(vi))
                 .await
                 .unwrap_or_default();
             let uuid = &ds.volumes[vi].storage_uuid;

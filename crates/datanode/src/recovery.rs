@@ -130,11 +130,10 @@ async fn recover(
     let mut answered = 0;
     for (i, loc) in locs.iter().enumerate() {
         let got = if loc.id.datanode_uuid == me {
-            let ds = ds.clone();
             let (bid, gs) = (block.block_id, block.generation_stamp);
-            on_disk(move || Ok(ds.init_recovery(bid, gs, recovery_id)?)).await
+            on_disk(ds, move |ds| Ok(ds.init_recovery(bid, gs, recovery_id)?)).await
         } else {
-            init_remote(loc, &link.user(), rb).await
+            init_remote(loc, &link, rb).await
         };
         match got {
             Ok(Some(info)) => {
@@ -181,7 +180,7 @@ async fn recover(
         let done = if loc.id.datanode_uuid == me {
             update_local(ds.clone(), block.block_id, recovery_id, copy_to, plan.len).await
         } else {
-            update_remote(loc, &link.user(), block, recovery_id, copy_to, plan.len).await
+            update_remote(loc, &link, block, recovery_id, copy_to, plan.len).await
         };
         match done {
             Ok(storage) => holders.push((i, storage)),
@@ -201,9 +200,10 @@ async fn recover(
 
 /// Runs a dataset call off the async workers: recovery renames, cuts and syncs files.
 async fn on_disk<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, RecoveryError> + Send + 'static,
+    ds: &Arc<Dataset>,
+    f: impl FnOnce(&Dataset) -> Result<T, RecoveryError> + Send + 'static,
 ) -> Result<T, RecoveryError> {
-    tokio::task::spawn_blocking(f).await?
+    ds.off_thread(f).await?
 }
 
 /// updateReplicaUnderRecovery on this node's own replica (cut, or copied into block
@@ -215,7 +215,7 @@ pub async fn update_local(
     copy_to: Option<u64>,
     len: u64,
 ) -> Result<String, RecoveryError> {
-    on_disk(move || {
+    on_disk(&ds, move |ds| {
         let r = match copy_to {
             Some(new_id) => ds.copy_recovered(id, recovery_id, new_id, len),
             None => ds.update_recovered(id, recovery_id, len),
@@ -230,7 +230,7 @@ pub async fn init_local(
     ds: Arc<Dataset>,
     rb: RecoveringBlockProto,
 ) -> Result<InitReplicaRecoveryResponseProto, RecoveryError> {
-    on_disk(move || init_answer(&ds, &rb)).await
+    on_disk(&ds, move |ds| init_answer(ds, &rb)).await
 }
 
 fn ipc_addr(loc: &DatanodeInfoProto) -> Result<SocketAddr, RecoveryError> {
@@ -244,13 +244,20 @@ fn ipc_addr(loc: &DatanodeInfoProto) -> Result<SocketAddr, RecoveryError> {
 
 async fn call<Req: prost::Message, Resp: prost::Message + Default>(
     loc: &DatanodeInfoProto,
-    user: &str,
+    link: &NnLink,
     method: &str,
     req: &Req,
 ) -> Result<Resp, RecoveryError> {
     let addr = ipc_addr(loc)?;
     let attempt = async {
-        let c = IpcClient::connect(addr, user, INTER_DATANODE_PROTOCOL).await?;
+        let user = link.user();
+        let c = IpcClient::dial(
+            link.dialer(),
+            &addr.to_string(),
+            &user,
+            INTER_DATANODE_PROTOCOL,
+        )
+        .await?;
         c.call::<Req, Resp>(method, req).await
     };
     match tokio::time::timeout(PEER_TIMEOUT, attempt).await {
@@ -264,12 +271,12 @@ async fn call<Req: prost::Message, Resp: prost::Message + Default>(
 
 async fn init_remote(
     loc: &DatanodeInfoProto,
-    user: &str,
+    link: &NnLink,
     rb: &RecoveringBlockProto,
 ) -> Result<Option<ReplicaInfo>, RecoveryError> {
     let req = InitReplicaRecoveryRequestProto { block: rb.clone() };
     let resp: InitReplicaRecoveryResponseProto =
-        call(loc, user, "initReplicaRecovery", &req).await?;
+        call(loc, link, "initReplicaRecovery", &req).await?;
     if !resp.replica_found {
         return Ok(None);
     }
@@ -289,7 +296,7 @@ async fn init_remote(
 
 async fn update_remote(
     loc: &DatanodeInfoProto,
-    user: &str,
+    link: &NnLink,
     block: &ExtendedBlockProto,
     recovery_id: u64,
     copy_to: Option<u64>,
@@ -303,7 +310,7 @@ async fn update_remote(
         new_block_id: Some(copy_to.unwrap_or(0)),
     };
     let resp: UpdateReplicaUnderRecoveryResponseProto =
-        call(loc, user, "updateReplicaUnderRecovery", &req).await?;
+        call(loc, link, "updateReplicaUnderRecovery", &req).await?;
     Ok(resp.storage_uuid.unwrap_or_default())
 }
 

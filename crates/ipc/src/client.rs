@@ -72,6 +72,17 @@ impl IpcClient {
         Self::over(stream, user, protocol).await
     }
 
+    /// [`connect`](Self::connect) through a dialer (TCP, or the simulator's network).
+    pub async fn dial(
+        dialer: &dyn crate::net::Dial,
+        addr: &str,
+        user: &str,
+        protocol: &str,
+    ) -> Result<Self, ClientError> {
+        let stream = dialer.dial(addr).await?;
+        Self::over(stream, user, protocol).await
+    }
+
     /// [`connect`](Self::connect) over a stream already open (the simulator's network).
     pub async fn over<C: Conn>(stream: C, user: &str, protocol: &str) -> Result<Self, ClientError> {
         let client_id = *uuid::Uuid::new_v4().as_bytes();

@@ -4,18 +4,44 @@
 //!
 //! The server stays generic over them (one accept loop, one connection task, no dynamic
 //! dispatch per read); the client keeps its write half boxed, since a call writes once.
+//! Outgoing connections (clients to servers, DataNode to DataNode) are made by a [`Dial`],
+//! so the same code connects over TCP or the simulated network.
 
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
+use std::pin::Pin;
+use std::sync::Arc;
 
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+
+/// A stream's write half. A DataNode sends cached block data with sendfile, which needs
+/// the kernel's socket: [`tcp`](Self::tcp) gives it where there is one, and a writer
+/// without one gets the bytes copied.
+pub trait WriteHalf: AsyncWrite + Send + Unpin + 'static {
+    fn tcp(&self) -> Option<&TcpStream> {
+        None
+    }
+}
+
+impl WriteHalf for tokio::net::tcp::OwnedWriteHalf {
+    fn tcp(&self) -> Option<&TcpStream> {
+        Some(self.as_ref())
+    }
+}
+
+impl WriteHalf for Box<dyn WriteHalf> {
+    fn tcp(&self) -> Option<&TcpStream> {
+        (**self).tcp()
+    }
+}
 
 /// One accepted or connected stream.
 pub trait Conn: Send + 'static {
     type Read: AsyncRead + Send + Unpin + 'static;
-    type Write: AsyncWrite + Send + Unpin + 'static;
+    type Write: WriteHalf;
 
     /// Halves that can be read and written from different tasks.
     fn into_split(self) -> (Self::Read, Self::Write);
@@ -64,4 +90,57 @@ impl Listen for tokio::net::TcpListener {
     fn local_addr(&self) -> io::Result<SocketAddr> {
         tokio::net::TcpListener::local_addr(self)
     }
+}
+
+/// A connection a [`Dial`] made, as two boxed halves.
+pub struct Dialed {
+    pub read: Box<dyn AsyncRead + Send + Unpin>,
+    pub write: Box<dyn WriteHalf>,
+}
+
+impl Conn for Dialed {
+    type Read = Box<dyn AsyncRead + Send + Unpin>;
+    type Write = Box<dyn WriteHalf>;
+
+    fn into_split(self) -> (Self::Read, Self::Write) {
+        (self.read, self.write)
+    }
+
+    fn raw_fd(&self) -> Option<RawFd> {
+        None
+    }
+
+    /// The dialer has set it already.
+    fn set_nodelay(&self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+pub type DialFuture<'a> = Pin<Box<dyn Future<Output = io::Result<Dialed>> + Send + 'a>>;
+
+/// Makes outgoing connections, by `host:port`, with Nagle's algorithm off.
+pub trait Dial: Send + Sync + 'static {
+    fn dial<'a>(&'a self, addr: &'a str) -> DialFuture<'a>;
+}
+
+/// The kernel's TCP.
+pub struct TcpDial;
+
+impl Dial for TcpDial {
+    fn dial<'a>(&'a self, addr: &'a str) -> DialFuture<'a> {
+        Box::pin(async move {
+            let s = TcpStream::connect(addr).await?;
+            s.set_nodelay(true)?;
+            let (read, write) = s.into_split();
+            Ok(Dialed {
+                read: Box::new(read),
+                write: Box::new(write),
+            })
+        })
+    }
+}
+
+/// The dialer of a real process.
+pub fn tcp() -> Arc<dyn Dial> {
+    Arc::new(TcpDial)
 }

@@ -4,8 +4,11 @@
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
-use ferrite_ipc::net::{Conn, Listen};
+use ferrite_ipc::net::{Conn, Dial, DialFuture, Dialed, Listen, WriteHalf};
+use tokio::io::AsyncWrite;
 
 /// A simulated host's listening socket.
 pub struct SimListener(pub turmoil::net::TcpListener);
@@ -15,10 +18,11 @@ pub struct SimConn(pub turmoil::net::TcpStream);
 
 impl Conn for SimConn {
     type Read = turmoil::net::tcp::OwnedReadHalf;
-    type Write = turmoil::net::tcp::OwnedWriteHalf;
+    type Write = SimWrite;
 
     fn into_split(self) -> (Self::Read, Self::Write) {
-        self.0.into_split()
+        let (r, w) = self.0.into_split();
+        (r, SimWrite(w))
     }
 
     fn raw_fd(&self) -> Option<RawFd> {
@@ -40,5 +44,45 @@ impl Listen for SimListener {
 
     fn local_addr(&self) -> io::Result<SocketAddr> {
         self.0.local_addr()
+    }
+}
+
+/// A simulated stream's write half: no kernel socket, so block data is copied to it.
+pub struct SimWrite(turmoil::net::tcp::OwnedWriteHalf);
+
+impl AsyncWrite for SimWrite {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_shutdown(cx)
+    }
+}
+
+impl WriteHalf for SimWrite {}
+
+/// Outgoing connections on the simulated network, for the DataNodes and the file clients.
+pub struct SimDial;
+
+impl Dial for SimDial {
+    fn dial<'a>(&'a self, addr: &'a str) -> DialFuture<'a> {
+        Box::pin(async move {
+            let s = turmoil::net::TcpStream::connect(addr).await?;
+            s.set_nodelay(true)?;
+            let (read, write) = s.into_split();
+            Ok(Dialed {
+                read: Box::new(read),
+                write: Box::new(SimWrite(write)),
+            })
+        })
     }
 }

@@ -74,6 +74,10 @@ pub trait ReplicaFiles: Send + Sync {
     /// The files of a replica, for the read server's cached descriptors and zero-copy
     /// sends; `None` for a store that has none.
     fn paths(&self, key: Key) -> Option<(PathBuf, PathBuf)>;
+    /// Whether a call may stall its thread (a disk's may; memory's never do).
+    fn stalls(&self) -> bool {
+        true
+    }
 }
 
 /// The checksum a replica's meta header names.

@@ -203,6 +203,10 @@ impl ReplicaFiles for MemoryFiles {
         (self.capacity, self.capacity.saturating_sub(used))
     }
 
+    fn stalls(&self) -> bool {
+        false
+    }
+
     fn paths(&self, _: Key) -> Option<(PathBuf, PathBuf)> {
         None
     }

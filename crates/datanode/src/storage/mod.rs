@@ -69,6 +69,8 @@ pub struct Dataset {
     next_volume: AtomicUsize,
     /// The read side (open-file cache, per-volume I/O pools), set once at start.
     reads: OnceLock<ReadServer>,
+    /// Whether replica I/O may stall a thread, so is moved off the async workers.
+    stalls: bool,
 }
 
 /// Whether a replica's writer may still write. Block recovery revokes it: from then on
@@ -171,6 +173,7 @@ impl Dataset {
 
     /// The replicas the volumes hold, as each volume's scan finds them (a start).
     pub fn from_volumes(volumes: Vec<Volume>) -> Dataset {
+        let volumes_stall = volumes.iter().any(|v| v.files.stalls());
         let mut replicas = HashMap::new();
         for (vi, v) in volumes.iter().enumerate() {
             let found = v.scan();
@@ -210,7 +213,32 @@ impl Dataset {
             latches: Mutex::new(HashMap::new()),
             next_volume: AtomicUsize::new(0),
             reads: OnceLock::new(),
+            stalls: volumes_stall,
         }
+    }
+
+    /// Runs replica I/O from an async task: around `block_in_place` when a volume is a
+    /// disk, whose calls may stall the thread; in place when every volume is in memory
+    /// (nothing waits, and the simulator's one-thread runtime has no thread to hand to).
+    pub fn blocking<T>(&self, f: impl FnOnce() -> T) -> T {
+        if self.stalls {
+            tokio::task::block_in_place(f)
+        } else {
+            f()
+        }
+    }
+
+    /// Runs long replica work (deletes, recoveries, volume checks) on the blocking pool
+    /// when a volume is a disk; in place for memory volumes, as [`blocking`](Self::blocking).
+    pub async fn off_thread<T: Send + 'static>(
+        self: &Arc<Self>,
+        f: impl FnOnce(&Dataset) -> T + Send + 'static,
+    ) -> Result<T, tokio::task::JoinError> {
+        if !self.stalls {
+            return Ok(f(self));
+        }
+        let ds = self.clone();
+        tokio::task::spawn_blocking(move || f(&ds)).await
     }
 
     /// Starts the read side: one I/O pool per volume and the open-file cache.

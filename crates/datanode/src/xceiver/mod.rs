@@ -5,6 +5,7 @@ pub mod access;
 pub mod block_checksum;
 pub mod read;
 pub mod replace;
+pub mod source;
 pub mod transfer;
 pub mod write;
 
@@ -12,11 +13,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferrite_ipc::net::{Conn, Listen, WriteHalf};
 use ferrite_proto::hdfs::{BlockOpResponseProto, Status};
 use ferrite_transfer::io::{read_op, write_delimited};
 use ferrite_transfer::{op, TransferError};
 use tokio::io::{AsyncRead, AsyncWrite, BufReader};
-use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
@@ -75,7 +76,12 @@ impl Drop for Active<'_> {
     }
 }
 
-pub async fn serve(x: Arc<Xceiver>, listener: TcpListener, cancel: CancellationToken) {
+/// A data connection's halves, boxed: TCP's, the simulator's, or a dialed one's. A
+/// pipeline's streams to its neighbours are the same types whichever side opened them.
+pub type DataIn = Box<dyn AsyncRead + Send + Unpin>;
+pub type DataOut = Box<dyn WriteHalf>;
+
+pub async fn serve<L: Listen>(x: Arc<Xceiver>, listener: L, cancel: CancellationToken) {
     loop {
         let (stream, peer) = tokio::select! {
             r = listener.accept() => match r {
@@ -101,10 +107,11 @@ pub async fn serve(x: Arc<Xceiver>, listener: TcpListener, cancel: CancellationT
     }
 }
 
-async fn connection(x: &Xceiver, stream: TcpStream) -> Result<(), TransferError> {
-    stream.set_nodelay(true)?;
+async fn connection<C: Conn>(x: &Xceiver, stream: C) -> Result<(), TransferError> {
+    stream.set_nodelay()?;
     let _active = Active::new(&x.link);
-    let (rd, mut wr) = stream.into_split();
+    let (rd, wr) = stream.into_split();
+    let (rd, mut wr): (DataIn, DataOut) = (Box::new(rd), Box::new(wr));
     // Small: ops are small, and reads of whole packets (writes) bypass a buffer this size.
     // Thousands of idle or slow readers then cost little memory each.
     let mut rd = BufReader::with_capacity(16 << 10, rd);

@@ -2,12 +2,12 @@
 //! status. The connection's task never touches the disk: cached pages go out with
 //! sendfile, everything else is read on the volume's I/O pool (see `crate::readserver`).
 
-use std::os::unix::fs::FileExt;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::BytesMut;
 use ferrite_blocktoken::Modes;
+use ferrite_ipc::net::WriteHalf;
 use ferrite_proto::hdfs::{
     BlockOpResponseProto, ChecksumProto, ClientReadStatusProto, OpReadBlockProto,
     ReadOpChecksumInfoProto, Status,
@@ -17,21 +17,18 @@ use ferrite_transfer::io::{read_delimited, write_delimited};
 use ferrite_transfer::packet::{self, Header};
 use ferrite_transfer::TransferError;
 use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::OwnedWriteHalf;
-use tokio::net::TcpStream;
 
 use super::access::allowed;
+use super::source::Source;
 use super::{refuse, timed, Reader, Writer, Xceiver};
-use crate::readserver::handles::Handle;
-use crate::readserver::iopool::IoPool;
 use crate::readserver::os;
-use crate::storage::Replica;
+use crate::storage::{Dataset, Part, Replica};
 
 /// Serves one READ_BLOCK. Returns whether the connection may carry another op.
-pub async fn serve<R: Reader>(
+pub async fn serve<R: Reader, W: WriteHalf>(
     x: &Xceiver,
     rd: &mut R,
-    wr: &mut OwnedWriteHalf,
+    wr: &mut W,
 ) -> Result<bool, TransferError> {
     let op: OpReadBlockProto = timed(x.cfg.socket_timeout, read_delimited(rd)).await?;
     let blk = &op.header.base_header.block;
@@ -59,7 +56,7 @@ pub async fn serve<R: Reader>(
         refuse(wr, Status::ErrorInvalid, &msg).await;
         return Ok(false);
     }
-    let h = match x.ds.read_handle(&replica).await {
+    let h = match Source::open(&x.ds, &replica).await {
         Ok(h) => h,
         Err(e) => {
             let lost = x.ds.check_volume(replica.volume);
@@ -73,7 +70,7 @@ pub async fn serve<R: Reader>(
             return Ok(false);
         }
     };
-    let checksum = h.checksum;
+    let checksum = h.checksum();
     let bpc = checksum.bytes_per_checksum as u64;
     let chunk_offset = op.offset - op.offset % bpc;
     let end = (op.offset + op.len)
@@ -103,7 +100,7 @@ pub async fn serve<R: Reader>(
         per_packet,
         with_sums,
     };
-    let sent = stream(x, wr.as_ref(), &h, replica.volume, range).await;
+    let sent = stream(x, wr, &h, range).await;
     stats.active.fetch_sub(1, Ordering::Relaxed);
     sent?;
     // The reader says whether the checksums matched; without it the connection is over.
@@ -138,40 +135,58 @@ struct Bufs {
 }
 
 /// Reads a packet's `n` data bytes at `pos` and its `sum_len` checksum bytes at `sum_at`
-/// into `b` on the volume's I/O pool, and hands the buffers back.
+/// into `b` (a disk replica's on the volume's I/O pool), and hands the buffers back.
 async fn read_packet(
-    pool: &IoPool,
-    h: &Arc<Handle>,
+    ds: &Dataset,
+    src: &Source,
     mut b: Bufs,
     pos: u64,
     n: usize,
     sum_at: u64,
     sum_len: usize,
 ) -> std::io::Result<Bufs> {
-    let h = h.clone();
-    pool.run(move || {
-        h.data.read_exact_at(&mut b.data[..n], pos)?;
-        h.meta.read_exact_at(&mut b.sums[..sum_len], sum_at)?;
+    src.run(ds, move |src| {
+        src.read_exact(Part::Data, &mut b.data[..n], pos)?;
+        src.read_exact(Part::Meta, &mut b.sums[..sum_len], sum_at)?;
         Ok(b)
     })
-    .await?
+    .await
 }
 
-/// Streams a range to a client socket. Per packet: the checksums are read without waiting
-/// for the disk when the page cache has them; the data goes out with sendfile when all of
-/// its pages are resident; anything else is read on the volume's I/O pool, and the data
-/// is then written from the buffer. A reader that takes nothing for the socket timeout is
-/// dropped.
-async fn stream(
+/// Writes `buf` to a reader's stream: to the kernel's socket directly where there is one
+/// (`more`: further bytes follow at once), else through the stream. Either way a reader
+/// that takes nothing for `stall` is given up on.
+async fn send<W: WriteHalf>(
+    wr: &mut W,
+    buf: &[u8],
+    more: bool,
+    stall: Duration,
+) -> std::io::Result<()> {
+    if let Some(sock) = wr.tcp() {
+        return os::send_all(sock, buf, more, stall).await;
+    }
+    match tokio::time::timeout(stall, wr.write_all(buf)).await {
+        Ok(r) => r,
+        Err(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("the reader took nothing for {stall:?}"),
+        )),
+    }
+}
+
+/// Streams a range to a reader. Per packet: the checksums are read without waiting for
+/// the disk when the page cache has them; the data goes out with sendfile when all of its
+/// pages are resident and the reader is a kernel socket; anything else is read on the
+/// volume's I/O pool (in place for memory volumes), and the data is then written from the
+/// buffer. A reader that takes nothing for the socket timeout is dropped.
+async fn stream<W: WriteHalf>(
     x: &Xceiver,
-    sock: &TcpStream,
-    h: &Arc<Handle>,
-    volume: usize,
+    wr: &mut W,
+    src: &Source,
     r: Range,
 ) -> Result<(), TransferError> {
-    let c = h.checksum;
+    let c = src.checksum();
     let bpc = c.bytes_per_checksum as u64;
-    let pool = x.ds.reads().pool(volume);
     let stats = &x.ds.reads().stats;
     // The data buffer is only needed when a packet misses the page cache: thousands of
     // readers of cached blocks then hold no more than their checksum buffers.
@@ -196,18 +211,25 @@ async fn stream(
         let mut sum_len = sums_of(n);
         let sum_at = META_HEADER_LEN as u64 + (pos / bpc) * c.kind.size() as u64;
         let mut b = bufs.take().expect("buffers come back after every packet");
-        let zero_copy = h
-            .residency
-            .as_ref()
-            .is_some_and(|m| m.resident(pos, n as u64))
-            && os::read_cached(&h.meta, &mut b.sums[..sum_len], sum_at)?;
+        let cached = match (src.files(), wr.tcp().is_some()) {
+            (Some(h), true) => h
+                .residency
+                .as_ref()
+                .is_some_and(|m| m.resident(pos, n as u64))
+                .then_some(h),
+            _ => None,
+        };
+        let zero_copy = match cached {
+            Some(h) => os::read_cached(&h.meta, &mut b.sums[..sum_len], sum_at)?,
+            None => false,
+        };
         if !zero_copy && n > 0 {
             n = n.min(copy_max as usize);
             sum_len = sums_of(n);
             if b.data.len() < n {
                 b.data.resize(copy_max as usize, 0);
             }
-            b = read_packet(pool, h, b, pos, n, sum_at, sum_len).await?;
+            b = read_packet(&x.ds, src, b, pos, n, sum_at, sum_len).await?;
         }
         head.clear();
         let hdr = Header {
@@ -221,11 +243,10 @@ async fn stream(
         // Each write may wait up to the socket timeout for the reader to take something;
         // a slow reader that keeps reading is served however long the packet takes.
         let stall = x.cfg.socket_timeout;
-        os::send_all(sock, &head, n > 0, stall).await?;
-        if zero_copy {
-            os::send_file(sock, &h.data, pos, n as u64, stall).await?;
-        } else {
-            os::send_all(sock, &b.data[..n], false, stall).await?;
+        send(wr, &head, n > 0, stall).await?;
+        match (cached.filter(|_| zero_copy), wr.tcp()) {
+            (Some(h), Some(sock)) => os::send_file(sock, &h.data, pos, n as u64, stall).await?,
+            _ => send(wr, &b.data[..n], false, stall).await?,
         }
         let counter = if zero_copy {
             &stats.bytes_sendfile
@@ -246,11 +267,11 @@ async fn stream(
 /// disk reads on the volume's I/O pool.
 pub async fn send_range<W: Writer>(
     wr: &mut W,
-    pool: &IoPool,
-    h: &Arc<Handle>,
+    ds: &Dataset,
+    src: &Source,
     r: Range,
 ) -> Result<(), TransferError> {
-    let c = h.checksum;
+    let c = src.checksum();
     let bpc = c.bytes_per_checksum as u64;
     let (mut pos, mut seqno) = (r.from, 0i64);
     let mut out = BytesMut::with_capacity(r.per_packet as usize + 1024);
@@ -264,7 +285,7 @@ pub async fn send_range<W: Writer>(
         let sum_at = META_HEADER_LEN as u64 + (pos / bpc) * c.kind.size() as u64;
         let mut b = bufs.take().expect("buffers come back after every packet");
         if n > 0 {
-            b = read_packet(pool, h, b, pos, n, sum_at, sum_len).await?;
+            b = read_packet(ds, src, b, pos, n, sum_at, sum_len).await?;
         }
         out.clear();
         let hdr = Header {

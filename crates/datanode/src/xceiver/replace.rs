@@ -11,10 +11,10 @@ use ferrite_transfer::checksum::{Checksum, Kind};
 use ferrite_transfer::io::{read_delimited, write_delimited, write_op};
 use ferrite_transfer::{op, packet, TransferError};
 use tokio::io::{AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
 use tracing::{info, warn};
 
 use super::access::allowed;
+use super::source::Source;
 use super::{refuse, timed, Reader, Writer, Xceiver};
 use crate::storage::{RbwFiles, State, StorageError};
 
@@ -117,11 +117,12 @@ pub enum CopyFault {
 
 /// The replica moves to one of this node's volumes of type `ty`.
 async fn move_locally(x: &Xceiver, blk: &ExtendedBlockProto, ty: u8) -> Result<(), ReplaceError> {
-    let (ds, id, gs) = (x.ds.clone(), blk.block_id, blk.generation_stamp);
-    let r = tokio::task::spawn_blocking(move || ds.move_to_type(id, gs, ty))
-        .await
-        .map_err(|source| ReplaceError::Stopped { id, gs, source })?
-        .map_err(|source| ReplaceError::Move { id, gs, ty, source })?;
+    let (id, gs) = (blk.block_id, blk.generation_stamp);
+    let r =
+        x.ds.off_thread(move |ds| ds.move_to_type(id, gs, ty))
+            .await
+            .map_err(|source| ReplaceError::Stopped { id, gs, source })?
+            .map_err(|source| ReplaceError::Move { id, gs, ty, source })?;
     let uuid = x.ds.volumes[r.volume].storage_uuid.clone();
     info!(block = id, storage = %uuid, "replica moved across storage");
     // The NameNode learns the replica's new storage; this node still holds it once.
@@ -155,9 +156,8 @@ async fn copy_replica(
 ) -> Result<(), CopyFault> {
     let blk = &op.header.block;
     let (id, gs) = (blk.block_id, blk.generation_stamp);
-    let s = TcpStream::connect(addr).await?;
-    s.set_nodelay(true)?;
-    let (r, mut w) = s.into_split();
+    let s = x.link.dialer().dial(addr).await?;
+    let (r, mut w) = (s.read, s.write);
     let copy = OpCopyBlockProto {
         header: op.header.clone(),
     };
@@ -189,7 +189,7 @@ async fn copy_replica(
             return Err(e);
         }
     };
-    let rep = tokio::task::block_in_place(|| x.ds.finalize(files, got))?;
+    let rep = x.ds.blocking(|| x.ds.finalize(files, got))?;
     let uuid = x.ds.volumes[rep.volume].storage_uuid.clone();
     info!(block = id, from = %addr, storage = %uuid, "replica copied for a move");
     reported(
@@ -229,7 +229,7 @@ async fn receive<R: Reader>(
         if let Err(chunk) = c.verify(&p.data, &p.sums) {
             return Err(CopyFault::Checksum { chunk, at });
         }
-        tokio::task::block_in_place(|| files.write_at(at, &p.data, &p.sums, c))?;
+        x.ds.blocking(|| files.write_at(at, &p.data, &p.sums, c))?;
         at += p.data.len() as u64;
     }
 }
@@ -268,14 +268,14 @@ pub async fn serve_copy<R: Reader, W: Writer>(
         refuse(wr, Status::Error, &msg).await;
         return Ok(());
     };
-    let h = match x.ds.read_handle(&r).await {
+    let h = match Source::open(&x.ds, &r).await {
         Ok(h) => h,
         Err(e) => {
             refuse(wr, Status::Error, &format!("cannot open blk_{}: {e}", r.id)).await;
             return Ok(());
         }
     };
-    let c = h.checksum;
+    let c = h.checksum();
     let resp = BlockOpResponseProto {
         status: Status::Success as i32,
         read_op_checksum_info: Some(ReadOpChecksumInfoProto {
@@ -295,7 +295,7 @@ pub async fn serve_copy<R: Reader, W: Writer>(
         per_packet: per,
         with_sums: true,
     };
-    super::read::send_range(wr, x.ds.reads().pool(r.volume), &h, range).await?;
+    super::read::send_range(wr, &x.ds, &h, range).await?;
     wr.flush().await?;
     Ok(())
 }

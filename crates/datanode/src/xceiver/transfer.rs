@@ -13,9 +13,9 @@ use ferrite_proto::hdfs::*;
 use ferrite_transfer::io::{read_delimited, write_delimited, write_op};
 use ferrite_transfer::{op, TransferError};
 use tokio::io::{AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
 
 use super::access::allowed;
+use super::source::Source;
 use super::{refuse, timed, Reader, Writer, Xceiver};
 use crate::nn_link::NnLink;
 use crate::storage::{Dataset, Replica, State};
@@ -55,7 +55,7 @@ pub async fn send(
         token: copy_token(link, b.block_id)?,
         pool: &link.pool,
     };
-    stream(ds, &copy, targets).await
+    stream(ds, link, &copy, targets).await
 }
 
 /// TRANSFER_BLOCK: copy this node's replica of the block to `targets`, then answer.
@@ -93,7 +93,7 @@ pub async fn serve<R: Reader, W: Writer>(
         token: copy_token(&x.link, blk.block_id)?,
         pool: &blk.pool_id,
     };
-    match stream(&x.ds, &copy, &op.targets).await {
+    match stream(&x.ds, &x.link, &copy, &op.targets).await {
         Ok(()) => {
             let ok = BlockOpResponseProto {
                 status: Status::Success as i32,
@@ -123,6 +123,7 @@ fn copy_token(link: &NnLink, block_id: u64) -> Result<TokenProto, TransferError>
 /// Streams `copy` to the first target (which forwards to the rest).
 async fn stream(
     ds: &Dataset,
+    link: &NnLink,
     copy: &Copy<'_>,
     targets: &[DatanodeInfoProto],
 ) -> Result<(), TransferError> {
@@ -130,11 +131,11 @@ async fn stream(
         return Ok(());
     };
     let r = &copy.replica;
-    let files = ds.read_handle(r).await?;
-    let c = files.checksum;
-    let s = TcpStream::connect(format!("{}:{}", first.id.ip_addr, first.id.xfer_port)).await?;
-    s.set_nodelay(true)?;
-    let (rd, mut s) = s.into_split();
+    let files = Source::open(ds, r).await?;
+    let c = files.checksum();
+    let addr = format!("{}:{}", first.id.ip_addr, first.id.xfer_port);
+    let s = link.dialer().dial(&addr).await?;
+    let (rd, mut s) = (s.read, s.write);
     let opw = OpWriteBlockProto {
         header: ClientOperationHeaderProto {
             base_header: BaseHeaderProto {
@@ -169,7 +170,7 @@ async fn stream(
         per_packet: per,
         with_sums: true,
     };
-    super::read::send_range(&mut s, ds.reads().pool(r.volume), &files, range).await?;
+    super::read::send_range(&mut s, ds, &files, range).await?;
     s.flush().await?;
     let mut rd = BufReader::new(rd);
     let timeout = std::time::Duration::from_secs(60);

@@ -24,13 +24,11 @@ use ferrite_transfer::packet::{self, Packet};
 use ferrite_transfer::{op, TransferError};
 use futures_util::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
 use tokio_util::codec::{Decoder, FramedRead};
 use tracing::{debug, info, warn};
 
 use super::access::allowed;
-use super::{refuse, timed, Xceiver};
+use super::{refuse, timed, DataIn, DataOut, Xceiver};
 use crate::storage::{RbwFiles, StorageError};
 
 /// Packets up to this size are written on the async worker itself (see `store`).
@@ -125,13 +123,13 @@ impl Decoder for AckFrames {
     }
 }
 
-type Packets = FramedRead<BufReader<OwnedReadHalf>, PacketFrames>;
-type Acks = FramedRead<BufReader<OwnedReadHalf>, AckFrames>;
+type Packets = FramedRead<BufReader<DataIn>, PacketFrames>;
+type Acks = FramedRead<BufReader<DataIn>, AckFrames>;
 
 pub async fn serve(
     x: &Xceiver,
-    mut rd: BufReader<OwnedReadHalf>,
-    mut wr: OwnedWriteHalf,
+    mut rd: BufReader<DataIn>,
+    mut wr: DataOut,
 ) -> Result<(), TransferError> {
     let op: OpWriteBlockProto = timed(x.cfg.socket_timeout, read_delimited(&mut rd)).await?;
     let blk = op.header.base_header.block.clone();
@@ -322,11 +320,11 @@ fn open_replica(
         } else {
             old
         };
-        tokio::task::block_in_place(|| ds.append(id, old, gs, len, bs))
+        ds.blocking(|| ds.append(id, old, gs, len, bs))
             .map(|(f, len, c)| (Some(f), len, c, gs))
     } else if kind.recovering {
         let gs = op.latest_generation_stamp;
-        tokio::task::block_in_place(|| ds.recover(id, gs, op.min_bytes_rcvd, x.cfg.block_size))
+        ds.blocking(|| ds.recover(id, gs, op.min_bytes_rcvd, x.cfg.block_size))
             .map(|(f, len, c)| (f, len, c, gs))
     } else {
         let Some(c) = requested_checksum(op) else {
@@ -335,7 +333,7 @@ fn open_replica(
         };
         let gs = blk.generation_stamp;
         let ty = op.storage_type.and_then(|t| u8::try_from(t).ok());
-        tokio::task::block_in_place(|| ds.create_rbw_on(id, gs, &c, promise, ty))
+        ds.blocking(|| ds.create_rbw_on(id, gs, &c, promise, ty))
             .map(|f| (Some(f), 0, c, gs))
     };
     opened.map_err(|e| {
@@ -349,7 +347,7 @@ fn open_replica(
 
 /// Reads and drops whatever the peer still sends until it closes, fails, or is silent for
 /// `idle`.
-async fn drain(rd: &mut BufReader<OwnedReadHalf>, idle: Duration) {
+async fn drain(rd: &mut BufReader<DataIn>, idle: Duration) {
     let mut buf = vec![0u8; 64 << 10];
     while let Ok(Ok(n)) = tokio::time::timeout(idle, rd.read(&mut buf)).await {
         if n == 0 {
@@ -371,11 +369,11 @@ struct Receive<'a> {
     storage_uuid: String,
     is_tail: bool,
     /// Packets go on to the next node here.
-    mirror: Option<OwnedWriteHalf>,
+    mirror: Option<DataOut>,
     /// The next node's acks (a client's pipeline with a next node).
     mirror_acks: Option<Acks>,
     /// Where acks go: a client's pipeline only (transfers get none).
-    up: Option<OwnedWriteHalf>,
+    up: Option<DataOut>,
     /// Acks not yet sent, in packet order: the first waits for the next node's ack of
     /// its packet; a failure queued behind it waits its turn.
     waiting: VecDeque<Ack>,
@@ -652,15 +650,15 @@ impl Receive<'_> {
     async fn finish(&mut self) -> Status {
         let (id, len) = (self.id, self.written);
         if let Some(f) = self.files.take() {
-            if let Err(e) = f_truncate(&f, len, &self.checksum) {
+            let ds = self.x.ds.clone();
+            if let Err(e) = ds.blocking(|| f.truncate(len, &self.checksum)) {
                 warn!(block = id, error = %e, "truncate failed");
                 return Status::Error;
             }
             if self.stage == Stage::TransferRbw {
                 return Status::Success;
             }
-            let ds = self.x.ds.clone();
-            if let Err(e) = tokio::task::block_in_place(|| ds.finalize(f, len)) {
+            if let Err(e) = ds.blocking(|| ds.finalize(f, len)) {
                 warn!(block = id, error = %e, "finalize failed");
                 return Status::Error;
             }
@@ -679,7 +677,7 @@ impl Receive<'_> {
     }
 }
 
-type Mirror = (BufReader<OwnedReadHalf>, OwnedWriteHalf);
+type Mirror = (BufReader<DataIn>, DataOut);
 
 /// Sets up the rest of the pipeline before this node answers: the mirror connection, and
 /// the status (with the first node that failed) to pass upstream.
@@ -707,10 +705,6 @@ async fn setup_mirror(
             (None, Status::Error, addr)
         }
     }
-}
-
-fn f_truncate(f: &RbwFiles, len: u64, c: &Checksum) -> std::io::Result<()> {
-    tokio::task::block_in_place(|| f.truncate(len, c))
 }
 
 /// The checksum a writer asked for, if we support it.
@@ -780,11 +774,7 @@ fn store(
     // other tasks to another thread around it (block_in_place) costs more than that, and
     // an hflush-heavy writer sends nothing but small packets.
     let small = pkt.data.len() <= SMALL_WRITE && !h.sync;
-    let r = if small {
-        write()
-    } else {
-        tokio::task::block_in_place(write)
-    };
+    let r = if small { write() } else { x.ds.blocking(write) };
     if let Err(e) = r {
         warn!(block = files.id, error = %e, "write to disk failed");
         if let Some(rep) = x.ds.get(files.id) {
@@ -819,7 +809,7 @@ fn store_mid_chunk(
     let head = (offset - start) as usize;
     let mut whole = vec![0u8; head];
     whole.extend_from_slice(&pkt.data);
-    let r = tokio::task::block_in_place(|| {
+    let r = x.ds.blocking(|| {
         files.read_at(start, &mut whole[..head])?;
         let mut sums = Vec::new();
         c.compute_into(&whole, &mut sums);
@@ -847,11 +837,10 @@ async fn connect_mirror(
     addr: &str,
     answered: bool,
 ) -> Result<(Mirror, Option<BlockOpResponseProto>), TransferError> {
-    let stream = tokio::time::timeout(x.cfg.socket_timeout, TcpStream::connect(addr))
+    let stream = tokio::time::timeout(x.cfg.socket_timeout, x.link.dialer().dial(addr))
         .await
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out"))??;
-    stream.set_nodelay(true)?;
-    let (r, mut w) = stream.into_split();
+    let (r, mut w) = (stream.read, stream.write);
     let mut next = op.clone();
     next.targets = op.targets[1..].to_vec();
     next.storage_type = op.target_storage_types.first().copied();
