@@ -133,7 +133,7 @@ async fn recover(
             let (bid, gs) = (block.block_id, block.generation_stamp);
             on_disk(ds, move |ds| Ok(ds.init_recovery(bid, gs, recovery_id)?)).await
         } else {
-            init_remote(loc, &link, rb).await
+            init_remote(loc, link, rb).await
         };
         match got {
             Ok(Some(info)) => {
@@ -180,7 +180,7 @@ async fn recover(
         let done = if loc.id.datanode_uuid == me {
             update_local(ds.clone(), block.block_id, recovery_id, copy_to, plan.len).await
         } else {
-            update_remote(loc, &link, block, recovery_id, copy_to, plan.len).await
+            update_remote(loc, link, block, recovery_id, copy_to, plan.len).await
         };
         match done {
             Ok(storage) => holders.push((i, storage)),
