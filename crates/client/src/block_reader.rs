@@ -4,14 +4,13 @@
 use std::time::Duration;
 
 use bytes::Bytes;
+use ferrite_ipc::net::{BoxRead, BoxWrite, Dial, Dialed};
 use ferrite_proto::hdfs::*;
 use ferrite_transfer::checksum::{Checksum, Kind};
 use ferrite_transfer::io::{read_delimited, write_delimited, write_op};
 use ferrite_transfer::op;
 use ferrite_transfer::packet;
 use tokio::io::BufReader;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
 
 use crate::error::{Error, Result};
 
@@ -22,13 +21,16 @@ pub fn xfer_addr(dn: &DatanodeInfoProto) -> String {
     format!("{}:{}", dn.id.ip_addr, dn.id.xfer_port)
 }
 
+/// A data-transfer connection's halves.
+pub type DataIn = BoxRead;
+pub type DataOut = BoxWrite;
+
 /// A data-transfer connection, bounded in time.
-pub async fn connect(addr: &str) -> Result<TcpStream> {
-    let stream = tokio::time::timeout(TIMEOUT, TcpStream::connect(addr))
+pub async fn connect(dial: &dyn Dial, addr: &str) -> Result<(DataIn, DataOut)> {
+    let Dialed { read, write } = tokio::time::timeout(TIMEOUT, dial.dial(addr))
         .await
         .map_err(|_| Error::DataNode(format!("connect to {addr} timed out")))??;
-    stream.set_nodelay(true)?;
-    Ok(stream)
+    Ok((read, write))
 }
 
 /// The header every client op carries: the block, its token, who is asking.
@@ -44,8 +46,8 @@ pub fn op_header(lb: &LocatedBlockProto, client_name: &str) -> ClientOperationHe
 }
 
 pub struct BlockReader {
-    rd: BufReader<OwnedReadHalf>,
-    wr: OwnedWriteHalf,
+    rd: BufReader<DataIn>,
+    wr: DataOut,
     checksum: Checksum,
     /// Block offset of the next byte the DataNode will send.
     next: u64,
@@ -60,6 +62,7 @@ pub struct BlockReader {
 impl BlockReader {
     /// Asks `dn` for `[offset, offset + len)` of the block.
     pub async fn open(
+        dial: &dyn Dial,
         dn: &DatanodeInfoProto,
         lb: &LocatedBlockProto,
         client_name: &str,
@@ -67,7 +70,7 @@ impl BlockReader {
         len: u64,
     ) -> Result<BlockReader> {
         let addr = xfer_addr(dn);
-        let (rd, mut wr) = connect(&addr).await?.into_split();
+        let (rd, mut wr) = connect(dial, &addr).await?;
         let op = OpReadBlockProto {
             header: op_header(lb, client_name),
             offset,

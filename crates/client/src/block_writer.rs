@@ -7,11 +7,11 @@
 //! pipeline recovery; see `FileWriter`).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use ferrite_ipc::net::Dial;
 use ferrite_proto::hdfs::op_write_block_proto::BlockConstructionStage as Stage;
 use ferrite_proto::hdfs::*;
 use ferrite_transfer::checksum::Checksum;
@@ -19,11 +19,10 @@ use ferrite_transfer::io::{read_delimited, write_op};
 use ferrite_transfer::op;
 use ferrite_transfer::packet::{self, Header};
 use tokio::io::{AsyncWriteExt, BufReader};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use crate::block_reader::{connect, op_header, xfer_addr};
+use crate::block_reader::{connect, op_header, xfer_addr, DataIn, DataOut};
 use crate::error::Error;
 
 /// Unacknowledged packets allowed in flight (Java's default is 80).
@@ -44,11 +43,12 @@ pub struct Unacked {
 type Queue = Arc<Mutex<VecDeque<Unacked>>>;
 
 pub struct BlockWriter {
-    wr: OwnedWriteHalf,
+    wr: DataOut,
     in_flight: mpsc::Sender<i64>,
     acks: JoinHandle<std::result::Result<(), Failure>>,
     unacked: Queue,
-    acked: Arc<AtomicU64>,
+    /// The block offset every node has acknowledged up to.
+    acked: watch::Receiver<u64>,
     checksum: Checksum,
     seqno: i64,
     /// Bytes sent so far (the block offset of the next packet).
@@ -105,6 +105,7 @@ impl Setup {
 
 impl BlockWriter {
     pub async fn open(
+        dial: &dyn Dial,
         lb: &LocatedBlockProto,
         client_name: &str,
         checksum: Checksum,
@@ -119,7 +120,7 @@ impl BlockWriter {
             bad_node: addr.clone(),
             error: e,
         };
-        let (rd, mut wr) = connect(&addr).await.map_err(fail)?.into_split();
+        let (rd, mut wr) = connect(dial, &addr).await.map_err(fail)?;
         let n = lb.locs.len();
         let op = OpWriteBlockProto {
             header: op_header(lb, client_name),
@@ -168,8 +169,8 @@ impl BlockWriter {
         }
         let (tx, rx) = mpsc::channel::<i64>(WINDOW);
         let unacked: Queue = Arc::default();
-        let acked = Arc::new(AtomicU64::new(setup.acked));
-        let acks = tokio::spawn(read_acks(rd, rx, unacked.clone(), acked.clone()));
+        let (acked_tx, acked) = watch::channel(setup.acked);
+        let acks = tokio::spawn(read_acks(rd, rx, unacked.clone(), acked_tx));
         Ok(BlockWriter {
             wr,
             in_flight: tx,
@@ -260,13 +261,28 @@ impl BlockWriter {
         }
     }
 
+    /// Waits until every node has acknowledged every packet sent so far (hflush).
+    pub async fn wait_acked(&mut self) -> std::result::Result<(), Failure> {
+        self.wr
+            .flush()
+            .await
+            .map_err(|e| Failure::from(Error::from(e)))?;
+        let want = self.written;
+        loop {
+            if *self.acked.borrow_and_update() >= want {
+                return Ok(());
+            }
+            // The ack reader only stops early when the pipeline has failed.
+            if self.acked.changed().await.is_err() {
+                return Err(self.ack_failure().await);
+            }
+        }
+    }
+
     /// After a failure: the packets to send again, and the bytes every node acknowledged.
     pub fn leftovers(&self) -> (Vec<Unacked>, u64) {
         let q = self.unacked.lock().expect("not poisoned");
-        (
-            q.iter().cloned().collect(),
-            self.acked.load(Ordering::SeqCst),
-        )
+        (q.iter().cloned().collect(), *self.acked.borrow())
     }
 
     /// Sends the empty last packet (unless a resend already did) and waits until every
@@ -303,10 +319,10 @@ impl BlockWriter {
 
 /// Reads acks in packet order; each one that every node passed retires its packet.
 async fn read_acks(
-    mut rd: BufReader<OwnedReadHalf>,
+    mut rd: BufReader<DataIn>,
     mut rx: mpsc::Receiver<i64>,
     unacked: Queue,
-    acked: Arc<AtomicU64>,
+    acked: watch::Sender<u64>,
 ) -> std::result::Result<(), Failure> {
     while let Some(want) = rx.recv().await {
         let ack: PipelineAckProto = tokio::time::timeout(TIMEOUT, read_delimited(&mut rd))
@@ -345,7 +361,7 @@ async fn read_acks(
         }
         let mut q = unacked.lock().expect("not poisoned");
         if let Some(p) = q.pop_front() {
-            acked.store(p.end, Ordering::SeqCst);
+            acked.send_replace(p.end);
         }
     }
     Ok(())

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ferrite_ipc::client::IpcClient;
+use ferrite_ipc::net::Dial;
 use ferrite_ipc::CLIENT_PROTOCOL;
 use ferrite_proto::hdfs::*;
 use md5::{Digest, Md5};
 use tokio::io::BufReader;
-use tokio::net::TcpStream;
 
 use crate::block_reader::xfer_addr;
 use crate::error::{Error, Result};
@@ -120,13 +120,18 @@ pub fn default_user() -> String {
 }
 
 /// How a client behaves; the defaults are HDFS's.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ClientOptions {
     /// The user to act as (SIMPLE authentication).
     pub user: String,
     /// How often the lease is renewed while files are open (HDFS: half the 60 s soft
     /// limit, about 30 s).
     pub lease_renewal: Duration,
+    /// How the NameNode and DataNodes are reached: TCP, or the simulator's network.
+    pub dial: Arc<dyn Dial>,
+    /// The IPC clientId, from which the client name is made too; random unless set (the
+    /// simulator sets it, so that a seed replays exactly).
+    pub client_id: Option<[u8; 16]>,
 }
 
 impl Default for ClientOptions {
@@ -134,8 +139,25 @@ impl Default for ClientOptions {
         ClientOptions {
             user: default_user(),
             lease_renewal: Duration::from_secs(20),
+            dial: ferrite_ipc::net::tcp(),
+            client_id: None,
         }
     }
+}
+
+impl std::fmt::Debug for ClientOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientOptions")
+            .field("user", &self.user)
+            .field("lease_renewal", &self.lease_renewal)
+            .field("client_id", &self.client_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A client name as Hadoop's look (`DFSClient_…`), from the clientId.
+fn client_name(id: [u8; 16]) -> String {
+    format!("ferrite_client_{}", uuid::Uuid::from_bytes(id).simple())
 }
 
 impl FileSystem {
@@ -145,8 +167,12 @@ impl FileSystem {
 
     pub async fn connect_with(url: &str, opts: &ClientOptions) -> Result<FileSystem> {
         let addr = parse_url(url)?;
-        let nn = IpcClient::connect(addr, &opts.user, CLIENT_PROTOCOL).await?;
-        Ok(Self::over(Arc::new(nn), addr, opts, Default::default()))
+        let id = opts
+            .client_id
+            .unwrap_or_else(|| *uuid::Uuid::new_v4().as_bytes());
+        let conn = opts.dial.dial(&addr.to_string()).await?;
+        let nn = IpcClient::over_as(conn, &opts.user, CLIENT_PROTOCOL, id).await?;
+        Ok(Self::over(Arc::new(nn), addr, opts, Default::default(), id))
     }
 
     fn over(
@@ -154,10 +180,12 @@ impl FileSystem {
         addr: SocketAddr,
         opts: &ClientOptions,
         defaults: Arc<tokio::sync::OnceCell<FsServerDefaultsProto>>,
+        id: [u8; 16],
     ) -> FileSystem {
         let inner = Arc::new(Inner {
             nn,
-            client_name: format!("ferrite_client_{}", uuid::Uuid::new_v4().simple()),
+            client_name: client_name(id),
+            dial: opts.dial.clone(),
             user: opts.user.clone(),
             open_writers: AtomicUsize::new(0),
             lease_renewal: opts.lease_renewal,
@@ -174,12 +202,15 @@ impl FileSystem {
         let opts = ClientOptions {
             user: self.inner.user.clone(),
             lease_renewal: self.inner.lease_renewal,
+            dial: self.inner.dial.clone(),
+            client_id: None,
         };
         Self::over(
             self.inner.nn.clone(),
             self.addr,
             &opts,
             self.inner.defaults.clone(),
+            *uuid::Uuid::new_v4().as_bytes(),
         )
     }
 
@@ -448,7 +479,7 @@ impl FileSystem {
             let mut last_err = None;
             let mut got = None;
             for dn in &lb.locs {
-                match block_checksum(dn, lb).await {
+                match block_checksum(&*self.inner.dial, dn, lb).await {
                     Ok(r) => {
                         got = Some(r);
                         break;
@@ -491,11 +522,13 @@ impl FileSystem {
 }
 
 async fn block_checksum(
+    dial: &dyn Dial,
     dn: &DatanodeInfoProto,
     lb: &LocatedBlockProto,
 ) -> Result<OpBlockChecksumResponseProto> {
     let addr = xfer_addr(dn);
-    let mut s = TcpStream::connect(&addr).await?;
+    let s = dial.dial(&addr).await?;
+    let (rd, mut s) = (s.read, s.write);
     let op = OpBlockChecksumProto {
         header: BaseHeaderProto {
             block: lb.b.clone(),
@@ -505,7 +538,7 @@ async fn block_checksum(
         block_checksum_options: None,
     };
     ferrite_transfer::io::write_op(&mut s, ferrite_transfer::op::BLOCK_CHECKSUM, &op).await?;
-    let mut rd = BufReader::new(s);
+    let mut rd = BufReader::new(rd);
     let r: BlockOpResponseProto = ferrite_transfer::io::read_delimited(&mut rd).await?;
     if r.status != Status::Success as i32 {
         return Err(Error::DataNode(format!(

@@ -5,8 +5,11 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use ferrite_ipc::client::IpcClient;
+use ferrite_ipc::CLIENT_DATANODE_PROTOCOL;
 use ferrite_proto::hdfs::{
-    GetBlockLocationsRequestProto, GetBlockLocationsResponseProto, LocatedBlockProto,
+    GetBlockLocationsRequestProto, GetBlockLocationsResponseProto,
+    GetReplicaVisibleLengthRequestProto, GetReplicaVisibleLengthResponseProto, LocatedBlockProto,
     LocatedBlocksProto, ReportBadBlocksRequestProto, ReportBadBlocksResponseProto,
 };
 use tracing::warn;
@@ -36,6 +39,13 @@ pub(crate) async fn locate(fs: &Inner, path: &str) -> Result<(u64, Vec<LocatedBl
             blocks.push(last);
         }
     }
+    if lbs.under_construction && !lbs.is_last_block_complete {
+        if let Some(last) = blocks.last_mut() {
+            // What the writer has hflushed is known to its DataNodes, not the NameNode.
+            let len = visible_length(fs, last).await?;
+            last.b.num_bytes = Some(len);
+        }
+    }
     let len = blocks
         .iter()
         .map(|b| b.offset + b.b.num_bytes.unwrap_or(0))
@@ -44,6 +54,40 @@ pub(crate) async fn locate(fs: &Inner, path: &str) -> Result<(u64, Vec<LocatedBl
         .max(lbs.file_length);
     Ok((len, blocks))
 }
+
+/// The length a block being written can be read to, from the first of its DataNodes
+/// that answers `getReplicaVisibleLength`, as HDFS's readers ask; a block no DataNode
+/// holds yet (no locations) has nothing to read.
+async fn visible_length(fs: &Inner, lb: &LocatedBlockProto) -> Result<u64> {
+    if lb.locs.is_empty() {
+        return Ok(lb.b.num_bytes.unwrap_or(0));
+    }
+    let req = GetReplicaVisibleLengthRequestProto {
+        block: lb.b.clone(),
+    };
+    let mut last_error = None;
+    for dn in &lb.locs {
+        let addr = format!("{}:{}", dn.id.ip_addr, dn.id.ipc_port);
+        let asked = async {
+            let c = IpcClient::dial(&*fs.dial, &addr, &fs.user, CLIENT_DATANODE_PROTOCOL).await?;
+            c.call::<_, GetReplicaVisibleLengthResponseProto>("getReplicaVisibleLength", &req)
+                .await
+        };
+        match tokio::time::timeout(VISIBLE_LENGTH_TIMEOUT, asked).await {
+            Ok(Ok(r)) => return Ok(r.length.max(0) as u64),
+            Ok(Err(e)) => last_error = Some(e.to_string()),
+            Err(_) => last_error = Some(format!("{addr}: no answer")),
+        }
+    }
+    Err(Error::DataNode(format!(
+        "Cannot obtain block length for blk_{}: {}",
+        lb.b.block_id,
+        last_error.unwrap_or_default()
+    )))
+}
+
+/// How long a DataNode may take to say how much of a block being written is readable.
+const VISIBLE_LENGTH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 
 pub struct FileReader {
     fs: Arc<Inner>,
@@ -227,7 +271,9 @@ impl FileReader {
         let mut last_err = None;
         for dn in &lb.locs {
             let attempt = async {
-                let mut r = BlockReader::open(dn, lb, &self.fs.client_name, offset, len).await?;
+                let mut r =
+                    BlockReader::open(&*self.fs.dial, dn, lb, &self.fs.client_name, offset, len)
+                        .await?;
                 let mut out = Vec::with_capacity(len as usize);
                 while let Some(b) = r.next().await? {
                     out.extend_from_slice(&b);
@@ -255,7 +301,8 @@ impl FileReader {
     async fn open_any(&self, lb: &LocatedBlockProto, offset: u64, len: u64) -> Result<BlockReader> {
         let mut last_err = None;
         for dn in &lb.locs {
-            match BlockReader::open(dn, lb, &self.fs.client_name, offset, len).await {
+            match BlockReader::open(&*self.fs.dial, dn, lb, &self.fs.client_name, offset, len).await
+            {
                 Ok(r) => return Ok(r),
                 Err(e) => {
                     warn!(datanode = %dn.id.ip_addr, error = %e, "cannot read from replica");

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ferrite_ipc::client::IpcClient;
+use ferrite_ipc::net::Dial;
 use ferrite_proto::hdfs::FsServerDefaultsProto;
 
 pub(crate) struct Inner {
@@ -14,6 +15,8 @@ pub(crate) struct Inner {
     /// one process share a connection per user and address.
     pub nn: Arc<IpcClient>,
     pub client_name: String,
+    /// How DataNodes are reached (TCP, or the simulator's network).
+    pub dial: Arc<dyn Dial>,
     pub user: String,
     pub open_writers: AtomicUsize,
     /// Kept for the sessions made from this one.

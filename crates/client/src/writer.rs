@@ -77,7 +77,7 @@ impl FileWriter {
                 sent: in_block,
                 gs: lb.b.generation_stamp,
             };
-            let bw = BlockWriter::open(&lb, &w.fs.client_name, w.checksum, setup)
+            let bw = BlockWriter::open(&*w.fs.dial, &lb, &w.fs.client_name, w.checksum, setup)
                 .await
                 .map_err(|f| f.error)?;
             w.block = Some((bw, lb));
@@ -111,6 +111,21 @@ impl FileWriter {
         Ok(())
     }
 
+    /// hflush: everything written so far is in every pipeline node's replica, so that a
+    /// reader opening the file from now on can read it (`FSDataOutputStream.hflush`). A
+    /// partial chunk goes out as it is; the next packet finishes that chunk, as an
+    /// append's first packet does.
+    pub async fn hflush(&mut self) -> Result<()> {
+        self.flush_packet().await?;
+        while let Some((bw, _)) = self.block.as_mut() {
+            match bw.wait_acked().await {
+                Ok(()) => return Ok(()),
+                Err(f) => self.recover(f).await?,
+            }
+        }
+        Ok(())
+    }
+
     async fn flush_packet(&mut self) -> Result<()> {
         if self.buf.is_empty() {
             return Ok(());
@@ -135,7 +150,15 @@ impl FileWriter {
         for attempt in 1..=SETUP_ATTEMPTS {
             let lb = self.add_block(&excluded).await?;
             let setup = Setup::create(&lb);
-            match BlockWriter::open(&lb, &self.fs.client_name, self.checksum, setup).await {
+            match BlockWriter::open(
+                &*self.fs.dial,
+                &lb,
+                &self.fs.client_name,
+                self.checksum,
+                setup,
+            )
+            .await
+            {
                 Ok(bw) => {
                     self.block = Some((bw, lb));
                     return Ok(());
@@ -260,15 +283,22 @@ impl FileWriter {
                 sent: packets.last().map(|p| p.end).unwrap_or(acked),
                 gs,
             };
-            let mut bw =
-                match BlockWriter::open(&lb, &self.fs.client_name, self.checksum, setup).await {
-                    Ok(bw) => bw,
-                    Err(sf) => {
-                        bad = lb.locs.iter().position(|d| xfer_addr(d) == sf.bad_node);
-                        error = sf.error;
-                        continue;
-                    }
-                };
+            let mut bw = match BlockWriter::open(
+                &*self.fs.dial,
+                &lb,
+                &self.fs.client_name,
+                self.checksum,
+                setup,
+            )
+            .await
+            {
+                Ok(bw) => bw,
+                Err(sf) => {
+                    bad = lb.locs.iter().position(|d| xfer_addr(d) == sf.bad_node);
+                    error = sf.error;
+                    continue;
+                }
+            };
             if let Err(f) = bw.resend(packets.clone()).await {
                 (packets, acked) = bw.leftovers();
                 (bad, error) = (f.bad_index, f.error);

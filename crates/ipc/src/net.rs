@@ -20,7 +20,7 @@ use tokio::net::TcpStream;
 /// A stream's write half. A DataNode sends cached block data with sendfile, which needs
 /// the kernel's socket: [`tcp`](Self::tcp) gives it where there is one, and a writer
 /// without one gets the bytes copied.
-pub trait WriteHalf: AsyncWrite + Send + Unpin + 'static {
+pub trait WriteHalf: AsyncWrite + Send + Sync + Unpin + 'static {
     fn tcp(&self) -> Option<&TcpStream> {
         None
     }
@@ -40,7 +40,7 @@ impl WriteHalf for Box<dyn WriteHalf> {
 
 /// One accepted or connected stream.
 pub trait Conn: Send + 'static {
-    type Read: AsyncRead + Send + Unpin + 'static;
+    type Read: AsyncRead + Send + Sync + Unpin + 'static;
     type Write: WriteHalf;
 
     /// Halves that can be read and written from different tasks.
@@ -92,15 +92,19 @@ impl Listen for tokio::net::TcpListener {
     }
 }
 
+/// A stream's halves, boxed: whichever network they are on.
+pub type BoxRead = Box<dyn AsyncRead + Send + Sync + Unpin>;
+pub type BoxWrite = Box<dyn WriteHalf>;
+
 /// A connection a [`Dial`] made, as two boxed halves.
 pub struct Dialed {
-    pub read: Box<dyn AsyncRead + Send + Unpin>,
-    pub write: Box<dyn WriteHalf>,
+    pub read: BoxRead,
+    pub write: BoxWrite,
 }
 
 impl Conn for Dialed {
-    type Read = Box<dyn AsyncRead + Send + Unpin>;
-    type Write = Box<dyn WriteHalf>;
+    type Read = BoxRead;
+    type Write = BoxWrite;
 
     fn into_split(self) -> (Self::Read, Self::Write) {
         (self.read, self.write)

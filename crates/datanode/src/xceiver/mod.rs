@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ferrite_ipc::net::{Conn, Listen, WriteHalf};
+use ferrite_ipc::net::{BoxRead, BoxWrite, Conn, Listen};
 use ferrite_proto::hdfs::{BlockOpResponseProto, Status};
 use ferrite_transfer::io::{read_op, write_delimited};
 use ferrite_transfer::{op, TransferError};
@@ -78,8 +78,8 @@ impl Drop for Active<'_> {
 
 /// A data connection's halves, boxed: TCP's, the simulator's, or a dialed one's. A
 /// pipeline's streams to its neighbours are the same types whichever side opened them.
-pub type DataIn = Box<dyn AsyncRead + Send + Unpin>;
-pub type DataOut = Box<dyn WriteHalf>;
+pub type DataIn = BoxRead;
+pub type DataOut = BoxWrite;
 
 pub async fn serve<L: Listen>(x: Arc<Xceiver>, listener: L, cancel: CancellationToken) {
     loop {
