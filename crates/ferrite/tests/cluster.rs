@@ -487,6 +487,30 @@ async fn open_files_keep_their_lease_while_the_client_renews_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hflushed_bytes_are_readable_before_close() {
+    let root = tempfile::tempdir().unwrap();
+    let cluster = Cluster::start(root.path(), 0);
+    let fs = FileSystem::connect(&cluster.url).await.unwrap();
+    let reader = FileSystem::connect(&cluster.url).await.unwrap();
+    let opts = CreateOptions {
+        block_size: Some(BLOCK),
+        ..Default::default()
+    };
+    let bytes = data(3 * BLOCK as usize / 2 + 700, 41);
+    let mut w = fs.create("/flushed", &opts).await.unwrap();
+    // Ends inside a chunk, and then inside the second block.
+    for cut in [700, BLOCK as usize + 300, bytes.len()] {
+        let from = w.bytes_written() as usize;
+        w.write(&bytes[from..cut]).await.unwrap();
+        w.hflush().await.unwrap();
+        assert_eq!(get(&reader, "/flushed").await, &bytes[..cut], "after {cut}");
+    }
+    w.close().await.unwrap();
+    assert_eq!(get(&reader, "/flushed").await, bytes);
+    cluster.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn our_writer_recovers_its_pipeline_when_a_datanode_dies() {
     let root = tempfile::tempdir().unwrap();
     let mut cluster = Cluster::start(root.path(), 0);
