@@ -1,7 +1,15 @@
-//! Replica bytes in memory: the disk layout's twin for tests of the replica state machine.
-//! A replica's two streams are shared buffers; renaming moves them to a new key and open
-//! streams keep writing into them, as open files do across a rename. Capacity is a
-//! configured figure, and the store can be made to fail, as a disk does.
+//! Replica bytes in memory: the disk layout's twin for tests of the replica state machine
+//! and for the simulator's DataNodes. A replica's two streams are shared buffers; renaming
+//! moves them to a new key and open streams keep writing into them, as open files do across
+//! a rename. Capacity is a configured figure, and the store can be made to fail, as a disk
+//! does.
+//!
+//! It can also lose what a power cut loses: each stream remembers its bytes as they were
+//! at its last sync (or the kernel's last writeback, [`MemoryFiles::write_back`]), and
+//! [`MemoryFiles::crash`] puts every stream back to those, plus as much of what was
+//! appended since as the caller says reached the disk. Creating, renaming and removing
+//! replicas count as durable at once (a journaling file system orders them before the
+//! data that follows).
 
 use std::collections::HashMap;
 use std::io;
@@ -15,11 +23,13 @@ use super::files::{
     covered_len, read_checksum, Found, Key, Part, ReplicaFiles, ReplicaStreams, State,
 };
 
-/// A replica's data and meta.
+/// A replica's data and meta, and both as they were at the last sync.
 #[derive(Default)]
 struct Buffers {
     data: Vec<u8>,
     meta: Vec<u8>,
+    synced_data: Vec<u8>,
+    synced_meta: Vec<u8>,
 }
 
 impl Buffers {
@@ -27,6 +37,28 @@ impl Buffers {
         match part {
             Part::Data => &mut self.data,
             Part::Meta => &mut self.meta,
+        }
+    }
+
+    fn sync(&mut self) {
+        self.synced_data.clone_from(&self.data);
+        self.synced_meta.clone_from(&self.meta);
+    }
+
+    /// Back to the synced bytes, plus `keep(n)` of the `n` bytes appended since (bytes
+    /// rewritten inside the synced length are lost with the rest: they went out together).
+    fn crash(&mut self, keep: &mut dyn FnMut(usize) -> usize) {
+        for (now, synced) in [
+            (&mut self.data, &mut self.synced_data),
+            (&mut self.meta, &mut self.synced_meta),
+        ] {
+            if now.starts_with(synced) {
+                let extra = now.len() - synced.len();
+                now.truncate(synced.len() + keep(extra).min(extra));
+            } else {
+                now.clone_from(synced);
+            }
+            synced.clone_from(now);
         }
     }
 }
@@ -51,6 +83,25 @@ impl MemoryFiles {
     /// From now on every operation fails, as on a disk that has died.
     pub fn fail(&self) {
         self.failed.store(true, Ordering::SeqCst);
+    }
+
+    /// The kernel's writeback: everything written so far is on the disk.
+    pub fn write_back(&self) {
+        for b in self.replicas.lock().values() {
+            b.lock().sync();
+        }
+    }
+
+    /// A power cut: every replica loses what was not synced or written back, but for
+    /// `keep(n)` of the `n` bytes each stream had appended since (in replica order, so a
+    /// seeded `keep` replays exactly).
+    pub fn crash(&self, keep: &mut dyn FnMut(usize) -> usize) {
+        let all = self.replicas.lock();
+        let mut keys: Vec<&Key> = all.keys().collect();
+        keys.sort_by_key(|k| (k.id, k.gs, k.state == State::Finalized));
+        for k in keys {
+            all[k].lock().crash(keep);
+        }
     }
 
     fn check(&self) -> io::Result<()> {
@@ -120,7 +171,9 @@ impl ReplicaStreams for MemoryStreams {
     }
 
     fn sync(&self) -> io::Result<()> {
-        check(&self.failed)
+        check(&self.failed)?;
+        self.bytes.lock().sync();
+        Ok(())
     }
 }
 
@@ -209,5 +262,38 @@ impl ReplicaFiles for MemoryFiles {
 
     fn paths(&self, _: Key) -> Option<(PathBuf, PathBuf)> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes(s: &dyn ReplicaStreams, part: Part) -> Vec<u8> {
+        let mut b = vec![0; s.len(part).unwrap() as usize];
+        s.read_at(part, 0, &mut b).unwrap();
+        b
+    }
+
+    #[test]
+    fn a_crash_keeps_synced_bytes_and_the_chosen_part_of_the_rest() {
+        let files = MemoryFiles::new(1 << 20);
+        let s = files.create(1, 7).unwrap();
+        s.write_at(Part::Data, 0, b"synced").unwrap();
+        s.sync().unwrap();
+        s.write_at(Part::Data, 6, b"-unsynced").unwrap();
+        s.write_at(Part::Meta, 0, b"meta").unwrap();
+        files.crash(&mut |n| n / 3);
+        assert_eq!(bytes(&*s, Part::Data), b"synced-un");
+        assert_eq!(bytes(&*s, Part::Meta), b"m");
+
+        // A rewrite inside the synced bytes is lost whole; writeback makes bytes durable.
+        s.write_at(Part::Data, 0, b"SY").unwrap();
+        files.crash(&mut |n| n);
+        assert_eq!(bytes(&*s, Part::Data), b"synced-un");
+        s.write_at(Part::Data, 9, b"synced").unwrap();
+        files.write_back();
+        files.crash(&mut |_| 0);
+        assert_eq!(bytes(&*s, Part::Data), b"synced-unsynced");
     }
 }
