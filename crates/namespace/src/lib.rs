@@ -650,6 +650,24 @@ impl Namespace {
         self.block_files.len()
     }
 
+    /// Blocks that are complete: all but the last block of each file open for write.
+    /// Start-up safe mode counts only these, as HDFS's `getCompleteBlocksTotal` does: a
+    /// block still being written has only unfinished replicas to report, and waiting for
+    /// a finished one would hold safe mode until the writer's lease ran out.
+    pub fn complete_block_count(&self) -> usize {
+        let open_last = self
+            .open_files
+            .values()
+            .filter(|&&slot| {
+                self.arena
+                    .get(slot)
+                    .file()
+                    .is_some_and(|f| !f.blocks().is_empty())
+            })
+            .count();
+        self.block_files.len().saturating_sub(open_last)
+    }
+
     /// The id and generation stamp the next allocated block gets.
     pub fn next_block(&self) -> (u64, u64) {
         (self.next_block_id, self.next_gs)

@@ -996,3 +996,34 @@ fn replaying_appends_truncates_and_concats_rebuilds_the_same_namespace() {
     assert_eq!(replayed.dump(), h.ns.dump());
     assert_eq!(replayed.next_gs(), h.ns.next_gs());
 }
+
+/// Start-up safe mode counts complete blocks: an open file's last block is not one.
+#[test]
+fn complete_blocks_leave_out_the_last_block_of_each_open_file() {
+    use super::blocks::{NewBlock, Previous};
+    let mut h = Harness::new();
+    let mut add = |h: &mut Harness, path: &str, prev: Option<Previous>| {
+        let (nb, planned) = h.ns.plan_add_block(path, "cli", 0, prev).unwrap();
+        h.commit(planned);
+        let NewBlock::Fresh(p) = nb else { panic!() };
+        Previous {
+            id: p.block.id,
+            gs: p.block.gs,
+            len: 1024,
+        }
+    };
+    h.create(&su(), "/open", false).unwrap();
+    let first = add(&mut h, "/open", None);
+    add(&mut h, "/open", Some(first));
+    h.create(&su(), "/empty-open", false).unwrap();
+    h.create(&su(), "/closed", false).unwrap();
+    let only = add(&mut h, "/closed", None);
+    let (ok, planned) =
+        h.ns.plan_complete("/closed", "cli", 0, Some(only), h.now, |_| true)
+            .unwrap();
+    assert!(ok);
+    h.commit(planned);
+    assert_eq!(h.ns.block_count(), 3);
+    // /open's first block and /closed's block; /empty-open has none.
+    assert_eq!(h.ns.complete_block_count(), 2);
+}

@@ -177,7 +177,7 @@ impl NameNodeService {
         let mut leases = Leases::default();
         let now = now_ms();
         // As HDFS: a NameNode that knows of blocks waits in safe mode for their reports.
-        let startup_safe = storage.ns.block_count() > 0;
+        let startup_safe = storage.ns.complete_block_count() > 0;
         for (_, holder) in storage.ns.open_files() {
             leases.add(holder, now);
         }
@@ -195,8 +195,10 @@ impl NameNodeService {
         progress.begin_phase(Phase::SafeMode, started);
         let awaiting = StepSpec {
             kind: Some(StepKind::AwaitingReportedBlocks),
-            total: safe_mode::threshold_blocks(cfg.safemode_threshold, storage.ns.block_count())
-                as u64,
+            total: safe_mode::threshold_blocks(
+                cfg.safemode_threshold,
+                storage.ns.complete_block_count(),
+            ) as u64,
             ..Default::default()
         };
         progress.begin_step(Phase::SafeMode, awaiting, started);

@@ -111,7 +111,7 @@ impl NameNodeService {
         if self.safe_mode.load(Ordering::SeqCst) {
             return "It was turned on manually. Use \"hdfs dfsadmin -safemode leave\" to turn safe mode off.".into();
         }
-        let total = self.ns.read().block_count();
+        let total = self.ns.read().complete_block_count();
         let safe = self.blocks.lock().safe_blocks();
         let needed = self.safe_threshold_blocks(total);
         if safe < needed {
@@ -146,7 +146,7 @@ impl NameNodeService {
         if !self.startup_safe_mode.load(Ordering::SeqCst) {
             return;
         }
-        let total = self.ns.read().block_count();
+        let total = self.ns.read().complete_block_count();
         let (safe, live) = {
             let b = self.blocks.lock();
             let live = b
