@@ -270,6 +270,17 @@ impl FileSystem {
         }
     }
 
+    /// recoverLease (`DistributedFileSystem.recoverLease`): true once the file is closed;
+    /// false while its last block is still being recovered (ask again).
+    pub async fn recover_lease(&self, path: &str) -> Result<bool> {
+        let req = RecoverLeaseRequestProto {
+            src: path.into(),
+            client_name: self.inner.client_name.clone(),
+        };
+        let r: RecoverLeaseResponseProto = self.call("recoverLease", &req).await?;
+        Ok(r.result)
+    }
+
     pub async fn mkdirs(&self, path: &str, perm: u16, create_parent: bool) -> Result<bool> {
         let req = MkdirsRequestProto {
             src: path.into(),

@@ -65,6 +65,9 @@ pub struct DnConfig {
     pub reads: readserver::ReadConfig,
     /// The user the DataNode talks to the NameNode as.
     pub user: String,
+    /// `ipc.client.rpc-timeout.ms`, for calls to the NameNode (Hadoop's default of 0
+    /// leaves it to pings, which give up after about two minutes).
+    pub rpc_timeout: Duration,
 }
 
 impl DnConfig {
@@ -81,6 +84,7 @@ impl DnConfig {
             xceiver: XceiverConfig::default(),
             reads: readserver::ReadConfig::default(),
             user: std::env::var("USER").unwrap_or_else(|_| "root".into()),
+            rpc_timeout: Duration::from_secs(120),
         }
     }
 
@@ -141,6 +145,12 @@ impl DnConfig {
                             .parse()
                             .map_err(|_| format!("bad address {v:?} for {k}"))?,
                     )
+                }
+                "ipc.client.rpc-timeout.ms" => {
+                    let ms = num()?;
+                    if ms > 0 {
+                        self.rpc_timeout = Duration::from_millis(ms)
+                    }
                 }
                 "dfs.data.transfer.max.packet.size" => self.xceiver.max_packet = num()? as usize,
                 "dfs.blocksize" => {
@@ -277,7 +287,7 @@ impl DataNode {
             info_port: http_addr.map_or(0, |a| u32::from(a.port())),
             ipc_port: ipc_addr.port() as u32,
         };
-        let link = NnLink::new(dial, cfg.namenode, &cfg.user, &ns, &me);
+        let link = NnLink::new(dial, cfg.rpc_timeout, cfg.namenode, &cfg.user, &ns, &me);
         let x = Arc::new(Xceiver {
             ds: ds.clone(),
             link: link.clone(),

@@ -35,6 +35,11 @@ struct Ibr {
 
 pub struct NnLink {
     addr: SocketAddr,
+    /// How long a call may go unanswered before its connection is dropped and made
+    /// again: a NameNode that lost power sends no reset, and without a limit a DataNode
+    /// would wait on the dead connection for ever (Hadoop's IPC client pings and times
+    /// out for the same reason).
+    rpc_timeout: Duration,
     /// How this node connects out: to the NameNode, and to other DataNodes.
     dial: Arc<dyn Dial>,
     user: String,
@@ -92,6 +97,7 @@ pub async fn handshake(
 impl NnLink {
     pub fn new(
         dial: Arc<dyn Dial>,
+        rpc_timeout: Duration,
         addr: SocketAddr,
         user: &str,
         ns: &NamespaceInfoProto,
@@ -119,6 +125,7 @@ impl NnLink {
         };
         Arc::new(NnLink {
             addr,
+            rpc_timeout,
             dial,
             user: user.to_string(),
             client: tokio::sync::Mutex::new(None),
@@ -143,18 +150,31 @@ impl NnLink {
         req: &Req,
     ) -> Result<Resp, ClientError> {
         for attempt in 0..2 {
-            let c = {
-                let mut guard = self.client.lock().await;
-                match guard.as_ref() {
-                    Some(c) => c.clone(),
-                    None => {
-                        let c = Arc::new(connect(&*self.dial, self.addr, &self.user).await?);
-                        *guard = Some(c.clone());
-                        c
+            let answer = tokio::time::timeout(self.rpc_timeout, async {
+                let c = {
+                    let mut guard = self.client.lock().await;
+                    match guard.as_ref() {
+                        Some(c) => c.clone(),
+                        None => {
+                            let c = Arc::new(connect(&*self.dial, self.addr, &self.user).await?);
+                            *guard = Some(c.clone());
+                            c
+                        }
                     }
-                }
-            };
-            match c.call(method, req).await {
+                };
+                c.call(method, req).await
+            })
+            .await
+            .unwrap_or_else(|_| {
+                Err(ClientError::Io(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!(
+                        "{method}: no answer from the NameNode in {:?}",
+                        self.rpc_timeout
+                    ),
+                )))
+            });
+            match answer {
                 Err(e @ (ClientError::Io(_) | ClientError::Closed)) => {
                     *self.client.lock().await = None;
                     if attempt == 1 {

@@ -1002,7 +1002,7 @@ fn replaying_appends_truncates_and_concats_rebuilds_the_same_namespace() {
 fn complete_blocks_leave_out_the_last_block_of_each_open_file() {
     use super::blocks::{NewBlock, Previous};
     let mut h = Harness::new();
-    let mut add = |h: &mut Harness, path: &str, prev: Option<Previous>| {
+    let add = |h: &mut Harness, path: &str, prev: Option<Previous>| {
         let (nb, planned) = h.ns.plan_add_block(path, "cli", 0, prev).unwrap();
         h.commit(planned);
         let NewBlock::Fresh(p) = nb else { panic!() };

@@ -13,7 +13,9 @@
 //! replay it.
 
 pub mod client;
+pub mod datanode;
 pub mod disk;
+pub mod file_client;
 pub mod model;
 pub mod namenode;
 pub mod net;

@@ -21,6 +21,15 @@ struct Args {
     /// Operations per client.
     #[arg(long, default_value_t = 40)]
     ops: usize,
+    /// DataNode hosts (0: a NameNode-only run).
+    #[arg(long, default_value_t = 0)]
+    datanodes: usize,
+    /// Clients writing, hflushing, appending and reading files through the DataNodes.
+    #[arg(long, default_value_t = 0)]
+    writers: usize,
+    /// Operations per file client.
+    #[arg(long, default_value_t = 25)]
+    writer_ops: usize,
     /// Runs without faults (only the model's checks).
     #[arg(long)]
     no_faults: bool,
@@ -35,6 +44,9 @@ fn main() {
     let opts = Options {
         clients: args.clients,
         ops_per_client: args.ops,
+        datanodes: args.datanodes,
+        file_clients: args.writers,
+        ops_per_file_client: args.writer_ops,
         faults: !args.no_faults,
         retry_calls: !args.no_retry,
         echo: args.seed.is_some(),
@@ -47,7 +59,7 @@ fn main() {
         for line in &r.trace {
             println!("{line}");
         }
-        report(&r);
+        report(&r, &opts);
         std::process::exit(if r.findings.is_empty() { 0 } else { 1 });
     }
     let first = args.first.unwrap_or_else(ferrite_sim::run::time_seed);
@@ -56,7 +68,7 @@ fn main() {
         let r = run_seed(seed, &opts);
         if !r.findings.is_empty() {
             failed += 1;
-            report(&r);
+            report(&r, &opts);
         }
     }
     println!(
@@ -67,7 +79,7 @@ fn main() {
     std::process::exit(if failed == 0 { 0 } else { 1 });
 }
 
-fn report(r: &ferrite_sim::Report) {
+fn report(r: &ferrite_sim::Report, opts: &Options) {
     println!(
         "seed {}: {} crashes, {} partitions, {} disk faults, {:?} simulated",
         r.seed, r.crashes, r.partitions, r.disk_faults, r.simulated
@@ -76,6 +88,6 @@ fn report(r: &ferrite_sim::Report) {
         println!("  FOUND {f}");
     }
     if !r.findings.is_empty() {
-        println!("  replay: {}", replay_hint(r.seed));
+        println!("  replay: {}", replay_hint(r.seed, opts));
     }
 }

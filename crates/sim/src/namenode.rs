@@ -63,20 +63,32 @@ pub async fn run(disk: Arc<Disk>, seed: u64, life: u64) -> turmoil::Result {
         cfg,
         SUPERUSER.into(),
         GroupMapping::parse("", "", ""),
-        Identity::generate(seed, now),
+        // Kept across lives, as the name directory's VERSION file keeps it: DataNodes
+        // refuse a NameNode of another cluster.
+        Identity::generate(seed, 0),
         storage,
     ));
-    let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PORT)).await?;
-    let _nn = NameNode::serve(state, SimListener(listener), CancellationToken::new())?;
+    let listener = SimListener::bind(turmoil::lookup("nn"), PORT).await?;
+    let _nn = NameNode::serve(state, listener, CancellationToken::new())?;
     std::future::pending::<()>().await;
     Ok(())
 }
 
-/// HDFS's defaults, less what needs a real disk (images, the summary's files, trash).
+/// HDFS's defaults, less what needs a real disk (images, the summary's files, trash),
+/// with DataNode timings shortened so that runs stay short: heartbeats every second, a
+/// silent node dead after 20 s, replication work every second, a 1 s safe-mode
+/// extension. Blocks as small as the simulated writers use; no block tokens (the
+/// DataNodes' token clock is the host's, not the simulated one).
 fn config() -> Config {
     Config {
         summary_enabled: false,
         trash_interval_min: 0,
+        min_block_size: 512,
+        heartbeat_interval_sec: 1,
+        heartbeat_recheck_ms: 5_000,
+        replication_interval_sec: 1,
+        safemode_extension_ms: 1_000,
+        block_tokens: false,
         ..Config::default()
     }
 }

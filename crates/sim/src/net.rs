@@ -10,8 +10,24 @@ use std::task::{Context, Poll};
 use ferrite_ipc::net::{Conn, Dial, DialFuture, Dialed, Listen, WriteHalf};
 use tokio::io::AsyncWrite;
 
-/// A simulated host's listening socket.
-pub struct SimListener(pub turmoil::net::TcpListener);
+/// A simulated host's listening socket. turmoil binds the unspecified address only, so
+/// the listener also knows the host's own address, for servers that advertise theirs
+/// (a DataNode registers its address with the NameNode).
+pub struct SimListener {
+    inner: turmoil::net::TcpListener,
+    addr: SocketAddr,
+}
+
+impl SimListener {
+    /// Listens on `port` of host `me`.
+    pub async fn bind(me: std::net::IpAddr, port: u16) -> io::Result<SimListener> {
+        let inner = turmoil::net::TcpListener::bind(("0.0.0.0", port)).await?;
+        Ok(SimListener {
+            inner,
+            addr: SocketAddr::new(me, port),
+        })
+    }
+}
 
 /// One simulated TCP stream.
 pub struct SimConn(pub turmoil::net::TcpStream);
@@ -38,12 +54,12 @@ impl Listen for SimListener {
     type Conn = SimConn;
 
     async fn accept(&self) -> io::Result<(SimConn, SocketAddr)> {
-        let (s, peer) = self.0.accept().await?;
+        let (s, peer) = self.inner.accept().await?;
         Ok((SimConn(s), peer))
     }
 
     fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.0.local_addr()
+        Ok(self.addr)
     }
 }
 

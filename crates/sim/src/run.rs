@@ -1,5 +1,5 @@
-//! One simulated run: a NameNode host, clients, and a fault schedule drawn from the seed,
-//! stepped a millisecond at a time until every client has checked its directory.
+//! One simulated run: a NameNode host, DataNode hosts, clients, and a fault schedule drawn
+//! from the seed, stepped a millisecond at a time until every client has checked its work.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -9,14 +9,22 @@ use parking_lot::Mutex;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use ferrite_datanode::storage::memory_files::MemoryFiles;
+
 use crate::client::{Client, Findings};
 use crate::disk::{Disk, Health};
+use crate::file_client::{EndGate, FileClient};
 
 /// What a run is made of.
 #[derive(Clone, Debug)]
 pub struct Options {
     pub clients: usize,
     pub ops_per_client: usize,
+    /// DataNode hosts, and clients that write, hflush, append and read files through
+    /// them (none: a NameNode-only run).
+    pub datanodes: usize,
+    pub file_clients: usize,
+    pub ops_per_file_client: usize,
     /// Crashes, partitions, slow and failing disks; off, the run only checks the model.
     pub faults: bool,
     /// Clients send a call whose answer was lost again with the same callId, as an HA
@@ -31,6 +39,9 @@ impl Default for Options {
         Options {
             clients: 3,
             ops_per_client: 40,
+            datanodes: 0,
+            file_clients: 0,
+            ops_per_file_client: 25,
             faults: true,
             retry_calls: true,
             echo: false,
@@ -60,14 +71,30 @@ fn sim_now_ms() -> i64 {
     since.as_millis() as i64
 }
 
-/// How often (in one-millisecond steps) the schedule may start a fault.
-const FAULT_EVERY: u64 = 40;
+/// How often (in one-millisecond steps) the schedule may start a fault: NameNode-only runs
+/// are short; with DataNodes, a fault every few hundred milliseconds would leave the
+/// cluster no time to register, report and recover between them.
+fn fault_every(opts: &Options) -> u64 {
+    if opts.datanodes > 0 {
+        1_000
+    } else {
+        40
+    }
+}
+/// How often the kernel writes DataNodes' dirty pages back (Linux's
+/// `dirty_expire_centisecs` is 30 s).
+const WRITEBACK_EVERY: u64 = 30_000;
+/// The least time between a DataNode's restart and the next DataNode crash: longer than
+/// writeback, so one power cut never meets another node's unwritten replicas. (HDFS loses
+/// data too when every node holding a block loses power within that window.)
+const DN_CRASH_SPACING: u64 = 35_000;
 
 /// Faults waiting to be undone, by the step they end at.
 enum Pending {
     Bounce,
-    Repair(String),
-    Release(String),
+    BounceDn(usize),
+    Repair(String, String),
+    Release(String, String),
     DiskGood,
 }
 
@@ -91,8 +118,23 @@ pub fn run_seed(seed: u64, opts: &Options) -> Report {
             crate::namenode::run(disk.clone(), seed, life)
         });
     }
+    let dn_disks: Vec<Arc<MemoryFiles>> = (0..opts.datanodes)
+        .map(|_| crate::datanode::disk())
+        .collect();
+    for (i, d) in dn_disks.iter().enumerate() {
+        let d = d.clone();
+        sim.host(crate::datanode::host(i), move || {
+            crate::datanode::run(i, d.clone())
+        });
+    }
     let findings: Findings = Arc::new(Mutex::new(Vec::new()));
     let trace = Arc::new(Mutex::new(Vec::new()));
+    let gate = EndGate::default();
+    for id in 0..opts.file_clients {
+        let mut c = FileClient::new(id, seed, findings.clone(), trace.clone(), gate.clone());
+        c.echo = opts.echo;
+        sim.client(format!("w{id}"), c.run(opts.ops_per_file_client));
+    }
     for id in 0..opts.clients {
         let mut c = Client::new(id, seed, findings.clone(), trace.clone());
         c.retry_calls = opts.retry_calls;
@@ -107,6 +149,7 @@ pub fn run_seed(seed: u64, opts: &Options) -> Report {
     let mut rng = SmallRng::seed_from_u64(seed ^ 0x5eed_fa17);
     let mut pending: Vec<(u64, Pending)> = Vec::new();
     let mut step = 0u64;
+    let mut dn_restarted_at = 0u64;
     loop {
         match sim.step() {
             Ok(true) => break,
@@ -117,7 +160,25 @@ pub fn run_seed(seed: u64, opts: &Options) -> Report {
             }
         }
         step += 1;
+        let healing = opts.file_clients > 0
+            && gate.waiting.load(Ordering::SeqCst) == opts.file_clients
+            && !gate.healed.load(Ordering::SeqCst);
+        if healing {
+            // The file clients are done: every fault ends now, for their final checks.
+            undo_due(&mut sim, &disk, &mut pending, u64::MAX, &trace);
+            disk.set_health(Health::Good);
+            gate.healed.store(true, Ordering::SeqCst);
+        }
         undo_due(&mut sim, &disk, &mut pending, step, &trace);
+        if pending
+            .iter()
+            .any(|(at, p)| matches!(p, Pending::BounceDn(_)) && *at == step)
+        {
+            dn_restarted_at = step;
+        }
+        if step.is_multiple_of(WRITEBACK_EVERY) {
+            dn_disks.iter().for_each(|d| d.write_back());
+        }
         if disk.failed() && !pending.iter().any(|(_, p)| matches!(p, Pending::Bounce)) {
             // A failed journal stops the NameNode; an operator replaces the disk.
             crash(&mut sim, &disk, &mut rng, &trace);
@@ -125,10 +186,15 @@ pub fn run_seed(seed: u64, opts: &Options) -> Report {
             pending.push((step + 500, Pending::Bounce));
             report.crashes += 1;
         }
-        if opts.faults && step.is_multiple_of(FAULT_EVERY) {
+        if opts.faults
+            && !gate.healed.load(Ordering::SeqCst)
+            && step.is_multiple_of(fault_every(opts))
+        {
             let mut at = Injection {
                 sim: &mut sim,
                 disk: &disk,
+                dn_disks: &dn_disks,
+                dn_restarted_at,
                 rng: &mut rng,
                 pending: &mut pending,
                 trace: &trace,
@@ -156,6 +222,9 @@ type Trace = Arc<Mutex<Vec<String>>>;
 struct Injection<'a, 'b> {
     sim: &'a mut turmoil::Sim<'b>,
     disk: &'a Disk,
+    dn_disks: &'a [Arc<MemoryFiles>],
+    /// The step the last DataNode came back at.
+    dn_restarted_at: u64,
     rng: &'a mut SmallRng,
     pending: &'a mut Vec<(u64, Pending)>,
     trace: &'a Trace,
@@ -176,11 +245,10 @@ impl Injection<'_, '_> {
                 self.pending.push((at, Pending::Bounce));
                 report.crashes += 1;
             }
-            6..=11 => {
+            6..=11 if opts.clients > 0 => {
                 let c = format!("c{}", self.rng.random_range(0..opts.clients));
-                self.sim.partition(c.as_str(), "nn");
                 let at = step + self.rng.random_range(100..8_000);
-                self.pending.push((at, Pending::Repair(c)));
+                self.partition(c, "nn".into(), at);
                 report.partitions += 1;
             }
             12..=14 if disk.health() == Health::Good => {
@@ -196,15 +264,58 @@ impl Injection<'_, '_> {
             }
             // Messages held on a link and then delivered late, but within a call's
             // timeout: a client that gave up on a call must not see it land afterwards.
-            16..=19 => {
+            16..=19 if opts.clients > 0 => {
                 let c = format!("c{}", self.rng.random_range(0..opts.clients));
                 self.sim.hold(c.as_str(), "nn");
                 let at = step + self.rng.random_range(10..3_000);
-                self.pending.push((at, Pending::Release(c)));
+                self.pending.push((at, Pending::Release(c, "nn".into())));
+                report.partitions += 1;
+            }
+            roll @ 20..=29 if opts.datanodes > 0 => self.inject_dn(roll, step, opts, report),
+            _ => {}
+        }
+    }
+
+    /// DataNode faults: a power cut and restart of one node at a time, a writer cut off
+    /// from a node (its pipeline recovers around it), a node cut off from the NameNode
+    /// (long enough, and it is declared dead and its blocks copied elsewhere).
+    fn inject_dn(&mut self, roll: u32, step: u64, opts: &Options, report: &mut Report) {
+        let dn = self.rng.random_range(0..opts.datanodes);
+        let name = crate::datanode::host(dn);
+        let dn_down = self
+            .pending
+            .iter()
+            .any(|(_, p)| matches!(p, Pending::BounceDn(_)));
+        match roll {
+            20..=22 if !dn_down && step >= self.dn_restarted_at + DN_CRASH_SPACING => {
+                self.sim.crash(name.as_str());
+                let rng = &mut *self.rng;
+                self.dn_disks[dn].crash(&mut |n| if n == 0 { 0 } else { rng.random_range(0..=n) });
+                self.trace
+                    .lock()
+                    .push(format!("{name} crashed at {:?}", self.sim.elapsed()));
+                let at = step + self.rng.random_range(1_000..30_000);
+                self.pending.push((at, Pending::BounceDn(dn)));
+                report.crashes += 1;
+            }
+            23..=26 if opts.file_clients > 0 => {
+                let w = format!("w{}", self.rng.random_range(0..opts.file_clients));
+                let at = step + self.rng.random_range(100..8_000);
+                self.partition(w, name, at);
+                report.partitions += 1;
+            }
+            27..=29 => {
+                let at = step + self.rng.random_range(100..40_000);
+                self.partition(name, "nn".into(), at);
                 report.partitions += 1;
             }
             _ => {}
         }
+    }
+
+    fn partition(&mut self, a: String, b: String, until: u64) {
+        self.sim.partition(a.as_str(), b.as_str());
+        self.pending.push((until, Pending::Repair(a, b)));
     }
 }
 
@@ -227,8 +338,15 @@ fn undo_due(
                     .lock()
                     .push(format!("nn restarted at {:?}", sim.elapsed()));
             }
-            Pending::Repair(c) => sim.repair(c.as_str(), "nn"),
-            Pending::Release(c) => sim.release(c.as_str(), "nn"),
+            Pending::BounceDn(i) => {
+                let name = crate::datanode::host(i);
+                sim.bounce(name.as_str());
+                trace
+                    .lock()
+                    .push(format!("{name} restarted at {:?}", sim.elapsed()));
+            }
+            Pending::Repair(a, b) => sim.repair(a.as_str(), b.as_str()),
+            Pending::Release(a, b) => sim.release(a.as_str(), b.as_str()),
             Pending::DiskGood => {
                 if disk.health() != Health::Failing {
                     disk.set_health(Health::Good)
@@ -238,9 +356,33 @@ fn undo_due(
     }
 }
 
-/// A seed's replay command, for a failure's message.
-pub fn replay_hint(seed: u64) -> String {
-    format!("cargo run -p ferrite-sim -- --seed {seed}")
+/// A seed's replay command, for a failure's message: with the options that differ from
+/// the defaults, so the replay is the same run.
+pub fn replay_hint(seed: u64, opts: &Options) -> String {
+    let d = Options::default();
+    let mut cmd = format!("cargo run -p ferrite-sim -- --seed {seed}");
+    for (flag, v, default) in [
+        ("--clients", opts.clients, d.clients),
+        ("--ops", opts.ops_per_client, d.ops_per_client),
+        ("--datanodes", opts.datanodes, d.datanodes),
+        ("--writers", opts.file_clients, d.file_clients),
+        (
+            "--writer-ops",
+            opts.ops_per_file_client,
+            d.ops_per_file_client,
+        ),
+    ] {
+        if v != default {
+            cmd += &format!(" {flag} {v}");
+        }
+    }
+    if !opts.faults {
+        cmd += " --no-faults";
+    }
+    if !opts.retry_calls {
+        cmd += " --no-retry";
+    }
+    cmd
 }
 
 /// Wall-clock seconds since the epoch, for a default first seed.

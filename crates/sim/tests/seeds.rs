@@ -19,7 +19,7 @@ fn every_seed_keeps_every_acknowledged_operation() {
         if !r.findings.is_empty() {
             failures.push(format!(
                 "seed {seed} ({}):\n  {}",
-                replay_hint(seed),
+                replay_hint(seed, &opts),
                 r.findings.join("\n  ")
             ));
         }

@@ -4,7 +4,7 @@
 //! map without copying a node per block.
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use ferrite_blocktoken::{Modes, Token};
 
@@ -123,13 +123,13 @@ enum Located<S> {
     Touch(String),
 }
 
-/// A per-process counter that varies placement and reader order between calls.
-pub(super) fn seed() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(0x9e37_79b9_7f4a_7c15);
-    NEXT.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed)
-}
-
 impl NameNodeService {
+    /// A counter that varies placement and reader order between calls.
+    pub(super) fn seed(&self) -> u64 {
+        const STEP: u64 = 0x9e37_79b9_7f4a_7c15;
+        self.placement_seed.fetch_add(STEP, Ordering::Relaxed) + STEP
+    }
+
     /// The readable replicas of a block, closest to `reader_ip` first (ties broken by
     /// `seed`), into `locs`.
     fn reader_locations(
@@ -243,7 +243,7 @@ impl NameNodeService {
         let last_id = range.last.map(|l| l.block.id);
         // One draw per call (an atomic add); each block mixes in its id, so equal replicas
         // still come in different orders from block to block.
-        let call_seed = seed();
+        let call_seed = self.seed();
         for (i, p) in placed.iter().enumerate() {
             let is_last = last_id.is_some() && i + 1 == placed.len();
             let p = if range.under_construction && Some(p.block.id) == last_id {
@@ -275,7 +275,7 @@ impl NameNodeService {
             } else {
                 *p
             };
-            self.reader_locations(mgr, p.block.id, reader_ip, now, seed(), &mut locs);
+            self.reader_locations(mgr, p.block.id, reader_ip, now, self.seed(), &mut locs);
             LocatedBlock::new(&p, &mgr.reg, &locs)
         };
         let last_id = range.last.map(|l| l.block.id);

@@ -141,6 +141,10 @@ pub struct NameNodeService {
     satisfier: Mutex<crate::satisfier::Satisfier>,
     /// The replayed journal's at-most-once calls, until the IPC front end takes them.
     retried: Mutex<retried::RetriedCalls>,
+    /// Varies placement and reader order between calls (see `locations::seed`). Kept per
+    /// NameNode, not per process, so that a NameNode started the same way decides the
+    /// same way (the simulator runs many in one process, one after another).
+    placement_seed: AtomicU64,
 }
 
 pub struct Storage {
@@ -242,6 +246,7 @@ impl NameNodeService {
             summary,
             satisfier: Mutex::new(Default::default()),
             retried: Mutex::new(storage.retried),
+            placement_seed: AtomicU64::new(0),
         }
     }
 

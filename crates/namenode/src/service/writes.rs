@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use ferrite_blocktoken::Modes;
 
 use super::lease_recovery::Outcome;
-use super::locations::{seed, LocatedBlock};
+use super::locations::LocatedBlock;
 use super::{Admitted, NameNodeService, Operation};
 use crate::blocks::placement::{choose_targets, PlacementRequest};
 use crate::blocks::registry::{Liveness, NodeIx};
@@ -119,7 +119,7 @@ impl NameNodeService {
                     now_ms: now,
                     stale_ms: self.cfg.stale_interval_ms,
                     dead_ms: self.cfg.dead_interval_ms(),
-                    seed: seed(),
+                    seed: self.seed(),
                 },
             );
             if targets.len() < min.max(1) {
@@ -237,7 +237,7 @@ impl NameNodeService {
                 now_ms: now_ms(),
                 stale_ms: self.cfg.stale_interval_ms,
                 dead_ms: self.cfg.dead_interval_ms(),
-                seed: seed(),
+                seed: self.seed(),
             },
         );
         // As HDFS: fewer (even no) new nodes is an answer, not an error; the client decides
