@@ -364,6 +364,10 @@ impl BlockManager {
         out: &mut ReportOutcome,
     ) {
         match expect(r.id) {
+            // An unfinished replica of a complete block, of its stamp: a report that crossed
+            // the pipeline's close, or a copy still arriving. As HDFS (HDFS-2791), it is
+            // neither a location to read from nor deleted; the finished replica will come.
+            Some(e) if e.complete && r.gs == e.gs && r.state != ReplicaState::Finalized => {}
             Some(e) if replica_matches(r, &e) => {
                 self.add_replica(
                     r.id,
@@ -617,6 +621,28 @@ mod tests {
         assert_eq!(out.forgotten, 1);
         assert_eq!(m.safe_blocks(), 0);
         assert!(m.entry(1).is_none());
+    }
+
+    #[test]
+    fn an_unfinished_replica_of_a_complete_block_is_not_a_location() {
+        let mut m = mgr(2);
+        let expect = |_| {
+            Some(Expected {
+                gs: 10,
+                len: 100,
+                complete: true,
+            })
+        };
+        let arriving = Reported {
+            state: ReplicaState::Unfinished,
+            ..rep(1, 10, 0)
+        };
+        let out = m.full_report(0, 0, &[arriving], expect);
+        assert_eq!((out.accepted, out.invalidated), (0, 0));
+        assert!(m.entry(1).is_none());
+        // Its finished replica, when it comes, is.
+        m.full_report(0, 0, &[rep(1, 10, 100)], expect);
+        assert_eq!(m.finalized_replicas(1), 1);
     }
 
     fn ctx(now: i64) -> ReplicationCtx {

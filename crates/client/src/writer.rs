@@ -68,21 +68,52 @@ impl FileWriter {
     ) -> Result<Self> {
         let mut w = FileWriter::new(fs, path, file_id, block_size);
         w.written = len;
-        if let Some(lb) = last {
+        if let Some(mut lb) = last {
             let in_block = lb.b.num_bytes.unwrap_or(0);
-            // As hdfs-native appends: the block's own stamp, no updateBlockForPipeline.
+            // As Java's client appends: a new generation stamp first, so that a replica
+            // left out of this pipeline keeps the old stamp and is known to be stale.
+            let old = lb.b.clone();
+            let gs = w.new_stamp(&mut lb).await?;
             let setup = Setup {
                 stage: Stage::PipelineSetupAppend,
                 acked: in_block,
                 sent: in_block,
-                gs: lb.b.generation_stamp,
+                gs,
             };
             let bw = BlockWriter::open(&*w.fs.dial, &lb, &w.fs.client_name, w.checksum, setup)
                 .await
                 .map_err(|f| f.error)?;
+            lb.b.generation_stamp = gs;
+            w.update_pipeline(old, &lb).await?;
             w.block = Some((bw, lb));
         }
         Ok(w)
+    }
+
+    /// updateBlockForPipeline: a new generation stamp for the block being written, and
+    /// the token that goes with it.
+    async fn new_stamp(&self, lb: &mut LocatedBlockProto) -> Result<u64> {
+        let req = UpdateBlockForPipelineRequestProto {
+            block: lb.b.clone(),
+            client_name: self.fs.client_name.clone(),
+        };
+        let ub: UpdateBlockForPipelineResponseProto =
+            self.fs.nn.call("updateBlockForPipeline", &req).await?;
+        lb.block_token = ub.block.block_token;
+        Ok(ub.block.b.generation_stamp)
+    }
+
+    /// updatePipeline: the NameNode learns the block's new stamp and its pipeline.
+    async fn update_pipeline(&self, old: ExtendedBlockProto, lb: &LocatedBlockProto) -> Result<()> {
+        let req = UpdatePipelineRequestProto {
+            client_name: self.fs.client_name.clone(),
+            old_block: old,
+            new_block: lb.b.clone(),
+            new_nodes: lb.locs.iter().map(|d| d.id.clone()).collect(),
+            storage_i_ds: lb.storage_i_ds.clone(),
+        };
+        let _: UpdatePipelineResponseProto = self.fs.nn.call("updatePipeline", &req).await?;
+        Ok(())
     }
 
     pub fn bytes_written(&self) -> u64 {
@@ -264,14 +295,7 @@ impl FileWriter {
             ] {
                 v.remove_at(i);
             }
-            let req = UpdateBlockForPipelineRequestProto {
-                block: lb.b.clone(),
-                client_name: self.fs.client_name.clone(),
-            };
-            let ub: UpdateBlockForPipelineResponseProto =
-                self.fs.nn.call("updateBlockForPipeline", &req).await?;
-            let gs = ub.block.b.generation_stamp;
-            lb.block_token = ub.block.block_token;
+            let gs = self.new_stamp(&mut lb).await?;
             let closing = packets.last().is_some_and(|p| p.last);
             let setup = Setup {
                 stage: if closing {
@@ -307,14 +331,7 @@ impl FileWriter {
             let old = lb.b.clone();
             lb.b.generation_stamp = gs;
             lb.b.num_bytes = Some(acked);
-            let req = UpdatePipelineRequestProto {
-                client_name: self.fs.client_name.clone(),
-                old_block: old,
-                new_block: lb.b.clone(),
-                new_nodes: lb.locs.iter().map(|d| d.id.clone()).collect(),
-                storage_i_ds: lb.storage_i_ds.clone(),
-            };
-            let _: UpdatePipelineResponseProto = self.fs.nn.call("updatePipeline", &req).await?;
+            self.update_pipeline(old, &lb).await?;
             self.block = Some((bw, lb));
             return Ok(());
         }

@@ -181,9 +181,12 @@ impl Namespace {
         ))
     }
 
-    /// Plans updateBlockForPipeline: the block `client_name` is writing (`block`, as the
-    /// client names it, in block pool `pool`) gets a new generation stamp. Returns the
-    /// block as it will be, and where it starts.
+    /// Plans updateBlockForPipeline: a new generation stamp for the block `client_name` is
+    /// writing (`block`, as the client names it, in block pool `pool`). Returns the block as
+    /// the new pipeline will write it, and where it starts. Only the stamp is handed out
+    /// (journaled, so none is given twice); the block keeps the stamp its replicas have
+    /// until updatePipeline confirms the new one, as in HDFS, so a writer that dies between
+    /// the two leaves a block that lease recovery finds its replicas for.
     pub fn plan_bump_gs(
         &self,
         pool: &str,
@@ -197,38 +200,43 @@ impl Namespace {
             block: Block { gs, ..last },
             offset: self.length_with_last(slot, 0),
         };
-        let path = self.path_of(slot);
-        Ok((
-            placed,
-            vec![Op::BumpGenerationStamp {
-                path,
-                id: block.id,
-                gs,
-            }],
-        ))
+        Ok((placed, vec![Op::SetGenerationStamp { gs }]))
     }
 
-    /// Checks updatePipeline: `old` (as the client names it) must be the block the client
-    /// is writing, and its new generation stamp the one updateBlockForPipeline handed out.
-    pub fn check_update_pipeline(
+    /// Plans updatePipeline: `old` (as the client names it) must be the block the client
+    /// is writing, and `gs` a stamp updateBlockForPipeline handed out since; the block
+    /// takes it. The same call again (a retry) changes nothing.
+    pub fn plan_update_pipeline(
         &self,
         pool: &str,
         client_name: &str,
         old: Block,
         gs: u64,
-    ) -> Result<(), FsError> {
+    ) -> Result<((), Vec<Op>), FsError> {
         let slot = self.check_uc_block(pool, old, client_name)?;
-        match self.last_block(slot) {
-            Some(b) if b.gs == gs => Ok(()),
-            Some(b) => Err(FsError::Io(format!(
-                "updatePipeline of blk_{}_{gs}: the file is writing blk_{}_{}",
-                old.id, b.id, b.gs
-            ))),
-            None => Err(FsError::Io(format!(
+        let Some(b) = self.last_block(slot) else {
+            return Err(FsError::Io(format!(
                 "updatePipeline of blk_{}: no block",
                 old.id
-            ))),
+            )));
+        };
+        if b.gs == gs {
+            return Ok(((), Vec::new()));
         }
+        if gs < b.gs || gs >= self.next_gs() {
+            return Err(FsError::Io(format!(
+                "updatePipeline of blk_{}_{gs}: the file is writing blk_{}_{}, and stamp {gs} was not handed out for it",
+                old.id, b.id, b.gs
+            )));
+        }
+        Ok((
+            (),
+            vec![Op::BumpGenerationStamp {
+                path: self.path_of(slot),
+                id: b.id,
+                gs,
+            }],
+        ))
     }
 
     /// The length the file has once its last block holds `last_len` bytes.
@@ -396,14 +404,31 @@ mod tests {
         let NewBlock::Fresh(b1) = add(&mut ns, None) else {
             panic!()
         };
+        let last_gs = |ns: &Namespace| {
+            let slot = ns.block_file(b1.block.id).unwrap();
+            ns.last_block(slot).unwrap().gs
+        };
         let (p, ops) = ns.plan_bump_gs("BP", b1.block, "c").unwrap();
         assert!(p.block.gs > b1.block.gs);
         ns.apply(&ops[0]).unwrap();
+        // Handed out, not yet the block's: a writer that dies now leaves the block at the
+        // stamp its replicas have.
+        assert_eq!(last_gs(&ns), b1.block.gs);
+        // A stamp never handed out is refused; the one handed out is taken, once.
         assert!(ns
-            .check_update_pipeline("BP", "c", b1.block, p.block.gs)
-            .is_ok());
+            .plan_update_pipeline("BP", "c", b1.block, p.block.gs + 1)
+            .is_err());
+        let ((), ops) = ns
+            .plan_update_pipeline("BP", "c", b1.block, p.block.gs)
+            .unwrap();
+        ns.apply(&ops[0]).unwrap();
+        assert_eq!(last_gs(&ns), p.block.gs);
+        let ((), again) = ns
+            .plan_update_pipeline("BP", "c", b1.block, p.block.gs)
+            .unwrap();
+        assert!(again.is_empty());
         assert!(ns
-            .check_update_pipeline("BP", "c", b1.block, b1.block.gs)
+            .plan_update_pipeline("BP", "c", b1.block, b1.block.gs)
             .is_err());
         let e = ns.plan_bump_gs("BP", b1.block, "intruder").unwrap_err();
         assert!(matches!(e, FsError::LeaseExpired(_)), "{e}");

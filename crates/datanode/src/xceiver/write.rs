@@ -210,6 +210,7 @@ pub async fn serve(
     };
     let outcome = rx.run(&mut packets).await;
     let written = rx.written;
+    let rx_storage = rx.storage_uuid.clone();
     if let Some(up) = rx.up.as_mut() {
         let _ = up.shutdown().await;
     }
@@ -235,6 +236,20 @@ pub async fn serve(
             ..Default::default()
         };
         let _ = write_delimited(up, &resp).await;
+    }
+    if !from_client && stage == Stage::PipelineSetupCreate && !matches!(outcome, Ok(true)) {
+        // A replication copy that did not finish is of no use to anyone (HDFS keeps such
+        // copies as temporary replicas for the same reason): it goes, and the NameNode,
+        // told it was being received, hears that it is gone.
+        if matches!(
+            x.ds.off_thread(move |ds| ds.invalidate(id, gs)).await,
+            Ok(true)
+        ) {
+            drop(
+                x.link
+                    .report_block(&rx_storage, id, gs, 0, BlockStatus::Deleted),
+            );
+        }
     }
     match outcome {
         Ok(true) => debug!(block = id, bytes = written, ?stage, "replica received"),

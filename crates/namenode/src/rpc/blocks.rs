@@ -94,7 +94,8 @@ pub async fn update_pipeline(
         block_of(&req.old_block),
         block_of(&req.new_block),
         &nodes,
-    )?;
+    )
+    .await?;
     Ok(UpdatePipelineResponseProto {})
 }
 

@@ -127,15 +127,21 @@ impl NameNodeService {
     /// A counter that varies placement and reader order between calls.
     pub(super) fn seed(&self) -> u64 {
         const STEP: u64 = 0x9e37_79b9_7f4a_7c15;
-        self.placement_seed.fetch_add(STEP, Ordering::Relaxed) + STEP
+        self.placement_seed
+            .fetch_add(STEP, Ordering::Relaxed)
+            .wrapping_add(STEP)
     }
 
     /// The readable replicas of a block, closest to `reader_ip` first (ties broken by
-    /// `seed`), into `locs`.
+    /// `seed`), into `locs`. Of a block being written, every replica; of a complete one,
+    /// the finished ones only: a replica its DataNode has not finished since the block was
+    /// last written (a node left out of an append's pipeline keeps the shorter old bytes)
+    /// is not the block.
     fn reader_locations(
         &self,
         mgr: &BlockManager,
         id: u64,
+        being_written: bool,
         reader_ip: &str,
         now: i64,
         seed: u64,
@@ -149,6 +155,7 @@ impl NameNodeService {
                     .iter()
                     .filter(|r| {
                         !r.corrupt
+                            && (being_written || r.finalized)
                             && mgr.reg.get(r.node).liveness(now, u64::MAX, dead_ms)
                                 != Liveness::Dead
                     })
@@ -246,13 +253,22 @@ impl NameNodeService {
         let call_seed = self.seed();
         for (i, p) in placed.iter().enumerate() {
             let is_last = last_id.is_some() && i + 1 == placed.len();
-            let p = if range.under_construction && Some(p.block.id) == last_id {
+            let being_written = range.under_construction && Some(p.block.id) == last_id;
+            let p = if being_written {
                 Self::with_reported_len(&mgr, p)
             } else {
                 *p
             };
             let block_seed = call_seed ^ p.block.id.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            self.reader_locations(&mgr, p.block.id, who.ip(), now, block_seed, &mut locs);
+            self.reader_locations(
+                &mgr,
+                p.block.id,
+                being_written,
+                who.ip(),
+                now,
+                block_seed,
+                &mut locs,
+            );
             sink.push(&p, &locs, &mgr.reg, is_last);
         }
         Ok(Located::Ready(sink))
@@ -275,7 +291,15 @@ impl NameNodeService {
             } else {
                 *p
             };
-            self.reader_locations(mgr, p.block.id, reader_ip, now, self.seed(), &mut locs);
+            self.reader_locations(
+                mgr,
+                p.block.id,
+                being_written,
+                reader_ip,
+                now,
+                self.seed(),
+                &mut locs,
+            );
             LocatedBlock::new(&p, &mgr.reg, &locs)
         };
         let last_id = range.last.map(|l| l.block.id);

@@ -671,6 +671,7 @@ async fn pipeline_recovery_bumps_the_stamp_and_drops_lost_nodes() {
         bumped.block,
         &uuids,
     )
+    .await
     .unwrap();
     let other = Block {
         id: lb.block.id + 1,
@@ -684,6 +685,7 @@ async fn pipeline_recovery_bumps_the_stamp_and_drops_lost_nodes() {
             bumped.block,
             &uuids
         )
+        .await
         .is_err());
     // Another writer's calls are refused, by HDFS's checkLease.
     let theirs = AdditionalDatanodes {

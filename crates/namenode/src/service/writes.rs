@@ -166,7 +166,7 @@ impl NameNodeService {
     /// Pipeline recovery, last step: the client names the nodes (by uuid) that carry on.
     /// Replicas on nodes that dropped out are forgotten (they are stale; their reports are
     /// refused).
-    pub fn update_pipeline(
+    pub async fn update_pipeline(
         &self,
         who: &Admitted,
         client_name: &str,
@@ -181,9 +181,9 @@ impl NameNodeService {
                 old_block.id, new_block.id
             )));
         }
-        let ns = self.ns.read();
         let pool = &self.identity.block_pool_id;
-        ns.check_update_pipeline(pool, client_name, old_block, new_block.gs)?;
+        self.commit(|ns| ns.plan_update_pipeline(pool, client_name, old_block, new_block.gs))
+            .await?;
         let mut mgr = self.blocks.lock();
         let keep: Vec<_> = new_nodes
             .iter()
