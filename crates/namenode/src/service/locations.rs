@@ -123,6 +123,14 @@ enum Located<S> {
     Touch(String),
 }
 
+/// Who reads, and when: replicas are ordered by distance to `ip`, ties broken by `seed`.
+#[derive(Clone, Copy)]
+struct Reader<'a> {
+    ip: &'a str,
+    now: i64,
+    seed: u64,
+}
+
 impl NameNodeService {
     /// A counter that varies placement and reader order between calls.
     pub(super) fn seed(&self) -> u64 {
@@ -140,13 +148,15 @@ impl NameNodeService {
     fn reader_locations(
         &self,
         mgr: &BlockManager,
-        id: u64,
-        being_written: bool,
-        reader_ip: &str,
-        now: i64,
-        seed: u64,
+        (id, being_written): (u64, bool),
+        reader: Reader<'_>,
         locs: &mut Vec<(NodeIx, u8)>,
     ) {
+        let Reader {
+            ip: reader_ip,
+            now,
+            seed,
+        } = reader;
         let dead_ms = self.cfg.dead_interval_ms();
         locs.clear();
         if let Some(e) = mgr.entry(id) {
@@ -260,15 +270,12 @@ impl NameNodeService {
                 *p
             };
             let block_seed = call_seed ^ p.block.id.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            self.reader_locations(
-                &mgr,
-                p.block.id,
-                being_written,
-                who.ip(),
+            let reader = Reader {
+                ip: who.ip(),
                 now,
-                block_seed,
-                &mut locs,
-            );
+                seed: block_seed,
+            };
+            self.reader_locations(&mgr, (p.block.id, being_written), reader, &mut locs);
             sink.push(&p, &locs, &mgr.reg, is_last);
         }
         Ok(Located::Ready(sink))
@@ -291,15 +298,12 @@ impl NameNodeService {
             } else {
                 *p
             };
-            self.reader_locations(
-                mgr,
-                p.block.id,
-                being_written,
-                reader_ip,
+            let reader = Reader {
+                ip: reader_ip,
                 now,
-                self.seed(),
-                &mut locs,
-            );
+                seed: self.seed(),
+            };
+            self.reader_locations(mgr, (p.block.id, being_written), reader, &mut locs);
             LocatedBlock::new(&p, &mgr.reg, &locs)
         };
         let last_id = range.last.map(|l| l.block.id);
