@@ -46,3 +46,55 @@ fn a_seed_replays_exactly() {
     assert_eq!(a.trace, b.trace);
     assert_eq!(a.simulated, b.simulated);
 }
+
+/// Seeds CI runs with DataNodes and file clients (each is a longer run).
+const DATA_SEEDS: u64 = 60;
+
+fn with_datanodes() -> Options {
+    Options {
+        clients: 1,
+        datanodes: 4,
+        file_clients: 2,
+        ops_per_file_client: 60,
+        ..Options::default()
+    }
+}
+
+#[test]
+fn every_seed_with_datanodes_keeps_every_acknowledged_byte() {
+    let opts = with_datanodes();
+    let mut failures = Vec::new();
+    let (mut crashes, mut partitions) = (0, 0);
+    for seed in 0..DATA_SEEDS {
+        let r = run_seed(seed, &opts);
+        crashes += r.crashes;
+        partitions += r.partitions;
+        if !r.findings.is_empty() {
+            failures.push(format!(
+                "seed {seed} ({}):\n  {}",
+                replay_hint(seed, &opts),
+                r.findings.join("\n  ")
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(crashes > DATA_SEEDS as u32 / 4, "only {crashes} crashes");
+    assert!(
+        partitions > DATA_SEEDS as u32 / 4,
+        "only {partitions} partitions"
+    );
+}
+
+#[test]
+fn a_seed_with_datanodes_replays_exactly() {
+    let opts = with_datanodes();
+    let a = run_seed(11, &opts);
+    let b = run_seed(11, &opts);
+    assert!(
+        a.trace.iter().filter(|l| l.contains("hflush")).count() > 5,
+        "the run did little: {:?}",
+        a.trace
+    );
+    assert_eq!(a.trace, b.trace);
+    assert_eq!(a.simulated, b.simulated);
+}
