@@ -411,6 +411,14 @@ impl BlockManager {
         ctx: &ReplicationCtx,
     ) -> Decision {
         let want = wanted.replicas;
+        if block.complete {
+            // A complete block's replicas are the finished ones, as in HDFS's block map:
+            // a pipeline node that never finished (left out of a recovery or an append)
+            // is not a holder, and must not keep a new copy off its node.
+            if let Some(e) = self.entries.get_mut(&id) {
+                e.replicas.retain(|r| r.finalized || r.corrupt);
+            }
+        }
         let Some(e) = self.entries.get(&id) else {
             self.counting.missing += 1;
             return Decision::Waiting;
@@ -667,6 +675,24 @@ mod tests {
                 remaining: (i as u64 + 1) << 30,
             });
         }
+    }
+
+    #[test]
+    fn a_complete_blocks_unfinished_replica_keeps_no_copy_off_its_node() {
+        let mut m = mgr(3);
+        with_space(&mut m);
+        let b = Expected {
+            gs: 5,
+            len: 10,
+            complete: true,
+        };
+        m.add_replica(1, 0, 0, true, 10);
+        m.add_replica(1, 1, 0, true, 10);
+        // Node 2 was in the pipeline and never finished: the only free node all the same.
+        m.add_replica(1, 2, 0, false, 0);
+        let d = m.check_replication(1, &Want::any(3), &b, &ctx(0));
+        assert!(matches!(d, Decision::Replicate { targets: 1, .. }), "{d:?}");
+        assert_eq!(m.entry(1).unwrap().replicas.len(), 2);
     }
 
     #[test]

@@ -315,6 +315,11 @@ impl Injection<'_, '_> {
 
     fn partition(&mut self, a: String, b: String, until: u64) {
         self.sim.partition(a.as_str(), b.as_str());
+        self.trace.lock().push(format!(
+            "{a} and {b} partitioned at {:?} for {}ms",
+            self.sim.elapsed(),
+            until.saturating_sub(self.sim.elapsed().as_millis() as u64)
+        ));
         self.pending.push((until, Pending::Repair(a, b)));
     }
 }

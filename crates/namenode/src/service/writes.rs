@@ -139,9 +139,28 @@ impl NameNodeService {
             lb.token = self
                 .tokens
                 .for_block(who.user(), pool, Modes::WRITE, placed.block.id);
-            Ok((lb, planned))
+            Ok(((lb, locs), planned))
         })
         .await
+        .map(|(lb, locs)| {
+            self.expect_replicas(lb.block.id, &locs);
+            lb
+        })
+    }
+
+    /// A new block's pipeline, as replicas being written (HDFS's expected locations):
+    /// a reader of what the writer hflushed finds them before their DataNodes' reports
+    /// arrive, and lease recovery has them should the reports never come.
+    fn expect_replicas(&self, id: u64, locs: &[(NodeIx, u8)]) {
+        let mut mgr = self.blocks.lock();
+        for &(node, storage) in locs {
+            if mgr
+                .entry(id)
+                .is_none_or(|e| e.replicas.iter().all(|r| r.node != node))
+            {
+                mgr.add_replica(id, node, storage, false, 0);
+            }
+        }
     }
 
     /// Pipeline recovery, step 1: a new generation stamp for the block being written.
