@@ -80,14 +80,28 @@ impl FileWriter {
                 sent: in_block,
                 gs,
             };
-            let bw = BlockWriter::open(&*w.fs.dial, &lb, &w.fs.client_name, w.checksum, setup)
-                .await
-                .map_err(|f| f.error)?;
+            let bw = w.open_pipeline(&lb, setup).await.map_err(|f| f.error)?;
             lb.b.generation_stamp = gs;
             w.update_pipeline(old, &lb).await?;
             w.block = Some((bw, lb));
         }
         Ok(w)
+    }
+
+    /// Sets up `lb`'s pipeline: WRITE_BLOCK to its first node, which forwards to the rest.
+    async fn open_pipeline(
+        &self,
+        lb: &LocatedBlockProto,
+        setup: Setup,
+    ) -> std::result::Result<BlockWriter, crate::block_writer::SetupFailure> {
+        BlockWriter::open(
+            &*self.fs.dial,
+            lb,
+            &self.fs.client_name,
+            self.checksum,
+            setup,
+        )
+        .await
     }
 
     /// updateBlockForPipeline: a new generation stamp for the block being written, and
@@ -181,15 +195,7 @@ impl FileWriter {
         for attempt in 1..=SETUP_ATTEMPTS {
             let lb = self.add_block(&excluded).await?;
             let setup = Setup::create(&lb);
-            match BlockWriter::open(
-                &*self.fs.dial,
-                &lb,
-                &self.fs.client_name,
-                self.checksum,
-                setup,
-            )
-            .await
-            {
+            match self.open_pipeline(&lb, setup).await {
                 Ok(bw) => {
                     self.block = Some((bw, lb));
                     return Ok(());
@@ -307,15 +313,7 @@ impl FileWriter {
                 sent: packets.last().map(|p| p.end).unwrap_or(acked),
                 gs,
             };
-            let mut bw = match BlockWriter::open(
-                &*self.fs.dial,
-                &lb,
-                &self.fs.client_name,
-                self.checksum,
-                setup,
-            )
-            .await
-            {
+            let mut bw = match self.open_pipeline(&lb, setup).await {
                 Ok(bw) => bw,
                 Err(sf) => {
                     bad = lb.locs.iter().position(|d| xfer_addr(d) == sf.bad_node);

@@ -1,36 +1,54 @@
 //! The simulation as CI runs it: a few hundred seeds with faults, each of which must keep
-//! every check, and one seed run twice, which must tell the same story.
+//! every check, and one seed run twice, which must tell the same story; the same with
+//! DataNodes and file clients.
 
 use ferrite_sim::{replay_hint, run_seed, Options};
 
 /// Seeds CI runs; `cargo run -p ferrite-sim -- --seeds N` runs more.
 const SEEDS: u64 = 200;
+/// Seeds CI runs with DataNodes and file clients (each is a longer run).
+const DATA_SEEDS: u64 = 60;
 
-#[test]
-fn every_seed_keeps_every_acknowledged_operation() {
-    let opts = Options::default();
+/// Faults the seeds dealt, summed.
+#[derive(Default)]
+struct Dealt {
+    crashes: u32,
+    partitions: u32,
+    disk_faults: u32,
+}
+
+/// Runs seeds `0..count`; fails with every finding (and its replay command).
+fn run_all(count: u64, opts: &Options) -> Dealt {
     let mut failures = Vec::new();
-    let (mut crashes, mut partitions, mut disk_faults) = (0, 0, 0);
-    for seed in 0..SEEDS {
-        let r = run_seed(seed, &opts);
-        crashes += r.crashes;
-        partitions += r.partitions;
-        disk_faults += r.disk_faults;
+    let mut dealt = Dealt::default();
+    for seed in 0..count {
+        let r = run_seed(seed, opts);
+        dealt.crashes += r.crashes;
+        dealt.partitions += r.partitions;
+        dealt.disk_faults += r.disk_faults;
         if !r.findings.is_empty() {
             failures.push(format!(
                 "seed {seed} ({}):\n  {}",
-                replay_hint(seed, &opts),
+                replay_hint(seed, opts),
                 r.findings.join("\n  ")
             ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     // The schedule must actually have hurt the cluster, or the seeds prove little.
-    assert!(crashes > SEEDS as u32 / 4, "only {crashes} crashes");
+    let (crashes, partitions) = (dealt.crashes, dealt.partitions);
+    assert!(crashes > count as u32 / 4, "only {crashes} crashes");
     assert!(
-        partitions > SEEDS as u32 / 4,
+        partitions > count as u32 / 4,
         "only {partitions} partitions"
     );
+    dealt
+}
+
+#[test]
+fn every_seed_keeps_every_acknowledged_operation() {
+    let dealt = run_all(SEEDS, &Options::default());
+    let disk_faults = dealt.disk_faults;
     assert!(
         disk_faults > SEEDS as u32 / 8,
         "only {disk_faults} disk faults"
@@ -47,9 +65,6 @@ fn a_seed_replays_exactly() {
     assert_eq!(a.simulated, b.simulated);
 }
 
-/// Seeds CI runs with DataNodes and file clients (each is a longer run).
-const DATA_SEEDS: u64 = 60;
-
 fn with_datanodes() -> Options {
     Options {
         clients: 1,
@@ -62,27 +77,7 @@ fn with_datanodes() -> Options {
 
 #[test]
 fn every_seed_with_datanodes_keeps_every_acknowledged_byte() {
-    let opts = with_datanodes();
-    let mut failures = Vec::new();
-    let (mut crashes, mut partitions) = (0, 0);
-    for seed in 0..DATA_SEEDS {
-        let r = run_seed(seed, &opts);
-        crashes += r.crashes;
-        partitions += r.partitions;
-        if !r.findings.is_empty() {
-            failures.push(format!(
-                "seed {seed} ({}):\n  {}",
-                replay_hint(seed, &opts),
-                r.findings.join("\n  ")
-            ));
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert!(crashes > DATA_SEEDS as u32 / 4, "only {crashes} crashes");
-    assert!(
-        partitions > DATA_SEEDS as u32 / 4,
-        "only {partitions} partitions"
-    );
+    run_all(DATA_SEEDS, &with_datanodes());
 }
 
 #[test]
