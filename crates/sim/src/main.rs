@@ -30,6 +30,10 @@ struct Args {
     /// Operations per file client.
     #[arg(long, default_value_t = 25)]
     writer_ops: usize,
+    /// DataNode power cuts and dead disks too, and partitions at about three times the
+    /// default rate.
+    #[arg(long)]
+    dn_faults_heavy: bool,
     /// Runs without faults (only the model's checks).
     #[arg(long)]
     no_faults: bool,
@@ -47,6 +51,7 @@ fn main() {
         datanodes: args.datanodes,
         file_clients: args.writers,
         ops_per_file_client: args.writer_ops,
+        dn_faults_heavy: args.dn_faults_heavy,
         faults: !args.no_faults,
         retry_calls: !args.no_retry,
         echo: args.seed.is_some(),

@@ -11,7 +11,9 @@
 //! DataNode's work.
 
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use bytes::BytesMut;
 use ferrite_blocktoken::Modes;
@@ -471,7 +473,7 @@ impl Receive<'_> {
         let mut receiving = true;
         let mut outcome = true;
         let first = self.clocks.deadline(Instant::now(), receiving);
-        let timer = tokio::time::sleep_until(first.into());
+        let timer = tokio::time::sleep_until(first);
         tokio::pin!(timer);
         loop {
             if !receiving && self.waiting.is_empty() {
@@ -510,7 +512,7 @@ impl Receive<'_> {
                         None => {
                             // Not yet: each clock moved since the timer was set.
                             let next = self.clocks.deadline(now, receiving);
-                            timer.as_mut().reset(next.into());
+                            timer.as_mut().reset(next);
                         }
                         Some(Silent::NextNode) => {
                             debug!(block = self.id, "no ack from downstream");
