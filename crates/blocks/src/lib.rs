@@ -48,6 +48,11 @@ pub struct Expected {
 
 /// Whether a reported replica is a good copy of the block the namespace expects.
 pub fn replica_matches(r: &Reported, e: &Expected) -> bool {
+    if e.complete && r.state == ReplicaState::WaitingRecovery {
+        // Left unfinished by its DataNode's restart, of a block whose length is now
+        // final: never a copy of it (HDFS: "reported replica has invalid state").
+        return false;
+    }
     if r.gs != e.gs {
         // A block being written whose replica carries a newer stamp: a block recovery
         // the NameNode has not heard the end of (it restarted, or the report crossed the
@@ -367,7 +372,7 @@ impl BlockManager {
             // An unfinished replica of a complete block, of its stamp: a report that crossed
             // the pipeline's close, or a copy still arriving. As HDFS (HDFS-2791), it is
             // neither a location to read from nor deleted; the finished replica will come.
-            Some(e) if e.complete && r.gs == e.gs && r.state != ReplicaState::Finalized => {}
+            Some(e) if e.complete && r.gs == e.gs && r.state == ReplicaState::Unfinished => {}
             Some(e) if replica_matches(r, &e) => {
                 self.add_replica(
                     r.id,
@@ -651,6 +656,35 @@ mod tests {
         // Its finished replica, when it comes, is.
         m.full_report(0, 0, &[rep(1, 10, 100)], expect);
         assert_eq!(m.finalized_replicas(1), 1);
+    }
+
+    #[test]
+    fn a_replica_left_unfinished_by_a_restart_is_deleted_once_its_block_is_complete() {
+        let mut m = mgr(1);
+        let waiting = Reported {
+            state: ReplicaState::WaitingRecovery,
+            ..rep(1, 10, 40)
+        };
+        let being_written = |_| {
+            Some(Expected {
+                gs: 10,
+                len: 0,
+                complete: false,
+            })
+        };
+        // While the block is written it is a location block recovery asks.
+        let out = m.full_report(0, 0, &[waiting], being_written);
+        assert_eq!((out.accepted, out.invalidated), (1, 0));
+        let complete = |_| {
+            Some(Expected {
+                gs: 10,
+                len: 100,
+                complete: true,
+            })
+        };
+        let out = m.full_report(0, 0, &[waiting], complete);
+        assert_eq!((out.accepted, out.invalidated), (0, 1));
+        assert_eq!(m.reg.get(0).invalidate, vec![(1, 10)]);
     }
 
     fn ctx(now: i64) -> ReplicationCtx {

@@ -7,8 +7,11 @@ use ferrite_proto::datanode::StorageBlockReportProto;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReplicaState {
     Finalized,
-    /// Being written (RBW), waiting recovery (RWR), under recovery (RUR) or temporary.
+    /// Being written (RBW), under recovery (RUR) or temporary.
     Unfinished,
+    /// Waiting to be recovered (RWR): unfinished when its DataNode restarted, and maybe
+    /// short of what its pipeline acknowledged.
+    WaitingRecovery,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,10 +23,10 @@ pub struct Reported {
 }
 
 fn state_of(v: u64) -> ReplicaState {
-    if v & 0xf == 0 {
-        ReplicaState::Finalized
-    } else {
-        ReplicaState::Unfinished
+    match v & 0xf {
+        0 => ReplicaState::Finalized,
+        2 => ReplicaState::WaitingRecovery,
+        _ => ReplicaState::Unfinished,
     }
 }
 
@@ -107,6 +110,7 @@ fn encode_buffers(replicas: &[Reported]) -> (u64, Vec<Vec<u8>>) {
         let state = match r.state {
             ReplicaState::Finalized => block_list::FINALIZED,
             ReplicaState::Unfinished => block_list::RBW,
+            ReplicaState::WaitingRecovery => block_list::RWR,
         };
         block_list::push(&mut buf, r.id, r.len, r.gs, state);
     }
@@ -140,6 +144,12 @@ mod tests {
                 len: 7,
                 gs: 1002,
                 state: ReplicaState::Unfinished,
+            },
+            Reported {
+                id: 12,
+                len: 313,
+                gs: 1003,
+                state: ReplicaState::WaitingRecovery,
             },
         ];
         let (n, bufs) = encode_buffers(&reps);

@@ -25,7 +25,7 @@ use ferrite_proto::hdfs::NamespaceInfoProto;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use tracing::info;
+use tracing::{info, warn};
 
 use nn_link::{Identity, NnLink};
 use storage::Dataset;
@@ -323,10 +323,7 @@ impl DataNode {
             }));
         }
         tasks.push(tokio::spawn(link.clone().run_ibr_sender(cancel.clone())));
-        link.register().await?;
-        // Storage space first, so the NameNode can place blocks here at once.
-        heartbeats::beat(&link, &ds).await?;
-        link.full_report(&ds).await?;
+        join_namenode(&link, &ds, &cancel).await?;
         tasks.push(tokio::spawn(log_read_stats(ds.clone(), cancel.clone())));
         tasks.push(tokio::spawn(heartbeats::run(
             link.clone(),
@@ -344,6 +341,34 @@ impl DataNode {
             cancel,
             tasks,
         })
+    }
+}
+
+/// Registers, reports the storage space (so the NameNode can place blocks here at once)
+/// and sends the first full block report, retrying until the NameNode takes all three or
+/// `cancel` fires. A NameNode that restarts, or a network that drops, between the
+/// handshake and the registration must not end the DataNode: HDFS's DataNodes retry too.
+async fn join_namenode(
+    link: &Arc<NnLink>,
+    ds: &Arc<Dataset>,
+    cancel: &CancellationToken,
+) -> anyhow::Result<()> {
+    let mut wait = Duration::from_millis(100);
+    loop {
+        let attempt = async {
+            link.register().await?;
+            heartbeats::beat(link, ds).await?;
+            link.full_report(ds).await
+        };
+        match attempt.await {
+            Ok(()) => return Ok(()),
+            Err(e) => warn!(error = %e, "could not join the NameNode; trying again"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = cancel.cancelled() => anyhow::bail!("stopped before the NameNode took this DataNode"),
+        }
+        wait = (wait * 2).min(Duration::from_secs(3));
     }
 }
 

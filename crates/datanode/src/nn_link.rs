@@ -248,9 +248,10 @@ impl NnLink {
             .map(|(uuid, _failed, replicas)| {
                 let mut buf = Vec::with_capacity(replicas.len() * 16);
                 for r in &replicas {
-                    let st = match r.state {
-                        State::Finalized => block_list::FINALIZED,
-                        State::Rbw => block_list::RBW,
+                    let st = match (r.state, r.restarted) {
+                        (State::Finalized, _) => block_list::FINALIZED,
+                        (State::Rbw, false) => block_list::RBW,
+                        (State::Rbw, true) => block_list::RWR,
                     };
                     block_list::push(&mut buf, r.id, r.len, r.gs, st);
                 }

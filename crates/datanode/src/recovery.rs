@@ -19,8 +19,8 @@ use ferrite_proto::hdfs::{
 use tracing::{info, warn};
 
 use crate::nn_link::NnLink;
-use crate::storage::recovery::ReplicaInfo;
-use crate::storage::{Dataset, State, StorageError};
+use crate::storage::recovery::{RecoveryState, ReplicaInfo};
+use crate::storage::{Dataset, StorageError};
 
 /// How long the primary waits for another DataNode's answer.
 const PEER_TIMEOUT: Duration = Duration::from_secs(20);
@@ -33,34 +33,37 @@ pub struct Plan {
     pub participants: Vec<usize>,
 }
 
-/// Chooses the recovered length as HDFS does. Finalized replicas know the block's length:
-/// they and the unfinished ones that hold exactly as much take part. Otherwise every
-/// unfinished replica takes part at the shortest length among them: each holds at least
-/// every byte the writer's pipeline acknowledged (an hflush returns only then), so nothing
-/// acknowledged is lost and nothing unacknowledged is kept on one replica only. A
-/// truncate's length wins where the replicas hold it. None when no replica answered.
+/// Chooses the recovered length as HDFS does, from the replicas of the best state found
+/// ([`RecoveryState`]'s order). Finalized replicas know the block's length: they and the
+/// unfinished ones that stayed up and hold exactly as much take part. Otherwise the
+/// replicas of the best state take part at the shortest length among them: each replica
+/// that stayed up holds at least every byte the writer's pipeline acknowledged (an hflush
+/// returns only then), so nothing acknowledged is lost and nothing unacknowledged is kept
+/// on one replica only. Replicas left unfinished by a restart count only when nothing
+/// better is left: a power cut may have taken acknowledged bytes from them. A truncate's
+/// length wins where the replicas hold it. None when no replica answered.
 pub fn choose(replicas: &[(usize, ReplicaInfo)], truncate: Option<u64>) -> Option<Plan> {
-    let finalized = replicas
-        .iter()
-        .find(|(_, r)| r.state == State::Finalized)
-        .map(|(_, r)| r.len);
-    let (len, participants) = match finalized {
-        Some(len) => (
-            len,
-            replicas
-                .iter()
-                .filter(|(_, r)| r.len == len)
-                .map(|&(i, _)| i)
-                .collect(),
-        ),
-        None => (
-            replicas.iter().map(|(_, r)| r.len).min()?,
-            replicas.iter().map(|&(i, _)| i).collect::<Vec<_>>(),
-        ),
+    let best = replicas.iter().map(|(_, r)| r.state).min()?;
+    let len = match best {
+        RecoveryState::Finalized => replicas
+            .iter()
+            .find(|(_, r)| r.state == best)
+            .map(|(_, r)| r.len)?,
+        _ => replicas
+            .iter()
+            .filter(|(_, r)| r.state == best)
+            .map(|(_, r)| r.len)
+            .min()?,
     };
-    if participants.is_empty() {
-        return None;
-    }
+    let takes_part = |r: &ReplicaInfo| match best {
+        RecoveryState::Finalized => r.state <= RecoveryState::Rbw && r.len == len,
+        _ => r.state == best,
+    };
+    let participants: Vec<usize> = replicas
+        .iter()
+        .filter(|(_, r)| takes_part(r))
+        .map(|&(i, _)| i)
+        .collect();
     let len = match truncate {
         Some(t) if t <= len => t,
         _ => len,
@@ -283,9 +286,12 @@ async fn init_remote(
     let b = resp.block.ok_or(RecoveryError::NoBlock {
         addr: ipc_addr(loc)?,
     })?;
+    // RUR and TEMPORARY are not answered by initReplicaRecovery; anything unknown is
+    // ranked last.
     let state = match resp.state.map(ReplicaStateProto::try_from) {
-        Some(Ok(ReplicaStateProto::Finalized)) => State::Finalized,
-        _ => State::Rbw,
+        Some(Ok(ReplicaStateProto::Finalized)) => RecoveryState::Finalized,
+        Some(Ok(ReplicaStateProto::Rbw)) => RecoveryState::Rbw,
+        _ => RecoveryState::Rwr,
     };
     Ok(Some(ReplicaInfo {
         state,
@@ -330,8 +336,9 @@ fn init_answer(
         Some(r) => InitReplicaRecoveryResponseProto {
             replica_found: true,
             state: Some(match r.state {
-                State::Finalized => ReplicaStateProto::Finalized,
-                State::Rbw => ReplicaStateProto::Rbw,
+                RecoveryState::Finalized => ReplicaStateProto::Finalized,
+                RecoveryState::Rbw => ReplicaStateProto::Rbw,
+                RecoveryState::Rwr => ReplicaStateProto::Rwr,
             } as i32),
             block: Some(BlockProto {
                 block_id: b.block_id,
@@ -346,7 +353,7 @@ fn init_answer(
 mod tests {
     use super::*;
 
-    fn rep(state: State, len: u64) -> ReplicaInfo {
+    fn rep(state: RecoveryState, len: u64) -> ReplicaInfo {
         ReplicaInfo {
             state,
             gs: 1001,
@@ -357,9 +364,9 @@ mod tests {
     #[test]
     fn unfinished_replicas_agree_on_the_shortest_and_finalized_ones_win() {
         let rbw = [
-            (0, rep(State::Rbw, 1500)),
-            (1, rep(State::Rbw, 1200)),
-            (2, rep(State::Rbw, 1800)),
+            (0, rep(RecoveryState::Rbw, 1500)),
+            (1, rep(RecoveryState::Rbw, 1200)),
+            (2, rep(RecoveryState::Rbw, 1800)),
         ];
         assert_eq!(
             choose(&rbw, None),
@@ -369,9 +376,9 @@ mod tests {
             })
         );
         let mixed = [
-            (0, rep(State::Rbw, 900)),
-            (1, rep(State::Finalized, 1200)),
-            (2, rep(State::Rbw, 1200)),
+            (0, rep(RecoveryState::Rbw, 900)),
+            (1, rep(RecoveryState::Finalized, 1200)),
+            (2, rep(RecoveryState::Rbw, 1200)),
         ];
         assert_eq!(
             choose(&mixed, None),
@@ -387,5 +394,38 @@ mod tests {
             "truncate cannot grow"
         );
         assert_eq!(choose(&[], None), None);
+    }
+
+    #[test]
+    fn replicas_left_unfinished_by_a_restart_count_only_when_nothing_better_is_left() {
+        // A power cut took the last 54 acknowledged bytes from replica 0.
+        let cut = [
+            (0, rep(RecoveryState::Rwr, 313)),
+            (1, rep(RecoveryState::Rbw, 367)),
+            (2, rep(RecoveryState::Rbw, 400)),
+        ];
+        assert_eq!(
+            choose(&cut, None),
+            Some(Plan {
+                len: 367,
+                participants: vec![1, 2]
+            })
+        );
+        let finalized = [
+            (0, rep(RecoveryState::Rwr, 1200)),
+            (1, rep(RecoveryState::Finalized, 1200)),
+        ];
+        assert_eq!(choose(&finalized, None).unwrap().participants, vec![1]);
+        let all_restarted = [
+            (0, rep(RecoveryState::Rwr, 313)),
+            (1, rep(RecoveryState::Rwr, 300)),
+        ];
+        assert_eq!(
+            choose(&all_restarted, None),
+            Some(Plan {
+                len: 300,
+                participants: vec![0, 1]
+            })
+        );
     }
 }

@@ -37,6 +37,8 @@ pub mod block_list {
     /// Replica states as the buffers carry them.
     pub const FINALIZED: u64 = 0;
     pub const RBW: u64 = 1;
+    /// Waiting to be recovered: unfinished when its DataNode restarted.
+    pub const RWR: u64 = 2;
 
     /// Appends one replica: zigzag block id, length, generation stamp, state.
     pub fn push(buf: &mut Vec<u8>, id: u64, len: u64, gs: u64, state: u64) {

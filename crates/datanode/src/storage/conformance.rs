@@ -7,6 +7,7 @@ use std::sync::Arc;
 use ferrite_transfer::checksum::{Checksum, META_HEADER_LEN};
 
 use super::memory_files::MemoryFiles;
+use super::recovery::RecoveryState;
 use super::*;
 
 /// The room each test replica is promised.
@@ -220,7 +221,10 @@ fn block_recovery_stops_the_writer_cuts_inside_a_chunk_and_finalizes(h: &dyn Har
         "the replica is older than the block"
     );
     let got = ds.init_recovery(9, 1001, 1005).unwrap().unwrap();
-    assert_eq!((got.state, got.len, got.gs), (State::Rbw, 1300, 1001));
+    assert_eq!(
+        (got.state, got.len, got.gs),
+        (RecoveryState::Rbw, 1300, 1001)
+    );
     // The writer is stopped: nothing it sends lands any more.
     assert!(f.write_at(1024, &data[1024..], &sums[8..], &c).is_err());
     assert!(ds.finalize(f, 1300).is_err());
@@ -242,7 +246,7 @@ fn block_recovery_stops_the_writer_cuts_inside_a_chunk_and_finalizes(h: &dyn Har
     assert_eq!(ds.update_recovered(9, 1005, 700).unwrap(), r);
     assert_eq!(
         ds.init_recovery(9, 1001, 1005).unwrap().unwrap().state,
-        State::Finalized
+        RecoveryState::Finalized
     );
     // The partial last chunk's checksum is computed afresh.
     assert_eq!(
@@ -311,6 +315,27 @@ fn bytes_without_their_checksums_do_not_count(h: &dyn Harness) {
     let ds = h.start();
     let got = ds.init_recovery(3, 1001, 1002).unwrap().unwrap();
     assert_eq!(got.len, 512, "in block recovery");
+}
+
+fn a_replica_left_unfinished_by_a_restart_waits_for_block_recovery(h: &dyn Harness) {
+    let ds = h.start();
+    let c = Checksum::CRC32C_512;
+    let data = vec![3u8; 1024];
+    let f = ds.create_rbw(4, 1001, &c, BLOCK).unwrap();
+    f.write_at(0, &data, &sums_of(&data), &c).unwrap();
+    ds.set_len(4, 1024);
+    assert!(!ds.get(4).unwrap().restarted);
+    drop((f, ds));
+    let ds = h.start();
+    assert!(ds.get(4).unwrap().restarted);
+    assert!(
+        ds.recover(4, 1002, 512, BLOCK).is_err(),
+        "no writer takes it up again"
+    );
+    let got = ds.init_recovery(4, 1001, 1003).unwrap().unwrap();
+    assert_eq!((got.state, got.len), (RecoveryState::Rwr, 1024));
+    let r = ds.update_recovered(4, 1003, 1024).unwrap();
+    assert_eq!((r.state, r.restarted), (State::Finalized, false));
 }
 
 fn a_broken_volume_is_taken_out_and_its_blocks_reported_lost(h: &dyn Harness) {
@@ -441,6 +466,7 @@ fn suite<H: Harness>(make: impl Fn(usize) -> H) {
     block_recovery_stops_the_writer_cuts_inside_a_chunk_and_finalizes(&make(1));
     copy_on_truncate_copies_the_kept_bytes_and_leaves_the_source_whole(&make(1));
     bytes_without_their_checksums_do_not_count(&make(1));
+    a_replica_left_unfinished_by_a_restart_waits_for_block_recovery(&make(1));
     a_broken_volume_is_taken_out_and_its_blocks_reported_lost(&make(1));
     a_new_replica_needs_room_for_a_whole_block_and_holds_it_until_written(&make(1));
     a_replica_moves_to_a_volume_of_another_type_and_a_left_over_copy_is_resolved(&make(2));

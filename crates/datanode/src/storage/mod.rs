@@ -39,6 +39,11 @@ pub struct Replica {
     /// The block recovery that owns this replica (0: none). Its writer, if any, has been
     /// stopped, and only a recovery with a newer id may take it over.
     pub recovery_id: u64,
+    /// Found unfinished when this DataNode started (HDFS's RWR, "waiting to be
+    /// recovered"): its writer went with the old process, and after a power cut it may
+    /// hold fewer bytes than its pipeline acknowledged. No writer may take it up again;
+    /// block recovery uses it only when no replica that stayed up is left.
+    pub restarted: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -192,6 +197,7 @@ impl Dataset {
                     state: f.state,
                     volume: vi,
                     recovery_id: 0,
+                    restarted: f.state == State::Rbw,
                 };
                 match replicas.get(&f.id) {
                     Some(kept) if !moves::keep_second(kept, &r) => {
@@ -370,6 +376,7 @@ impl Dataset {
                 state: State::Rbw,
                 volume: vi,
                 recovery_id: 0,
+                restarted: false,
             },
         );
         Ok(RbwFiles {
@@ -402,6 +409,12 @@ impl Dataset {
                 "replica stamp {} is newer than {new_gs}",
                 old.gs
             )));
+        }
+        if old.restarted {
+            // As HDFS's "Cannot recover a non-RBW replica": the client leaves this node out.
+            return Err(fail(
+                "the replica was left unfinished by a restart and waits for block recovery".into(),
+            ));
         }
         if old.state == State::Rbw && acked > old.len {
             return Err(fail(format!(

@@ -154,6 +154,7 @@ mod tests {
             state,
             volume: 0,
             recovery_id: 0,
+            restarted: false,
         }
     }
 

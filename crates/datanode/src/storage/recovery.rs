@@ -9,10 +9,21 @@ use super::files::{cut, stored_len, Key};
 use super::moves::copy_prefix;
 use super::{key, Dataset, Replica, State, StorageError};
 
+/// A replica's state as block recovery ranks it, best first (HDFS's `ReplicaState`
+/// order): a finalized replica's length is the block's; a replica that stayed up through
+/// its pipeline holds every byte the pipeline acknowledged; one left unfinished by a
+/// restart may hold fewer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RecoveryState {
+    Finalized,
+    Rbw,
+    Rwr,
+}
+
 /// What a replica holds, as block recovery sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReplicaInfo {
-    pub state: State,
+    pub state: RecoveryState,
     pub gs: u64,
     pub len: u64,
 }
@@ -100,6 +111,7 @@ impl Dataset {
             len: new_len,
             state: State::Finalized,
             recovery_id: 0,
+            restarted: false,
             ..r
         };
         self.replicas.lock().insert(id, done.clone());
@@ -157,6 +169,7 @@ impl Dataset {
             state: State::Finalized,
             volume: vi,
             recovery_id: 0,
+            restarted: false,
         };
         let mut reps = self.replicas.lock();
         reps.insert(new_id, copy.clone());
@@ -206,8 +219,13 @@ fn done_by(r: &Replica, recovery_id: u64, new_len: u64) -> bool {
 }
 
 fn info(r: &Replica) -> ReplicaInfo {
+    let state = match (r.state, r.restarted) {
+        (State::Finalized, _) => RecoveryState::Finalized,
+        (State::Rbw, false) => RecoveryState::Rbw,
+        (State::Rbw, true) => RecoveryState::Rwr,
+    };
     ReplicaInfo {
-        state: r.state,
+        state,
         gs: r.gs,
         len: r.len,
     }
