@@ -16,7 +16,7 @@ use ferrite_proto::hdfs::{
     InitReplicaRecoveryResponseProto, RecoveringBlockProto, ReplicaStateProto,
     UpdateReplicaUnderRecoveryRequestProto, UpdateReplicaUnderRecoveryResponseProto,
 };
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::nn_link::NnLink;
 use crate::storage::recovery::{RecoveryState, ReplicaInfo};
@@ -41,8 +41,15 @@ pub struct Plan {
 /// returns only then), so nothing acknowledged is lost and nothing unacknowledged is kept
 /// on one replica only. Replicas left unfinished by a restart count only when nothing
 /// better is left: a power cut may have taken acknowledged bytes from them. A truncate's
-/// length wins where the replicas hold it. None when no replica answered.
+/// length wins where the replicas hold it. Empty replicas take no part, as in HDFS: they
+/// add nothing, and their zero would cut every other. None when no replica holds a byte.
 pub fn choose(replicas: &[(usize, ReplicaInfo)], truncate: Option<u64>) -> Option<Plan> {
+    let holding: Vec<(usize, ReplicaInfo)> = replicas
+        .iter()
+        .filter(|(_, r)| r.len > 0)
+        .copied()
+        .collect();
+    let replicas = &holding[..];
     let best = replicas.iter().map(|(_, r)| r.state).min()?;
     let len = match best {
         RecoveryState::Finalized => replicas
@@ -138,6 +145,7 @@ async fn recover(
         } else {
             init_remote(loc, link, rb).await
         };
+        debug!(block = block.block_id, node = %loc.id.datanode_uuid, answer = ?got.as_ref().ok(), "replica asked");
         match got {
             Ok(Some(info)) => {
                 answered += 1;
@@ -169,7 +177,8 @@ async fn recover(
         };
     let Some(plan) = choose(&found, truncate) else {
         if answered == locs.len() {
-            // Every DataNode answered and none holds the block: nothing was written to it.
+            // Every DataNode answered and none holds a byte of the block: nothing was
+            // written to it.
             link.commit_block_sync(&commit(0, true, Vec::new()))
                 .await
                 .map_err(RecoveryError::Commit)?;
@@ -416,6 +425,19 @@ mod tests {
             (1, rep(RecoveryState::Finalized, 1200)),
         ];
         assert_eq!(choose(&finalized, None).unwrap().participants, vec![1]);
+        let emptied = [
+            (0, rep(RecoveryState::Rwr, 0)),
+            (1, rep(RecoveryState::Rwr, 115)),
+        ];
+        assert_eq!(
+            choose(&emptied, None),
+            Some(Plan {
+                len: 115,
+                participants: vec![1]
+            }),
+            "a replica a power cut emptied takes no part"
+        );
+        assert_eq!(choose(&emptied[..1], None), None);
         let all_restarted = [
             (0, rep(RecoveryState::Rwr, 313)),
             (1, rep(RecoveryState::Rwr, 300)),

@@ -315,6 +315,14 @@ fn bytes_without_their_checksums_do_not_count(h: &dyn Harness) {
     let ds = h.start();
     let got = ds.init_recovery(3, 1001, 1002).unwrap().unwrap();
     assert_eq!(got.len, 512, "in block recovery");
+    // A torn checksum header: not one checked byte.
+    let r = ds.get(3).unwrap();
+    ds.open_streams(&r).unwrap().set_len(Part::Meta, 3).unwrap();
+    drop(ds);
+    let ds = h.start();
+    assert_eq!(ds.get(3).unwrap().len, 0, "after a restart");
+    let got = ds.init_recovery(3, 1001, 1003).unwrap().unwrap();
+    assert_eq!(got.len, 0, "in block recovery");
 }
 
 fn a_replica_left_unfinished_by_a_restart_waits_for_block_recovery(h: &dyn Harness) {

@@ -94,8 +94,12 @@ pub fn covered_len(c: &Checksum, data_len: u64, meta_len: u64) -> u64 {
 }
 
 /// The bytes of an unfinished replica that have their checksums, so bytes that reached
-/// the medium without theirs are not counted.
+/// the medium without theirs are not counted. A power cut before the checksum header
+/// reached the medium leaves no checked byte at all: length 0, as a scan finds it.
 pub fn stored_len(s: &dyn ReplicaStreams) -> io::Result<u64> {
+    if s.len(Part::Meta)? < META_HEADER_LEN as u64 {
+        return Ok(0);
+    }
     let c = read_checksum(s)?;
     Ok(covered_len(&c, s.len(Part::Data)?, s.len(Part::Meta)?))
 }
