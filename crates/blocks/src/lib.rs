@@ -306,12 +306,17 @@ impl BlockManager {
         }
     }
 
-    /// A node declared dead: its replicas no longer count anywhere.
+    /// A node declared dead: its finished replicas no longer count anywhere. Its unfinished
+    /// ones stay, as the places a block being written was sent to (HDFS keeps them as the
+    /// block's expected locations): when every node of a pipeline is dead for a while,
+    /// lease recovery must wait for them rather than take the block for empty and drop
+    /// the bytes its writer had flushed. No reader is sent to a dead node, and a complete
+    /// block's unfinished replicas are dropped by its next replication check.
     pub fn node_lost(&mut self, node: NodeIx) {
         let ids: Vec<u64> = self
             .entries
             .iter()
-            .filter(|(_, e)| e.replicas.iter().any(|r| r.node == node))
+            .filter(|(_, e)| e.replicas.iter().any(|r| r.node == node && r.finalized))
             .map(|(&id, _)| id)
             .collect();
         for id in ids {
@@ -659,6 +664,17 @@ mod tests {
     }
 
     #[test]
+    fn a_dead_node_stays_a_place_of_the_blocks_it_was_writing() {
+        let mut m = mgr(2);
+        m.add_replica(1, 0, 0, false, 0);
+        m.add_replica(2, 0, 0, true, 10);
+        m.add_replica(2, 1, 0, true, 10);
+        m.node_lost(0);
+        assert_eq!(m.places(1), vec![(0, 0)], "being written: kept");
+        assert_eq!(m.places(2), vec![(1, 0)], "finished: no longer counted");
+    }
+
+    #[test]
     fn a_replica_left_unfinished_by_a_restart_is_deleted_once_its_block_is_complete() {
         let mut m = mgr(1);
         let waiting = Reported {
@@ -950,7 +966,11 @@ mod tests {
         assert_eq!(m.safe_blocks(), 1);
         m.node_lost(2);
         assert_eq!(m.finalized_replicas(7), 2);
-        assert!(m.entry(8).is_none());
+        assert_eq!(
+            m.places(8),
+            vec![(2, 0)],
+            "the block it was writing keeps it"
+        );
         m.blocks_removed(&[(7, 1001)]);
         assert_eq!(m.safe_blocks(), 0);
         assert_eq!(m.reg.get(0).invalidate, vec![(7, 1001)]);

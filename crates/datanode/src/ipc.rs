@@ -15,17 +15,20 @@ use ferrite_proto::hdfs::{
     UpdateReplicaUnderRecoveryRequestProto, UpdateReplicaUnderRecoveryResponseProto,
 };
 
+use crate::nn_link::NnLink;
 use crate::readserver::metrics::Snapshot;
 use crate::storage::Dataset;
 
 pub struct DnService {
     pub ds: Arc<Dataset>,
+    /// Where a replica this port changed (a block recovery's update) is reported.
+    pub link: Arc<NnLink>,
 }
 
 impl OpenService for DnService {}
 
-pub fn router(ds: Arc<Dataset>) -> Router<DnService> {
-    let mut r = Router::new(Arc::new(DnService { ds }));
+pub fn router(ds: Arc<Dataset>, link: Arc<NnLink>) -> Router<DnService> {
+    let mut r = Router::new(Arc::new(DnService { ds, link }));
     r.method(
         CLIENT_DATANODE_PROTOCOL,
         "getReplicaVisibleLength",
@@ -119,7 +122,7 @@ async fn update_replica_under_recovery(
 ) -> Result<UpdateReplicaUnderRecoveryResponseProto, RpcError> {
     let (id, rid, len) = (req.block.block_id, req.recovery_id, req.new_length);
     let copy_to = req.new_block_id.filter(|&n| n != 0 && n != id);
-    let storage = crate::recovery::update_local(s.ds.clone(), id, rid, copy_to, len)
+    let storage = crate::recovery::update_local(s.ds.clone(), &s.link, id, rid, copy_to, len)
         .await
         .map_err(|e| RpcError::app("java.io.IOException", e.to_string()))?;
     Ok(UpdateReplicaUnderRecoveryResponseProto {

@@ -276,8 +276,6 @@ impl DataNode {
         let xfer_addr = xfer.local_addr()?;
         let ipc_addr = ipc.local_addr()?;
         let http_addr = http.as_ref().map(|l| l.local_addr()).transpose()?;
-        let ipc =
-            ferrite_ipc::server::spawn(ipc, Arc::new(ipc::router(ds.clone())), Default::default());
         let me = Identity {
             uuid: uuid.clone(),
             ip: xfer_addr.ip().to_string(),
@@ -288,6 +286,11 @@ impl DataNode {
             ipc_port: ipc_addr.port() as u32,
         };
         let link = NnLink::new(dial, cfg.rpc_timeout, cfg.namenode, &cfg.user, &ns, &me);
+        let ipc = ferrite_ipc::server::spawn(
+            ipc,
+            Arc::new(ipc::router(ds.clone(), link.clone())),
+            Default::default(),
+        );
         let x = Arc::new(Xceiver {
             ds: ds.clone(),
             link: link.clone(),

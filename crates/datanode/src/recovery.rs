@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use ferrite_ipc::client::{ClientError, IpcClient};
 use ferrite_ipc::INTER_DATANODE_PROTOCOL;
+use ferrite_proto::datanode::received_deleted_block_info_proto::BlockStatus;
 use ferrite_proto::datanode::CommitBlockSynchronizationRequestProto;
 use ferrite_proto::hdfs::{
     BlockProto, DatanodeInfoProto, ExtendedBlockProto, InitReplicaRecoveryRequestProto,
@@ -190,7 +191,15 @@ async fn recover(
     for &i in &plan.participants {
         let loc = &locs[i];
         let done = if loc.id.datanode_uuid == me {
-            update_local(ds.clone(), block.block_id, recovery_id, copy_to, plan.len).await
+            update_local(
+                ds.clone(),
+                link,
+                block.block_id,
+                recovery_id,
+                copy_to,
+                plan.len,
+            )
+            .await
         } else {
             update_remote(loc, link, block, recovery_id, copy_to, plan.len).await
         };
@@ -219,22 +228,29 @@ async fn on_disk<T: Send + 'static>(
 }
 
 /// updateReplicaUnderRecovery on this node's own replica (cut, or copied into block
-/// `copy_to`): the storage now holding the result.
+/// `copy_to`): the storage now holding the result. The NameNode hears of the recovered
+/// replica at once, as HDFS's DataNodes tell it: a report of the replica's old stamp that
+/// crossed the recovery makes the NameNode drop this node as a location, and only this
+/// report (or the next full one, hours away) gives it back.
 pub async fn update_local(
     ds: Arc<Dataset>,
+    link: &NnLink,
     id: u64,
     recovery_id: u64,
     copy_to: Option<u64>,
     len: u64,
 ) -> Result<String, RecoveryError> {
-    on_disk(&ds, move |ds| {
+    let (storage, r) = on_disk(&ds, move |ds| {
         let r = match copy_to {
             Some(new_id) => ds.copy_recovered(id, recovery_id, new_id, len),
             None => ds.update_recovered(id, recovery_id, len),
         }?;
-        Ok(ds.volumes[r.volume].storage_uuid.clone())
+        Ok((ds.volumes[r.volume].storage_uuid.clone(), r))
     })
-    .await
+    .await?;
+    // Not waited for: the primary's commitBlockSynchronization names this node anyway.
+    drop(link.report_block(&storage, r.id, r.gs, r.len, BlockStatus::Received));
+    Ok(storage)
 }
 
 /// initReplicaRecovery on this node's own replica, answered as the protocol answers it.
