@@ -26,6 +26,9 @@ pub struct Replica {
     pub storage: u8,
     pub finalized: bool,
     pub corrupt: bool,
+    /// Reported waiting to be recovered (RWR): unfinished when its DataNode restarted,
+    /// so it may hold fewer bytes than its pipeline acknowledged.
+    pub restarted: bool,
 }
 
 /// The replicas of one block, inline for the usual three.
@@ -168,6 +171,7 @@ impl BlockManager {
                 r.storage = storage;
                 let newly = finalized && !r.finalized;
                 r.finalized |= finalized;
+                r.restarted &= !finalized;
                 newly
             }
             None => {
@@ -176,6 +180,7 @@ impl BlockManager {
                     storage,
                     finalized,
                     corrupt: false,
+                    restarted: false,
                 });
                 finalized
             }
@@ -194,6 +199,22 @@ impl BlockManager {
     }
 
     /// Where the replicas of block `id` are: (node, storage) each.
+    /// Whether every replica known of block `id` was left unfinished by its DataNode's
+    /// restart (false when none is known).
+    pub fn only_restarted_replicas(&self, id: u64) -> bool {
+        self.entries
+            .get(&id)
+            .is_some_and(|e| !e.replicas.is_empty() && e.replicas.iter().all(|r| r.restarted))
+    }
+
+    fn replica_mut(&mut self, id: u64, node: NodeIx) -> Option<&mut Replica> {
+        self.entries
+            .get_mut(&id)?
+            .replicas
+            .iter_mut()
+            .find(|r| r.node == node)
+    }
+
     pub fn places(&self, id: u64) -> Vec<(NodeIx, u8)> {
         self.entries
             .get(&id)
@@ -386,6 +407,9 @@ impl BlockManager {
                     r.state == ReplicaState::Finalized,
                     r.len,
                 );
+                if let Some(rep) = self.replica_mut(r.id, node) {
+                    rep.restarted = r.state == ReplicaState::WaitingRecovery;
+                }
                 out.accepted += 1;
             }
             _ => {
@@ -691,6 +715,7 @@ mod tests {
         // While the block is written it is a location block recovery asks.
         let out = m.full_report(0, 0, &[waiting], being_written);
         assert_eq!((out.accepted, out.invalidated), (1, 0));
+        assert!(m.only_restarted_replicas(1));
         let complete = |_| {
             Some(Expected {
                 gs: 10,

@@ -57,6 +57,14 @@ impl NameNodeService {
         self.cfg.block_recovery_timeout_ms as i64
     }
 
+    /// Whether a DataNode may hold replicas this NameNode has not heard of yet. A
+    /// restarted NameNode knows a block being written only from reports, and a DataNode
+    /// cut off from it (or restarting itself) reports late; until such a node would be
+    /// declared dead, what is known of a block is not yet all there is.
+    fn reports_may_be_missing(&self, now: i64) -> bool {
+        now - self.started_ms < self.cfg.dead_interval_ms() as i64
+    }
+
     /// Recovers the lease on open file `file_id`: closes it at once when its last block
     /// needs no agreement between DataNodes, otherwise starts block recovery (or starts
     /// it again when the one under way is overdue). A truncate's cut (kept with the open
@@ -134,11 +142,12 @@ impl NameNodeService {
             return Ok((Outcome::InProgress, Vec::new()));
         }
         let replicas = mgr.places(last.id);
+        let unheard = self.reports_may_be_missing(now);
         if replicas.is_empty() {
             mgr.recoveries.finish(last.id);
-            if last.len > 0 {
-                // Bytes an hsync recorded, on DataNodes that have not reported since (a
-                // restarted NameNode): wait for them rather than lose the bytes.
+            if last.len > 0 || unheard {
+                // Bytes an hsync recorded, or flushed to DataNodes that have not reported
+                // since this NameNode started: wait for them rather than lose the bytes.
                 warn!(%path, block = last.id, "lease recovery waits: no replica of the last block is known");
                 return Ok((Outcome::InProgress, Vec::new()));
             }
@@ -157,6 +166,12 @@ impl NameNodeService {
                 },
             ];
             return Ok((Outcome::Closed, ops));
+        }
+        if unheard && mgr.only_restarted_replicas(last.id) {
+            // Each known replica may have lost flushed bytes in its node's restart; a node
+            // that stayed up may still report the whole block.
+            warn!(%path, block = last.id, "lease recovery waits: only replicas left unfinished by restarts are known");
+            return Ok((Outcome::InProgress, Vec::new()));
         }
         let recovery_id = ns.next_gs();
         let start = Start {
