@@ -35,8 +35,9 @@ pub struct Plan {
 }
 
 /// Chooses the recovered length as HDFS does, from the replicas of the best state found
-/// ([`RecoveryState`]'s order). Finalized replicas know the block's length: they and the
-/// unfinished ones that stayed up and hold exactly as much take part. Otherwise the
+/// ([`RecoveryState`]'s order). Finalized replicas know the block's length (the newest,
+/// longest one's): they and the unfinished ones that stayed up and hold exactly as much
+/// take part. Otherwise the
 /// replicas of the best state take part at the shortest length among them: each replica
 /// that stayed up holds at least every byte the writer's pipeline acknowledged (an hflush
 /// returns only then), so nothing acknowledged is lost and nothing unacknowledged is kept
@@ -53,10 +54,15 @@ pub fn choose(replicas: &[(usize, ReplicaInfo)], truncate: Option<u64>) -> Optio
     let replicas = &holding[..];
     let best = replicas.iter().map(|(_, r)| r.state).min()?;
     let len = match best {
+        // Finalized replicas agree unless one was damaged (a power cut shortened it) or
+        // is older (a stamp an append or a recovery moved on from): the newest and
+        // longest is the block.
         RecoveryState::Finalized => replicas
             .iter()
-            .find(|(_, r)| r.state == best)
-            .map(|(_, r)| r.len)?,
+            .filter(|(_, r)| r.state == best)
+            .map(|(_, r)| (r.gs, r.len))
+            .max()
+            .map(|(_, len)| len)?,
         _ => replicas
             .iter()
             .filter(|(_, r)| r.state == best)
@@ -441,6 +447,23 @@ mod tests {
             (1, rep(RecoveryState::Finalized, 1200)),
         ];
         assert_eq!(choose(&finalized, None).unwrap().participants, vec![1]);
+        // An append whose pipeline failed half set up: two replicas reopened under the new
+        // stamp, two still finalized, one of them cut short by a power cut.
+        let mut short = rep(RecoveryState::Finalized, 2595);
+        short.gs = 1000;
+        let append = [
+            (0, rep(RecoveryState::Rbw, 8038)),
+            (1, short),
+            (2, rep(RecoveryState::Finalized, 8038)),
+            (3, rep(RecoveryState::Rbw, 8038)),
+        ];
+        assert_eq!(
+            choose(&append, None),
+            Some(Plan {
+                len: 8038,
+                participants: vec![0, 2, 3]
+            })
+        );
         let emptied = [
             (0, rep(RecoveryState::Rwr, 0)),
             (1, rep(RecoveryState::Rwr, 115)),
