@@ -655,17 +655,16 @@ impl Namespace {
     /// block still being written has only unfinished replicas to report, and waiting for
     /// a finished one would hold safe mode until the writer's lease ran out.
     pub fn complete_block_count(&self) -> usize {
-        let open_last = self
-            .open_files
+        self.block_files
+            .len()
+            .saturating_sub(self.open_last_blocks().count())
+    }
+
+    /// The last block of each file open for write: the blocks not yet complete.
+    pub fn open_last_blocks(&self) -> impl Iterator<Item = u64> + '_ {
+        self.open_files
             .values()
-            .filter(|&&slot| {
-                self.arena
-                    .get(slot)
-                    .file()
-                    .is_some_and(|f| !f.blocks().is_empty())
-            })
-            .count();
-        self.block_files.len().saturating_sub(open_last)
+            .filter_map(|&slot| Some(self.arena.get(slot).file()?.blocks().last()?.id))
     }
 
     /// The id and generation stamp the next allocated block gets.

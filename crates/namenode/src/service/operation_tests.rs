@@ -1447,3 +1447,14 @@ async fn deleting_snapshots_after_moves_and_deletes_keeps_the_namespace_whole() 
         "an inode nothing lists was left behind"
     );
 }
+
+/// Start-up safe mode counts complete blocks: a finished replica of an open file's last
+/// block (a recovery finalized it, an append reopened it) is not one.
+#[tokio::test]
+async fn safe_blocks_leave_out_the_finished_last_block_of_an_open_file() {
+    let nn = three_datanodes().await;
+    write_file(&nn, ALICE, "/closed", 100).await;
+    let open = first_block(&nn, "/open").await;
+    received(&nn, &open, 50);
+    assert_eq!(nn.safe_block_counts(), (1, 1));
+}

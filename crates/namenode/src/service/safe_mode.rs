@@ -111,8 +111,7 @@ impl NameNodeService {
         if self.safe_mode.load(Ordering::SeqCst) {
             return "It was turned on manually. Use \"hdfs dfsadmin -safemode leave\" to turn safe mode off.".into();
         }
-        let total = self.ns.read().complete_block_count();
-        let safe = self.blocks.lock().safe_blocks();
+        let (total, safe) = self.safe_block_counts();
         let needed = self.safe_threshold_blocks(total);
         if safe < needed {
             format!(
@@ -126,6 +125,23 @@ impl NameNodeService {
                 self.cfg.safemode_threshold
             )
         }
+    }
+
+    /// (complete blocks, complete blocks with a finished replica): start-up safe mode
+    /// counts complete blocks only, as HDFS's does. A file open for write may have a
+    /// finished replica of its last block (a recovery finalized it, an append reopened
+    /// it), and counting it would let the count pass the total.
+    pub(crate) fn safe_block_counts(&self) -> (usize, usize) {
+        let ns = self.ns.read();
+        let b = self.blocks.lock();
+        let open_safe = ns
+            .open_last_blocks()
+            .filter(|&id| b.finalized_replicas(id) > 0)
+            .count();
+        (
+            ns.complete_block_count(),
+            b.safe_blocks().saturating_sub(open_safe),
+        )
     }
 
     fn safe_threshold_blocks(&self, total: usize) -> usize {
@@ -146,18 +162,16 @@ impl NameNodeService {
         if !self.startup_safe_mode.load(Ordering::SeqCst) {
             return;
         }
-        let total = self.ns.read().complete_block_count();
-        let (safe, live) = {
+        let (total, safe) = self.safe_block_counts();
+        let live = {
             let b = self.blocks.lock();
-            let live = b
-                .reg
+            b.reg
                 .iter()
                 .filter(|(_, n)| {
                     n.liveness(now, u64::MAX, self.cfg.dead_interval_ms())
                         != crate::blocks::registry::Liveness::Dead
                 })
-                .count();
-            (b.safe_blocks(), live)
+                .count()
         };
         self.progress.set_count(safe as u64);
         let met =
