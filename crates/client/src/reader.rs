@@ -74,7 +74,9 @@ async fn visible_length(fs: &Inner, lb: &LocatedBlockProto) -> Result<u64> {
                 .await
         };
         match tokio::time::timeout(VISIBLE_LENGTH_TIMEOUT, asked).await {
-            Ok(Ok(r)) => return Ok(r.length.max(0) as u64),
+            Ok(Ok(r)) if r.length >= 0 => return Ok(r.length as u64),
+            // A replica waiting for recovery shows no bytes: ask the next DataNode.
+            Ok(Ok(_)) => last_error = Some(format!("{addr}: replica not readable")),
             Ok(Err(e)) => last_error = Some(e.to_string()),
             Err(_) => last_error = Some(format!("{addr}: no answer")),
         }

@@ -89,8 +89,10 @@ async fn visible_length(
 ) -> Result<GetReplicaVisibleLengthResponseProto, RpcError> {
     let b = &req.block;
     match s.ds.get(b.block_id) {
+        // -1 for a replica none of whose bytes are readable, as HDFS answers: the reader
+        // asks the next DataNode.
         Some(r) if r.gs >= b.generation_stamp => Ok(GetReplicaVisibleLengthResponseProto {
-            length: r.len as i64,
+            length: r.readable_len().map_or(-1, |l| l as i64),
         }),
         _ => Err(RpcError::app(
             "org.apache.hadoop.hdfs.server.datanode.ReplicaNotFoundException",

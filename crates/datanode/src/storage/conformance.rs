@@ -332,10 +332,10 @@ fn a_replica_left_unfinished_by_a_restart_waits_for_block_recovery(h: &dyn Harne
     let f = ds.create_rbw(4, 1001, &c, BLOCK).unwrap();
     f.write_at(0, &data, &sums_of(&data), &c).unwrap();
     ds.set_len(4, 1024);
-    assert!(!ds.get(4).unwrap().restarted);
+    assert_eq!(ds.get(4).unwrap().readable_len(), Some(1024));
     drop((f, ds));
     let ds = h.start();
-    assert!(ds.get(4).unwrap().restarted);
+    assert_eq!(ds.get(4).unwrap().readable_len(), None, "not readable");
     assert!(
         ds.recover(4, 1002, 512, BLOCK).is_err(),
         "no writer takes it up again"

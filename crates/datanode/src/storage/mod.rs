@@ -46,6 +46,15 @@ pub struct Replica {
     pub restarted: bool,
 }
 
+impl Replica {
+    /// The bytes a reader may see: none of a replica waiting for recovery (a power cut
+    /// may have cut it short of what readers were already shown; HDFS's readers move on
+    /// to another DataNode).
+    pub fn readable_len(&self) -> Option<u64> {
+        (!self.restarted).then_some(self.len)
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
     #[error("replica blk_{0} already exists")]

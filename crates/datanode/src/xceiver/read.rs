@@ -47,7 +47,15 @@ pub async fn serve<R: Reader, W: WriteHalf>(
             return Ok(false);
         }
     };
-    let visible = replica.len;
+    let Some(visible) = replica.readable_len() else {
+        // As HDFS's BlockSender refuses it.
+        let msg = format!(
+            "Replica is not readable, block=blk_{}_{} (waiting to be recovered)",
+            blk.block_id, replica.gs
+        );
+        refuse(wr, Status::Error, &msg).await;
+        return Ok(false);
+    };
     if op.offset > visible || op.offset.saturating_add(op.len) > visible {
         let msg = format!(
             "Offset {} and length {} don't match block blk_{} ( blockLen {visible} )",
