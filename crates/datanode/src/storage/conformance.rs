@@ -117,6 +117,17 @@ fn write_finalize_find_after_restart_and_invalidate(h: &dyn Harness) {
     let r = ds.finalize(f, 600).unwrap();
     assert_eq!(r.state, State::Finalized);
     assert_eq!(stored(&ds, &r), (data.clone(), sums.clone()));
+    assert!(matches!(
+        ds.create_rbw(10, 1001, &c, BLOCK),
+        Err(StorageError::Exists(10))
+    ));
+    // A copy under a newer stamp replaces a finished replica the block moved on from.
+    let stale = ds.create_rbw(12, 1001, &c, BLOCK).unwrap();
+    ds.finalize(stale, 0).unwrap();
+    let newer = ds.create_rbw(12, 1003, &c, BLOCK).unwrap();
+    let copy = ds.finalize(newer, 0).unwrap();
+    assert_eq!((copy.gs, copy.state), (1003, State::Finalized));
+    assert!(ds.invalidate(12, 1003));
     // An unfinished replica stays apart and is found again after a restart.
     let g = ds.create_rbw(11, 1002, &c, BLOCK).unwrap();
     g.write_at(0, &data[..512], &sums[..4], &c).unwrap();

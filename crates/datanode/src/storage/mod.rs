@@ -365,9 +365,14 @@ impl Dataset {
         storage_type: Option<u8>,
     ) -> Result<RbwFiles, StorageError> {
         if let Some(old) = self.get(id) {
-            if old.state == State::Finalized || old.gs >= gs {
+            if old.gs >= gs {
                 return Err(StorageError::Exists(id));
             }
+            // Any replica under an older stamp is stale, finished or not: the block moved
+            // on (a recovery or an append elsewhere) while this node was left out, and the
+            // NameNode, not counting it, sends the current one here. Refusing would leave
+            // the block short of its replication until the next full report.
+            self.forget_handles(id);
             self.delete_files(&old);
         }
         let (vi, space) = self.pick_volume(block_size, storage_type)?;
