@@ -471,6 +471,9 @@ impl FileClient {
                         r.len(),
                         want.len()
                     )),
+                    // A surplus copy (a late replication made four) may be deleted
+                    // between the listing and the read: only a listed one must read.
+                    Err(_) if !still_listed(fs, path, lb, i).await => {}
                     Err(e) => bad.push(format!(
                         "blk_{} on {}: {e}",
                         lb.b.block_id, lb.locs[i].id.ip_addr
@@ -481,6 +484,19 @@ impl FileClient {
         if !bad.is_empty() {
             self.find(format!("{path}: replicas differ: {}", bad.join("; ")));
         }
+    }
+}
+
+/// Whether the NameNode still lists replica `i` of block `lb` of `path`.
+async fn still_listed(fs: &FileSystem, path: &str, lb: &LocatedBlockProto, i: usize) -> bool {
+    let uuid = &lb.locs[i].id.datanode_uuid;
+    match timed(fs.block_locations(path)).await {
+        Ok(now) => now
+            .blocks
+            .iter()
+            .filter(|b| b.b.block_id == lb.b.block_id)
+            .any(|b| b.locs.iter().any(|l| &l.id.datanode_uuid == uuid)),
+        Err(_) => true,
     }
 }
 

@@ -472,10 +472,7 @@ impl NameNodeService {
                 fallbacks: policy.replication_fallback_ids(),
             };
             match mgr.check_replication(id, &want, &e, &ctx) {
-                Decision::Replicate { targets, source } => {
-                    tracing::debug!(block = id, source, targets, "replica copy ordered");
-                    ordered += targets
-                }
+                Decision::Replicate { targets, .. } => ordered += targets,
                 Decision::Excess(nodes) => deleted += nodes.len(),
                 Decision::Waiting => mgr.needs_scan = true,
                 Decision::Fine => {}
