@@ -436,6 +436,7 @@ impl FileSystem {
             ec_policy_name: None,
             storage_policy: None,
         };
+        let replication = req.replication as u16;
         let r: CreateResponseProto = self.call("create", &req).await?;
         let file_id = r.fs.and_then(|f| f.file_id).unwrap_or(0);
         Ok(FileWriter::new(
@@ -443,6 +444,7 @@ impl FileSystem {
             path,
             file_id,
             block_size,
+            replication,
         ))
     }
 
@@ -467,6 +469,7 @@ impl FileSystem {
             path,
             st.file_id.unwrap_or(0),
             block_size,
+            st.block_replication.unwrap_or(0) as u16,
             st.length,
             r.block,
         )

@@ -10,6 +10,7 @@ pub mod block_writer;
 pub mod error;
 pub mod fs;
 pub mod reader;
+mod replace;
 mod shared;
 pub mod writer;
 

@@ -14,6 +14,7 @@ use tracing::warn;
 use crate::block_reader::xfer_addr;
 use crate::block_writer::{BlockWriter, Failure, Setup};
 use crate::error::{Error, Result};
+use crate::replace;
 use crate::shared::Inner;
 
 /// Attempts to set up a block's pipeline (`dfs.client.block.write.retries` is 3).
@@ -32,10 +33,21 @@ pub struct FileWriter {
     previous: Option<ExtendedBlockProto>,
     written: u64,
     closed: bool,
+    /// The file's replication: how many nodes a pipeline should have.
+    replication: u16,
+    /// An hflush (or an append) made written bytes acknowledged: a pipeline that loses
+    /// a node gets another (see `replace`).
+    flushed: bool,
 }
 
 impl FileWriter {
-    pub(crate) fn new(fs: Arc<Inner>, path: &str, file_id: u64, block_size: u64) -> Self {
+    pub(crate) fn new(
+        fs: Arc<Inner>,
+        path: &str,
+        file_id: u64,
+        block_size: u64,
+        replication: u16,
+    ) -> Self {
         fs.open_writers.fetch_add(1, Ordering::SeqCst);
         let checksum = Checksum::CRC32C_512;
         // As Java sizes packets: whole chunks within the 64 KiB write packet.
@@ -52,6 +64,8 @@ impl FileWriter {
             previous: None,
             written: 0,
             closed: false,
+            replication,
+            flushed: false,
         }
     }
 
@@ -63,11 +77,13 @@ impl FileWriter {
         path: &str,
         file_id: u64,
         block_size: u64,
+        replication: u16,
         len: u64,
         last: Option<LocatedBlockProto>,
     ) -> Result<Self> {
-        let mut w = FileWriter::new(fs, path, file_id, block_size);
+        let mut w = FileWriter::new(fs, path, file_id, block_size, replication);
         w.written = len;
+        w.flushed = true;
         if let Some(mut lb) = last {
             let in_block = lb.b.num_bytes.unwrap_or(0);
             // As Java's client appends: a new generation stamp first, so that a replica
@@ -161,6 +177,7 @@ impl FileWriter {
     /// partial chunk goes out as it is; the next packet finishes that chunk, as an
     /// append's first packet does.
     pub async fn hflush(&mut self) -> Result<()> {
+        self.flushed = true;
         self.flush_packet().await?;
         while let Some((bw, _)) = self.block.as_mut() {
             match bw.wait_acked().await {
@@ -290,10 +307,11 @@ impl FileWriter {
         let (mut packets, mut acked) = bw.leftovers();
         drop(bw);
         let (mut bad, mut error) = (failure.bad_index, failure.error);
+        let mut lost = Vec::new();
         while lb.locs.len() > 1 {
             let i = bad.unwrap_or(0).min(lb.locs.len() - 1);
             warn!(path = %self.path, dropped = %xfer_addr(&lb.locs[i]), %error, "recovering the write pipeline");
-            lb.locs.remove(i);
+            lost.push(lb.locs.remove(i));
             for v in [
                 &mut lb.storage_types as &mut dyn VecRemove,
                 &mut lb.storage_i_ds,
@@ -301,6 +319,7 @@ impl FileWriter {
             ] {
                 v.remove_at(i);
             }
+            self.replace_lost(&mut lb, &lost, acked).await;
             let gs = self.new_stamp(&mut lb).await?;
             let closing = packets.last().is_some_and(|p| p.last);
             let setup = Setup {
@@ -334,6 +353,24 @@ impl FileWriter {
             return Ok(());
         }
         Err(error)
+    }
+
+    /// Adds a node in place of the `lost` ones when HDFS's default policy asks for it.
+    /// Best effort (as `replace-datanode-on-failure.best-effort`): with no node to add,
+    /// or a copy that fails, the pipeline goes on with the nodes it has.
+    async fn replace_lost(
+        &self,
+        lb: &mut LocatedBlockProto,
+        lost: &[DatanodeInfoProto],
+        acked: u64,
+    ) {
+        if !replace::wanted(self.replication, lb.locs.len(), self.flushed) {
+            return;
+        }
+        let added = replace::add_node(&self.fs, &self.path, self.file_id, lb, lost, acked).await;
+        if let Err(e) = added {
+            warn!(path = %self.path, error = %e, "no DataNode replaces the lost ones");
+        }
     }
 
     /// Finishes the last block and completes the file (retrying while the NameNode waits

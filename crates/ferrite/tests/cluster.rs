@@ -536,6 +536,64 @@ async fn our_writer_recovers_its_pipeline_when_a_datanode_dies() {
     cluster.stop();
 }
 
+/// As HDFS clients do by default, a pipeline that loses a node after an hflush gets a
+/// new one holding the flushed bytes, so the block keeps three copies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_writer_replaces_a_lost_datanode_after_an_hflush() {
+    let root = tempfile::tempdir().unwrap();
+    let mut cluster = Cluster::start(root.path(), 0);
+    cluster.add_datanode();
+    wait_for_live_datanodes(&cluster, 4).await;
+    let fs = FileSystem::connect(&cluster.url).await.unwrap();
+    let opts = CreateOptions {
+        block_size: Some(8 << 20),
+        ..Default::default()
+    };
+    let bytes = data(3 << 20, 23);
+    let mut w = fs.create("/replaced", &opts).await.unwrap();
+    w.write(&bytes[..1 << 20]).await.unwrap();
+    w.hflush().await.unwrap();
+    let pipeline = fs.block_locations("/replaced").await.unwrap().blocks[0]
+        .locs
+        .clone();
+    assert_eq!(pipeline.len(), 3);
+    let victim = (0..4)
+        .find(|&i| pipeline[1].id.xfer_port == cluster.dn_addr(i).port() as u32)
+        .expect("the pipeline's second node is one of ours");
+    let _ = cluster.dns[victim].child.kill();
+    let _ = cluster.dns[victim].child.wait();
+    w.write(&bytes[1 << 20..]).await.unwrap();
+    w.close().await.unwrap();
+    assert_eq!(get(&fs, "/replaced").await, bytes);
+    let locs = &fs.block_locations("/replaced").await.unwrap().blocks[0].locs;
+    let dead = cluster.dn_addr(victim).port() as u32;
+    assert_eq!(locs.len(), 3, "a new node took the lost one's place");
+    assert!(locs.iter().all(|d| d.id.xfer_port != dead));
+    cluster.stop();
+}
+
+/// Waits until the NameNode counts `n` live DataNodes.
+async fn wait_for_live_datanodes(cluster: &Cluster, n: usize) {
+    let nn = ferrite_ipc::client::IpcClient::connect(
+        cluster.url.trim_start_matches("hdfs://").parse().unwrap(),
+        "root",
+        ferrite_ipc::CLIENT_PROTOCOL,
+    )
+    .await
+    .unwrap();
+    let req = GetDatanodeReportRequestProto {
+        r#type: DatanodeReportTypeProto::Live as i32,
+    };
+    for _ in 0..100 {
+        let r: GetDatanodeReportResponseProto = nn.call("getDatanodeReport", &req).await.unwrap();
+        if r.di.len() >= n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("fewer than {n} live DataNodes after 10 s");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn datanodes_rejoin_a_restarted_namenode() {
     let root = tempfile::tempdir().unwrap();

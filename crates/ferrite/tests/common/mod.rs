@@ -127,28 +127,34 @@ impl Cluster {
 
     /// Starts the three DataNodes (on their folders from any earlier run).
     pub fn start_datanodes(&mut self) {
+        self.dns = (0..3).map(|i| self.spawn_datanode(i)).collect();
+    }
+
+    /// Starts one more DataNode, `dn{n}` for the `n` running.
+    pub fn add_datanode(&mut self) {
+        let dn = self.spawn_datanode(self.dns.len());
+        self.dns.push(dn);
+    }
+
+    fn spawn_datanode(&self, i: usize) -> Proc {
         let nn_addr = self.url.trim_start_matches("hdfs://").to_string();
-        self.dns = (0..3)
-            .map(|i| {
-                let a: Vec<String> = [
-                    "datanode",
-                    "--namenode",
-                    &nn_addr,
-                    "--port",
-                    "0",
-                    "--ipc-port",
-                    "0",
-                    "--data",
-                    &self.root.join(format!("dn{i}")).display().to_string(),
-                    "--conf",
-                    "dfs.heartbeat.interval=1",
-                ]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
-                spawn(&a)
-            })
-            .collect();
+        let a: Vec<String> = [
+            "datanode",
+            "--namenode",
+            &nn_addr,
+            "--port",
+            "0",
+            "--ipc-port",
+            "0",
+            "--data",
+            &self.root.join(format!("dn{i}")).display().to_string(),
+            "--conf",
+            "dfs.heartbeat.interval=1",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        spawn(&a)
     }
 
     /// The NameNode process alone (for a cluster started without DataNodes).
