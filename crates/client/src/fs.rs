@@ -231,6 +231,16 @@ impl FileSystem {
         Ok(self.inner.nn.call(method, req).await?)
     }
 
+    /// The live DataNodes, as `hdfs dfsadmin -report -live` lists them
+    /// (getDatanodeReport; HDFS's `DistributedFileSystem.getDataNodeStats`).
+    pub async fn live_datanodes(&self) -> Result<Vec<DatanodeInfoProto>> {
+        let req = GetDatanodeReportRequestProto {
+            r#type: DatanodeReportTypeProto::Live as i32,
+        };
+        let r: GetDatanodeReportResponseProto = self.call("getDatanodeReport", &req).await?;
+        Ok(r.di)
+    }
+
     pub async fn server_defaults(&self) -> Result<FsServerDefaultsProto> {
         let r: GetServerDefaultsResponseProto = self
             .call("getServerDefaults", &GetServerDefaultsRequestProto {})

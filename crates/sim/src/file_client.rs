@@ -117,7 +117,8 @@ impl FileClient {
             .push(format!("file client w{}: {what}", self.id));
     }
 
-    pub async fn run(mut self, ops: usize) -> turmoil::Result {
+    pub async fn run(mut self, ops: usize, datanodes: usize) -> turmoil::Result {
+        self.await_datanodes(datanodes).await;
         for _ in 0..ops {
             if self.connected().await.is_none() {
                 continue;
@@ -135,6 +136,23 @@ impl FileClient {
         }
         self.finish().await;
         Ok(())
+    }
+
+    /// Waits (a minute at most) until `n` DataNodes are live, as a cluster is started
+    /// before it is written to: a block written while one node was up has one copy, and
+    /// that node's dead disk loses it, in HDFS as here.
+    async fn await_datanodes(&mut self, n: usize) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        while tokio::time::Instant::now() < deadline {
+            if let Some(fs) = self.connected().await {
+                if let Ok(live) = timed(fs.live_datanodes()).await {
+                    if live.len() >= n {
+                        return;
+                    }
+                }
+            }
+            tokio::time::sleep(PAUSE).await;
+        }
     }
 
     /// The NameNode connection, made again after it broke.

@@ -144,7 +144,10 @@ pub fn run_seed(seed: u64, opts: &Options) -> Report {
     for id in 0..opts.file_clients {
         let mut c = FileClient::new(id, seed, findings.clone(), trace.clone(), gate.clone());
         c.echo = opts.echo;
-        sim.client(format!("w{id}"), c.run(opts.ops_per_file_client));
+        sim.client(
+            format!("w{id}"),
+            c.run(opts.ops_per_file_client, opts.datanodes),
+        );
     }
     for id in 0..opts.clients {
         let mut c = Client::new(id, seed, findings.clone(), trace.clone());
