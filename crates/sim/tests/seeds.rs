@@ -1,6 +1,6 @@
 //! The simulation as CI runs it: a few hundred seeds with faults, each of which must keep
 //! every check, and one seed run twice, which must tell the same story; the same with
-//! DataNodes and file clients.
+//! DataNodes and file clients, under both DataNode fault schedules.
 
 use ferrite_sim::{replay_hint, run_seed, Options};
 
@@ -8,6 +8,8 @@ use ferrite_sim::{replay_hint, run_seed, Options};
 const SEEDS: u64 = 200;
 /// Seeds CI runs with DataNodes and file clients (each is a longer run).
 const DATA_SEEDS: u64 = 60;
+/// Seeds CI runs with DataNode power cuts and dead disks too.
+const HEAVY_SEEDS: u64 = 40;
 
 /// Faults the seeds dealt, summed.
 #[derive(Default)]
@@ -78,6 +80,20 @@ fn with_datanodes() -> Options {
 #[test]
 fn every_seed_with_datanodes_keeps_every_acknowledged_byte() {
     run_all(DATA_SEEDS, &with_datanodes());
+}
+
+#[test]
+fn every_seed_with_datanode_power_cuts_keeps_every_acknowledged_byte() {
+    let opts = Options {
+        dn_faults_heavy: true,
+        ..with_datanodes()
+    };
+    let dealt = run_all(HEAVY_SEEDS, &opts);
+    let disk_faults = dealt.disk_faults;
+    assert!(
+        disk_faults > HEAVY_SEEDS as u32 / 4,
+        "only {disk_faults} disk faults"
+    );
 }
 
 #[test]
