@@ -30,23 +30,40 @@ fn state_of(v: u64) -> ReplicaState {
     }
 }
 
+/// What is wrong with a full block report.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ReportError {
+    #[error("truncated {0}")]
+    Truncated(&'static str),
+    #[error("{extra} bytes after {count} blocks")]
+    TrailingBytes { extra: usize, count: u64 },
+    #[error("block report shorter than its header")]
+    NoHeader,
+    #[error("block report of {longs} longs for {finalized} finalized and {other} other replicas")]
+    WrongLength {
+        longs: usize,
+        finalized: usize,
+        other: usize,
+    },
+}
+
 /// Decodes one storage's report. Errors name what is malformed; nothing is half-applied.
-pub fn decode(report: &StorageBlockReportProto) -> Result<Vec<Reported>, String> {
+pub fn decode(report: &StorageBlockReportProto) -> Result<Vec<Reported>, ReportError> {
     match report.number_of_blocks {
         Some(n) => decode_buffers(&report.blocks_buffers, n),
         None => decode_longs(&report.blocks),
     }
 }
 
-fn decode_buffers(buffers: &[Vec<u8>], n: u64) -> Result<Vec<Reported>, String> {
+fn decode_buffers(buffers: &[Vec<u8>], n: u64) -> Result<Vec<Reported>, ReportError> {
     // The sender splits the stream at any byte, so join the chunks first.
     let joined: Vec<u8> = buffers.concat();
     let mut buf = &joined[..];
     // Every replica takes at least four bytes (four varints): a lying count cannot make us
     // reserve more than the buffers could hold.
     let mut out = Vec::with_capacity(n.min(joined.len() as u64 / 4) as usize);
-    let mut next = |what: &str| {
-        prost::encoding::decode_varint(&mut buf).map_err(|_| format!("truncated {what}"))
+    let mut next = |what: &'static str| {
+        prost::encoding::decode_varint(&mut buf).map_err(|_| ReportError::Truncated(what))
     };
     for _ in 0..n {
         let raw_id = next("block id")?;
@@ -57,26 +74,30 @@ fn decode_buffers(buffers: &[Vec<u8>], n: u64) -> Result<Vec<Reported>, String> 
         out.push(Reported { id, len, gs, state });
     }
     if !buf.is_empty() {
-        return Err(format!("{} bytes after {n} blocks", buf.len()));
+        return Err(ReportError::TrailingBytes {
+            extra: buf.len(),
+            count: n,
+        });
     }
     Ok(out)
 }
 
-fn decode_longs(v: &[u64]) -> Result<Vec<Reported>, String> {
+fn decode_longs(v: &[u64]) -> Result<Vec<Reported>, ReportError> {
     if v.is_empty() {
         return Ok(Vec::new());
     }
     if v.len() < 2 {
-        return Err("block report shorter than its header".into());
+        return Err(ReportError::NoHeader);
     }
     let (finalized, uc) = (v[0] as usize, v[1] as usize);
     let need = 2 + finalized * 3 + if uc > 0 { 3 + uc * 4 } else { 0 };
     // The delimiter may be present even with no unfinished replicas.
     if v.len() != need && v.len() != need + 3 {
-        return Err(format!(
-            "block report of {} longs for {finalized} finalized and {uc} other replicas",
-            v.len()
-        ));
+        return Err(ReportError::WrongLength {
+            longs: v.len(),
+            finalized,
+            other: uc,
+        });
     }
     let mut out = Vec::with_capacity(finalized + uc);
     for c in v[2..2 + finalized * 3].chunks_exact(3) {
@@ -191,6 +212,9 @@ mod tests {
             number_of_blocks: Some(2),
             blocks_buffers: vec![vec![2, 3, 4, 0]],
         };
-        assert!(decode(&r).unwrap_err().contains("truncated"));
+        assert_eq!(
+            decode(&r).unwrap_err(),
+            ReportError::Truncated("generation stamp")
+        );
     }
 }

@@ -39,6 +39,15 @@ pub fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// A Hadoop key given a value it cannot take.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("bad value {value:?} for {key}: wants {wants}")]
+pub struct ConfigError {
+    pub key: String,
+    pub value: String,
+    pub wants: &'static str,
+}
+
 #[derive(Clone, Debug)]
 pub struct DnConfig {
     /// `dfs.datanode.data.dir`: one directory per volume, each optionally tagged with its
@@ -92,14 +101,15 @@ impl DnConfig {
     pub fn apply<'a>(
         &mut self,
         pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<Vec<String>, ConfigError> {
         let mut unknown = Vec::new();
         for (k, v) in pairs {
-            let num = || {
-                v.trim()
-                    .parse::<u64>()
-                    .map_err(|_| format!("bad number {v:?} for {k}"))
+            let bad = |wants: &'static str| ConfigError {
+                key: k.to_string(),
+                value: v.to_string(),
+                wants,
             };
+            let num = || v.trim().parse::<u64>().map_err(|_| bad("a number"));
             match k {
                 "dfs.datanode.data.dir" => {
                     self.data_dirs = v
@@ -134,17 +144,10 @@ impl DnConfig {
                     self.xceiver.socket_timeout = Duration::from_millis(num()?.max(1000))
                 }
                 "dfs.datanode.ipc.address" => {
-                    self.ipc_bind = v
-                        .trim()
-                        .parse()
-                        .map_err(|_| format!("bad address {v:?} for {k}"))?
+                    self.ipc_bind = v.trim().parse().map_err(|_| bad("an address"))?
                 }
                 "dfs.datanode.http.address" => {
-                    self.http_bind = Some(
-                        v.trim()
-                            .parse()
-                            .map_err(|_| format!("bad address {v:?} for {k}"))?,
-                    )
+                    self.http_bind = Some(v.trim().parse().map_err(|_| bad("an address"))?)
                 }
                 "ipc.client.rpc-timeout.ms" => {
                     let ms = num()?;
@@ -154,8 +157,8 @@ impl DnConfig {
                 }
                 "dfs.data.transfer.max.packet.size" => self.xceiver.max_packet = num()? as usize,
                 "dfs.blocksize" => {
-                    self.xceiver.block_size = ferrite_ipc::conf::parse_size(v)
-                        .ok_or_else(|| format!("bad size {v:?} for {k}"))?
+                    self.xceiver.block_size =
+                        ferrite_ipc::conf::parse_size(v).ok_or_else(|| bad("a size"))?
                 }
                 "ferrite.datanode.read.packet.bytes" => {
                     self.xceiver.read_packet_bytes = (num()? as usize).clamp(512, 8 << 20)
@@ -168,7 +171,7 @@ impl DnConfig {
                     self.reads.cache_cap = (num()? as usize).max(1)
                 }
                 "ferrite.datanode.fault.read.delay" => {
-                    let bad = || format!("{k} wants VOLUME:MILLISECONDS, not {v:?}");
+                    let bad = || bad("VOLUME:MILLISECONDS");
                     let (vol, ms) = v.trim().split_once(':').ok_or_else(bad)?;
                     let vol = vol.parse().map_err(|_| bad())?;
                     let ms = ms.parse().map_err(|_| bad())?;
@@ -411,6 +414,9 @@ mod tests {
         let e = cfg
             .apply([("dfs.datanode.http.address", "nowhere")])
             .unwrap_err();
-        assert!(e.contains("dfs.datanode.http.address"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "bad value \"nowhere\" for dfs.datanode.http.address: wants an address"
+        );
     }
 }

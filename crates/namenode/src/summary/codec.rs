@@ -121,6 +121,12 @@ pub enum CheckpointError {
         offset: usize,
         why: DecodeError,
     },
+    #[error("reading {path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 pub fn decode(bytes: &[u8], path: &str) -> Result<Summary, CheckpointError> {
@@ -195,13 +201,14 @@ fn decode_dir(r: &mut Reader, tree: &mut Tree, id: DirId) -> Result<(), DecodeEr
 }
 
 /// The checkpoint in `dir`, `Ok(None)` if there is none.
-pub fn load(dir: &Path) -> Result<Option<Summary>, String> {
+pub fn load(dir: &Path) -> Result<Option<Summary>, CheckpointError> {
     let path = dir.join(FILE_NAME);
     match crate::atomic_file::map_committed(&path) {
-        Ok(bytes) => decode(&bytes, &path.display().to_string())
-            .map(Some)
-            .map_err(|e| e.to_string()),
+        Ok(bytes) => decode(&bytes, &path.display().to_string()).map(Some),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("reading {}: {e}", path.display())),
+        Err(source) => Err(CheckpointError::Read {
+            path: path.display().to_string(),
+            source,
+        }),
     }
 }
