@@ -214,7 +214,7 @@ mod tests {
         };
         assert_eq!(
             decode(&r).unwrap_err(),
-            ReportError::Truncated("generation stamp")
+            ReportError::Truncated("block id")
         );
     }
 }

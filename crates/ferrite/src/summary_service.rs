@@ -61,7 +61,7 @@ async fn get_summary(
     let reply = st.svc.read(|s| summary_reply(s, &req.path, top));
     if reply.summary.is_none() {
         // As the NameNode answers for a path that does not exist.
-        let e = FsError::NotFound(format!("File does not exist: {}", req.path));
+        let e = FsError::file_not_found(&req.path);
         return Err(e.into());
     }
     Ok(reply)

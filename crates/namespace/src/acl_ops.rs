@@ -176,7 +176,7 @@ impl Namespace {
             .iter()
             .map(|e| AclEntry::parse(e, true))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| FsError::Io(format!("ACL record: {e}")))?;
+            .map_err(|e| FsError::internal("ACL record", e))?;
         self.arena.get_mut(slot).perm = perm & PERM_MASK;
         self.put_acl(slot, kept);
         Ok(())

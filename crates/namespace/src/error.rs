@@ -1,10 +1,38 @@
 //! Namespace errors and the Java exception each one becomes on the wire.
 
+use std::fmt;
+use std::sync::Arc;
+
 use ferrite_ipc::error::class;
 use ferrite_ipc::RpcError;
 
+/// What the NameNode answers when an operation cannot be done: each variant maps to the
+/// Java exception HDFS throws ([`FsError::java_class`]), and its message is rendered here,
+/// in HDFS's words, from the data it carries. Variants holding a whole message in a
+/// `String` are the ones whose wording is still written where they are raised.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FsError {
+    /// A path that does not exist (`FileNotFoundException`).
+    #[error("File does not exist: {path}")]
+    FileNotFound { path: String },
+    /// A file operation on a directory (`FileNotFoundException`, as HDFS throws it).
+    #[error("Path is not a file: {path}")]
+    NotAFile { path: String },
+    /// A creation whose parent directory is missing (`FileNotFoundException`).
+    #[error("Parent directory doesn't exist: {parent}")]
+    ParentMissing { parent: String },
+    /// A change refused in safe mode: `refused` is how HDFS words the refusal ("Cannot
+    /// mkdirs", "Log not rolled"), `reason` what keeps safe mode on.
+    #[error("{refused}. Name node is in safe mode.\n{reason}")]
+    InSafeMode { refused: String, reason: String },
+    /// A fault inside the NameNode (the journal, an image, a record that would not
+    /// apply): the client sees an `IOException`; the log keeps the cause.
+    #[error("{what}: {cause}")]
+    Internal {
+        what: String,
+        #[source]
+        cause: Cause,
+    },
     #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
@@ -24,8 +52,6 @@ pub enum FsError {
     /// The file's last block is being recovered; the client tries again later.
     #[error("{0}")]
     RecoveryInProgress(String),
-    #[error("{0}")]
-    SafeMode(String),
     /// The previous block has too few finished replicas yet; the client retries.
     #[error("{0}")]
     NotReplicatedYet(String),
@@ -85,9 +111,48 @@ pub enum FsError {
 }
 
 impl FsError {
+    pub fn file_not_found(path: impl fmt::Display) -> Self {
+        FsError::FileNotFound {
+            path: path.to_string(),
+        }
+    }
+
+    pub fn not_a_file(path: impl fmt::Display) -> Self {
+        FsError::NotAFile {
+            path: path.to_string(),
+        }
+    }
+
+    pub fn parent_missing(parent: impl fmt::Display) -> Self {
+        FsError::ParentMissing {
+            parent: parent.to_string(),
+        }
+    }
+
+    /// An internal fault while doing `what`, its cause kept.
+    pub fn internal(
+        what: impl fmt::Display,
+        cause: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        FsError::Internal {
+            what: what.to_string(),
+            cause: Cause(Arc::new(cause)),
+        }
+    }
+
+    /// Whether the path (or what it names) is not there: a `FileNotFoundException`.
+    pub fn is_not_found(&self) -> bool {
+        self.java_class() == class::FILE_NOT_FOUND
+    }
+
     /// The exact Java class name clients match on.
     pub fn java_class(&self) -> &'static str {
         match self {
+            FsError::FileNotFound { .. }
+            | FsError::NotAFile { .. }
+            | FsError::ParentMissing { .. } => class::FILE_NOT_FOUND,
+            FsError::InSafeMode { .. } => class::SAFE_MODE,
+            FsError::Internal { .. } => class::IO,
             FsError::NotFound(_) => class::FILE_NOT_FOUND,
             FsError::AlreadyExists(_) => class::FILE_ALREADY_EXISTS,
             FsError::ParentNotDirectory(_) => class::PARENT_NOT_DIRECTORY,
@@ -97,7 +162,6 @@ impl FsError {
             FsError::AlreadyBeingCreated(_) => class::ALREADY_BEING_CREATED,
             FsError::LeaseExpired(_) => class::LEASE_EXPIRED,
             FsError::RecoveryInProgress(_) => class::RECOVERY_IN_PROGRESS,
-            FsError::SafeMode(_) => class::SAFE_MODE,
             FsError::NotReplicatedYet(_) => class::NOT_REPLICATED_YET,
             FsError::Unsupported(_) => class::UNSUPPORTED_OPERATION,
             FsError::IllegalArgument(_) => class::HADOOP_ILLEGAL_ARGUMENT,
@@ -135,15 +199,94 @@ impl FsError {
     }
 }
 
+/// The fault beneath an [`FsError::Internal`]. Shared, so an answer can be kept and
+/// sent again (the retry cache clones answers); two are equal when they read the same.
+#[derive(Clone, Debug)]
+pub struct Cause(pub Arc<dyn std::error::Error + Send + Sync>);
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Cause {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+impl PartialEq for Cause {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_string() == other.to_string()
+    }
+}
+
+impl Eq for Cause {}
+
 impl From<FsError> for RpcError {
     fn from(e: FsError) -> Self {
+        if let FsError::Internal { .. } = &e {
+            // The client gets HDFS's class and the message; the log gets every cause.
+            tracing::error!(error = %causes(&e), "internal fault answered as an IOException");
+        }
         RpcError::app(e.java_class(), e.to_string())
     }
+}
+
+/// `e` and each of its sources, outermost first, joined by ": caused by: ".
+pub fn causes(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(s) = next {
+        out.push_str(": caused by: ");
+        out.push_str(&s.to_string());
+        next = s.source();
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn structured_errors_render_hdfs_wording_and_keep_their_cause() {
+        assert_eq!(
+            FsError::file_not_found("/a/b").to_string(),
+            "File does not exist: /a/b"
+        );
+        assert_eq!(
+            FsError::not_a_file("/d").to_string(),
+            "Path is not a file: /d"
+        );
+        assert_eq!(
+            FsError::parent_missing("/x").to_string(),
+            "Parent directory doesn't exist: /x"
+        );
+        let sm = FsError::InSafeMode {
+            refused: "Cannot mkdirs".into(),
+            reason: "It was turned on manually.".into(),
+        };
+        assert_eq!(
+            sm.to_string(),
+            "Cannot mkdirs. Name node is in safe mode.\nIt was turned on manually."
+        );
+        assert!(FsError::file_not_found("/a").is_not_found());
+        assert!(!sm.is_not_found());
+        let disk = std::io::Error::other("disk gone");
+        let e = FsError::internal("making the change durable", disk);
+        assert_eq!(e.to_string(), "making the change durable: disk gone");
+        assert_eq!(e.java_class(), "java.io.IOException");
+        let source = std::error::Error::source(&e).expect("the cause is kept");
+        assert_eq!(source.to_string(), "disk gone");
+        assert_eq!(e.clone(), e, "answers are kept and sent again");
+        let inner = FsError::internal("applying", FsError::file_not_found("/z"));
+        assert_eq!(
+            causes(&inner),
+            "applying: File does not exist: /z: caused by: File does not exist: /z"
+        );
+    }
 
     #[test]
     fn java_class_names_are_the_ones_clients_match() {
@@ -181,7 +324,10 @@ mod tests {
                 "org.apache.hadoop.hdfs.server.namenode.LeaseExpiredException",
             ),
             (
-                FsError::SafeMode(String::new()),
+                FsError::InSafeMode {
+                    refused: String::new(),
+                    reason: String::new(),
+                },
                 "org.apache.hadoop.hdfs.server.namenode.SafeModeException",
             ),
             (

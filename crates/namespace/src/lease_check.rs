@@ -22,10 +22,9 @@ impl Namespace {
     /// whose lease `holder` holds.
     pub fn check_lease(&self, src: &str, holder: &str, file_id: u64) -> Result<Held, FsError> {
         let Some(held) = self.writer_file(src, file_id) else {
-            return Err(FsError::NotFound(format!(
-                "File does not exist: {}",
-                self.lease_text(src, file_id, holder)
-            )));
+            return Err(FsError::file_not_found(
+                self.lease_text(src, file_id, holder),
+            ));
         };
         let at = held.moved.as_deref().unwrap_or(src);
         let Some(file) = self.inode(held.slot).file() else {

@@ -400,7 +400,7 @@ impl Namespace {
         let comps = path::components(path)?;
         self.walk(&comps)?
             .target()
-            .ok_or_else(|| FsError::NotFound(format!("File does not exist: {path}")))
+            .ok_or_else(|| FsError::file_not_found(path))
     }
 
     /// [`existing`](Self::existing), or `found` when a plan has just walked `path`. Debug
@@ -438,12 +438,9 @@ impl Namespace {
             .split_last()
             .ok_or_else(|| FsError::InvalidPath(format!("{path}: the root has no parent")))?;
         let walk = self.walk(parent_comps)?;
-        let parent = walk.target().ok_or_else(|| {
-            FsError::NotFound(format!(
-                "Parent directory doesn't exist: {}",
-                path::join(parent_comps)
-            ))
-        })?;
+        let parent = walk
+            .target()
+            .ok_or_else(|| FsError::parent_missing(path::join(parent_comps)))?;
         if !self.arena.get(parent).is_dir() {
             return Err(FsError::ParentNotDirectory(format!(
                 "{} (is not a directory)",

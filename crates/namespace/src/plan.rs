@@ -272,10 +272,7 @@ impl Namespace {
         }
         let found = walk.slots.len() - 1;
         if comps.len() - found > 1 && !create_parent {
-            return Err(FsError::NotFound(format!(
-                "Parent directory doesn't exist: {}",
-                join(&comps[..comps.len() - 1])
-            )));
+            return Err(FsError::parent_missing(join(&comps[..comps.len() - 1])));
         }
         let ancestor = walk.last();
         self.check_access(caller, ancestor, WRITE)?;
@@ -339,15 +336,12 @@ impl Namespace {
             return Ok(Planned::at(At::slot(inode.parent), vec![op]));
         }
         if !a.create {
-            return Err(FsError::NotFound(format!("File does not exist: {src}")));
+            return Err(FsError::file_not_found(src));
         }
         let found = walk.slots.len() - 1;
         let ancestor = walk.last();
         if comps.len() - found > 1 && !a.create_parent {
-            return Err(FsError::NotFound(format!(
-                "Parent directory doesn't exist: {}",
-                join(&comps[..comps.len() - 1])
-            )));
+            return Err(FsError::parent_missing(join(&comps[..comps.len() - 1])));
         }
         self.check_access(caller, ancestor, WRITE)?;
         let (end, refused) = self.check_new_entries(ancestor, &comps, found);
@@ -671,7 +665,7 @@ impl Namespace {
         let path = join(&comps);
         match self.checked_target(caller, src, &comps) {
             Ok(t) => Ok((t, path)),
-            Err(FsError::NotFound(_)) => Err(FsError::NotFound(missing(&path))),
+            Err(e) if e.is_not_found() => Err(FsError::NotFound(missing(&path))),
             Err(e) => Err(e),
         }
     }
@@ -685,8 +679,7 @@ impl Namespace {
     fn checked_target(&self, caller: &Caller, src: &str, comps: &[&str]) -> Result<Slot, FsError> {
         let walk = self.walk(comps)?;
         self.check_traverse(caller, &walk)?;
-        walk.target()
-            .ok_or_else(|| FsError::NotFound(format!("File does not exist: {src}")))
+        walk.target().ok_or_else(|| FsError::file_not_found(src))
     }
 
     pub fn plan_set_permission(

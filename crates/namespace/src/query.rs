@@ -228,7 +228,7 @@ impl Namespace {
     pub fn file_slot(&self, caller: &Caller, src: &str) -> Result<Slot, FsError> {
         let slot = self.resolve_slot(caller, src)?;
         if self.inode(slot).is_dir() {
-            return Err(FsError::NotFound(format!("Path is not a file: {src}")));
+            return Err(FsError::not_a_file(src));
         }
         Ok(slot)
     }

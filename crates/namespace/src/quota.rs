@@ -743,7 +743,7 @@ impl Namespace {
     pub fn quota_view(&self, caller: &super::Caller, src: &str) -> Result<QuotaView, FsError> {
         if let Some(r) = self.snapshot_lookup(caller, src)? {
             // A snapshot keeps no quota of its own.
-            r.ok_or_else(|| FsError::NotFound(format!("File does not exist: {src}")))?;
+            r.ok_or_else(|| FsError::file_not_found(src))?;
             return Ok(QuotaView {
                 ns: NONE,
                 space: NONE,

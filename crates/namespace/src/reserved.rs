@@ -17,12 +17,10 @@ impl Namespace {
             return Ok(Cow::Borrowed(src));
         };
         let (id, tail) = rest.split_once('/').map_or((rest, ""), |(i, t)| (i, t));
-        let id: u64 = id
-            .parse()
-            .map_err(|_| FsError::NotFound(format!("File does not exist: {src}")))?;
+        let id: u64 = id.parse().map_err(|_| FsError::file_not_found(src))?;
         let slot = self
             .slot_of_id(id)
-            .ok_or_else(|| FsError::NotFound(format!("File does not exist: {src}")))?;
+            .ok_or_else(|| FsError::file_not_found(src))?;
         let base = self.path_of(slot);
         Ok(Cow::Owned(match tail {
             "" => base,

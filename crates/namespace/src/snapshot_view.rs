@@ -403,13 +403,13 @@ impl Namespace {
         let Some(r) = self.snapshot_lookup(caller, src)? else {
             return Ok(None);
         };
-        let missing = || FsError::NotFound(format!("File does not exist: {src}"));
+        let missing = || FsError::file_not_found(src);
         let Resolved::At { slot, snap, .. } = r.ok_or_else(missing)? else {
-            return Err(FsError::NotFound(format!("Path is not a file: {src}")));
+            return Err(FsError::not_a_file(src));
         };
         let f = self
             .file_at(slot, snap)
-            .ok_or_else(|| FsError::NotFound(format!("Path is not a file: {src}")))?;
+            .ok_or_else(|| FsError::not_a_file(src))?;
         Ok(Some(super::blocks::range_of(
             &f.blocks, f.len, false, offset, length,
         )))

@@ -38,7 +38,7 @@ impl Namespace {
         self.check_access(caller, slot, WRITE)?;
         let inode = self.inode(slot);
         let Some(file) = inode.file() else {
-            return Err(FsError::NotFound(format!("Path is not a file: {path}")));
+            return Err(FsError::not_a_file(&path));
         };
         if let Some(uc) = file.uc() {
             return Err(super::append::lease_conflict(
@@ -121,9 +121,7 @@ impl Namespace {
         let (t, target_path) = self.resolve_checked(caller, target)?;
         self.check_access(caller, t, WRITE)?;
         let Some(tf) = self.inode(t).file() else {
-            return Err(FsError::NotFound(format!(
-                "Path is not a file: {target_path}"
-            )));
+            return Err(FsError::not_a_file(&target_path));
         };
         if tf.uc().is_some() {
             return Err(FsError::IllegalArgument(format!(
@@ -138,7 +136,7 @@ impl Namespace {
             self.check_access(caller, s, READ)?;
             self.check_access(caller, self.inode(s).parent, WRITE)?;
             let Some(sf) = self.inode(s).file() else {
-                return Err(FsError::NotFound(format!("Path is not a file: {path}")));
+                return Err(FsError::not_a_file(&path));
             };
             if self.inode(s).parent != parent {
                 return Err(FsError::IllegalArgument(format!(
@@ -259,7 +257,7 @@ mod tests {
         ));
         assert!(matches!(
             ns.plan_truncate(&su(), "/", 0, "c", "m", 8),
-            Err(FsError::NotFound(_))
+            Err(e) if e.is_not_found()
         ));
         let (t, planned) = ns.plan_truncate(&su(), "/f", 1100, "c", "m", 8).unwrap();
         assert!(

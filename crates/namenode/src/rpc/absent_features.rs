@@ -58,7 +58,7 @@ pub async fn link_target(
 ) -> Res<GetLinkTargetResponseProto> {
     match nn.file_info(&who, &req.path)? {
         Some(_) => Err(io(format!("Path {} is not a symbolic link", req.path)).into()),
-        None => Err(FsError::NotFound(format!("File does not exist: {}", req.path)).into()),
+        None => Err(FsError::file_not_found(&req.path).into()),
     }
 }
 

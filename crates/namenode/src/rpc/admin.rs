@@ -116,7 +116,7 @@ pub async fn check_access(
     nn.check_access(&who, &req.path, mode)
         .map_err(|e| match e {
             // HDFS's words for a missing path here.
-            FsError::NotFound(_) => FsError::NotFound(format!("Path not found: {}", req.path)),
+            e if e.is_not_found() => FsError::NotFound(format!("Path not found: {}", req.path)),
             e => e,
         })?;
     Ok(CheckAccessResponseProto {})
@@ -213,7 +213,7 @@ pub async fn edits_from_txid(
     let mut records = Vec::new();
     let mut rest = &bytes[..];
     while records.len() < EVENTS_PER_RPC && !rest.is_empty() {
-        match decode_record(rest).map_err(|e| FsError::Io(format!("journal: {e}")))? {
+        match decode_record(rest).map_err(|e| FsError::internal("journal", e))? {
             Next::End => break,
             Next::Record { txid, op, size } => {
                 rest = &rest[size..];

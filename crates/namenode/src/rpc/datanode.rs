@@ -199,10 +199,13 @@ pub async fn block_report(
     let mut decoded = Vec::with_capacity(req.reports.len());
     for r in &req.reports {
         let replicas = report::decode(r).map_err(|e| {
-            FsError::Io(format!(
-                "malformed block report for storage {}: {e}",
-                r.storage.storage_uuid
-            ))
+            FsError::internal(
+                format!(
+                    "malformed block report for storage {}",
+                    r.storage.storage_uuid
+                ),
+                e,
+            )
         })?;
         decoded.push((r.storage.storage_uuid.clone(), replicas));
     }

@@ -113,6 +113,6 @@ impl NameNodeService {
             .ok_or_else(|| FsError::Io("metaSave: no name directory".into()))?;
         std::fs::create_dir_all(&dir)
             .and_then(|_| std::fs::write(dir.join(name), text))
-            .map_err(|e| FsError::Io(format!("metaSave: {e}")))
+            .map_err(|e| FsError::internal("metaSave", e))
     }
 }

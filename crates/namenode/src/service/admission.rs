@@ -358,11 +358,10 @@ impl NameNodeService {
             return Err(superuser_required(&user, op.name()));
         }
         if p.mutating && self.in_safe_mode() {
-            return Err(FsError::SafeMode(format!(
-                "Cannot {}. Name node is in safe mode.\n{}",
-                op.name(),
-                self.safe_mode_reason()
-            )));
+            return Err(FsError::InSafeMode {
+                refused: format!("Cannot {}", op.name()),
+                reason: self.safe_mode_reason(),
+            });
         }
         Ok(Admitted {
             op,

@@ -195,8 +195,7 @@ impl NameNodeService {
             // A subtree as a snapshot shows it: walked, since the summary counts the live tree.
             let ns = self.ns.read();
             if let Some(r) = ns.snapshot_lookup(&caller, src)? {
-                let r =
-                    r.ok_or_else(|| FsError::NotFound(format!("File does not exist: {src}")))?;
+                let r = r.ok_or_else(|| FsError::file_not_found(src))?;
                 return Ok(ns.snapshot_content_summary(&r));
             }
         }

@@ -39,7 +39,7 @@ impl NameNodeService {
         }
         self.checkpoint()
             .await
-            .map_err(|e| FsError::Io(format!("saving the namespace failed: {e}")))?;
+            .map_err(|e| FsError::internal("saving the namespace failed", e))?;
         Ok(true)
     }
 
@@ -55,16 +55,16 @@ impl NameNodeService {
     pub async fn roll_edits(&self, who: &Admitted) -> Result<u64, FsError> {
         who.check(Operation::RollEdits);
         if self.in_safe_mode() {
-            return Err(FsError::SafeMode(format!(
-                "Log not rolled. Name node is in safe mode.\n{}",
-                self.safe_mode_reason()
-            )));
+            return Err(FsError::InSafeMode {
+                refused: "Log not rolled".into(),
+                reason: self.safe_mode_reason(),
+            });
         }
         let txid = self
             .journal_or_err()?
             .roll()
             .await
-            .map_err(|e| FsError::Io(e.to_string()))?;
+            .map_err(|e| FsError::internal("rolling the journal", e))?;
         info!(new_segment_txid = txid, "journal rolled on request");
         Ok(txid)
     }

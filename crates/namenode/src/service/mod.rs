@@ -466,7 +466,7 @@ impl NameNodeService {
             if !ferrite_ipc::durable::defer_reply(txid) {
                 j.wait_synced(txid)
                     .await
-                    .map_err(|e| FsError::Io(e.to_string()))?;
+                    .map_err(|e| FsError::internal("making the change durable", e))?;
             }
         }
         Ok(out)
@@ -489,7 +489,7 @@ impl NameNodeService {
             // A planned record that does not apply is a bug; refuse loudly, keep serving.
             let op = &planned.ops[applied.count];
             error!(?op, error = %e, "planned operation failed to apply");
-            applied.failed = Some(FsError::Io(format!("internal error applying {op:?}: {e}")));
+            applied.failed = Some(FsError::internal(format!("applying {op:?}"), e));
         }
         applied
     }

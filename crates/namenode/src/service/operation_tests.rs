@@ -232,9 +232,10 @@ async fn admission_follows_the_table_for_every_front_end() {
     nn.safe_mode_action(&by(&nn, SU, Operation::SetSafeMode), SafeModeAction::Enter)
         .unwrap();
     let e = nn.admit(ALICE, "127.0.0.1", Operation::Mkdirs).unwrap_err();
-    let FsError::SafeMode(msg) = e else {
+    let FsError::InSafeMode { .. } = e else {
         panic!("{e:?}")
     };
+    let msg = e.to_string();
     assert!(
         msg.starts_with("Cannot mkdirs. Name node is in safe mode.\nIt was turned on manually."),
         "{msg}"
@@ -269,7 +270,7 @@ async fn names_lookups_and_listings() {
     assert!(matches!(
         nn.mkdirs(&by(&nn, SU, Operation::Mkdirs), "/x/y", 0o755, false)
             .await,
-        Err(FsError::NotFound(_))
+        Err(e) if e.is_not_found()
     ));
     let st = nn
         .file_info(&by(&nn, ALICE, Operation::GetFileInfo), "/a/b")
@@ -334,7 +335,7 @@ async fn names_lookups_and_listings() {
             false
         )
         .await,
-        Err(FsError::NotFound(_))
+        Err(e) if e.is_not_found()
     ));
     nn.rename2(&by(&nn, SU, Operation::Rename2), "/a/d", "/a/e", false)
         .await
@@ -627,7 +628,7 @@ async fn a_file_is_written_located_and_closed() {
             1
         )
         .await,
-        Err(FsError::NotFound(_))
+        Err(e) if e.is_not_found()
     ));
 }
 
@@ -910,7 +911,7 @@ async fn administration_on_the_memory_journal() {
         .unwrap();
     assert!(matches!(
         nn.roll_edits(&by(&nn, SU, Operation::RollEdits)).await,
-        Err(FsError::SafeMode(_))
+        Err(FsError::InSafeMode { .. })
     ));
     // The image goes into memory, where image transfer finds it and start-up would.
     assert!(nn
@@ -939,7 +940,7 @@ async fn administration_on_the_memory_journal() {
     assert!(matches!(
         nn.image_chunk(&by(&nn, SU, Operation::GetImage), txid + 1, 0, 1)
             .await,
-        Err(FsError::NotFound(_))
+        Err(e) if e.is_not_found()
     ));
     assert!(matches!(
         nn.path_summary(

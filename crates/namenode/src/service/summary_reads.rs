@@ -87,7 +87,7 @@ impl NameNodeService {
             }
         })
         .await
-        .map_err(|e| FsError::Io(e.to_string()))??;
+        .map_err(|e| FsError::internal("reading the journal", e))??;
         let synced = self
             .journal
             .as_ref()
@@ -121,7 +121,9 @@ impl NameNodeService {
             )));
         };
         let txid = image.txid;
-        let bytes = store.read(txid).map_err(|e| FsError::Io(e.to_string()))?;
+        let bytes = store
+            .read(txid)
+            .map_err(|e| FsError::internal(format!("reading image {txid}"), e))?;
         // Copying out of a mapped file may wait on the disk: not on an async worker.
         let (total, data) = tokio::task::spawn_blocking(move || {
             let total = bytes.len() as u64;
@@ -130,7 +132,7 @@ impl NameNodeService {
             (total, bytes[from..to].to_vec())
         })
         .await
-        .map_err(|e| FsError::Io(e.to_string()))?;
+        .map_err(|e| FsError::internal(format!("copying from image {txid}"), e))?;
         Ok(Some(ImageChunk { txid, total, data }))
     }
 }
