@@ -212,9 +212,6 @@ mod tests {
             number_of_blocks: Some(2),
             blocks_buffers: vec![vec![2, 3, 4, 0]],
         };
-        assert_eq!(
-            decode(&r).unwrap_err(),
-            ReportError::Truncated("block id")
-        );
+        assert_eq!(decode(&r).unwrap_err(), ReportError::Truncated("block id"));
     }
 }

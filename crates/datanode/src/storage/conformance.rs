@@ -326,12 +326,21 @@ fn bytes_without_their_checksums_do_not_count(h: &dyn Harness) {
     let ds = h.start();
     let got = ds.init_recovery(3, 1001, 1002).unwrap().unwrap();
     assert_eq!(got.len, 512, "in block recovery");
+    // A finished replica whose last checksums were lost counts the covered bytes only.
+    let g = ds.create_rbw(6, 1001, &c, BLOCK).unwrap();
+    g.write_at(0, &data, &sums, &c).unwrap();
+    let done = ds.finalize(g, 1024).unwrap();
+    ds.open_streams(&done)
+        .unwrap()
+        .set_len(Part::Meta, META_HEADER_LEN as u64 + 4)
+        .unwrap();
     // A torn checksum header: not one checked byte.
     let r = ds.get(3).unwrap();
     ds.open_streams(&r).unwrap().set_len(Part::Meta, 3).unwrap();
     drop(ds);
     let ds = h.start();
     assert_eq!(ds.get(3).unwrap().len, 0, "after a restart");
+    assert_eq!(ds.get(6).unwrap().len, 512, "finished, one checksum left");
     let got = ds.init_recovery(3, 1001, 1003).unwrap().unwrap();
     assert_eq!(got.len, 0, "in block recovery");
 }
@@ -448,6 +457,8 @@ fn a_replica_moves_to_a_volume_of_another_type_and_a_left_over_copy_is_resolved(
     // A crash between the copy and the delete leaves both; a restart keeps one.
     let leftover = ds.volumes[0].files.create(7, 70).unwrap();
     leftover.write_at(Part::Data, 0, &data).unwrap();
+    let meta = [&ferrite_transfer::checksum::meta_header(&c)[..], &sums].concat();
+    leftover.write_at(Part::Meta, 0, &meta).unwrap();
     let done = Key {
         id: 7,
         gs: 70,

@@ -15,9 +15,11 @@ use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use ferrite_transfer::checksum::{parse_meta_header, META_HEADER_LEN};
+use ferrite_transfer::checksum::{parse_meta_header, Checksum, META_HEADER_LEN};
 
-use super::files::{covered_len, Found, Key, Part, ReplicaFiles, ReplicaStreams, State};
+use super::files::{
+    covered_len, finalized_len, Found, Key, Part, ReplicaFiles, ReplicaStreams, State,
+};
 
 pub struct DiskFiles {
     /// The volume's root, whose file system's space is the volume's.
@@ -227,7 +229,10 @@ fn scan_dir(dir: &Path, state: State, out: &mut Vec<Found>) {
             continue;
         };
         let len = match state {
-            State::Finalized => data_len,
+            State::Finalized => {
+                let meta_len = e.metadata().map_or(0, |m| m.len());
+                finalized_len(data_len, meta_len, || meta_checksum(&e.path()))
+            }
             State::Rbw => rbw_len(&e.path(), data_len).unwrap_or(0),
         };
         out.push(Found { id, gs, len, state });
@@ -236,11 +241,16 @@ fn scan_dir(dir: &Path, state: State, out: &mut Vec<Found>) {
 
 /// An unfinished replica's length: what its checksums cover.
 fn rbw_len(meta: &Path, data_len: u64) -> Option<u64> {
+    let c = meta_checksum(meta)?;
+    Some(covered_len(&c, data_len, fs::metadata(meta).ok()?.len()))
+}
+
+/// The checksum a meta file's header names; None when the header is torn.
+fn meta_checksum(meta: &Path) -> Option<Checksum> {
     let mut f = File::open(meta).ok()?;
     let mut head = [0u8; META_HEADER_LEN];
     f.read_exact(&mut head).ok()?;
-    let c = parse_meta_header(&head).ok()?;
-    Some(covered_len(&c, data_len, f.metadata().ok()?.len()))
+    parse_meta_header(&head).ok()
 }
 
 /// Whether a probe write's outcome shows a working volume. Out of space (or quota) is not

@@ -93,6 +93,27 @@ pub fn covered_len(c: &Checksum, data_len: u64, meta_len: u64) -> u64 {
     data_len.min(sums.saturating_mul(c.bytes_per_checksum as u64))
 }
 
+/// A finished replica's length as a start-up scan finds it: its data file's, when its
+/// checksums cover all of it. A power cut soon after the replica was finished (HDFS does
+/// not sync on close by default) may leave the meta file short; then only the covered
+/// bytes count, and the NameNode, seeing a length other than the block's, deletes this
+/// copy and makes another from a good one. `header` reads the checksum kind, and is
+/// called only when the meta's size is not the one CRC32C over 512-byte chunks (the
+/// default) would give, so a scan opens no file for a whole replica.
+pub fn finalized_len(
+    data_len: u64,
+    meta_len: u64,
+    header: impl FnOnce() -> Option<Checksum>,
+) -> u64 {
+    let default = Checksum::CRC32C_512;
+    let whole = META_HEADER_LEN as u64
+        + data_len.div_ceil(default.bytes_per_checksum as u64) * default.kind.size() as u64;
+    if meta_len == whole {
+        return data_len;
+    }
+    header().map_or(0, |c| covered_len(&c, data_len, meta_len))
+}
+
 /// The bytes of an unfinished replica that have their checksums, so bytes that reached
 /// the medium without theirs are not counted. A power cut before the checksum header
 /// reached the medium leaves no checked byte at all: length 0, as a scan finds it.
@@ -132,6 +153,19 @@ pub fn cut(s: &dyn ReplicaStreams, len: u64) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_finished_replica_counts_only_the_bytes_its_checksums_cover() {
+        let c = Checksum::CRC32C_512;
+        let hdr = META_HEADER_LEN as u64;
+        let never = || -> Option<Checksum> { panic!("no header read for a whole replica") };
+        assert_eq!(finalized_len(1300, hdr + 3 * 4, never), 1300);
+        assert_eq!(finalized_len(0, hdr, never), 0);
+        // A power cut took the last checksum: two whole chunks are left.
+        assert_eq!(finalized_len(1300, hdr + 2 * 4, || Some(c)), 1024);
+        // A torn header: nothing checked.
+        assert_eq!(finalized_len(1300, 3, || None), 0);
+    }
 
     #[test]
     fn only_bytes_with_checksums_are_covered() {

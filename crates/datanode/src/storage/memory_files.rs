@@ -20,7 +20,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::files::{
-    covered_len, read_checksum, Found, Key, Part, ReplicaFiles, ReplicaStreams, State,
+    covered_len, finalized_len, read_checksum, Found, Key, Part, ReplicaFiles, ReplicaStreams,
+    State,
 };
 
 /// A replica's data and meta, and both as they were at the last sync.
@@ -217,17 +218,15 @@ impl ReplicaFiles for MemoryFiles {
         let all = self.replicas.lock();
         all.iter()
             .map(|(k, b)| {
+                let s = self.streams(b.clone());
+                let (data, meta) = (s.len(Part::Data), s.len(Part::Meta));
+                let (data, meta) = (data.unwrap_or(0), meta.unwrap_or(0));
                 let len = match k.state {
-                    State::Finalized => b.lock().data.len() as u64,
-                    State::Rbw => {
-                        let s = self.streams(b.clone());
-                        let c = read_checksum(&*s);
-                        let (data, meta) = (s.len(Part::Data), s.len(Part::Meta));
-                        match (c, data, meta) {
-                            (Ok(c), Ok(d), Ok(m)) => covered_len(&c, d, m),
-                            _ => 0,
-                        }
-                    }
+                    State::Finalized => finalized_len(data, meta, || read_checksum(&*s).ok()),
+                    State::Rbw => match read_checksum(&*s) {
+                        Ok(c) => covered_len(&c, data, meta),
+                        Err(_) => 0,
+                    },
                 };
                 Found {
                     id: k.id,
