@@ -29,23 +29,13 @@ pub mod plan;
 pub mod query;
 pub mod quota;
 mod reserved;
-mod snap_id;
-mod snapshot;
-mod snapshot_attrs;
-mod snapshot_children;
-pub mod snapshot_diff;
-mod snapshot_image;
-pub mod snapshot_ops;
-mod snapshot_space;
-mod snapshot_view;
+pub mod snapshot;
 pub mod storage_policy;
 mod truncate;
 pub mod xattr;
 
 #[cfg(test)]
 mod quota_tests;
-#[cfg(test)]
-mod snapshot_tests;
 #[cfg(test)]
 mod tests;
 
@@ -322,7 +312,7 @@ impl Namespace {
                     // snapshots resolve elsewhere (`snapshot_view`); what walks here
                     // changes something.
                     if *c == path::DOT_SNAPSHOT && self.snaps.roots.contains_key(&cur) {
-                        return Err(snapshot_ops::read_only());
+                        return Err(snapshot::ops::read_only());
                     }
                     break;
                 }

@@ -1,7 +1,7 @@
 //! POSIX permission checks as HDFS's `FSPermissionChecker` does them, for SIMPLE-auth users.
 
 use super::inode::{Slot, STICKY};
-use super::snap_id::CURRENT;
+use super::snapshot::id::CURRENT;
 use super::{Namespace, Walk};
 use crate::error::FsError;
 

@@ -3,7 +3,7 @@
 use super::inode::{Body, Slot, PERM_MASK, ROOT_INODE_ID};
 use super::path::components;
 use super::perm::{Caller, EXECUTE, READ};
-use super::snapshot_space::{Kept, SnapshotSpace};
+use super::snapshot::space::{Kept, SnapshotSpace};
 use super::{Namespace, Op};
 use crate::error::FsError;
 

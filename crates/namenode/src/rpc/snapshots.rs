@@ -165,7 +165,7 @@ async fn diff_listing(
         &req.from_snapshot,
         &req.to_snapshot,
     )?;
-    let entries = |v: Vec<crate::namespace::snapshot_diff::ListingEntry>| {
+    let entries = |v: Vec<crate::namespace::snapshot::diff::ListingEntry>| {
         v.into_iter()
             .map(|e| SnapshotDiffReportListingEntryProto {
                 fullpath: e.path,

@@ -15,7 +15,7 @@
 
 use std::collections::VecDeque;
 
-use crate::namespace::snapshot_ops::snapshot_path;
+use crate::namespace::snapshot::ops::snapshot_path;
 use crate::namespace::{Op, RetryAnswer};
 
 use super::admission::{Admitted, CallId, Operation};

@@ -5,7 +5,7 @@ use super::{Admitted, NameNodeService, Operation};
 use crate::clock::now_ms;
 use crate::error::FsError;
 use crate::namespace::query::FileStatus;
-use crate::namespace::snapshot_diff::{DiffEntry, DiffListing};
+use crate::namespace::snapshot::diff::{DiffEntry, DiffListing};
 
 /// A snapshottable directory as `getSnapshottableDirListing` reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]

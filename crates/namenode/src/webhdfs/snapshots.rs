@@ -6,8 +6,8 @@
 use serde_json::{json, Map, Value};
 
 use super::json::file_status;
-use crate::namespace::snapshot_diff::{DiffEntry, DiffListing, ListingEntry};
-use crate::namespace::snapshot_ops::snapshot_path;
+use crate::namespace::snapshot::diff::{DiffEntry, DiffListing, ListingEntry};
+use crate::namespace::snapshot::ops::snapshot_path;
 use crate::service::{SnapshotEntry, SnapshottableDir};
 
 fn text(b: &[u8]) -> String {

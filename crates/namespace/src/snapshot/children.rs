@@ -7,8 +7,8 @@
 //! children are made and then removed (a job's temporary output under a snapshotted tree)
 //! would pay O(n²) in all; past `INDEX_FROM` entries an index finds each child at once.
 
-use super::fast::FastMap;
-use super::inode::Slot;
+use crate::fast::FastMap;
+use crate::inode::Slot;
 
 /// Lists shorter than this are searched; at this length the index is built.
 const INDEX_FROM: usize = 64;

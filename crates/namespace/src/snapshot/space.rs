@@ -11,10 +11,10 @@
 
 use std::collections::HashSet;
 
-use super::inode::{Body, Slot};
-use super::quota::{Usage, N_TYPES};
-use super::storage_policy::UNSPECIFIED;
-use super::Namespace;
+use crate::inode::{Body, Slot};
+use crate::quota::{Usage, N_TYPES};
+use crate::storage_policy::UNSPECIFIED;
+use crate::Namespace;
 
 /// Counts of kept inodes (or extra bytes), in HDFS's content summary terms.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

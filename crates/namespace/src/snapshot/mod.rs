@@ -20,17 +20,29 @@
 //! So memory grows with what changes after a snapshot, never with what it covers (as HDFS's
 //! diff lists do, without its `INodeReference`s). Pure: callers pass every id and time.
 
+mod attrs;
+pub(crate) mod children;
+pub mod diff;
+pub(crate) mod id;
+pub(crate) mod image;
+pub mod ops;
+pub(crate) mod space;
+pub(crate) mod view;
+
+#[cfg(test)]
+mod tests;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use super::acl::AclEntry;
-use super::fast::FastMap;
-use super::features::Features;
-use super::inode::{Block, Body, Slot, ROOT_SLOT};
-pub use super::snapshot_children::ChildChanges;
-use super::{Effects, Namespace};
+use crate::acl::AclEntry;
+use crate::fast::FastMap;
+use crate::features::Features;
+use crate::inode::{Block, Body, Slot, ROOT_SLOT};
+pub use crate::snapshot::children::ChildChanges;
+use crate::{Effects, Namespace};
 
-pub use super::snap_id::{SnapId, CURRENT, NONE};
+pub use crate::snapshot::id::{SnapId, CURRENT, NONE};
 
 /// HDFS's `DirectorySnapshottableFeature.SNAPSHOT_QUOTA_DEFAULT`, which
 /// `dfs.namenode.snapshot.max.limit` also defaults to.
@@ -148,7 +160,7 @@ pub struct Snapshots {
     pub kept_blocks: FastMap<u64, (Slot, Block)>,
     /// What snapshots keep under each quota directory asked about since the last record
     /// that could change it (see `snapshot_space`); emptied by such records.
-    pub usage_cache: parking_lot::Mutex<HashMap<Slot, super::quota::Usage>>,
+    pub usage_cache: parking_lot::Mutex<HashMap<Slot, crate::quota::Usage>>,
 }
 
 impl Snapshots {
@@ -164,7 +176,7 @@ impl Snapshots {
 impl Namespace {
     /// The newest snapshot that can see `slot`: the latest of any root at or above it, or
     /// of a root a pin on the way up names. [`NONE`] when none.
-    pub(super) fn coverage(&self, slot: Slot) -> SnapId {
+    pub(crate) fn coverage(&self, slot: Slot) -> SnapId {
         let s = &self.snaps;
         let latest = |r: &Slot| s.roots.get(r).map_or(NONE, Root::latest);
         match self.roots_seeing(slot) {
@@ -176,7 +188,7 @@ impl Namespace {
 
     /// Whether a snapshot shows `slot` (HDFS's `isInLatestSnapshot`): one that can see it
     /// was taken while it existed, or it has saved a state for one.
-    pub(super) fn in_snapshot(&self, slot: Slot) -> bool {
+    pub(crate) fn in_snapshot(&self, slot: Slot) -> bool {
         if self.snaps.idle() {
             return false;
         }
@@ -195,7 +207,7 @@ impl Namespace {
     /// The snapshottable directories whose snapshots can see `slot` where it is: roots at
     /// or above it, and those of pins on the way up. `None` when it is not in the live tree
     /// (kept for a snapshot): then any root may.
-    pub(super) fn roots_seeing(&self, mut slot: Slot) -> Option<Vec<Slot>> {
+    pub(crate) fn roots_seeing(&self, mut slot: Slot) -> Option<Vec<Slot>> {
         if self.snaps.roots.is_empty() {
             return Some(Vec::new());
         }
@@ -220,7 +232,7 @@ impl Namespace {
 
     /// Saves `slot`'s state before it changes, if a snapshot taken since its last saved
     /// state can see it. Returns the snapshot that sees it ([`NONE`]: none).
-    pub(super) fn preserve(&mut self, slot: Slot) -> SnapId {
+    pub(crate) fn preserve(&mut self, slot: Slot) -> SnapId {
         let cov = match self.version_due(slot) {
             Ok(cov) => cov,
             Err(seen_by) => return seen_by,
@@ -264,7 +276,7 @@ impl Namespace {
 
     /// Whether a snapshot shows block `id` of file `slot`, or will once the file's next
     /// change saves its state: a truncate must then leave the block whole.
-    pub(super) fn snapshot_needs_block(&self, slot: Slot, id: u64) -> bool {
+    pub(crate) fn snapshot_needs_block(&self, slot: Slot, id: u64) -> bool {
         let listed = |f: &FrozenFile| f.blocks.iter().any(|b| b.id == id);
         self.version_due(slot).is_ok()
             || self
@@ -275,7 +287,7 @@ impl Namespace {
     }
 
     /// `slot`'s state as a version keeps it.
-    pub(super) fn freeze(&self, slot: Slot) -> Frozen {
+    pub(crate) fn freeze(&self, slot: Slot) -> Frozen {
         let inode = self.arena.get(slot);
         let file = match &inode.body {
             Body::File(f) => Some(FrozenFile {
@@ -316,7 +328,7 @@ impl Namespace {
     /// `child` joined `dir` (made there, or moved in). Call after [`preserve`] on `dir`.
     ///
     /// [`preserve`]: Self::preserve
-    pub(super) fn note_child_added(&mut self, dir: Slot, child: Slot) {
+    pub(crate) fn note_child_added(&mut self, dir: Slot, child: Slot) {
         if self.snaps.idle() {
             return;
         }
@@ -334,7 +346,7 @@ impl Namespace {
     /// (detached) rather than free it.
     ///
     /// [`preserve`]: Self::preserve
-    pub(super) fn note_child_removed(&mut self, dir: Slot, child: Slot) -> bool {
+    pub(crate) fn note_child_removed(&mut self, dir: Slot, child: Slot) -> bool {
         if self.snaps.idle() {
             return false;
         }
@@ -365,7 +377,7 @@ impl Namespace {
     /// saving versions for them, and their versions are kept for them.
     ///
     /// [`roots_seeing`]: Self::roots_seeing
-    pub(super) fn pin_if_leaving(&mut self, slot: Slot, were: Option<Vec<Slot>>) {
+    pub(crate) fn pin_if_leaving(&mut self, slot: Slot, were: Option<Vec<Slot>>) {
         let (Some(were), Some(now)) = (were, self.roots_seeing(slot)) else {
             return;
         };
@@ -387,7 +399,7 @@ impl Namespace {
 
     /// Blocks of file `slot` that a version still lists (they stay when the live file lets
     /// them go: a truncate, a concat's source).
-    pub(super) fn blocks_kept_for_snapshots(&self, slot: Slot) -> Vec<Block> {
+    pub(crate) fn blocks_kept_for_snapshots(&self, slot: Slot) -> Vec<Block> {
         self.snaps
             .versions
             .get(&slot)
@@ -407,7 +419,7 @@ impl Namespace {
 
     /// Before `slot` is freed: false when a snapshot lists it (it must stay); else drops
     /// whatever snapshots kept of it (its versions, a pin, blocks only a version held).
-    pub(super) fn forget_snapshot_state(&mut self, slot: Slot, fx: &mut Effects) -> bool {
+    pub(crate) fn forget_snapshot_state(&mut self, slot: Slot, fx: &mut Effects) -> bool {
         if self.snaps.held.contains_key(&slot) {
             return false;
         }
@@ -451,7 +463,7 @@ impl Namespace {
     /// A subtree leaves the live tree but a snapshot still lists it: it stays in the arena
     /// as it is (blocks and all), no longer counted among the live files and directories,
     /// and files in it that were open are closed for their writers.
-    pub(super) fn retire(&mut self, top: Slot, fx: &mut Effects) {
+    pub(crate) fn retire(&mut self, top: Slot, fx: &mut Effects) {
         // Its parent may be freed (and its slot reused) while it is kept: it points at the
         // root, which does not list it, so nothing follows a stale parent.
         self.arena.get_mut(top).parent = ROOT_SLOT;

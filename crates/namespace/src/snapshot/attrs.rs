@@ -4,16 +4,16 @@
 //! as it is now). Each is the snapshot's version of the inode where it
 //! changed since, else the live inode; permission checks read the same.
 
-use super::acl::{self, AclEntry, Asker, Scope};
-use super::inode::Slot;
-use super::path::{components, join};
-use super::perm::{access_name, mode_string, Caller};
-use super::snapshot::CURRENT;
-use super::snapshot::{Frozen, SnapId};
-use super::snapshot_view::Resolved;
-use super::xattr::XAttr;
-use super::Namespace;
+use crate::acl::{self, AclEntry, Asker, Scope};
 use crate::error::FsError;
+use crate::inode::Slot;
+use crate::path::{components, join};
+use crate::perm::{access_name, mode_string, Caller};
+use crate::snapshot::view::Resolved;
+use crate::snapshot::CURRENT;
+use crate::snapshot::{Frozen, SnapId};
+use crate::xattr::XAttr;
+use crate::Namespace;
 
 /// One inode's attributes, live or as a snapshot keeps them.
 #[derive(Clone)]

@@ -10,10 +10,10 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 
-use super::blocks::{NewBlock, Previous};
-use super::plan::CreateArgs;
-use super::{Caller, Namespace, Op, Planned};
+use crate::blocks::{NewBlock, Previous};
 use crate::error::FsError;
+use crate::plan::CreateArgs;
+use crate::{Caller, Namespace, Op, Planned};
 
 const DIRS: [&str; 5] = ["/r", "/r/a", "/r/a/b", "/r/c", "/x"];
 /// The two snapshottable directories (neither is moved by the steps).
@@ -627,7 +627,7 @@ fn content_summaries_count_what_snapshots_keep() {
 #[test]
 #[ignore]
 fn diff_cost() {
-    use super::ops::{create_record, mkdir_record};
+    use crate::ops::{create_record, mkdir_record};
     let su = Caller::superuser("hdfs");
     let mut ns = Namespace::new("hdfs", "supergroup", 1);
     let mut id = 20_000u64;

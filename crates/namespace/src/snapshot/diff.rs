@@ -6,17 +6,17 @@
 
 use std::rc::Rc;
 
-use super::acl::AclEntry;
-use super::fast::{FastMap, FastSet};
-use super::features::Features;
-use super::inode::Slot;
-use super::perm::Caller;
-use super::quota::N_TYPES;
-use super::snapshot::{Frozen, SnapId, CURRENT};
-use super::storage_policy::UNSPECIFIED;
-use super::xattr::XAttr;
-use super::Namespace;
+use crate::acl::AclEntry;
 use crate::error::FsError;
+use crate::fast::{FastMap, FastSet};
+use crate::features::Features;
+use crate::inode::Slot;
+use crate::perm::Caller;
+use crate::quota::N_TYPES;
+use crate::snapshot::{Frozen, SnapId, CURRENT};
+use crate::storage_policy::UNSPECIFIED;
+use crate::xattr::XAttr;
+use crate::Namespace;
 
 /// What a diff compares of an inode, as HDFS does: its `metadataEquals` (permission,
 /// owner and group, ACL, xattrs and storage policy, a directory's quota limits, a file's
@@ -117,7 +117,7 @@ impl Namespace {
             if self.snaps.roots.contains_key(&at) {
                 break at;
             }
-            if at == super::inode::ROOT_SLOT {
+            if at == crate::inode::ROOT_SLOT {
                 return Err(FsError::Snapshot(format!(
                     "The path {path} is neither snapshottable nor under a snapshot root!"
                 )));
@@ -197,13 +197,13 @@ impl Namespace {
                 continue;
             }
             let mut at = s;
-            while at != super::inode::ROOT_SLOT && dirty.slots.insert(at) {
+            while at != crate::inode::ROOT_SLOT && dirty.slots.insert(at) {
                 let parent = self.inode(at).parent;
                 dirty.children.entry(parent).or_default().push(at);
                 at = parent;
             }
         }
-        dirty.slots.insert(super::inode::ROOT_SLOT);
+        dirty.slots.insert(crate::inode::ROOT_SLOT);
         dirty
     }
 
@@ -528,8 +528,8 @@ impl Namespace {
     fn compared_live(&self, slot: Slot) -> Compared<'_> {
         let inode = self.inode(slot);
         let file = match &inode.body {
-            super::inode::Body::File(l) => Some((l.len(), l.block_size, inode.replication)),
-            super::inode::Body::Dir(_) => None,
+            crate::inode::Body::File(l) => Some((l.len(), l.block_size, inode.replication)),
+            crate::inode::Body::Dir(_) => None,
         };
         Compared::new(
             (inode.perm, inode.owner, inode.group),

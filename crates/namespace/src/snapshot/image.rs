@@ -9,14 +9,14 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::fast::FastMap;
-use super::features::Features;
-use super::image::{put_xattrs, read_inode, read_xattrs, ImageError};
-use super::image::{DETACHED, SNAPSHOTS};
-use super::inode::{Block, Slot, ROOT_SLOT};
-use super::snapshot::{ChildChanges, Frozen, FrozenFile, Root, Snap, Version};
-use super::Namespace;
 use crate::codec::Reader;
+use crate::fast::FastMap;
+use crate::features::Features;
+use crate::image::{put_xattrs, read_inode, read_xattrs, ImageError};
+use crate::image::{DETACHED, SNAPSHOTS};
+use crate::inode::{Block, Slot, ROOT_SLOT};
+use crate::snapshot::{ChildChanges, Frozen, FrozenFile, Root, Snap, Version};
+use crate::Namespace;
 
 fn put_u32(out: &mut Vec<u8>, v: u32) {
     out.extend_from_slice(&v.to_le_bytes());
@@ -33,7 +33,7 @@ fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
 
 impl Namespace {
     /// Whether the image needs the snapshot sections.
-    pub(super) fn has_snapshot_state(&self) -> bool {
+    pub(crate) fn has_snapshot_state(&self) -> bool {
         !self.snaps.roots.is_empty() || !self.snaps.versions.is_empty()
     }
 
@@ -68,7 +68,7 @@ impl Namespace {
 
     /// The DETACHED section's payload, and how many inodes it holds (the live tree's count
     /// leaves them out).
-    pub(super) fn encode_detached(&self) -> (Vec<u8>, u64) {
+    pub(crate) fn encode_detached(&self) -> (Vec<u8>, u64) {
         let mut body = Vec::new();
         let mut n = 0u64;
         for top in self.detached_tops() {
@@ -92,7 +92,7 @@ impl Namespace {
         (out, n)
     }
 
-    pub(super) fn load_detached(
+    pub(crate) fn load_detached(
         &mut self,
         payload: &[u8],
         slot_of: &mut HashMap<u64, Slot>,
@@ -136,7 +136,7 @@ impl Namespace {
     }
 
     /// The SNAPSHOTS section's payload.
-    pub(super) fn encode_snapshots(&self, out: &mut Vec<u8>) {
+    pub(crate) fn encode_snapshots(&self, out: &mut Vec<u8>) {
         let s = &self.snaps;
         let id_of = |slot: Slot| self.inode(slot).id;
         put_u32(out, s.next_id);
@@ -191,7 +191,7 @@ impl Namespace {
         }
     }
 
-    pub(super) fn load_snapshots(
+    pub(crate) fn load_snapshots(
         &mut self,
         payload: &[u8],
         slot_of: &HashMap<u64, Slot>,
@@ -410,7 +410,7 @@ fn decode_frozen(r: &mut Reader<'_>, users: u32) -> Result<Frozen, ImageError> {
             for _ in 0..n {
                 let text = r.str().map_err(de)?;
                 entries.push(
-                    super::acl::AclEntry::parse(&text, true)
+                    crate::acl::AclEntry::parse(&text, true)
                         .map_err(|e| bad(format!("ACL entry {text:?}: {e}")))?,
                 );
             }

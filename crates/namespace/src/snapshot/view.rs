@@ -4,17 +4,17 @@
 //! directory's children at `s` are its live ones with every later version's changes
 //! undone (see `snapshot.rs`). Read-only: nothing here changes the tree.
 
-use super::inode::{Block, Body, Slot};
-use super::path::DOT_SNAPSHOT;
-use super::perm::{Caller, EXECUTE};
-use super::query::{FileStatus, Listing};
-use super::snapshot::{Frozen, SnapId};
-use super::snapshot_space::Kept;
-use super::storage_policy::UNSPECIFIED;
+use crate::inode::{Block, Body, Slot};
+use crate::path::DOT_SNAPSHOT;
+use crate::perm::{Caller, EXECUTE};
+use crate::query::{FileStatus, Listing};
+use crate::snapshot::space::Kept;
+use crate::snapshot::{Frozen, SnapId};
+use crate::storage_policy::UNSPECIFIED;
 
-use super::fast::{FastMap, FastSet};
-use super::Namespace;
 use crate::error::FsError;
+use crate::fast::{FastMap, FastSet};
+use crate::Namespace;
 
 /// What a path with a `.snapshot` in it names.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,7 +48,7 @@ impl Namespace {
         if !src.contains(DOT_SNAPSHOT) {
             return Ok(None);
         }
-        self.resolve_snapshot_path(caller, &super::path::components(src)?)
+        self.resolve_snapshot_path(caller, &crate::path::components(src)?)
     }
 
     /// `None` when `comps` has no `.snapshot` under a snapshottable directory (the path
@@ -103,8 +103,8 @@ impl Namespace {
 
     /// The version answering for snapshot `s`, if `slot` changed after it (none answers
     /// for the current state).
-    pub(super) fn version_at(&self, slot: Slot, s: SnapId) -> Option<&Frozen> {
-        if s == super::snapshot::CURRENT {
+    pub(crate) fn version_at(&self, slot: Slot, s: SnapId) -> Option<&Frozen> {
+        if s == crate::snapshot::CURRENT {
             return None;
         }
         self.snaps
@@ -122,7 +122,7 @@ impl Namespace {
         }
     }
 
-    pub(super) fn is_dir_at(&self, slot: Slot, s: SnapId) -> bool {
+    pub(crate) fn is_dir_at(&self, slot: Slot, s: SnapId) -> bool {
         match self.version_at(slot, s) {
             Some(f) => f.file.is_none(),
             None => self.arena.get(slot).is_dir(),
@@ -160,7 +160,7 @@ impl Namespace {
 
     /// Which of `cands` are entries of `dir` now: the start of
     /// [`members_at`](Self::members_at), shared by the two states a diff compares.
-    pub(super) fn live_members(&self, dir: Slot, cands: &[Slot]) -> FastMap<Slot, bool> {
+    pub(crate) fn live_members(&self, dir: Slot, cands: &[Slot]) -> FastMap<Slot, bool> {
         let Body::Dir(children) = &self.inode(dir).body else {
             return cands.iter().map(|&c| (c, false)).collect();
         };
@@ -182,7 +182,7 @@ impl Namespace {
 
     /// Which candidates are entries of `dir` as snapshot `s` shows them (`live`: which are
     /// now): what [`children_at`](Self::children_at) would list, without the others.
-    pub(super) fn members_at(
+    pub(crate) fn members_at(
         &self,
         dir: Slot,
         mut member: FastMap<Slot, bool>,
@@ -243,8 +243,8 @@ impl Namespace {
         Err(FsError::AccessDenied(format!(
             "Permission denied: user={}, access=EXECUTE, inode=\"{}\":{owner_name}:{group_name}:{}",
             caller.user,
-            super::path::join(comps),
-            super::perm::mode_string(true, perm)
+            crate::path::join(comps),
+            crate::perm::mode_string(true, perm)
         )))
     }
 
@@ -399,7 +399,7 @@ impl Namespace {
         src: &str,
         offset: u64,
         length: u64,
-    ) -> Result<Option<super::blocks::BlockRange>, FsError> {
+    ) -> Result<Option<crate::blocks::BlockRange>, FsError> {
         let Some(r) = self.snapshot_lookup(caller, src)? else {
             return Ok(None);
         };
@@ -410,15 +410,15 @@ impl Namespace {
         let f = self
             .file_at(slot, snap)
             .ok_or_else(|| FsError::not_a_file(src))?;
-        Ok(Some(super::blocks::range_of(
+        Ok(Some(crate::blocks::range_of(
             &f.blocks, f.len, false, offset, length,
         )))
     }
 
     /// The content summary of a subtree as a snapshot shows it (`.snapshot` itself: every
     /// snapshot's, with the directory it is).
-    pub fn snapshot_content_summary(&self, r: &Resolved) -> super::query::ContentSummary {
-        let mut sum = super::query::ContentSummary::default();
+    pub fn snapshot_content_summary(&self, r: &Resolved) -> crate::query::ContentSummary {
+        let mut sum = crate::query::ContentSummary::default();
         let tops: Vec<(Slot, SnapId)> = match r {
             Resolved::DotSnapshot(dir) => {
                 sum.dirs += 1;
@@ -445,7 +445,7 @@ impl Namespace {
     /// Adds the subtree at `top` as snapshot `s` shows it to `kept`.
     /// `inherited`: the storage policy `top` inherits, which decides the storage types its
     /// files' space is charged to (with each inode's own, as the snapshot shows it).
-    pub(super) fn count_at(&self, top: Slot, s: SnapId, inherited: u8, kept: &mut Kept) {
+    pub(crate) fn count_at(&self, top: Slot, s: SnapId, inherited: u8, kept: &mut Kept) {
         let mut stack = vec![(top, inherited)];
         while let Some((n, inherited)) = stack.pop() {
             let version = self.version_at(n, s);

@@ -2,12 +2,12 @@
 //! renameSnapshot, planned with HDFS 3.4.1's rules and messages and applied from their
 //! records; and deleting a snapshot's share of what was kept (see `snapshot.rs`).
 
-use super::inode::{Slot, ROOT_SLOT};
-use super::path::{components, join, DOT_SNAPSHOT};
-use super::perm::Caller;
-use super::snapshot::{Root, Snap, SnapId, Version, DEFAULT_SNAPSHOT_QUOTA, NONE};
-use super::{Effects, Namespace, Op};
 use crate::error::FsError;
+use crate::inode::{Slot, ROOT_SLOT};
+use crate::path::{components, join, DOT_SNAPSHOT};
+use crate::perm::Caller;
+use crate::snapshot::{Root, Snap, SnapId, Version, DEFAULT_SNAPSHOT_QUOTA, NONE};
+use crate::{Effects, Namespace, Op};
 
 /// What a change under `.snapshot` is told.
 pub fn read_only() -> FsError {
@@ -205,7 +205,7 @@ impl Namespace {
 
     /// Refuses to delete `slot` (or replace it) while it or a directory below it has
     /// snapshots, as HDFS does.
-    pub(super) fn check_no_snapshots_below(&self, slot: Slot) -> Result<(), FsError> {
+    pub(crate) fn check_no_snapshots_below(&self, slot: Slot) -> Result<(), FsError> {
         // HDFS names the first it meets walking the subtree (itself, then each child in
         // name order, depth first): the least path, compared component by component.
         let first = self
@@ -223,7 +223,7 @@ impl Namespace {
         }
     }
 
-    pub(super) fn apply_snapshot_op(&mut self, op: &Op, fx: &mut Effects) -> Result<(), FsError> {
+    pub(crate) fn apply_snapshot_op(&mut self, op: &Op, fx: &mut Effects) -> Result<(), FsError> {
         match op {
             Op::AllowSnapshot { path } => {
                 let slot = self.snapshot_dir(path)?;
@@ -395,7 +395,7 @@ impl Namespace {
 
     /// One `deleted` list dropped `child`: once none lists it and it is not in the live
     /// tree, it is freed with its subtree.
-    pub(super) fn release_held(&mut self, child: Slot, fx: &mut Effects) {
+    pub(crate) fn release_held(&mut self, child: Slot, fx: &mut Effects) {
         let Some(n) = self.snaps.held.get_mut(&child) else {
             return;
         };
@@ -437,7 +437,7 @@ impl Namespace {
 
     /// Whether `slot` is in the live tree (every step up finds it among its parent's
     /// children).
-    pub(super) fn is_live(&self, mut slot: Slot) -> bool {
+    pub(crate) fn is_live(&self, mut slot: Slot) -> bool {
         while slot != ROOT_SLOT {
             if !self.listed(slot) {
                 return false;
