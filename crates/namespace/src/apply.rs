@@ -32,8 +32,7 @@ impl Namespace {
                     | Op::DeleteSnapshot { .. }
                     | Op::DisallowSnapshot { .. }
             ) {
-                // What snapshots keep may change: quotas count it again when asked.
-                self.snaps.usage_cache.get_mut().clear();
+                self.snaps.forget_usage();
             }
         }
         match op {
@@ -718,9 +717,7 @@ impl Namespace {
         for (id, gs) in std::mem::take(&mut fx.removed_blocks) {
             match kept.iter().find(|b| b.id == id) {
                 // Still a snapshot's: block reports must go on finding it.
-                Some(b) => {
-                    self.snaps.kept_blocks.insert(id, (slot, *b));
-                }
+                Some(b) => self.snaps.keep_block(id, slot, *b),
                 None => gone.push((id, gs)),
             }
         }

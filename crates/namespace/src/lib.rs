@@ -311,7 +311,7 @@ impl Namespace {
                     // No entry is ever named `.snapshot`: only a miss can be one. Reads of
                     // snapshots resolve elsewhere (`snapshot_view`); what walks here
                     // changes something.
-                    if *c == path::DOT_SNAPSHOT && self.snaps.roots.contains_key(&cur) {
+                    if *c == path::DOT_SNAPSHOT && self.snaps.is_root(cur) {
                         return Err(snapshot::ops::read_only());
                     }
                     break;
@@ -538,7 +538,7 @@ impl Namespace {
         let mut stack = vec![top];
         // A snapshottable directory with no snapshot left keeps nothing, but it is still
         // listed as one: the state must forget it too.
-        let snapshot_state = !self.snaps.idle() || !self.snaps.roots.is_empty();
+        let snapshot_state = !self.snaps.idle() || self.snaps.has_roots();
         while let Some(s) = stack.pop() {
             if snapshot_state && !self.forget_snapshot_state(s, fx) {
                 // A snapshot lists it elsewhere: it stays, with what is below it, no longer

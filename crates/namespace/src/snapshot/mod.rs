@@ -141,26 +141,26 @@ impl Version {
 /// Every snapshot, and the versions and pins that keep their views.
 #[derive(Debug, Default)]
 pub struct Snapshots {
-    pub roots: FastMap<Slot, Root>,
+    roots: FastMap<Slot, Root>,
     /// The next id to hand out.
-    pub next_id: SnapId,
+    next_id: SnapId,
     /// Every snapshot id, with the first inode id it did not see (inodes made later need
     /// no version for it).
-    pub taken: BTreeMap<SnapId, u64>,
-    pub versions: FastMap<Slot, Vec<Version>>,
+    taken: BTreeMap<SnapId, u64>,
+    versions: FastMap<Slot, Vec<Version>>,
     /// Subtrees moved out from under snapshottable directories: the roots they were under,
     /// whose snapshots may still show them where they were.
-    pub pins: FastMap<Slot, Vec<Slot>>,
+    pins: FastMap<Slot, Vec<Slot>>,
     /// Detached inodes kept because a snapshot lists them: in how many `deleted` lists.
-    pub held: FastMap<Slot, u32>,
+    held: FastMap<Slot, u32>,
     /// Each snapshot's root.
-    pub root_of: FastMap<SnapId, Slot>,
+    root_of: FastMap<SnapId, Slot>,
     /// Blocks a live file let go of (a truncate, an abandoned block) that one of its
     /// versions still lists, with that file: what block reports check their replicas by.
-    pub kept_blocks: FastMap<u64, (Slot, Block)>,
+    kept_blocks: FastMap<u64, (Slot, Block)>,
     /// What snapshots keep under each quota directory asked about since the last record
     /// that could change it (see `snapshot_space`); emptied by such records.
-    pub usage_cache: parking_lot::Mutex<HashMap<Slot, crate::quota::Usage>>,
+    usage_cache: parking_lot::Mutex<HashMap<Slot, crate::quota::Usage>>,
 }
 
 impl Snapshots {
@@ -170,6 +170,27 @@ impl Snapshots {
             && self.versions.is_empty()
             && self.pins.is_empty()
             && self.held.is_empty()
+    }
+
+    /// Whether `dir` is snapshottable.
+    pub fn is_root(&self, dir: Slot) -> bool {
+        self.roots.contains_key(&dir)
+    }
+
+    /// Whether any directory is snapshottable.
+    pub fn has_roots(&self) -> bool {
+        !self.roots.is_empty()
+    }
+
+    /// Block `id`, let go of by the live file at `file`, stays while a version of that
+    /// file lists it: block reports must go on finding it.
+    pub fn keep_block(&mut self, id: u64, file: Slot, block: Block) {
+        self.kept_blocks.insert(id, (file, block));
+    }
+
+    /// A record changed what snapshots may keep: quotas count it again when asked.
+    pub fn forget_usage(&mut self) {
+        self.usage_cache.get_mut().clear();
     }
 }
 
