@@ -25,6 +25,36 @@ pub enum FsError {
     /// mkdirs", "Log not rolled"), `reason` what keeps safe mode on.
     #[error("{refused}. Name node is in safe mode.\n{reason}")]
     InSafeMode { refused: String, reason: String },
+    /// The permission bits (or ACL) of `inode` do not grant `access` to `user`
+    /// (`AccessControlException`); `mode` as `ls` shows it, `d` or `-` first.
+    #[error(
+        "Permission denied: user={user}, access={access}, inode=\"{inode}\":{owner}:{group}:{mode}"
+    )]
+    PermissionDenied {
+        user: String,
+        access: &'static str,
+        inode: String,
+        owner: String,
+        group: String,
+        mode: String,
+    },
+    /// Only the owner (or the superuser) may do this to `inode`.
+    #[error("Permission denied. user={user} is not the owner of inode={inode}")]
+    NotOwner { user: String, inode: String },
+    /// The sticky bit on `parent` keeps `user` from removing `path`.
+    #[error("Permission denied by sticky bit: user={user}, path=\"{path}\", parent=\"{parent}\"")]
+    StickyBit {
+        user: String,
+        path: String,
+        parent: String,
+    },
+    /// An operation for the superuser only; `operation` is HDFS's name for it when HDFS
+    /// names it in the message.
+    #[error("Access denied for user {user}. Superuser privilege is required{}", operation.as_ref().map(|o| format!(" for operation {o}")).unwrap_or_default())]
+    SuperuserRequired {
+        user: String,
+        operation: Option<String>,
+    },
     /// A fault inside the NameNode (the journal, an image, a record that would not
     /// apply): the client sees an `IOException`; the log keeps the cause.
     #[error("{what}: {cause}")]
@@ -145,6 +175,11 @@ impl FsError {
         self.java_class() == class::FILE_NOT_FOUND
     }
 
+    /// Whether the caller may not do this: an `AccessControlException`.
+    pub fn is_access_denied(&self) -> bool {
+        self.java_class() == class::ACCESS_CONTROL
+    }
+
     /// The exact Java class name clients match on.
     pub fn java_class(&self) -> &'static str {
         match self {
@@ -152,6 +187,10 @@ impl FsError {
             | FsError::NotAFile { .. }
             | FsError::ParentMissing { .. } => class::FILE_NOT_FOUND,
             FsError::InSafeMode { .. } => class::SAFE_MODE,
+            FsError::PermissionDenied { .. }
+            | FsError::NotOwner { .. }
+            | FsError::StickyBit { .. }
+            | FsError::SuperuserRequired { .. } => class::ACCESS_CONTROL,
             FsError::Internal { .. } => class::IO,
             FsError::NotFound(_) => class::FILE_NOT_FOUND,
             FsError::AlreadyExists(_) => class::FILE_ALREADY_EXISTS,
@@ -271,6 +310,31 @@ mod tests {
         assert_eq!(
             sm.to_string(),
             "Cannot mkdirs. Name node is in safe mode.\nIt was turned on manually."
+        );
+        let denied = FsError::PermissionDenied {
+            user: "alice".into(),
+            access: "WRITE",
+            inode: "/d".into(),
+            owner: "hdfs".into(),
+            group: "supergroup".into(),
+            mode: "drwxr-xr-x".into(),
+        };
+        assert_eq!(
+            denied.to_string(),
+            "Permission denied: user=alice, access=WRITE, inode=\"/d\":hdfs:supergroup:drwxr-xr-x"
+        );
+        assert!(denied.is_access_denied());
+        let su = |operation: Option<&str>| FsError::SuperuserRequired {
+            user: "bob".into(),
+            operation: operation.map(str::to_string),
+        };
+        assert_eq!(
+            su(Some("saveNamespace")).to_string(),
+            "Access denied for user bob. Superuser privilege is required for operation saveNamespace"
+        );
+        assert_eq!(
+            su(None).to_string(),
+            "Access denied for user bob. Superuser privilege is required"
         );
         assert!(FsError::file_not_found("/a").is_not_found());
         assert!(!sm.is_not_found());

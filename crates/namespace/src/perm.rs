@@ -109,11 +109,10 @@ impl Namespace {
         if caller.bypass() || self.is_owner(caller, slot) {
             return Ok(());
         }
-        Err(FsError::AccessDenied(format!(
-            "Permission denied. user={} is not the owner of inode={}",
-            caller.user,
-            self.path_of(slot)
-        )))
+        Err(FsError::NotOwner {
+            user: caller.user.to_string(),
+            inode: self.path_of(slot),
+        })
     }
 
     /// The sticky bit on `parent` lets only the owner of `child` or of `parent` remove it.
@@ -124,12 +123,11 @@ impl Namespace {
         if self.is_owner(caller, parent) || self.is_owner(caller, child) {
             return Ok(());
         }
-        Err(FsError::AccessDenied(format!(
-            "Permission denied by sticky bit: user={}, path=\"{}\", parent=\"{}\"",
-            caller.user,
-            self.path_of(child),
-            self.path_of(parent)
-        )))
+        Err(FsError::StickyBit {
+            user: caller.user.to_string(),
+            path: self.path_of(child),
+            parent: self.path_of(parent),
+        })
     }
 
     /// `access` on every directory in the subtree under `top` (delete -r, content summary).

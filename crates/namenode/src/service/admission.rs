@@ -260,12 +260,10 @@ pub fn superuser_required(user: &str, op: &str) -> FsError {
         "getDatanodeReport" => Some("datanodeReport"),
         _ => None,
     };
-    let suffix = named
-        .map(|n| format!(" for operation {n}"))
-        .unwrap_or_default();
-    FsError::AccessDenied(format!(
-        "Access denied for user {user}. Superuser privilege is required{suffix}"
-    ))
+    FsError::SuperuserRequired {
+        user: user.to_string(),
+        operation: named.map(str::to_string),
+    }
 }
 
 /// A caller admitted to one operation: who (the user the call runs as and the address it

@@ -149,14 +149,13 @@ impl Namespace {
         if allowed {
             return Ok(());
         }
-        Err(FsError::AccessDenied(format!(
-            "Permission denied: user={}, access={}, inode=\"{}\":{}:{}:{}",
-            caller.user,
-            access_name(access),
-            a.at.clone().unwrap_or_else(|| self.path_of(a.slot)),
-            self.user_name(a.owner()),
-            group,
-            mode_string(self.inode(a.slot).is_dir(), a.perm())
-        )))
+        Err(FsError::PermissionDenied {
+            user: caller.user.to_string(),
+            access: access_name(access),
+            inode: a.at.clone().unwrap_or_else(|| self.path_of(a.slot)),
+            owner: self.user_name(a.owner()).to_string(),
+            group: group.to_string(),
+            mode: mode_string(self.inode(a.slot).is_dir(), a.perm()),
+        })
     }
 }
