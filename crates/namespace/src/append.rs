@@ -5,7 +5,7 @@ use super::blocks::Placed;
 use super::inode::UnderConstruction;
 use super::perm::{Caller, WRITE};
 use super::{At, Namespace, Op, Planned};
-use crate::error::FsError;
+use crate::error::{FsError, HeldBy};
 
 /// What append decided.
 #[derive(Debug, PartialEq, Eq)]
@@ -25,17 +25,21 @@ pub(super) fn lease_conflict(
     client_machine: &str,
     uc: &UnderConstruction,
 ) -> FsError {
-    let why = if uc.client_name == client_name {
-        "current leaseholder is trying to recreate file.".to_string()
+    let held = if uc.client_name == client_name {
+        HeldBy::Caller
     } else {
-        format!(
-            "this file lease is currently owned by {} on {}",
-            uc.client_name, uc.client_machine
-        )
+        HeldBy::Other {
+            client: uc.client_name.to_string(),
+            machine: uc.client_machine.to_string(),
+        }
     };
-    FsError::AlreadyBeingCreated(format!(
-        "Failed to {op} {src} for {client_name} on {client_machine} because {why}"
-    ))
+    FsError::LeaseConflict {
+        op: op.to_string(),
+        path: src.to_string(),
+        client: client_name.to_string(),
+        machine: client_machine.to_string(),
+        held,
+    }
 }
 
 impl Namespace {
@@ -150,7 +154,8 @@ mod tests {
         assert!(ns.status(slot, false).under_construction);
         // A second append while it is open: HDFS's answers for both holders.
         match ns.plan_append(&su(), "/f", "c2", "m2", false) {
-            Err(FsError::AlreadyBeingCreated(m)) => {
+            Err(e @ FsError::LeaseConflict { .. }) => {
+                let m = e.to_string();
                 assert!(
                     m.ends_with("because current leaseholder is trying to recreate file."),
                     "{m}"
@@ -159,8 +164,8 @@ mod tests {
             other => panic!("{other:?}"),
         }
         match ns.plan_append(&su(), "/f", "c3", "m3", false) {
-            Err(FsError::AlreadyBeingCreated(m)) => assert_eq!(
-                m,
+            Err(e @ FsError::LeaseConflict { .. }) => assert_eq!(
+                e.to_string(),
                 "Failed to APPEND_FILE /f for c3 on m3 because this file lease is currently owned by c2 on m2"
             ),
             other => panic!("{other:?}"),

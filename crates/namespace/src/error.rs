@@ -55,6 +55,35 @@ pub enum FsError {
         user: String,
         operation: Option<String>,
     },
+    /// A writer's call on a file another client (or the same one, again) holds open
+    /// (`AlreadyBeingCreatedException`); `op` is HDFS's name for the attempt
+    /// (`CREATE_FILE`, `APPEND_FILE`, `TRUNCATE_FILE`).
+    #[error("Failed to {op} {path} for {client} on {machine} because {held}")]
+    LeaseConflict {
+        op: String,
+        path: String,
+        client: String,
+        machine: String,
+        held: HeldBy,
+    },
+    /// A writer's call on a file it no longer writes (`LeaseExpiredException`): `lease`
+    /// ends every such message, the path, inode id and the holder's lease.
+    #[error("{}: {lease}", .gone.words())]
+    LeaseGone { gone: LeaseGone, lease: String },
+    /// A writer's call from a client other than the file's holder.
+    #[error("Client (={client}) is not the lease owner (={owner}: {lease}")]
+    NotLeaseOwner {
+        client: String,
+        owner: String,
+        lease: String,
+    },
+    /// A pipeline call on a block another client writes.
+    #[error("Lease mismatch on {block} used by {owner} but is accessed by {client}")]
+    LeaseMismatch {
+        block: String,
+        owner: String,
+        client: String,
+    },
     /// A fault inside the NameNode (the journal, an image, a record that would not
     /// apply): the client sees an `IOException`; the log keeps the cause.
     #[error("{what}: {cause}")]
@@ -75,10 +104,6 @@ pub enum FsError {
     AccessDenied(String),
     #[error("{0}")]
     InvalidPath(String),
-    #[error("{0}")]
-    AlreadyBeingCreated(String),
-    #[error("{0}")]
-    LeaseExpired(String),
     /// The file's last block is being recovered; the client tries again later.
     #[error("{0}")]
     RecoveryInProgress(String),
@@ -175,6 +200,11 @@ impl FsError {
         self.java_class() == class::FILE_NOT_FOUND
     }
 
+    /// Whether a writer's file is no longer its to write: a `LeaseExpiredException`.
+    pub fn is_lease_expired(&self) -> bool {
+        self.java_class() == class::LEASE_EXPIRED
+    }
+
     /// Whether the caller may not do this: an `AccessControlException`.
     pub fn is_access_denied(&self) -> bool {
         self.java_class() == class::ACCESS_CONTROL
@@ -187,6 +217,10 @@ impl FsError {
             | FsError::NotAFile { .. }
             | FsError::ParentMissing { .. } => class::FILE_NOT_FOUND,
             FsError::InSafeMode { .. } => class::SAFE_MODE,
+            FsError::LeaseConflict { .. } => class::ALREADY_BEING_CREATED,
+            FsError::LeaseGone { .. }
+            | FsError::NotLeaseOwner { .. }
+            | FsError::LeaseMismatch { .. } => class::LEASE_EXPIRED,
             FsError::PermissionDenied { .. }
             | FsError::NotOwner { .. }
             | FsError::StickyBit { .. }
@@ -198,8 +232,6 @@ impl FsError {
             FsError::NotEmpty(_) => class::PATH_IS_NOT_EMPTY_DIRECTORY,
             FsError::AccessDenied(_) => class::ACCESS_CONTROL,
             FsError::InvalidPath(_) => class::INVALID_PATH,
-            FsError::AlreadyBeingCreated(_) => class::ALREADY_BEING_CREATED,
-            FsError::LeaseExpired(_) => class::LEASE_EXPIRED,
             FsError::RecoveryInProgress(_) => class::RECOVERY_IN_PROGRESS,
             FsError::NotReplicatedYet(_) => class::NOT_REPLICATED_YET,
             FsError::Unsupported(_) => class::UNSUPPORTED_OPERATION,
@@ -234,6 +266,45 @@ impl FsError {
                 "org.apache.hadoop.hdfs.protocol.SnapshotAccessControlException"
             }
             FsError::Io(_) => class::IO,
+        }
+    }
+}
+
+/// Who holds the file a [`FsError::LeaseConflict`] was about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HeldBy {
+    /// The caller itself: it is trying to open its own file again.
+    Caller,
+    /// Another client, on a machine.
+    Other { client: String, machine: String },
+}
+
+impl fmt::Display for HeldBy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HeldBy::Caller => f.write_str("current leaseholder is trying to recreate file."),
+            HeldBy::Other { client, machine } => write!(
+                f,
+                "this file lease is currently owned by {client} on {machine}"
+            ),
+        }
+    }
+}
+
+/// Why a writer's file is no longer its to write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeaseGone {
+    /// The inode is now a directory (the file was replaced).
+    NotAFile,
+    /// The file was closed (recovered, or completed by another call).
+    Closed,
+}
+
+impl LeaseGone {
+    fn words(self) -> &'static str {
+        match self {
+            LeaseGone::NotAFile => "INode is not a regular file",
+            LeaseGone::Closed => "File is not open for writing",
         }
     }
 }
@@ -380,11 +451,20 @@ mod tests {
                 "org.apache.hadoop.fs.InvalidPathException",
             ),
             (
-                FsError::AlreadyBeingCreated(String::new()),
+                FsError::LeaseConflict {
+                    op: String::new(),
+                    path: String::new(),
+                    client: String::new(),
+                    machine: String::new(),
+                    held: HeldBy::Caller,
+                },
                 "org.apache.hadoop.hdfs.protocol.AlreadyBeingCreatedException",
             ),
             (
-                FsError::LeaseExpired(String::new()),
+                FsError::LeaseGone {
+                    gone: LeaseGone::Closed,
+                    lease: String::new(),
+                },
                 "org.apache.hadoop.hdfs.server.namenode.LeaseExpiredException",
             ),
             (

@@ -7,7 +7,7 @@
 
 use super::inode::{Block, Slot};
 use super::Namespace;
-use crate::error::FsError;
+use crate::error::{FsError, LeaseGone};
 
 /// The file a writer's call found, and its path when that is no longer the one the call
 /// named (the file was renamed while it was written).
@@ -27,24 +27,22 @@ impl Namespace {
             ));
         };
         let at = held.moved.as_deref().unwrap_or(src);
+        let gone = |gone| FsError::LeaseGone {
+            gone,
+            lease: self.lease_text(at, file_id, holder),
+        };
         let Some(file) = self.inode(held.slot).file() else {
-            return Err(FsError::LeaseExpired(format!(
-                "INode is not a regular file: {}",
-                self.lease_text(at, file_id, holder)
-            )));
+            return Err(gone(LeaseGone::NotAFile));
         };
         let Some(uc) = file.uc() else {
-            return Err(FsError::LeaseExpired(format!(
-                "File is not open for writing: {}",
-                self.lease_text(at, file_id, holder)
-            )));
+            return Err(gone(LeaseGone::Closed));
         };
         if uc.client_name != holder {
-            return Err(FsError::LeaseExpired(format!(
-                "Client (={holder}) is not the lease owner (={}: {}",
-                uc.client_name,
-                self.lease_text(at, file_id, holder)
-            )));
+            return Err(FsError::NotLeaseOwner {
+                client: holder.to_string(),
+                owner: uc.client_name.to_string(),
+                lease: self.lease_text(at, file_id, holder),
+            });
         }
         Ok(held)
     }
@@ -103,10 +101,11 @@ impl Namespace {
             )));
         }
         if uc.client_name != holder {
-            return Err(FsError::LeaseExpired(format!(
-                "Lease mismatch on {named} used by {} but is accessed by {holder}",
-                uc.client_name
-            )));
+            return Err(FsError::LeaseMismatch {
+                block: named,
+                owner: uc.client_name.to_string(),
+                client: holder.to_string(),
+            });
         }
         Ok(slot)
     }

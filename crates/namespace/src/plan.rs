@@ -319,10 +319,16 @@ impl Namespace {
                 Body::File(f) => f,
             };
             if let Some(uc) = file.uc() {
-                return Err(FsError::AlreadyBeingCreated(format!(
-                    "Failed to CREATE_FILE {src} for {} on {} because this file lease is currently owned by {} on {}",
-                    a.client_name, a.client_machine, uc.client_name, uc.client_machine
-                )));
+                return Err(FsError::LeaseConflict {
+                    op: "CREATE_FILE".into(),
+                    path: src.to_string(),
+                    client: a.client_name.to_string(),
+                    machine: a.client_machine.to_string(),
+                    held: crate::error::HeldBy::Other {
+                        client: uc.client_name.to_string(),
+                        machine: uc.client_machine.to_string(),
+                    },
+                });
             }
             if !a.overwrite {
                 return Err(FsError::AlreadyExists(format!(
@@ -404,7 +410,7 @@ impl Namespace {
     ) -> Result<(bool, Planned), FsError> {
         let Held { slot, moved } = match self.check_lease(src, client_name, file_id) {
             Ok(held) => held,
-            Err(e @ FsError::LeaseExpired(_)) if self.completed_before(src, file_id, last) => {
+            Err(e) if e.is_lease_expired() && self.completed_before(src, file_id, last) => {
                 // A retried complete whose first answer was lost: the file is closed with
                 // the last block the client names (HDFS-3031), so it succeeded.
                 tracing::debug!(src, client_name, "complete of a closed file: {e}");

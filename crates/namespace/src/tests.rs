@@ -163,11 +163,11 @@ fn create_rules() {
     assert!(st.under_construction);
     assert!(matches!(
         h.create(&su(), "/d/f", true),
-        Err(FsError::AlreadyBeingCreated(_))
+        Err(FsError::LeaseConflict { .. })
     ));
     assert!(matches!(
         h.ns.plan_complete("/d/f", "other", 0, None, 0, |_| true),
-        Err(FsError::LeaseExpired(_))
+        Err(e) if e.is_lease_expired()
     ));
     // Implicit parent of a 0644 file gets u+wx, as in HDFS.
     h.create(&su(), "/p/q/f", false).unwrap();

@@ -475,7 +475,7 @@ async fn create_checks_its_numbers_and_answers_the_new_status() {
     assert!(matches!(
         nn.create(&by(&nn, ALICE, Operation::Create), &create_req("/f"))
             .await,
-        Err(FsError::AlreadyBeingCreated(_) | FsError::AlreadyExists(_))
+        Err(FsError::LeaseConflict { .. } | FsError::AlreadyExists(_))
     ));
     // No block was written: lease recovery closes the file at once.
     assert!(nn
@@ -693,7 +693,7 @@ async fn pipeline_recovery_bumps_the_stamp_and_drops_lost_nodes() {
     };
     assert!(matches!(
         nn.additional_datanodes(&by(&nn, ALICE, Operation::GetAdditionalDatanode), &theirs),
-        Err(FsError::LeaseExpired(_))
+        Err(e) if e.is_lease_expired()
     ));
     nn.abandon_block(
         &by(&nn, ALICE, Operation::AbandonBlock),
@@ -729,7 +729,7 @@ async fn append_truncate_and_concat() {
     assert!(matches!(
         nn.append(&by(&nn, ALICE, Operation::Append), "/t", "other", false)
             .await,
-        Err(FsError::AlreadyBeingCreated(_))
+        Err(FsError::LeaseConflict { .. })
     ));
     received(&nn, &block, 150);
     let last = Previous {
@@ -1050,13 +1050,13 @@ async fn lease_recovery_closes_at_the_length_the_primary_reports() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&refused, FsError::LeaseExpired(m) if m.contains("is not the lease owner (=recoverer")),
+        matches!(&refused, FsError::NotLeaseOwner { owner, .. } if owner == "recoverer"),
         "{refused}"
     );
     assert!(matches!(
         nn.complete(&by(&nn, ALICE, Operation::Complete), "/h", CLIENT, 0, None)
             .await,
-        Err(FsError::LeaseExpired(_))
+        Err(e) if e.is_lease_expired()
     ));
     // The primary's next heartbeat carries the order, with a new stamp.
     let beat = || HeartbeatReport {
