@@ -25,6 +25,39 @@ pub enum FsError {
     /// mkdirs", "Log not rolled"), `reason` what keeps safe mode on.
     #[error("{refused}. Name node is in safe mode.\n{reason}")]
     InSafeMode { refused: String, reason: String },
+    /// A new entry would take directory `dir` past
+    /// `dfs.namenode.fs-limits.max-directory-items` (`limit`); it has `items`.
+    #[error("The directory item limit of {dir} is exceeded: limit={limit} items={items}")]
+    DirectoryFull {
+        dir: String,
+        limit: usize,
+        items: usize,
+    },
+    /// A new name longer than `dfs.namenode.fs-limits.max-component-length`.
+    #[error("The maximum path component name limit of {name} in directory {dir} is exceeded: limit={limit} length={}", name.len())]
+    ComponentTooLong {
+        name: String,
+        dir: String,
+        limit: usize,
+    },
+    /// A change that would take directory `dir` past its namespace quota.
+    #[error("The NameSpace quota (directories and files) of directory {dir} is exceeded: quota={quota} file count={count}")]
+    NsQuotaExceeded { dir: String, quota: i64, count: i64 },
+    /// ... past its storage-space quota (bytes, replicas counted).
+    #[error("The DiskSpace quota of {dir} is exceeded: quota = {quota} B = {} but diskspace consumed = {consumed} B = {}", crate::quota::bytes_text(*quota), crate::quota::bytes_text(*consumed))]
+    DsQuotaExceeded {
+        dir: String,
+        quota: i64,
+        consumed: i64,
+    },
+    /// ... past its space quota on one storage type.
+    #[error("Quota by storage type : {storage_type} on path : {dir} is exceeded. quota = {} but space consumed = {}", crate::quota::bytes_text(*quota), crate::quota::bytes_text(*consumed))]
+    TypeQuotaExceeded {
+        storage_type: &'static str,
+        dir: String,
+        quota: i64,
+        consumed: i64,
+    },
     /// The permission bits (or ACL) of `inode` do not grant `access` to `user`
     /// (`AccessControlException`); `mode` as `ls` shows it, `d` or `-` first.
     #[error(
@@ -114,12 +147,6 @@ pub enum FsError {
     Unsupported(String),
     #[error("{0}")]
     IllegalArgument(String),
-    /// A new entry would take its directory past `dfs.namenode.fs-limits.max-directory-items`.
-    #[error("{0}")]
-    DirectoryFull(String),
-    /// A path component longer than the limit, in a name being added.
-    #[error("{0}")]
-    ComponentTooLong(String),
     /// A DataNode call from a node not (or no longer) registered.
     #[error("{0}")]
     UnregisteredNode(String),
@@ -129,15 +156,6 @@ pub enum FsError {
     /// A directory was expected (`PathIsNotDirectoryException`).
     #[error("{0}")]
     NotDirectory(String),
-    /// A change that would take a directory past its namespace quota.
-    #[error("{0}")]
-    NsQuotaExceeded(String),
-    /// ... past its storage-space quota.
-    #[error("{0}")]
-    DsQuotaExceeded(String),
-    /// ... past its space quota on one storage type.
-    #[error("{0}")]
-    TypeQuotaExceeded(String),
     /// An ACL change HDFS refuses (an invalid result, or ACLs turned off).
     #[error("{0}")]
     Acl(String),
@@ -236,20 +254,20 @@ impl FsError {
             FsError::NotReplicatedYet(_) => class::NOT_REPLICATED_YET,
             FsError::Unsupported(_) => class::UNSUPPORTED_OPERATION,
             FsError::IllegalArgument(_) => class::HADOOP_ILLEGAL_ARGUMENT,
-            FsError::DirectoryFull(_) => class::MAX_DIRECTORY_ITEMS_EXCEEDED,
-            FsError::ComponentTooLong(_) => class::PATH_COMPONENT_TOO_LONG,
+            FsError::DirectoryFull { .. } => class::MAX_DIRECTORY_ITEMS_EXCEEDED,
+            FsError::ComponentTooLong { .. } => class::PATH_COMPONENT_TOO_LONG,
             FsError::UnregisteredNode(_) => {
                 "org.apache.hadoop.hdfs.protocol.UnregisteredNodeException"
             }
             FsError::XAttrNotFound(_) => "org.apache.hadoop.hdfs.protocol.XAttrNotFoundException",
             FsError::NotDirectory(_) => "org.apache.hadoop.fs.PathIsNotDirectoryException",
-            FsError::NsQuotaExceeded(_) => {
+            FsError::NsQuotaExceeded { .. } => {
                 "org.apache.hadoop.hdfs.protocol.NSQuotaExceededException"
             }
-            FsError::DsQuotaExceeded(_) => {
+            FsError::DsQuotaExceeded { .. } => {
                 "org.apache.hadoop.hdfs.protocol.DSQuotaExceededException"
             }
-            FsError::TypeQuotaExceeded(_) => {
+            FsError::TypeQuotaExceeded { .. } => {
                 "org.apache.hadoop.hdfs.protocol.QuotaByStorageTypeExceededException"
             }
             FsError::InvalidRequest(_) => "org.apache.hadoop.fs.InvalidRequestException",
@@ -407,6 +425,25 @@ mod tests {
             su(None).to_string(),
             "Access denied for user bob. Superuser privilege is required"
         );
+        let ds = FsError::DsQuotaExceeded {
+            dir: "/q".into(),
+            quota: 1024,
+            consumed: 3 << 20,
+        };
+        assert_eq!(
+            ds.to_string(),
+            "The DiskSpace quota of /q is exceeded: quota = 1024 B = 1 KB but diskspace \
+             consumed = 3145728 B = 3 MB"
+        );
+        let full = FsError::DirectoryFull {
+            dir: "/d".into(),
+            limit: 3,
+            items: 3,
+        };
+        assert_eq!(
+            full.to_string(),
+            "The directory item limit of /d is exceeded: limit=3 items=3"
+        );
         assert!(FsError::file_not_found("/a").is_not_found());
         assert!(!sm.is_not_found());
         let disk = std::io::Error::other("disk gone");
@@ -483,11 +520,19 @@ mod tests {
                 "org.apache.hadoop.HadoopIllegalArgumentException",
             ),
             (
-                FsError::DirectoryFull(String::new()),
+                FsError::DirectoryFull {
+                    dir: String::new(),
+                    limit: 0,
+                    items: 0,
+                },
                 "org.apache.hadoop.hdfs.protocol.FSLimitException$MaxDirectoryItemsExceededException",
             ),
             (
-                FsError::ComponentTooLong(String::new()),
+                FsError::ComponentTooLong {
+                    name: String::new(),
+                    dir: String::new(),
+                    limit: 0,
+                },
                 "org.apache.hadoop.hdfs.protocol.FSLimitException$PathComponentTooLongException",
             ),
             (FsError::Io(String::new()), "java.io.IOException"),

@@ -48,11 +48,11 @@ pub fn check_new_name(name: &str, parent: &[&str], limit: usize) -> Result<(), F
     if name.len() <= limit {
         return Ok(());
     }
-    Err(FsError::ComponentTooLong(format!(
-        "The maximum path component name limit of {name} in directory {} is exceeded: limit={limit} length={}",
-        join(parent),
-        name.len()
-    )))
+    Err(FsError::ComponentTooLong {
+        name: name.to_string(),
+        dir: join(parent),
+        limit,
+    })
 }
 
 /// The normalized path of `comps` (`/` for the root).
@@ -95,10 +95,12 @@ mod tests {
         let long = "x".repeat(256);
         assert_eq!(components(&format!("/a/{long}")).unwrap().len(), 2);
         assert!(check_new_name(&long[1..], &["a"], MAX_COMPONENT_LEN).is_ok());
-        let Err(FsError::ComponentTooLong(m)) = check_new_name(&long, &["a"], MAX_COMPONENT_LEN)
+        let Err(e @ FsError::ComponentTooLong { .. }) =
+            check_new_name(&long, &["a"], MAX_COMPONENT_LEN)
         else {
             panic!("a 256-byte name is refused")
         };
+        let m = e.to_string();
         assert!(
             m.ends_with("in directory /a is exceeded: limit=255 length=256"),
             "{m}"

@@ -185,11 +185,11 @@ impl Namespace {
         if items < self.limits.dir_items {
             return Ok(());
         }
-        Err(FsError::DirectoryFull(format!(
-            "The directory item limit of {} is exceeded: limit={} items={items}",
-            join(dir_comps),
-            self.limits.dir_items
-        )))
+        Err(FsError::DirectoryFull {
+            dir: join(dir_comps),
+            limit: self.limits.dir_items,
+            items,
+        })
     }
 
     /// Checks the entries a create or mkdirs adds, `comps[found..]`, in the order HDFS adds

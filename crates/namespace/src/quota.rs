@@ -286,35 +286,27 @@ impl Namespace {
         let over =
             |quota: i64, used: i64, delta: i64| quota >= 0 && delta > 0 && used > quota - delta;
         if over(q.ns, used.ns, d.ns) {
-            return Err(FsError::NsQuotaExceeded(format!(
-                "The NameSpace quota (directories and files) of directory {} is exceeded: \
-                 quota={} file count={}",
-                self.path_of(s),
-                q.ns,
-                used.ns + d.ns
-            )));
+            return Err(FsError::NsQuotaExceeded {
+                dir: self.path_of(s),
+                quota: q.ns,
+                count: used.ns + d.ns,
+            });
         }
         if over(q.space, used.space, d.space) {
-            let consumed = used.space + d.space;
-            return Err(FsError::DsQuotaExceeded(format!(
-                "The DiskSpace quota of {} is exceeded: quota = {} B = {} but diskspace \
-                 consumed = {consumed} B = {}",
-                self.path_of(s),
-                q.space,
-                bytes_text(q.space),
-                bytes_text(consumed)
-            )));
+            return Err(FsError::DsQuotaExceeded {
+                dir: self.path_of(s),
+                quota: q.space,
+                consumed: used.space + d.space,
+            });
         }
         for i in 0..N_TYPES {
             if over(q.types[i], used.types[i], d.types[i]) {
-                return Err(FsError::TypeQuotaExceeded(format!(
-                    "Quota by storage type : {} on path : {} is exceeded. quota = {} but space \
-                     consumed = {}",
-                    type_name(i),
-                    self.path_of(s),
-                    bytes_text(q.types[i]),
-                    bytes_text(used.types[i] + d.types[i])
-                )));
+                return Err(FsError::TypeQuotaExceeded {
+                    storage_type: type_name(i),
+                    dir: self.path_of(s),
+                    quota: q.types[i],
+                    consumed: used.types[i] + d.types[i],
+                });
             }
         }
         Ok(())

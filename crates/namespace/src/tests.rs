@@ -433,9 +433,9 @@ fn a_full_directory_refuses_new_entries_but_not_replacements() {
     h.mkdirs(&su(), "/full/sub").unwrap();
     h.touch(&su(), "/elsewhere/f");
     let full = |r: Result<(), FsError>| match r {
-        Err(FsError::DirectoryFull(m)) => {
+        Err(e @ FsError::DirectoryFull { .. }) => {
             assert_eq!(
-                m,
+                e.to_string(),
                 "The directory item limit of /full is exceeded: limit=3 items=3"
             );
         }
@@ -473,7 +473,9 @@ fn a_full_directory_refuses_new_entries_but_not_replacements() {
         ..Limits::default()
     });
     match h.mkdirs(&su(), "/third") {
-        Err(FsError::DirectoryFull(m)) => assert!(m.contains("limit of / is"), "{m}"),
+        Err(e @ FsError::DirectoryFull { .. }) => {
+            assert!(e.to_string().contains("limit of / is"), "{e}")
+        }
         other => panic!("expected DirectoryFull, got {other:?}"),
     }
     let mut replay = Namespace::new("hdfs", "supergroup", 1);
@@ -495,7 +497,8 @@ fn over_long_names_are_refused_when_added_and_absent_when_looked_up() {
     h.touch(&su(), "/d/f");
     let long = "n".repeat(256);
     let too_long = |r: Result<(), FsError>, dir: &str| match r {
-        Err(FsError::ComponentTooLong(m)) => {
+        Err(e @ FsError::ComponentTooLong { .. }) => {
+            let m = e.to_string();
             assert!(
                 m.ends_with(&format!(
                     "in directory {dir} is exceeded: limit=255 length=256"
@@ -545,7 +548,8 @@ fn over_long_names_are_refused_when_added_and_absent_when_looked_up() {
         ..Limits::default()
     });
     match h.mkdirs(&su(), "/d/12345") {
-        Err(FsError::ComponentTooLong(m)) => {
+        Err(e @ FsError::ComponentTooLong { .. }) => {
+            let m = e.to_string();
             assert!(
                 m.ends_with("in directory /d is exceeded: limit=4 length=5"),
                 "{m}"
@@ -555,7 +559,7 @@ fn over_long_names_are_refused_when_added_and_absent_when_looked_up() {
     }
     assert!(matches!(
         h.ns.plan_rename(&su(), "/d/f", "/d/12345", h.now),
-        Err(FsError::ComponentTooLong(_))
+        Err(FsError::ComponentTooLong { .. })
     ));
     h.touch(&su(), "/d/1234");
     let mut replay = Namespace::new("hdfs", "supergroup", 1);

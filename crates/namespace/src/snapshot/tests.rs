@@ -585,7 +585,11 @@ fn content_summaries_count_what_snapshots_keep() {
     w.apply_ops(ops);
     assert!(matches!(
         w.ns.plan_mkdirs(&w.su, "/r/m", 0o755, false, w.now),
-        Err(FsError::NsQuotaExceeded(m)) if m.ends_with("quota=9 file count=10")
+        Err(FsError::NsQuotaExceeded {
+            quota: 9,
+            count: 10,
+            ..
+        })
     ));
     let ops = w.ns.plan_set_quota(&w.su, "/r", -1, -1, None).unwrap();
     w.apply_ops(ops);
