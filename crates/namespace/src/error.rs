@@ -173,8 +173,8 @@ pub enum FsError {
     #[error("{0}")]
     Eof(String),
     /// A snapshot operation HDFS refuses (`SnapshotException`).
-    #[error("{0}")]
-    Snapshot(String),
+    #[error(transparent)]
+    Snapshot(#[from] crate::snapshot::error::SnapshotError),
     /// A change under a `.snapshot` path (`SnapshotAccessControlException`).
     #[error("{0}")]
     SnapshotAccess(String),

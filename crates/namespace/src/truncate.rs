@@ -149,9 +149,12 @@ impl Namespace {
                 )));
             }
             if self.in_snapshot(s) {
-                return Err(FsError::Snapshot(format!(
-                    "concat: the src file {path} is in snapshot"
-                )));
+                return Err(
+                    crate::snapshot::error::SnapshotError::ConcatSourceInSnapshot {
+                        path: path.to_string(),
+                    }
+                    .into(),
+                );
             }
             if sf.uc().is_some() || sf.blocks().is_empty() {
                 return Err(FsError::IllegalArgument(format!(

@@ -6,6 +6,7 @@ use crate::clock::now_ms;
 use crate::error::FsError;
 use crate::namespace::query::FileStatus;
 use crate::namespace::snapshot::diff::{DiffEntry, DiffListing};
+use crate::namespace::snapshot::error::SnapshotError;
 
 /// A snapshottable directory as `getSnapshottableDirListing` reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -136,9 +137,7 @@ impl NameNodeService {
         let ns = self.ns.read();
         let (slot, path) = ns.resolve_checked(&caller, &ns.resolve_reserved(root)?)?;
         if !ns.is_snapshot_root(slot) {
-            return Err(FsError::Snapshot(format!(
-                "Directory is not a snapshottable directory: {path}"
-            )));
+            return Err(SnapshotError::NotSnapshottable { path }.into());
         }
         let mut snaps = ns.snapshots_of(slot);
         snaps.sort_by(|a, b| a.1.as_bytes().cmp(b.1.as_bytes()));

@@ -13,6 +13,7 @@ use crate::features::Features;
 use crate::inode::Slot;
 use crate::perm::Caller;
 use crate::quota::N_TYPES;
+use crate::snapshot::error::SnapshotError;
 use crate::snapshot::{Frozen, SnapId, CURRENT};
 use crate::storage_policy::UNSPECIFIED;
 use crate::xattr::XAttr;
@@ -94,10 +95,11 @@ impl Namespace {
             .by_name(name)
             .map(|s| s.id)
             .ok_or_else(|| {
-                FsError::Snapshot(format!(
-                    "Cannot find the snapshot of directory {} with name {name}",
-                    self.path_of(slot)
-                ))
+                SnapshotError::NoSuchSnapshotToDiff {
+                    path: self.path_of(slot),
+                    name: name.to_string(),
+                }
+                .into()
             })
     }
 
@@ -118,9 +120,10 @@ impl Namespace {
                 break at;
             }
             if at == crate::inode::ROOT_SLOT {
-                return Err(FsError::Snapshot(format!(
-                    "The path {path} is neither snapshottable nor under a snapshot root!"
-                )));
+                return Err(SnapshotError::NoSnapshotRoot {
+                    path: path.to_string(),
+                }
+                .into());
             }
             at = self.arena.get(at).parent;
         };

@@ -23,6 +23,7 @@
 mod attrs;
 pub(crate) mod children;
 pub mod diff;
+pub mod error;
 pub(crate) mod id;
 pub(crate) mod image;
 pub mod ops;

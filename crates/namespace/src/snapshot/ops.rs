@@ -6,6 +6,7 @@ use crate::error::FsError;
 use crate::inode::{Slot, ROOT_SLOT};
 use crate::path::{components, join, DOT_SNAPSHOT};
 use crate::perm::Caller;
+use crate::snapshot::error::SnapshotError;
 use crate::snapshot::{Root, Snap, SnapId, Version, DEFAULT_SNAPSHOT_QUOTA, NONE};
 use crate::{Effects, Namespace, Op};
 
@@ -15,9 +16,10 @@ pub fn read_only() -> FsError {
 }
 
 fn not_snapshottable(path: &str) -> FsError {
-    FsError::Snapshot(format!(
-        "Directory is not a snapshottable directory: {path}"
-    ))
+    SnapshotError::NotSnapshottable {
+        path: path.to_string(),
+    }
+    .into()
 }
 
 /// HDFS's default snapshot name for a snapshot taken at `ms`: `sYYYYMMDD-HHMMSS.mmm` (UTC).
@@ -91,10 +93,12 @@ impl Namespace {
                 } else {
                     continue;
                 };
-                return Err(FsError::Snapshot(format!(
-                    "Nested snapshottable directories not allowed: path={path}, the {what} {} is already a snapshottable directory.",
-                    self.path_of(other)
-                )));
+                return Err(SnapshotError::Nested {
+                    path,
+                    relation: what,
+                    other: self.path_of(other),
+                }
+                .into());
             }
         }
         Ok(vec![Op::AllowSnapshot { path }])
@@ -106,9 +110,7 @@ impl Namespace {
         let (slot, path) = self.admin_target(src)?;
         match self.snaps.roots.get(&slot) {
             None => Ok(Vec::new()),
-            Some(r) if !r.snaps.is_empty() => Err(FsError::Snapshot(format!(
-                "The directory {path} has snapshot(s). Please redo the operation after removing all the snapshots."
-            ))),
+            Some(r) if !r.snaps.is_empty() => Err(SnapshotError::StillHasSnapshots { path }.into()),
             Some(_) => Ok(vec![Op::DisallowSnapshot { path }]),
         }
     }
@@ -127,16 +129,14 @@ impl Namespace {
         check_snapshot_name(&name)?;
         let root = self.root(slot);
         if root.by_name(&name).is_some() {
-            return Err(FsError::Snapshot(format!(
-                "Failed to add snapshot: there is already a snapshot with the same name \"{name}\"."
-            )));
+            return Err(SnapshotError::NameTaken { name }.into());
         }
         if root.snaps.len() as u32 >= root.quota {
-            return Err(FsError::Snapshot(format!(
-                "Failed to add snapshot: there are already {} snapshot(s) and the snapshot quota is {}",
-                root.snaps.len(),
-                root.quota
-            )));
+            return Err(SnapshotError::QuotaReached {
+                count: root.snaps.len(),
+                quota: root.quota,
+            }
+            .into());
         }
         let at = snapshot_path(&path, &name);
         let id = u64::from(self.snaps.next_id.max(1));
@@ -160,9 +160,11 @@ impl Namespace {
     ) -> Result<Vec<Op>, FsError> {
         let (slot, path) = self.snapshot_root(caller, src)?;
         if self.root(slot).by_name(name).is_none() {
-            return Err(FsError::Snapshot(format!(
-                "Cannot delete snapshot {name} from path {path}: the snapshot does not exist."
-            )));
+            return Err(SnapshotError::NoSuchSnapshotToDelete {
+                name: name.to_string(),
+                path,
+            }
+            .into());
         }
         Ok(vec![Op::DeleteSnapshot {
             path,
@@ -182,18 +184,22 @@ impl Namespace {
         let (slot, path) = self.snapshot_root(caller, src)?;
         let root = self.root(slot);
         if root.by_name(old).is_none() {
-            return Err(FsError::Snapshot(format!(
-                "The snapshot {old} does not exist for directory {path}"
-            )));
+            return Err(SnapshotError::NoSuchSnapshotToRename {
+                name: old.to_string(),
+                path,
+            }
+            .into());
         }
         if old == new {
             return Ok(Vec::new());
         }
         check_snapshot_name(new)?;
         if root.by_name(new).is_some() {
-            return Err(FsError::Snapshot(format!(
-                "The snapshot {new} already exists for directory {path}"
-            )));
+            return Err(SnapshotError::RenameTaken {
+                name: new.to_string(),
+                path,
+            }
+            .into());
         }
         Ok(vec![Op::RenameSnapshot {
             path,
@@ -216,9 +222,7 @@ impl Namespace {
             .map(|(&r, _)| self.path_of(r))
             .min_by(|a, b| a.split('/').cmp(b.split('/')));
         match first {
-            Some(p) => Err(FsError::Snapshot(format!(
-                "The directory {p} cannot be deleted since {p} is snapshottable and already has snapshots"
-            ))),
+            Some(path) => Err(SnapshotError::RootHasSnapshots { path }.into()),
             None => Ok(()),
         }
     }
