@@ -42,13 +42,24 @@ pub struct Plan {
 /// that stayed up holds at least every byte the writer's pipeline acknowledged (an hflush
 /// returns only then), so nothing acknowledged is lost and nothing unacknowledged is kept
 /// on one replica only. Replicas left unfinished by a restart count only when nothing
-/// better is left: a power cut may have taken acknowledged bytes from them. A truncate's
+/// better is left (a power cut may have taken acknowledged bytes from them), and then
+/// the longest of them is the block. A truncate's
 /// length wins where the replicas hold it. Empty replicas take no part, as in HDFS: they
 /// add nothing, and their zero would cut every other. None when no replica holds a byte.
 pub fn choose(replicas: &[(usize, ReplicaInfo)], truncate: Option<u64>) -> Option<Plan> {
+    // A replica that stayed up under a newer stamp was set up by the writer after the
+    // others' stamp (an append or a pipeline recovery reopened it with every byte they
+    // have): one under an older stamp is stale, however finished it looks. HDFS keeps
+    // any stamp the NameNode's is not newer than, and so may take a stale finalized one.
+    let newest = replicas
+        .iter()
+        .filter(|(_, r)| r.state != RecoveryState::Rwr && r.len > 0)
+        .map(|(_, r)| r.gs)
+        .max()
+        .unwrap_or(0);
     let holding: Vec<(usize, ReplicaInfo)> = replicas
         .iter()
-        .filter(|(_, r)| r.len > 0)
+        .filter(|(_, r)| r.len > 0 && r.gs >= newest)
         .copied()
         .collect();
     let replicas = &holding[..];
@@ -63,15 +74,25 @@ pub fn choose(replicas: &[(usize, ReplicaInfo)], truncate: Option<u64>) -> Optio
             .map(|(_, r)| (r.gs, r.len))
             .max()
             .map(|(_, len)| len)?,
-        _ => replicas
+        RecoveryState::Rbw => replicas
             .iter()
             .filter(|(_, r)| r.state == best)
             .map(|(_, r)| r.len)
             .min()?,
+        // Only replicas left unfinished by restarts: each may have lost flushed bytes,
+        // so the longest is kept (every byte of it was written to the file; replicas of
+        // one stamp hold one stream) and the shorter ones are dropped and copied anew.
+        // HDFS takes the shortest here, keeping more copies of fewer bytes.
+        RecoveryState::Rwr => replicas
+            .iter()
+            .filter(|(_, r)| r.state == best)
+            .map(|(_, r)| r.len)
+            .max()?,
     };
     let takes_part = |r: &ReplicaInfo| match best {
         RecoveryState::Finalized => r.state <= RecoveryState::Rbw && r.len == len,
-        _ => r.state == best,
+        RecoveryState::Rbw => r.state == best,
+        RecoveryState::Rwr => r.state == best && r.len == len,
     };
     let participants: Vec<usize> = replicas
         .iter()
@@ -448,22 +469,31 @@ mod tests {
         ];
         assert_eq!(choose(&finalized, None).unwrap().participants, vec![1]);
         // An append whose pipeline failed half set up: two replicas reopened under the new
-        // stamp, two still finalized, one of them cut short by a power cut.
-        let mut short = rep(RecoveryState::Finalized, 2595);
-        short.gs = 1000;
+        // stamp, two still finalized under the old one, one of them cut short by a power
+        // cut. The new stamp's replicas hold every byte.
+        let old = |state, len| ReplicaInfo {
+            gs: 1000,
+            ..rep(state, len)
+        };
         let append = [
             (0, rep(RecoveryState::Rbw, 8038)),
-            (1, short),
-            (2, rep(RecoveryState::Finalized, 8038)),
-            (3, rep(RecoveryState::Rbw, 8038)),
+            (1, old(RecoveryState::Finalized, 512)),
+            (2, old(RecoveryState::Finalized, 8038)),
+            (3, rep(RecoveryState::Rbw, 8100)),
         ];
         assert_eq!(
             choose(&append, None),
             Some(Plan {
                 len: 8038,
-                participants: vec![0, 2, 3]
+                participants: vec![0, 3]
             })
         );
+        // Finalized replicas that disagree under one stamp: the longest is the block.
+        let disagree = [
+            (0, rep(RecoveryState::Finalized, 512)),
+            (1, rep(RecoveryState::Finalized, 8038)),
+        ];
+        assert_eq!(choose(&disagree, None).unwrap().len, 8038);
         let emptied = [
             (0, rep(RecoveryState::Rwr, 0)),
             (1, rep(RecoveryState::Rwr, 115)),
@@ -477,15 +507,18 @@ mod tests {
             "a replica a power cut emptied takes no part"
         );
         assert_eq!(choose(&emptied[..1], None), None);
+        // Both restarted, one cut shorter by its power cut: the longer one holds the
+        // bytes an hflush acknowledged.
         let all_restarted = [
-            (0, rep(RecoveryState::Rwr, 313)),
-            (1, rep(RecoveryState::Rwr, 300)),
+            (0, rep(RecoveryState::Rwr, 3072)),
+            (1, rep(RecoveryState::Rwr, 1777)),
+            (2, rep(RecoveryState::Rwr, 3072)),
         ];
         assert_eq!(
             choose(&all_restarted, None),
             Some(Plan {
-                len: 300,
-                participants: vec![0, 1]
+                len: 3072,
+                participants: vec![0, 2]
             })
         );
     }
