@@ -434,7 +434,7 @@ async fn dead_datanode_is_declared_and_its_blocks_copied() {
     let root = tempfile::tempdir().unwrap();
     let (mut cluster, fs, bytes) = two_replica_file(root.path(), "/dead").await;
     let victim = holders(&fs, &cluster, "/dead").await[0];
-    let _ = cluster.dns[victim].child.kill();
+    cluster.kill_datanode(victim);
     wait_for_holders(&fs, &cluster, "/dead", 2, victim).await;
     assert_eq!(get(&fs, "/dead").await, bytes);
     cluster.stop();
@@ -524,8 +524,7 @@ async fn our_writer_recovers_its_pipeline_when_a_datanode_dies() {
     w.write(&bytes[..2 << 20]).await.unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
     // Every node of the pipeline holds the block now; one of them dies.
-    let _ = cluster.dns[1].child.kill();
-    let _ = cluster.dns[1].child.wait();
+    cluster.kill_datanode(1);
     w.write(&bytes[2 << 20..]).await.unwrap();
     w.close().await.unwrap();
     assert_eq!(get(&fs, "/survivor").await, bytes);
@@ -560,8 +559,7 @@ async fn our_writer_replaces_a_lost_datanode_after_an_hflush() {
     let victim = (0..4)
         .find(|&i| pipeline[1].id.xfer_port == cluster.dn_addr(i).port() as u32)
         .expect("the pipeline's second node is one of ours");
-    let _ = cluster.dns[victim].child.kill();
-    let _ = cluster.dns[victim].child.wait();
+    cluster.kill_datanode(victim);
     w.write(&bytes[1 << 20..]).await.unwrap();
     w.close().await.unwrap();
     assert_eq!(get(&fs, "/replaced").await, bytes);

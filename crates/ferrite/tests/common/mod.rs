@@ -136,6 +136,12 @@ impl Cluster {
         self.dns.push(dn);
     }
 
+    /// Kills DataNode `i` (SIGKILL) and waits for it to be gone.
+    pub fn kill_datanode(&mut self, i: usize) {
+        let _ = self.dns[i].child.kill();
+        let _ = self.dns[i].child.wait();
+    }
+
     fn spawn_datanode(&self, i: usize) -> Proc {
         let nn_addr = self.url.trim_start_matches("hdfs://").to_string();
         let a: Vec<String> = [
