@@ -407,8 +407,12 @@ impl BlockManager {
                     r.state == ReplicaState::Finalized,
                     r.len,
                 );
-                if let Some(rep) = self.replica_mut(r.id, node) {
-                    rep.restarted = r.state == ReplicaState::WaitingRecovery;
+                // Rare: a full report's usual replica costs no second lookup. The flag
+                // clears when the replica is reported finished.
+                if r.state == ReplicaState::WaitingRecovery {
+                    if let Some(rep) = self.replica_mut(r.id, node) {
+                        rep.restarted = true;
+                    }
                 }
                 out.accepted += 1;
             }
