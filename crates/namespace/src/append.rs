@@ -33,13 +33,13 @@ pub(super) fn lease_conflict(
             machine: uc.client_machine.to_string(),
         }
     };
-    FsError::LeaseConflict {
+    FsError::LeaseConflict(Box::new(crate::error::Conflict {
         op: op.to_string(),
         path: src.to_string(),
         client: client_name.to_string(),
         machine: client_machine.to_string(),
         held,
-    }
+    }))
 }
 
 impl Namespace {
@@ -154,7 +154,7 @@ mod tests {
         assert!(ns.status(slot, false).under_construction);
         // A second append while it is open: HDFS's answers for both holders.
         match ns.plan_append(&su(), "/f", "c2", "m2", false) {
-            Err(e @ FsError::LeaseConflict { .. }) => {
+            Err(e @ FsError::LeaseConflict(_)) => {
                 let m = e.to_string();
                 assert!(
                     m.ends_with("because current leaseholder is trying to recreate file."),
@@ -164,7 +164,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         match ns.plan_append(&su(), "/f", "c3", "m3", false) {
-            Err(e @ FsError::LeaseConflict { .. }) => assert_eq!(
+            Err(e @ FsError::LeaseConflict(_)) => assert_eq!(
                 e.to_string(),
                 "Failed to APPEND_FILE /f for c3 on m3 because this file lease is currently owned by c2 on m2"
             ),

@@ -58,19 +58,10 @@ pub enum FsError {
         quota: i64,
         consumed: i64,
     },
-    /// The permission bits (or ACL) of `inode` do not grant `access` to `user`
-    /// (`AccessControlException`); `mode` as `ls` shows it, `d` or `-` first.
-    #[error(
-        "Permission denied: user={user}, access={access}, inode=\"{inode}\":{owner}:{group}:{mode}"
-    )]
-    PermissionDenied {
-        user: String,
-        access: &'static str,
-        inode: String,
-        owner: String,
-        group: String,
-        mode: String,
-    },
+    /// The permission bits (or ACL) of an inode do not grant an access
+    /// (`AccessControlException`). Boxed: an `FsError` travels in every `Result`.
+    #[error("{0}")]
+    PermissionDenied(Box<Denied>),
     /// Only the owner (or the superuser) may do this to `inode`.
     #[error("Permission denied. user={user} is not the owner of inode={inode}")]
     NotOwner { user: String, inode: String },
@@ -89,16 +80,9 @@ pub enum FsError {
         operation: Option<String>,
     },
     /// A writer's call on a file another client (or the same one, again) holds open
-    /// (`AlreadyBeingCreatedException`); `op` is HDFS's name for the attempt
-    /// (`CREATE_FILE`, `APPEND_FILE`, `TRUNCATE_FILE`).
-    #[error("Failed to {op} {path} for {client} on {machine} because {held}")]
-    LeaseConflict {
-        op: String,
-        path: String,
-        client: String,
-        machine: String,
-        held: HeldBy,
-    },
+    /// (`AlreadyBeingCreatedException`). Boxed, as [`FsError::PermissionDenied`].
+    #[error("{0}")]
+    LeaseConflict(Box<Conflict>),
     /// A writer's call on a file it no longer writes (`LeaseExpiredException`): `lease`
     /// ends every such message, the path, inode id and the holder's lease.
     #[error("{}: {lease}", .gone.words())]
@@ -235,11 +219,11 @@ impl FsError {
             | FsError::NotAFile { .. }
             | FsError::ParentMissing { .. } => class::FILE_NOT_FOUND,
             FsError::InSafeMode { .. } => class::SAFE_MODE,
-            FsError::LeaseConflict { .. } => class::ALREADY_BEING_CREATED,
+            FsError::LeaseConflict(_) => class::ALREADY_BEING_CREATED,
             FsError::LeaseGone { .. }
             | FsError::NotLeaseOwner { .. }
             | FsError::LeaseMismatch { .. } => class::LEASE_EXPIRED,
-            FsError::PermissionDenied { .. }
+            FsError::PermissionDenied(_)
             | FsError::NotOwner { .. }
             | FsError::StickyBit { .. }
             | FsError::SuperuserRequired { .. } => class::ACCESS_CONTROL,
@@ -286,6 +270,33 @@ impl FsError {
             FsError::Io(_) => class::IO,
         }
     }
+}
+
+/// What a [`FsError::PermissionDenied`] names: `access` that the bits (or ACL) of `inode`
+/// do not grant `user`; `mode` as `ls` shows it, `d` or `-` first.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "Permission denied: user={user}, access={access}, inode=\"{inode}\":{owner}:{group}:{mode}"
+)]
+pub struct Denied {
+    pub user: String,
+    pub access: &'static str,
+    pub inode: String,
+    pub owner: String,
+    pub group: String,
+    pub mode: String,
+}
+
+/// What a [`FsError::LeaseConflict`] names; `op` is HDFS's name for the attempt
+/// (`CREATE_FILE`, `APPEND_FILE`, `TRUNCATE_FILE`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("Failed to {op} {path} for {client} on {machine} because {held}")]
+pub struct Conflict {
+    pub op: String,
+    pub path: String,
+    pub client: String,
+    pub machine: String,
+    pub held: HeldBy,
 }
 
 /// Who holds the file a [`FsError::LeaseConflict`] was about.
@@ -400,14 +411,14 @@ mod tests {
             sm.to_string(),
             "Cannot mkdirs. Name node is in safe mode.\nIt was turned on manually."
         );
-        let denied = FsError::PermissionDenied {
+        let denied = FsError::PermissionDenied(Box::new(Denied {
             user: "alice".into(),
             access: "WRITE",
             inode: "/d".into(),
             owner: "hdfs".into(),
             group: "supergroup".into(),
             mode: "drwxr-xr-x".into(),
-        };
+        }));
         assert_eq!(
             denied.to_string(),
             "Permission denied: user=alice, access=WRITE, inode=\"/d\":hdfs:supergroup:drwxr-xr-x"
@@ -488,13 +499,13 @@ mod tests {
                 "org.apache.hadoop.fs.InvalidPathException",
             ),
             (
-                FsError::LeaseConflict {
+                FsError::LeaseConflict(Box::new(Conflict {
                     op: String::new(),
                     path: String::new(),
                     client: String::new(),
                     machine: String::new(),
                     held: HeldBy::Caller,
-                },
+                })),
                 "org.apache.hadoop.hdfs.protocol.AlreadyBeingCreatedException",
             ),
             (

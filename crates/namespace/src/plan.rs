@@ -319,7 +319,7 @@ impl Namespace {
                 Body::File(f) => f,
             };
             if let Some(uc) = file.uc() {
-                return Err(FsError::LeaseConflict {
+                return Err(FsError::LeaseConflict(Box::new(crate::error::Conflict {
                     op: "CREATE_FILE".into(),
                     path: src.to_string(),
                     client: a.client_name.to_string(),
@@ -328,7 +328,7 @@ impl Namespace {
                         client: uc.client_name.to_string(),
                         machine: uc.client_machine.to_string(),
                     },
-                });
+                })));
             }
             if !a.overwrite {
                 return Err(FsError::AlreadyExists(format!(

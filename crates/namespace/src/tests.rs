@@ -163,7 +163,7 @@ fn create_rules() {
     assert!(st.under_construction);
     assert!(matches!(
         h.create(&su(), "/d/f", true),
-        Err(FsError::LeaseConflict { .. })
+        Err(FsError::LeaseConflict(_))
     ));
     assert!(matches!(
         h.ns.plan_complete("/d/f", "other", 0, None, 0, |_| true),

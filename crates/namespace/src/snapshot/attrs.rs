@@ -149,13 +149,13 @@ impl Namespace {
         if allowed {
             return Ok(());
         }
-        Err(FsError::PermissionDenied {
+        Err(FsError::PermissionDenied(Box::new(crate::error::Denied {
             user: caller.user.to_string(),
             access: access_name(access),
             inode: a.at.clone().unwrap_or_else(|| self.path_of(a.slot)),
             owner: self.user_name(a.owner()).to_string(),
             group: group.to_string(),
             mode: mode_string(self.inode(a.slot).is_dir(), a.perm()),
-        })
+        })))
     }
 }

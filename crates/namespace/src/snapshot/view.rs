@@ -240,14 +240,14 @@ impl Namespace {
         if bits & EXECUTE != 0 {
             return Ok(());
         }
-        Err(FsError::PermissionDenied {
+        Err(FsError::PermissionDenied(Box::new(crate::error::Denied {
             user: caller.user.to_string(),
             access: "EXECUTE",
             inode: crate::path::join(comps),
             owner: owner_name.to_string(),
             group: group_name.to_string(),
             mode: crate::perm::mode_string(true, perm),
-        })
+        })))
     }
 
     /// The status of `slot` as snapshot `s` shows it, named `name` (empty: the path's own).
