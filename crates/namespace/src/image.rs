@@ -32,11 +32,11 @@ const ACLS: u32 = 5;
 const QUOTAS: u32 = 6;
 /// Cache pools and directives, when there are any: each as the record that sets it.
 const CACHE: u32 = 7;
-/// The snapshot sections (written and read by `snapshot_image`): inodes only snapshots
+/// The snapshot sections (written and read by `snapshot/image.rs`): inodes only snapshots
 /// list, and the snapshots themselves.
 pub(super) const DETACHED: u32 = 8;
 pub(super) const SNAPSHOTS: u32 = 9;
-/// Snapshots: their kept inodes and their state (see `snapshot_image.rs`).
+/// Snapshots: their kept inodes and their state (see `snapshot/image.rs`).
 const END: u32 = 0xFFFF_FFFF;
 
 #[derive(Debug, thiserror::Error)]

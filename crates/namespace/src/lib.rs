@@ -309,7 +309,7 @@ impl Namespace {
                 }
                 None => {
                     // No entry is ever named `.snapshot`: only a miss can be one. Reads of
-                    // snapshots resolve elsewhere (`snapshot_view`); what walks here
+                    // snapshots resolve elsewhere (`snapshot/view.rs`); what walks here
                     // changes something.
                     if *c == path::DOT_SNAPSHOT && self.snaps.is_root(cur) {
                         return Err(snapshot::ops::read_only());

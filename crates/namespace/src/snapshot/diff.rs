@@ -1,6 +1,6 @@
 //! What changed under a snapshottable directory between two of its snapshots (or one and
 //! now): `getSnapshotDiffReport`, in HDFS's order and labels. Both states are read as the
-//! snapshots show them (`snapshot_view`); an inode changed between them when it saved a
+//! snapshots show them (`view.rs`); an inode changed between them when it saved a
 //! version in that span (it saves one at its first change after each snapshot that sees
 //! it). Renames are told from a delete and a create by the inode they move.
 

@@ -160,7 +160,7 @@ pub struct Snapshots {
     /// versions still lists, with that file: what block reports check their replicas by.
     kept_blocks: FastMap<u64, (Slot, Block)>,
     /// What snapshots keep under each quota directory asked about since the last record
-    /// that could change it (see `snapshot_space`); emptied by such records.
+    /// that could change it (see `space.rs`); emptied by such records.
     usage_cache: parking_lot::Mutex<HashMap<Slot, crate::quota::Usage>>,
 }
 

@@ -1,6 +1,6 @@
 //! The snapshot calls: allowSnapshot, disallowSnapshot, createSnapshot, deleteSnapshot and
 //! renameSnapshot, planned with HDFS 3.4.1's rules and messages and applied from their
-//! records; and deleting a snapshot's share of what was kept (see `snapshot.rs`).
+//! records; and deleting a snapshot's share of what was kept (see `snapshot/mod.rs`).
 
 use crate::error::FsError;
 use crate::inode::{Slot, ROOT_SLOT};

@@ -2,7 +2,7 @@
 //! `/dir/.snapshot/NAME/...` (the subtree as snapshot NAME shows it). An inode's state at
 //! snapshot `s` is its first version tagged `s` or later, else its live state; a
 //! directory's children at `s` are its live ones with every later version's changes
-//! undone (see `snapshot.rs`). Read-only: nothing here changes the tree.
+//! undone (see `snapshot/mod.rs`). Read-only: nothing here changes the tree.
 
 use crate::inode::{Block, Body, Slot};
 use crate::path::DOT_SNAPSHOT;
