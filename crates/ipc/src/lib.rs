@@ -16,7 +16,9 @@ pub mod chunker;
 pub mod client;
 pub mod conf;
 pub mod durable;
-pub mod error;
+/// The error answer every protocol shares; it lives with the messages, so that crates
+/// below the IPC layer (the namespace) can make one without depending on it.
+pub use ferrite_proto::rpc_error as error;
 pub mod frame;
 mod low_water;
 pub mod metrics;

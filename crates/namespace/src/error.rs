@@ -3,8 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use ferrite_ipc::error::class;
-use ferrite_ipc::RpcError;
+use ferrite_proto::rpc_error::{class, RpcError};
 
 /// What the NameNode answers when an operation cannot be done: each variant maps to the
 /// Java exception HDFS throws ([`FsError::java_class`]), and its message is rendered here,

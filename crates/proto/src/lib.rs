@@ -31,6 +31,8 @@ pub mod ferrite {
 
 pub use prost::Message;
 
+pub mod rpc_error;
+
 /// The compact block-list form of block reports (`BlockListAsLongs` buffers), written by
 /// DataNodes and read by the NameNode: per replica, four varints.
 pub mod block_list {

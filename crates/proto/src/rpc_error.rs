@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use ferrite_proto::common::rpc_response_header_proto::RpcErrorCodeProto;
+use crate::common::rpc_response_header_proto::RpcErrorCodeProto;
 
 /// The `errorDetail` code of an ERROR response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
