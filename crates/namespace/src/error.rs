@@ -43,14 +43,14 @@ pub enum FsError {
     #[error("The NameSpace quota (directories and files) of directory {dir} is exceeded: quota={quota} file count={count}")]
     NsQuotaExceeded { dir: String, quota: i64, count: i64 },
     /// ... past its storage-space quota (bytes, replicas counted).
-    #[error("The DiskSpace quota of {dir} is exceeded: quota = {quota} B = {} but diskspace consumed = {consumed} B = {}", crate::quota::bytes_text(*quota), crate::quota::bytes_text(*consumed))]
+    #[error("The DiskSpace quota of {dir} is exceeded: quota = {quota} B = {} but diskspace consumed = {consumed} B = {}", bytes_text(*quota), bytes_text(*consumed))]
     DsQuotaExceeded {
         dir: String,
         quota: i64,
         consumed: i64,
     },
     /// ... past its space quota on one storage type.
-    #[error("Quota by storage type : {storage_type} on path : {dir} is exceeded. quota = {} but space consumed = {}", crate::quota::bytes_text(*quota), crate::quota::bytes_text(*consumed))]
+    #[error("Quota by storage type : {storage_type} on path : {dir} is exceeded. quota = {} but space consumed = {}", bytes_text(*quota), bytes_text(*consumed))]
     TypeQuotaExceeded {
         storage_type: &'static str,
         dir: String,
@@ -269,6 +269,33 @@ impl FsError {
             FsError::Io(_) => class::IO,
         }
     }
+}
+
+/// HDFS's `TraditionalBinaryPrefix.long2String(n, "B", 2)`: `1 KB`, `1.50 MB`, `100 B`.
+fn bytes_text(n: i64) -> String {
+    let (sign, n) = if n < 0 {
+        ("-", n.unsigned_abs())
+    } else {
+        ("", n as u64)
+    };
+    if n < 1024 {
+        return format!("{sign}{n} B");
+    }
+    let symbols = ['K', 'M', 'G', 'T', 'P', 'E'];
+    let mut i = 0;
+    while i + 1 < symbols.len() && n >= 1u64 << (10 * (i + 2)) {
+        i += 1;
+    }
+    let shift = 10 * (i + 1);
+    if n & ((1u64 << shift) - 1) == 0 {
+        return format!("{sign}{} {}B", n >> shift, symbols[i]);
+    }
+    let mut s = format!("{:.2}", n as f64 / (1u64 << shift) as f64);
+    if s.starts_with("1024") && i + 1 < symbols.len() {
+        i += 1;
+        s = format!("{:.2}", n as f64 / (1u64 << (shift + 10)) as f64);
+    }
+    format!("{sign}{s} {}B", symbols[i])
 }
 
 /// What a [`FsError::PermissionDenied`] names: `access` that the bits (or ACL) of `inode`

@@ -94,33 +94,6 @@ impl Quota {
     }
 }
 
-/// HDFS's `TraditionalBinaryPrefix.long2String(n, "B", 2)`: `1 KB`, `1.50 MB`, `100 B`.
-pub fn bytes_text(n: i64) -> String {
-    let (sign, n) = if n < 0 {
-        ("-", n.unsigned_abs())
-    } else {
-        ("", n as u64)
-    };
-    if n < 1024 {
-        return format!("{sign}{n} B");
-    }
-    let symbols = ['K', 'M', 'G', 'T', 'P', 'E'];
-    let mut i = 0;
-    while i + 1 < symbols.len() && n >= 1u64 << (10 * (i + 2)) {
-        i += 1;
-    }
-    let shift = 10 * (i + 1);
-    if n & ((1u64 << shift) - 1) == 0 {
-        return format!("{sign}{} {}B", n >> shift, symbols[i]);
-    }
-    let mut s = format!("{:.2}", n as f64 / (1u64 << shift) as f64);
-    if s.starts_with("1024") && i + 1 < symbols.len() {
-        i += 1;
-        s = format!("{:.2}", n as f64 / (1u64 << (shift + 10)) as f64);
-    }
-    format!("{sign}{s} {}B", symbols[i])
-}
-
 /// A storage type's index in [`Usage::types`], from its id.
 pub fn type_index(id: u8) -> Option<usize> {
     (1..=N_TYPES as u8)
