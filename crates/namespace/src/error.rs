@@ -57,6 +57,9 @@ pub enum FsError {
         quota: i64,
         consumed: i64,
     },
+    /// A truncate or concat HDFS refuses (`HadoopIllegalArgumentException`).
+    #[error(transparent)]
+    Reshape(#[from] ReshapeError),
     /// The permission bits (or ACL) of an inode do not grant an access
     /// (`AccessControlException`). Boxed: an `FsError` travels in every `Result`.
     #[error("{0}")]
@@ -222,6 +225,7 @@ impl FsError {
             FsError::LeaseGone { .. }
             | FsError::NotLeaseOwner { .. }
             | FsError::LeaseMismatch { .. } => class::LEASE_EXPIRED,
+            FsError::Reshape(_) => class::HADOOP_ILLEGAL_ARGUMENT,
             FsError::PermissionDenied(_)
             | FsError::NotOwner { .. }
             | FsError::StickyBit { .. }
@@ -296,6 +300,37 @@ fn bytes_text(n: i64) -> String {
         s = format!("{:.2}", n as f64 / (1u64 << (shift + 10)) as f64);
     }
     format!("{sign}{s} {}B", symbols[i])
+}
+
+/// A truncate or concat refused for the files it names, in HDFS's words.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ReshapeError {
+    #[error("Cannot truncate to a negative file size: {0}.")]
+    NegativeLength(i64),
+    #[error(
+        "Cannot truncate to a larger file size. Current size: {current}, truncate size: {wanted}."
+    )]
+    Longer { current: u64, wanted: u64 },
+    #[error("Target file name is empty")]
+    NoTarget,
+    #[error("No sources given")]
+    NoSources,
+    #[error("concat: target file {target} is under construction")]
+    TargetOpen { target: String },
+    #[error("Source file {src} is not in the same directory with the target {target}")]
+    OtherDirectory { src: String, target: String },
+    #[error("concat: the src file {src} is the same with the target file {target}")]
+    SourceIsTarget { src: String, target: String },
+    #[error("concat: source file {src} is invalid or empty or underConstruction")]
+    SourceUnusable { src: String },
+    #[error("concat: source file {src} has preferred block size {src_block} which is greater than the target file's preferred block size {target_block}")]
+    LargerBlocks {
+        src: String,
+        src_block: u64,
+        target_block: u64,
+    },
+    #[error("concat: at least two of the source files are the same")]
+    RepeatedSource,
 }
 
 /// What a [`FsError::PermissionDenied`] names: `access` that the bits (or ACL) of `inode`

@@ -2,7 +2,7 @@
 
 use super::perm::{Caller, READ, WRITE};
 use super::{At, Namespace, Op, Planned};
-use crate::error::FsError;
+use crate::error::{FsError, ReshapeError};
 
 /// What truncate decided.
 #[derive(Debug, PartialEq, Eq)]
@@ -29,10 +29,7 @@ impl Namespace {
         now: i64,
     ) -> Result<(Truncated, Planned), FsError> {
         if len > i64::MAX as u64 {
-            return Err(FsError::IllegalArgument(format!(
-                "Cannot truncate to a negative file size: {}.",
-                len as i64
-            )));
+            return Err(ReshapeError::NegativeLength(len as i64).into());
         }
         let (slot, path) = self.resolve_checked(caller, src)?;
         self.check_access(caller, slot, WRITE)?;
@@ -58,9 +55,11 @@ impl Namespace {
             return Ok((done, Planned::default()));
         }
         if old < len {
-            return Err(FsError::IllegalArgument(format!(
-                "Cannot truncate to a larger file size. Current size: {old}, truncate size: {len}."
-            )));
+            return Err(ReshapeError::Longer {
+                current: old,
+                wanted: len,
+            }
+            .into());
         }
         let mut start = 0;
         let mut cut = None;
@@ -113,10 +112,10 @@ impl Namespace {
         now: i64,
     ) -> Result<Planned, FsError> {
         if target.is_empty() {
-            return Err(FsError::IllegalArgument("Target file name is empty".into()));
+            return Err(ReshapeError::NoTarget.into());
         }
         if srcs.is_empty() {
-            return Err(FsError::IllegalArgument("No sources given".into()));
+            return Err(ReshapeError::NoSources.into());
         }
         let (t, target_path) = self.resolve_checked(caller, target)?;
         self.check_access(caller, t, WRITE)?;
@@ -124,9 +123,10 @@ impl Namespace {
             return Err(FsError::not_a_file(&target_path));
         };
         if tf.uc().is_some() {
-            return Err(FsError::IllegalArgument(format!(
-                "concat: target file {target_path} is under construction"
-            )));
+            return Err(ReshapeError::TargetOpen {
+                target: target_path,
+            }
+            .into());
         }
         let parent = self.inode(t).parent;
         let mut seen = std::collections::HashSet::new();
@@ -139,14 +139,18 @@ impl Namespace {
                 return Err(FsError::not_a_file(&path));
             };
             if self.inode(s).parent != parent {
-                return Err(FsError::IllegalArgument(format!(
-                    "Source file {path} is not in the same directory with the target {target_path}"
-                )));
+                return Err(ReshapeError::OtherDirectory {
+                    src: path,
+                    target: target_path,
+                }
+                .into());
             }
             if s == t {
-                return Err(FsError::IllegalArgument(format!(
-                    "concat: the src file {path} is the same with the target file {target_path}"
-                )));
+                return Err(ReshapeError::SourceIsTarget {
+                    src: path,
+                    target: target_path,
+                }
+                .into());
             }
             if self.in_snapshot(s) {
                 return Err(
@@ -157,23 +161,21 @@ impl Namespace {
                 );
             }
             if sf.uc().is_some() || sf.blocks().is_empty() {
-                return Err(FsError::IllegalArgument(format!(
-                    "concat: source file {path} is invalid or empty or underConstruction"
-                )));
+                return Err(ReshapeError::SourceUnusable { src: path }.into());
             }
             if sf.block_size > tf.block_size {
-                return Err(FsError::IllegalArgument(format!(
-                    "concat: source file {path} has preferred block size {} which is greater than the target file's preferred block size {}",
-                    sf.block_size, tf.block_size
-                )));
+                return Err(ReshapeError::LargerBlocks {
+                    src: path,
+                    src_block: sf.block_size,
+                    target_block: tf.block_size,
+                }
+                .into());
             }
             seen.insert(s);
             paths.push(path);
         }
         if seen.len() < srcs.len() {
-            return Err(FsError::IllegalArgument(
-                "concat: at least two of the source files are the same".into(),
-            ));
+            return Err(ReshapeError::RepeatedSource.into());
         }
         self.check_concat_quota(t, &seen.iter().copied().collect::<Vec<_>>())?;
         let op = Op::Concat {
@@ -256,7 +258,10 @@ mod tests {
         assert_eq!(len_of(&ns, "/f"), (1100, false));
         assert!(matches!(
             ns.plan_truncate(&su(), "/f", 1101, "c", "m", 8),
-            Err(FsError::IllegalArgument(m)) if m == "Cannot truncate to a larger file size. Current size: 1100, truncate size: 1101."
+            Err(FsError::Reshape(ReshapeError::Longer {
+                current: 1100,
+                wanted: 1101
+            }))
         ));
         assert!(matches!(
             ns.plan_truncate(&su(), "/", 0, "c", "m", 8),
@@ -285,7 +290,7 @@ mod tests {
         let refused = |ns: &Namespace, srcs: &[&str]| {
             let srcs: Vec<String> = srcs.iter().map(|s| s.to_string()).collect();
             match ns.plan_concat(&su(), "/d/t", &srcs, 9) {
-                Err(FsError::IllegalArgument(m)) => m,
+                Err(e @ FsError::Reshape(_)) => e.to_string(),
                 other => panic!("{other:?}"),
             }
         };
