@@ -22,7 +22,7 @@ const TRANSFER_TIMEOUT: Duration = Duration::from_secs(60);
 /// HDFS's DEFAULT policy: with a replication of three or more, a lost node is replaced
 /// when at most half the nodes are left, or when the block's bytes were hflushed (or
 /// appended to): those are acknowledged, and must not rest on fewer copies.
-pub fn wanted(replication: u16, left: usize, flushed: bool) -> bool {
+pub(crate) fn wanted(replication: u16, left: usize, flushed: bool) -> bool {
     let r = usize::from(replication);
     r >= 3 && left > 0 && left < r && (left <= r / 2 || flushed)
 }
@@ -30,7 +30,7 @@ pub fn wanted(replication: u16, left: usize, flushed: bool) -> bool {
 /// Adds one DataNode to `lb`'s pipeline, which lost `lost`, holding the first `acked`
 /// bytes of the block as its surviving nodes do. `lb` keeps the block's current stamp;
 /// on success its nodes are the NameNode's new list.
-pub async fn add_node(
+pub(crate) async fn add_node(
     fs: &Inner,
     path: &str,
     file_id: u64,

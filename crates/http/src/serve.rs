@@ -19,7 +19,7 @@ use tracing::{debug, warn};
 
 /// Serves `app` on `listener` until `stop`, then lets the connections finish their
 /// requests in progress (each is told to close after it) and returns once all have.
-pub async fn accept_loop(
+pub(crate) async fn accept_loop(
     listener: TcpListener,
     app: Router,
     stop: CancellationToken,

@@ -14,7 +14,7 @@ use ferrite_ipc::metrics::MethodSnapshot;
 use crate::namespace::Op;
 
 #[derive(Default)]
-pub struct Activity {
+pub(crate) struct Activity {
     files_created: AtomicU64,
     files_deleted: AtomicU64,
     deletes_false: AtomicU64,
@@ -45,7 +45,7 @@ impl Activity {
     /// every file and directory made counts as created, as in HDFS (a create's missing
     /// parents too), and whatever else the count lost was deleted (by a delete, or by a
     /// rename or create that replaced something).
-    pub fn applied(&self, ops: &[Op], inodes_before: usize, inodes_after: usize) {
+    pub(crate) fn applied(&self, ops: &[Op], inodes_before: usize, inodes_after: usize) {
         let made = ops
             .iter()
             .filter(|op| matches!(op, Op::Mkdir { .. } | Op::Create { .. }))
@@ -55,23 +55,23 @@ impl Activity {
         add(&self.files_deleted, removed as u64);
     }
 
-    pub fn delete_answered_false(&self) {
+    pub(crate) fn delete_answered_false(&self) {
         add(&self.deletes_false, 1);
     }
 
-    pub fn rename_answered_false(&self) {
+    pub(crate) fn rename_answered_false(&self) {
         add(&self.renames_false, 1);
     }
 
     /// A listing answered: `Some(entries)`, or `None` for a directory that is not there.
-    pub fn listed(&self, entries: Option<usize>) {
+    pub(crate) fn listed(&self, entries: Option<usize>) {
         match entries {
             Some(n) => add(&self.files_listed, n as u64),
             None => add(&self.listings_missing, 1),
         }
     }
 
-    pub fn facts(&self) -> ActivityFacts {
+    pub(crate) fn facts(&self) -> ActivityFacts {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         ActivityFacts {
             files_created: get(&self.files_created),
@@ -88,7 +88,10 @@ impl Activity {
 /// under HDFS's names. Calls HDFS counts whether or not they succeed (getFileInfo,
 /// getBlockLocations, getAdditionalDatanode) count every call; the others successes only.
 /// Appends, truncates and symlinks are never done here: their counters stay 0.
-pub fn op_counters(methods: &[MethodSnapshot], a: &ActivityFacts) -> Vec<(&'static str, u64)> {
+pub(crate) fn op_counters(
+    methods: &[MethodSnapshot],
+    a: &ActivityFacts,
+) -> Vec<(&'static str, u64)> {
     let sum = |name: &str, f: fn(&MethodSnapshot) -> u64| -> u64 {
         methods.iter().filter(|m| m.method == name).map(f).sum()
     };

@@ -51,7 +51,7 @@ fn acl_proto(e: &AclEntry) -> AclEntryProto {
 
 /// The events one record makes; none for records inotify does not report (blocks,
 /// generation stamps, quotas, storage policies).
-pub fn events(op: &Op) -> Vec<EventProto> {
+pub(crate) fn events(op: &Op) -> Vec<EventProto> {
     use EventType::*;
     match op {
         Op::Mkdir {
@@ -245,7 +245,7 @@ fn unlink(path: &str, mtime: i64) -> EventProto {
 /// The records `(txid, op)` read from the journal as HDFS's events list: one batch per
 /// record that makes events; `synced` the journal's last durable txid. With nothing read,
 /// first and last are -1, which tells the client to come back later.
-pub fn events_list(records: &[(u64, Op)], synced: u64) -> EventsListProto {
+pub(crate) fn events_list(records: &[(u64, Op)], synced: u64) -> EventsListProto {
     let batch = records
         .iter()
         .filter_map(|(txid, op)| {

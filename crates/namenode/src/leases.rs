@@ -13,7 +13,7 @@ type Fold = foldhash::fast::RandomState;
 /// The holder lease recovery started by the lease monitor hands a file to, as HDFS names
 /// its own: `HDFS_NameNode-` and the time (UTC), e.g. `HDFS_NameNode-2026-11-29
 /// 04:31:07,123+0000`.
-pub fn namenode_holder(now_ms: i64) -> String {
+pub(crate) fn namenode_holder(now_ms: i64) -> String {
     let secs = now_ms.div_euclid(1000);
     let (y, m, d) = crate::trash::civil_from_days(secs.div_euclid(86_400));
     let s = secs.rem_euclid(86_400);
@@ -27,7 +27,7 @@ pub fn namenode_holder(now_ms: i64) -> String {
 }
 
 #[derive(Debug, Default)]
-pub struct Lease {
+pub(crate) struct Lease {
     pub last_renewed_ms: i64,
     /// How many files this holder has open.
     pub open_files: usize,
@@ -39,13 +39,13 @@ pub struct Lease {
 /// of files per holder cost a random-access insert into a table as big as the open files
 /// on every create (2% of an in-process create's CPU), and an entry per open file.
 #[derive(Debug, Default)]
-pub struct Leases {
+pub(crate) struct Leases {
     holders: HashMap<String, Lease, Fold>,
 }
 
 impl Leases {
     /// `holder` opened a file for write.
-    pub fn add(&mut self, holder: &str, now_ms: i64) {
+    pub(crate) fn add(&mut self, holder: &str, now_ms: i64) {
         let lease = match self.holders.get_mut(holder) {
             Some(lease) => lease,
             None => self.holders.entry(holder.to_owned()).or_default(),
@@ -55,7 +55,7 @@ impl Leases {
     }
 
     /// One of `holder`'s files was closed; a holder left with none is forgotten.
-    pub fn remove_file(&mut self, holder: &str) {
+    pub(crate) fn remove_file(&mut self, holder: &str) {
         if let Some(lease) = self.holders.get_mut(holder) {
             lease.open_files = lease.open_files.saturating_sub(1);
             if lease.open_files == 0 {
@@ -65,7 +65,7 @@ impl Leases {
     }
 
     /// Renews every lease of `holder`. Returns false when it holds none.
-    pub fn renew(&mut self, holder: &str, now_ms: i64) -> bool {
+    pub(crate) fn renew(&mut self, holder: &str, now_ms: i64) -> bool {
         match self.holders.get_mut(holder) {
             Some(l) => {
                 l.last_renewed_ms = now_ms;
@@ -78,7 +78,12 @@ impl Leases {
     /// Keeps the lease table in step with a namespace operation that was just applied.
     /// `closed` names the holder of each open file the operation closed, deleted or
     /// replaced.
-    pub fn on_op<'a>(&mut self, op: &Op, closed: impl IntoIterator<Item = &'a str>, now_ms: i64) {
+    pub(crate) fn on_op<'a>(
+        &mut self,
+        op: &Op,
+        closed: impl IntoIterator<Item = &'a str>,
+        now_ms: i64,
+    ) {
         match op {
             Op::Create { client_name, .. }
             | Op::Append { client_name, .. }
@@ -103,7 +108,7 @@ impl Leases {
     }
 
     /// Holders that have not renewed within `hard_limit_ms`.
-    pub fn expired(&self, now_ms: i64, hard_limit_ms: i64) -> Vec<String> {
+    pub(crate) fn expired(&self, now_ms: i64, hard_limit_ms: i64) -> Vec<String> {
         self.holders
             .iter()
             .filter(|(_, l)| now_ms - l.last_renewed_ms > hard_limit_ms)
@@ -113,7 +118,7 @@ impl Leases {
 
     /// Forgets `holder` once its expired files have been recovered (any that could not be
     /// closed included), unless it renewed or opened a file meanwhile.
-    pub fn forget_expired(&mut self, holder: &str, now_ms: i64, hard_limit_ms: i64) {
+    pub(crate) fn forget_expired(&mut self, holder: &str, now_ms: i64, hard_limit_ms: i64) {
         if self
             .holders
             .get(holder)
@@ -124,11 +129,11 @@ impl Leases {
     }
 
     /// When `holder` last renewed, if it holds a lease.
-    pub fn renewed_ms(&self, holder: &str) -> Option<i64> {
+    pub(crate) fn renewed_ms(&self, holder: &str) -> Option<i64> {
         self.holders.get(holder).map(|l| l.last_renewed_ms)
     }
 
-    pub fn holder_count(&self) -> usize {
+    pub(crate) fn holder_count(&self) -> usize {
         self.holders.len()
     }
 

@@ -41,7 +41,7 @@ pub struct MoveOrder {
     pub source: DatanodeInfo,
 }
 
-pub struct Mover {
+pub(crate) struct Mover {
     slots: Arc<Semaphore>,
 }
 
@@ -80,7 +80,7 @@ pub enum MoveError {
 
 impl Mover {
     /// Sends `order` once a slot is free; `done` gets the outcome.
-    pub fn dispatch(
+    pub(crate) fn dispatch(
         &self,
         order: MoveOrder,
         done: impl FnOnce(Result<(), MoveFailed>) + Send + 'static,

@@ -15,12 +15,12 @@ use crate::journal::DirPolicy;
 
 /// One directory's free space, or why it could not be read (counted as no room: a
 /// directory whose file system cannot be asked is in no state to take records).
-pub type Space = Result<u64, SpaceUnknown>;
+pub(crate) type Space = Result<u64, SpaceUnknown>;
 
 /// `statvfs` failed on a directory.
 #[derive(Debug, thiserror::Error)]
 #[error("statvfs {}: {source}", dir.display())]
-pub struct SpaceUnknown {
+pub(crate) struct SpaceUnknown {
     pub dir: std::path::PathBuf,
     #[source]
     pub source: std::io::Error,
@@ -30,7 +30,7 @@ pub struct SpaceUnknown {
 /// `policy`. Every record goes to every directory in service, and one that fills is taken
 /// out, so by default one with room is enough (HDFS's one redundant volume); but a
 /// required directory that fills would stop the NameNode, so it must have room itself.
-pub fn has_room<'a>(
+pub(crate) fn has_room<'a>(
     spaces: impl IntoIterator<Item = (&'a Path, &'a Space)>,
     reserved: u64,
     policy: &DirPolicy,
@@ -42,7 +42,7 @@ pub fn has_room<'a>(
 }
 
 /// Bytes an unprivileged writer can still use on the file system holding `dir`.
-pub fn available(dir: &Path) -> Space {
+pub(crate) fn available(dir: &Path) -> Space {
     let st = rustix::fs::statvfs(dir).map_err(|e| SpaceUnknown {
         dir: dir.to_path_buf(),
         source: e.into(),

@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 /// A path's state after a look at its blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Some of its moves are under way: look again later, plan nothing now.
     Busy,
     /// Every block is on the types its policy asks for.
@@ -32,7 +32,7 @@ struct Flight {
 }
 
 #[derive(Debug, Default)]
-pub struct Satisfier {
+pub(crate) struct Satisfier {
     /// Inode ids, in the order asked.
     queue: VecDeque<u64>,
     queued: HashSet<u64>,
@@ -43,7 +43,7 @@ pub struct Satisfier {
 
 impl Satisfier {
     /// Queues inode `id`; false if it is queued already.
-    pub fn add(&mut self, id: u64) -> bool {
+    pub(crate) fn add(&mut self, id: u64) -> bool {
         let new = self.queued.insert(id);
         if new {
             self.queue.push_back(id);
@@ -51,12 +51,12 @@ impl Satisfier {
         new
     }
 
-    pub fn pending_paths(&self) -> usize {
+    pub(crate) fn pending_paths(&self) -> usize {
         self.queue.len()
     }
 
     /// The queued inode ids, oldest first.
-    pub fn paths(&self) -> Vec<u64> {
+    pub(crate) fn paths(&self) -> Vec<u64> {
         self.queue.iter().copied().collect()
     }
 
@@ -67,22 +67,22 @@ impl Satisfier {
 
     /// A move of `block` for path `path` starts; it counts as under way until
     /// [`finished`](Self::finished) or `until_ms`.
-    pub fn started(&mut self, block: u64, path: u64, until_ms: i64) {
+    pub(crate) fn started(&mut self, block: u64, path: u64, until_ms: i64) {
         self.flights.insert(block, Flight { path, until_ms });
     }
 
-    pub fn finished(&mut self, block: u64) {
+    pub(crate) fn finished(&mut self, block: u64) {
         self.flights.remove(&block);
     }
 
     /// Forgets moves whose answer never came by their deadline.
-    pub fn expire(&mut self, now_ms: i64) {
+    pub(crate) fn expire(&mut self, now_ms: i64) {
         self.flights.retain(|_, f| f.until_ms > now_ms);
     }
 
     /// What to do with `path`, given whether all its blocks match (`satisfied`, as the
     /// caller's look at them found). Counts a round when it says [`Verdict::Plan`].
-    pub fn verdict(&mut self, path: u64, satisfied: bool, max_rounds: u32) -> Verdict {
+    pub(crate) fn verdict(&mut self, path: u64, satisfied: bool, max_rounds: u32) -> Verdict {
         if self.flights.values().any(|f| f.path == path) {
             return Verdict::Busy;
         }
@@ -98,7 +98,7 @@ impl Satisfier {
     }
 
     /// `path` leaves the queue (done, given up, or gone from the namespace).
-    pub fn remove(&mut self, path: u64) {
+    pub(crate) fn remove(&mut self, path: u64) {
         if self.queued.remove(&path) {
             self.queue.retain(|&p| p != path);
         }

@@ -12,7 +12,7 @@ use tracing::info;
 
 use crate::clock::now_ms;
 
-pub struct BlockTokens {
+pub(crate) struct BlockTokens {
     keys: Option<RwLock<KeyManager>>,
 }
 
@@ -28,7 +28,7 @@ fn random_u32() -> u32 {
 }
 
 impl BlockTokens {
-    pub fn new(enabled: bool, times: KeyTimes) -> Self {
+    pub(crate) fn new(enabled: bool, times: KeyTimes) -> Self {
         let keys = enabled.then(|| {
             let now = now_ms().max(0) as u64;
             RwLock::new(KeyManager::new(times, now, random_u32(), &mut random))
@@ -37,7 +37,7 @@ impl BlockTokens {
     }
 
     /// Rolls the keys when due (called from a periodic task).
-    pub fn roll_if_due(&self) {
+    pub(crate) fn roll_if_due(&self) {
         if let Some(k) = &self.keys {
             let now = now_ms().max(0) as u64;
             if k.write().roll_if_due(now, &mut random) {
@@ -47,12 +47,12 @@ impl BlockTokens {
     }
 
     /// The key generation DataNodes should have seen (0 when tokens are off).
-    pub fn generation(&self) -> u64 {
+    pub(crate) fn generation(&self) -> u64 {
         self.keys.as_ref().map_or(0, |k| k.read().generation())
     }
 
     /// The keys as a DataNode receives them at registration and in key updates.
-    pub fn export(&self) -> ExportedBlockKeysProto {
+    pub(crate) fn export(&self) -> ExportedBlockKeysProto {
         match &self.keys {
             Some(k) => k.read().export(),
             None => keys::tokens_off(),
@@ -62,7 +62,7 @@ impl BlockTokens {
     /// The tokens of a reply over `ids`: consecutive index ranges, each sharing one signed
     /// token (a single range unless the ids are scattered). One range without a token when
     /// tokens are off (HDFS then sends an empty one).
-    pub fn for_reply(
+    pub(crate) fn for_reply(
         &self,
         user: &str,
         pool: &str,
@@ -81,7 +81,7 @@ impl BlockTokens {
     }
 
     /// The token for one block (addBlock, pipeline recovery); `None` when tokens are off.
-    pub fn for_block(&self, user: &str, pool: &str, modes: Modes, id: u64) -> Option<Token> {
+    pub(crate) fn for_block(&self, user: &str, pool: &str, modes: Modes, id: u64) -> Option<Token> {
         let k = self.keys.as_ref()?;
         let grant = Grant { user, pool, modes };
         Some(k.read().issue_one(now_ms().max(0) as u64, grant, id))

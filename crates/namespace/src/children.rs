@@ -70,7 +70,7 @@ struct Runs {
 
 /// The lookup hash of a name. Fixed seed: tags live only in memory, but a fixed function
 /// keeps runs comparable.
-pub fn tag(name: &[u8]) -> u32 {
+pub(crate) fn tag(name: &[u8]) -> u32 {
     foldhash::fast::FixedState::with_seed(0x7a9).hash_one(name) as u32
 }
 

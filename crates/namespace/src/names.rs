@@ -45,7 +45,7 @@ impl NameRef {
 /// deletes: without any, glibc's first large allocation after a million small frees
 /// merged them all, 37 ms, wherever it happened).
 #[derive(Default)]
-pub struct NameArena {
+pub(crate) struct NameArena {
     bufs: [Vec<u8>; 2],
     /// The buffer new names go to.
     live: usize,
@@ -56,15 +56,15 @@ pub struct NameArena {
 }
 
 impl NameArena {
-    pub fn add(&mut self, name: &[u8]) -> NameRef {
+    pub(crate) fn add(&mut self, name: &[u8]) -> NameRef {
         append(&mut self.bufs[self.live], self.live, name)
     }
 
-    pub fn get(&self, r: NameRef) -> &[u8] {
+    pub(crate) fn get(&self, r: NameRef) -> &[u8] {
         &self.bufs[r.buf()][r.range()]
     }
 
-    pub fn free(&mut self, r: NameRef) {
+    pub(crate) fn free(&mut self, r: NameRef) {
         // A name in the buffer being emptied goes with it.
         if r.buf() == self.live {
             self.garbage += r.len();
@@ -73,7 +73,7 @@ impl NameArena {
 
     /// True when more than half the buffer is garbage (and it is big enough to matter),
     /// and no move is under way.
-    pub fn wants_compaction(&self) -> bool {
+    pub(crate) fn wants_compaction(&self) -> bool {
         let len = self.bufs[self.live].len();
         !self.moving && len > (1 << 20) && self.garbage * 2 > len
     }
@@ -81,7 +81,7 @@ impl NameArena {
     /// Starts moving the live names to the other buffer: from now on new names go there,
     /// and every live reference must be passed to [`relocate`](Self::relocate) before
     /// [`finish_move`](Self::finish_move).
-    pub fn begin_move(&mut self) {
+    pub(crate) fn begin_move(&mut self) {
         let live_bytes = self.bufs[self.live].len() - self.garbage;
         self.live = 1 - self.live;
         self.bufs[self.live] = Vec::with_capacity(live_bytes + live_bytes / 8);
@@ -90,7 +90,7 @@ impl NameArena {
     }
 
     /// Where `r` lives once moved: a copy in the live buffer if it was in the other one.
-    pub fn relocate(&mut self, r: NameRef) -> NameRef {
+    pub(crate) fn relocate(&mut self, r: NameRef) -> NameRef {
         if !self.moving || r.buf() == self.live {
             return r;
         }
@@ -103,12 +103,12 @@ impl NameArena {
     /// is returned for the caller to free where no one waits on it: unmapping tens of
     /// megabytes of touched pages took 3 ms.
     #[must_use = "the emptied buffer is returned to be freed outside the namespace lock"]
-    pub fn finish_move(&mut self) -> Vec<u8> {
+    pub(crate) fn finish_move(&mut self) -> Vec<u8> {
         self.moving = false;
         std::mem::take(&mut self.bufs[1 - self.live])
     }
 
-    pub fn heap_bytes(&self) -> usize {
+    pub(crate) fn heap_bytes(&self) -> usize {
         self.bufs.iter().map(Vec::capacity).sum()
     }
 }
@@ -126,14 +126,14 @@ fn append(to: &mut Vec<u8>, buf: usize, name: &[u8]) -> NameRef {
 
 /// Owner and group names, each stored once and referred to by a small id.
 #[derive(Default)]
-pub struct Interner {
+pub(crate) struct Interner {
     names: Vec<String>,
     /// Looked up for the owner and group of every create: a fast hash.
     ids: HashMap<String, u32, foldhash::fast::RandomState>,
 }
 
 impl Interner {
-    pub fn intern(&mut self, s: &str) -> u32 {
+    pub(crate) fn intern(&mut self, s: &str) -> u32 {
         if let Some(&id) = self.ids.get(s) {
             return id;
         }
@@ -143,20 +143,20 @@ impl Interner {
         id
     }
 
-    pub fn lookup(&self, s: &str) -> Option<u32> {
+    pub(crate) fn lookup(&self, s: &str) -> Option<u32> {
         self.ids.get(s).copied()
     }
 
-    pub fn name(&self, id: u32) -> &str {
+    pub(crate) fn name(&self, id: u32) -> &str {
         &self.names[id as usize]
     }
 
     /// Every string, in id order.
-    pub fn all(&self) -> &[String] {
+    pub(crate) fn all(&self) -> &[String] {
         &self.names
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.names.len()
     }
 }

@@ -247,7 +247,7 @@ pub(super) struct Dirs {
 
 impl Dirs {
     /// `writers` must not be empty.
-    pub fn new(
+    pub(super) fn new(
         mut writers: Vec<DirWriter>,
         shared: Arc<Shared>,
         cfg: JournalConfig,
@@ -306,7 +306,7 @@ impl Dirs {
 
     /// Appends `batch` to every directory in service and fdatasyncs it there; a directory
     /// that fails or stalls is taken out of service. Hands the buffer back for reuse.
-    pub fn write(&mut self, batch: Vec<u8>) -> Vec<u8> {
+    pub(super) fn write(&mut self, batch: Vec<u8>) -> Vec<u8> {
         if let Some((d, dog)) = self.only.as_mut() {
             dog.watch.timed(|| d.write(&batch, &self.shared.metrics));
             return batch;
@@ -319,7 +319,7 @@ impl Dirs {
 
     /// Whether the directories still in service are enough to go on (see
     /// [`super::DirPolicy`]).
-    pub fn check(&self) -> Result<(), super::policy::PolicyError> {
+    pub(super) fn check(&self) -> Result<(), super::policy::PolicyError> {
         match &self.only {
             // Given up on by the watchdog, it is out even if its late write succeeded.
             Some((d, _)) => {
@@ -334,7 +334,7 @@ impl Dirs {
     }
 
     /// The most bytes any directory's current segment holds.
-    pub fn written(&self) -> u64 {
+    pub(super) fn written(&self) -> u64 {
         let helpers = self.helpers.iter().map(|h| h.state.written);
         helpers.fold(
             self.only.as_ref().map_or(0, |(d, _)| d.state().written),
@@ -343,18 +343,18 @@ impl Dirs {
     }
 
     /// Finalizes every directory's segment at `last` and opens the next one.
-    pub fn roll(&mut self, last: u64) {
+    pub(super) fn roll(&mut self, last: u64) {
         self.run(Job::Roll(last), |live| live);
     }
 
     /// Tries to bring every directory out of service back, from txid `first` on.
-    pub fn restore(&mut self, first: u64) {
+    pub(super) fn restore(&mut self, first: u64) {
         self.run(Job::Restore(first), |live| !live);
     }
 
     /// Finalizes every segment at `last` and stops the helpers; a stalled one is left
     /// to itself (joining it could wait forever).
-    pub fn close(mut self, last: u64) {
+    pub(super) fn close(mut self, last: u64) {
         self.run(Job::Close(last), |live| live);
         for h in self.helpers {
             drop(h.jobs);

@@ -12,7 +12,7 @@ use parking_lot::Mutex;
 
 use super::JournalError;
 
-pub struct Waiters {
+pub(super) struct Waiters {
     inner: Mutex<Inner>,
 }
 
@@ -57,7 +57,7 @@ impl Inner {
 }
 
 impl Waiters {
-    pub fn new(synced: u64) -> Self {
+    pub(super) fn new(synced: u64) -> Self {
         Waiters {
             inner: Mutex::new(Inner {
                 synced,
@@ -70,7 +70,7 @@ impl Waiters {
     }
 
     /// The last synced txid, or the failure that stopped the journal.
-    pub fn state(&self) -> Result<u64, JournalError> {
+    pub(super) fn state(&self) -> Result<u64, JournalError> {
         let g = self.inner.lock();
         match &g.failed {
             Some(e) => Err(e.clone()),
@@ -79,7 +79,7 @@ impl Waiters {
     }
 
     /// The last synced txid and, once nothing more ever will be, why.
-    pub fn durable(&self) -> (u64, Option<String>) {
+    pub(super) fn durable(&self) -> (u64, Option<String>) {
         let g = self.inner.lock();
         let why = g.outcome(u64::MAX).and_then(Result::err).map(|e| e.0);
         (g.synced, why)
@@ -87,7 +87,7 @@ impl Waiters {
 
     /// Records that everything up to `synced` is durable and wakes the waiters it satisfies.
     /// `woken` is the caller's scratch space, so that a sync allocates nothing.
-    pub fn publish(&self, synced: u64, woken: &mut Vec<Waker>) {
+    pub(super) fn publish(&self, synced: u64, woken: &mut Vec<Waker>) {
         {
             let mut g = self.inner.lock();
             g.synced = synced;
@@ -103,14 +103,14 @@ impl Waiters {
 
     /// The journal has failed: every waiter past the synced txid gets `err`, or the
     /// error it failed with first.
-    pub fn fail(&self, err: JournalError) {
+    pub(super) fn fail(&self, err: JournalError) {
         self.end(|g| {
             g.failed.get_or_insert(err);
         });
     }
 
     /// The journal is closed: every waiter past the synced txid gets an error.
-    pub fn close(&self) {
+    pub(super) fn close(&self) {
         self.end(|g| g.closed = true);
     }
 
@@ -124,7 +124,7 @@ impl Waiters {
     }
 
     /// Resolves once `txid` is durable, or with the error that means it never will be.
-    pub fn wait(&self, txid: u64) -> WaitSynced<'_> {
+    pub(super) fn wait(&self, txid: u64) -> WaitSynced<'_> {
         WaitSynced {
             waiters: self,
             txid,
@@ -133,7 +133,7 @@ impl Waiters {
     }
 }
 
-pub struct WaitSynced<'a> {
+pub(super) struct WaitSynced<'a> {
     waiters: &'a Waiters,
     txid: u64,
     /// Our entry in the waiting list, while there is one.

@@ -43,7 +43,7 @@ impl Watch {
     }
 
     /// Runs one of the syncer's jobs in the directory, timed for the watchdog.
-    pub fn timed<R>(&self, job: impl FnOnce() -> R) -> R {
+    pub(super) fn timed<R>(&self, job: impl FnOnce() -> R) -> R {
         self.begin();
         let out = job();
         self.end();
@@ -76,7 +76,11 @@ pub(super) struct Watchdog {
 }
 
 impl Watchdog {
-    pub fn spawn(dir: PathBuf, timeout: Duration, shared: Arc<Shared>) -> std::io::Result<Self> {
+    pub(super) fn spawn(
+        dir: PathBuf,
+        timeout: Duration,
+        shared: Arc<Shared>,
+    ) -> std::io::Result<Self> {
         let watch = Arc::new(Watch::new());
         let (stop, stopped) = mpsc::channel();
         let w = watch.clone();
@@ -133,12 +137,12 @@ type Stop = Box<dyn FnOnce(String) + Send>;
 pub(super) struct Fatal(parking_lot::Mutex<Option<Stop>>);
 
 impl Fatal {
-    pub fn new(f: impl FnOnce(String) + Send + 'static) -> Fatal {
+    pub(super) fn new(f: impl FnOnce(String) + Send + 'static) -> Fatal {
         Fatal(parking_lot::Mutex::new(Some(Box::new(f))))
     }
 
     /// Runs it, the first time only.
-    pub fn fire(&self, msg: String) {
+    pub(super) fn fire(&self, msg: String) {
         let f = self.0.lock().take();
         if let Some(f) = f {
             f(msg);

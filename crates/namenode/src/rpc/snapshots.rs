@@ -9,7 +9,7 @@ use super::{Nn, Register, Res};
 use crate::service::NameNodeService;
 use crate::service::{Admitted, Operation};
 
-pub fn register(r: &mut Router<NameNodeService>) {
+pub(super) fn register(r: &mut Router<NameNodeService>) {
     let p = CLIENT_PROTOCOL;
     r.op(p, Operation::AllowSnapshot, allow)
         .op(p, Operation::DisallowSnapshot, disallow)

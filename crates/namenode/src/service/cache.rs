@@ -8,7 +8,7 @@ use crate::namespace::cache::{Directive, DirectiveChange, Pool, PoolChange};
 
 /// Entries per listing answer (HDFS's `dfs.namenode.list.cache.pools.num.responses` and
 /// `…directives.num.responses`).
-pub const LIST_LIMIT: usize = 100;
+pub(super) const LIST_LIMIT: usize = 100;
 
 impl NameNodeService {
     pub async fn add_cache_pool(&self, who: &Admitted, c: PoolChange) -> Result<(), FsError> {

@@ -28,10 +28,10 @@ use super::children::{Children, NodeRef};
 use super::totals::{Patch, Totals};
 
 /// A directory's slot in the arena.
-pub use super::children::DirId;
+pub(super) use super::children::DirId;
 
 /// The root's slot.
-pub const ROOT: DirId = 0;
+pub(super) const ROOT: DirId = 0;
 
 pub struct Dir {
     pub perm: u16,
@@ -79,7 +79,7 @@ impl KeyIndex {
 }
 
 /// What the index says about a path.
-pub enum Lookup {
+pub(super) enum Lookup {
     Found(DirId),
     /// No directory has the path's key, so the path is not a directory.
     NotADir,
@@ -87,7 +87,7 @@ pub enum Lookup {
     Ambiguous,
 }
 
-pub struct Dirs {
+pub(super) struct Dirs {
     slots: Chunked<Dir>,
     /// (key, slot) of every directory. The key is kept in the entry so that neither a
     /// probe nor the table's growth reads the directories themselves (a cache miss each).
@@ -97,7 +97,7 @@ pub struct Dirs {
 
 impl Dirs {
     /// An arena holding only a root directory.
-    pub fn new(perm: u16, updated: i64) -> Dirs {
+    pub(super) fn new(perm: u16, updated: i64) -> Dirs {
         let mut dirs = Dirs {
             slots: Chunked::default(),
             index: KeyIndex::default(),
@@ -108,15 +108,15 @@ impl Dirs {
         dirs
     }
 
-    pub fn get(&self, id: DirId) -> &Dir {
+    pub(super) fn get(&self, id: DirId) -> &Dir {
         self.slots.get(id)
     }
 
-    pub fn get_mut(&mut self, id: DirId) -> &mut Dir {
+    pub(super) fn get_mut(&mut self, id: DirId) -> &mut Dir {
         self.slots.get_mut(id)
     }
 
-    pub fn root(&self) -> &Dir {
+    pub(super) fn root(&self) -> &Dir {
         self.get(ROOT)
     }
 
@@ -135,7 +135,7 @@ impl Dirs {
     }
 
     /// The directory at the path made of `names` (empty: the root).
-    pub fn lookup<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Lookup {
+    pub(super) fn lookup<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Lookup {
         let key = self.path_key(names);
         let mut hits = self
             .index
@@ -151,7 +151,7 @@ impl Dirs {
 
     /// A new directory `name` below `parent`, keyed and indexed; the caller links it into
     /// the parent's children.
-    pub fn add(&mut self, parent: DirId, name: &str, perm: u16, updated: i64) -> DirId {
+    pub(super) fn add(&mut self, parent: DirId, name: &str, perm: u16, updated: i64) -> DirId {
         let key = self.child_key(self.get(parent).key, name);
         self.alloc(parent, key, perm, updated)
     }
@@ -202,7 +202,7 @@ impl Dirs {
 
     /// Links the subtree at `id` under `parent` as `name`: its parent link and every key
     /// below it follow the new path (the caller has put it in the parent's children).
-    pub fn relink(&mut self, id: DirId, parent: DirId, name: &str) {
+    pub(super) fn relink(&mut self, id: DirId, parent: DirId, name: &str) {
         let below = self.subtree(id);
         for &d in &below {
             self.unindex_one(d);
@@ -232,7 +232,7 @@ impl Dirs {
 
     /// Frees `id` and everything below it (a deleted or replaced subtree, already unlinked
     /// from its parent's children).
-    pub fn free(&mut self, id: DirId) {
+    pub(super) fn free(&mut self, id: DirId) {
         for d in self.subtree(id) {
             self.unindex_one(d);
             self.slots.remove(d);
@@ -241,7 +241,7 @@ impl Dirs {
 
     /// Applies `patch` to `id` and every directory above it, and moves their `updated` to
     /// at least `now`.
-    pub fn patch_up(&mut self, mut id: DirId, patch: &Patch, now: i64) {
+    pub(super) fn patch_up(&mut self, mut id: DirId, patch: &Patch, now: i64) {
         loop {
             let d = self.get_mut(id);
             patch.apply(&mut d.tot);
@@ -255,7 +255,7 @@ impl Dirs {
 
     /// Recomputes `id`'s totals from its children, whose own totals must already be right
     /// (building or loading bottom-up).
-    pub fn recount(&mut self, id: DirId) {
+    pub(super) fn recount(&mut self, id: DirId) {
         let mut tot = Totals::of_dir(self.get(id).perm);
         for node in self.get(id).children.values() {
             Patch {
@@ -268,7 +268,7 @@ impl Dirs {
     }
 
     /// What `node` contributes to the totals above it.
-    pub fn part(&self, node: NodeRef) -> super::totals::Part {
+    pub(super) fn part(&self, node: NodeRef) -> super::totals::Part {
         use super::totals::Part;
         match node {
             NodeRef::File(f) => Part::File {

@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use hashbrown::HashTable;
 
 /// A directory's place in the tree's arena (see `arena.rs`).
-pub type DirId = u32;
+pub(super) type DirId = u32;
 
 /// A file taken out of (or going into) a directory's [`Children`], which keep it packed.
 pub struct File {

@@ -31,7 +31,7 @@ fn in_domain(entry: &str) -> bool {
 
 /// `aclspec`; absent or empty is no entries. Checked against HDFS's domain first, then
 /// parsed as its entries are.
-pub fn spec_param(v: Option<&str>, with_perm: bool) -> Result<Vec<AclEntry>, WebError> {
+pub(super) fn spec_param(v: Option<&str>, with_perm: bool) -> Result<Vec<AclEntry>, WebError> {
     let v = v.unwrap_or_default();
     if !v.is_empty() && !v.split(',').all(in_domain) {
         return Err(WebError::illegal(format!(
@@ -48,7 +48,7 @@ pub fn spec_param(v: Option<&str>, with_perm: bool) -> Result<Vec<AclEntry>, Web
 
 /// `{"AclStatus": {...}}`, keys sorted as HDFS's `TreeMap` gives them; the permission as
 /// octal text with the sticky bit.
-pub fn status_doc(st: &AclStatus) -> Value {
+pub(super) fn status_doc(st: &AclStatus) -> Value {
     let entries: Vec<String> = st.entries.iter().map(ToString::to_string).collect();
     json!({"AclStatus": {
         "entries": entries,

@@ -12,7 +12,7 @@ use crate::service::{Admitted, NodeFilter, Operation};
 
 /// Where a redirect sends the client: a DataNode's address and HTTP port.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Target {
+pub(super) struct Target {
     pub host: String,
     pub http_port: u32,
 }
@@ -113,7 +113,7 @@ impl Request<'_> {
 
 /// The DataNode URL for `op` on `path`: the op, the caller's identity parameters, the
 /// NameNode's RPC address, then the op's own parameters in name order, as HDFS writes it.
-pub fn location(
+pub(super) fn location(
     t: &Target,
     op: &str,
     path: &str,

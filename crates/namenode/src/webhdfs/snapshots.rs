@@ -25,7 +25,7 @@ fn diff_type(kind: char) -> &'static str {
 }
 
 /// GETSNAPSHOTDIFF's answer. `to` is written as the caller named it (empty for now).
-pub fn diff_doc(root: &str, from: &str, to: &str, entries: &[DiffEntry]) -> Value {
+pub(super) fn diff_doc(root: &str, from: &str, to: &str, entries: &[DiffEntry]) -> Value {
     let list: Vec<Value> = entries
         .iter()
         .map(|e| {
@@ -60,7 +60,7 @@ fn listing_entry(e: &ListingEntry) -> Value {
 
 /// GETSNAPSHOTDIFFLISTING's answer: the whole report in one page, so the cursor
 /// (`lastPath`, `lastIndex`) says there is no next one, as the RPC's does.
-pub fn diff_listing_doc(l: &DiffListing) -> Value {
+pub(super) fn diff_listing_doc(l: &DiffListing) -> Value {
     let list = |v: &[ListingEntry]| v.iter().map(listing_entry).collect::<Vec<_>>();
     json!({"SnapshotDiffReportListing": {
         "createList": list(&l.created),
@@ -74,7 +74,7 @@ pub fn diff_listing_doc(l: &DiffListing) -> Value {
 
 /// GETSNAPSHOTTABLEDIRECTORYLIST's answer; `null` when there is none, as HDFS's RPC
 /// answers no listing at all then.
-pub fn snapshottable_doc(dirs: &[SnapshottableDir]) -> Value {
+pub(super) fn snapshottable_doc(dirs: &[SnapshottableDir]) -> Value {
     let list = (!dirs.is_empty()).then(|| {
         dirs.iter()
             .map(|d| {
@@ -91,7 +91,7 @@ pub fn snapshottable_doc(dirs: &[SnapshottableDir]) -> Value {
 }
 
 /// GETSNAPSHOTLIST's answer: each snapshot's root status, id and path.
-pub fn snapshot_list_doc(snaps: &[SnapshotEntry]) -> Value {
+pub(super) fn snapshot_list_doc(snaps: &[SnapshotEntry]) -> Value {
     let list = (!snaps.is_empty()).then(|| {
         snaps
             .iter()

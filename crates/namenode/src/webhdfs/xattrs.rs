@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::namespace::xattr::{XAttr, XAttrNs, XATTR_CREATE, XATTR_REPLACE};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Encoding {
+pub(super) enum Encoding {
     Text,
     Hex,
     Base64,
@@ -18,7 +18,7 @@ pub enum Encoding {
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 
 /// `xattr.name`: a prefixed name, split as the NameNode splits it.
-pub fn name_param(v: &str) -> Result<XAttr, WebError> {
+pub(super) fn name_param(v: &str) -> Result<XAttr, WebError> {
     let (ns, name) = XAttrNs::split(v).map_err(super::web)?;
     Ok(XAttr {
         ns,
@@ -28,7 +28,7 @@ pub fn name_param(v: &str) -> Result<XAttr, WebError> {
 }
 
 /// `encoding` (GETXATTRS requires it): TEXT, HEX or BASE64, in any case.
-pub fn encoding_param(v: &str) -> Result<Encoding, WebError> {
+pub(super) fn encoding_param(v: &str) -> Result<Encoding, WebError> {
     match v.to_ascii_uppercase().as_str() {
         "TEXT" => Ok(Encoding::Text),
         "HEX" => Ok(Encoding::Hex),
@@ -41,7 +41,7 @@ pub fn encoding_param(v: &str) -> Result<Encoding, WebError> {
 }
 
 /// `flag`: a comma-separated set of CREATE and REPLACE; none is the empty set.
-pub fn flag_param(v: Option<&str>) -> Result<u32, WebError> {
+pub(super) fn flag_param(v: Option<&str>) -> Result<u32, WebError> {
     let mut flags = 0;
     for f in v
         .unwrap_or_default()
@@ -64,7 +64,7 @@ pub fn flag_param(v: Option<&str>) -> Result<u32, WebError> {
 }
 
 /// An `xattr.value` as `XAttrCodec.decodeValue` reads it.
-pub fn decode_value(v: &str) -> Result<Vec<u8>, WebError> {
+pub(super) fn decode_value(v: &str) -> Result<Vec<u8>, WebError> {
     if v.len() >= 2 {
         if v.starts_with('"') && v.ends_with('"') {
             return Ok(v.as_bytes()[1..v.len() - 1].to_vec());
@@ -109,7 +109,7 @@ fn encode_value(v: &[u8], e: Encoding) -> String {
 }
 
 /// GETXATTRS's answer.
-pub fn xattrs_doc(xs: &[XAttr], e: Encoding) -> Value {
+pub(super) fn xattrs_doc(xs: &[XAttr], e: Encoding) -> Value {
     let list: Vec<Value> = xs
         .iter()
         .map(|x| {
@@ -123,7 +123,7 @@ pub fn xattrs_doc(xs: &[XAttr], e: Encoding) -> Value {
 }
 
 /// LISTXATTRS's answer: the names as a JSON array, itself written as a string.
-pub fn names_doc(xs: &[XAttr]) -> Value {
+pub(super) fn names_doc(xs: &[XAttr]) -> Value {
     let names: Vec<String> = xs.iter().map(XAttr::prefixed).collect();
     json!({ "XAttrNames": Value::from(names).to_string() })
 }

@@ -6,14 +6,14 @@ use serde_json::{json, Value};
 
 use crate::summary::{bucket_bounds, ChildUsage, DirUsage, PathSummary, Summary};
 
-pub const DEFAULT_TOP: usize = 20;
-pub const MAX_TOP: usize = 200;
+pub(super) const DEFAULT_TOP: usize = 20;
+pub(super) const MAX_TOP: usize = 200;
 
 /// How many directories the heaviest-directories walk looks at: a few milliseconds of the
 /// summary's read lock (the page says when the walk stopped short).
 const WALK_BUDGET: usize = 200_000;
 
-pub struct Usage {
+pub(super) struct Usage {
     pub path: String,
     pub summary: PathSummary,
     pub txid: u64,
@@ -23,7 +23,7 @@ pub struct Usage {
 }
 
 /// `None` when the summary does not know the path (deleted since, or not seen yet).
-pub fn of(s: &Summary, path: &str, top: usize) -> Option<Usage> {
+pub(super) fn of(s: &Summary, path: &str, top: usize) -> Option<Usage> {
     let summary = s.get(path)?;
     let children = s.largest_children(path, top).unwrap_or_default();
     let (heaviest, heaviest_complete) = s
@@ -41,11 +41,11 @@ pub fn of(s: &Summary, path: &str, top: usize) -> Option<Usage> {
 
 /// Whether the subtree has directories that not everyone may read: then the caller's
 /// right to see it all is checked first, as for `getSummary`.
-pub fn restricted(u: &Usage) -> bool {
+pub(super) fn restricted(u: &Usage) -> bool {
     u.summary.tot.restricted > 0
 }
 
-pub fn json(u: &Usage) -> Value {
+pub(super) fn json(u: &Usage) -> Value {
     let s = &u.summary;
     // Only buckets that hold files, each with its byte range (the last is open-ended).
     let histogram: Vec<Value> = bucket_bounds()
@@ -85,7 +85,7 @@ pub fn json(u: &Usage) -> Value {
 }
 
 /// A quota and its use: -1 for a kind the directory has no quota of.
-pub fn quota_json(q: &crate::namespace::quota::QuotaView) -> Value {
+pub(super) fn quota_json(q: &crate::namespace::quota::QuotaView) -> Value {
     let used = q.used.unwrap_or_default();
     let types: serde_json::Map<String, Value> = q
         .types
