@@ -10,7 +10,7 @@ use ferrite_proto::ferrite::{
 use ferrite_proto::hdfs::*;
 
 #[derive(Args)]
-pub struct AdminArgs {
+pub(crate) struct AdminArgs {
     /// NameNode (hdfs://HOST:PORT). Default: $FERRITE_FS, then fs.defaultFS from
     /// $HADOOP_CONF_DIR/core-site.xml.
     #[arg(long = "fs")]
@@ -115,7 +115,7 @@ async fn datanode_stats(dn: &str) -> anyhow::Result<()> {
 }
 
 /// Where to connect: --fs, then $FERRITE_FS, then fs.defaultFS from the Hadoop config.
-pub fn default_fs(explicit: Option<String>) -> anyhow::Result<std::net::SocketAddr> {
+pub(crate) fn default_fs(explicit: Option<String>) -> anyhow::Result<std::net::SocketAddr> {
     let url = explicit
         .or_else(|| std::env::var("FERRITE_FS").ok())
         .or_else(|| {
@@ -131,7 +131,7 @@ pub fn default_fs(explicit: Option<String>) -> anyhow::Result<std::net::SocketAd
         .with_context(|| format!("resolving {url}"))
 }
 
-pub fn user() -> String {
+pub(crate) fn user() -> String {
     std::env::var("HADOOP_USER_NAME")
         .or_else(|_| std::env::var("USER"))
         .unwrap_or_else(|_| "root".into())
@@ -150,7 +150,7 @@ async fn safemode(c: &IpcClient, action: SafeModeActionProto) -> anyhow::Result<
     Ok(r.result)
 }
 
-pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(args: AdminArgs) -> anyhow::Result<()> {
     if let AdminCmd::DatanodeStats { dn } = &args.cmd {
         return datanode_stats(dn).await;
     }

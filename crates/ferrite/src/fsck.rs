@@ -14,7 +14,7 @@ const USAGE: &str = "Usage: ferrite fsck [--http HOST:PORT] <path> [-list-corrup
 [-move | -delete | -openforwrite] [-files [-blocks [-locations | -racks]]]]";
 
 #[derive(Args)]
-pub struct FsckArgs {
+pub(crate) struct FsckArgs {
     /// The NameNode's HTTP address (HDFS's `dfs.namenode.http-address`).
     #[arg(long, default_value = "127.0.0.1:9870")]
     http: String,
@@ -184,7 +184,7 @@ impl CorruptListing {
     }
 }
 
-pub async fn run(a: FsckArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(a: FsckArgs) -> anyhow::Result<()> {
     if a.args.is_empty() {
         eprintln!("{USAGE}");
         std::process::exit(255);

@@ -10,12 +10,12 @@
 use std::time::Duration;
 
 /// How often the process's CPU time is looked at.
-pub const CHECK_EVERY: Duration = Duration::from_secs(2);
+pub(crate) const CHECK_EVERY: Duration = Duration::from_secs(2);
 
 /// Decides when to trim: after at least `work` of CPU since the last trim, at the first
 /// interval in which the process used less than `idle` of CPU.
 #[derive(Debug)]
-pub struct IdleTrim {
+pub(crate) struct IdleTrim {
     work: Duration,
     idle: Duration,
     last_cpu: Duration,
@@ -23,7 +23,7 @@ pub struct IdleTrim {
 }
 
 impl IdleTrim {
-    pub fn new(work: Duration, idle: Duration, cpu_now: Duration) -> Self {
+    pub(crate) fn new(work: Duration, idle: Duration, cpu_now: Duration) -> Self {
         IdleTrim {
             work,
             idle,
@@ -34,7 +34,7 @@ impl IdleTrim {
 
     /// Records the process's total CPU time at the end of an interval; true when the
     /// caller should trim now.
-    pub fn observe(&mut self, cpu_now: Duration) -> bool {
+    pub(crate) fn observe(&mut self, cpu_now: Duration) -> bool {
         let used = cpu_now.saturating_sub(self.last_cpu);
         self.last_cpu = cpu_now;
         self.since_trim += used;
@@ -75,7 +75,7 @@ fn server_arenas() -> i32 {
 /// at a median 126k/s against 160k/s with eight, and NameNode CPU per remote create was
 /// 28–31 µs against 26–27. With eight, idle RSS after our client's remote suite is 205 MiB
 /// against 202, and a file still costs 129 bytes against 128.
-pub fn limit_arenas() {
+pub(crate) fn limit_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         // SAFETY: mallopt only sets an allocator parameter; no allocation is in flight on
@@ -87,7 +87,7 @@ pub fn limit_arenas() {
 }
 
 /// Starts the trimming thread for a server process (one thread, asleep almost always).
-pub fn start_idle_trim() {
+pub(crate) fn start_idle_trim() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         let mut policy = IdleTrim::new(
@@ -117,7 +117,7 @@ pub fn start_idle_trim() {
 }
 
 /// A numeric field of `/proc/PID/status` (`VmRSS:` in KiB, `Threads:`, …).
-pub fn proc_status(pid: u32, field: &str) -> Option<u64> {
+pub(crate) fn proc_status(pid: u32, field: &str) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     s.lines()
         .find(|l| l.starts_with(field))?

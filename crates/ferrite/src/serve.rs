@@ -18,7 +18,7 @@ use tokio::net::TcpListener;
 use tracing::info;
 
 #[derive(Args, Debug)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// Data folder: `name/` holds the NameNode's metadata, `dn<N>/` each local DataNode's
     /// volume.
     #[arg(long)]
@@ -55,13 +55,13 @@ pub struct ServeArgs {
 
 /// What `--recover` does at damage in the journal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Recovery {
+pub(crate) enum Recovery {
     Stop,
     Skip,
 }
 
 #[derive(Clone, Copy, Debug)]
-pub enum Role {
+pub(crate) enum Role {
     Local,
     NameNode,
 }
@@ -117,7 +117,7 @@ fn nn_config(args: &ServeArgs, local: bool) -> anyhow::Result<(Config, Vec<Strin
     Ok((cfg, unknown))
 }
 
-pub async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
+pub(crate) async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
     let local = matches!(role, Role::Local);
     let (cfg, unknown) = nn_config(&args, local)?;
     let dn_template = DnConfig::new(Vec::new(), "127.0.0.1:0".parse()?);
@@ -231,13 +231,13 @@ pub async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
 /// SIGTERM and Ctrl-C, caught from the moment this is made: made before the ready line
 /// is printed, so that a stop sent as soon as the line is read is a clean shutdown, not
 /// the signal's default death.
-pub struct Shutdown {
+pub(crate) struct Shutdown {
     term: tokio::signal::unix::Signal,
     int: tokio::signal::unix::Signal,
 }
 
 impl Shutdown {
-    pub fn install() -> anyhow::Result<Shutdown> {
+    pub(crate) fn install() -> anyhow::Result<Shutdown> {
         use tokio::signal::unix::{signal, SignalKind};
         Ok(Shutdown {
             term: signal(SignalKind::terminate())?,
@@ -245,7 +245,7 @@ impl Shutdown {
         })
     }
 
-    pub async fn wait(mut self) {
+    pub(crate) async fn wait(mut self) {
         tokio::select! {
             _ = self.term.recv() => {}
             _ = self.int.recv() => {}
@@ -254,7 +254,7 @@ impl Shutdown {
 }
 
 #[derive(Args, Debug)]
-pub struct DataNodeArgs {
+pub(crate) struct DataNodeArgs {
     /// The NameNode's RPC address, HOST:PORT.
     #[arg(long)]
     pub namenode: String,
@@ -280,7 +280,7 @@ pub struct DataNodeArgs {
 }
 
 /// `ferrite datanode`: one DataNode that joins a NameNode.
-pub async fn run_datanode(args: DataNodeArgs) -> anyhow::Result<()> {
+pub(crate) async fn run_datanode(args: DataNodeArgs) -> anyhow::Result<()> {
     use std::net::ToSocketAddrs;
     let nn_addr = args
         .namenode

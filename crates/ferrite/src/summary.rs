@@ -11,7 +11,7 @@ use crate::admin::{default_fs, user};
 use crate::dfs::format::human as size;
 
 #[derive(Args)]
-pub struct SummaryArgs {
+pub(crate) struct SummaryArgs {
     /// NameNode (hdfs://HOST:PORT). Default: $FERRITE_FS, then fs.defaultFS.
     #[arg(long = "fs")]
     fs: Option<String>,
@@ -25,7 +25,7 @@ pub struct SummaryArgs {
     histogram: bool,
 }
 
-pub async fn run(args: SummaryArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(args: SummaryArgs) -> anyhow::Result<()> {
     let addr = default_fs(args.fs)?;
     let c = IpcClient::connect(addr, &user(), SUMMARY_PROTOCOL).await?;
     let req = GetSummaryRequestProto {

@@ -26,7 +26,7 @@ use tracing::{info, warn};
 use crate::admin::{default_fs, user};
 
 #[derive(Args)]
-pub struct ServiceArgs {
+pub(crate) struct ServiceArgs {
     /// The NameNode to follow (hdfs://HOST:PORT). Default: $FERRITE_FS, then fs.defaultFS.
     #[arg(long = "fs")]
     fs: Option<String>,
@@ -150,7 +150,7 @@ async fn follow(addr: SocketAddr, svc: Arc<SummaryService>, every_txns: u64, eve
     }
 }
 
-pub async fn run(a: ServiceArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(a: ServiceArgs) -> anyhow::Result<()> {
     let addr = default_fs(a.fs)?;
     let nn = IpcClient::connect(addr, &user(), SUMMARY_PROTOCOL).await?;
     let summary = match codec::load(&a.dir) {

@@ -139,7 +139,7 @@ impl Leases {
 
     /// How many files `holder` has open (0 for a holder without a lease).
     #[cfg(test)]
-    pub fn open_files_of(&self, holder: &str) -> usize {
+    pub(crate) fn open_files_of(&self, holder: &str) -> usize {
         self.holders.get(holder).map_or(0, |l| l.open_files)
     }
 }

@@ -61,7 +61,7 @@ impl Satisfier {
     }
 
     #[cfg(test)]
-    pub fn moving(&self, block: u64) -> bool {
+    pub(crate) fn moving(&self, block: u64) -> bool {
         self.flights.contains_key(&block)
     }
 

@@ -239,7 +239,7 @@ pub fn decode_record(buf: &[u8]) -> Result<Next, DecodeError> {
 pub(crate) mod tests {
     use super::*;
 
-    pub fn sample_ops() -> Vec<Op> {
+    pub(crate) fn sample_ops() -> Vec<Op> {
         vec![
             Op::Mkdir {
                 path: "/a".into(),

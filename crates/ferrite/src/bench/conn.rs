@@ -10,7 +10,7 @@ use ferrite_namenode::rpc;
 use ferrite_namenode::service::{NameNodeService, Operation};
 use ferrite_proto::hdfs::*;
 
-pub enum Conn {
+pub(super) enum Conn {
     Rpc(IpcClient),
     /// Calls admitted and handled as the router does, without the socket and the codec.
     Local {
@@ -37,7 +37,7 @@ fn perm(p: u32) -> FsPermissionProto {
 
 impl Conn {
     /// `create` as NNThroughputBenchmark sends it: CREATE|OVERWRITE, createParent, 16-byte blocks.
-    pub async fn create(&self, src: &str, client: &str) -> anyhow::Result<()> {
+    pub(super) async fn create(&self, src: &str, client: &str) -> anyhow::Result<()> {
         let req = CreateRequestProto {
             src: src.into(),
             masked: perm(0o755),
@@ -52,7 +52,7 @@ impl Conn {
         Ok(())
     }
 
-    pub async fn complete(&self, src: &str, client: &str) -> anyhow::Result<()> {
+    pub(super) async fn complete(&self, src: &str, client: &str) -> anyhow::Result<()> {
         let req = CompleteRequestProto {
             src: src.into(),
             client_name: client.into(),
@@ -66,7 +66,7 @@ impl Conn {
         Ok(())
     }
 
-    pub async fn mkdirs(&self, src: &str) -> anyhow::Result<()> {
+    pub(super) async fn mkdirs(&self, src: &str) -> anyhow::Result<()> {
         let req = MkdirsRequestProto {
             src: src.into(),
             masked: perm(0o755),
@@ -78,7 +78,7 @@ impl Conn {
     }
 
     /// `open`: getBlockLocations of the first 16 bytes.
-    pub async fn open(&self, src: &str) -> anyhow::Result<()> {
+    pub(super) async fn open(&self, src: &str) -> anyhow::Result<()> {
         let req = GetBlockLocationsRequestProto {
             src: src.into(),
             offset: 0,
@@ -101,7 +101,7 @@ impl Conn {
         Ok(())
     }
 
-    pub async fn stat(&self, src: &str) -> anyhow::Result<()> {
+    pub(super) async fn stat(&self, src: &str) -> anyhow::Result<()> {
         let req = GetFileInfoRequestProto { src: src.into() };
         let r: GetFileInfoResponseProto = call!(
             self,
@@ -116,7 +116,7 @@ impl Conn {
     }
 
     /// The legacy `rename`, as NNThroughputBenchmark uses it.
-    pub async fn rename(&self, src: &str, dst: &str) -> anyhow::Result<()> {
+    pub(super) async fn rename(&self, src: &str, dst: &str) -> anyhow::Result<()> {
         let req = RenameRequestProto {
             src: src.into(),
             dst: dst.into(),
@@ -128,7 +128,7 @@ impl Conn {
         Ok(())
     }
 
-    pub async fn delete(&self, src: &str, recursive: bool) -> anyhow::Result<bool> {
+    pub(super) async fn delete(&self, src: &str, recursive: bool) -> anyhow::Result<bool> {
         let req = DeleteRequestProto {
             src: src.into(),
             recursive,

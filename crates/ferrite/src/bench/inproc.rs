@@ -20,7 +20,7 @@ use super::conn::Conn;
 use super::throughput::{self, Outcome};
 
 /// The benchmark's NameNode configuration, then `conf` (`--conf KEY=VALUE`) on top.
-pub fn config(dir: &Path, conf: &[String]) -> anyhow::Result<Config> {
+pub(super) fn config(dir: &Path, conf: &[String]) -> anyhow::Result<Config> {
     let mut cfg = Config {
         name_dirs: vec![dir.join("name")],
         min_block_size: 16,
@@ -102,7 +102,7 @@ fn sync_counts(m: &JournalMetrics) -> (u64, u64, u64) {
 }
 
 /// Runs `ops` against a fresh in-process NameNode in `dir`, printing one line per op.
-pub async fn throughput(
+pub(super) async fn throughput(
     dir: &Path,
     conf: &[String],
     ops: &[String],
@@ -148,7 +148,7 @@ pub async fn throughput(
     Ok(())
 }
 
-pub fn print_outcome(mode: &str, op: &str, o: &Outcome, extra: &str) {
+pub(super) fn print_outcome(mode: &str, op: &str, o: &Outcome, extra: &str) {
     println!(
         "mode={mode} op={op} ops={} elapsed_ms={:.0} ops_per_s={:.0} p50_ms={:.3} p99_ms={:.3}{extra}",
         o.ops,
@@ -161,7 +161,7 @@ pub fn print_outcome(mode: &str, op: &str, o: &Outcome, extra: &str) {
 
 /// The disk's rate of 4 KiB write + fdatasync in `dir`, one at a time, for `secs` seconds:
 /// the ceiling a journal without group commit would hit.
-pub fn fsync_rate(dir: &Path, secs: u64) -> anyhow::Result<f64> {
+pub(super) fn fsync_rate(dir: &Path, secs: u64) -> anyhow::Result<f64> {
     std::fs::create_dir_all(dir)?;
     let path = dir.join("fsync-probe");
     let mut f = std::fs::File::create(&path)?;
@@ -184,7 +184,7 @@ pub fn fsync_rate(dir: &Path, secs: u64) -> anyhow::Result<f64> {
 
 /// Journals `files` creates in-process, closes the journal without an image, and times the
 /// start-up that replays them.
-pub async fn replay(
+pub(super) async fn replay(
     dir: &Path,
     conf: &[String],
     files: usize,
@@ -226,7 +226,7 @@ const GUARDED_USER: &str = "zz-bench";
 /// namespace and a space quota and an ACL of 10 named users (the user among them), against
 /// the same creates under the same directories with plain permissions; alternating, a
 /// fresh NameNode each run, `rounds` pairs. Prints each run and the median ratio.
-pub async fn guarded_create(
+pub(super) async fn guarded_create(
     dir: &Path,
     conf: &[String],
     threads: usize,

@@ -11,7 +11,7 @@ mod throughput;
 use clap::Subcommand;
 
 #[derive(Subcommand)]
-pub enum BenchCmd {
+pub(crate) enum BenchCmd {
     /// NameNode operations over real RPC (mkdirs, create, fileStatus), plus memory probes
     /// (inode-memory, listing).
     Namenode(namenode::NamenodeArgs),
@@ -24,12 +24,12 @@ pub enum BenchCmd {
 impl BenchCmd {
     /// Whether this benchmark runs a NameNode in this process (`namenode --inproc`), which
     /// then gets a server's memory settings, so that its figures are a server's.
-    pub fn hosts_a_namenode(&self) -> bool {
+    pub(crate) fn hosts_a_namenode(&self) -> bool {
         matches!(self, BenchCmd::Namenode(a) if a.inproc())
     }
 }
 
-pub async fn run(cmd: BenchCmd) -> anyhow::Result<()> {
+pub(crate) async fn run(cmd: BenchCmd) -> anyhow::Result<()> {
     match cmd {
         BenchCmd::Namenode(a) => namenode::run(a).await,
         BenchCmd::Summary(a) => summary::run(a),

@@ -23,7 +23,7 @@ use super::inproc::{self, print_outcome};
 use super::throughput;
 
 #[derive(Args, Debug)]
-pub struct NamenodeArgs {
+pub(crate) struct NamenodeArgs {
     /// Target NameNode (hdfs://HOST:PORT). Default: start a fresh Ferrite NameNode.
     #[arg(long = "fs")]
     fs: Option<String>,
@@ -80,7 +80,7 @@ pub struct NamenodeArgs {
 }
 
 impl NamenodeArgs {
-    pub fn inproc(&self) -> bool {
+    pub(crate) fn inproc(&self) -> bool {
         self.inproc
     }
 }
@@ -151,7 +151,7 @@ fn threads_of(pid: u32) -> Option<u64> {
     proc_status(pid, "Threads:")
 }
 
-pub async fn run(args: NamenodeArgs) -> anyhow::Result<()> {
+pub(super) async fn run(args: NamenodeArgs) -> anyhow::Result<()> {
     if args.inproc {
         return run_inproc(&args).await;
     }

@@ -19,7 +19,7 @@ use tokio::io::BufReader;
 use tokio::net::TcpStream;
 
 #[derive(Args, Debug)]
-pub struct StreamArgs {
+pub(crate) struct StreamArgs {
     /// The file system (hdfs://HOST:PORT).
     #[arg(long = "fs")]
     fs: String,
@@ -33,7 +33,7 @@ pub struct StreamArgs {
     verify: bool,
 }
 
-pub async fn run(a: StreamArgs) -> anyhow::Result<()> {
+pub(super) async fn run(a: StreamArgs) -> anyhow::Result<()> {
     let fs = FileSystem::connect(&a.fs).await?;
     let blocks = fs.block_locations(&a.path).await?.blocks;
     for rep in 0..a.reps {

@@ -12,7 +12,7 @@ use ferrite_namenode::summary::shard::Sharded;
 use ferrite_namenode::summary::{codec, Summary};
 
 #[derive(Args, Debug)]
-pub struct SummaryArgs {
+pub(crate) struct SummaryArgs {
     /// Files preloaded before the events.
     #[arg(long, default_value_t = 500_000)]
     files: usize,
@@ -168,7 +168,7 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-pub fn run(a: SummaryArgs) -> anyhow::Result<()> {
+pub(super) fn run(a: SummaryArgs) -> anyhow::Result<()> {
     let workers = a
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));

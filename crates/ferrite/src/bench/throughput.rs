@@ -8,11 +8,11 @@ use anyhow::bail;
 
 use super::conn::Conn;
 
-pub const BASE: &str = "/nnbench";
-pub const OPS: [&str; 6] = ["create", "mkdirs", "open", "fileStatus", "rename", "delete"];
+pub(super) const BASE: &str = "/nnbench";
+pub(super) const OPS: [&str; 6] = ["create", "mkdirs", "open", "fileStatus", "rename", "delete"];
 
 /// Four files per leaf directory, 64 leaves per middle directory, a subtree per client.
-pub fn file_path(op: &str, client: usize, i: usize) -> String {
+pub(super) fn file_path(op: &str, client: usize, i: usize) -> String {
     format!("{BASE}/{op}/t{client}/d{}/e{}/f{i}", i / 256, i / 4)
 }
 
@@ -25,7 +25,7 @@ fn client_name(client: usize) -> String {
 }
 
 /// What one timed run measured.
-pub struct Outcome {
+pub(super) struct Outcome {
     pub ops: usize,
     pub secs: f64,
     pub p50_ms: f64,
@@ -33,7 +33,7 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    pub fn ops_per_s(&self) -> f64 {
+    pub(super) fn ops_per_s(&self) -> f64 {
         self.ops as f64 / self.secs
     }
 }
@@ -64,7 +64,7 @@ where
 }
 
 /// Creates and closes the files an `open`/`fileStatus`/`rename`/`delete` run works on.
-pub async fn generate(conns: &[Arc<Conn>], op: &str, per: usize) -> anyhow::Result<()> {
+pub(super) async fn generate(conns: &[Arc<Conn>], op: &str, per: usize) -> anyhow::Result<()> {
     let op = op.to_string();
     run_clients(conns, per, move |c, k, i| {
         let p = file_path(&op, k, i);
@@ -113,7 +113,7 @@ impl Inputs {
 }
 
 /// The timed phase of `op`: `per` operations on each connection.
-pub async fn timed(conns: &[Arc<Conn>], op: &str, per: usize) -> anyhow::Result<Outcome> {
+pub(super) async fn timed(conns: &[Arc<Conn>], op: &str, per: usize) -> anyhow::Result<Outcome> {
     let Some(&op) = OPS.iter().find(|&&o| o == op) else {
         bail!("unknown op {op}");
     };
@@ -149,6 +149,6 @@ pub async fn timed(conns: &[Arc<Conn>], op: &str, per: usize) -> anyhow::Result<
 }
 
 /// Whether `op` needs files made beforehand.
-pub fn needs_files(op: &str) -> bool {
+pub(super) fn needs_files(op: &str) -> bool {
     matches!(op, "open" | "fileStatus" | "rename" | "delete")
 }

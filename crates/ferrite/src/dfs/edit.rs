@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::{flags, Failed, Res, Shell};
 
 /// `-truncate [-w] <length> <path> ...`, printing what Hadoop's shell prints.
-pub async fn truncate(sh: &mut Shell, args: &[String]) -> Res {
+pub(super) async fn truncate(sh: &mut Shell, args: &[String]) -> Res {
     let (f, rest) = flags(args, &["-w"]).map_err(|e| sh.usage(&e))?;
     let wait = f.iter().any(|x| x == "-w");
     let Some((len, paths)) = rest.split_first() else {
@@ -56,7 +56,7 @@ pub async fn truncate(sh: &mut Shell, args: &[String]) -> Res {
 }
 
 /// `-concat <target path> <src path> <src path> ...`
-pub async fn concat(sh: &mut Shell, args: &[String]) -> Res {
+pub(super) async fn concat(sh: &mut Shell, args: &[String]) -> Res {
     if args.len() < 3 {
         return Err(Failed(
             "concat: The number of source paths is less than 2. <target path> <src path> <src path> ..."

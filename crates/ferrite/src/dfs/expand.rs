@@ -17,7 +17,11 @@ fn local_args(cmd: &str, n: usize) -> std::ops::Range<usize> {
 impl Shell {
     /// `args` with every remote glob replaced by the paths it matches, sorted; a glob that
     /// matches nothing is an error naming it.
-    pub async fn expand_args(&self, cmd: &str, args: &[String]) -> Result<Vec<String>, Failed> {
+    pub(crate) async fn expand_args(
+        &self,
+        cmd: &str,
+        args: &[String],
+    ) -> Result<Vec<String>, Failed> {
         let local = local_args(cmd, args.len());
         let mut out = Vec::with_capacity(args.len());
         for (i, a) in args.iter().enumerate() {

@@ -3,7 +3,7 @@
 use ferrite_client::FileStatus;
 
 /// `drwxr-xr-x`, with `t`/`T` for the sticky bit.
-pub fn perm_string(is_dir: bool, perm: u16) -> String {
+pub(crate) fn perm_string(is_dir: bool, perm: u16) -> String {
     let mut s = String::with_capacity(10);
     s.push(if is_dir { 'd' } else { '-' });
     for shift in [6, 3, 0] {
@@ -21,7 +21,7 @@ pub fn perm_string(is_dir: bool, perm: u16) -> String {
 }
 
 /// Civil date and time (UTC) of a millisecond timestamp: (y, m, d, H, M, S).
-pub fn civil(ms: u64) -> (i64, u32, u32, u32, u32, u32) {
+pub(crate) fn civil(ms: u64) -> (i64, u32, u32, u32, u32, u32) {
     let secs = (ms / 1000) as i64;
     let rem = secs.rem_euclid(86_400) as u32;
     let (y, m, d) = ferrite_namenode::trash::civil_from_days(secs.div_euclid(86_400));
@@ -29,19 +29,19 @@ pub fn civil(ms: u64) -> (i64, u32, u32, u32, u32, u32) {
 }
 
 /// `yyyy-MM-dd HH:mm`, as `-ls` prints.
-pub fn ls_time(ms: u64) -> String {
+pub(crate) fn ls_time(ms: u64) -> String {
     let (y, mo, d, h, mi, _) = civil(ms);
     format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}")
 }
 
 /// `yyyy-MM-dd HH:mm:ss`, as `-stat %y` prints.
-pub fn stat_time(ms: u64) -> String {
+pub(crate) fn stat_time(ms: u64) -> String {
     let (y, mo, d, h, mi, s) = civil(ms);
     format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}")
 }
 
 /// `-h` sizes: 1.5 K, 23.4 M (Hadoop's `StringUtils.TraditionalBinaryPrefix`).
-pub fn human(n: u64) -> String {
+pub(crate) fn human(n: u64) -> String {
     const UNITS: [&str; 6] = ["K", "M", "G", "T", "P", "E"];
     if n < 1024 {
         return n.to_string();
@@ -57,7 +57,7 @@ pub fn human(n: u64) -> String {
 }
 
 /// `-stat FORMAT` for one status. `name` is the final path component.
-pub fn stat(fmt: &str, st: &FileStatus, name: &str) -> String {
+pub(crate) fn stat(fmt: &str, st: &FileStatus, name: &str) -> String {
     let mut out = String::new();
     let mut chars = fmt.chars();
     while let Some(c) = chars.next() {
@@ -96,7 +96,7 @@ pub fn stat(fmt: &str, st: &FileStatus, name: &str) -> String {
 }
 
 /// Applies a chmod mode (octal, or symbolic like `u+x,go-w`) to `perm`.
-pub fn chmod(mode: &str, perm: u16, is_dir: bool) -> Result<u16, String> {
+pub(crate) fn chmod(mode: &str, perm: u16, is_dir: bool) -> Result<u16, String> {
     if mode.chars().all(|c| c.is_ascii_digit()) {
         return u16::from_str_radix(mode, 8)
             .ok()

@@ -18,15 +18,15 @@ enum Tok {
 
 /// A compiled pattern for one path component.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Pattern(Vec<Tok>);
+pub(super) struct Pattern(Vec<Tok>);
 
 /// Whether `s` has characters a glob gives meaning to.
-pub fn has_glob(s: &str) -> bool {
+pub(super) fn has_glob(s: &str) -> bool {
     s.chars().any(|c| matches!(c, '*' | '?' | '[' | '{' | '\\'))
 }
 
 impl Pattern {
-    pub fn compile(s: &str) -> Result<Pattern, String> {
+    pub(super) fn compile(s: &str) -> Result<Pattern, String> {
         let chars: Vec<char> = s.chars().collect();
         let mut i = 0;
         let toks = parse(&chars, &mut i, false)?;
@@ -36,7 +36,7 @@ impl Pattern {
         Ok(Pattern(toks))
     }
 
-    pub fn matches(&self, name: &str) -> bool {
+    pub(super) fn matches(&self, name: &str) -> bool {
         let chars: Vec<char> = name.chars().collect();
         matches_at(&self.0, &chars)
     }

@@ -3,7 +3,7 @@
 
 mod edit;
 mod expand;
-pub mod format;
+pub(crate) mod format;
 mod glob;
 mod transfer;
 
@@ -85,7 +85,7 @@ fn flags<'a>(args: &'a [String], allowed: &[&str]) -> Result<(Vec<String>, &'a [
     Ok((out, &args[i..]))
 }
 
-pub async fn run(args: Vec<String>) -> anyhow::Result<i32> {
+pub(crate) async fn run(args: Vec<String>) -> anyhow::Result<i32> {
     let mut args = args;
     let mut url = None;
     if args.first().map(String::as_str) == Some("-fs") && args.len() > 1 {
@@ -158,7 +158,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<i32> {
 
 impl Shell {
     /// An absolute path for `p` (relative ones live under the user's home).
-    pub fn abs(&self, p: &str) -> String {
+    pub(crate) fn abs(&self, p: &str) -> String {
         let p = p
             .strip_prefix(&self.url)
             .or_else(|| {
@@ -187,12 +187,12 @@ impl Shell {
     }
 
     /// Reports a per-path failure and goes on with the other paths, as Hadoop does.
-    pub fn fail(&mut self, f: Failed) {
+    pub(crate) fn fail(&mut self, f: Failed) {
         eprintln!("{}", f.0);
         self.errors += 1;
     }
 
-    pub async fn need(&self, p: &str) -> Result<FileStatus, Failed> {
+    pub(crate) async fn need(&self, p: &str) -> Result<FileStatus, Failed> {
         match self.fs.status(&self.abs(p)).await {
             Ok(Some(st)) => Ok(st),
             Ok(None) => Err(not_found(&self.cmd, p)),
@@ -202,7 +202,7 @@ impl Shell {
 
     /// The status of `p`, or None after reporting why there is none (the command goes on
     /// with its other paths).
-    pub async fn found(&mut self, p: &str) -> Option<FileStatus> {
+    pub(crate) async fn found(&mut self, p: &str) -> Option<FileStatus> {
         match self.need(p).await {
             Ok(st) => Some(st),
             Err(e) => {
@@ -212,7 +212,7 @@ impl Shell {
         }
     }
 
-    pub async fn exists(&self, abs: &str) -> Result<bool, Failed> {
+    pub(crate) async fn exists(&self, abs: &str) -> Result<bool, Failed> {
         Ok(self
             .fs
             .status(abs)
@@ -221,11 +221,11 @@ impl Shell {
             .is_some())
     }
 
-    pub fn err(&self, e: ClientError) -> Failed {
+    pub(crate) fn err(&self, e: ClientError) -> Failed {
         remote(&self.cmd, e)
     }
 
-    pub fn usage(&self, why: &str) -> Failed {
+    pub(crate) fn usage(&self, why: &str) -> Failed {
         Failed(format!(
             "-{}: {why}\nUsage: ferrite dfs [generic options] -{} ...",
             self.cmd, self.cmd
@@ -699,7 +699,7 @@ impl Shell {
     }
 
     /// Where `src` lands: inside `dst` when it is a directory, else at `dst`.
-    pub fn landing(dst_abs: &str, dst_is_dir: bool, src_abs: &str) -> String {
+    pub(crate) fn landing(dst_abs: &str, dst_is_dir: bool, src_abs: &str) -> String {
         if dst_is_dir {
             let name = src_abs.rsplit('/').next().unwrap_or("");
             format!("{}/{name}", dst_abs.trim_end_matches('/'))
@@ -708,7 +708,7 @@ impl Shell {
         }
     }
 
-    pub async fn is_dir(&self, abs: &str) -> Result<bool, Failed> {
+    pub(crate) async fn is_dir(&self, abs: &str) -> Result<bool, Failed> {
         Ok(matches!(self.fs.status(abs).await.map_err(|e| self.err(e))?, Some(s) if s.is_dir))
     }
 

@@ -10,7 +10,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::{flags, Failed, Res, Shell};
 
-pub fn now_ms() -> u64 {
+pub(super) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
@@ -35,7 +35,7 @@ fn progress(len: u64, name: &str) -> ProgressBar {
 
 /// `-put [-f] [-d] <localsrc> ... <dst>`: written to `<dst>._COPYING_` and renamed into
 /// place when complete, as Hadoop does (`-d` writes in place).
-pub async fn put(sh: &mut Shell, args: &[String]) -> Res {
+pub(super) async fn put(sh: &mut Shell, args: &[String]) -> Res {
     let (f, rest) = flags(args, &["-f", "-d", "-p", "-l"]).map_err(|e| sh.usage(&e))?;
     let force = f.iter().any(|x| x == "-f");
     let direct = f.iter().any(|x| x == "-d");
@@ -165,7 +165,7 @@ async fn put_one(sh: &mut Shell, src: &str, target: &str, force: bool, direct: b
 
 /// `-appendToFile <localsrc> ... <dst>`: the sources, in order, at the end of `dst` (made
 /// when missing); `-` reads standard input.
-pub async fn append_to_file(sh: &mut Shell, args: &[String]) -> Res {
+pub(super) async fn append_to_file(sh: &mut Shell, args: &[String]) -> Res {
     if args.len() < 2 {
         return Err(sh.usage("Not enough arguments: expected 2"));
     }
@@ -213,7 +213,7 @@ pub async fn append_to_file(sh: &mut Shell, args: &[String]) -> Res {
 }
 
 /// `-get [-f] <src> ... <localdst>`: written to `<localdst>._COPYING_`, then renamed.
-pub async fn get(sh: &mut Shell, args: &[String]) -> Res {
+pub(super) async fn get(sh: &mut Shell, args: &[String]) -> Res {
     let (f, rest) = flags(args, &["-f", "-p", "-crc", "-ignoreCrc"]).map_err(|e| sh.usage(&e))?;
     let force = f.iter().any(|x| x == "-f");
     if rest.len() < 2 {
@@ -292,7 +292,7 @@ async fn get_one(sh: &mut Shell, src: &str, local: &std::path::Path, force: bool
     std::fs::rename(&tmp, local).map_err(|e| Failed(format!("get: {e}")))
 }
 
-pub async fn cat(sh: &mut Shell, args: &[String]) -> Res {
+pub(super) async fn cat(sh: &mut Shell, args: &[String]) -> Res {
     let mut stdout = tokio::io::stdout();
     for p in args {
         let Some(st) = sh.found(p).await else {
@@ -318,7 +318,7 @@ pub async fn cat(sh: &mut Shell, args: &[String]) -> Res {
 }
 
 /// `-tail [-f] <file>`: the last kilobyte; `-f` keeps printing what is appended.
-pub async fn tail(sh: &mut Shell, args: &[String]) -> Res {
+pub(super) async fn tail(sh: &mut Shell, args: &[String]) -> Res {
     let (f, rest) = flags(args, &["-f"]).map_err(|e| sh.usage(&e))?;
     let follow = !f.is_empty();
     let Some(p) = rest.first() else {
@@ -351,7 +351,7 @@ pub async fn tail(sh: &mut Shell, args: &[String]) -> Res {
 }
 
 /// `-cp [-f] <src> ... <dst>`: through the client (read, then write).
-pub async fn cp(sh: &mut Shell, args: &[String]) -> Res {
+pub(super) async fn cp(sh: &mut Shell, args: &[String]) -> Res {
     let (f, rest) = flags(args, &["-f", "-p", "-d"]).map_err(|e| sh.usage(&e))?;
     let force = f.iter().any(|x| x == "-f");
     if rest.len() < 2 {

@@ -16,7 +16,7 @@ use ferrite_namenode::atomic_file::map_committed;
 use ferrite_namenode::namespace::Namespace;
 
 #[derive(Args)]
-pub struct OivArgs {
+pub(crate) struct OivArgs {
     /// The checkpoint image (`fsimage_<txid>` in a name directory).
     #[arg(short = 'i', long = "inputFile")]
     input: PathBuf,
@@ -32,7 +32,7 @@ pub struct OivArgs {
 }
 
 #[derive(Args)]
-pub struct OevArgs {
+pub(crate) struct OevArgs {
     /// The journal segment (`edits_<first>-<last>` or `edits_inprogress_<first>` in a
     /// journal directory).
     #[arg(short = 'i', long = "inputFile")]
@@ -45,7 +45,7 @@ pub struct OevArgs {
 }
 
 /// `ferrite oiv`. The image's checksums are verified as it is read.
-pub fn run_oiv(a: OivArgs) -> anyhow::Result<()> {
+pub(crate) fn run_oiv(a: OivArgs) -> anyhow::Result<()> {
     anyhow::ensure!(
         a.processor.eq_ignore_ascii_case("delimited"),
         "processor {:?} is not supported: Ferrite's image is its own format, and `Delimited` \
@@ -65,7 +65,7 @@ pub fn run_oiv(a: OivArgs) -> anyhow::Result<()> {
 
 /// `ferrite oev`. Exits with status 1 when the segment is damaged (start-up would refuse
 /// it), after the report.
-pub fn run_oev(a: OevArgs) -> anyhow::Result<()> {
+pub(crate) fn run_oev(a: OevArgs) -> anyhow::Result<()> {
     // Read, not mapped: an in-progress segment may be appended to while it is read.
     let bytes =
         std::fs::read(&a.input).with_context(|| format!("cannot read {}", a.input.display()))?;

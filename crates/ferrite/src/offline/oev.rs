@@ -14,7 +14,7 @@ use ferrite_namenode::journal::salvage::next_whole;
 use ferrite_namenode::journal::segment::{self, Mode, Tail};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Processor {
+pub(super) enum Processor {
     /// One line per record: txid, offset, the op and its fields.
     Text,
     /// How many records of each kind, as `hdfs oev -p stats` prints.
@@ -23,7 +23,7 @@ pub enum Processor {
 
 /// What the segment held, for the exit status.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Verdict {
+pub(super) struct Verdict {
     /// Whole records before any damage.
     pub records: u64,
     /// Damage that start-up would refuse (not a torn tail, which it truncates).
@@ -31,7 +31,7 @@ pub struct Verdict {
 }
 
 /// Reads the segment `bytes` (named `path` in messages) and writes what `processor` asks for.
-pub fn view(
+pub(super) fn view(
     bytes: &[u8],
     path: &str,
     processor: Processor,

@@ -34,7 +34,7 @@ const HEADER: [&str; 12] = [
 
 /// Writes the header and a row per inode, fields separated by `delimiter`. Returns the
 /// number of rows.
-pub fn delimited(ns: &Namespace, delimiter: &str, out: &mut impl Write) -> io::Result<u64> {
+pub(super) fn delimited(ns: &Namespace, delimiter: &str, out: &mut impl Write) -> io::Result<u64> {
     writeln!(out, "{}", HEADER.join(delimiter))?;
     let mut rows = 0;
     let mut stack = vec![(ROOT_SLOT, "/".to_string())];

@@ -1,3 +1,4 @@
+#![allow(unreachable_pub)] // helpers every test binary of this crate shares
 //! What the process-level tests share: spawning `ferrite namenode` and `ferrite datanode`
 //! processes on ephemeral loopback ports, stopping them, and test data. Each test binary
 //! uses its own subset.

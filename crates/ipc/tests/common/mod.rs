@@ -12,7 +12,7 @@ use tokio::net::TcpListener;
 
 /// Serves `router` with `cfg` on an ephemeral loopback port. The server stops with the
 /// test's runtime.
-pub async fn spawn<S: Service>(router: Router<S>, cfg: ServerConfig) -> SocketAddr {
+pub(crate) async fn spawn<S: Service>(router: Router<S>, cfg: ServerConfig) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let handle = server::spawn(listener, Arc::new(router), cfg);
     let addr = handle.local_addr;
@@ -21,25 +21,25 @@ pub async fn spawn<S: Service>(router: Router<S>, cfg: ServerConfig) -> SocketAd
 }
 
 /// [`spawn`] with the default configuration, and a client connected for `protocol`.
-pub async fn serve<S: Service>(router: Router<S>, protocol: &str) -> IpcClient {
+pub(crate) async fn serve<S: Service>(router: Router<S>, protocol: &str) -> IpcClient {
     let addr = spawn(router, ServerConfig::default()).await;
     IpcClient::connect(addr, "tester", protocol).await.unwrap()
 }
 
 /// A request and reply carrying one number.
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct Num {
+pub(crate) struct Num {
     #[prost(uint64, tag = "1")]
     pub n: u64,
 }
 
 /// A service with no state.
-pub struct Stateless;
+pub(crate) struct Stateless;
 
 impl OpenService for Stateless {}
 
 /// A router with `protocol.echo`, which answers a [`Num`] with itself.
-pub fn echo_router(protocol: &'static str) -> Router<Stateless> {
+pub(crate) fn echo_router(protocol: &'static str) -> Router<Stateless> {
     let mut router = Router::new(Arc::new(Stateless));
     router.method(
         protocol,

@@ -39,7 +39,7 @@ fn load(store: &dyn ImageStore) -> Result<Option<(usize, u64)>, String> {
 }
 
 /// The behaviour every [`ImageStore`] keeps.
-pub fn suite(store: &dyn ImageStore) {
+pub(super) fn suite(store: &dyn ImageStore) {
     // Empty: nothing listed, nothing to load, a read of any txid fails.
     assert!(store.list().is_empty());
     assert_eq!(load(store), Ok(None));

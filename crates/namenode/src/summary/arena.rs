@@ -281,13 +281,13 @@ impl Dirs {
 
     /// Live directories (tests).
     #[cfg(test)]
-    pub fn live(&self) -> usize {
+    pub(super) fn live(&self) -> usize {
         self.slots.len()
     }
 
     /// Directories in the index (tests: every live one, once).
     #[cfg(test)]
-    pub fn indexed(&self) -> usize {
+    pub(super) fn indexed(&self) -> usize {
         self.index.0.iter().map(HashTable::len).sum()
     }
 }
