@@ -34,18 +34,21 @@ pub struct Plan {
     pub participants: Vec<usize>,
 }
 
-/// Chooses the recovered length as HDFS does, from the replicas of the best state found
-/// ([`RecoveryState`]'s order). Finalized replicas know the block's length (the newest,
-/// longest one's): they and the unfinished ones that stayed up and hold exactly as much
-/// take part. Otherwise the
-/// replicas of the best state take part at the shortest length among them: each replica
-/// that stayed up holds at least every byte the writer's pipeline acknowledged (an hflush
-/// returns only then), so nothing acknowledged is lost and nothing unacknowledged is kept
-/// on one replica only. Replicas left unfinished by a restart count only when nothing
-/// better is left (a power cut may have taken acknowledged bytes from them), and then
-/// the longest of them is the block. A truncate's
-/// length wins where the replicas hold it. Empty replicas take no part, as in HDFS: they
-/// add nothing, and their zero would cut every other. None when no replica holds a byte.
+/// Chooses the recovered length, as HDFS does with three differences noted below, from
+/// the replicas of the best state that answered ([`RecoveryState`]'s order):
+/// - finalized replicas know the block's length (the newest, longest one's); they and the
+///   unfinished replicas that stayed up and hold exactly as much take part;
+/// - else the unfinished replicas that stayed up take part at the shortest length among
+///   them: each holds every byte the writer's pipeline acknowledged (an hflush returns
+///   only then), so nothing acknowledged is lost and nothing unacknowledged is kept on one
+///   replica only;
+/// - else, only replicas left unfinished by restarts (a power cut may have taken
+///   acknowledged bytes from any of them): the longest is the block (HDFS: the shortest).
+///
+/// Empty replicas take no part, as in HDFS; nor does a replica under an older stamp than
+/// one that stayed up (HDFS: any stamp not older than the NameNode's); and finalized ones
+/// that disagree give the longest (HDFS refuses). A truncate's length wins where the
+/// replicas hold it. None when no replica holds a byte.
 pub fn choose(replicas: &[(usize, ReplicaInfo)], truncate: Option<u64>) -> Option<Plan> {
     // A replica that stayed up under a newer stamp was set up by the writer after the
     // others' stamp (an append or a pipeline recovery reopened it with every byte they
