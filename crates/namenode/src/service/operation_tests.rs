@@ -750,7 +750,7 @@ async fn append_truncate_and_concat() {
     assert!(matches!(
         nn.truncate(&by(&nn, ALICE, Operation::Truncate), "/t", 500, CLIENT)
             .await,
-        Err(FsError::IllegalArgument(_) | FsError::Io(_))
+        Err(FsError::Reshape(_))
     ));
     assert!(
         nn.truncate(&by(&nn, ALICE, Operation::Truncate), "/t", 0, CLIENT)
