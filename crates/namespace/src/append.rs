@@ -17,7 +17,7 @@ pub struct Appended {
 }
 
 /// HDFS's answer to a call that needs a file someone holds open: the holder itself
-/// (`current leaseholder is trying to recreate file`), or another client.
+/// (`… is already the current lease holder`), or another client.
 pub(super) fn lease_conflict(
     op: &str,
     src: &str,
@@ -157,7 +157,7 @@ mod tests {
             Err(e @ FsError::LeaseConflict(_)) => {
                 let m = e.to_string();
                 assert!(
-                    m.ends_with("because current leaseholder is trying to recreate file."),
+                    m == "Failed to APPEND_FILE /f for c2 on m2 because c2 is already the current lease holder.",
                     "{m}"
                 )
             }

@@ -350,14 +350,40 @@ pub struct Denied {
 
 /// What a [`FsError::LeaseConflict`] names; `op` is HDFS's name for the attempt
 /// (`CREATE_FILE`, `APPEND_FILE`, `TRUNCATE_FILE`).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("Failed to {op} {path} for {client} on {machine} because {held}")]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Conflict {
     pub op: String,
     pub path: String,
     pub client: String,
     pub machine: String,
     pub held: HeldBy,
+}
+
+impl std::error::Error for Conflict {}
+
+impl fmt::Display for Conflict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Conflict {
+            op,
+            path,
+            client,
+            machine,
+            held,
+        } = self;
+        write!(
+            f,
+            "Failed to {op} {path} for {client} on {machine} because "
+        )?;
+        match held {
+            // HDFS 3's words (FSNamesystem.recoverLeaseInternal); Hadoop 2 said "current
+            // leaseholder is trying to recreate file."
+            HeldBy::Caller => write!(f, "{client} is already the current lease holder."),
+            HeldBy::Other { client, machine } => write!(
+                f,
+                "this file lease is currently owned by {client} on {machine}"
+            ),
+        }
+    }
 }
 
 /// Who holds the file a [`FsError::LeaseConflict`] was about.
@@ -367,18 +393,6 @@ pub enum HeldBy {
     Caller,
     /// Another client, on a machine.
     Other { client: String, machine: String },
-}
-
-impl fmt::Display for HeldBy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            HeldBy::Caller => f.write_str("current leaseholder is trying to recreate file."),
-            HeldBy::Other { client, machine } => write!(
-                f,
-                "this file lease is currently owned by {client} on {machine}"
-            ),
-        }
-    }
 }
 
 /// Why a writer's file is no longer its to write.
