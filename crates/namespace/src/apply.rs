@@ -102,7 +102,7 @@ impl Namespace {
                 if *policy != super::storage_policy::UNSPECIFIED
                     && super::storage_policy::by_id(*policy).is_none()
                 {
-                    return Err(FsError::Io(format!(
+                    return Err(FsError::misfit(format!(
                         "storage policy {policy} does not exist"
                     )));
                 }
@@ -130,7 +130,7 @@ impl Namespace {
             } => {
                 let slot = self.existing_at(path, at.slot)?;
                 let i = super::quota::type_index(*storage_type)
-                    .ok_or_else(|| FsError::Io(format!("storage type {storage_type}")))?;
+                    .ok_or_else(|| FsError::misfit(format!("storage type {storage_type}")))?;
                 let none = super::quota::NONE;
                 let (ns, space, mut types) = self
                     .quota_of(slot)
@@ -166,7 +166,7 @@ impl Namespace {
                 let slot = self.existing_at(path, at.slot)?;
                 match &mut self.arena.get_mut(slot).body {
                     Body::File(_) => self.arena.get_mut(slot).replication = *replication,
-                    Body::Dir(_) => return Err(FsError::Io(format!("{path} is a directory"))),
+                    Body::Dir(_) => return Err(FsError::misfit(format!("{path} is a directory"))),
                 }
             }
             Op::SetGenerationStamp { gs } => self.next_gs = self.next_gs.max(gs + 1),
@@ -183,7 +183,7 @@ impl Namespace {
                     .uc_mut()
                     .expect("an open file");
                 if uc.client_name != *holder {
-                    return Err(FsError::Io(format!(
+                    return Err(FsError::misfit(format!(
                         "reassignLease of {path}: held by {}, not {holder}",
                         uc.client_name
                     )));
@@ -229,7 +229,7 @@ impl Namespace {
             } => {
                 let slot = self.existing_at(path, at.slot)?;
                 if !matches!(&self.arena.get(slot).body, Body::File(f) if f.uc().is_none()) {
-                    return Err(FsError::Io(format!("{path} is not a closed file")));
+                    return Err(FsError::misfit(format!("{path} is not a closed file")));
                 }
                 self.reopen(slot, client_name, client_machine, None);
             }
@@ -273,7 +273,7 @@ impl Namespace {
             client_machine,
         } = op
         else {
-            return Err(FsError::Io(format!("not a create: {op:?}")));
+            return Err(FsError::misfit(format!("not a create: {op:?}")));
         };
         let (parent, name) = self.parent_and_name(path, at.slot)?;
         if let Some(old) = self.child(parent, name.as_bytes()) {
@@ -345,7 +345,7 @@ impl Namespace {
         // create's until setTimes (or a read past the precision) moves it.
         inode.mtime = mtime;
         let Body::File(f) = &mut inode.body else {
-            return Err(FsError::Io(format!("close of directory {path}")));
+            return Err(FsError::misfit(format!("close of directory {path}")));
         };
         let blocks = f.blocks_mut();
         if let Some((last, earlier)) = blocks.split_last_mut() {
@@ -389,10 +389,10 @@ impl Namespace {
         let slot = self.existing_at(path, at.slot)?;
         let f = self.open_file_data(slot, path)?;
         let Some(old) = f.blocks().last().copied() else {
-            return Err(FsError::Io(format!("{path} has no block to copy")));
+            return Err(FsError::misfit(format!("{path} has no block to copy")));
         };
         let Some(cut) = f.uc_mut().and_then(|uc| uc.cut.as_mut()) else {
-            return Err(FsError::Io(format!("{path} is not being truncated")));
+            return Err(FsError::misfit(format!("{path} is not being truncated")));
         };
         cut.copy_of = Some(old);
         let blocks = f.blocks_mut();
@@ -451,7 +451,7 @@ impl Namespace {
     ) -> Result<(), FsError> {
         let slot = self.existing_at(path, at.slot)?;
         if slot == ROOT_SLOT {
-            return Err(FsError::Io("cannot delete the root directory".into()));
+            return Err(FsError::misfit("cannot delete the root directory"));
         }
         let parent = self.arena.get(slot).parent;
         self.drop_child(parent, slot, fx);
@@ -484,10 +484,12 @@ impl Namespace {
         fx: &mut Effects,
     ) -> Result<(), FsError> {
         let Body::File(f) = &mut self.arena.get_mut(slot).body else {
-            return Err(FsError::Io(format!("truncate of directory {path}")));
+            return Err(FsError::misfit(format!("truncate of directory {path}")));
         };
         if f.uc().is_some() || len > f.len() {
-            return Err(FsError::Io(format!("{path} cannot be cut to {len} bytes")));
+            return Err(FsError::misfit(format!(
+                "{path} cannot be cut to {len} bytes"
+            )));
         }
         let blocks = f.blocks_mut();
         let (mut start, mut keep) = (0, 0);
@@ -500,7 +502,7 @@ impl Namespace {
             _ => None,
         };
         if found != cut {
-            return Err(FsError::Io(format!(
+            return Err(FsError::misfit(format!(
                 "truncate of {path} to {len}: the record cuts {cut:?}, the file {found:?}"
             )));
         }
@@ -526,7 +528,7 @@ impl Namespace {
     ) -> Result<(), FsError> {
         let t = self.existing_at(target, at.slot)?;
         if !matches!(&self.arena.get(t).body, Body::File(f) if f.uc().is_none()) {
-            return Err(FsError::Io(format!(
+            return Err(FsError::misfit(format!(
                 "concat target {target} is not a closed file"
             )));
         }
@@ -537,7 +539,7 @@ impl Namespace {
             let s = self.existing(src)?;
             let closed = matches!(&self.arena.get(s).body, Body::File(f) if f.uc().is_none());
             if s == t || !closed || slots.contains(&s) {
-                return Err(FsError::Io(format!(
+                return Err(FsError::misfit(format!(
                     "concat source {src} cannot join {target}"
                 )));
             }
@@ -555,7 +557,9 @@ impl Namespace {
             self.drop_child(parent, s, fx);
         }
         let Body::File(f) = &mut self.arena.get_mut(t).body else {
-            return Err(FsError::Io(format!("concat target {target} is not a file")));
+            return Err(FsError::misfit(format!(
+                "concat target {target} is not a file"
+            )));
         };
         let blocks = f.blocks_mut();
         let first = blocks.len();
@@ -726,11 +730,11 @@ impl Namespace {
 }
 
 fn not_last(id: u64, path: &str) -> FsError {
-    FsError::Io(format!("block {id} is not the last block of {path}"))
+    FsError::misfit(format!("block {id} is not the last block of {path}"))
 }
 
 /// A record's xattr namespace number, which a damaged journal could make anything.
 fn xattr_ns(ns: u8) -> Result<super::xattr::XAttrNs, FsError> {
     super::xattr::XAttrNs::from_u8(ns)
-        .ok_or_else(|| FsError::Io(format!("xattr namespace {ns} does not exist")))
+        .ok_or_else(|| FsError::misfit(format!("xattr namespace {ns} does not exist")))
 }

@@ -82,7 +82,9 @@ pub enum FsError {
         operation: Option<String>,
     },
     /// A writer's call on a file another client (or the same one, again) holds open
-    /// (`AlreadyBeingCreatedException`). Boxed, as [`FsError::PermissionDenied`].
+    /// (`AlreadyBeingCreatedException`), or whose lease is being recovered
+    /// (`RecoveryInProgressException`, which the client retries). Boxed, as
+    /// [`FsError::PermissionDenied`].
     #[error("{0}")]
     LeaseConflict(Box<Conflict>),
     /// A writer's call on a file it no longer writes (`LeaseExpiredException`): `lease`
@@ -123,9 +125,6 @@ pub enum FsError {
     AccessDenied(String),
     #[error("{0}")]
     InvalidPath(String),
-    /// The file's last block is being recovered; the client tries again later.
-    #[error("{0}")]
-    RecoveryInProgress(String),
     /// The previous block has too few finished replicas yet; the client retries.
     #[error("{0}")]
     NotReplicatedYet(String),
@@ -199,6 +198,14 @@ impl FsError {
         }
     }
 
+    /// A journal record that does not fit the tree it is applied to (see [`Misfit`]).
+    pub fn misfit(why: impl fmt::Display) -> Self {
+        FsError::internal(
+            "a journal record does not fit the namespace",
+            Misfit(why.to_string()),
+        )
+    }
+
     /// Whether the path (or what it names) is not there: a `FileNotFoundException`.
     pub fn is_not_found(&self) -> bool {
         self.java_class() == class::FILE_NOT_FOUND
@@ -221,7 +228,10 @@ impl FsError {
             | FsError::NotAFile { .. }
             | FsError::ParentMissing { .. } => class::FILE_NOT_FOUND,
             FsError::InSafeMode { .. } => class::SAFE_MODE,
-            FsError::LeaseConflict(_) => class::ALREADY_BEING_CREATED,
+            FsError::LeaseConflict(c) => match c.held {
+                HeldBy::Caller | HeldBy::Other { .. } => class::ALREADY_BEING_CREATED,
+                HeldBy::Recovering | HeldBy::OtherRecovering { .. } => class::RECOVERY_IN_PROGRESS,
+            },
             FsError::LeaseGone { .. }
             | FsError::NotLeaseOwner { .. }
             | FsError::LeaseMismatch { .. } => class::LEASE_EXPIRED,
@@ -237,7 +247,6 @@ impl FsError {
             FsError::NotEmpty(_) => class::PATH_IS_NOT_EMPTY_DIRECTORY,
             FsError::AccessDenied(_) => class::ACCESS_CONTROL,
             FsError::InvalidPath(_) => class::INVALID_PATH,
-            FsError::RecoveryInProgress(_) => class::RECOVERY_IN_PROGRESS,
             FsError::NotReplicatedYet(_) => class::NOT_REPLICATED_YET,
             FsError::Unsupported(_) => class::UNSUPPORTED_OPERATION,
             FsError::IllegalArgument(_) => class::HADOOP_ILLEGAL_ARGUMENT,
@@ -382,17 +391,29 @@ impl fmt::Display for Conflict {
                 f,
                 "this file lease is currently owned by {client} on {machine}"
             ),
+            HeldBy::Recovering => write!(f, "lease recovery is in progress. Try again later."),
+            HeldBy::OtherRecovering { client, machine } => write!(
+                f,
+                "another recovery is in progress by {client} on {machine}"
+            ),
         }
     }
 }
 
-/// Who holds the file a [`FsError::LeaseConflict`] was about.
+/// Who holds the file a [`FsError::LeaseConflict`] was about, and whether its lease is
+/// being recovered (HDFS's `recoverLeaseInternal` words each case).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HeldBy {
     /// The caller itself: it is trying to open its own file again.
     Caller,
     /// Another client, on a machine.
     Other { client: String, machine: String },
+    /// Another client whose lease lapsed: its recovery has started and not yet closed
+    /// the file.
+    Recovering,
+    /// Another client, still within its lease, while the last block is being recovered
+    /// (a recovery someone else asked for).
+    OtherRecovering { client: String, machine: String },
 }
 
 /// Why a writer's file is no longer its to write.
@@ -412,6 +433,14 @@ impl LeaseGone {
         }
     }
 }
+
+/// Why a journal record would not apply. Planning checks every change before its record
+/// is written, so a record that does not fit is the journal and the tree disagreeing — a
+/// damaged journal or a bug — never a caller's mistake: the NameNode reports it as an
+/// internal fault ([`FsError::Internal`]) with this as the cause.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct Misfit(String);
 
 /// The fault beneath an [`FsError::Internal`]. Shared, so an answer can be kept and
 /// sent again (the retry cache clones answers); two are equal when they read the same.
@@ -582,6 +611,16 @@ mod tests {
                     held: HeldBy::Caller,
                 })),
                 "org.apache.hadoop.hdfs.protocol.AlreadyBeingCreatedException",
+            ),
+            (
+                FsError::LeaseConflict(Box::new(Conflict {
+                    op: String::new(),
+                    path: String::new(),
+                    client: String::new(),
+                    machine: String::new(),
+                    held: HeldBy::Recovering,
+                })),
+                "org.apache.hadoop.hdfs.protocol.RecoveryInProgressException",
             ),
             (
                 FsError::LeaseGone {

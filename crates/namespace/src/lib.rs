@@ -613,7 +613,9 @@ impl Namespace {
     fn open_file_data(&mut self, slot: Slot, path: &str) -> Result<&mut FileData, FsError> {
         match &mut self.arena.get_mut(slot).body {
             Body::File(f) if f.uc().is_some() => Ok(f),
-            _ => Err(FsError::Io(format!("{path} is not a file open for write"))),
+            _ => Err(FsError::misfit(format!(
+                "{path} is not a file open for write"
+            ))),
         }
     }
 

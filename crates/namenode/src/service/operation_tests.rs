@@ -1058,6 +1058,21 @@ async fn lease_recovery_closes_at_the_length_the_primary_reports() {
             .await,
         Err(e) if e.is_lease_expired()
     ));
+    // A third writer meets the recovery under way; the recoverer's lease is live, so
+    // HDFS's words name who recovers (and the file's machine), not a lapsed lease.
+    let busy = nn
+        .append(&by(&nn, ALICE, Operation::Append), "/h", "third", false)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        busy.java_class(),
+        "org.apache.hadoop.hdfs.protocol.RecoveryInProgressException"
+    );
+    assert!(
+        busy.to_string()
+            .ends_with("because another recovery is in progress by recoverer on 127.0.0.1"),
+        "{busy}"
+    );
     // The primary's next heartbeat carries the order, with a new stamp.
     let beat = || HeartbeatReport {
         xceivers: 0,

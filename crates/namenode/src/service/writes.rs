@@ -16,7 +16,7 @@ use super::{Admitted, NameNodeService, Operation};
 use crate::blocks::placement::{choose_targets, PlacementRequest};
 use crate::blocks::registry::{Liveness, NodeIx};
 use crate::clock::now_ms;
-use crate::error::FsError;
+use crate::error::{Conflict, FsError, HeldBy};
 use crate::namespace::blocks::{NewBlock, Placed, Previous};
 use crate::namespace::inode::Block;
 use crate::namespace::query::FileStatus;
@@ -349,7 +349,9 @@ impl NameNodeService {
     /// A file still open by another client whose lease has lapsed the soft limit, or whose
     /// last block is being recovered, answers RecoveryInProgressException (after starting
     /// the recovery), as HDFS does; the caller tries again once the file is closed. `op`
-    /// names the call in the message, as HDFS's do (APPEND_FILE, TRUNCATE_FILE).
+    /// names the call in the message, as HDFS's do (APPEND_FILE, TRUNCATE_FILE). As HDFS's,
+    /// the words tell a lapsed lease ("lease recovery is in progress") from a live one
+    /// whose last block another caller's recovery holds ("another recovery … by C on M").
     async fn take_over_if_abandoned(
         &self,
         op: &str,
@@ -357,7 +359,7 @@ impl NameNodeService {
         src: &str,
         client_name: &str,
     ) -> Result<(), FsError> {
-        let (file_id, holder, last) = {
+        let (file_id, holder, holder_machine, last) = {
             let ns = self.ns.read();
             let Ok(slot) = ns.existing(src) else {
                 return Ok(());
@@ -369,7 +371,8 @@ impl NameNodeService {
                 return Ok(()); // the plan answers this one
             }
             let last = ns.last_block(slot).map(|b| b.id);
-            (ns.inode(slot).id, uc.client_name.clone(), last)
+            let machine = uc.client_machine.clone();
+            (ns.inode(slot).id, uc.client_name.clone(), machine, last)
         };
         let now = now_ms();
         let recovering = last.is_some_and(|id| {
@@ -390,10 +393,21 @@ impl NameNodeService {
         if !recovering && self.recover_file(file_id, None).await? == Outcome::Closed {
             return Ok(()); // closed at once: the call goes ahead
         }
-        Err(FsError::RecoveryInProgress(format!(
-            "Failed to {op} {src} for {client_name} on {} because lease recovery is in progress. Try again later.",
-            who.ip()
-        )))
+        let held = if lapsed {
+            HeldBy::Recovering
+        } else {
+            HeldBy::OtherRecovering {
+                client: holder,
+                machine: holder_machine,
+            }
+        };
+        Err(FsError::LeaseConflict(Box::new(Conflict {
+            op: op.to_string(),
+            path: src.to_string(),
+            client: client_name.to_string(),
+            machine: who.ip().to_string(),
+            held,
+        })))
     }
 
     /// truncate: true when the file is ready at once (a cut on a block boundary), false

@@ -242,7 +242,7 @@ impl Namespace {
                     .get(&slot)
                     .is_some_and(|r| !r.snaps.is_empty())
                 {
-                    return Err(FsError::Io(format!("{path} still has snapshots")));
+                    return Err(FsError::misfit(format!("{path} still has snapshots")));
                 }
                 self.snaps.roots.remove(&slot);
             }
@@ -261,9 +261,9 @@ impl Namespace {
                     .snaps
                     .roots
                     .get_mut(&slot)
-                    .ok_or_else(|| FsError::Io(format!("{path} is not snapshottable")))?;
+                    .ok_or_else(|| FsError::misfit(format!("{path} is not snapshottable")))?;
                 let id = SnapId::try_from(*id)
-                    .map_err(|_| FsError::Io(format!("snapshot id {id} out of range")))?;
+                    .map_err(|_| FsError::misfit(format!("snapshot id {id} out of range")))?;
                 root.snaps.push(Snap {
                     id,
                     name: name.clone(),
@@ -288,7 +288,7 @@ impl Namespace {
                 let (root, i) = self.touched_snapshot(path, old, *mtime)?;
                 root.snaps[i].name = new.clone();
             }
-            _ => return Err(FsError::Io(format!("not a snapshot record: {op:?}"))),
+            _ => return Err(FsError::misfit(format!("not a snapshot record: {op:?}"))),
         }
         Ok(())
     }
@@ -309,19 +309,19 @@ impl Namespace {
             .snaps
             .roots
             .get_mut(&slot)
-            .ok_or_else(|| FsError::Io(format!("{path} is not snapshottable")))?;
+            .ok_or_else(|| FsError::misfit(format!("{path} is not snapshottable")))?;
         let i = root
             .snaps
             .iter()
             .position(|s| s.name == name)
-            .ok_or_else(|| FsError::Io(format!("no snapshot {name} of {path}")))?;
+            .ok_or_else(|| FsError::misfit(format!("no snapshot {name} of {path}")))?;
         Ok((root, i))
     }
 
     fn snapshot_dir(&self, path: &str) -> Result<Slot, FsError> {
         let slot = self.existing(path)?;
         if !self.arena.get(slot).is_dir() {
-            return Err(FsError::Io(format!("{path} is not a directory")));
+            return Err(FsError::misfit(format!("{path} is not a directory")));
         }
         Ok(slot)
     }
