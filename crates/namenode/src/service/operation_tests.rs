@@ -1014,6 +1014,73 @@ async fn followers_read_the_records_applied() {
 /// A writer that went away after hflushing: recoverLease starts block recovery, the
 /// primary's heartbeat brings the order, and commitBlockSynchronization closes the file
 /// at the length the replicas agreed on.
+/// The recovery orders the DataNodes' next heartbeats carry.
+fn recovery_orders(nn: &NameNodeService) -> Vec<RecoveringBlock> {
+    (0..3)
+        .flat_map(|i| {
+            let beat = HeartbeatReport {
+                xceivers: 0,
+                storages: Vec::new(),
+            };
+            nn.heartbeat(
+                &by(nn, ALICE, Operation::SendHeartbeat),
+                &format!("dn-{i}"),
+                beat,
+            )
+        })
+        .filter_map(|c| match c {
+            DnCommand::Recover(b) => Some(b),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+/// A NameNode started less than a dead-node interval ago may not have heard from every
+/// DataNode: when the only replicas it knows of were left unfinished by their nodes'
+/// restarts (each may have lost flushed bytes), lease recovery waits for a node that
+/// stayed up. One up for longer recovers from what it has.
+#[tokio::test]
+async fn a_new_namenode_waits_for_late_reports_before_recovering_from_restarted_replicas() {
+    for (up_for_ms, recovers) in [(0, false), (Config::default().dead_interval_ms(), true)] {
+        let mut svc = NameNodeService::in_memory(Config::default(), SU);
+        svc.started_ms -= up_for_ms as i64 + 1;
+        let nn = Arc::new(svc);
+        for i in 0..3 {
+            datanode(&nn, i);
+        }
+        nn.set_permission(&by(&nn, SU, Operation::SetPermission), "/", 0o777)
+            .await
+            .unwrap();
+        let lb = first_block(&nn, "/r").await;
+        // Each node restarted mid-write: its full report holds the replica as RWR.
+        for l in &lb.locations {
+            let rwr = Reported {
+                id: lb.block.id,
+                len: 200,
+                gs: lb.block.gs,
+                state: ReplicaState::WaitingRecovery,
+            };
+            nn.block_report(
+                &by(&nn, ALICE, Operation::BlockReport),
+                &l.node.id.uuid,
+                &[(l.storage_uuid.clone(), vec![rwr])],
+            )
+            .unwrap();
+        }
+        let closed = nn
+            .recover_lease(&by(&nn, SU, Operation::RecoverLease), "/r", "recoverer")
+            .await
+            .unwrap();
+        assert!(!closed, "the block's length needs its replicas' agreement");
+        assert_eq!(
+            recovery_orders(&nn).len(),
+            usize::from(recovers),
+            "up for {up_for_ms} ms"
+        );
+    }
+}
+
 #[tokio::test]
 async fn lease_recovery_closes_at_the_length_the_primary_reports() {
     let nn = three_datanodes().await;
@@ -1074,24 +1141,7 @@ async fn lease_recovery_closes_at_the_length_the_primary_reports() {
         "{busy}"
     );
     // The primary's next heartbeat carries the order, with a new stamp.
-    let beat = || HeartbeatReport {
-        xceivers: 0,
-        storages: Vec::new(),
-    };
-    let orders: Vec<RecoveringBlock> = (0..3)
-        .flat_map(|i| {
-            nn.heartbeat(
-                &by(&nn, ALICE, Operation::SendHeartbeat),
-                &format!("dn-{i}"),
-                beat(),
-            )
-        })
-        .filter_map(|c| match c {
-            DnCommand::Recover(b) => Some(b),
-            _ => None,
-        })
-        .flatten()
-        .collect();
+    let orders = recovery_orders(&nn);
     assert_eq!(orders.len(), 1, "one primary: {orders:?}");
     let order = &orders[0];
     assert_eq!(order.block.block.id, lb.block.id);
