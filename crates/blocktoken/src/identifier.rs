@@ -120,7 +120,7 @@ impl Token {
 
 /// Hadoop's `WritableUtils.writeVLong`: one byte for -112..=127, else a length byte
 /// (its sign folded in) and the value's bytes, most significant first.
-pub fn write_vlong(out: &mut Vec<u8>, v: i64) {
+pub(crate) fn write_vlong(out: &mut Vec<u8>, v: i64) {
     if (-112..=127).contains(&v) {
         out.push(v as u8);
         return;
@@ -146,7 +146,12 @@ pub fn write_vlong(out: &mut Vec<u8>, v: i64) {
 
 /// Whether `password` is the HMAC of `identifier` and `pool` under `secret`, compared in
 /// constant time so that a forger learns nothing from how long a refusal takes.
-pub fn signature_matches(secret: &[u8], identifier: &[u8], pool: &str, password: &[u8]) -> bool {
+pub(crate) fn signature_matches(
+    secret: &[u8],
+    identifier: &[u8],
+    pool: &str,
+    password: &[u8],
+) -> bool {
     mac(secret, identifier, pool).verify_slice(password).is_ok()
 }
 

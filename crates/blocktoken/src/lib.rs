@@ -13,9 +13,9 @@
 //! - [`identifier`]: the identifier's fields and wire form, and signing.
 //! - [`keys`]: the NameNode's rolling key manager and the DataNode's key ring and checks.
 
-pub mod identifier;
+mod identifier;
 pub mod keys;
-pub mod runs;
+mod runs;
 
 use std::fmt;
 

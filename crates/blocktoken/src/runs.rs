@@ -8,7 +8,7 @@
 //! [`MAX_RUNS`] runs, one token per group.
 
 /// Most runs one identifier holds: 16 runs are at most ~300 bytes of varints.
-pub const MAX_RUNS: usize = 16;
+pub(crate) const MAX_RUNS: usize = 16;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Run {
@@ -64,7 +64,7 @@ impl Run {
 }
 
 /// Runs for `ids` in the order given (a reply's order), greedily.
-pub fn runs_of(ids: impl IntoIterator<Item = u64>) -> Vec<Run> {
+pub(crate) fn runs_of(ids: impl IntoIterator<Item = u64>) -> Vec<Run> {
     let mut runs: Vec<Run> = Vec::new();
     for id in ids {
         if !runs.last_mut().is_some_and(|r| r.extend(id)) {
@@ -76,7 +76,7 @@ pub fn runs_of(ids: impl IntoIterator<Item = u64>) -> Vec<Run> {
 
 /// Splits `ids` into consecutive groups of at most `max_runs` runs each, returned as
 /// index ranges into `ids` with their runs. A file written alone is one group.
-pub fn groups(ids: &[u64], max_runs: usize) -> Vec<(std::ops::Range<usize>, Vec<Run>)> {
+pub(crate) fn groups(ids: &[u64], max_runs: usize) -> Vec<(std::ops::Range<usize>, Vec<Run>)> {
     let mut out = Vec::new();
     let mut start = 0;
     let mut runs: Vec<Run> = Vec::new();
@@ -99,7 +99,7 @@ pub fn groups(ids: &[u64], max_runs: usize) -> Vec<(std::ops::Range<usize>, Vec<
 }
 
 /// The flat form an identifier carries: three numbers per run.
-pub fn flatten(runs: &[Run]) -> Vec<u64> {
+pub(crate) fn flatten(runs: &[Run]) -> Vec<u64> {
     runs.iter()
         .flat_map(|r| [r.first, r.stride, r.count])
         .collect()
@@ -107,7 +107,7 @@ pub fn flatten(runs: &[Run]) -> Vec<u64> {
 
 /// Whether a flat run list covers `id`. A list whose length is not a multiple of three
 /// covers nothing (only a forged identifier could have one, and those fail the HMAC first).
-pub fn covers(flat: &[u64], id: u64) -> bool {
+pub(crate) fn covers(flat: &[u64], id: u64) -> bool {
     flat.len() % 3 == 0
         && flat.chunks_exact(3).any(|c| {
             Run {

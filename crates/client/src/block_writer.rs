@@ -31,7 +31,7 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A sent packet not yet acknowledged by every node.
 #[derive(Clone, Debug)]
-pub struct Unacked {
+pub(crate) struct Unacked {
     pub seqno: i64,
     pub bytes: Bytes,
     /// Block offset just past the packet's data.
@@ -42,7 +42,7 @@ pub struct Unacked {
 
 type Queue = Arc<Mutex<VecDeque<Unacked>>>;
 
-pub struct BlockWriter {
+pub(crate) struct BlockWriter {
     wr: DataOut,
     in_flight: mpsc::Sender<i64>,
     acks: JoinHandle<std::result::Result<(), Failure>>,
@@ -59,14 +59,14 @@ pub struct BlockWriter {
 
 /// Why a pipeline could not be set up: the node to leave out next time.
 #[derive(Debug)]
-pub struct SetupFailure {
+pub(crate) struct SetupFailure {
     pub bad_node: String,
     pub error: Error,
 }
 
 /// Why a running pipeline stopped: which node (by pipeline position) to drop, if known.
 #[derive(Debug)]
-pub struct Failure {
+pub(crate) struct Failure {
     pub bad_index: Option<usize>,
     pub error: Error,
 }
@@ -82,7 +82,7 @@ impl From<Error> for Failure {
 
 /// How a pipeline is set up: a new block, or (recovery) one that already holds data.
 #[derive(Clone, Copy, Debug)]
-pub struct Setup {
+pub(crate) struct Setup {
     pub stage: Stage,
     /// Bytes every node acknowledged (the nodes cut their replicas back to this).
     pub acked: u64,
@@ -93,7 +93,7 @@ pub struct Setup {
 }
 
 impl Setup {
-    pub fn create(lb: &LocatedBlockProto) -> Setup {
+    pub(crate) fn create(lb: &LocatedBlockProto) -> Setup {
         Setup {
             stage: Stage::PipelineSetupCreate,
             acked: 0,
@@ -104,7 +104,7 @@ impl Setup {
 }
 
 impl BlockWriter {
-    pub async fn open(
+    pub(crate) async fn open(
         dial: &dyn Dial,
         lb: &LocatedBlockProto,
         client_name: &str,
@@ -186,7 +186,7 @@ impl BlockWriter {
     }
 
     /// Sends one packet of data (chunk-aligned except possibly the block's last).
-    pub async fn send(&mut self, data: &[u8]) -> std::result::Result<(), Failure> {
+    pub(crate) async fn send(&mut self, data: &[u8]) -> std::result::Result<(), Failure> {
         self.sums.clear();
         self.checksum.compute_into(data, &mut self.sums);
         let h = Header {
@@ -237,7 +237,10 @@ impl BlockWriter {
 
     /// Sends again the packets a failed pipeline left unacknowledged. All are queued
     /// first, so a failure partway leaves every one of them for the next attempt.
-    pub async fn resend(&mut self, packets: Vec<Unacked>) -> std::result::Result<(), Failure> {
+    pub(crate) async fn resend(
+        &mut self,
+        packets: Vec<Unacked>,
+    ) -> std::result::Result<(), Failure> {
         if let Some(p) = packets.last() {
             self.seqno = p.seqno + 1;
             self.written = p.end;
@@ -262,7 +265,7 @@ impl BlockWriter {
     }
 
     /// Waits until every node has acknowledged every packet sent so far (hflush).
-    pub async fn wait_acked(&mut self) -> std::result::Result<(), Failure> {
+    pub(crate) async fn wait_acked(&mut self) -> std::result::Result<(), Failure> {
         self.wr
             .flush()
             .await
@@ -280,14 +283,14 @@ impl BlockWriter {
     }
 
     /// After a failure: the packets to send again, and the bytes every node acknowledged.
-    pub fn leftovers(&self) -> (Vec<Unacked>, u64) {
+    pub(crate) fn leftovers(&self) -> (Vec<Unacked>, u64) {
         let q = self.unacked.lock().expect("not poisoned");
         (q.iter().cloned().collect(), *self.acked.borrow())
     }
 
     /// Sends the empty last packet (unless a resend already did) and waits until every
     /// packet is acknowledged: the replicas are finalized and reported by then.
-    pub async fn finish(&mut self, last_sent: bool) -> std::result::Result<u64, Failure> {
+    pub(crate) async fn finish(&mut self, last_sent: bool) -> std::result::Result<u64, Failure> {
         if !last_sent {
             let h = Header {
                 offset_in_block: self.written as i64,

@@ -6,13 +6,13 @@
 //! next replica (and telling the NameNode) when one is bad.
 
 pub mod block_reader;
-pub mod block_writer;
-pub mod error;
+mod block_writer;
+mod error;
 pub mod fs;
-pub mod reader;
+mod reader;
 mod replace;
 mod shared;
-pub mod writer;
+mod writer;
 
 pub use error::{Error, Result};
 pub use fs::{ClientOptions, ContentSummary, CreateOptions, FileStatus, FileSystem};

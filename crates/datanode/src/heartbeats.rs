@@ -20,7 +20,7 @@ use crate::storage::Dataset;
 
 /// One heartbeat, carrying out the commands in the answer. Returns whether the NameNode
 /// asked us to register again.
-pub async fn beat(link: &Arc<NnLink>, ds: &Arc<Dataset>) -> Result<bool, ClientError> {
+pub(crate) async fn beat(link: &Arc<NnLink>, ds: &Arc<Dataset>) -> Result<bool, ClientError> {
     let mut again = false;
     for cmd in link.heartbeat(ds).await? {
         again |= execute(link, ds, cmd).await;
@@ -29,7 +29,7 @@ pub async fn beat(link: &Arc<NnLink>, ds: &Arc<Dataset>) -> Result<bool, ClientE
 }
 
 /// Heartbeats until cancelled, carrying out the commands that come back.
-pub async fn run(
+pub(crate) async fn run(
     link: Arc<NnLink>,
     ds: Arc<Dataset>,
     interval: Duration,

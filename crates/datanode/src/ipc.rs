@@ -19,7 +19,7 @@ use crate::nn_link::NnLink;
 use crate::readserver::metrics::Snapshot;
 use crate::storage::Dataset;
 
-pub struct DnService {
+pub(crate) struct DnService {
     pub ds: Arc<Dataset>,
     /// Where a replica this port changed (a block recovery's update) is reported.
     pub link: Arc<NnLink>,
@@ -27,7 +27,7 @@ pub struct DnService {
 
 impl OpenService for DnService {}
 
-pub fn router(ds: Arc<Dataset>, link: Arc<NnLink>) -> Router<DnService> {
+pub(crate) fn router(ds: Arc<Dataset>, link: Arc<NnLink>) -> Router<DnService> {
     let mut r = Router::new(Arc::new(DnService { ds, link }));
     r.method(
         CLIENT_DATANODE_PROTOCOL,
@@ -64,7 +64,7 @@ async fn read_stats(
     Ok(to_proto(s.ds.reads().snapshot()))
 }
 
-pub fn to_proto(s: Snapshot) -> ReadStatsProto {
+pub(crate) fn to_proto(s: Snapshot) -> ReadStatsProto {
     ReadStatsProto {
         active_reads: s.active_reads,
         reads: s.reads,

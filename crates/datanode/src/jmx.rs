@@ -22,7 +22,7 @@ const DN: &str = "Hadoop:service=DataNode,name=";
 
 /// One volume as monitoring sees it.
 #[derive(Debug, Clone, Default)]
-pub struct VolumeFacts {
+pub(crate) struct VolumeFacts {
     pub root: PathBuf,
     pub failed: bool,
     pub capacity: u64,
@@ -35,7 +35,7 @@ pub struct VolumeFacts {
 
 /// What stays fixed for a DataNode's life.
 #[derive(Debug, Clone, Default)]
-pub struct NodeInfo {
+pub(crate) struct NodeInfo {
     pub uuid: String,
     pub cluster_id: String,
     pub started_ms: u64,
@@ -45,14 +45,14 @@ pub struct NodeInfo {
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct Facts {
+pub(crate) struct Facts {
     pub node: NodeInfo,
     pub volumes: Vec<VolumeFacts>,
     pub reads: Option<Snapshot>,
 }
 
 impl Facts {
-    pub fn gather(ds: &Dataset, node: &NodeInfo) -> Facts {
+    pub(crate) fn gather(ds: &Dataset, node: &NodeInfo) -> Facts {
         let usage = ds.usage();
         let volumes = ds
             .volumes
@@ -81,7 +81,7 @@ impl Facts {
 }
 
 /// The DataNode's beans, answered afresh for every request.
-pub struct DataNodeBeans {
+pub(crate) struct DataNodeBeans {
     pub ds: Arc<Dataset>,
     pub node: NodeInfo,
 }
@@ -92,7 +92,7 @@ impl Beans for DataNodeBeans {
     }
 }
 
-pub fn beans(f: &Facts) -> Vec<Bean> {
+pub(crate) fn beans(f: &Facts) -> Vec<Bean> {
     let mut out = vec![
         dataset_state(f, format!("{DN}FSDatasetState")),
         dataset_state(f, format!("{DN}FSDatasetState-{}", f.node.uuid)).with(

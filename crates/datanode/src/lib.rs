@@ -5,15 +5,15 @@
 //! heartbeats, reports blocks and carries out the commands that come back.
 //! [`DataNode::start`] wires them together.
 
-pub mod heartbeats;
-pub mod ipc;
-pub mod jmx;
+mod heartbeats;
+mod ipc;
+mod jmx;
 pub mod nn_link;
 pub mod readserver;
-pub mod recovery;
+mod recovery;
 pub mod storage;
-pub mod webhdfs;
-pub mod xceiver;
+mod webhdfs;
+mod xceiver;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

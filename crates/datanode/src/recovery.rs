@@ -29,7 +29,7 @@ const PEER_TIMEOUT: Duration = Duration::from_secs(20);
 /// What the primary decided: the length, and which replicas (by index into the block's
 /// locations) take part.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Plan {
+pub(crate) struct Plan {
     pub len: u64,
     pub participants: Vec<usize>,
 }
@@ -49,7 +49,7 @@ pub struct Plan {
 /// one that stayed up (HDFS: any stamp not older than the NameNode's); and finalized ones
 /// that disagree give the longest (HDFS refuses). A truncate's length wins where the
 /// replicas hold it. None when no replica holds a byte.
-pub fn choose(replicas: &[(usize, ReplicaInfo)], truncate: Option<u64>) -> Option<Plan> {
+pub(crate) fn choose(replicas: &[(usize, ReplicaInfo)], truncate: Option<u64>) -> Option<Plan> {
     // A replica that stayed up under a newer stamp was set up by the writer after the
     // others' stamp (an append or a pipeline recovery reopened it with every byte they
     // have): one under an older stamp is stale, however finished it looks. HDFS keeps
@@ -112,7 +112,7 @@ pub fn choose(replicas: &[(usize, ReplicaInfo)], truncate: Option<u64>) -> Optio
 /// Why a step of a block recovery failed. The primary logs it and gives the recovery up
 /// (the NameNode starts it again); a peer's step answers it to the primary.
 #[derive(Debug, thiserror::Error)]
-pub enum RecoveryError {
+pub(crate) enum RecoveryError {
     #[error(transparent)]
     Storage(#[from] StorageError),
     #[error("the disk task stopped: {0}")]
@@ -143,7 +143,7 @@ pub enum RecoveryError {
 
 /// Carries out one recovery the NameNode ordered. Failures are logged: the NameNode starts
 /// the recovery again, with another primary, when no report comes.
-pub async fn run(ds: Arc<Dataset>, link: Arc<NnLink>, rb: RecoveringBlockProto) {
+pub(crate) async fn run(ds: Arc<Dataset>, link: Arc<NnLink>, rb: RecoveringBlockProto) {
     let id = rb.block.b.block_id;
     match recover(&ds, &link, &rb).await {
         Ok(len) => info!(
@@ -262,7 +262,7 @@ async fn on_disk<T: Send + 'static>(
 /// replica at once, as HDFS's DataNodes tell it: a report of the replica's old stamp that
 /// crossed the recovery makes the NameNode drop this node as a location, and only this
 /// report (or the next full one, hours away) gives it back.
-pub async fn update_local(
+pub(crate) async fn update_local(
     ds: Arc<Dataset>,
     link: &NnLink,
     id: u64,
@@ -284,7 +284,7 @@ pub async fn update_local(
 }
 
 /// initReplicaRecovery on this node's own replica, answered as the protocol answers it.
-pub async fn init_local(
+pub(crate) async fn init_local(
     ds: Arc<Dataset>,
     rb: RecoveringBlockProto,
 ) -> Result<InitReplicaRecoveryResponseProto, RecoveryError> {

@@ -26,7 +26,7 @@ use tracing::warn;
 /// `/webhdfs/v1`, open to pages of any origin: the NameNode's web UI (another port, so
 /// another origin) reads and uploads here after the NameNode's redirect. No cookie or
 /// credential is involved: the identity travels in the URL the NameNode signed.
-pub fn router() -> Router {
+pub(crate) fn router() -> Router {
     let cors = CorsLayer::new()
         .allow_origin(Any)
         .allow_methods([Method::GET, Method::PUT, Method::POST])

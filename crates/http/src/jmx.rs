@@ -108,7 +108,7 @@ impl Beans for BeanSlot {
 
 /// What a `/jmx` request asks for.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Query {
+pub(crate) enum Query {
     All,
     Matching(String),
     Attribute { bean: String, attr: String },
@@ -116,7 +116,7 @@ pub enum Query {
 
 impl Query {
     /// From the request's `qry` and `get` parameters (`get` wins, as in HDFS).
-    pub fn parse(qry: Option<&str>, get: Option<&str>) -> Result<Query, BadQuery> {
+    pub(crate) fn parse(qry: Option<&str>, get: Option<&str>) -> Result<Query, BadQuery> {
         if let Some(get) = get {
             return match get.split_once("::") {
                 Some((bean, attr)) if !bean.is_empty() && !attr.is_empty() => {
@@ -137,7 +137,7 @@ impl Query {
 
 /// A `get=` that is not `BEAN::ATTRIBUTE`, refused in the words of HDFS's JMX servlet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BadQuery;
+pub(crate) struct BadQuery;
 
 impl std::fmt::Display for BadQuery {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -148,7 +148,7 @@ impl std::fmt::Display for BadQuery {
 impl std::error::Error for BadQuery {}
 
 /// The JSON answer to `q` over `beans`.
-pub fn answer(beans: &[Bean], q: &Query) -> Value {
+pub(crate) fn answer(beans: &[Bean], q: &Query) -> Value {
     let chosen: Vec<Value> = beans
         .iter()
         .filter_map(|b| match q {
@@ -161,14 +161,14 @@ pub fn answer(beans: &[Bean], q: &Query) -> Value {
 }
 
 /// The answer to a request that could not be understood.
-pub fn error(message: &str) -> Value {
+pub(crate) fn error(message: &str) -> Value {
     json!({ "result": "ERROR", "message": message })
 }
 
 /// Whether `text` matches `pattern`, where `*` matches any run of characters and `?` any
 /// one. Iterative, with one point to come back to: linear in practice, and never the
 /// exponential blow-up of naive recursion on patterns like `*a*a*a*b`.
-pub fn glob(pattern: &str, text: &str) -> bool {
+pub(crate) fn glob(pattern: &str, text: &str) -> bool {
     let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
     let (mut pi, mut ti) = (0, 0);
     // Where the last `*` was, and where in the text it was tried from.

@@ -3,8 +3,8 @@
 //! `/isActive` health check load balancers use, and its `/startupProgress`. Routes a server
 //! adds of its own (WebHDFS) are merged in by the caller.
 
-pub mod jmx;
-pub mod prom;
+mod jmx;
+mod prom;
 mod serve;
 pub mod webhdfs;
 

@@ -15,7 +15,7 @@ use crate::jmx::Bean;
 /// Hadoop's `prometheusName`: the record and metric names, CamelCase split into
 /// lower-case words joined by `_` (`FSNamesystem` + `FilesTotal` → `fs_namesystem_files_total`),
 /// anything outside `[a-zA-Z0-9_]` turned into `_`.
-pub fn metric_name(record: &str, metric: &str) -> String {
+pub(crate) fn metric_name(record: &str, metric: &str) -> String {
     let joined: String = format!("{}{}", capitalize(record), capitalize(metric))
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
@@ -72,7 +72,7 @@ fn kind(metric: &str) -> &'static str {
 }
 
 /// The exposition of `beans`, with `hostname` as every sample's `hostname` label.
-pub fn exposition(beans: &[Bean], hostname: &str) -> String {
+pub(crate) fn exposition(beans: &[Bean], hostname: &str) -> String {
     let mut out = String::new();
     let mut typed = std::collections::HashSet::new();
     for b in beans {

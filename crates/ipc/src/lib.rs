@@ -24,9 +24,9 @@ mod low_water;
 pub mod metrics;
 pub mod net;
 mod outbox;
-pub mod retry_cache;
-pub mod router;
-pub mod sasl;
+mod retry_cache;
+mod router;
+mod sasl;
 pub mod server;
 
 pub use error::{ErrorCode, RpcError};

@@ -31,8 +31,8 @@ use crate::chunker::Chunker;
 use crate::RpcError;
 
 /// The reply a call produced: encoded body bytes, or the error it raised.
-pub type CachedReply = Result<Bytes, RpcError>;
-pub type Cell = Arc<OnceCell<CachedReply>>;
+pub(crate) type CachedReply = Result<Bytes, RpcError>;
+pub(crate) type Cell = Arc<OnceCell<CachedReply>>;
 
 /// Replies of at most this many bytes are kept inside their record.
 const INLINE: usize = 15;
@@ -86,7 +86,7 @@ impl Reply {
 }
 
 /// What the cache knows about a call.
-pub enum Lookup {
+pub(crate) enum Lookup {
     /// First attempt: run it through the cell, then [`RetryCache::finish`].
     Fresh(Cell),
     /// A retry while the first attempt runs: wait on the cell.
@@ -105,7 +105,7 @@ struct Record {
     reply: Reply,
 }
 
-pub struct RetryCache {
+pub(crate) struct RetryCache {
     inner: Mutex<Inner>,
     ttl_ms: u64,
     capacity: usize,
@@ -143,7 +143,7 @@ impl Inner {
 
 impl RetryCache {
     /// A cache holding at most `capacity` replies for `ttl`; capacity 0 turns it off.
-    pub fn new(ttl: Duration, capacity: usize) -> Self {
+    pub(crate) fn new(ttl: Duration, capacity: usize) -> Self {
         Self::starting_at(ttl, capacity, 0)
     }
 
@@ -186,7 +186,7 @@ impl RetryCache {
 
     /// Looks the call up, registering it if this is the first attempt. `None` when the call
     /// cannot be deduplicated (no 16-byte clientId, a negative callId, or the cache is off).
-    pub fn begin(&self, client_id: &[u8], call_id: i32, now: Instant) -> Option<Lookup> {
+    pub(crate) fn begin(&self, client_id: &[u8], call_id: i32, now: Instant) -> Option<Lookup> {
         let key = self.key(client_id, call_id)?;
         let hash = self.hasher.hash_one(key);
         let at_ms = self.ms(now);
@@ -213,7 +213,7 @@ impl RetryCache {
     }
 
     /// Records the first attempt's reply in its compact form.
-    pub fn finish(&self, client_id: &[u8], call_id: i32, reply: &CachedReply) {
+    pub(crate) fn finish(&self, client_id: &[u8], call_id: i32, reply: &CachedReply) {
         let Some(key) = self.key(client_id, call_id) else {
             return;
         };
@@ -256,12 +256,9 @@ impl RetryCache {
         }
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.inner.lock().ring.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 

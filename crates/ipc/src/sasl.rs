@@ -9,7 +9,7 @@ use ferrite_proto::common::rpc_sasl_proto::SaslState;
 use ferrite_proto::common::RpcSaslProto;
 
 #[derive(Debug, PartialEq)]
-pub enum SaslOutcome {
+pub(crate) enum SaslOutcome {
     /// Send this message back (callId -33) and keep negotiating.
     Reply(RpcSaslProto),
     /// Negotiation is over; the connection context comes next. Nothing to send.
@@ -19,7 +19,7 @@ pub enum SaslOutcome {
 }
 
 /// Handles one SASL message from the client.
-pub fn on_sasl_message(msg: &RpcSaslProto) -> SaslOutcome {
+pub(crate) fn on_sasl_message(msg: &RpcSaslProto) -> SaslOutcome {
     match SaslState::try_from(msg.state) {
         Ok(SaslState::Negotiate) => SaslOutcome::Reply(RpcSaslProto {
             state: SaslState::Success as i32,

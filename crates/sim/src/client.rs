@@ -34,7 +34,7 @@ const RETRY_PAUSE: Duration = Duration::from_millis(250);
 const ATTEMPTS: i32 = 4;
 
 /// What the run found wrong, shared by every client.
-pub type Findings = Arc<Mutex<Vec<String>>>;
+pub(crate) type Findings = Arc<Mutex<Vec<String>>>;
 
 /// What a call came back with.
 enum Outcome<T> {
@@ -71,7 +71,7 @@ impl<T> Outcome<T> {
     }
 }
 
-pub struct Client {
+pub(crate) struct Client {
     pub id: usize,
     user: String,
     root: String,
@@ -96,7 +96,12 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new(id: usize, seed: u64, findings: Findings, trace: Arc<Mutex<Vec<String>>>) -> Self {
+    pub(crate) fn new(
+        id: usize,
+        seed: u64,
+        findings: Findings,
+        trace: Arc<Mutex<Vec<String>>>,
+    ) -> Self {
         Client {
             id,
             user: format!("u{id}"),
@@ -132,7 +137,7 @@ impl Client {
     }
 
     /// Runs `ops` operations, then checks the whole directory against the model.
-    pub async fn run(mut self, ops: usize) -> turmoil::Result {
+    pub(crate) async fn run(mut self, ops: usize) -> turmoil::Result {
         self.setup().await;
         for _ in 0..ops {
             if self.connections > self.checked_at {

@@ -4,6 +4,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,25 +20,31 @@ use crate::namenode::{PORT, SUPERUSER};
 use crate::net::{SimDial, SimListener};
 
 /// The ports every DataNode host serves on (each host has its own address).
-pub const XFER_PORT: u16 = 9866;
-pub const IPC_PORT: u16 = 9867;
+pub(crate) const XFER_PORT: u16 = 9866;
+pub(crate) const IPC_PORT: u16 = 9867;
 /// The block size the simulated writers use: small, so files span several blocks.
-pub const BLOCK_SIZE: u64 = 16 << 10;
+pub(crate) const BLOCK_SIZE: u64 = 16 << 10;
 /// A volume's capacity.
 const CAPACITY: u64 = 1 << 30;
 
 /// The host name of DataNode `i`.
-pub fn host(i: usize) -> String {
+pub(crate) fn host(i: usize) -> String {
     format!("dn{i}")
 }
 
 /// A DataNode's disk, kept by the run across the host's lives.
-pub fn disk() -> Arc<MemoryFiles> {
+pub(crate) fn disk() -> Arc<MemoryFiles> {
     Arc::new(MemoryFiles::new(CAPACITY))
 }
 
-/// Runs one life of DataNode `i` (until the simulator crashes it).
-pub async fn run(i: usize, disk: Arc<MemoryFiles>) -> turmoil::Result {
+/// Runs one life of DataNode `i` (until the simulator crashes it); `serving[i]` is set
+/// once it has joined the NameNode and serves.
+pub(crate) async fn run(
+    i: usize,
+    disk: Arc<MemoryFiles>,
+    serving: Arc<Vec<AtomicBool>>,
+) -> turmoil::Result {
+    serving[i].store(false, Ordering::SeqCst);
     let me = turmoil::lookup(host(i));
     let nn = SocketAddr::new(turmoil::lookup("nn"), PORT);
     let dial: Arc<dyn Dial> = Arc::new(SimDial);
@@ -58,6 +65,7 @@ pub async fn run(i: usize, disk: Arc<MemoryFiles>) -> turmoil::Result {
         http: None,
     };
     let _dn = DataNode::serve(&config(nn), parts, cancel).await?;
+    serving[i].store(true, Ordering::SeqCst);
     std::future::pending::<()>().await;
     Ok(())
 }

@@ -25,7 +25,7 @@ use tokio::sync::Notify;
 
 /// How the disk behaves now; the fault schedule changes it between steps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Health {
+pub(crate) enum Health {
     /// Syncs take a millisecond or two.
     Good,
     /// Syncs take this long.
@@ -43,7 +43,7 @@ struct Bytes {
 }
 
 /// The journal disk of one NameNode.
-pub struct Disk {
+pub(crate) struct Disk {
     bytes: Mutex<Bytes>,
     health: Mutex<Health>,
     /// Set once a sync failed on this disk (until it is replaced).
@@ -51,7 +51,7 @@ pub struct Disk {
 }
 
 /// What a restart found on the disk.
-pub struct Recovered {
+pub(crate) struct Recovered {
     pub records: Vec<(u64, Op)>,
     /// Bytes past the last record that verified (a torn write), now cut off.
     pub torn_bytes: usize,
@@ -68,29 +68,29 @@ impl Default for Disk {
 }
 
 impl Disk {
-    pub fn set_health(&self, h: Health) {
+    pub(crate) fn set_health(&self, h: Health) {
         *self.health.lock() = h;
     }
 
-    pub fn health(&self) -> Health {
+    pub(crate) fn health(&self) -> Health {
         *self.health.lock()
     }
 
     /// Whether a sync has failed on this disk.
-    pub fn failed(&self) -> bool {
+    pub(crate) fn failed(&self) -> bool {
         self.failed.load(Ordering::SeqCst)
     }
 
     /// The disk is swapped for a healthy one holding the same durable bytes (an operator's
     /// repair before the restart).
-    pub fn replace(&self) {
+    pub(crate) fn replace(&self) {
         self.failed.store(false, Ordering::SeqCst);
         self.set_health(Health::Good);
     }
 
     /// The host died: unsynced bytes are kept only up to a random point, which may cut the
     /// last record in two.
-    pub fn crash(&self, rng: &mut impl Rng) {
+    pub(crate) fn crash(&self, rng: &mut impl Rng) {
         let mut b = self.bytes.lock();
         let keep = rng.random_range(0..=b.unsynced.len());
         let kept: Vec<u8> = b.unsynced.drain(..keep).collect();
@@ -99,7 +99,7 @@ impl Disk {
     }
 
     /// Reads the records back, cutting the disk at the first that does not verify.
-    pub fn recover(&self) -> Recovered {
+    pub(crate) fn recover(&self) -> Recovered {
         let mut b = self.bytes.lock();
         assert!(
             b.unsynced.is_empty(),
@@ -154,7 +154,7 @@ struct State {
 }
 
 /// The NameNode's journal on a simulated [`Disk`]; its sync task holds it too.
-pub struct SimJournal(Arc<Inner>);
+pub(crate) struct SimJournal(Arc<Inner>);
 
 struct Inner {
     disk: Arc<Disk>,
@@ -174,7 +174,7 @@ struct Inner {
 impl SimJournal {
     /// A journal continuing after `last_txid`, with its sync task spawned on the running
     /// (simulated host's) runtime; `seed` draws its sync latencies.
-    pub fn start(disk: Arc<Disk>, last_txid: u64, seed: u64) -> SimJournal {
+    pub(crate) fn start(disk: Arc<Disk>, last_txid: u64, seed: u64) -> SimJournal {
         let j = Arc::new(Inner {
             disk,
             state: Mutex::new(State {

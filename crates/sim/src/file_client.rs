@@ -32,7 +32,7 @@ use crate::net::SimDial;
 const OP_TIMEOUT: Duration = Duration::from_secs(30);
 const PAUSE: Duration = Duration::from_millis(250);
 /// The replication every file asks for (the run has more DataNodes than this).
-pub const REPLICATION: usize = 3;
+pub(crate) const REPLICATION: usize = 3;
 /// How long the end waits for every block to reach its replication.
 const CONVERGE_WITHIN: Duration = Duration::from_secs(240);
 
@@ -49,15 +49,26 @@ struct Written {
     may_be_absent: bool,
 }
 
-/// Shared with the run: file clients in their final checks, and whether the run has
-/// healed every fault for them.
+/// Shared with the run: file clients in their final checks, whether the run has healed
+/// every fault for them, and which DataNodes serve (one flag each, set by the host once
+/// its DataNode has joined the NameNode, cleared when a new life of it begins).
 #[derive(Clone, Default)]
-pub struct EndGate {
+pub(crate) struct EndGate {
     pub waiting: Arc<AtomicUsize>,
     pub healed: Arc<AtomicBool>,
+    pub serving: Arc<Vec<AtomicBool>>,
 }
 
-pub struct FileClient {
+impl EndGate {
+    pub(crate) fn new(datanodes: usize) -> Self {
+        EndGate {
+            serving: Arc::new((0..datanodes).map(|_| AtomicBool::new(false)).collect()),
+            ..Default::default()
+        }
+    }
+}
+
+pub(crate) struct FileClient {
     pub id: usize,
     rng: SmallRng,
     fs: Option<FileSystem>,
@@ -72,7 +83,7 @@ pub struct FileClient {
 }
 
 impl FileClient {
-    pub fn new(
+    pub(crate) fn new(
         id: usize,
         seed: u64,
         findings: Findings,
@@ -117,7 +128,7 @@ impl FileClient {
             .push(format!("file client w{}: {what}", self.id));
     }
 
-    pub async fn run(mut self, ops: usize, datanodes: usize) -> turmoil::Result {
+    pub(crate) async fn run(mut self, ops: usize, datanodes: usize) -> turmoil::Result {
         self.await_datanodes(datanodes).await;
         for _ in 0..ops {
             if self.connected().await.is_none() {
@@ -366,6 +377,7 @@ impl FileClient {
                 break fs;
             }
         };
+        self.await_serving_datanodes().await;
         let paths: Vec<String> = self.files.keys().cloned().collect();
         for path in &paths {
             if !self.files[path].closed {
@@ -436,6 +448,23 @@ impl FileClient {
                 return;
             }
             tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+    }
+
+    /// Waits for every DataNode restarted by the healing to serve again. Until it has
+    /// joined, the NameNode (which has not yet declared its last life dead) still lists
+    /// its replicas, and reading them fails for a reason no client could avoid.
+    async fn await_serving_datanodes(&mut self) {
+        let deadline = tokio::time::Instant::now() + CONVERGE_WITHIN;
+        let serving = self.gate.serving.clone();
+        while let Some(i) = serving.iter().position(|s| !s.load(Ordering::SeqCst)) {
+            if tokio::time::Instant::now() >= deadline {
+                let host = crate::datanode::host(i);
+                return self.find(format!(
+                    "{host} did not serve again within {CONVERGE_WITHIN:?}"
+                ));
+            }
+            tokio::time::sleep(PAUSE).await;
         }
     }
 

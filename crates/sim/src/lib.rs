@@ -12,13 +12,13 @@
 //! `cargo run -p ferrite-sim -- --seeds N` runs many seeds; a failing one prints how to
 //! replay it.
 
-pub mod client;
-pub mod datanode;
-pub mod disk;
-pub mod file_client;
-pub mod model;
-pub mod namenode;
-pub mod net;
-pub mod run;
+mod client;
+mod datanode;
+mod disk;
+mod file_client;
+mod model;
+mod namenode;
+mod net;
+mod run;
 
-pub use run::{replay_hint, run_seed, Options, Report};
+pub use run::{replay_hint, run_seed, time_seed, Options, Report};

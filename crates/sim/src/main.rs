@@ -67,7 +67,7 @@ fn main() {
         report(&r, &opts);
         std::process::exit(if r.findings.is_empty() { 0 } else { 1 });
     }
-    let first = args.first.unwrap_or_else(ferrite_sim::run::time_seed);
+    let first = args.first.unwrap_or_else(ferrite_sim::time_seed);
     let mut failed = 0;
     for seed in first..first + args.seeds {
         let r = run_seed(seed, &opts);

@@ -5,20 +5,20 @@
 use std::collections::BTreeMap;
 
 /// A path under the client's root, without a leading slash (`d1/f3`).
-pub type Rel = String;
+pub(crate) type Rel = String;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Dir,
     File,
 }
 
 /// Every entry under a root, by relative path.
-pub type Tree = BTreeMap<Rel, Kind>;
+pub(crate) type Tree = BTreeMap<Rel, Kind>;
 
 /// One operation a client runs on its own directory.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Op {
+pub(crate) enum Op {
     Mkdir(Rel),
     /// create (no overwrite, parents made), then complete.
     Create(Rel),
@@ -37,7 +37,7 @@ pub enum Op {
 
 /// What the NameNode should answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Expect {
+pub(crate) enum Expect {
     /// Success, with the call's boolean where it has one.
     Ok(bool),
     /// An exception, and nothing changes.
@@ -45,7 +45,7 @@ pub enum Expect {
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct Model {
+pub(crate) struct Model {
     pub tree: Tree,
     pub snapshots: BTreeMap<String, Tree>,
 }
@@ -72,7 +72,7 @@ impl Model {
     }
 
     /// What `op` should answer now.
-    pub fn expect(&self, op: &Op) -> Expect {
+    pub(crate) fn expect(&self, op: &Op) -> Expect {
         match op {
             Op::Mkdir(p) => {
                 if self.file_above(p) || self.kind(p) == Some(Kind::File) {
@@ -147,7 +147,7 @@ impl Model {
     }
 
     /// Applies `op` as the NameNode did.
-    pub fn apply(&mut self, op: &Op) {
+    pub(crate) fn apply(&mut self, op: &Op) {
         if self.expect(op) != Expect::Ok(true) {
             return;
         }
@@ -181,7 +181,7 @@ impl Model {
 
     /// Whether `op` took effect, told from the tree observed after it (the client's own
     /// directory, which no one else changes): for an operation whose answer was lost.
-    pub fn took_effect(op: &Op, observed: &Tree, snapshots: &[String]) -> bool {
+    pub(crate) fn took_effect(op: &Op, observed: &Tree, snapshots: &[String]) -> bool {
         match op {
             Op::Mkdir(p) => observed.get(p) == Some(&Kind::Dir),
             Op::Create(p) => observed.get(p) == Some(&Kind::File),

@@ -18,12 +18,12 @@ use crate::disk::{Disk, SimJournal};
 use crate::net::SimListener;
 
 /// The NameNode's user: the superuser, as whoever starts a NameNode is.
-pub const SUPERUSER: &str = "hdfs";
+pub(crate) const SUPERUSER: &str = "hdfs";
 /// The port it serves ClientProtocol on.
-pub const PORT: u16 = 8020;
+pub(crate) const PORT: u16 = 8020;
 
 /// Runs one life of the NameNode host (until the simulator crashes it).
-pub async fn run(disk: Arc<Disk>, seed: u64, life: u64) -> turmoil::Result {
+pub(crate) async fn run(disk: Arc<Disk>, seed: u64, life: u64) -> turmoil::Result {
     let now = ferrite_namenode::clock::now_ms();
     let recovered = disk.recover();
     let cfg = config();

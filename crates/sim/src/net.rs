@@ -13,14 +13,14 @@ use tokio::io::AsyncWrite;
 /// A simulated host's listening socket. turmoil binds the unspecified address only, so
 /// the listener also knows the host's own address, for servers that advertise theirs
 /// (a DataNode registers its address with the NameNode).
-pub struct SimListener {
+pub(crate) struct SimListener {
     inner: turmoil::net::TcpListener,
     addr: SocketAddr,
 }
 
 impl SimListener {
     /// Listens on `port` of host `me`.
-    pub async fn bind(me: std::net::IpAddr, port: u16) -> io::Result<SimListener> {
+    pub(crate) async fn bind(me: std::net::IpAddr, port: u16) -> io::Result<SimListener> {
         let inner = turmoil::net::TcpListener::bind(("0.0.0.0", port)).await?;
         Ok(SimListener {
             inner,
@@ -30,7 +30,7 @@ impl SimListener {
 }
 
 /// One simulated TCP stream.
-pub struct SimConn(pub turmoil::net::TcpStream);
+pub(crate) struct SimConn(pub turmoil::net::TcpStream);
 
 impl Conn for SimConn {
     type Read = turmoil::net::tcp::OwnedReadHalf;
@@ -64,7 +64,7 @@ impl Listen for SimListener {
 }
 
 /// A simulated stream's write half: no kernel socket, so block data is copied to it.
-pub struct SimWrite(turmoil::net::tcp::OwnedWriteHalf);
+pub(crate) struct SimWrite(turmoil::net::tcp::OwnedWriteHalf);
 
 impl AsyncWrite for SimWrite {
     fn poll_write(
@@ -87,7 +87,7 @@ impl AsyncWrite for SimWrite {
 impl WriteHalf for SimWrite {}
 
 /// Outgoing connections on the simulated network, for the DataNodes and the file clients.
-pub struct SimDial;
+pub(crate) struct SimDial;
 
 impl Dial for SimDial {
     fn dial<'a>(&'a self, addr: &'a str) -> DialFuture<'a> {

@@ -130,15 +130,15 @@ pub fn run_seed(seed: u64, opts: &Options) -> Report {
     let dn_disks: DnDisks = (0..opts.datanodes)
         .map(|_| Arc::new(Mutex::new(crate::datanode::disk())))
         .collect();
+    let gate = EndGate::new(opts.datanodes);
     for (i, d) in dn_disks.iter().enumerate() {
-        let d = d.clone();
+        let (d, serving) = (d.clone(), gate.serving.clone());
         sim.host(crate::datanode::host(i), move || {
-            crate::datanode::run(i, d.lock().clone())
+            crate::datanode::run(i, d.lock().clone(), serving.clone())
         });
     }
     let findings: Findings = Arc::new(Mutex::new(Vec::new()));
     let trace = Arc::new(Mutex::new(Vec::new()));
-    let gate = EndGate::default();
     for id in 0..opts.file_clients {
         let mut c = FileClient::new(id, seed, findings.clone(), trace.clone(), gate.clone());
         c.echo = opts.echo;

@@ -13,7 +13,7 @@ use super::{Writer, Xceiver};
 /// Checks `token` for `want` on `blk`. On refusal, answers the peer and returns false.
 /// `first_bad_link` is set for WRITE_BLOCK, as HDFS does, so that a writer's pipeline
 /// logic names this node.
-pub async fn allowed<W: Writer>(
+pub(crate) async fn allowed<W: Writer>(
     x: &Xceiver,
     wr: &mut W,
     op: &str,

@@ -15,7 +15,7 @@ use md5::{Digest, Md5};
 use super::access::allowed;
 use super::{refuse, timed, Reader, Writer, Xceiver};
 
-pub async fn serve<R: Reader, W: Writer>(
+pub(crate) async fn serve<R: Reader, W: Writer>(
     x: &Xceiver,
     rd: &mut R,
     wr: &mut W,

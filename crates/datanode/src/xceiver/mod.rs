@@ -1,13 +1,13 @@
 //! The data-transfer server: one task per connection, reading ops until the peer closes,
 //! an op fails, or a kept-alive connection stays idle too long.
 
-pub mod access;
-pub mod block_checksum;
-pub mod read;
-pub mod replace;
-pub mod source;
-pub mod transfer;
-pub mod write;
+pub(crate) mod access;
+pub(crate) mod block_checksum;
+pub(crate) mod read;
+pub(crate) mod replace;
+pub(crate) mod source;
+pub(crate) mod transfer;
+pub(crate) mod write;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -54,7 +54,7 @@ impl Default for XceiverConfig {
     }
 }
 
-pub struct Xceiver {
+pub(crate) struct Xceiver {
     pub ds: Arc<Dataset>,
     pub link: Arc<NnLink>,
     pub cfg: XceiverConfig,
@@ -78,10 +78,10 @@ impl Drop for Active<'_> {
 
 /// A data connection's halves, boxed: TCP's, the simulator's, or a dialed one's. A
 /// pipeline's streams to its neighbours are the same types whichever side opened them.
-pub type DataIn = BoxRead;
-pub type DataOut = BoxWrite;
+pub(crate) type DataIn = BoxRead;
+pub(crate) type DataOut = BoxWrite;
 
-pub async fn serve<L: Listen>(x: Arc<Xceiver>, listener: L, cancel: CancellationToken) {
+pub(crate) async fn serve<L: Listen>(x: Arc<Xceiver>, listener: L, cancel: CancellationToken) {
     loop {
         let (stream, peer) = tokio::select! {
             r = listener.accept() => match r {
@@ -153,7 +153,7 @@ async fn connection<C: Conn>(x: &Xceiver, stream: C) -> Result<(), TransferError
 }
 
 /// Answers an op with an error status and a message (best effort: the peer may be gone).
-pub async fn refuse<W: AsyncWrite + Unpin>(w: &mut W, status: Status, message: &str) {
+pub(crate) async fn refuse<W: AsyncWrite + Unpin>(w: &mut W, status: Status, message: &str) {
     let resp = BlockOpResponseProto {
         status: status as i32,
         message: Some(message.to_string()),
@@ -163,7 +163,7 @@ pub async fn refuse<W: AsyncWrite + Unpin>(w: &mut W, status: Status, message: &
 }
 
 /// Reads with the per-operation timeout.
-pub async fn timed<T>(
+pub(crate) async fn timed<T>(
     d: Duration,
     f: impl std::future::Future<Output = Result<T, TransferError>>,
 ) -> Result<T, TransferError> {
@@ -176,7 +176,7 @@ pub async fn timed<T>(
 }
 
 /// Just the stream types the ops use.
-pub trait Reader: AsyncRead + Unpin + Send {}
+pub(crate) trait Reader: AsyncRead + Unpin + Send {}
 impl<T: AsyncRead + Unpin + Send> Reader for T {}
-pub trait Writer: AsyncWrite + Unpin + Send {}
+pub(crate) trait Writer: AsyncWrite + Unpin + Send {}
 impl<T: AsyncWrite + Unpin + Send> Writer for T {}

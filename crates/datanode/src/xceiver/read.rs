@@ -25,7 +25,7 @@ use crate::readserver::os;
 use crate::storage::{Dataset, Part, Replica};
 
 /// Serves one READ_BLOCK. Returns whether the connection may carry another op.
-pub async fn serve<R: Reader, W: WriteHalf>(
+pub(crate) async fn serve<R: Reader, W: WriteHalf>(
     x: &Xceiver,
     rd: &mut R,
     wr: &mut W,
@@ -125,7 +125,7 @@ pub async fn serve<R: Reader, W: WriteHalf>(
 
 /// What to send: `[from, to)` (`from` chunk-aligned) in packets of `per_packet` data bytes.
 #[derive(Clone, Copy)]
-pub struct Range {
+pub(crate) struct Range {
     pub from: u64,
     pub to: u64,
     pub per_packet: u64,
@@ -273,7 +273,7 @@ async fn stream<W: WriteHalf>(
 
 /// Sends `[from, to)` of a replica to another DataNode (replication, TRANSFER_BLOCK), the
 /// disk reads on the volume's I/O pool.
-pub async fn send_range<W: Writer>(
+pub(crate) async fn send_range<W: Writer>(
     wr: &mut W,
     ds: &Dataset,
     src: &Source,
@@ -315,7 +315,7 @@ pub async fn send_range<W: Writer>(
 }
 
 /// Tells the NameNode about replicas lost with a failed volume.
-pub fn report_lost(x: &Xceiver, r: &Replica, lost: &[u64]) {
+pub(crate) fn report_lost(x: &Xceiver, r: &Replica, lost: &[u64]) {
     if lost.is_empty() {
         return;
     }

@@ -19,7 +19,7 @@ use super::{refuse, timed, Reader, Writer, Xceiver};
 use crate::storage::{RbwFiles, State, StorageError};
 
 /// REPLACE_BLOCK: answers SUCCESS once the replica is in place and reported.
-pub async fn serve_replace<R: Reader, W: Writer>(
+pub(crate) async fn serve_replace<R: Reader, W: Writer>(
     x: &Xceiver,
     rd: &mut R,
     wr: &mut W,
@@ -66,7 +66,7 @@ pub async fn serve_replace<R: Reader, W: Writer>(
 /// Why a REPLACE_BLOCK failed; its text is what the asker reads (HDFS's words where HDFS
 /// has them).
 #[derive(Debug, thiserror::Error)]
-pub enum ReplaceError {
+pub(crate) enum ReplaceError {
     #[error("Moving blk_{id}_{gs} to storage type {ty} failed: {source}")]
     Move {
         id: u64,
@@ -97,7 +97,7 @@ pub enum ReplaceError {
 
 /// What went wrong copying a replica from its source.
 #[derive(Debug, thiserror::Error)]
-pub enum CopyFault {
+pub(crate) enum CopyFault {
     #[error(transparent)]
     Io(#[from] std::io::Error),
     #[error(transparent)]
@@ -235,7 +235,7 @@ async fn receive<R: Reader>(
 }
 
 /// COPY_BLOCK: the whole finalized replica, preceded by the checksum it is stored with.
-pub async fn serve_copy<R: Reader, W: Writer>(
+pub(crate) async fn serve_copy<R: Reader, W: Writer>(
     x: &Xceiver,
     rd: &mut R,
     wr: &mut W,

@@ -15,7 +15,7 @@ use crate::readserver::handles::Handle;
 use crate::storage::{files::read_checksum, Dataset, Part, Replica, ReplicaStreams};
 
 #[derive(Clone)]
-pub enum Source {
+pub(crate) enum Source {
     Files {
         h: Arc<Handle>,
         volume: usize,
@@ -27,7 +27,7 @@ pub enum Source {
 }
 
 impl Source {
-    pub async fn open(ds: &Dataset, r: &Replica) -> io::Result<Source> {
+    pub(crate) async fn open(ds: &Dataset, r: &Replica) -> io::Result<Source> {
         if ds.paths(r).is_some() {
             let h = ds.read_handle(r).await?;
             return Ok(Source::Files {
@@ -40,7 +40,7 @@ impl Source {
         Ok(Source::Streams { s, checksum })
     }
 
-    pub fn checksum(&self) -> Checksum {
+    pub(crate) fn checksum(&self) -> Checksum {
         match self {
             Source::Files { h, .. } => h.checksum,
             Source::Streams { checksum, .. } => *checksum,
@@ -48,7 +48,7 @@ impl Source {
     }
 
     /// The open files, where the replica has them (for zero-copy sends).
-    pub fn files(&self) -> Option<&Arc<Handle>> {
+    pub(crate) fn files(&self) -> Option<&Arc<Handle>> {
         match self {
             Source::Files { h, .. } => Some(h),
             Source::Streams { .. } => None,
@@ -56,7 +56,7 @@ impl Source {
     }
 
     /// Reads `buf.len()` bytes of `part` at `at`, on the calling thread.
-    pub fn read_exact(&self, part: Part, buf: &mut [u8], at: u64) -> io::Result<()> {
+    pub(crate) fn read_exact(&self, part: Part, buf: &mut [u8], at: u64) -> io::Result<()> {
         match (self, part) {
             (Source::Files { h, .. }, Part::Data) => h.data.read_exact_at(buf, at),
             (Source::Files { h, .. }, Part::Meta) => h.meta.read_exact_at(buf, at),
@@ -65,7 +65,7 @@ impl Source {
     }
 
     /// Runs `f`'s reads where they belong: a disk replica's on its volume's I/O pool.
-    pub async fn run<T: Send + 'static>(
+    pub(crate) async fn run<T: Send + 'static>(
         &self,
         ds: &Dataset,
         f: impl FnOnce(&Source) -> io::Result<T> + Send + 'static,

@@ -32,7 +32,7 @@ struct Copy<'a> {
 }
 
 /// Replication ordered by the NameNode.
-pub async fn send(
+pub(crate) async fn send(
     ds: &Dataset,
     link: &NnLink,
     b: &BlockProto,
@@ -59,7 +59,7 @@ pub async fn send(
 }
 
 /// TRANSFER_BLOCK: copy this node's replica of the block to `targets`, then answer.
-pub async fn serve<R: Reader, W: Writer>(
+pub(crate) async fn serve<R: Reader, W: Writer>(
     x: &Xceiver,
     rd: &mut R,
     wr: &mut W,

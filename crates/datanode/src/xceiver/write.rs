@@ -128,7 +128,7 @@ impl Decoder for AckFrames {
 type Packets = FramedRead<BufReader<DataIn>, PacketFrames>;
 type Acks = FramedRead<BufReader<DataIn>, AckFrames>;
 
-pub async fn serve(
+pub(crate) async fn serve(
     x: &Xceiver,
     mut rd: BufReader<DataIn>,
     mut wr: DataOut,
