@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -47,6 +47,19 @@ struct Written {
     closed: bool,
     /// A create or delete whose outcome is unknown: the file may be absent.
     may_be_absent: bool,
+    /// Left open by its writer: where its last block starts, and the nodes holding it
+    /// with their data-fault counts then.
+    abandoned: Option<Abandoned>,
+}
+
+/// An open file's last block no one writes any more. Nothing copies such a block (HDFS
+/// re-replicates complete blocks only), so once every node holding it has lost data —
+/// a power cut takes unsynced bytes, a dead disk everything — its unsynced bytes may be
+/// gone, in HDFS as here. Until then, every acknowledged byte must survive.
+#[derive(Debug)]
+struct Abandoned {
+    block_start: usize,
+    holders: Vec<(usize, u64)>,
 }
 
 /// Shared with the run: file clients in their final checks, whether the run has healed
@@ -57,12 +70,15 @@ pub(crate) struct EndGate {
     pub waiting: Arc<AtomicUsize>,
     pub healed: Arc<AtomicBool>,
     pub serving: Arc<Vec<AtomicBool>>,
+    /// Per DataNode, the faults that lost data on it (power cuts, dead disks).
+    pub data_faults: Arc<Vec<AtomicU64>>,
 }
 
 impl EndGate {
     pub(crate) fn new(datanodes: usize) -> Self {
         EndGate {
             serving: Arc::new((0..datanodes).map(|_| AtomicBool::new(false)).collect()),
+            data_faults: Arc::new((0..datanodes).map(|_| AtomicU64::new(0)).collect()),
             ..Default::default()
         }
     }
@@ -296,6 +312,8 @@ impl FileClient {
         }
         if self.rng.random_bool(0.1) {
             self.note(format!("abandon {path}"));
+            let abandoned = self.last_block_holders(fs, path).await;
+            self.files.get_mut(path).expect("tracked").abandoned = abandoned;
             return;
         }
         match timed(w.close()).await {
@@ -307,6 +325,44 @@ impl FileClient {
                 self.note(format!("close {path}: {acked} bytes"));
             }
             Err(e) => self.failed(format!("close {path}"), &e),
+        }
+    }
+
+    /// Where `path`'s last block starts and which DataNodes hold it (with their
+    /// data-fault counts now), if the NameNode answers.
+    async fn last_block_holders(&self, fs: &FileSystem, path: &str) -> Option<Abandoned> {
+        let lbs = timed(fs.block_locations(path)).await.ok()?;
+        let last = lbs.last_block.or_else(|| lbs.blocks.last().cloned())?;
+        let holders = last
+            .locs
+            .iter()
+            .filter_map(|l| {
+                let i = (0..self.gate.data_faults.len()).find(|&i| {
+                    turmoil::lookup(crate::datanode::host(i)).to_string() == l.id.ip_addr
+                })?;
+                Some((i, self.gate.data_faults[i].load(Ordering::SeqCst)))
+            })
+            .collect();
+        Some(Abandoned {
+            block_start: last.offset as usize,
+            holders,
+        })
+    }
+
+    /// The bytes of `path` that must have survived: all it acknowledged, unless it was
+    /// abandoned and every holder of its last block has lost data since.
+    fn must_survive(&self, path: &str) -> usize {
+        let file = &self.files[path];
+        match &file.abandoned {
+            Some(a)
+                if !a.holders.is_empty()
+                    && a.holders.iter().all(|&(i, faults)| {
+                        self.gate.data_faults[i].load(Ordering::SeqCst) > faults
+                    }) =>
+            {
+                file.acked.min(a.block_start)
+            }
+            _ => file.acked,
         }
     }
 
@@ -484,9 +540,17 @@ impl FileClient {
             }
         };
         let whole = file.closed && got.len() != file.bytes.len();
-        if whole || got.len() < file.acked || !file.bytes.starts_with(&got) {
+        let must = self.must_survive(path);
+        if got.len() < file.acked && got.len() >= must {
+            let lost = file.acked - got.len();
+            self.note(format!(
+                "{path}: {lost} acknowledged bytes lost with every holder of its open last block"
+            ));
+        }
+        let file = &self.files[path];
+        if whole || got.len() < must || !file.bytes.starts_with(&got) {
             self.find(format!(
-                "{path}: holds {} bytes; {} were written, {} acknowledged{}{}",
+                "{path}: holds {} bytes; {} were written, {} acknowledged ({must} to survive){}{}",
                 got.len(),
                 file.bytes.len(),
                 file.acked,

@@ -215,6 +215,7 @@ pub fn run_seed(seed: u64, opts: &Options) -> Report {
                 rng: &mut rng,
                 pending: &mut pending,
                 trace: &trace,
+                data_faults: &gate.data_faults,
             };
             at.inject(step, opts, &mut report);
         }
@@ -248,6 +249,8 @@ struct Injection<'a, 'b> {
     rng: &'a mut SmallRng,
     pending: &'a mut Vec<(u64, Pending)>,
     trace: &'a Trace,
+    /// Per DataNode, the faults that lost data on it (the file clients' checks read it).
+    data_faults: &'a [AtomicU64],
 }
 
 impl Injection<'_, '_> {
@@ -335,6 +338,7 @@ impl Injection<'_, '_> {
                     .push(format!("{name} crashed at {:?}", self.sim.elapsed()));
                 let at = step + self.rng.random_range(1_000..30_000);
                 self.pending.push((at, Pending::BounceDn(dn)));
+                self.data_faults[dn].fetch_add(1, Ordering::SeqCst);
                 report.crashes += 1;
             }
             25..=26 if !dn_down && spaced => {
@@ -346,6 +350,7 @@ impl Injection<'_, '_> {
                     .push(format!("{name}'s disk died at {:?}", self.sim.elapsed()));
                 let at = step + self.rng.random_range(2_000..10_000);
                 self.pending.push((at, Pending::ReplaceDnDisk(dn)));
+                self.data_faults[dn].fetch_add(1, Ordering::SeqCst);
                 report.disk_faults += 1;
             }
             27..=36 if opts.file_clients > 0 => {
