@@ -19,6 +19,7 @@ fn main() {
         "proto/FerriteSummary.proto",
         "proto/FerriteDataNode.proto",
         "proto/FerriteNameNode.proto",
+        "proto/FerriteRaft.proto",
     ];
     for f in &files {
         println!("cargo:rerun-if-changed={f}");
@@ -31,6 +32,8 @@ fn main() {
         .bytes([
             ".hadoop.common.TokenProto",
             ".ferrite.ReadEditsResponseProto",
+            // A replicated batch is the journal's bytes, passed on without a copy.
+            ".ferrite.raft.EntryProto.normal",
             ".hadoop.common.RpcRequestHeaderProto.clientId",
             ".hadoop.common.RpcResponseHeaderProto.clientId",
         ])

@@ -27,6 +27,11 @@ pub use hdfs::datanode;
 /// `ferrite`: Ferrite's own messages (the block token identifier, the summary protocol).
 pub mod ferrite {
     include!(concat!(env!("OUT_DIR"), "/ferrite.rs"));
+
+    /// `ferrite.raft`: the NameNodes' replicated journal (Raft's calls between them).
+    pub mod raft {
+        include!(concat!(env!("OUT_DIR"), "/ferrite.raft.rs"));
+    }
 }
 
 pub use prost::Message;

@@ -1,0 +1,266 @@
+//! Raft's three calls between NameNodes, as frames on any stream: a call is a length
+//! (u32, big-endian), a kind byte and the `FerriteRaft.proto` message; an answer is a
+//! length, a status byte (0: the message follows; 1: the callee's error, as text) and the
+//! message. One call at a time per connection, as openraft makes them per peer.
+
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferrite_ipc::net::{BoxRead, BoxWrite, Conn, Dial, Listen};
+use ferrite_proto::ferrite::raft as pb;
+use openraft::error::{InstallSnapshotError, NetworkError, RPCError, RaftError, Unreachable};
+use openraft::network::RPCOption;
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use openraft::{BasicNode, RaftNetwork, RaftNetworkFactory};
+use prost::Message;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio_util::sync::CancellationToken;
+
+use crate::wire;
+use crate::{NodeId, Raft, TypeConfig};
+
+const VOTE: u8 = 1;
+const APPEND: u8 = 2;
+const INSTALL: u8 = 3;
+const OK: u8 = 0;
+const FAILED: u8 = 1;
+/// The longest frame either side reads: a batch of entries or a snapshot chunk is far
+/// smaller; a length past it is a broken or hostile peer, not an allocation to make.
+const MAX_FRAME: usize = 64 << 20;
+
+async fn read_frame(r: &mut (impl AsyncRead + Unpin)) -> io::Result<(u8, Vec<u8>)> {
+    let len = r.read_u32().await? as usize;
+    if len == 0 || len > MAX_FRAME {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("a Raft frame of {len} bytes"),
+        ));
+    }
+    let kind = r.read_u8().await?;
+    let mut body = vec![0; len - 1];
+    r.read_exact(&mut body).await?;
+    Ok((kind, body))
+}
+
+async fn write_frame(w: &mut (impl AsyncWrite + Unpin), kind: u8, body: &[u8]) -> io::Result<()> {
+    let mut out = Vec::with_capacity(5 + body.len());
+    out.extend_from_slice(&(body.len() as u32 + 1).to_be_bytes());
+    out.push(kind);
+    out.extend_from_slice(body);
+    w.write_all(&out).await?;
+    w.flush().await
+}
+
+/// Answers Raft calls from the other NameNodes on `listener` until `cancel`.
+pub async fn serve<L: Listen>(raft: Raft, listener: L, cancel: CancellationToken) {
+    loop {
+        let accepted = tokio::select! {
+            () = cancel.cancelled() => return,
+            a = listener.accept() => a,
+        };
+        match accepted {
+            Ok((conn, peer)) => {
+                let (raft, cancel) = (raft.clone(), cancel.clone());
+                tokio::spawn(async move {
+                    let (mut r, mut w) = conn.into_split();
+                    tokio::select! {
+                        () = cancel.cancelled() => {}
+                        res = answer_calls(&raft, &mut r, &mut w) => if let Err(e) = res {
+                            tracing::debug!(%peer, error = %e, "Raft connection closed");
+                        }
+                    }
+                });
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "Raft listener: accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+async fn answer_calls(
+    raft: &Raft,
+    r: &mut (impl AsyncRead + Unpin),
+    w: &mut (impl AsyncWrite + Unpin),
+) -> io::Result<()> {
+    loop {
+        let (kind, body) = read_frame(r).await?;
+        match answer(raft, kind, &body).await {
+            Ok(out) => write_frame(w, OK, &out).await?,
+            Err(msg) => write_frame(w, FAILED, msg.as_bytes()).await?,
+        }
+    }
+}
+
+/// One call's answer, or the error to send back as text.
+async fn answer(raft: &Raft, kind: u8, body: &[u8]) -> Result<Vec<u8>, String> {
+    let text = |e: &dyn std::fmt::Display| e.to_string();
+    match kind {
+        VOTE => {
+            let req = pb::VoteRequestProto::decode(body).map_err(|e| text(&e))?;
+            let req = wire::vote_request_from(req).map_err(|e| text(&e))?;
+            let resp = raft.vote(req).await.map_err(|e| text(&e))?;
+            Ok(wire::vote_response_to(&resp).encode_to_vec())
+        }
+        APPEND => {
+            let req = pb::AppendEntriesRequestProto::decode(body).map_err(|e| text(&e))?;
+            let req = wire::append_from(req).map_err(|e| text(&e))?;
+            let resp = raft.append_entries(req).await.map_err(|e| text(&e))?;
+            Ok(wire::append_response_to(&resp).encode_to_vec())
+        }
+        INSTALL => {
+            let req = pb::InstallSnapshotRequestProto::decode(body).map_err(|e| text(&e))?;
+            let req = wire::install_from(req).map_err(|e| text(&e))?;
+            let resp = raft.install_snapshot(req).await.map_err(|e| text(&e))?;
+            Ok(wire::install_response_to(&resp).encode_to_vec())
+        }
+        other => Err(format!("unknown Raft call kind {other}")),
+    }
+}
+
+/// Makes a [`Peer`] for each NameNode openraft talks to, through `dial`.
+#[derive(Clone)]
+pub struct Network {
+    pub dial: Arc<dyn Dial>,
+}
+
+impl RaftNetworkFactory<TypeConfig> for Network {
+    type Network = Peer;
+
+    async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> Peer {
+        Peer {
+            dial: self.dial.clone(),
+            target,
+            addr: node.addr.clone(),
+            conn: None,
+        }
+    }
+}
+
+/// One other NameNode: a connection made on first use and again after it broke.
+pub struct Peer {
+    dial: Arc<dyn Dial>,
+    target: NodeId,
+    addr: String,
+    conn: Option<(BoxRead, BoxWrite)>,
+}
+
+/// Why a call got no answer.
+enum CallError {
+    /// No connection could be made: openraft backs off before trying again.
+    Unreachable(io::Error),
+    /// The connection broke, timed out, or the answer made no sense.
+    Network(io::Error),
+}
+
+impl<E: std::error::Error> From<CallError> for RPCError<NodeId, BasicNode, E> {
+    fn from(e: CallError) -> Self {
+        match e {
+            CallError::Unreachable(e) => RPCError::Unreachable(Unreachable::new(&e)),
+            CallError::Network(e) => RPCError::Network(NetworkError::new(&e)),
+        }
+    }
+}
+
+impl Peer {
+    async fn call(&mut self, kind: u8, body: Vec<u8>, ttl: Duration) -> Result<Vec<u8>, CallError> {
+        if self.conn.is_none() {
+            let dialed = tokio::time::timeout(ttl, self.dial.dial(&self.addr))
+                .await
+                .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "connect timed out"))
+                .and_then(|r| r)
+                .map_err(CallError::Unreachable)?;
+            let _ = dialed.set_nodelay();
+            self.conn = Some(dialed.into_split());
+        }
+        let (r, w) = self.conn.as_mut().expect("connected");
+        let exchange = async {
+            write_frame(w, kind, &body).await?;
+            read_frame(r).await
+        };
+        let answer = match tokio::time::timeout(ttl, exchange).await {
+            Ok(Ok(a)) => a,
+            Ok(Err(e)) => {
+                self.conn = None;
+                return Err(CallError::Network(e));
+            }
+            Err(_) => {
+                // The answer may still come: the connection cannot be used again.
+                self.conn = None;
+                let e = io::Error::new(io::ErrorKind::TimedOut, "no answer in time");
+                return Err(CallError::Network(e));
+            }
+        };
+        match answer {
+            (OK, out) => Ok(out),
+            (_, msg) => Err(CallError::Network(io::Error::other(format!(
+                "node {} answered: {}",
+                self.target,
+                String::from_utf8_lossy(&msg)
+            )))),
+        }
+    }
+}
+
+fn bad_answer(e: impl std::fmt::Display) -> CallError {
+    CallError::Network(io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
+}
+
+impl RaftNetwork<TypeConfig> for Peer {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+        let body = wire::append_to(&rpc).encode_to_vec();
+        let out = self.call(APPEND, body, option.hard_ttl()).await?;
+        let resp = pb::AppendEntriesResponseProto::decode(&out[..]).map_err(bad_answer)?;
+        Ok(wire::append_response_from(resp).map_err(bad_answer)?)
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        rpc: InstallSnapshotRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<
+        InstallSnapshotResponse<NodeId>,
+        RPCError<NodeId, BasicNode, RaftError<NodeId, InstallSnapshotError>>,
+    > {
+        let body = wire::install_to(&rpc).encode_to_vec();
+        let out = self.call(INSTALL, body, option.hard_ttl()).await?;
+        let resp = pb::InstallSnapshotResponseProto::decode(&out[..]).map_err(bad_answer)?;
+        Ok(wire::install_response_from(resp).map_err(bad_answer)?)
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<NodeId>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+        let body = wire::vote_request_to(&rpc).encode_to_vec();
+        let out = self.call(VOTE, body, option.hard_ttl()).await?;
+        let resp = pb::VoteResponseProto::decode(&out[..]).map_err(bad_answer)?;
+        Ok(wire::vote_response_from(resp).map_err(bad_answer)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn frames_round_trip_and_oversized_lengths_are_refused() {
+        let mut buf = Vec::new();
+        write_frame(&mut buf, APPEND, b"body").await.unwrap();
+        let (kind, body) = read_frame(&mut &buf[..]).await.unwrap();
+        assert_eq!((kind, &body[..]), (APPEND, &b"body"[..]));
+        let huge = ((MAX_FRAME + 1) as u32).to_be_bytes();
+        let err = read_frame(&mut &huge[..]).await.unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+    }
+}
