@@ -270,11 +270,11 @@ mod tests {
     use super::*;
     use crate::log_disk::MemoryDisk;
     use crate::Batch;
-    use openraft::{EntryPayload, LeaderId};
+    use openraft::{CommittedLeaderId, EntryPayload};
 
     fn entry(index: u64, term: u64, body: &'static [u8]) -> Entry<TypeConfig> {
         Entry {
-            log_id: LogId::new(LeaderId::new(term, 1), index),
+            log_id: LogId::new(CommittedLeaderId::new(term, 1), index),
             payload: EntryPayload::Normal(Batch(bytes::Bytes::from_static(body))),
         }
     }
@@ -318,12 +318,12 @@ mod tests {
         let mut store = LogStore::open(Box::new(disk.clone())).unwrap();
         add(&store, (1..=6).map(|i| entry(i, 1, b"x")).collect());
         store
-            .truncate(LogId::new(LeaderId::new(1, 1), 5))
+            .truncate(LogId::new(CommittedLeaderId::new(1, 1), 5))
             .await
             .unwrap();
         add(&store, vec![entry(5, 2, b"y")]);
         store
-            .purge(LogId::new(LeaderId::new(1, 1), 4))
+            .purge(LogId::new(CommittedLeaderId::new(1, 1), 4))
             .await
             .unwrap();
         let state = store.get_log_state().await.unwrap();

@@ -10,8 +10,8 @@ use openraft::raft::{
     VoteRequest, VoteResponse,
 };
 use openraft::{
-    BasicNode, Entry, EntryPayload, LeaderId, LogId, Membership, SnapshotMeta, StoredMembership,
-    Vote,
+    BasicNode, CommittedLeaderId, Entry, EntryPayload, LeaderId, LogId, Membership, SnapshotMeta,
+    StoredMembership, Vote,
 };
 
 use crate::{Batch, NodeId, TypeConfig};
@@ -30,12 +30,15 @@ fn need<T>(v: Option<T>, what: &'static str) -> Result<T> {
 fn leader_to(l: &LeaderId<NodeId>) -> pb::LeaderIdProto {
     pb::LeaderIdProto {
         term: l.term,
-        node: l.node_id,
+        voted_for: l.voted_for,
     }
 }
 
 fn leader_from(l: pb::LeaderIdProto) -> LeaderId<NodeId> {
-    LeaderId::new(l.term, l.node)
+    LeaderId {
+        term: l.term,
+        voted_for: l.voted_for,
+    }
 }
 
 pub(crate) fn vote_to(v: &Vote<NodeId>) -> pb::VoteProto {
@@ -56,18 +59,14 @@ pub(crate) fn vote_from(v: Option<pb::VoteProto>) -> Result<Vote<NodeId>> {
 
 pub(crate) fn log_id_to(id: &LogId<NodeId>) -> pb::LogIdProto {
     pb::LogIdProto {
-        leader: Some(leader_to(&id.leader_id)),
+        term: id.leader_id.term,
         index: id.index,
     }
 }
 
 /// An absent log id is "none": the log before its first entry.
 pub(crate) fn log_id_from(id: Option<pb::LogIdProto>) -> Result<Option<LogId<NodeId>>> {
-    id.map(|id| {
-        let leader = leader_from(need(id.leader, "log id's leader")?);
-        Ok(LogId::new(leader, id.index))
-    })
-    .transpose()
+    Ok(id.map(|id| LogId::new(CommittedLeaderId::new(id.term, 0), id.index)))
 }
 
 fn opt_log_id_to(id: &Option<LogId<NodeId>>) -> Option<pb::LogIdProto> {
@@ -280,7 +279,7 @@ mod tests {
     use bytes::Bytes;
 
     fn lid(term: u64, node: u64, index: u64) -> LogId<NodeId> {
-        LogId::new(LeaderId::new(term, node), index)
+        LogId::new(CommittedLeaderId::new(term, node), index)
     }
 
     #[test]

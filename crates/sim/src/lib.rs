@@ -9,6 +9,10 @@
 //! checks every answer, and at the end the whole directory and its snapshots, against a
 //! model; an acknowledged operation that is lost shows up there.
 //!
+//! The NameNodes' Raft group runs here too (`--raft`): three `ferrite-raft` nodes on memory
+//! disks under power cuts and partitions, checked for one leader per term, one batch per
+//! log index on every node, and no acknowledged batch lost.
+//!
 //! `cargo run -p ferrite-sim -- --seeds N` runs many seeds; a failing one prints how to
 //! replay it.
 
@@ -19,6 +23,8 @@ mod file_client;
 mod model;
 mod namenode;
 mod net;
+mod raft_group;
 mod run;
 
+pub use raft_group::{run_raft_seed, RaftOptions};
 pub use run::{replay_hint, run_seed, time_seed, Options, Report};

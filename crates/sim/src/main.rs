@@ -1,7 +1,7 @@
 //! `ferrite-sim`: runs simulated seeds and reports any that break a check.
 
 use clap::Parser;
-use ferrite_sim::{replay_hint, run_seed, Options};
+use ferrite_sim::{replay_hint, run_raft_seed, run_seed, Options, RaftOptions, Report};
 
 #[derive(Parser)]
 #[command(about = "Runs Ferrite's deterministic cluster simulation over many seeds")]
@@ -41,10 +41,20 @@ struct Args {
     /// call again with the same callId as HA clients do.
     #[arg(long)]
     no_retry: bool,
+    /// Runs the NameNodes' Raft group instead: three nodes proposing batches under power
+    /// cuts and partitions.
+    #[arg(long)]
+    raft: bool,
+    /// Batches proposed per Raft run.
+    #[arg(long, default_value_t = 200)]
+    proposals: u64,
 }
 
 fn main() {
     let args = Args::parse();
+    if args.raft {
+        raft_main(&args);
+    }
     let opts = Options {
         clients: args.clients,
         ops_per_client: args.ops,
@@ -84,7 +94,53 @@ fn main() {
     std::process::exit(if failed == 0 { 0 } else { 1 });
 }
 
-fn report(r: &ferrite_sim::Report, opts: &Options) {
+/// `--raft`: seeds of the Raft group, or one replayed with its trace.
+fn raft_main(args: &Args) -> ! {
+    let opts = RaftOptions {
+        proposals: args.proposals,
+        faults: !args.no_faults,
+        echo: args.seed.is_some(),
+        ..RaftOptions::default()
+    };
+    let hint = |seed| {
+        format!(
+            "cargo run -p ferrite-sim -- --raft --seed {seed} --proposals {}{}",
+            opts.proposals,
+            if opts.faults { "" } else { " --no-faults" }
+        )
+    };
+    let seeds = match args.seed {
+        Some(seed) => {
+            tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+                .init();
+            seed..seed + 1
+        }
+        None => {
+            let first = args.first.unwrap_or_else(ferrite_sim::time_seed);
+            first..first + args.seeds
+        }
+    };
+    let (count, mut failed) = (seeds.end - seeds.start, 0);
+    for seed in seeds {
+        let r = run_raft_seed(seed, &opts);
+        if args.seed.is_some() {
+            r.trace.iter().for_each(|l| println!("{l}"));
+        }
+        if !r.findings.is_empty() {
+            failed += 1;
+            summary(&r);
+            println!("  replay: {}", hint(seed));
+        }
+    }
+    println!(
+        "{count} Raft seeds: {} passed, {failed} failed",
+        count - failed
+    );
+    std::process::exit(if failed == 0 { 0 } else { 1 });
+}
+
+fn summary(r: &Report) {
     println!(
         "seed {}: {} crashes, {} partitions, {} disk faults, {:?} simulated",
         r.seed, r.crashes, r.partitions, r.disk_faults, r.simulated
@@ -92,6 +148,10 @@ fn report(r: &ferrite_sim::Report, opts: &Options) {
     for f in &r.findings {
         println!("  FOUND {f}");
     }
+}
+
+fn report(r: &ferrite_sim::Report, opts: &Options) {
+    summary(r);
     if !r.findings.is_empty() {
         println!("  replay: {}", replay_hint(r.seed, opts));
     }
