@@ -25,6 +25,7 @@ pub mod edit_log;
 pub mod memory;
 mod policy;
 pub mod recover;
+pub mod replicated;
 pub mod salvage;
 pub mod segment;
 pub mod tail;
