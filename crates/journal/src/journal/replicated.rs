@@ -152,9 +152,11 @@ async fn propose(j: Arc<ReplicatedJournal>, on_fail: impl FnOnce(String)) {
             }
             Err(e) => {
                 let why = format!("the replicated journal lost txids {first}..={last}: {e}");
-                j.committed.send_modify(|c| c.failed = Some(why.clone()));
+                // The NameNode is told first: whoever sees the failure sees a NameNode
+                // already stopping.
+                on_fail(why.clone());
+                j.committed.send_modify(|c| c.failed = Some(why));
                 j.tail.close();
-                on_fail(why);
                 return;
             }
         }
