@@ -163,6 +163,10 @@ pub enum FsError {
     /// A change under a `.snapshot` path (`SnapshotAccessControlException`).
     #[error("{0}")]
     SnapshotAccess(String),
+    /// A client's operation on a standby NameNode (`StandbyException`: Hadoop's failover
+    /// proxy then tries the next NameNode). `category` is HDFS's operation category.
+    #[error("Operation category {category} is not supported in state standby. Visit https://s.apache.org/sbnn-error")]
+    Standby { category: &'static str },
     /// Anything HDFS reports as a plain `java.io.IOException`.
     #[error("{0}")]
     Io(String),
@@ -241,6 +245,7 @@ impl FsError {
             | FsError::StickyBit { .. }
             | FsError::SuperuserRequired { .. } => class::ACCESS_CONTROL,
             FsError::Internal { .. } => class::IO,
+            FsError::Standby { .. } => "org.apache.hadoop.ipc.StandbyException",
             FsError::NotFound(_) => class::FILE_NOT_FOUND,
             FsError::AlreadyExists(_) => class::FILE_ALREADY_EXISTS,
             FsError::ParentNotDirectory(_) => class::PARENT_NOT_DIRECTORY,

@@ -269,12 +269,16 @@ pub async fn get_data_encryption_key(
 }
 
 pub async fn get_ha_service_state(
-    _: Nn,
+    nn: Nn,
     _: Admitted,
     _: HaServiceStateRequestProto,
 ) -> Res<HaServiceStateResponseProto> {
+    let state = match nn.ha_state() {
+        crate::service::ha::HaState::Active => HaServiceStateProto::Active,
+        crate::service::ha::HaState::Standby => HaServiceStateProto::Standby,
+    };
     Ok(HaServiceStateResponseProto {
-        state: HaServiceStateProto::Active as i32,
+        state: state as i32,
     })
 }
 

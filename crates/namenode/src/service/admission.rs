@@ -343,6 +343,7 @@ impl Admitted {
 
 impl NameNodeService {
     /// Admits `user`, calling from `ip`, to `op` now, or refuses with HDFS's error: a
+    /// client's operation on a standby (checked first, as HDFS's `checkOperation` is), a
     /// superuser-only operation for anyone else, a mutation in safe mode.
     pub fn admit(
         &self,
@@ -352,6 +353,11 @@ impl NameNodeService {
     ) -> Result<Admitted, FsError> {
         let user = user.into();
         let p = op.policy();
+        if self.ha_state() == super::ha::HaState::Standby && !op.served_by_standby() {
+            return Err(FsError::Standby {
+                category: if p.mutating { "WRITE" } else { "READ" },
+            });
+        }
         if p.superuser && !self.caller(&user).superuser {
             return Err(superuser_required(&user, op.name()));
         }

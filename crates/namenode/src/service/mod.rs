@@ -24,6 +24,7 @@ mod datanodes;
 pub mod facts;
 mod files;
 mod fsck;
+pub mod ha;
 mod images;
 mod lease_recovery;
 pub mod locations;
@@ -123,6 +124,9 @@ pub struct NameNodeService {
     saving: Mutex<()>,
     /// Safe mode entered by an administrator.
     safe_mode: AtomicBool,
+    /// Whether this NameNode serves clients (active) or only follows (standby): a lone
+    /// NameNode is active; in an HA group, the Raft leader is.
+    ha: ha::HaCell,
     /// Start-up safe mode: on until enough blocks are reported (see `check_startup_safe_mode`).
     startup_safe_mode: AtomicBool,
     /// Safe mode for want of journal space (see `check_resources`); the administrator
@@ -238,6 +242,7 @@ impl NameNodeService {
             activity: Activity::default(),
             saving: Mutex::new(()),
             safe_mode: AtomicBool::new(false),
+            ha: ha::HaCell::default(),
             startup_safe_mode: AtomicBool::new(startup_safe),
             resources_low: AtomicBool::new(false),
             threshold_met_at: Mutex::new(None),

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use ferrite_blocktoken::Token;
 
+use super::ha::HaState;
 use super::*;
 use crate::blocks::registry::{NodeId, NodeIx, Registry, StorageState};
 use crate::blocks::report::{ReplicaState, Reported};
@@ -1521,4 +1522,40 @@ async fn safe_blocks_leave_out_the_finished_last_block_of_an_open_file() {
     let open = first_block(&nn, "/open").await;
     received(&nn, &open, 50);
     assert_eq!(nn.safe_block_counts(), (1, 1));
+}
+
+/// A standby refuses clients with HDFS's StandbyException (the category names reads and
+/// writes apart; Hadoop's failover proxy moves on at it), before any other check, and
+/// still serves the DataNodes and the HA state.
+#[tokio::test]
+async fn a_standby_refuses_clients_and_serves_datanodes() {
+    let nn = nn();
+    nn.set_ha_state(HaState::Standby);
+    let refused = |user: &str, op| nn.admit(user, "127.0.0.1", op).unwrap_err();
+    let read = refused(ALICE, Operation::GetFileInfo);
+    assert_eq!(read.java_class(), "org.apache.hadoop.ipc.StandbyException");
+    assert_eq!(
+        read.to_string(),
+        "Operation category READ is not supported in state standby. Visit https://s.apache.org/sbnn-error"
+    );
+    assert!(refused(ALICE, Operation::Mkdirs)
+        .to_string()
+        .starts_with("Operation category WRITE "));
+    // Before the superuser check: anyone learns to go to the active.
+    assert!(matches!(
+        refused(ALICE, Operation::SaveNamespace),
+        FsError::Standby { .. }
+    ));
+    for op in [
+        Operation::RegisterDatanode,
+        Operation::SendHeartbeat,
+        Operation::BlockReport,
+        Operation::BlockReceivedAndDeleted,
+        Operation::GetHAServiceState,
+    ] {
+        assert!(nn.admit("dn", "127.0.0.1", op).is_ok(), "{}", op.name());
+    }
+    datanode(&nn, 0);
+    nn.set_ha_state(HaState::Active);
+    assert!(nn.admit(ALICE, "127.0.0.1", Operation::GetFileInfo).is_ok());
 }
