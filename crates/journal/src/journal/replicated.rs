@@ -258,6 +258,125 @@ impl Durability for ReplicatedJournal {
     }
 }
 
+/// The journal an HA NameNode is built with: the [`ReplicatedJournal`] while it leads,
+/// nothing while it follows (a standby admits no change, so nothing is appended then).
+/// Clones share it; the HA driver switches it as leadership comes and goes.
+#[derive(Clone)]
+pub struct HaJournal {
+    progress: Arc<Progress>,
+    leading: Arc<Mutex<Option<Arc<ReplicatedJournal>>>>,
+    metrics: Arc<JournalMetrics>,
+}
+
+impl HaJournal {
+    pub fn new(progress: Arc<Progress>) -> HaJournal {
+        HaJournal {
+            progress,
+            leading: Arc::default(),
+            metrics: Arc::default(),
+        }
+    }
+
+    /// This node leads: its changes go through `j`.
+    pub fn lead(&self, j: Arc<ReplicatedJournal>) {
+        *self.leading.lock() = Some(j);
+    }
+
+    /// This node follows again.
+    pub fn follow(&self) {
+        if let Some(j) = self.leading.lock().take() {
+            j.close();
+        }
+    }
+
+    /// Whether this node's own changes are still on their way to a commit.
+    pub fn in_flight(&self) -> bool {
+        !self.progress.proposed.lock().is_empty()
+            || self
+                .leading
+                .lock()
+                .as_ref()
+                .is_some_and(|j| j.state.lock().pending.is_some())
+    }
+
+    fn current(&self) -> Option<Arc<ReplicatedJournal>> {
+        self.leading.lock().clone()
+    }
+}
+
+impl EditLog for HaJournal {
+    fn append_all(&self, ops: &[Op]) -> u64 {
+        match self.current() {
+            Some(j) => j.append_all(ops),
+            // Admission keeps changes off a standby; were one to slip through, it is
+            // not journaled and its caller waits for nothing that will come.
+            None => self.progress.applied(),
+        }
+    }
+
+    fn last_appended(&self) -> u64 {
+        self.current()
+            .map_or_else(|| self.progress.applied(), |j| j.last_appended())
+    }
+
+    fn last_synced(&self) -> Result<u64, JournalError> {
+        match self.current() {
+            Some(j) => j.last_synced(),
+            None => Ok(self.progress.applied()),
+        }
+    }
+
+    fn wait_synced(&self, txid: u64) -> BoxFuture<'_, Result<(), JournalError>> {
+        match self.current() {
+            Some(j) => Box::pin(async move { j.wait_synced(txid).await }),
+            None => Box::pin(async { Ok(()) }),
+        }
+    }
+
+    fn roll(&self) -> BoxFuture<'_, Result<u64, JournalError>> {
+        let next = self.last_appended() + 1;
+        Box::pin(async move { Ok(next) })
+    }
+
+    fn read_from(&self, from: u64, max_bytes: usize, wait: Duration) -> Option<Vec<Batch>> {
+        self.current()?.read_from(from, max_bytes, wait)
+    }
+
+    fn close(&self) {
+        self.follow();
+    }
+
+    fn metrics(&self) -> &JournalMetrics {
+        &self.metrics
+    }
+
+    fn restore_failed(&self) -> bool {
+        false
+    }
+
+    fn set_restore_failed(&self, _: bool) {}
+}
+
+impl Durability for HaJournal {
+    fn issued(&self) -> u64 {
+        self.last_appended()
+    }
+
+    fn durable(&self) -> (u64, Option<String>) {
+        match self.current() {
+            Some(j) => j.durable(),
+            None => (self.progress.applied(), None),
+        }
+    }
+
+    fn wait(
+        &self,
+        ticket: u64,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+        super::edit_log::wait_durable(self, ticket)
+    }
+}
+
 /// What the applier does with records, and how the namespace becomes a snapshot and back:
 /// the NameNode's side of [`RecordApplier`].
 pub trait Namespaced: Send + 'static {

@@ -4,10 +4,26 @@
 //! and still serves the DataNodes (they report to every NameNode, so a new active's block
 //! map is warm) and the HA protocol itself.
 
+use std::io;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+
+use ferrite_raft::Raft;
+use openraft::ServerState;
+use tokio_util::sync::CancellationToken;
+use tracing::{error, info};
 
 use super::admission::Operation;
-use super::NameNodeService;
+use super::{NameNodeService, Storage};
+use crate::clock::now_ms;
+use crate::config::Config;
+use crate::error::FsError;
+use crate::groups::GroupMapping;
+use crate::identity::Identity;
+use crate::journal::replicated::{HaJournal, Namespaced, Progress, ReplicatedJournal};
+use crate::namespace::{Namespace, Op};
+use crate::service::StartupReport;
+use crate::startup_progress::StartupProgress;
 
 /// HDFS's `HAServiceState`, as far as a NameNode can be in one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,5 +93,277 @@ impl NameNodeService {
     /// Becomes active or standby (the HA group's leadership decides).
     pub fn set_ha_state(&self, s: HaState) {
         self.ha.set(s);
+    }
+}
+
+/// The HA group's side of a NameNode: committed records reach the namespace through it,
+/// and Raft's snapshots are the namespace's images.
+pub struct Replicated(pub Arc<NameNodeService>);
+
+impl Namespaced for Replicated {
+    fn apply(&mut self, txid: u64, op: &Op) -> io::Result<()> {
+        self.0
+            .apply_committed(op)
+            .map_err(|e| io::Error::other(format!("committed record {txid} does not apply: {e}")))
+    }
+
+    fn image(&mut self, txid: u64) -> io::Result<Vec<u8>> {
+        Ok(self.0.ns.read().encode_image(txid))
+    }
+
+    fn load(&mut self, image: &[u8]) -> io::Result<u64> {
+        let (ns, txid) = Namespace::decode_image(image).map_err(io::Error::other)?;
+        self.0.replace_namespace(ns);
+        Ok(txid)
+    }
+}
+
+impl NameNodeService {
+    /// A NameNode of an HA group, standby until its Raft node leads: its journal is
+    /// `journal` (switched by [`drive`]), its namespace filled by the group's log.
+    pub fn for_ha(cfg: Config, superuser: &str, identity: Identity, journal: HaJournal) -> Self {
+        let now = now_ms();
+        let progress = Arc::new(StartupProgress::new(std::time::Instant::now()));
+        progress.skip_loading(std::time::Instant::now());
+        let storage = Storage {
+            ns: Namespace::new(superuser, &cfg.superuser_group, now),
+            journal: Some(Box::new(journal)),
+            images: None,
+            name_dirs: Vec::new(),
+            journal_dirs: Vec::new(),
+            startup: StartupReport::default(),
+            summary: None,
+            progress,
+            retried: Default::default(),
+        };
+        let groups = GroupMapping::from_host(&cfg.static_groups);
+        let nn = Self::new(cfg, superuser.to_string(), groups, identity, storage);
+        nn.set_ha_state(HaState::Standby);
+        nn
+    }
+
+    /// Applies a record the group committed and this node did not plan, with the effects
+    /// a planned one has on leases and the block map.
+    fn apply_committed(&self, op: &Op) -> Result<(), FsError> {
+        let now = now_ms();
+        let mut ns = self.ns.write();
+        let fx = ns.apply(op)?;
+        let closed = fx.closed_files.iter().map(|(_, holder)| holder.as_str());
+        self.leases.lock().on_op(op, closed, now);
+        if !fx.removed_blocks.is_empty() {
+            self.blocks.lock().blocks_removed(&fx.removed_blocks);
+        }
+        Ok(())
+    }
+
+    /// Replaces the namespace with a snapshot's (a node too far behind for the log).
+    fn replace_namespace(&self, mut ns: Namespace) {
+        ns.set_limits(crate::namespace::Limits {
+            dir_items: self.cfg.max_dir_items,
+            blocks_per_file: self.cfg.max_blocks_per_file,
+            component_len: self.cfg.max_component_len,
+        });
+        *self.ns.write() = ns;
+    }
+
+    /// Takes over as the active: every open file's writer gets a fresh lease (as after a
+    /// restart: their renewals went to the old active), and there is no start-up safe
+    /// mode — the DataNodes have been reporting to this node all along.
+    fn become_active(&self) {
+        let now = now_ms();
+        {
+            let ns = self.ns.read();
+            let mut leases = self.leases.lock();
+            for (_, holder) in ns.open_files() {
+                leases.add(holder, now);
+            }
+        }
+        self.startup_safe_mode.store(false, Ordering::SeqCst);
+        self.set_ha_state(HaState::Active);
+    }
+}
+
+/// Follows the Raft node's leadership for NameNode `nn` until `stop`: on becoming leader,
+/// once everything committed before is applied, the node turns active with a
+/// [`ReplicatedJournal`]; on losing it, standby again — or, with changes of its own still
+/// in flight (its namespace may hold what the group never commits), the NameNode stops
+/// through `fatal`, to come back from the group's log.
+pub async fn drive(
+    nn: Arc<NameNodeService>,
+    raft: Raft,
+    journal: HaJournal,
+    progress: Arc<Progress>,
+    fatal: CancellationToken,
+    stop: CancellationToken,
+) {
+    let mut rx = raft.metrics();
+    loop {
+        let leads = rx.borrow_and_update().state == ServerState::Leader;
+        let active = nn.ha_state() == HaState::Active;
+        if leads && !active {
+            // Whatever the group committed before this term is applied first.
+            if raft.ensure_linearizable().await.is_ok() {
+                let fatal = fatal.clone();
+                let j = ReplicatedJournal::start(raft.clone(), progress.clone(), move |why| {
+                    error!("stopping the NameNode: {why}");
+                    fatal.cancel();
+                });
+                journal.lead(j);
+                nn.become_active();
+                info!(txid = progress.applied(), "this NameNode is active");
+            }
+        } else if !leads && active {
+            nn.set_ha_state(HaState::Standby);
+            if journal.in_flight() {
+                error!("stopping the NameNode: it lost leadership with changes in flight");
+                fatal.cancel();
+                return;
+            }
+            journal.follow();
+            info!("this NameNode is standby");
+        }
+        tokio::select! {
+            () = stop.cancelled() => return,
+            changed = rx.changed() => if changed.is_err() { return },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    use ferrite_raft::{MemoryDisk, NodeId, Timing};
+    use openraft::BasicNode;
+    use tokio::net::TcpListener;
+
+    use super::*;
+    use crate::journal::replicated::RecordApplier;
+
+    struct Member {
+        nn: Arc<NameNodeService>,
+        raft: Raft,
+        fatal: CancellationToken,
+        stop: CancellationToken,
+    }
+
+    async fn group() -> BTreeMap<NodeId, Member> {
+        let identity = Identity::generate(7, 7);
+        let mut listeners = BTreeMap::new();
+        let mut members = BTreeMap::new();
+        for id in 1..=3u64 {
+            let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            members.insert(id, BasicNode::new(l.local_addr().unwrap()));
+            listeners.insert(id, l);
+        }
+        let mut group = BTreeMap::new();
+        for (id, l) in listeners {
+            let progress = Progress::at(0);
+            let journal = HaJournal::new(progress.clone());
+            let nn = Arc::new(NameNodeService::for_ha(
+                Config::default(),
+                "hdfs",
+                identity.clone(),
+                journal.clone(),
+            ));
+            let applier = RecordApplier::new(progress.clone(), Replicated(nn.clone()));
+            let m = ferrite_raft::start(
+                id,
+                &Timing::default(),
+                Box::new(MemoryDisk::default()),
+                Box::new(applier),
+                ferrite_ipc::net::tcp(),
+            )
+            .await
+            .unwrap();
+            let (fatal, stop) = (CancellationToken::new(), CancellationToken::new());
+            tokio::spawn(ferrite_raft::serve(m.raft.clone(), l, stop.clone()));
+            tokio::spawn(drive(
+                nn.clone(),
+                m.raft.clone(),
+                journal,
+                progress,
+                fatal.clone(),
+                stop.clone(),
+            ));
+            group.insert(
+                id,
+                Member {
+                    nn,
+                    raft: m.raft,
+                    fatal,
+                    stop,
+                },
+            );
+        }
+        group[&1].raft.initialize(members).await.unwrap();
+        group
+    }
+
+    async fn active(group: &BTreeMap<NodeId, Member>) -> NodeId {
+        for _ in 0..200 {
+            let active: Vec<NodeId> = group
+                .iter()
+                .filter(|(_, m)| m.nn.ha_state() == HaState::Active)
+                .map(|(id, _)| *id)
+                .collect();
+            if let [one] = active[..] {
+                return one;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("no single active NameNode");
+    }
+
+    async fn mkdir(nn: &NameNodeService, path: &str) -> Result<(), FsError> {
+        let who = nn.admit("hdfs", "127.0.0.1", Operation::Mkdirs)?;
+        nn.mkdirs(&who, path, 0o755, true).await
+    }
+
+    fn has(nn: &NameNodeService, path: &str) -> bool {
+        let comps = crate::namespace::path::components(path).unwrap();
+        nn.ns
+            .read()
+            .walk(&comps)
+            .is_ok_and(|w| w.target().is_some())
+    }
+
+    async fn everyone_has(group: &BTreeMap<NodeId, Member>, path: &str) {
+        for _ in 0..200 {
+            if group.values().all(|m| has(&m.nn, path)) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("{path} did not reach every NameNode");
+    }
+
+    /// Three NameNodes: the leader turns active and the others refuse clients; a change
+    /// on the active reaches every namespace; when the active goes, another takes over
+    /// with everything committed and goes on.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_leader_is_active_and_a_standby_takes_over_with_every_change() {
+        let mut group = group().await;
+        let first = active(&group).await;
+        for (id, m) in &group {
+            if *id != first {
+                let refused = mkdir(&m.nn, "/no").await.unwrap_err();
+                assert!(matches!(refused, FsError::Standby { .. }), "{refused}");
+            }
+        }
+        mkdir(&group[&first].nn, "/a/b").await.unwrap();
+        everyone_has(&group, "/a/b").await;
+
+        let old = group.remove(&first).unwrap();
+        old.stop.cancel();
+        old.raft.shutdown().await.unwrap();
+        let second = active(&group).await;
+        assert!(has(&group[&second].nn, "/a/b"));
+        mkdir(&group[&second].nn, "/c").await.unwrap();
+        everyone_has(&group, "/c").await;
+        for m in group.values() {
+            assert!(!m.fatal.is_cancelled());
+        }
     }
 }
