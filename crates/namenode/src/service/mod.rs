@@ -419,6 +419,11 @@ impl NameNodeService {
     ) -> Result<R, FsError> {
         let (out, ops, wait_for, ids) = {
             let _turn = self.writers.lock().await;
+            // No change on a standby, whoever asks (a client is refused at admission; the
+            // monitors' own changes — lease recovery, trash — are the active's to make).
+            if self.ha_state() == ha::HaState::Standby {
+                return Err(FsError::Standby { category: "WRITE" });
+            }
             let now = now_ms();
             let mut ns = self.ns.write();
             let (out, planned) = plan(&ns)?;

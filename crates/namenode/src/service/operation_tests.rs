@@ -1530,7 +1530,14 @@ async fn safe_blocks_leave_out_the_finished_last_block_of_an_open_file() {
 #[tokio::test]
 async fn a_standby_refuses_clients_and_serves_datanodes() {
     let nn = nn();
+    // Admitted while active, run after the switch: the commit path refuses it too (so do
+    // the monitors' own changes).
+    let early = by(&nn, ALICE, Operation::Mkdirs);
     nn.set_ha_state(HaState::Standby);
+    assert!(matches!(
+        nn.mkdirs(&early, "/late", 0o755, false).await,
+        Err(FsError::Standby { .. })
+    ));
     let refused = |user: &str, op| nn.admit(user, "127.0.0.1", op).unwrap_err();
     let read = refused(ALICE, Operation::GetFileInfo);
     assert_eq!(read.java_class(), "org.apache.hadoop.ipc.StandbyException");
