@@ -101,6 +101,8 @@ pub struct Config {
     pub name_dirs: Vec<PathBuf>,
     /// `fs.defaultFS`
     pub default_fs: Option<String>,
+    /// The HA keys as given (`ha_config::is_ha_key`); [`Config::ha_group`] reads them.
+    pub ha_keys: std::collections::BTreeMap<String, String>,
     /// `dfs.namenode.enable.retrycache`
     pub retry_cache_enabled: bool,
     /// `dfs.namenode.retrycache.expirytime.millis`
@@ -255,6 +257,7 @@ impl Default for Config {
             proxy_users: Default::default(),
             name_dirs: Vec::new(),
             default_fs: None,
+            ha_keys: Default::default(),
             retry_cache_enabled: true,
             retry_cache_expiry_ms: 600_000,
             retry_cache_heap_percent: 0.03,
@@ -585,6 +588,9 @@ impl Config {
                     u32::try_from(v.size()?).map_err(|_| v.bad("must be below 4 GiB"))?
             }
             "fs.defaultFS" | "fs.default.name" => self.default_fs = Some(v.value.trim().into()),
+            k if crate::ha_config::is_ha_key(k) => {
+                self.ha_keys.insert(k.to_string(), v.value.to_string());
+            }
             "dfs.namenode.enable.retrycache" => self.retry_cache_enabled = v.boolean()?,
             "dfs.namenode.retrycache.expirytime.millis" => self.retry_cache_expiry_ms = v.num()?,
             "dfs.namenode.retrycache.heap.percent" => {
@@ -602,6 +608,13 @@ impl Config {
             _ => return Ok(false),
         }
         Ok(true)
+    }
+
+    /// The HA group the configuration describes, if any (a lone NameNode otherwise).
+    pub fn ha_group(
+        &self,
+    ) -> Result<Option<crate::ha_config::HaGroup>, crate::ha_config::HaConfigError> {
+        crate::ha_config::HaGroup::from_keys(&self.ha_keys)
     }
 
     /// Applies `--conf KEY=VALUE` strings.

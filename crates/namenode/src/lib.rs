@@ -20,6 +20,7 @@ pub mod config;
 pub mod forked_writer;
 pub mod fsck;
 pub mod groups;
+pub mod ha_config;
 pub mod identity;
 mod inotify;
 pub mod jmx;
