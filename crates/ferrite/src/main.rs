@@ -7,6 +7,7 @@ mod fsck;
 mod memory;
 mod offline;
 mod serve;
+mod serve_ha;
 mod summary;
 mod summary_service;
 

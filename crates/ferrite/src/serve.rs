@@ -120,6 +120,14 @@ fn nn_config(args: &ServeArgs, local: bool) -> anyhow::Result<(Config, Vec<Strin
 pub(crate) async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
     let local = matches!(role, Role::Local);
     let (cfg, unknown) = nn_config(&args, local)?;
+    if let (Role::NameNode, Some(group)) = (&role, cfg.ha_group()?) {
+        log_unknown(unknown, None);
+        for d in &cfg.name_dirs {
+            ensure_dir(d).with_context(|| format!("creating {}", d.display()))?;
+        }
+        let http = format!("{}:{}", args.bind, args.http_port.unwrap_or(0));
+        return crate::serve_ha::run(cfg, group, &http).await;
+    }
     let dn_template = DnConfig::new(Vec::new(), "127.0.0.1:0".parse()?);
     let mut dn_unknown = None;
     let mut dn_cfg = dn_template.clone();

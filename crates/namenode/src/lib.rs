@@ -31,6 +31,7 @@ mod resources;
 pub mod rpc;
 mod satisfier;
 pub mod server;
+mod server_ha;
 pub mod service;
 pub mod summary;
 mod tokens;

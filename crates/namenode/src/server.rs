@@ -40,6 +40,8 @@ pub struct NameNodeHandle {
     cancel: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
     summary_task: Option<std::thread::JoinHandle<()>>,
+    /// A member of an HA group: its Raft node, stopped with the NameNode.
+    pub(crate) ha: Option<crate::server_ha::HaParts>,
 }
 
 /// The user this process runs as: `$USER`, else the name of our uid in `/etc/passwd`.
@@ -417,6 +419,7 @@ impl NameNode {
             cancel,
             tasks,
             summary_task,
+            ha: None,
         })
     }
 }
@@ -462,6 +465,10 @@ impl NameNodeHandle {
     /// Stops serving, syncs and closes the journal, and saves a checkpoint image.
     pub async fn shutdown(self) {
         self.cancel.cancel();
+        if let Some(ha) = &self.ha {
+            ha.stop.cancel();
+            let _ = ha.raft.shutdown().await;
+        }
         self.state.stop_summary();
         self.ipc.shutdown().await;
         for t in self.tasks {

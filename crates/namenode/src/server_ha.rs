@@ -1,0 +1,125 @@
+//! Starting a NameNode of an HA group: standby, with its namespace filled from the group's
+//! Raft log (a snapshot, then the committed entries), until its Raft node leads.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use ferrite_raft::{FileDisk, Raft, Timing};
+use openraft::BasicNode;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+
+use crate::clock::now_ms;
+use crate::config::Config;
+use crate::ha_config::{HaGroup, HaNode};
+use crate::identity::Identity;
+use crate::journal::replicated::{HaJournal, Progress, RecordApplier};
+use crate::server::{current_user, ensure_dir, NameNode, NameNodeHandle};
+use crate::service::ha::{drive, Replicated};
+use crate::service::NameNodeService;
+
+/// The group's one identity. HDFS formats one NameNode and copies its VERSION to the
+/// others (`-bootstrapStandby`); here every member derives the same cluster and block
+/// pool from the nameservice's name, so no copy is needed.
+fn group_identity(nameservice: &str) -> Identity {
+    let seed = nameservice.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
+    let mut id = Identity::generate(seed, 0);
+    id.cluster_id = format!("CID-{nameservice}");
+    id.block_pool_id = format!("BP-{}-{nameservice}-0", id.namespace_id);
+    id
+}
+
+/// The Raft side of a running HA NameNode, stopped with it.
+pub(crate) struct HaParts {
+    pub(crate) raft: Raft,
+    pub(crate) stop: CancellationToken,
+}
+
+impl NameNode {
+    /// Starts NameNode `me` of `group`, serving clients on `listener` (as a standby until
+    /// it leads) and Raft's calls on `raft_listener`; its Raft log lives in the first name
+    /// directory's `raft/`.
+    pub async fn start_ha(
+        cfg: Config,
+        group: &HaGroup,
+        me: &HaNode,
+        listener: TcpListener,
+        raft_listener: TcpListener,
+    ) -> std::io::Result<NameNodeHandle> {
+        crate::clock::monotonic_ms(now_ms());
+        let dir = cfg
+            .name_dirs
+            .first()
+            .cloned()
+            .ok_or_else(|| std::io::Error::other("an HA NameNode needs a name directory"))?;
+        ensure_dir(&dir)?;
+        let superuser = current_user();
+        let progress = Progress::at(0);
+        let journal = HaJournal::new(progress.clone());
+        let identity = group_identity(&group.nameservice);
+        let state = Arc::new(NameNodeService::for_ha(
+            cfg,
+            &superuser,
+            identity,
+            journal.clone(),
+        ));
+        let applier = RecordApplier::new(progress.clone(), Replicated(state.clone()));
+        let disk = FileDisk::open(&dir.join("raft"))?;
+        let member = ferrite_raft::start(
+            me.id,
+            &Timing::default(),
+            Box::new(disk),
+            Box::new(applier),
+            ferrite_ipc::net::tcp(),
+        )
+        .await
+        .map_err(std::io::Error::other)?;
+        let raft = member.raft;
+        let (fatal, stop) = (CancellationToken::new(), CancellationToken::new());
+        tokio::spawn(ferrite_raft::serve(
+            raft.clone(),
+            raft_listener,
+            stop.clone(),
+        ));
+        tokio::spawn(drive(
+            state.clone(),
+            raft.clone(),
+            journal,
+            progress,
+            fatal.clone(),
+            stop.clone(),
+        ));
+        let initialized = raft.is_initialized().await.map_err(std::io::Error::other)?;
+        if !initialized && me.id == 1 {
+            // The first NameNode listed starts the group; the others join when it calls.
+            let members: BTreeMap<u64, BasicNode> = group
+                .nodes
+                .iter()
+                .map(|n| (n.id, BasicNode::new(&n.raft)))
+                .collect();
+            raft.initialize(members)
+                .await
+                .map_err(std::io::Error::other)?;
+        }
+        let mut nn = Self::serve(state, listener, fatal)?;
+        nn.ha = Some(HaParts { raft, stop });
+        info!(addr = %nn.addr, name = %me.name, nameservice = %group.nameservice, "HA NameNode serving (standby until it leads)");
+        Ok(nn)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_member_derives_the_same_identity_from_the_nameservice() {
+        let a = group_identity("prod");
+        assert_eq!(a, group_identity("prod"));
+        assert_ne!(a.block_pool_id, group_identity("test").block_pool_id);
+        assert_eq!(a.cluster_id, "CID-prod");
+    }
+}
