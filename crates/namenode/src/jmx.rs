@@ -259,7 +259,7 @@ fn fs_namesystem(f: &Facts) -> Bean {
     let c = f.capacity();
     let mut bean = Bean::new(format!("{NN}FSNamesystem"), "FSNamesystem")
         .with("tag.Context", "dfs")
-        .with("tag.HAState", "active")
+        .with("tag.HAState", f.ha_state)
         // HDFS counts every inode, directories too (a fresh namespace shows 1: the root).
         .with("FilesTotal", f.files + f.dirs)
         .with("BlocksTotal", f.blocks)
@@ -312,7 +312,7 @@ fn startup_progress_bean(view: &View) -> Bean {
 
 fn name_node_status(f: &Facts) -> Bean {
     Bean::new(format!("{NN}NameNodeStatus"), "NameNodeStatus")
-        .with("State", "active")
+        .with("State", f.ha_state)
         .with("NNRole", "NameNode")
         .with("HostAndPort", f.host_and_port.clone())
         .with("SecurityEnabled", false)

@@ -21,6 +21,8 @@ pub struct Facts {
     pub block_pool_id: String,
     pub host_and_port: String,
     pub started_ms: i64,
+    /// `active` or `standby` (HDFS's words).
+    pub ha_state: &'static str,
     /// Why, when in safe mode.
     pub safe_mode: Option<String>,
     pub files: u64,
@@ -196,6 +198,7 @@ impl Facts {
             block_pool_id: nn.identity.block_pool_id.clone(),
             host_and_port: host_and_port.to_string(),
             started_ms: nn.started_ms,
+            ha_state: nn.ha_state().word(),
             safe_mode: nn.in_safe_mode().then(|| nn.safe_mode_reason()),
             files,
             dirs,

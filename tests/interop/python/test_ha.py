@@ -1,0 +1,110 @@
+"""An HA nameservice of three `ferrite namenode` processes, configured in HDFS's own keys,
+used by unmodified clients: Hadoop's FsShell through ConfiguredFailoverProxyProvider and
+hdfs-native with the same keys, against `hdfs://test/`. The active is killed with SIGKILL;
+both clients carry on against the new active, and what was acknowledged before is there."""
+
+import json
+import signal
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+from hdfs_native import Client
+
+from conftest import FERRITE_BIN, FsShell, Server, free_port
+
+
+NAMES = ["nn1", "nn2", "nn3"]
+
+
+def ha_keys():
+    keys = {
+        "dfs.nameservices": "test",
+        "dfs.ha.namenodes.test": ",".join(NAMES),
+        "dfs.client.failover.proxy.provider.test":
+            "org.apache.hadoop.hdfs.server.namenode.ha.ConfiguredFailoverProxyProvider",
+    }
+    for n in NAMES:
+        keys[f"dfs.namenode.rpc-address.test.{n}"] = f"127.0.0.1:{free_port()}"
+        keys[f"dfs.namenode.http-address.test.{n}"] = f"127.0.0.1:{free_port()}"
+        keys[f"ferrite.ha.raft-address.test.{n}"] = f"127.0.0.1:{free_port()}"
+    return keys
+
+
+def start_group(workdir: Path, keys: dict) -> dict:
+    procs = {}
+    for n in NAMES:
+        args = [str(FERRITE_BIN), "namenode", "--data", str(workdir / n)]
+        for k, v in {**keys, "dfs.ha.namenode.id": n}.items():
+            args += ["--conf", f"{k}={v}"]
+        log = open(workdir / f"{n}.log", "w")
+        p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True, cwd=workdir)
+        line = p.stdout.readline()
+        assert line.startswith("ready "), f"{n}: {line!r}"
+        procs[n] = p
+    return procs
+
+
+def state(keys: dict, n: str) -> str:
+    """What NameNode `n`'s NameNodeStatus bean says it is (`active`, `standby`)."""
+    url = f"http://{keys[f'dfs.namenode.http-address.test.{n}']}/jmx?qry=Hadoop:service=NameNode,name=NameNodeStatus"
+    with urllib.request.urlopen(url, timeout=5) as r:
+        return json.load(r)["beans"][0]["State"]
+
+
+def active(keys: dict, procs: dict, timeout=20.0) -> str:
+    """The one live NameNode that is active, once there is one (the others standby)."""
+    deadline = time.time() + timeout
+    while True:
+        live = [n for n, p in procs.items() if p.poll() is None]
+        states = {n: state(keys, n) for n in live}
+        actives = [n for n, s in states.items() if s == "active"]
+        assert len(actives) <= 1, f"several active: {states}"
+        if actives:
+            assert all(s == "standby" for n, s in states.items() if n not in actives), states
+            return actives[0]
+        assert time.time() < deadline, f"no active NameNode: {states}"
+        time.sleep(0.2)
+
+
+def test_unmodified_clients_fail_over_across_a_killed_active(workroot):
+    workdir = workroot / "ha"
+    workdir.mkdir()
+    keys = ha_keys()
+    procs = start_group(workdir, keys)
+    try:
+        first = active(keys, procs)
+        nameservice = Server("hdfs://test", 0, procs[first], workdir)
+        shell = FsShell(nameservice, workdir, hdfs=keys)
+        native = Client("hdfs://test", config=keys)
+        standby = next(n for n in NAMES if n != first)
+        addr = keys[f"dfs.namenode.rpc-address.test.{standby}"]
+        r = shell.run(["-ls", f"hdfs://{addr}/"], ["-mkdir", "-p", "/ha/java"], ["-ls", "/ha"])
+        assert r[0].rc != 0 and "Operation category READ is not supported in state standby" in r[0].err, r[0]
+        assert [x.rc for x in r[1:]] == [0, 0], r
+        native.mkdirs("/ha/native")
+
+        procs[first].send_signal(signal.SIGKILL)
+        procs[first].wait()
+        second = active(keys, {n: p for n, p in procs.items() if n != first})
+        assert second != first
+
+        r = shell.run(["-mkdir", "/ha/java-after"], ["-ls", "/ha"])
+        assert [x.rc for x in r] == [0, 0], r
+        listed = r[1].out
+        for name in ("java", "native", "java-after"):
+            assert f"/ha/{name}" in listed, listed
+        native = Client("hdfs://test", config=keys)
+        native.mkdirs("/ha/native-after")
+        names = sorted(s.path.rsplit("/", 1)[-1] for s in native.list_status("/ha"))
+        assert names == ["java", "java-after", "native", "native-after"], names
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs.values():
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
