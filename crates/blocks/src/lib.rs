@@ -6,6 +6,7 @@
 //! restart. Callers take the namespace lock first and this one second.
 
 pub mod placement;
+mod postponed;
 pub mod recovery;
 pub mod registry;
 pub mod report;
@@ -65,6 +66,19 @@ pub fn replica_matches(r: &Reported, e: &Expected) -> bool {
     !(e.complete && r.state == ReplicaState::Finalized && r.len != e.len)
 }
 
+/// Whether a reported replica fits nothing the namespace expects (`e`, `None` for a block
+/// it does not know): such a replica is deleted by an active NameNode, and kept for later
+/// by a standby.
+pub fn unfit(r: &Reported, e: Option<&Expected>) -> bool {
+    match e {
+        None => true,
+        // An unfinished replica of a complete block, of its stamp, is ignored, not
+        // deleted (see `one_replica`).
+        Some(e) if e.complete && r.gs == e.gs && r.state == ReplicaState::Unfinished => false,
+        Some(e) => !replica_matches(r, e),
+    }
+}
+
 #[derive(Default)]
 pub struct BlockManager {
     pub reg: Registry,
@@ -86,6 +100,8 @@ pub struct BlockManager {
     pub tally: Tally,
     /// The scan in progress's count, published to `tally` when it ends.
     counting: Tally,
+    /// Replica reports a standby cannot place yet.
+    postponed: postponed::Postponed,
 }
 
 /// Complete blocks by health, as HDFS reports them (`getFsStats`, `dfsadmin -report`):
@@ -394,33 +410,32 @@ impl BlockManager {
         expect: &impl Fn(u64) -> Option<Expected>,
         out: &mut ReportOutcome,
     ) {
-        match expect(r.id) {
-            // An unfinished replica of a complete block, of its stamp: a report that crossed
-            // the pipeline's close, or a copy still arriving. As HDFS (HDFS-2791), it is
-            // neither a location to read from nor deleted; the finished replica will come.
-            Some(e) if e.complete && r.gs == e.gs && r.state == ReplicaState::Unfinished => {}
-            Some(e) if replica_matches(r, &e) => {
-                self.add_replica(
-                    r.id,
-                    node,
-                    storage,
-                    r.state == ReplicaState::Finalized,
-                    r.len,
-                );
-                // Rare: a full report's usual replica costs no second lookup. The flag
-                // clears when the replica is reported finished.
-                if r.state == ReplicaState::WaitingRecovery {
-                    if let Some(rep) = self.replica_mut(r.id, node) {
-                        rep.restarted = true;
-                    }
-                }
-                out.accepted += 1;
-            }
-            _ => {
-                self.invalidate(node, r.id, r.gs);
-                out.invalidated += 1;
+        let Some(e) = expect(r.id).filter(|e| !unfit(r, Some(e))) else {
+            self.invalidate(node, r.id, r.gs);
+            out.invalidated += 1;
+            return;
+        };
+        // An unfinished replica of a complete block, of its stamp: a report that crossed
+        // the pipeline's close, or a copy still arriving. As HDFS (HDFS-2791), it is
+        // neither a location to read from nor deleted; the finished replica will come.
+        if e.complete && r.gs == e.gs && r.state == ReplicaState::Unfinished {
+            return;
+        }
+        self.add_replica(
+            r.id,
+            node,
+            storage,
+            r.state == ReplicaState::Finalized,
+            r.len,
+        );
+        // Rare: a full report's usual replica costs no second lookup. The flag clears
+        // when the replica is reported finished.
+        if r.state == ReplicaState::WaitingRecovery {
+            if let Some(rep) = self.replica_mut(r.id, node) {
+                rep.restarted = true;
             }
         }
+        out.accepted += 1;
     }
 
     pub fn block_entries(&self) -> usize {

@@ -341,7 +341,7 @@ fn keep_worst(last: &mut Option<Error>, e: Error) {
 
 fn no_replica(lb: &LocatedBlockProto) -> Error {
     Error::DataNode(format!(
-        "Could not obtain block: BP-{}:blk_{}_{} (no live replica)",
+        "Could not obtain block: {}:blk_{}_{} (no live replica)",
         lb.b.pool_id, lb.b.block_id, lb.b.generation_stamp
     ))
 }

@@ -18,57 +18,123 @@ use tracing::{debug, warn};
 use crate::nn_link::NnLink;
 use crate::storage::Dataset;
 
-/// One heartbeat, carrying out the commands in the answer. Returns whether the NameNode
-/// asked us to register again.
-pub(crate) async fn beat(link: &Arc<NnLink>, ds: &Arc<Dataset>) -> Result<bool, ClientError> {
+/// One heartbeat to NameNode `i`, carrying out the commands in the answer: all of them
+/// from the active NameNode; from a standby only a request to register again and new
+/// block keys (as HDFS's `processCommandFromStandby`). Returns whether the NameNode asked
+/// us to register again.
+pub(crate) async fn beat(
+    link: &Arc<NnLink>,
+    i: usize,
+    ds: &Arc<Dataset>,
+) -> Result<bool, ClientError> {
     let mut again = false;
-    for cmd in link.heartbeat(ds).await? {
-        again |= execute(link, ds, cmd).await;
+    let beat = link.heartbeat(i, ds).await?;
+    for cmd in beat.cmds {
+        let always = matches!(
+            CmdType::try_from(cmd.cmd_type),
+            Ok(CmdType::RegisterCommand | CmdType::KeyUpdateCommand)
+        );
+        if beat.from_active || always {
+            again |= execute(link, i, ds, cmd).await;
+        } else {
+            debug!(
+                namenode = i,
+                cmd = cmd.cmd_type,
+                "command from a standby ignored"
+            );
+        }
     }
     Ok(again)
 }
 
-/// Heartbeats until cancelled, carrying out the commands that come back.
+/// Registers with NameNode `i`, reports the storage space (so it can place blocks here at
+/// once) and sends the first full block report, retrying until it takes all three or
+/// `cancel` fires. A NameNode that restarts, or a network that drops, between the
+/// handshake and the registration must not end the DataNode: HDFS's DataNodes retry too.
+pub(crate) async fn join(
+    link: &Arc<NnLink>,
+    i: usize,
+    ds: &Arc<Dataset>,
+    cancel: &CancellationToken,
+) -> bool {
+    let mut wait = Duration::from_millis(100);
+    loop {
+        let attempt = async {
+            link.register(i).await?;
+            beat(link, i, ds).await?;
+            link.full_report(i, ds).await
+        };
+        match attempt.await {
+            Ok(()) => return true,
+            Err(e) => warn!(namenode = i, error = %e, "could not join the NameNode; trying again"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = cancel.cancelled() => return false,
+        }
+        wait = (wait * 2).min(Duration::from_secs(3));
+    }
+}
+
+/// How often to heartbeat and to send a full block report.
+#[derive(Clone, Copy)]
+pub(crate) struct Intervals {
+    pub heartbeat: Duration,
+    pub report: Duration,
+}
+
+/// One NameNode's side of the DataNode (HDFS's `BPServiceActor`): joins it, says so on
+/// `joined`, then heartbeats until cancelled — re-registering and reporting again when it
+/// asks or its heartbeats fail, and sending a full report every `intervals.report`.
 pub(crate) async fn run(
     link: Arc<NnLink>,
+    i: usize,
     ds: Arc<Dataset>,
-    interval: Duration,
-    report_interval: Duration,
+    intervals: Intervals,
+    joined: tokio::sync::mpsc::Sender<()>,
     cancel: CancellationToken,
 ) {
+    if !join(&link, i, &ds, &cancel).await {
+        return;
+    }
+    let _ = joined.send(()).await;
+    drop(joined);
     let mut last_report = tokio::time::Instant::now();
     let mut need_register = false;
     loop {
         tokio::select! {
-            _ = tokio::time::sleep(interval) => {}
+            _ = tokio::time::sleep(intervals.heartbeat) => {}
             _ = cancel.cancelled() => return,
         }
         if need_register {
-            match link.register().await {
+            match link.register(i).await {
                 Ok(()) => need_register = false,
                 Err(e) => {
-                    warn!(error = %e, "re-registration failed");
+                    warn!(namenode = i, error = %e, "re-registration failed");
                     continue;
                 }
             }
-            if let Err(e) = link.full_report(&ds).await {
-                warn!(error = %e, "block report failed");
+            if let Err(e) = link.full_report(i, &ds).await {
+                warn!(namenode = i, error = %e, "block report failed");
             }
             last_report = tokio::time::Instant::now();
         }
-        link.check_volumes(&ds).await;
-        match beat(&link, &ds).await {
+        if i == 0 {
+            // Once per node, not per NameNode: its reports go to all of them.
+            link.check_volumes(&ds).await;
+        }
+        match beat(&link, i, &ds).await {
             Ok(again) => need_register |= again,
             Err(e) => {
-                warn!(error = %e, "heartbeat failed");
+                warn!(namenode = i, error = %e, "heartbeat failed");
                 // A NameNode that restarted does not know us; register again.
                 need_register = true;
                 continue;
             }
         }
-        if !need_register && last_report.elapsed() >= report_interval {
-            if let Err(e) = link.full_report(&ds).await {
-                warn!(error = %e, "periodic block report failed");
+        if !need_register && last_report.elapsed() >= intervals.report {
+            if let Err(e) = link.full_report(i, &ds).await {
+                warn!(namenode = i, error = %e, "periodic block report failed");
             }
             last_report = tokio::time::Instant::now();
         }
@@ -76,7 +142,12 @@ pub(crate) async fn run(
 }
 
 /// Carries out one command. Returns true if the NameNode wants us to register again.
-async fn execute(link: &Arc<NnLink>, ds: &Arc<Dataset>, cmd: DatanodeCommandProto) -> bool {
+async fn execute(
+    link: &Arc<NnLink>,
+    i: usize,
+    ds: &Arc<Dataset>,
+    cmd: DatanodeCommandProto,
+) -> bool {
     match CmdType::try_from(cmd.cmd_type) {
         Ok(CmdType::RegisterCommand) => return true,
         Ok(CmdType::BlockCommand) => {
@@ -129,7 +200,7 @@ async fn execute(link: &Arc<NnLink>, ds: &Arc<Dataset>, cmd: DatanodeCommandProt
                 link.update_keys(&k.keys);
             }
         }
-        _ => debug!(cmd = cmd.cmd_type, "command ignored"),
+        _ => debug!(namenode = i, cmd = cmd.cmd_type, "command ignored"),
     }
     false
 }

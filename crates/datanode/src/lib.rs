@@ -25,7 +25,7 @@ use ferrite_proto::hdfs::NamespaceInfoProto;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::info;
 
 use nn_link::{Identity, NnLink};
 use storage::Dataset;
@@ -58,7 +58,8 @@ pub struct DnConfig {
     /// go to successive DataNodes (`DISK;DISK;SSD`: the third node has an SSD), the last
     /// group repeating.
     pub local_storage_types: Vec<Vec<String>>,
-    pub namenode: SocketAddr,
+    /// The NameNodes to report to: one, or every member of an HA group.
+    pub namenodes: Vec<SocketAddr>,
     /// Address to serve data transfer on (`dfs.datanode.address`); port 0 picks one.
     pub bind: SocketAddr,
     /// Address of the IPC port (`dfs.datanode.ipc.address`); port 0 picks one.
@@ -84,7 +85,7 @@ impl DnConfig {
         DnConfig {
             data_dirs,
             local_storage_types: Vec::new(),
-            namenode,
+            namenodes: vec![namenode],
             bind: "127.0.0.1:0".parse().expect("literal"),
             ipc_bind: "127.0.0.1:0".parse().expect("literal"),
             http_bind: None,
@@ -232,7 +233,7 @@ impl DataNode {
     pub async fn start(cfg: DnConfig) -> anyhow::Result<DataNodeHandle> {
         let cancel = CancellationToken::new();
         let dial = ferrite_ipc::net::tcp();
-        let Some(ns) = nn_link::handshake(&*dial, cfg.namenode, &cfg.user, &cancel).await else {
+        let Some(ns) = nn_link::handshake(&*dial, &cfg.namenodes, &cfg.user, &cancel).await else {
             anyhow::bail!("cancelled before the NameNode answered");
         };
         let dirs = cfg.data_dirs.clone();
@@ -288,7 +289,7 @@ impl DataNode {
             info_port: http_addr.map_or(0, |a| u32::from(a.port())),
             ipc_port: ipc_addr.port() as u32,
         };
-        let link = NnLink::new(dial, cfg.rpc_timeout, cfg.namenode, &cfg.user, &ns, &me);
+        let link = NnLink::new(dial, cfg.rpc_timeout, &cfg.namenodes, &cfg.user, &ns, &me);
         let ipc = ferrite_ipc::server::spawn(
             ipc,
             Arc::new(ipc::router(ds.clone(), link.clone())),
@@ -328,16 +329,29 @@ impl DataNode {
                 ipc.shutdown().await;
             }));
         }
-        tasks.push(tokio::spawn(link.clone().run_ibr_sender(cancel.clone())));
-        join_namenode(&link, &ds, &cancel).await?;
+        let intervals = heartbeats::Intervals {
+            heartbeat: cfg.heartbeat_interval,
+            report: cfg.block_report_interval,
+        };
+        let (joined_tx, mut joined) = tokio::sync::mpsc::channel(link.namenodes());
+        for i in 0..link.namenodes() {
+            tasks.push(tokio::spawn(link.clone().run_ibr_sender(i, cancel.clone())));
+            tasks.push(tokio::spawn(heartbeats::run(
+                link.clone(),
+                i,
+                ds.clone(),
+                intervals,
+                joined_tx.clone(),
+                cancel.clone(),
+            )));
+        }
+        // Serving once one NameNode has taken this node; the others join as they can
+        // (an HA group's member may be down).
+        tokio::select! {
+            _ = joined.recv() => {}
+            _ = cancel.cancelled() => anyhow::bail!("stopped before the NameNode took this DataNode"),
+        }
         tasks.push(tokio::spawn(log_read_stats(ds.clone(), cancel.clone())));
-        tasks.push(tokio::spawn(heartbeats::run(
-            link.clone(),
-            ds.clone(),
-            cfg.heartbeat_interval,
-            cfg.block_report_interval,
-            cancel.clone(),
-        )));
         info!(%xfer_addr, %ipc_addr, http_addr = ?http_addr, %uuid, volumes = ds.volumes.len(), "DataNode serving");
         Ok(DataNodeHandle {
             xfer_addr,
@@ -347,34 +361,6 @@ impl DataNode {
             cancel,
             tasks,
         })
-    }
-}
-
-/// Registers, reports the storage space (so the NameNode can place blocks here at once)
-/// and sends the first full block report, retrying until the NameNode takes all three or
-/// `cancel` fires. A NameNode that restarts, or a network that drops, between the
-/// handshake and the registration must not end the DataNode: HDFS's DataNodes retry too.
-async fn join_namenode(
-    link: &Arc<NnLink>,
-    ds: &Arc<Dataset>,
-    cancel: &CancellationToken,
-) -> anyhow::Result<()> {
-    let mut wait = Duration::from_millis(100);
-    loop {
-        let attempt = async {
-            link.register().await?;
-            heartbeats::beat(link, ds).await?;
-            link.full_report(ds).await
-        };
-        match attempt.await {
-            Ok(()) => return Ok(()),
-            Err(e) => warn!(error = %e, "could not join the NameNode; trying again"),
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(wait) => {}
-            _ = cancel.cancelled() => anyhow::bail!("stopped before the NameNode took this DataNode"),
-        }
-        wait = (wait * 2).min(Duration::from_secs(3));
     }
 }
 

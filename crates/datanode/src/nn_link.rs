@@ -33,25 +33,48 @@ struct Ibr {
     done: Option<oneshot::Sender<()>>,
 }
 
+/// This DataNode's link to its NameNodes: one connection to each (the members of an HA
+/// group, or the one NameNode), as HDFS's `BPOfferService` keeps one actor per NameNode.
+/// Every NameNode hears the registrations, heartbeats and block reports, so a standby's
+/// block map is as warm as the active's; commands are obeyed from the active only.
 pub struct NnLink {
+    nns: Vec<NnConn>,
+    /// The NameNode obeyed now, with the transaction id of its claim to be active: as
+    /// in HDFS, a later claim (a higher txid) wins, so a deposed active that still says
+    /// "active" for a moment is not obeyed over its successor.
+    active: Mutex<Option<(usize, u64)>>,
+    /// How this node connects out: to the NameNodes, and to other DataNodes.
+    dial: Arc<dyn Dial>,
+    pub pool: String,
+    /// Active data transfers, reported in heartbeats as the xceiver count.
+    pub xceivers: std::sync::atomic::AtomicU32,
+    /// Block keys from every NameNode (registration and key updates), for token checks:
+    /// each NameNode signs with keys of its own, and a token from one that has just
+    /// stepped down must still be honoured.
+    pub keys: RwLock<KeyRing>,
+}
+
+/// One NameNode's connection, registration and queue of incremental reports.
+struct NnConn {
     addr: SocketAddr,
     /// How long a call may go unanswered before its connection is dropped and made
     /// again: a NameNode that lost power sends no reset, and without a limit a DataNode
     /// would wait on the dead connection for ever (Hadoop's IPC client pings and times
     /// out for the same reason).
     rpc_timeout: Duration,
-    /// How this node connects out: to the NameNode, and to other DataNodes.
     dial: Arc<dyn Dial>,
     user: String,
     client: tokio::sync::Mutex<Option<Arc<IpcClient>>>,
     registration: Mutex<DatanodeRegistrationProto>,
-    pub pool: String,
     ibr_tx: mpsc::UnboundedSender<Ibr>,
     ibr_rx: Mutex<Option<mpsc::UnboundedReceiver<Ibr>>>,
-    /// Active data transfers, reported in heartbeats as the xceiver count.
-    pub xceivers: std::sync::atomic::AtomicU32,
-    /// Block keys from the NameNode (registration and key updates), for token checks.
-    pub keys: RwLock<KeyRing>,
+}
+
+/// A heartbeat's answer: the commands, and whether they are to be obeyed (they come
+/// from the active NameNode).
+pub struct Beat {
+    pub cmds: Vec<DatanodeCommandProto>,
+    pub from_active: bool,
 }
 
 /// Who this DataNode is, for registration.
@@ -68,23 +91,27 @@ async fn connect(dial: &dyn Dial, addr: SocketAddr, user: &str) -> Result<IpcCli
     IpcClient::dial(dial, &addr.to_string(), user, DATANODE_PROTOCOL).await
 }
 
-/// Asks the NameNode who it is, retrying until it answers or `cancel` fires.
+/// Asks the NameNodes who they are, one after another, until one answers or `cancel`
+/// fires (any member of an HA group knows the namespace, active or not).
 pub async fn handshake(
     dial: &dyn Dial,
-    addr: SocketAddr,
+    addrs: &[SocketAddr],
     user: &str,
     cancel: &CancellationToken,
 ) -> Option<NamespaceInfoProto> {
     let mut wait = Duration::from_millis(100);
     loop {
-        let attempt = async {
-            let c = connect(dial, addr, user).await?;
-            let r: VersionResponseProto = c.call("versionRequest", &VersionRequestProto {}).await?;
-            Ok::<_, ClientError>(r.info)
-        };
-        match attempt.await {
-            Ok(info) => return Some(info),
-            Err(e) => debug!(%addr, error = %e, "NameNode not reachable yet"),
+        for &addr in addrs {
+            let attempt = async {
+                let c = connect(dial, addr, user).await?;
+                let r: VersionResponseProto =
+                    c.call("versionRequest", &VersionRequestProto {}).await?;
+                Ok::<_, ClientError>(r.info)
+            };
+            match attempt.await {
+                Ok(info) => return Some(info),
+                Err(e) => debug!(%addr, error = %e, "NameNode not reachable yet"),
+            }
         }
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
@@ -94,55 +121,29 @@ pub async fn handshake(
     }
 }
 
-impl NnLink {
-    pub fn new(
-        dial: Arc<dyn Dial>,
-        rpc_timeout: Duration,
-        addr: SocketAddr,
-        user: &str,
-        ns: &NamespaceInfoProto,
-        me: &Identity,
-    ) -> Arc<Self> {
-        let (ibr_tx, ibr_rx) = mpsc::unbounded_channel();
-        let registration = DatanodeRegistrationProto {
-            datanode_id: DatanodeIdProto {
-                ip_addr: me.ip.clone(),
-                host_name: me.host.clone(),
-                datanode_uuid: me.uuid.clone(),
-                xfer_port: me.xfer_port,
-                info_port: me.info_port,
-                ipc_port: me.ipc_port,
-                info_secure_port: Some(0),
-            },
-            storage_info: StorageInfoProto {
-                layout_version: (-57i32) as u32,
-                namespce_id: ns.storage_info.namespce_id,
-                cluster_id: ns.storage_info.cluster_id.clone(),
-                c_time: ns.storage_info.c_time,
-            },
-            keys: tokens_off(),
-            software_version: "3.4.1".into(),
-        };
-        Arc::new(NnLink {
-            addr,
-            rpc_timeout,
-            dial,
-            user: user.to_string(),
-            client: tokio::sync::Mutex::new(None),
-            registration: Mutex::new(registration),
-            pool: ns.block_pool_id.clone(),
-            ibr_tx,
-            ibr_rx: Mutex::new(Some(ibr_rx)),
-            xceivers: Default::default(),
-            keys: RwLock::new(KeyRing::default()),
-        })
+fn registration_of(ns: &NamespaceInfoProto, me: &Identity) -> DatanodeRegistrationProto {
+    DatanodeRegistrationProto {
+        datanode_id: DatanodeIdProto {
+            ip_addr: me.ip.clone(),
+            host_name: me.host.clone(),
+            datanode_uuid: me.uuid.clone(),
+            xfer_port: me.xfer_port,
+            info_port: me.info_port,
+            ipc_port: me.ipc_port,
+            info_secure_port: Some(0),
+        },
+        storage_info: StorageInfoProto {
+            layout_version: (-57i32) as u32,
+            namespce_id: ns.storage_info.namespce_id,
+            cluster_id: ns.storage_info.cluster_id.clone(),
+            c_time: ns.storage_info.c_time,
+        },
+        keys: tokens_off(),
+        software_version: "3.4.1".into(),
     }
+}
 
-    /// How this node connects out (TCP, or the simulator's network).
-    pub fn dialer(&self) -> &dyn Dial {
-        &*self.dial
-    }
-
+impl NnConn {
     /// Calls the NameNode, reconnecting once if the connection had died.
     async fn call<Req: Message, Resp: Message + Default>(
         &self,
@@ -169,8 +170,8 @@ impl NnLink {
                 Err(ClientError::Io(std::io::Error::new(
                     std::io::ErrorKind::TimedOut,
                     format!(
-                        "{method}: no answer from the NameNode in {:?}",
-                        self.rpc_timeout
+                        "{method}: no answer from the NameNode {} in {:?}",
+                        self.addr, self.rpc_timeout
                     ),
                 )))
             });
@@ -187,24 +188,193 @@ impl NnLink {
         unreachable!("the loop returns")
     }
 
+    fn registration(&self) -> DatanodeRegistrationProto {
+        self.registration.lock().clone()
+    }
+
+    fn queue(
+        &self,
+        storage_uuid: &str,
+        info: ReceivedDeletedBlockInfoProto,
+    ) -> oneshot::Receiver<()> {
+        let (tx, rx) = oneshot::channel();
+        let _ = self.ibr_tx.send(Ibr {
+            storage_uuid: storage_uuid.to_string(),
+            info,
+            done: Some(tx),
+        });
+        rx
+    }
+
+    /// Sends queued incremental reports, batching whatever piled up during a call.
+    async fn run_ibr_sender(&self, pool: &str, cancel: CancellationToken) {
+        let Some(mut rx) = self.ibr_rx.lock().take() else {
+            return;
+        };
+        loop {
+            let first = tokio::select! {
+                m = rx.recv() => match m { Some(m) => m, None => return },
+                _ = cancel.cancelled() => return,
+            };
+            let mut batch = vec![first];
+            while let Ok(m) = rx.try_recv() {
+                batch.push(m);
+            }
+            let mut by_storage: Vec<StorageReceivedDeletedBlocksProto> = Vec::new();
+            for m in &batch {
+                match by_storage
+                    .iter_mut()
+                    .find(|s| s.storage_uuid == m.storage_uuid)
+                {
+                    Some(s) => s.blocks.push(m.info.clone()),
+                    None => by_storage.push(StorageReceivedDeletedBlocksProto {
+                        storage_uuid: m.storage_uuid.clone(),
+                        blocks: vec![m.info.clone()],
+                        // The NameNode knows each storage's type from the heartbeats.
+                        storage: None,
+                    }),
+                }
+            }
+            let req = BlockReceivedAndDeletedRequestProto {
+                registration: self.registration(),
+                block_pool_id: pool.to_string(),
+                blocks: by_storage,
+            };
+            let mut backoff = Duration::from_millis(50);
+            loop {
+                match self
+                    .call::<_, BlockReceivedAndDeletedResponseProto>(
+                        "blockReceivedAndDeleted",
+                        &req,
+                    )
+                    .await
+                {
+                    Ok(_) => break,
+                    Err(e) => {
+                        warn!(namenode = %self.addr, error = %e, "incremental block report failed; retrying");
+                        tokio::select! {
+                            _ = tokio::time::sleep(backoff) => {}
+                            _ = cancel.cancelled() => return,
+                        }
+                        backoff = (backoff * 2).min(Duration::from_secs(3));
+                    }
+                }
+            }
+            for m in batch {
+                if let Some(tx) = m.done {
+                    let _ = tx.send(());
+                }
+            }
+        }
+    }
+}
+
+impl NnLink {
+    /// A link to the NameNodes at `addrs` (one, or an HA group's members).
+    pub fn new(
+        dial: Arc<dyn Dial>,
+        rpc_timeout: Duration,
+        addrs: &[SocketAddr],
+        user: &str,
+        ns: &NamespaceInfoProto,
+        me: &Identity,
+    ) -> Arc<Self> {
+        let nns = addrs
+            .iter()
+            .map(|&addr| {
+                let (ibr_tx, ibr_rx) = mpsc::unbounded_channel();
+                NnConn {
+                    addr,
+                    rpc_timeout,
+                    dial: dial.clone(),
+                    user: user.to_string(),
+                    client: tokio::sync::Mutex::new(None),
+                    registration: Mutex::new(registration_of(ns, me)),
+                    ibr_tx,
+                    ibr_rx: Mutex::new(Some(ibr_rx)),
+                }
+            })
+            .collect();
+        Arc::new(NnLink {
+            nns,
+            active: Mutex::new(None),
+            dial,
+            pool: ns.block_pool_id.clone(),
+            xceivers: Default::default(),
+            keys: RwLock::new(KeyRing::default()),
+        })
+    }
+
+    /// How many NameNodes this node reports to.
+    pub fn namenodes(&self) -> usize {
+        self.nns.len()
+    }
+
+    /// How this node connects out (TCP, or the simulator's network).
+    pub fn dialer(&self) -> &dyn Dial {
+        &*self.dial
+    }
+
     /// This node's DataNode uuid.
     pub fn uuid(&self) -> String {
-        self.registration.lock().datanode_id.datanode_uuid.clone()
+        self.nns[0]
+            .registration
+            .lock()
+            .datanode_id
+            .datanode_uuid
+            .clone()
     }
 
     /// The user this node speaks to other servers as.
     pub fn user(&self) -> String {
-        self.user.clone()
+        self.nns[0].user.clone()
     }
 
-    /// Reports the end of a block recovery this node led.
+    /// The NameNode obeyed now, if any has claimed to be active.
+    fn active(&self) -> Option<usize> {
+        self.active.lock().map(|(i, _)| i)
+    }
+
+    /// Notes NameNode `i`'s state from its heartbeat answer; returns whether it is the one
+    /// to obey.
+    fn note_state(&self, i: usize, state: i32, txid: u64) -> bool {
+        let mut active = self.active.lock();
+        if state == ferrite_proto::hdfs::nnha_status_heartbeat_proto::State::Active as i32 {
+            let newer = active.is_none_or(|(j, claimed)| j == i || txid >= claimed);
+            if newer {
+                if active.is_none_or(|(j, _)| j != i) {
+                    info!(namenode = %self.nns[i].addr, txid, "obeying the active NameNode");
+                }
+                *active = Some((i, txid));
+            }
+        } else if active.is_some_and(|(j, _)| j == i) {
+            *active = None;
+        }
+        active.is_some_and(|(j, _)| j == i)
+    }
+
+    /// Reports the end of a block recovery this node led: to the active NameNode, or, when
+    /// it has just changed, to whichever takes it (a standby refuses).
     pub async fn commit_block_sync(
         &self,
         req: &CommitBlockSynchronizationRequestProto,
     ) -> Result<(), ClientError> {
-        let _: CommitBlockSynchronizationResponseProto =
-            self.call("commitBlockSynchronization", req).await?;
-        Ok(())
+        let first = self.active().unwrap_or(0);
+        let order = (0..self.nns.len()).map(|k| (first + k) % self.nns.len());
+        let mut last = None;
+        for i in order {
+            match self.nns[i]
+                .call::<_, CommitBlockSynchronizationResponseProto>(
+                    "commitBlockSynchronization",
+                    req,
+                )
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.expect("at least one NameNode"))
     }
 
     pub fn update_keys(&self, keys: &ExportedBlockKeysProto) {
@@ -219,29 +389,29 @@ impl NnLink {
 
     /// This node's data-transfer address as the NameNode knows it (`ip:port`).
     pub fn xfer_addr(&self) -> String {
-        let r = self.registration.lock();
+        let r = self.nns[0].registration.lock();
         format!("{}:{}", r.datanode_id.ip_addr, r.datanode_id.xfer_port)
     }
 
-    fn registration(&self) -> DatanodeRegistrationProto {
-        self.registration.lock().clone()
-    }
-
-    pub async fn register(&self) -> Result<(), ClientError> {
+    /// Registers with NameNode `i`.
+    pub async fn register(&self, i: usize) -> Result<(), ClientError> {
+        let nn = &self.nns[i];
         let req = RegisterDatanodeRequestProto {
-            registration: self.registration(),
+            registration: nn.registration(),
         };
-        let mut resp: RegisterDatanodeResponseProto = self.call("registerDatanode", &req).await?;
+        let mut resp: RegisterDatanodeResponseProto = nn.call("registerDatanode", &req).await?;
         // The keys go to the key ring; the secrets are not sent back with every heartbeat.
         let keys = std::mem::replace(&mut resp.registration.keys, tokens_off());
         self.update_keys(&keys);
         // Keep what the NameNode corrected (our address as it sees it).
-        *self.registration.lock() = resp.registration;
-        info!(namenode = %self.addr, "registered with the NameNode");
+        *nn.registration.lock() = resp.registration;
+        info!(namenode = %nn.addr, "registered with the NameNode");
         Ok(())
     }
 
-    pub async fn full_report(&self, ds: &Dataset) -> Result<(), ClientError> {
+    /// Sends NameNode `i` a full block report.
+    pub async fn full_report(&self, i: usize, ds: &Dataset) -> Result<(), ClientError> {
+        let nn = &self.nns[i];
         let reports = ds
             .report()
             .into_iter()
@@ -264,7 +434,7 @@ impl NnLink {
             })
             .collect();
         let req = BlockReportRequestProto {
-            registration: self.registration(),
+            registration: nn.registration(),
             block_pool_id: self.pool.clone(),
             reports,
             context: Some(BlockReportContextProto {
@@ -275,13 +445,13 @@ impl NnLink {
                 sorted: Some(false),
             }),
         };
-        let _: BlockReportResponseProto = self.call("blockReport", &req).await?;
+        let _: BlockReportResponseProto = nn.call("blockReport", &req).await?;
         Ok(())
     }
 
-    /// Queues an incremental report. For RECEIVED, the returned receiver fires once the
-    /// NameNode has it, so the writer can wait before acking the last packet (then the
-    /// client's complete() succeeds at its first try).
+    /// Queues an incremental report for every NameNode. For RECEIVED, the returned
+    /// receiver fires once the active NameNode has it, so the writer can wait before
+    /// acking the last packet (then the client's complete() succeeds at its first try).
     pub fn report_block(
         &self,
         storage_uuid: &str,
@@ -323,83 +493,29 @@ impl NnLink {
         status: BlockStatus,
         delete_hint: Option<String>,
     ) -> oneshot::Receiver<()> {
-        let (tx, rx) = oneshot::channel();
-        let _ = self.ibr_tx.send(Ibr {
-            storage_uuid: storage_uuid.to_string(),
-            info: ReceivedDeletedBlockInfoProto {
-                block: BlockProto {
-                    block_id: id,
-                    gen_stamp: gs,
-                    num_bytes: Some(len),
-                },
-                delete_hint,
-                status: status as i32,
+        let info = ReceivedDeletedBlockInfoProto {
+            block: BlockProto {
+                block_id: id,
+                gen_stamp: gs,
+                num_bytes: Some(len),
             },
-            done: Some(tx),
-        });
-        rx
-    }
-
-    /// Sends queued incremental reports, batching whatever piled up during a call.
-    pub async fn run_ibr_sender(self: Arc<Self>, cancel: CancellationToken) {
-        let Some(mut rx) = self.ibr_rx.lock().take() else {
-            return;
+            delete_hint,
+            status: status as i32,
         };
-        loop {
-            let first = tokio::select! {
-                m = rx.recv() => match m { Some(m) => m, None => return },
-                _ = cancel.cancelled() => return,
-            };
-            let mut batch = vec![first];
-            while let Ok(m) = rx.try_recv() {
-                batch.push(m);
-            }
-            let mut by_storage: Vec<StorageReceivedDeletedBlocksProto> = Vec::new();
-            for m in &batch {
-                match by_storage
-                    .iter_mut()
-                    .find(|s| s.storage_uuid == m.storage_uuid)
-                {
-                    Some(s) => s.blocks.push(m.info.clone()),
-                    None => by_storage.push(StorageReceivedDeletedBlocksProto {
-                        storage_uuid: m.storage_uuid.clone(),
-                        blocks: vec![m.info.clone()],
-                        // The NameNode knows each storage's type from the heartbeats.
-                        storage: None,
-                    }),
-                }
-            }
-            let req = BlockReceivedAndDeletedRequestProto {
-                registration: self.registration(),
-                block_pool_id: self.pool.clone(),
-                blocks: by_storage,
-            };
-            let mut backoff = Duration::from_millis(50);
-            loop {
-                match self
-                    .call::<_, BlockReceivedAndDeletedResponseProto>(
-                        "blockReceivedAndDeleted",
-                        &req,
-                    )
-                    .await
-                {
-                    Ok(_) => break,
-                    Err(e) => {
-                        warn!(error = %e, "incremental block report failed; retrying");
-                        tokio::select! {
-                            _ = tokio::time::sleep(backoff) => {}
-                            _ = cancel.cancelled() => return,
-                        }
-                        backoff = (backoff * 2).min(Duration::from_secs(3));
-                    }
-                }
-            }
-            for m in batch {
-                if let Some(tx) = m.done {
-                    let _ = tx.send(());
-                }
+        let waited = self.active().unwrap_or(0);
+        let mut answer = None;
+        for (i, nn) in self.nns.iter().enumerate() {
+            let rx = nn.queue(storage_uuid, info.clone());
+            if i == waited {
+                answer = Some(rx);
             }
         }
+        answer.expect("at least one NameNode")
+    }
+
+    /// Sends NameNode `i` its queued incremental reports until `cancel`.
+    pub async fn run_ibr_sender(self: Arc<Self>, i: usize, cancel: CancellationToken) {
+        self.nns[i].run_ibr_sender(&self.pool, cancel).await
     }
 
     /// Probes every volume still in service (as HDFS's disk checker does); one that fails is
@@ -420,14 +536,18 @@ impl NnLink {
         }
     }
 
-    /// One heartbeat: this node's load and space; answers the NameNode's commands.
-    pub async fn heartbeat(&self, ds: &Dataset) -> Result<Vec<DatanodeCommandProto>, ClientError> {
-        let req = self.heartbeat_request(ds);
-        let resp: HeartbeatResponseProto = self.call("sendHeartbeat", &req).await?;
-        Ok(resp.cmds)
+    /// One heartbeat to NameNode `i`: this node's load and space; answers its commands.
+    pub async fn heartbeat(&self, i: usize, ds: &Dataset) -> Result<Beat, ClientError> {
+        let req = self.heartbeat_request(i, ds);
+        let resp: HeartbeatResponseProto = self.nns[i].call("sendHeartbeat", &req).await?;
+        let from_active = self.note_state(i, resp.ha_status.state, resp.ha_status.txid);
+        Ok(Beat {
+            cmds: resp.cmds,
+            from_active,
+        })
     }
 
-    fn heartbeat_request(&self, ds: &Dataset) -> HeartbeatRequestProto {
+    fn heartbeat_request(&self, i: usize, ds: &Dataset) -> HeartbeatRequestProto {
         let reports = ds
             .volumes
             .iter()
@@ -449,7 +569,7 @@ impl NnLink {
             })
             .collect();
         HeartbeatRequestProto {
-            registration: self.registration(),
+            registration: self.nns[i].registration(),
             reports,
             xmits_in_progress: Some(0),
             xceiver_count: Some(self.xceivers.load(std::sync::atomic::Ordering::Relaxed)),

@@ -181,7 +181,7 @@ pub(crate) async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
     if local {
         for i in 0..args.datanodes {
             let mut c = dn_cfg.clone();
-            c.namenode = nn.addr;
+            c.namenodes = vec![nn.addr];
             c.bind = format!("{}:0", args.bind).parse()?;
             c.ipc_bind = format!("{}:0", args.bind).parse()?;
             // Each local DataNode's `/jmx` on a port of its own, as in a real cluster; the
@@ -263,7 +263,9 @@ impl Shutdown {
 
 #[derive(Args, Debug)]
 pub(crate) struct DataNodeArgs {
-    /// The NameNode's RPC address, HOST:PORT.
+    /// The NameNode's RPC address, HOST:PORT; several separated by commas, or
+    /// `hdfs://<nameservice>` for every NameNode the configuration names for it (an HA
+    /// group: the DataNode reports to all of them).
     #[arg(long)]
     pub namenode: String,
     /// Volume directories, comma separated (one per disk).
@@ -287,25 +289,42 @@ pub(crate) struct DataNodeArgs {
     pub conf: Vec<String>,
 }
 
-/// `ferrite datanode`: one DataNode that joins a NameNode.
-pub(crate) async fn run_datanode(args: DataNodeArgs) -> anyhow::Result<()> {
+/// The NameNodes a DataNode reports to: `--namenode host:port`, several separated by
+/// commas, or `hdfs://<nameservice>` with the nameservice's NameNodes in the configuration
+/// (every member of an HA group, as HDFS's DataNodes report to all of them).
+fn datanode_namenodes(
+    namenode: &str,
+    pairs: &[(String, String)],
+) -> anyhow::Result<Vec<std::net::SocketAddr>> {
     use std::net::ToSocketAddrs;
-    let nn_addr = args
-        .namenode
-        .trim_start_matches("hdfs://")
-        .to_socket_addrs()
-        .with_context(|| format!("resolving {}", args.namenode))?
-        .next()
-        .ok_or_else(|| anyhow::anyhow!("{} resolves to nothing", args.namenode))?;
+    let target = namenode.trim_start_matches("hdfs://").trim_end_matches('/');
+    let keys = pairs.iter().cloned().collect();
+    let named = ferrite_namenode::ha_config::namenodes_of(&keys, target)?;
+    let addrs = named.unwrap_or_else(|| target.split(',').map(str::to_string).collect());
+    addrs
+        .iter()
+        .map(|a| {
+            a.to_socket_addrs()
+                .with_context(|| format!("resolving {a}"))?
+                .next()
+                .ok_or_else(|| anyhow::anyhow!("{a} resolves to nothing"))
+        })
+        .collect()
+}
+
+/// `ferrite datanode`: one DataNode that joins a NameNode, or every NameNode of an HA group.
+pub(crate) async fn run_datanode(args: DataNodeArgs) -> anyhow::Result<()> {
+    let pairs = config_pairs(&args.conf)?;
+    let namenodes = datanode_namenodes(&args.namenode, &pairs)?;
     let dirs = args.data.split(',').map(PathBuf::from).collect();
-    let mut cfg = DnConfig::new(dirs, nn_addr);
+    let mut cfg = DnConfig::new(dirs, namenodes[0]);
+    cfg.namenodes = namenodes;
     cfg.bind = format!("{}:{}", args.bind, args.port).parse()?;
     cfg.ipc_bind = format!("{}:{}", args.bind, args.ipc_port).parse()?;
     let http_port = args
         .http_port
         .unwrap_or(if args.port == 0 { 0 } else { 9864 });
     cfg.http_bind = Some(format!("{}:{http_port}", args.bind).parse()?);
-    let pairs = config_pairs(&args.conf)?;
     let unknown = cfg
         .apply(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .map_err(|e| anyhow::anyhow!(e))?;

@@ -1,12 +1,13 @@
 //! Three `ferrite namenode` processes configured as one HA nameservice in HDFS's keys: one
 //! turns active, the others refuse clients with StandbyException; after `kill -9` of the
-//! active, another takes over within seconds with every acknowledged change.
+//! active, another takes over within seconds with every acknowledged change. DataNodes
+//! report to every member, so the new active serves a file's blocks at once.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{spawn, Proc};
+use common::{get, put, spawn, Proc};
 use ferrite_client::FileSystem;
 
 fn free_port() -> u16 {
@@ -23,14 +24,17 @@ struct Member {
     proc: Option<Proc>,
 }
 
-fn start(root: &std::path::Path) -> Vec<Member> {
-    let names = ["nn1", "nn2", "nn3"];
+/// The HA keys of a fresh three-NameNode nameservice `test` on free loopback ports, with
+/// each member's RPC address.
+fn ha_keys() -> (Vec<String>, Vec<String>) {
     let mut conf = vec![
         "dfs.nameservices=test".to_string(),
         "dfs.ha.namenodes.test=nn1,nn2,nn3".to_string(),
+        "dfs.namenode.fs-limits.min-block-size=0".to_string(),
+        "dfs.heartbeat.interval=1".to_string(),
     ];
     let mut rpcs = Vec::new();
-    for n in names {
+    for n in NAMES {
         let rpc = format!("127.0.0.1:{}", free_port());
         conf.push(format!("dfs.namenode.rpc-address.test.{n}={rpc}"));
         conf.push(format!(
@@ -43,6 +47,12 @@ fn start(root: &std::path::Path) -> Vec<Member> {
         ));
         rpcs.push(rpc);
     }
+    (conf, rpcs)
+}
+
+const NAMES: [&str; 3] = ["nn1", "nn2", "nn3"];
+
+fn start(root: &std::path::Path, conf: &[String], rpcs: &[String]) -> Vec<Member> {
     let spawn_one = |n: &str| {
         let mut args = vec![
             "namenode".to_string(),
@@ -55,12 +65,12 @@ fn start(root: &std::path::Path) -> Vec<Member> {
         }
         spawn(&args)
     };
-    names
+    NAMES
         .iter()
         .zip(rpcs)
         .map(|(n, rpc)| Member {
             name: n.to_string(),
-            rpc,
+            rpc: rpc.clone(),
             proc: Some(spawn_one(n)),
         })
         .collect()
@@ -101,7 +111,8 @@ async fn active_mkdirs(members: &[Member], path: &str, within: Duration) -> usiz
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_active_standbys_refuse_and_a_killed_active_is_replaced() {
     let root = tempfile::tempdir().unwrap();
-    let mut members = start(root.path());
+    let (conf, rpcs) = ha_keys();
+    let mut members = start(root.path(), &conf, &rpcs);
     let first = active_mkdirs(&members, "/before", Duration::from_secs(20)).await;
 
     let killed = Instant::now();
@@ -117,4 +128,54 @@ async fn one_active_standbys_refuse_and_a_killed_active_is_replaced() {
         "the change acknowledged before the failover survives it"
     );
     eprintln!("failover: {took:?} from kill -9 to the first change on the new active");
+}
+
+/// A DataNode of nameservice `test`: it reports to every NameNode the keys name.
+fn datanode(root: &std::path::Path, i: usize, conf: &[String]) -> Proc {
+    let mut args: Vec<String> = [
+        "datanode",
+        "--namenode",
+        "hdfs://test",
+        "--port",
+        "0",
+        "--ipc-port",
+        "0",
+        "--data",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.push(root.join(format!("dn{i}")).display().to_string());
+    for c in conf {
+        args.push("--conf".into());
+        args.push(c.clone());
+    }
+    spawn(&args)
+}
+
+/// DataNodes report to the standbys too: after `kill -9` of the active, the new one
+/// serves a file written before at once — its block map was warm, no block report or
+/// safe mode was waited for — and takes new writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn datanodes_report_to_every_namenode_so_a_new_active_serves_blocks_at_once() {
+    let root = tempfile::tempdir().unwrap();
+    let (conf, rpcs) = ha_keys();
+    let mut members = start(root.path(), &conf, &rpcs);
+    let _dns: Vec<Proc> = (0..2).map(|i| datanode(root.path(), i, &conf)).collect();
+    let first = active_mkdirs(&members, "/d", Duration::from_secs(20)).await;
+    let fs = FileSystem::connect(&format!("hdfs://{}", members[first].rpc))
+        .await
+        .unwrap();
+    let bytes = common::data(5000, 7);
+    put(&fs, "/d/f", &bytes).await;
+    drop(fs);
+
+    members[first].proc = None; // SIGKILL
+    let second = active_mkdirs(&members, "/d2", Duration::from_secs(20)).await;
+    let fs = FileSystem::connect(&format!("hdfs://{}", members[second].rpc))
+        .await
+        .unwrap();
+    assert_eq!(get(&fs, "/d/f").await, bytes, "read from the new active");
+    put(&fs, "/d2/g", &bytes).await;
+    assert_eq!(get(&fs, "/d2/g").await, bytes);
 }

@@ -51,6 +51,31 @@ pub enum HaConfigError {
     NotMine(Vec<String>),
 }
 
+/// The RPC addresses of nameservice `ns`'s NameNodes, as a DataNode or a client finds them
+/// (`dfs.ha.namenodes.<ns>` and `dfs.namenode.rpc-address.<ns>.<nn>`); `None` when the keys
+/// do not name it.
+pub fn namenodes_of(
+    keys: &BTreeMap<String, String>,
+    ns: &str,
+) -> Result<Option<Vec<String>>, HaConfigError> {
+    let Some(members) = keys.get(&format!("dfs.ha.namenodes.{ns}")) else {
+        return Ok(None);
+    };
+    list(members)
+        .iter()
+        .map(|name| {
+            let key = format!("dfs.namenode.rpc-address.{ns}.{name}");
+            keys.get(&key)
+                .map(|v| v.trim().to_string())
+                .ok_or_else(|| HaConfigError::Missing {
+                    key,
+                    ns: ns.to_string(),
+                })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
 impl HaGroup {
     /// The group the keys describe; `None` without a nameservice of two or more NameNodes
     /// (a lone NameNode, as before).
@@ -168,6 +193,19 @@ mod tests {
         let me = g.this_node(|a| a == "10.0.0.2:8020").unwrap();
         assert_eq!(me.name, "nn2");
         assert!(g.this_node(|_| false).is_err());
+    }
+
+    #[test]
+    fn a_datanode_finds_every_namenode_of_a_nameservice() {
+        let k = keys(&three());
+        let all = namenodes_of(&k, "prod").unwrap().unwrap();
+        assert_eq!(all, ["10.0.0.1:8020", "10.0.0.2:8020", "10.0.0.3:8020"]);
+        assert_eq!(namenodes_of(&k, "other").unwrap(), None);
+        let gap = keys(&three()[..4]);
+        assert_eq!(
+            namenodes_of(&gap, "prod").unwrap_err().to_string(),
+            "dfs.namenode.rpc-address.prod.nn3 is not set: every NameNode of prod needs it"
+        );
     }
 
     #[test]

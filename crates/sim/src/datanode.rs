@@ -49,7 +49,7 @@ pub(crate) async fn run(
     let nn = SocketAddr::new(turmoil::lookup("nn"), PORT);
     let dial: Arc<dyn Dial> = Arc::new(SimDial);
     let cancel = CancellationToken::new();
-    let Some(ns) = nn_link::handshake(&*dial, nn, SUPERUSER, &cancel).await else {
+    let Some(ns) = nn_link::handshake(&*dial, &[nn], SUPERUSER, &cancel).await else {
         return Ok(());
     };
     let root = PathBuf::from(format!("/{}", host(i)));

@@ -5,6 +5,7 @@ use ferrite_ipc::{Router, DATANODE_PROTOCOL};
 use ferrite_proto::datanode::datanode_command_proto::Type as CmdType;
 use ferrite_proto::datanode::received_deleted_block_info_proto::BlockStatus;
 use ferrite_proto::datanode::*;
+use ferrite_proto::hdfs::nnha_status_heartbeat_proto as ha_heartbeat;
 use ferrite_proto::hdfs::{
     BlockProto, DatanodeInfosProto, NnhaStatusHeartbeatProto, RecoveringBlockProto,
     StorageReportProto, StorageTypesProto, StorageUuidsProto,
@@ -16,6 +17,7 @@ use super::{Nn, Register, Res};
 use crate::blocks::registry::StorageState;
 use crate::blocks::report::{self, ReplicaState, Reported};
 use crate::error::FsError;
+use crate::service::ha::HaState;
 use crate::service::{Admitted, Operation};
 use crate::service::{
     DnCommand, HeartbeatReport, NameNodeService, NodeRegistration, ReplicaEvent, SyncReport,
@@ -95,7 +97,13 @@ pub async fn send_heartbeat(
         .collect();
     Ok(HeartbeatResponseProto {
         cmds,
-        ha_status: NnhaStatusHeartbeatProto { state: 0, txid },
+        ha_status: NnhaStatusHeartbeatProto {
+            state: match nn.ha_state() {
+                HaState::Active => ha_heartbeat::State::Active,
+                HaState::Standby => ha_heartbeat::State::Standby,
+            } as i32,
+            txid,
+        },
         // Any non-zero id grants the full report the node asked for; we never throttle.
         full_block_report_lease_id: req
             .request_full_block_report_lease

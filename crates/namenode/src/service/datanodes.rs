@@ -4,6 +4,7 @@
 
 use tracing::{debug, info, warn};
 
+use super::ha::HaState;
 use super::locations::{DatanodeInfo, LocatedBlock, Location};
 use super::{Admitted, NameNodeService, Operation};
 use crate::blocks::registry::{Liveness, NodeId, NodeIx, StorageState, Transfer};
@@ -187,6 +188,12 @@ impl NameNodeService {
             node.keys_generation = generation;
             cmds.push(DnCommand::KeyUpdate);
         }
+        if self.ha_state() == HaState::Standby {
+            // Only the active orders work; a DataNode would ignore a standby's anyway.
+            node.invalidate.clear();
+            node.transfers.clear();
+            return cmds;
+        }
         if !node.invalidate.is_empty() {
             let n = node.invalidate.len().min(INVALIDATE_PER_HEARTBEAT);
             let blocks = node
@@ -243,8 +250,16 @@ impl NameNodeService {
             let ns = self.ns.read();
             let mut mgr = self.blocks.lock();
             let ix = self.node_of(&mgr, uuid)?;
+            let standby = self.ha_state() == HaState::Standby;
             for (storage, replicas) in storages {
                 let s = mgr.reg.get_mut(ix).storage_ix(storage);
+                let kept;
+                let replicas = if standby {
+                    kept = keep_unfit(&mut mgr, &ns, ix, s, replicas);
+                    &kept
+                } else {
+                    replicas
+                };
                 let o = mgr.full_report(ix, s, replicas, |id| expected(&ns, id));
                 total.accepted += o.accepted;
                 total.invalidated += o.invalidated;
@@ -280,9 +295,16 @@ impl NameNodeService {
             let ix = self.node_of(&mgr, uuid)?;
             let mut out = ReportOutcome::default();
             let expect = |id| expected(&ns, id);
+            let standby = self.ha_state() == HaState::Standby;
             for (storage, events) in storages {
                 let six = mgr.reg.get_mut(ix).storage_ix(storage);
                 for &(r, event) in events {
+                    let placeable = event == ReplicaEvent::Deleted
+                        || !crate::blocks::unfit(&r, expect(r.id).as_ref());
+                    if standby && !placeable {
+                        mgr.postpone(ix, six, r);
+                        continue;
+                    }
                     match event {
                         ReplicaEvent::Received => mgr.one_replica(ix, six, &r, &expect, &mut out),
                         ReplicaEvent::Receiving => {
@@ -292,7 +314,10 @@ impl NameNodeService {
                             };
                             mgr.one_replica(ix, six, &r, &expect, &mut out)
                         }
-                        ReplicaEvent::Deleted => mgr.remove_replica(r.id, ix),
+                        ReplicaEvent::Deleted => {
+                            mgr.remove_replica(r.id, ix);
+                            mgr.forget_postponed(r.id, ix);
+                        }
                     }
                 }
             }
@@ -441,6 +466,11 @@ impl NameNodeService {
         if !force && !mgr.needs_scan {
             return (0, 0);
         }
+        if self.ha_state() == HaState::Standby {
+            // The active does this work; the scan waits for this node to take over.
+            mgr.needs_scan = true;
+            return (0, 0);
+        }
         mgr.needs_scan = false;
         let ctx = ReplicationCtx {
             now_ms: now_ms(),
@@ -481,6 +511,26 @@ impl NameNodeService {
         mgr.end_scan();
         (ordered, deleted)
     }
+}
+
+/// A standby's share of a full report: the replicas its namespace has no place for yet
+/// are kept for later (see `BlockManager::postpone`); the rest are returned.
+fn keep_unfit(
+    mgr: &mut BlockManager,
+    ns: &Namespace,
+    node: NodeIx,
+    storage: u8,
+    replicas: &[Reported],
+) -> Vec<Reported> {
+    let mut fit = Vec::with_capacity(replicas.len());
+    for r in replicas {
+        if crate::blocks::unfit(r, expected(ns, r.id).as_ref()) {
+            mgr.postpone(node, storage, *r);
+        } else {
+            fit.push(*r);
+        }
+    }
+    fit
 }
 
 /// A transfer order with its targets' addresses.

@@ -150,9 +150,12 @@ impl NameNodeService {
         let fx = ns.apply(op)?;
         let closed = fx.closed_files.iter().map(|(_, holder)| holder.as_str());
         self.leases.lock().on_op(op, closed, now);
+        let mut blocks = self.blocks.lock();
         if !fx.removed_blocks.is_empty() {
-            self.blocks.lock().blocks_removed(&fx.removed_blocks);
+            blocks.blocks_removed(&fx.removed_blocks);
         }
+        // Replicas reported before this record reached the namespace find their block.
+        blocks.retry_postponed(&|id| super::datanodes::expected(&ns, id));
         Ok(())
     }
 
@@ -177,6 +180,21 @@ impl NameNodeService {
             for (_, holder) in ns.open_files() {
                 leases.add(holder, now);
             }
+        }
+        {
+            // Whatever the log never placed is deleted now, by the usual rules; and the
+            // replication work a standby leaves undone starts at once.
+            let ns = self.ns.read();
+            let mut blocks = self.blocks.lock();
+            let out = blocks.release_postponed(&|id| super::datanodes::expected(&ns, id));
+            if out.accepted + out.invalidated > 0 {
+                info!(
+                    accepted = out.accepted,
+                    invalidated = out.invalidated,
+                    "replica reports kept while standby"
+                );
+            }
+            blocks.needs_scan = true;
         }
         self.startup_safe_mode.store(false, Ordering::SeqCst);
         self.set_ha_state(HaState::Active);

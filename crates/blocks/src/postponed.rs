@@ -1,0 +1,171 @@
+//! Replica reports a standby NameNode cannot place yet (HDFS's `PendingDataNodeMessages`).
+//! A standby's namespace trails the active's by the records not yet committed to it, so a
+//! DataNode may report a replica of a block the standby has not heard of, or of a newer
+//! generation stamp than it knows. Such a report is kept, not answered with a deletion,
+//! and tried again as the log catches up; when the node becomes active whatever is still
+//! kept goes through the usual checks (and a replica that still fits nothing is deleted).
+
+use std::collections::HashMap;
+
+use crate::registry::NodeIx;
+use crate::report::Reported;
+use crate::{BlockManager, Expected, ReportOutcome};
+
+/// One kept report: the node and storage it came from, and the replica.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Kept {
+    node: NodeIx,
+    storage: u8,
+    replica: Reported,
+}
+
+/// Kept reports by block id.
+#[derive(Default)]
+pub(crate) struct Postponed(HashMap<u64, Vec<Kept>>);
+
+impl BlockManager {
+    /// Keeps a replica the namespace has no place for yet. A later report from the same
+    /// node of the same block replaces it.
+    pub fn postpone(&mut self, node: NodeIx, storage: u8, replica: Reported) {
+        let kept = self.postponed.0.entry(replica.id).or_default();
+        kept.retain(|k| k.node != node);
+        kept.push(Kept {
+            node,
+            storage,
+            replica,
+        });
+    }
+
+    /// Forgets a kept report (the node has since deleted the replica).
+    pub fn forget_postponed(&mut self, id: u64, node: NodeIx) {
+        if let Some(kept) = self.postponed.0.get_mut(&id) {
+            kept.retain(|k| k.node != node);
+            if kept.is_empty() {
+                self.postponed.0.remove(&id);
+            }
+        }
+    }
+
+    /// How many replica reports are kept.
+    pub fn postponed_count(&self) -> usize {
+        self.postponed.0.values().map(Vec::len).sum()
+    }
+
+    /// Takes every kept report that now fits the namespace (`expect`); keeps the rest.
+    /// Cheap when nothing is kept, as it is almost always.
+    pub fn retry_postponed(&mut self, expect: &impl Fn(u64) -> Option<Expected>) -> usize {
+        if self.postponed.0.is_empty() {
+            return 0;
+        }
+        let mut out = ReportOutcome::default();
+        let fitting: Vec<u64> = self
+            .postponed
+            .0
+            .iter()
+            .filter(|(_, kept)| {
+                kept.iter()
+                    .any(|k| !crate::unfit(&k.replica, expect(k.replica.id).as_ref()))
+            })
+            .map(|(&id, _)| id)
+            .collect();
+        for id in fitting {
+            let kept = self.postponed.0.remove(&id).unwrap_or_default();
+            for k in kept {
+                if crate::unfit(&k.replica, expect(id).as_ref()) {
+                    self.postpone(k.node, k.storage, k.replica);
+                } else {
+                    self.one_replica(k.node, k.storage, &k.replica, expect, &mut out);
+                }
+            }
+        }
+        out.accepted
+    }
+
+    /// Becoming active: every kept report goes through the usual checks, so a replica that
+    /// still fits nothing is ordered deleted.
+    pub fn release_postponed(
+        &mut self,
+        expect: &impl Fn(u64) -> Option<Expected>,
+    ) -> ReportOutcome {
+        let mut out = ReportOutcome::default();
+        for (_, kept) in std::mem::take(&mut self.postponed.0) {
+            for k in kept {
+                if self.reg.get(k.node).dead {
+                    continue;
+                }
+                self.one_replica(k.node, k.storage, &k.replica, expect, &mut out);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::NodeId;
+    use crate::report::ReplicaState;
+
+    fn node(mgr: &mut BlockManager, n: u8) -> NodeIx {
+        let id = NodeId {
+            uuid: format!("dn{n}"),
+            ip: format!("127.0.0.{n}"),
+            host: "localhost".into(),
+            xfer_port: 9866,
+            info_port: 0,
+            ipc_port: 0,
+        };
+        mgr.reg.register(id, 0).unwrap()
+    }
+
+    fn finalized(id: u64, gs: u64) -> Reported {
+        Reported {
+            id,
+            len: 10,
+            gs,
+            state: ReplicaState::Finalized,
+        }
+    }
+
+    /// A replica of a block the namespace has not heard of is kept, not deleted; it joins
+    /// the block map once the block exists, and only what still fits nothing is ordered
+    /// deleted when the node becomes active.
+    #[test]
+    fn kept_reports_join_when_their_block_appears_and_the_rest_are_deleted_on_taking_over() {
+        let mut mgr = BlockManager::default();
+        let a = node(&mut mgr, 1);
+        mgr.postpone(a, 0, finalized(7, 1001));
+        mgr.postpone(a, 0, finalized(8, 1001));
+        mgr.postpone(a, 0, finalized(8, 1001)); // the same report again replaces it
+        assert_eq!(mgr.postponed_count(), 2);
+
+        let nothing = |_| None;
+        assert_eq!(mgr.retry_postponed(&nothing), 0);
+        assert_eq!(mgr.postponed_count(), 2);
+
+        let block_7 = |id| {
+            (id == 7).then_some(Expected {
+                gs: 1001,
+                len: 10,
+                complete: true,
+            })
+        };
+        assert_eq!(mgr.retry_postponed(&block_7), 1);
+        assert_eq!(mgr.postponed_count(), 1);
+        assert!(mgr.entry(7).is_some_and(|e| e.replicas.len() == 1));
+
+        let out = mgr.release_postponed(&block_7);
+        assert_eq!((out.accepted, out.invalidated), (0, 1));
+        assert_eq!(mgr.postponed_count(), 0);
+        assert_eq!(mgr.reg.get(a).invalidate, [(8, 1001)]);
+    }
+
+    #[test]
+    fn a_deleted_replica_is_no_longer_kept() {
+        let mut mgr = BlockManager::default();
+        let a = node(&mut mgr, 1);
+        mgr.postpone(a, 0, finalized(7, 1001));
+        mgr.forget_postponed(7, a);
+        assert_eq!(mgr.postponed_count(), 0);
+    }
+}
