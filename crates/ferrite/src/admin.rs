@@ -40,6 +40,15 @@ enum AdminCmd {
     /// The NameNode's journal (sync accounting; each directory, in service or why not),
     /// last image, safe mode and namespace size.
     NamenodeStats,
+    /// Each NameNode of an HA nameservice: its role, Raft term, log and commit index, the
+    /// transaction its namespace has applied, and how far it trails the leader's log.
+    /// The NameNodes come from the nameservice's keys (`--fs hdfs://<ns>`, with
+    /// `$HADOOP_CONF_DIR/hdfs-site.xml` or `--conf`), or a comma-separated list.
+    HaStatus {
+        /// KEY=VALUE, as `ferrite namenode --conf` (repeatable).
+        #[arg(long = "conf")]
+        conf: Vec<String>,
+    },
     /// A DataNode's read-server counters: active reads, sendfile vs copied bytes, open-file
     /// cache, I/O queue depths per volume, threads and descriptors.
     DatanodeStats {
@@ -154,6 +163,9 @@ pub(crate) async fn run(args: AdminArgs) -> anyhow::Result<()> {
     if let AdminCmd::DatanodeStats { dn } = &args.cmd {
         return datanode_stats(dn).await;
     }
+    if let AdminCmd::HaStatus { conf } = &args.cmd {
+        return crate::ha_status::run(args.fs, conf).await;
+    }
     let addr = default_fs(args.fs)?;
     if let AdminCmd::NamenodeStats = &args.cmd {
         return namenode_stats(addr).await;
@@ -203,7 +215,7 @@ pub(crate) async fn run(args: AdminArgs) -> anyhow::Result<()> {
                 .await?;
             println!("restoreFailedStorage is set to {}", r.result);
         }
-        AdminCmd::DatanodeStats { .. } | AdminCmd::NamenodeStats => {
+        AdminCmd::DatanodeStats { .. } | AdminCmd::NamenodeStats | AdminCmd::HaStatus { .. } => {
             unreachable!("answered above")
         }
     }

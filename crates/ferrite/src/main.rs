@@ -4,6 +4,8 @@ mod admin;
 mod bench;
 mod dfs;
 mod fsck;
+mod ha_status;
+mod local_ha;
 mod memory;
 mod offline;
 mod serve;

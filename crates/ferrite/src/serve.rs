@@ -51,6 +51,10 @@ pub(crate) struct ServeArgs {
     /// segment copies aside.
     #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "stop")]
     pub recover: Option<Recovery>,
+    /// NameNodes to run in `local`: more than one starts an HA nameservice (`hdfs://ferrite`)
+    /// of that many `ferrite namenode` processes sharing a Raft journal.
+    #[arg(long, default_value_t = 1)]
+    pub namenodes: u32,
 }
 
 /// What `--recover` does at damage in the journal.
@@ -68,7 +72,7 @@ pub(crate) enum Role {
 
 /// Every configuration pair in force: `$HADOOP_CONF_DIR/{core,hdfs}-site.xml`, then
 /// `--conf` (later wins).
-fn config_pairs(conf: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+pub(crate) fn config_pairs(conf: &[String]) -> anyhow::Result<Vec<(String, String)>> {
     use ferrite_namenode::config::{cli_pairs, site_pairs};
     let mut pairs = match std::env::var_os("HADOOP_CONF_DIR") {
         Some(dir) => site_pairs(std::path::Path::new(&dir))?,
@@ -119,6 +123,9 @@ fn nn_config(args: &ServeArgs, local: bool) -> anyhow::Result<(Config, Vec<Strin
 
 pub(crate) async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
     let local = matches!(role, Role::Local);
+    if local && args.namenodes > 1 {
+        return crate::local_ha::run(args).await;
+    }
     let (cfg, unknown) = nn_config(&args, local)?;
     if let (Role::NameNode, Some(group)) = (&role, cfg.ha_group()?) {
         log_unknown(unknown, None);
@@ -179,33 +186,7 @@ pub(crate) async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
     });
     let mut datanodes: Vec<DataNodeHandle> = Vec::new();
     if local {
-        for i in 0..args.datanodes {
-            let mut c = dn_cfg.clone();
-            c.namenodes = vec![nn.addr];
-            c.bind = format!("{}:0", args.bind).parse()?;
-            c.ipc_bind = format!("{}:0", args.bind).parse()?;
-            // Each local DataNode's `/jmx` on a port of its own, as in a real cluster; the
-            // NameNode's LiveNodes says where.
-            c.http_bind = Some(format!("{}:0", args.bind).parse()?);
-            if let Some(last) = c.local_storage_types.last() {
-                // One volume per type asked for, tagged as `dfs.datanode.data.dir` tags it.
-                let types = c.local_storage_types.get(i as usize).unwrap_or(last);
-                c.data_dirs = types
-                    .iter()
-                    .enumerate()
-                    .map(|(j, t)| {
-                        let dir = args.data.join(format!("dn{i}")).join(format!("v{j}"));
-                        PathBuf::from(format!("[{t}]{}", dir.display()))
-                    })
-                    .collect();
-            } else if c.data_dirs.is_empty() || args.datanodes > 1 {
-                c.data_dirs = vec![args.data.join(format!("dn{i}"))];
-            }
-            datanodes.push(DataNode::start(c).await?);
-        }
-        if args.datanodes > 0 {
-            info!(datanodes = args.datanodes, "local DataNodes serving");
-        }
+        datanodes = start_local_datanodes(&args, &dn_cfg, vec![nn.addr]).await?;
     }
     let shutdown = Shutdown::install()?;
     {
@@ -234,6 +215,44 @@ pub(crate) async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
         anyhow::bail!("the NameNode stopped because no journal directory is usable");
     }
     Ok(())
+}
+
+/// `local`'s DataNodes, in this process, reporting to `namenodes`: `dn<N>/` under the data
+/// folder each, on free ports.
+pub(crate) async fn start_local_datanodes(
+    args: &ServeArgs,
+    dn_cfg: &DnConfig,
+    namenodes: Vec<std::net::SocketAddr>,
+) -> anyhow::Result<Vec<DataNodeHandle>> {
+    let mut datanodes = Vec::new();
+    for i in 0..args.datanodes {
+        let mut c = dn_cfg.clone();
+        c.namenodes = namenodes.clone();
+        c.bind = format!("{}:0", args.bind).parse()?;
+        c.ipc_bind = format!("{}:0", args.bind).parse()?;
+        // Each local DataNode's `/jmx` on a port of its own, as in a real cluster; the
+        // NameNode's LiveNodes says where.
+        c.http_bind = Some(format!("{}:0", args.bind).parse()?);
+        if let Some(last) = c.local_storage_types.last() {
+            // One volume per type asked for, tagged as `dfs.datanode.data.dir` tags it.
+            let types = c.local_storage_types.get(i as usize).unwrap_or(last);
+            c.data_dirs = types
+                .iter()
+                .enumerate()
+                .map(|(j, t)| {
+                    let dir = args.data.join(format!("dn{i}")).join(format!("v{j}"));
+                    PathBuf::from(format!("[{t}]{}", dir.display()))
+                })
+                .collect();
+        } else if c.data_dirs.is_empty() || args.datanodes > 1 {
+            c.data_dirs = vec![args.data.join(format!("dn{i}"))];
+        }
+        datanodes.push(DataNode::start(c).await?);
+    }
+    if args.datanodes > 0 {
+        info!(datanodes = args.datanodes, "local DataNodes serving");
+    }
+    Ok(datanodes)
 }
 
 /// SIGTERM and Ctrl-C, caught from the moment this is made: made before the ready line
@@ -292,7 +311,7 @@ pub(crate) struct DataNodeArgs {
 /// The NameNodes a DataNode reports to: `--namenode host:port`, several separated by
 /// commas, or `hdfs://<nameservice>` with the nameservice's NameNodes in the configuration
 /// (every member of an HA group, as HDFS's DataNodes report to all of them).
-fn datanode_namenodes(
+pub(crate) fn datanode_namenodes(
     namenode: &str,
     pairs: &[(String, String)],
 ) -> anyhow::Result<Vec<std::net::SocketAddr>> {

@@ -39,6 +39,8 @@ pub const CLIENT_PROTOCOL: &str = "org.apache.hadoop.hdfs.protocol.ClientProtoco
 pub const NAMENODE_PROTOCOL: &str = "org.apache.hadoop.hdfs.server.protocol.NamenodeProtocol";
 /// `declaringClassProtocolName` of DatanodeProtocol.
 pub const DATANODE_PROTOCOL: &str = "org.apache.hadoop.hdfs.server.protocol.DatanodeProtocol";
+/// `declaringClassProtocolName` of HAServiceProtocol (`hdfs haadmin`, failover controllers).
+pub const HA_SERVICE_PROTOCOL: &str = "org.apache.hadoop.ha.HAServiceProtocol";
 /// `declaringClassProtocolName` of InterDatanodeProtocol (a DataNode's IPC port): what the
 /// primary DataNode of a block recovery asks the other replicas' DataNodes.
 pub const INTER_DATANODE_PROTOCOL: &str =

@@ -21,6 +21,7 @@ pub mod forked_writer;
 pub mod fsck;
 pub mod groups;
 pub mod ha_config;
+pub mod ha_control;
 pub mod identity;
 mod inotify;
 pub mod jmx;

@@ -13,6 +13,7 @@ use tracing::info;
 use crate::clock::now_ms;
 use crate::config::Config;
 use crate::ha_config::{HaGroup, HaNode};
+use crate::ha_control::{HaControl, HandOverRequests};
 use crate::identity::Identity;
 use crate::journal::replicated::{HaJournal, Progress, RecordApplier};
 use crate::server::{current_user, ensure_dir, NameNode, NameNodeHandle};
@@ -68,20 +69,36 @@ impl NameNode {
         ));
         let applier = RecordApplier::new(progress.clone(), Replicated(state.clone()));
         let disk = FileDisk::open(&dir.join("raft"))?;
+        let dial = ferrite_ipc::net::tcp();
         let member = ferrite_raft::start(
             me.id,
             &Timing::default(),
             Box::new(disk),
             Box::new(applier),
-            ferrite_ipc::net::tcp(),
+            dial.clone(),
         )
         .await
         .map_err(std::io::Error::other)?;
         let raft = member.raft;
+        let raft_addrs = group.nodes.iter().map(|n| (n.id, n.raft.clone())).collect();
+        let control = Arc::new(HaControl::new(
+            raft.clone(),
+            me.id,
+            raft_addrs,
+            dial,
+            journal.clone(),
+            progress.clone(),
+        ));
+        state.set_ha_control(control.clone());
         let (fatal, stop) = (CancellationToken::new(), CancellationToken::new());
-        tokio::spawn(ferrite_raft::serve(
+        let hand_over = HandOverRequests {
+            control,
+            nn: state.clone(),
+        };
+        tokio::spawn(ferrite_raft::serve_with(
             raft.clone(),
             raft_listener,
+            Some(Arc::new(hand_over)),
             stop.clone(),
         ));
         tokio::spawn(drive(

@@ -167,6 +167,12 @@ pub enum FsError {
     /// proxy then tries the next NameNode). `category` is HDFS's operation category.
     #[error("Operation category {category} is not supported in state standby. Visit https://s.apache.org/sbnn-error")]
     Standby { category: &'static str },
+    /// An HA transition that could not be made (`org.apache.hadoop.ha.ServiceFailedException`).
+    #[error("{0}")]
+    ServiceFailed(String),
+    /// A NameNode that is not fit to serve (`HealthCheckFailedException`).
+    #[error("{0}")]
+    HealthCheckFailed(String),
     /// Anything HDFS reports as a plain `java.io.IOException`.
     #[error("{0}")]
     Io(String),
@@ -246,6 +252,8 @@ impl FsError {
             | FsError::SuperuserRequired { .. } => class::ACCESS_CONTROL,
             FsError::Internal { .. } => class::IO,
             FsError::Standby { .. } => "org.apache.hadoop.ipc.StandbyException",
+            FsError::ServiceFailed(_) => "org.apache.hadoop.ha.ServiceFailedException",
+            FsError::HealthCheckFailed(_) => "org.apache.hadoop.ha.HealthCheckFailedException",
             FsError::NotFound(_) => class::FILE_NOT_FOUND,
             FsError::AlreadyExists(_) => class::FILE_ALREADY_EXISTS,
             FsError::ParentNotDirectory(_) => class::PARENT_NOT_DIRECTORY,

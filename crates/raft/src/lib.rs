@@ -24,7 +24,9 @@ use ferrite_ipc::net::Dial;
 
 pub use log_disk::{FileDisk, LogDisk, MemoryDisk};
 pub use log_store::{Blobs, LogStore};
-pub use network::{serve, Network, Peer};
+pub use network::{
+    campaign, hand_over, serve, serve_with, HandOver, HandOverFuture, Network, Peer,
+};
 pub use runtime::{seed_elections, Runtime};
 pub use state_machine::{Applier, StateMachine};
 pub use wire::Malformed;

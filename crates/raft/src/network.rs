@@ -2,8 +2,16 @@
 //! (u32, big-endian), a kind byte and the `FerriteRaft.proto` message; an answer is a
 //! length, a status byte (0: the message follows; 1: the callee's error, as text) and the
 //! message. One call at a time per connection, as openraft makes them per peer.
+//!
+//! Two calls are Ferrite's own, for a graceful change of leader (`hdfs haadmin -failover`):
+//! [`hand_over`] asks the leader to hand its leadership to a given node, which the
+//! NameNode does by its [`HandOver`]; [`campaign`] asks a node to stand for election now,
+//! which is how the leader, having stopped taking changes, lets its successor take over
+//! at once rather than after an election timeout.
 
+use std::future::Future;
 use std::io;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,6 +34,8 @@ use crate::{NodeId, Raft, TypeConfig};
 const VOTE: u8 = 1;
 const APPEND: u8 = 2;
 const INSTALL: u8 = 3;
+const CAMPAIGN: u8 = 4;
+const HAND_OVER: u8 = 5;
 const OK: u8 = 0;
 const FAILED: u8 = 1;
 /// The longest frame either side reads: a batch of entries or a snapshot chunk is far
@@ -55,8 +65,26 @@ async fn write_frame(w: &mut (impl AsyncWrite + Unpin), kind: u8, body: &[u8]) -
     w.flush().await
 }
 
+/// A hand-over's answer: `Err` carries the reason, as text, to the node that asked.
+pub type HandOverFuture<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
+
+/// What hands this node's leadership to another when asked (the NameNode's HA control).
+pub trait HandOver: Send + Sync {
+    fn hand_over(&self, to: NodeId) -> HandOverFuture<'_>;
+}
+
 /// Answers Raft calls from the other NameNodes on `listener` until `cancel`.
 pub async fn serve<L: Listen>(raft: Raft, listener: L, cancel: CancellationToken) {
+    serve_with(raft, listener, None, cancel).await
+}
+
+/// [`serve`], with hand-over requests answered by `hand_over` (refused without one).
+pub async fn serve_with<L: Listen>(
+    raft: Raft,
+    listener: L,
+    hand_over: Option<Arc<dyn HandOver>>,
+    cancel: CancellationToken,
+) {
     loop {
         let accepted = tokio::select! {
             () = cancel.cancelled() => return,
@@ -64,12 +92,12 @@ pub async fn serve<L: Listen>(raft: Raft, listener: L, cancel: CancellationToken
         };
         match accepted {
             Ok((conn, peer)) => {
-                let (raft, cancel) = (raft.clone(), cancel.clone());
+                let (raft, cancel, h) = (raft.clone(), cancel.clone(), hand_over.clone());
                 tokio::spawn(async move {
                     let (mut r, mut w) = conn.into_split();
                     tokio::select! {
                         () = cancel.cancelled() => {}
-                        res = answer_calls(&raft, &mut r, &mut w) => if let Err(e) = res {
+                        res = answer_calls(&raft, h.as_deref(), &mut r, &mut w) => if let Err(e) = res {
                             tracing::debug!(%peer, error = %e, "Raft connection closed");
                         }
                     }
@@ -85,15 +113,31 @@ pub async fn serve<L: Listen>(raft: Raft, listener: L, cancel: CancellationToken
 
 async fn answer_calls(
     raft: &Raft,
+    hand_over: Option<&dyn HandOver>,
     r: &mut (impl AsyncRead + Unpin),
     w: &mut (impl AsyncWrite + Unpin),
 ) -> io::Result<()> {
     loop {
         let (kind, body) = read_frame(r).await?;
-        match answer(raft, kind, &body).await {
+        let answered = if kind == HAND_OVER {
+            answer_hand_over(hand_over, &body).await
+        } else {
+            answer(raft, kind, &body).await
+        };
+        match answered {
             Ok(out) => write_frame(w, OK, &out).await?,
             Err(msg) => write_frame(w, FAILED, msg.as_bytes()).await?,
         }
+    }
+}
+
+async fn answer_hand_over(h: Option<&dyn HandOver>, body: &[u8]) -> Result<Vec<u8>, String> {
+    let to = <[u8; 8]>::try_from(body)
+        .map(u64::from_be_bytes)
+        .map_err(|_| format!("a hand-over request of {} bytes", body.len()))?;
+    match h {
+        Some(h) => h.hand_over(to).await.map(|()| Vec::new()),
+        None => Err("this node does not hand over its leadership".into()),
     }
 }
 
@@ -119,7 +163,43 @@ async fn answer(raft: &Raft, kind: u8, body: &[u8]) -> Result<Vec<u8>, String> {
             let resp = raft.install_snapshot(req).await.map_err(|e| text(&e))?;
             Ok(wire::install_response_to(&resp).encode_to_vec())
         }
+        CAMPAIGN => {
+            raft.trigger().elect().await.map_err(|e| text(&e))?;
+            Ok(Vec::new())
+        }
         other => Err(format!("unknown Raft call kind {other}")),
+    }
+}
+
+/// Asks the node at `addr` to stand for election at once (a leader ignores it).
+pub async fn campaign(dial: &dyn Dial, addr: &str, ttl: Duration) -> io::Result<()> {
+    one_call(dial, addr, CAMPAIGN, &[], ttl).await
+}
+
+/// Asks the leader at `addr` to hand its leadership to node `to`; answers once it has.
+pub async fn hand_over(dial: &dyn Dial, addr: &str, to: NodeId, ttl: Duration) -> io::Result<()> {
+    one_call(dial, addr, HAND_OVER, &to.to_be_bytes(), ttl).await
+}
+
+/// A call of Ferrite's own on a connection of its own, answered with nothing or an error.
+async fn one_call(
+    dial: &dyn Dial,
+    addr: &str,
+    kind: u8,
+    body: &[u8],
+    ttl: Duration,
+) -> io::Result<()> {
+    let exchange = async {
+        let conn = dial.dial(addr).await?;
+        let (mut r, mut w) = conn.into_split();
+        write_frame(&mut w, kind, body).await?;
+        read_frame(&mut r).await
+    };
+    match tokio::time::timeout(ttl, exchange).await {
+        Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "no answer in time")),
+        Ok(Err(e)) => Err(e),
+        Ok(Ok((OK, _))) => Ok(()),
+        Ok(Ok((_, msg))) => Err(io::Error::other(String::from_utf8_lossy(&msg).into_owned())),
     }
 }
 

@@ -289,6 +289,11 @@ impl HaJournal {
         }
     }
 
+    /// Whether this node leads (its changes go through a [`ReplicatedJournal`]).
+    pub fn is_leading(&self) -> bool {
+        self.leading.lock().is_some()
+    }
+
     /// Whether this node's own changes are still on their way to a commit.
     pub fn in_flight(&self) -> bool {
         !self.progress.proposed.lock().is_empty()

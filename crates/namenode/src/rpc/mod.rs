@@ -13,6 +13,7 @@ pub mod client;
 pub mod convert;
 pub mod datanode;
 pub mod file_ops;
+mod ha_admin;
 pub mod located_reply;
 mod snapshots;
 pub mod stats;
@@ -120,6 +121,7 @@ pub fn router(state: Nn) -> Router<NameNodeService> {
     cache::register(&mut r);
     storage_policies::register(&mut r);
     snapshots::register(&mut r);
+    ha_admin::register(&mut r);
     // NamenodeProtocol: NNThroughputBenchmark asks for the block pool id this way.
     r.op(
         NAMENODE_PROTOCOL,

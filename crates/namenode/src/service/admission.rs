@@ -222,8 +222,15 @@ operations! {
     BlockReceivedAndDeleted = "blockReceivedAndDeleted" => READ,
     ErrorReport = "errorReport" => READ,
     CommitBlockSynchronization = "commitBlockSynchronization" => READ,
+    // HAServiceProtocol (`hdfs haadmin`): the superuser's, as on HDFS.
+    MonitorHealth = "monitorHealth" => ADMIN,
+    GetServiceStatus = "getServiceStatus" => ADMIN,
+    TransitionToActive = "transitionToActive" => ADMIN,
+    TransitionToStandby = "transitionToStandby" => ADMIN,
+    TransitionToObserver = "transitionToObserver" => ADMIN,
     // Ferrite's own protocols.
     GetNameNodeStats = "getNameNodeStats" => READ,
+    GetRaftStatus = "getRaftStatus" => READ,
     GetSummary = "getSummary" => READ,
     ReadEdits = "readEdits" => ADMIN,
     GetImage = "getImage" => ADMIN,

@@ -42,12 +42,15 @@ impl HaState {
     }
 }
 
-/// The state, switchable while the NameNode serves.
+/// The state, switchable while the NameNode serves. A leader handing its leadership
+/// over is standby to everyone (it takes no change) but must not be made active again
+/// by its still leading, hence the third value.
 #[derive(Debug, Default)]
 pub(crate) struct HaCell(AtomicU8);
 
 const ACTIVE: u8 = 0;
 const STANDBY: u8 = 1;
+const HANDING_OVER: u8 = 2;
 
 impl HaCell {
     fn get(&self) -> HaState {
@@ -63,6 +66,10 @@ impl HaCell {
             HaState::Standby => STANDBY,
         };
         self.0.store(v, Ordering::SeqCst);
+    }
+
+    fn handing_over(&self) -> bool {
+        self.0.load(Ordering::SeqCst) == HANDING_OVER
     }
 }
 
@@ -80,6 +87,12 @@ impl Operation {
                 | Operation::ErrorReport
                 | Operation::GetHAServiceState
                 | Operation::GetNameNodeStats
+                | Operation::MonitorHealth
+                | Operation::GetServiceStatus
+                | Operation::TransitionToActive
+                | Operation::TransitionToStandby
+                | Operation::TransitionToObserver
+                | Operation::GetRaftStatus
         )
     }
 }
@@ -93,6 +106,38 @@ impl NameNodeService {
     /// Becomes active or standby (the HA group's leadership decides).
     pub fn set_ha_state(&self, s: HaState) {
         self.ha.set(s);
+    }
+
+    /// Stops taking changes so that leadership can be handed to another NameNode: from
+    /// now on clients are refused as by a standby, and once this returns no change is
+    /// between its standby check and its journal append (that check is made under the
+    /// writers' turn, taken here once).
+    pub async fn begin_handover(&self) {
+        self.ha.0.store(HANDING_OVER, Ordering::SeqCst);
+        drop(self.writers.lock().await);
+    }
+
+    /// The hand-over is over: if this node still leads, [`drive`] makes it active again.
+    pub fn end_handover(&self) {
+        let _ =
+            self.ha
+                .0
+                .compare_exchange(HANDING_OVER, STANDBY, Ordering::SeqCst, Ordering::SeqCst);
+    }
+
+    /// Joins this NameNode to its HA group's control (once, at start).
+    pub fn set_ha_control(&self, c: Arc<crate::ha_control::HaControl>) {
+        let _ = self.ha_control.set(c);
+    }
+
+    /// The HA group's control; `None` for a lone NameNode.
+    pub fn ha_control(&self) -> Option<&Arc<crate::ha_control::HaControl>> {
+        self.ha_control.get()
+    }
+
+    /// Whether leadership is being handed over from this NameNode.
+    pub fn handing_over(&self) -> bool {
+        self.ha.handing_over()
     }
 }
 
@@ -217,8 +262,7 @@ pub async fn drive(
     let mut rx = raft.metrics();
     loop {
         let leads = rx.borrow_and_update().state == ServerState::Leader;
-        let active = nn.ha_state() == HaState::Active;
-        if leads && !active {
+        if leads && nn.ha_state() == HaState::Standby && !nn.handing_over() {
             // Whatever the group committed before this term is applied first.
             if raft.ensure_linearizable().await.is_ok() {
                 let fatal = fatal.clone();
@@ -230,7 +274,7 @@ pub async fn drive(
                 nn.become_active();
                 info!(txid = progress.applied(), "this NameNode is active");
             }
-        } else if !leads && active {
+        } else if !leads && journal.is_leading() {
             nn.set_ha_state(HaState::Standby);
             if journal.in_flight() {
                 error!("stopping the NameNode: it lost leadership with changes in flight");
@@ -257,11 +301,13 @@ mod tests {
     use tokio::net::TcpListener;
 
     use super::*;
+    use crate::ha_control::{HaControl, HandOverRequests};
     use crate::journal::replicated::RecordApplier;
 
     struct Member {
         nn: Arc<NameNodeService>,
         raft: Raft,
+        control: Arc<HaControl>,
         fatal: CancellationToken,
         stop: CancellationToken,
     }
@@ -295,8 +341,31 @@ mod tests {
             )
             .await
             .unwrap();
+            let addrs = members
+                .iter()
+                .map(|(id, n)| (*id, n.addr.clone()))
+                .collect();
+            let control = Arc::new(HaControl::new(
+                m.raft.clone(),
+                id,
+                addrs,
+                ferrite_ipc::net::tcp(),
+                journal.clone(),
+                progress.clone(),
+            ));
+            nn.set_ha_control(control.clone());
             let (fatal, stop) = (CancellationToken::new(), CancellationToken::new());
-            tokio::spawn(ferrite_raft::serve(m.raft.clone(), l, stop.clone()));
+            let requests = HandOverRequests {
+                control: control.clone(),
+                nn: nn.clone(),
+            };
+            let requests: Arc<dyn ferrite_raft::HandOver> = Arc::new(requests);
+            tokio::spawn(ferrite_raft::serve_with(
+                m.raft.clone(),
+                l,
+                Some(requests),
+                stop.clone(),
+            ));
             tokio::spawn(drive(
                 nn.clone(),
                 m.raft.clone(),
@@ -310,6 +379,7 @@ mod tests {
                 Member {
                     nn,
                     raft: m.raft,
+                    control,
                     fatal,
                     stop,
                 },
@@ -380,6 +450,34 @@ mod tests {
         assert!(has(&group[&second].nn, "/a/b"));
         mkdir(&group[&second].nn, "/c").await.unwrap();
         everyone_has(&group, "/c").await;
+        for m in group.values() {
+            assert!(!m.fatal.is_cancelled());
+        }
+    }
+
+    /// `hdfs haadmin -failover`'s two calls: standby on the active hands leadership to a
+    /// follower; active on a chosen standby takes it from whoever leads then. Each time
+    /// the new active has every change, the old one follows, and nobody stops.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn leadership_is_handed_over_gracefully_on_request() {
+        let group = group().await;
+        let first = active(&group).await;
+        mkdir(&group[&first].nn, "/before").await.unwrap();
+
+        let m = &group[&first];
+        m.control.to_standby(&m.nn).await.unwrap();
+        let second = active(&group).await;
+        assert_ne!(second, first);
+        assert!(has(&group[&second].nn, "/before"));
+
+        let third = *group.keys().find(|id| **id != second).unwrap();
+        let m = &group[&third];
+        m.control.to_active(&m.nn).await.unwrap();
+        assert_eq!(active(&group).await, third);
+        // Asking the active again changes nothing.
+        m.control.to_active(&m.nn).await.unwrap();
+        mkdir(&m.nn, "/after").await.unwrap();
+        everyone_has(&group, "/after").await;
         for m in group.values() {
             assert!(!m.fatal.is_cancelled());
         }

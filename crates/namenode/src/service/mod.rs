@@ -127,6 +127,8 @@ pub struct NameNodeService {
     /// Whether this NameNode serves clients (active) or only follows (standby): a lone
     /// NameNode is active; in an HA group, the Raft leader is.
     ha: ha::HaCell,
+    /// In an HA group, what HAServiceProtocol's transitions and `ha-status` go through.
+    ha_control: std::sync::OnceLock<Arc<crate::ha_control::HaControl>>,
     /// Start-up safe mode: on until enough blocks are reported (see `check_startup_safe_mode`).
     startup_safe_mode: AtomicBool,
     /// Safe mode for want of journal space (see `check_resources`); the administrator
@@ -243,6 +245,7 @@ impl NameNodeService {
             saving: Mutex::new(()),
             safe_mode: AtomicBool::new(false),
             ha: ha::HaCell::default(),
+            ha_control: std::sync::OnceLock::new(),
             startup_safe_mode: AtomicBool::new(startup_safe),
             resources_low: AtomicBool::new(false),
             threshold_met_at: Mutex::new(None),

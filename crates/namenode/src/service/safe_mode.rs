@@ -50,6 +50,12 @@ impl NameNodeService {
             || self.resources_low.load(Ordering::SeqCst)
     }
 
+    /// Whether the journal's disks ran short of their reserved space (HDFS's "no
+    /// resources available": an unhealthy NameNode to a failover controller).
+    pub fn resources_low(&self) -> bool {
+        self.resources_low.load(Ordering::SeqCst)
+    }
+
     /// The administrator's switch. Leaving also ends start-up safe mode, as
     /// `hdfs dfsadmin -safemode leave` does.
     pub fn set_safe_mode(&self, on: bool) {

@@ -1,0 +1,269 @@
+//! HAServiceProtocol's transitions in a Raft group, where leadership is the group's to
+//! decide: `transitionToStandby` on the active hands its leadership to the follower
+//! furthest along, and `transitionToActive` on a standby asks the leader to hand it over
+//! to this node. So `hdfs haadmin -failover nn1 nn2` (standby on nn1, then active on nn2)
+//! is a graceful leadership transfer, and nothing an operator types can make two actives.
+//!
+//! A hand-over: the leader stops taking changes (clients get `StandbyException` and fail
+//! over), waits for what it journaled to commit and for the chosen follower to hold all
+//! of it, stops its heartbeats, and asks that follower to campaign at once. The follower
+//! wins (its log is as long as any) and the old leader follows. If no new leader shows up
+//! in time, the old one takes changes again and the call fails with
+//! `ServiceFailedException`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ferrite_ipc::net::Dial;
+use ferrite_raft::{NodeId, Raft};
+use openraft::ServerState;
+
+use crate::error::FsError;
+use crate::journal::replicated::{HaJournal, Progress};
+use crate::service::ha::HaState;
+use crate::service::NameNodeService;
+
+/// How long a hand-over may take before the leader takes changes again.
+const HANDOVER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often progress is looked at while waiting.
+const POLL: Duration = Duration::from_millis(20);
+
+/// One NameNode's Raft state, as `ferrite admin ha-status` shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RaftStatus {
+    pub id: NodeId,
+    pub role: &'static str,
+    pub term: u64,
+    pub leader: Option<NodeId>,
+    pub last_log_index: u64,
+    pub committed: u64,
+    pub applied_txid: u64,
+    /// On the leader: each follower's last index known to be on it.
+    pub peers: BTreeMap<NodeId, Option<u64>>,
+}
+
+/// The HA group as this NameNode's HAServiceProtocol sees it.
+pub struct HaControl {
+    raft: Raft,
+    me: NodeId,
+    /// Every member's Raft address, this one's included.
+    raft_addrs: BTreeMap<NodeId, String>,
+    dial: Arc<dyn Dial>,
+    journal: HaJournal,
+    progress: Arc<Progress>,
+}
+
+impl HaControl {
+    pub fn new(
+        raft: Raft,
+        me: NodeId,
+        raft_addrs: BTreeMap<NodeId, String>,
+        dial: Arc<dyn Dial>,
+        journal: HaJournal,
+        progress: Arc<Progress>,
+    ) -> Self {
+        HaControl {
+            raft,
+            me,
+            raft_addrs,
+            dial,
+            journal,
+            progress,
+        }
+    }
+
+    pub fn status(&self) -> RaftStatus {
+        let m = self.raft.metrics().borrow().clone();
+        let role = match m.state {
+            ServerState::Leader => "leader",
+            ServerState::Follower => "follower",
+            ServerState::Candidate => "candidate",
+            ServerState::Learner => "learner",
+            ServerState::Shutdown => "shutdown",
+        };
+        let peers = m
+            .replication
+            .map(|r| {
+                r.into_iter()
+                    .filter(|(id, _)| *id != self.me)
+                    .map(|(id, l)| (id, l.map(|l| l.index)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        RaftStatus {
+            id: self.me,
+            role,
+            term: m.current_term,
+            leader: m.current_leader,
+            last_log_index: m.last_log_index.unwrap_or(0),
+            committed: m.last_applied.map_or(0, |l| l.index),
+            applied_txid: self.progress.applied(),
+            peers,
+        }
+    }
+
+    fn leads(&self) -> bool {
+        self.raft.metrics().borrow().state == ServerState::Leader
+    }
+
+    /// Whether a standby could take over now: it hears a leader (so its log is being kept
+    /// up) and has applied what it holds. HAServiceProtocol's `readyToBecomeActive`.
+    pub fn not_ready_reason(&self) -> Option<String> {
+        let m = self.raft.metrics().borrow().clone();
+        match m.current_leader {
+            None => Some("it hears no leader of its HA group".into()),
+            Some(_) if m.last_applied.map(|l| l.index) < m.last_log_index => Some(format!(
+                "it has applied {} of the {} log entries it holds",
+                m.last_applied.map_or(0, |l| l.index),
+                m.last_log_index.unwrap_or(0)
+            )),
+            Some(_) => None,
+        }
+    }
+
+    /// `transitionToStandby`: a standby stays one; the active hands its leadership to the
+    /// follower furthest along.
+    pub async fn to_standby(&self, nn: &NameNodeService) -> Result<(), FsError> {
+        if !self.leads() {
+            return Ok(());
+        }
+        self.hand_over(nn, None).await
+    }
+
+    /// `transitionToActive`: the active stays one; a standby asks the leader to hand over
+    /// to it (or, with no leader, stands for election), and answers once it is active.
+    pub async fn to_active(&self, nn: &NameNodeService) -> Result<(), FsError> {
+        if nn.ha_state() == HaState::Active {
+            return Ok(());
+        }
+        let leader = self.raft.metrics().borrow().current_leader;
+        let asked =
+            match leader {
+                Some(l) if l != self.me => {
+                    let addr = self.addr(l)?;
+                    // The leader gives up after HANDOVER_TIMEOUT: wait a little longer for its word.
+                    let ttl = HANDOVER_TIMEOUT + Duration::from_secs(2);
+                    ferrite_raft::hand_over(self.dial.as_ref(), addr, self.me, ttl)
+                        .await
+                        .map_err(|e| {
+                            FsError::ServiceFailed(format!(
+                                "the active NameNode (node {l}) did not hand over to node {}: {e}",
+                                self.me
+                            ))
+                        })
+                }
+                _ => self.raft.trigger().elect().await.map_err(|e| {
+                    FsError::ServiceFailed(format!("could not stand for election: {e}"))
+                }),
+            };
+        asked?;
+        let deadline = Instant::now() + HANDOVER_TIMEOUT;
+        while nn.ha_state() != HaState::Active {
+            if Instant::now() > deadline {
+                return Err(FsError::ServiceFailed(format!(
+                    "node {} did not become active within {HANDOVER_TIMEOUT:?}",
+                    self.me
+                )));
+            }
+            tokio::time::sleep(POLL).await;
+        }
+        Ok(())
+    }
+
+    fn addr(&self, id: NodeId) -> Result<&str, FsError> {
+        self.raft_addrs
+            .get(&id)
+            .map(String::as_str)
+            .ok_or_else(|| FsError::ServiceFailed(format!("node {id} is not in the HA group")))
+    }
+
+    /// Hands this leader's leadership to `to`, or to the follower furthest along.
+    pub async fn hand_over(&self, nn: &NameNodeService, to: Option<NodeId>) -> Result<(), FsError> {
+        if !self.leads() {
+            return Err(FsError::ServiceFailed(format!(
+                "node {} is not the active NameNode",
+                self.me
+            )));
+        }
+        nn.begin_handover().await;
+        let out = self.transfer(to).await;
+        if out.is_err() {
+            self.raft.runtime_config().heartbeat(true);
+        }
+        nn.end_handover();
+        out
+    }
+
+    async fn transfer(&self, to: Option<NodeId>) -> Result<(), FsError> {
+        let deadline = Instant::now() + HANDOVER_TIMEOUT;
+        let late = |what: &str| {
+            FsError::ServiceFailed(format!(
+                "could not hand over leadership within {HANDOVER_TIMEOUT:?}: {what}"
+            ))
+        };
+        while self.journal.in_flight() {
+            if Instant::now() > deadline {
+                return Err(late("changes are still being committed"));
+            }
+            tokio::time::sleep(POLL).await;
+        }
+        // The successor must hold the whole log, or it could not win the election.
+        let target = loop {
+            let m = self.raft.metrics().borrow().clone();
+            let last = m.last_log_index;
+            let caught_up = m
+                .replication
+                .unwrap_or_default()
+                .into_iter()
+                .find(|(id, l)| {
+                    *id != self.me && to.is_none_or(|t| t == *id) && l.map(|l| l.index) == last
+                });
+            if let Some((id, _)) = caught_up {
+                break id;
+            }
+            if Instant::now() > deadline {
+                return Err(late("no follower holds the whole log"));
+            }
+            tokio::time::sleep(POLL).await;
+        };
+        let addr = self.addr(target)?.to_string();
+        // Without heartbeats the other followers' leader leases lapse, so they vote for
+        // the successor if its first campaign is early.
+        self.raft.runtime_config().heartbeat(false);
+        while self.leads() {
+            if Instant::now() > deadline {
+                return Err(late(&format!("node {target} was not elected")));
+            }
+            let ttl = Duration::from_secs(1);
+            if let Err(e) = ferrite_raft::campaign(self.dial.as_ref(), &addr, ttl).await {
+                tracing::debug!(target, error = %e, "asking the successor to campaign");
+            }
+            let wait = Instant::now() + Duration::from_millis(500);
+            while self.leads() && Instant::now() < wait {
+                tokio::time::sleep(POLL).await;
+            }
+        }
+        // Heartbeats back on for when this node leads again.
+        self.raft.runtime_config().heartbeat(true);
+        tracing::info!(successor = target, "leadership handed over");
+        Ok(())
+    }
+}
+
+/// Serves the group's hand-over requests (from a standby asked to become active).
+pub struct HandOverRequests {
+    pub control: Arc<HaControl>,
+    pub nn: Arc<NameNodeService>,
+}
+
+impl ferrite_raft::HandOver for HandOverRequests {
+    fn hand_over(&self, to: NodeId) -> ferrite_raft::HandOverFuture<'_> {
+        Box::pin(async move {
+            self.control
+                .hand_over(&self.nn, Some(to))
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+}
