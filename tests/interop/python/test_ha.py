@@ -24,6 +24,8 @@ def ha_keys():
         "dfs.ha.namenodes.test": ",".join(NAMES),
         "dfs.client.failover.proxy.provider.test":
             "org.apache.hadoop.hdfs.server.namenode.ha.ConfiguredFailoverProxyProvider",
+        # `hdfs haadmin -failover` refuses to run without a fencing method.
+        "dfs.ha.fencing.methods": "shell(/bin/true)",
     }
     for n in NAMES:
         keys[f"dfs.namenode.rpc-address.test.{n}"] = f"127.0.0.1:{free_port()}"
@@ -68,6 +70,17 @@ def active(keys: dict, procs: dict, timeout=20.0) -> str:
         time.sleep(0.2)
 
 
+def stop_group(procs: dict):
+    for p in procs.values():
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    for p in procs.values():
+        try:
+            p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
 def test_unmodified_clients_fail_over_across_a_killed_active(workroot):
     workdir = workroot / "ha"
     workdir.mkdir()
@@ -100,11 +113,60 @@ def test_unmodified_clients_fail_over_across_a_killed_active(workroot):
         names = sorted(s.path.rsplit("/", 1)[-1] for s in native.list_status("/ha"))
         assert names == ["java", "java-after", "native", "native-after"], names
     finally:
-        for p in procs.values():
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in procs.values():
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop_group(procs)
+
+
+def test_haadmin_reports_states_and_moves_the_active(workroot):
+    """`hdfs haadmin` (DFSHAAdmin, unmodified) against the Raft group: states as HDFS prints
+    them, a manual failover to a chosen NameNode, a transition of the active to standby
+    (leadership moves elsewhere), and `ferrite admin ha-status` naming one leader."""
+    workdir = workroot / "haadmin"
+    workdir.mkdir()
+    keys = ha_keys()
+    procs = start_group(workdir, keys)
+    try:
+        first = active(keys, procs)
+        nameservice = Server("hdfs://test", 0, procs[first], workdir)
+        shell = FsShell(nameservice, workdir, hdfs=keys)
+        target = next(n for n in NAMES if n != first)
+        r = shell.run(
+            ["haadmin", "-getServiceState", first],
+            ["haadmin", "-getServiceState", target],
+            ["haadmin", "-getAllServiceState"],
+            ["haadmin", "-checkHealth", target],
+            ["haadmin", "-transitionToActive", target],
+            ["haadmin", "-failover", first, target],
+        )
+        assert [x.rc for x in r[:4]] == [0, 0, 0, 0], r
+        assert r[0].out.strip() == "active" and r[1].out.strip() == "standby", r
+        listed = r[2].out.splitlines()
+        assert len(listed) == 3, r[2]
+        for n in NAMES:
+            # HAAdmin prints the host as Java resolves it (localhost), so match the port.
+            port = keys[f"dfs.namenode.rpc-address.test.{n}"].rsplit(":", 1)[1]
+            line = next((x for x in listed if x.split()[0].endswith(f":{port}")), f"{n} missing")
+            want = "active" if n == first else "standby"
+            assert line.split()[-1] == want, listed
+        # Without --forceactive HAAdmin refuses while another NameNode is active.
+        assert r[4].rc != 0 and f"{first} is already active" in r[4].err, r[4]
+        assert r[5].rc == 0 and f"Failover from {first} to {target} successful" in r[5].out, r[5]
+        assert active(keys, procs) == target
+
+        r = shell.run(["haadmin", "-transitionToStandby", target], ["-mkdir", "-p", "/moved"])
+        assert [x.rc for x in r] == [0, 0], r
+        third = active(keys, procs)
+        assert third != target
+
+        status = subprocess.run(
+            [str(FERRITE_BIN), "admin", "--fs", "hdfs://test", "ha-status"]
+            + [a for k, v in keys.items() for a in ("--conf", f"{k}={v}")],
+            capture_output=True, text=True, timeout=60, cwd=workdir,
+        )
+        assert status.returncode == 0, status.stderr
+        rows = status.stdout.splitlines()[1:]
+        roles = sorted(row.split()[2] for row in rows)
+        assert roles == ["follower", "follower", "leader"], status.stdout
+        leader_addr = keys[f"dfs.namenode.rpc-address.test.{third}"]
+        assert any(row.startswith(leader_addr) and " leader " in row for row in rows), status.stdout
+    finally:
+        stop_group(procs)

@@ -52,6 +52,9 @@ public final class ShellBatch {
       try {
         if (args[0].equals("dfsadmin")) {
           rc = ToolRunner.run(new DFSAdmin(conf), Arrays.copyOfRange(args, 1, args.length));
+        } else if (args[0].equals("haadmin")) {
+          rc = ToolRunner.run(conf, new org.apache.hadoop.hdfs.tools.DFSHAAdmin(),
+              Arrays.copyOfRange(args, 1, args.length));
         } else if (args[0].equals("debug")) {
           rc = new DebugAdmin(conf).run(Arrays.copyOfRange(args, 1, args.length));
         } else if (args[0].equals("storagepolicies")) {
