@@ -85,19 +85,27 @@ fn is_standby(err: &ferrite_client::Error) -> bool {
 /// The one member that accepts `mkdirs(path)` (the others must refuse as standbys), within
 /// `within`.
 async fn active_mkdirs(members: &[Member], path: &str, within: Duration) -> usize {
+    let live: Vec<Option<&str>> = members
+        .iter()
+        .map(|m| m.proc.as_ref().map(|_| m.rpc.as_str()))
+        .collect();
+    active_among(&live, path, within).await
+}
+
+/// The index of the one live NameNode (`Some` RPC address) that accepts `mkdirs(path)`,
+/// the others refusing as standbys, within `within`.
+async fn active_among(rpcs: &[Option<&str>], path: &str, within: Duration) -> usize {
     let deadline = Instant::now() + within;
     loop {
         let mut accepted = Vec::new();
-        for (i, m) in members.iter().enumerate() {
-            if m.proc.is_none() {
-                continue;
-            }
-            let Ok(fs) = FileSystem::connect(&format!("hdfs://{}", m.rpc)).await else {
+        for (i, rpc) in rpcs.iter().enumerate() {
+            let Some(rpc) = rpc else { continue };
+            let Ok(fs) = FileSystem::connect(&format!("hdfs://{rpc}")).await else {
                 continue;
             };
             match fs.mkdirs(path, 0o755, true).await {
                 Ok(_) => accepted.push(i),
-                Err(e) => assert!(is_standby(&e), "{}: {e}", m.name),
+                Err(e) => assert!(is_standby(&e), "{rpc}: {e}"),
             }
         }
         match accepted[..] {
@@ -178,4 +186,91 @@ async fn datanodes_report_to_every_namenode_so_a_new_active_serves_blocks_at_onc
     assert_eq!(get(&fs, "/d/f").await, bytes, "read from the new active");
     put(&fs, "/d2/g", &bytes).await;
     assert_eq!(get(&fs, "/d2/g").await, bytes);
+}
+
+/// The pids of processes whose command line mentions `needle`.
+fn pids_mentioning(needle: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        if String::from_utf8_lossy(&cmd).contains(needle) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// `ferrite local --namenodes 3`: three NameNode processes and in-process DataNodes, a
+/// client configuration naming them; one active. Killing the active's process leaves a
+/// working cluster, and stopping `ferrite local` stops every NameNode it started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ferrite_local_runs_an_ha_nameservice_that_survives_a_killed_namenode() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("cluster");
+    let args: Vec<String> = [
+        "local",
+        "--namenodes",
+        "3",
+        "--datanodes",
+        "2",
+        "--port",
+        "0",
+        "--conf",
+        "dfs.namenode.fs-limits.min-block-size=0",
+        "--conf",
+        "dfs.heartbeat.interval=1",
+        "--data",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([data.display().to_string()])
+    .collect();
+    let mut local = spawn(&args);
+    assert_eq!(local.ready, "hdfs://ferrite", "{}", local.line);
+    let rpcs: Vec<String> = local
+        .line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("namenodes="))
+        .expect("namenodes in the ready line")
+        .split(',')
+        .map(String::from)
+        .collect();
+    assert_eq!(rpcs.len(), 3, "{}", local.line);
+    let site = std::fs::read_to_string(data.join("conf/hdfs-site.xml")).unwrap();
+    for rpc in &rpcs {
+        assert!(
+            site.contains(rpc.as_str()),
+            "client conf names {rpc}: {site}"
+        );
+    }
+
+    let mut live: Vec<Option<&str>> = rpcs.iter().map(|r| Some(r.as_str())).collect();
+    let first = active_among(&live, "/d", Duration::from_secs(20)).await;
+    let fs = FileSystem::connect(&format!("hdfs://{}", rpcs[first]))
+        .await
+        .unwrap();
+    let bytes = common::data(5000, 9);
+    put(&fs, "/d/f", &bytes).await;
+    drop(fs);
+
+    let victim = pids_mentioning(&data.join(format!("nn{}", first + 1)).display().to_string());
+    assert_eq!(victim.len(), 1, "one process serves nn{}", first + 1);
+    common::send_signal(victim[0], 9);
+    live[first] = None;
+    let second = active_among(&live, "/d2", Duration::from_secs(20)).await;
+    let fs = FileSystem::connect(&format!("hdfs://{}", rpcs[second]))
+        .await
+        .unwrap();
+    assert_eq!(get(&fs, "/d/f").await, bytes, "read from the new active");
+
+    common::term(&mut local.child);
+    let st = local.child.wait().unwrap();
+    assert!(st.success(), "ferrite local exits cleanly: {st}");
+    let left = pids_mentioning(&data.display().to_string());
+    assert!(left.is_empty(), "NameNode processes left running: {left:?}");
 }

@@ -21,6 +21,8 @@ pub struct Proc {
     pub ready: String,
     /// Its HTTP server (`/jmx`), when the ready line names one.
     pub http: Option<SocketAddr>,
+    /// The whole ready line.
+    pub line: String,
 }
 
 impl Drop for Proc {
@@ -50,6 +52,7 @@ pub fn spawn(args: &[String]) -> Proc {
         http: words
             .next()
             .and_then(|h| h.trim_start_matches("http://").parse().ok()),
+        line: line.trim_end().to_string(),
     }
 }
 
