@@ -19,7 +19,6 @@ fn free_port() -> u16 {
 }
 
 struct Member {
-    name: String,
     rpc: String,
     proc: Option<Proc>,
 }
@@ -69,7 +68,6 @@ fn start(root: &std::path::Path, conf: &[String], rpcs: &[String]) -> Vec<Member
         .iter()
         .zip(rpcs)
         .map(|(n, rpc)| Member {
-            name: n.to_string(),
             rpc: rpc.clone(),
             proc: Some(spawn_one(n)),
         })
