@@ -272,3 +272,58 @@ async fn ferrite_local_runs_an_ha_nameservice_that_survives_a_killed_namenode() 
     let left = pids_mentioning(&data.display().to_string());
     assert!(left.is_empty(), "NameNode processes left running: {left:?}");
 }
+
+/// A create the old active answered, retried on the new one with the same clientId and
+/// callId (as Hadoop's failover proxy does when the answer was lost with the active), gets
+/// the first answer again — the standby kept the call's ids from the log — instead of
+/// `AlreadyBeingCreatedException`; a new call for the same path does get that.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_retried_after_a_failover_gets_its_first_answer() {
+    use ferrite_ipc::client::IpcClient;
+    use ferrite_ipc::CLIENT_PROTOCOL;
+    use ferrite_proto::hdfs::{CreateRequestProto, CreateResponseProto, FsPermissionProto};
+    use prost::Message;
+
+    let root = tempfile::tempdir().unwrap();
+    let (conf, rpcs) = ha_keys();
+    let mut members = start(root.path(), &conf, &rpcs);
+    let first = active_mkdirs(&members, "/r", Duration::from_secs(20)).await;
+    let req = CreateRequestProto {
+        src: "/r/f".into(),
+        masked: FsPermissionProto { perm: 0o644 },
+        client_name: "retrier".into(),
+        create_flag: 0x01,
+        create_parent: true,
+        replication: 1,
+        block_size: 1 << 20,
+        ..Default::default()
+    };
+    let client_id = [7u8; 16];
+    let connect = |rpc: &str| {
+        let addr: std::net::SocketAddr = rpc.parse().unwrap();
+        async move {
+            let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+            IpcClient::over_as(stream, "root", CLIENT_PROTOCOL, client_id)
+                .await
+                .unwrap()
+        }
+    };
+    let c = connect(&members[first].rpc).await;
+    let answer =
+        CreateResponseProto::decode(c.call_with_id(5, 0, "create", &req).await.unwrap()).unwrap();
+    let id = answer.fs.expect("status").file_id;
+    drop(c);
+
+    members[first].proc = None; // SIGKILL
+    let second = active_mkdirs(&members, "/r2", Duration::from_secs(20)).await;
+    let c = connect(&members[second].rpc).await;
+    let again =
+        CreateResponseProto::decode(c.call_with_id(5, 1, "create", &req).await.unwrap()).unwrap();
+    assert_eq!(again.fs.expect("status").file_id, id, "the first answer");
+    // A fresh call runs: the file is there, open under this client's lease.
+    let err = c.call_with_id(6, 0, "create", &req).await.unwrap_err();
+    assert!(
+        format!("{err:?}").contains("AlreadyBeingCreatedException"),
+        "{err:?}"
+    );
+}

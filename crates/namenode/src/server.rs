@@ -383,6 +383,13 @@ impl NameNode {
             ..Default::default()
         };
         let router = Arc::new(crate::rpc::router(state.clone()));
+        // Weak: the router holds the service, which holds the hook.
+        let weak = Arc::downgrade(&router);
+        state.set_activation_hook(Box::new(move |nn| {
+            if let Some(r) = weak.upgrade() {
+                crate::rpc::prime_retried(&r, nn);
+            }
+        }));
         let ipc = server::spawn(listener, router.clone(), ipc_cfg);
         let cancel = CancellationToken::new();
         let mut tasks = vec![

@@ -102,12 +102,7 @@ pub fn router(state: Nn) -> Router<NameNodeService> {
     let capacity = c.retry_cache_entries();
     let ttl = std::time::Duration::from_millis(c.retry_cache_expiry_ms);
     let mut r = Router::new(state.clone()).with_retry_cache(ttl, capacity);
-    // Calls the replayed journal answered are answered again, not run again.
-    for call in state.take_retried() {
-        if let Some(reply) = replayed_reply(&state, &call) {
-            r.prime_retry_cache(&call.call.client_id, call.call.call_id, reply);
-        }
-    }
+    prime_retried(&r, &state);
     client::register(&mut r);
     blocks::register(&mut r);
     file_ops::register(&mut r);
@@ -129,6 +124,16 @@ pub fn router(state: Nn) -> Router<NameNodeService> {
         client::version_request,
     );
     r
+}
+
+/// Calls the replayed journal (or, on a standby turning active, the group's log) answered
+/// are answered again on retry, not run again.
+pub fn prime_retried(r: &Router<NameNodeService>, state: &NameNodeService) {
+    for call in state.take_retried() {
+        if let Some(reply) = replayed_reply(state, &call) {
+            r.prime_retry_cache(&call.call.client_id, call.call.call_id, reply);
+        }
+    }
 }
 
 /// The reply a replayed at-most-once call gave, rebuilt as HDFS rebuilds its retry cache

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
 
 use super::admission::Operation;
+use super::retried::RetriedCalls;
 use super::{NameNodeService, Storage};
 use crate::clock::now_ms;
 use crate::config::Config;
@@ -130,6 +131,11 @@ impl NameNodeService {
         let _ = self.ha_control.set(c);
     }
 
+    /// Sets what runs as this NameNode turns active (once, at start).
+    pub fn set_activation_hook(&self, hook: super::ActivationHook) {
+        let _ = self.activation_hook.set(hook);
+    }
+
     /// The HA group's control; `None` for a lone NameNode.
     pub fn ha_control(&self) -> Option<&Arc<crate::ha_control::HaControl>> {
         self.ha_control.get()
@@ -168,6 +174,7 @@ impl NameNodeService {
     /// `journal` (switched by [`drive`]), its namespace filled by the group's log.
     pub fn for_ha(cfg: Config, superuser: &str, identity: Identity, journal: HaJournal) -> Self {
         let now = now_ms();
+        let retried = RetriedCalls::with_capacity(cfg.retry_cache_entries());
         let progress = Arc::new(StartupProgress::new(std::time::Instant::now()));
         progress.skip_loading(std::time::Instant::now());
         let storage = Storage {
@@ -179,7 +186,7 @@ impl NameNodeService {
             startup: StartupReport::default(),
             summary: None,
             progress,
-            retried: Default::default(),
+            retried,
         };
         let groups = GroupMapping::from_host(&cfg.static_groups);
         let nn = Self::new(cfg, superuser.to_string(), groups, identity, storage);
@@ -193,6 +200,9 @@ impl NameNodeService {
         let now = now_ms();
         let mut ns = self.ns.write();
         let fx = ns.apply(op)?;
+        // An at-most-once call the active answered: its retry, sent here after a failover,
+        // must get that answer again (primed into the retry cache on turning active).
+        self.retried.lock().see(op);
         let closed = fx.closed_files.iter().map(|(_, holder)| holder.as_str());
         self.leases.lock().on_op(op, closed, now);
         let mut blocks = self.blocks.lock();
@@ -242,6 +252,9 @@ impl NameNodeService {
             blocks.needs_scan = true;
         }
         self.startup_safe_mode.store(false, Ordering::SeqCst);
+        if let Some(hook) = self.activation_hook.get() {
+            hook(self);
+        }
         self.set_ha_state(HaState::Active);
     }
 }

@@ -86,6 +86,9 @@ pub struct StartupReport {
     pub millis: u64,
 }
 
+/// See [`NameNodeService::set_activation_hook`].
+pub type ActivationHook = Box<dyn Fn(&NameNodeService) + Send + Sync>;
+
 pub struct NameNodeService {
     ns: RwLock<Namespace>,
     /// Mutations take turns here before they take `ns` for writing. Waiting on this is a
@@ -129,6 +132,9 @@ pub struct NameNodeService {
     ha: ha::HaCell,
     /// In an HA group, what HAServiceProtocol's transitions and `ha-status` go through.
     ha_control: std::sync::OnceLock<Arc<crate::ha_control::HaControl>>,
+    /// Run as a standby turns active, before it admits a change: the IPC front end primes
+    /// its retry cache with the calls the log brought (see `ha.rs`).
+    activation_hook: std::sync::OnceLock<ActivationHook>,
     /// Start-up safe mode: on until enough blocks are reported (see `check_startup_safe_mode`).
     startup_safe_mode: AtomicBool,
     /// Safe mode for want of journal space (see `check_resources`); the administrator
@@ -246,6 +252,7 @@ impl NameNodeService {
             safe_mode: AtomicBool::new(false),
             ha: ha::HaCell::default(),
             ha_control: std::sync::OnceLock::new(),
+            activation_hook: std::sync::OnceLock::new(),
             startup_safe_mode: AtomicBool::new(startup_safe),
             resources_low: AtomicBool::new(false),
             threshold_met_at: Mutex::new(None),
@@ -311,7 +318,7 @@ impl NameNodeService {
     /// The at-most-once calls the replayed journal answered (once: the IPC front end's
     /// retry cache takes them when it is built).
     pub fn take_retried(&self) -> impl Iterator<Item = retried::Retried> {
-        std::mem::take(&mut *self.retried.lock()).into_calls()
+        self.retried.lock().take().into_calls()
     }
 
     /// The status of `path` as the NameNode sees it, for rebuilding a replayed create's

@@ -165,6 +165,12 @@ impl RetriedCalls {
         self.calls.is_empty()
     }
 
+    /// The calls seen so far, leaving this empty with the same capacity (a standby keeps
+    /// seeing calls after each hand-over to the retry cache).
+    pub fn take(&mut self) -> Self {
+        std::mem::replace(self, RetriedCalls::with_capacity(self.cap))
+    }
+
     pub fn into_calls(self) -> impl Iterator<Item = Retried> {
         self.calls.into_iter()
     }
