@@ -6,15 +6,14 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ferrite_ipc::client::IpcClient;
 use ferrite_ipc::net::Dial;
-use ferrite_ipc::CLIENT_PROTOCOL;
 use ferrite_proto::hdfs::*;
 use md5::{Digest, Md5};
 use tokio::io::BufReader;
 
 use crate::block_reader::xfer_addr;
 use crate::error::{Error, Result};
+use crate::namenodes::NameNodes;
 use crate::reader::FileReader;
 use crate::shared::Inner;
 use crate::writer::FileWriter;
@@ -166,17 +165,38 @@ impl FileSystem {
     }
 
     pub async fn connect_with(url: &str, opts: &ClientOptions) -> Result<FileSystem> {
-        let addr = parse_url(url)?;
+        Self::connect_any(&[parse_url(url)?], opts).await
+    }
+
+    /// A client of an HA nameservice whose NameNodes are `namenodes`: calls go to the
+    /// active one, failing over as Hadoop's `ConfiguredFailoverProxyProvider` does. With
+    /// one address, the same as [`connect_with`](Self::connect_with).
+    pub async fn connect_any(namenodes: &[SocketAddr], opts: &ClientOptions) -> Result<FileSystem> {
+        let first = *namenodes
+            .first()
+            .ok_or_else(|| Error::Invalid("no NameNode address".into()))?;
         let id = opts
             .client_id
             .unwrap_or_else(|| *uuid::Uuid::new_v4().as_bytes());
-        let conn = opts.dial.dial(&addr.to_string()).await?;
-        let nn = IpcClient::over_as(conn, &opts.user, CLIENT_PROTOCOL, id).await?;
-        Ok(Self::over(Arc::new(nn), addr, opts, Default::default(), id))
+        let addrs = namenodes.iter().map(ToString::to_string).collect();
+        let nn = NameNodes::connect(addrs, opts.dial.clone(), &opts.user, id)
+            .await
+            .map_err(|e| match e {
+                // A NameNode that cannot be reached is an I/O error, as it always was.
+                ferrite_ipc::client::ClientError::Io(io) => Error::Io(io),
+                other => other.into(),
+            })?;
+        Ok(Self::over(
+            Arc::new(nn),
+            first,
+            opts,
+            Default::default(),
+            id,
+        ))
     }
 
     fn over(
-        nn: Arc<IpcClient>,
+        nn: Arc<NameNodes>,
         addr: SocketAddr,
         opts: &ClientOptions,
         defaults: Arc<tokio::sync::OnceCell<FsServerDefaultsProto>>,

@@ -140,6 +140,32 @@ pub(crate) fn default_fs(explicit: Option<String>) -> anyhow::Result<std::net::S
         .with_context(|| format!("resolving {url}"))
 }
 
+/// The NameNodes to talk to, with the URL to show them by: --fs, then $FERRITE_FS, then
+/// fs.defaultFS from the Hadoop config (`$HADOOP_CONF_DIR` and `conf`). An HA nameservice
+/// (`hdfs://<ns>`, named by the same keys) gives each of its NameNodes.
+pub(crate) fn namenodes(
+    explicit: Option<String>,
+    conf: &[String],
+) -> anyhow::Result<(String, Vec<std::net::SocketAddr>)> {
+    let pairs = crate::serve::config_pairs(conf)?;
+    let url = explicit
+        .or_else(|| std::env::var("FERRITE_FS").ok())
+        .or_else(|| {
+            let v = pairs.iter().rev().find(|(k, _)| k == "fs.defaultFS")?;
+            Some(v.1.clone())
+        })
+        .context("no NameNode given: pass --fs hdfs://HOST:PORT (or a nameservice) or set FERRITE_FS")?;
+    let addrs = crate::serve::datanode_namenodes(&url, &pairs)?;
+    // Shown as HDFS qualifies paths: by the NameNode's address, or by the nameservice.
+    let host = url.trim_start_matches("hdfs://").trim_end_matches('/');
+    let url = if host.contains(':') {
+        format!("hdfs://{}", addrs[0])
+    } else {
+        format!("hdfs://{host}")
+    };
+    Ok((url, addrs))
+}
+
 pub(crate) fn user() -> String {
     std::env::var("HADOOP_USER_NAME")
         .or_else(|_| std::env::var("USER"))

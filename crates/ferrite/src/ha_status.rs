@@ -8,7 +8,6 @@ use ferrite_ipc::NAMENODE_STATS_PROTOCOL;
 use ferrite_proto::ferrite::{GetRaftStatusRequestProto, RaftStatusProto};
 
 use crate::admin::user;
-use crate::serve::{config_pairs, datanode_namenodes};
 
 async fn status(addr: SocketAddr) -> anyhow::Result<RaftStatusProto> {
     let c = IpcClient::connect(addr, &user(), NAMENODE_STATS_PROTOCOL).await?;
@@ -65,18 +64,9 @@ fn rows(answers: &[(SocketAddr, anyhow::Result<RaftStatusProto>)]) -> Vec<String
 }
 
 pub(crate) async fn run(fs: Option<String>, conf: &[String]) -> anyhow::Result<()> {
-    let pairs = config_pairs(conf)?;
-    let target = fs
-        .or_else(|| std::env::var("FERRITE_FS").ok())
-        .or_else(|| {
-            let v = pairs.iter().rev().find(|(k, _)| k == "fs.defaultFS")?;
-            Some(v.1.clone())
-        })
-        .ok_or_else(|| {
-            anyhow::anyhow!("no nameservice given: pass --fs hdfs://<nameservice> with its keys")
-        })?;
+    let (target, namenodes) = crate::admin::namenodes(fs, conf)?;
     let mut answers = Vec::new();
-    for addr in datanode_namenodes(&target, &pairs)? {
+    for addr in namenodes {
         answers.push((addr, status(addr).await));
     }
     for line in rows(&answers) {

@@ -101,9 +101,8 @@ pub(crate) async fn run(args: Vec<String>) -> anyhow::Result<i32> {
         println!("{USAGE}");
         return Ok(0);
     }
-    let addr = crate::admin::default_fs(url)?;
-    let url = format!("hdfs://{addr}");
-    let fs = FileSystem::connect(&url).await?;
+    let (url, namenodes) = crate::admin::namenodes(url, &[])?;
+    let fs = FileSystem::connect_any(&namenodes, &Default::default()).await?;
     let home = format!("/user/{}", fs.user());
     let mut sh = Shell {
         fs,
