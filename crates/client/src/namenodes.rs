@@ -16,12 +16,12 @@ use ferrite_ipc::CLIENT_PROTOCOL;
 use parking_lot::Mutex;
 use prost::Message;
 
-/// How many times one call moves to another NameNode before its error is returned
-/// (Hadoop's `dfs.client.failover.max.attempts` is 15).
-const MAX_FAILOVERS: u32 = 15;
-/// The wait before a call is sent again, doubling per round through every NameNode up to
-/// [`MAX_SLEEP`] (Hadoop's failover sleep base and maximum, shortened: a Raft group elects
-/// in about a second).
+/// How long one call keeps moving between NameNodes before its error is returned: an
+/// election takes a second or two, and a NameNode restarted a moment ago may need longer
+/// to catch up (Hadoop's 15 failovers with a 0.5 s base and 15 s cap reach minutes).
+const FAILOVER_DEADLINE: Duration = Duration::from_secs(30);
+/// The pause before a call is sent again once every NameNode has refused it, doubling
+/// with each round up to [`MAX_SLEEP`].
 const BASE_SLEEP: Duration = Duration::from_millis(100);
 const MAX_SLEEP: Duration = Duration::from_secs(2);
 
@@ -110,12 +110,14 @@ impl NameNodes {
         req: &Req,
     ) -> Result<Resp, ClientError> {
         let call_id = self.next_call.fetch_add(1, Ordering::Relaxed);
-        let mut failovers = 0;
+        let mut failovers = 0u32;
+        let started = std::time::Instant::now();
         loop {
             let attempt = match self.conn().await {
                 Ok((idx, c)) => (
                     idx,
-                    c.call_with_id(call_id, failovers as i32, method, req).await,
+                    c.call_with_id(call_id, failovers.min(i32::MAX as u32) as i32, method, req)
+                        .await,
                 ),
                 Err(e) => (self.current.lock().0, Err(e)),
             };
@@ -124,7 +126,9 @@ impl NameNodes {
                     return Resp::decode(bytes).map_err(|e| ClientError::BadReply(e.to_string()))
                 }
                 (idx, Err(e))
-                    if self.addrs.len() > 1 && failovers < MAX_FAILOVERS && fails_over(&e) =>
+                    if self.addrs.len() > 1
+                        && started.elapsed() < FAILOVER_DEADLINE
+                        && fails_over(&e) =>
                 {
                     tracing::debug!(namenode = %self.addrs[idx], error = %e, method, "failing over");
                     self.fail_over_from(idx);

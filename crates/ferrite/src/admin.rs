@@ -154,7 +154,9 @@ pub(crate) fn namenodes(
             let v = pairs.iter().rev().find(|(k, _)| k == "fs.defaultFS")?;
             Some(v.1.clone())
         })
-        .context("no NameNode given: pass --fs hdfs://HOST:PORT (or a nameservice) or set FERRITE_FS")?;
+        .context(
+            "no NameNode given: pass --fs hdfs://HOST:PORT (or a nameservice) or set FERRITE_FS",
+        )?;
     let addrs = crate::serve::datanode_namenodes(&url, &pairs)?;
     // Shown as HDFS qualifies paths: by the NameNode's address, or by the nameservice.
     let host = url.trim_start_matches("hdfs://").trim_end_matches('/');

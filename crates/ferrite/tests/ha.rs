@@ -51,25 +51,27 @@ fn ha_keys() -> (Vec<String>, Vec<String>) {
 
 const NAMES: [&str; 3] = ["nn1", "nn2", "nn3"];
 
+/// NameNode `n` of the nameservice `conf` describes, as a process over `root/<n>`.
+fn spawn_member(root: &std::path::Path, conf: &[String], n: &str) -> Proc {
+    let mut args = vec![
+        "namenode".to_string(),
+        "--data".to_string(),
+        root.join(n).display().to_string(),
+    ];
+    for c in conf.iter().chain([&format!("dfs.ha.namenode.id={n}")]) {
+        args.push("--conf".into());
+        args.push(c.clone());
+    }
+    spawn(&args)
+}
+
 fn start(root: &std::path::Path, conf: &[String], rpcs: &[String]) -> Vec<Member> {
-    let spawn_one = |n: &str| {
-        let mut args = vec![
-            "namenode".to_string(),
-            "--data".to_string(),
-            root.join(n).display().to_string(),
-        ];
-        for c in conf.iter().chain([&format!("dfs.ha.namenode.id={n}")]) {
-            args.push("--conf".into());
-            args.push(c.clone());
-        }
-        spawn(&args)
-    };
     NAMES
         .iter()
         .zip(rpcs)
         .map(|(n, rpc)| Member {
             rpc: rpc.clone(),
-            proc: Some(spawn_one(n)),
+            proc: Some(spawn_member(root, conf, n)),
         })
         .collect()
 }
