@@ -5,130 +5,36 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+use std::net::SocketAddr;
+
+use common::ha::{active, datanode, ha_keys, namenode};
 use common::{get, put, spawn, Proc};
 use ferrite_client::FileSystem;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+fn start(root: &std::path::Path, conf: &[String]) -> Vec<Option<Proc>> {
+    (0..3).map(|i| Some(namenode(root, conf, i))).collect()
 }
 
-struct Member {
-    rpc: String,
-    proc: Option<Proc>,
-}
-
-/// The HA keys of a fresh three-NameNode nameservice `test` on free loopback ports, with
-/// each member's RPC address.
-fn ha_keys() -> (Vec<String>, Vec<String>) {
-    let mut conf = vec![
-        "dfs.nameservices=test".to_string(),
-        "dfs.ha.namenodes.test=nn1,nn2,nn3".to_string(),
-        "dfs.namenode.fs-limits.min-block-size=0".to_string(),
-        "dfs.heartbeat.interval=1".to_string(),
-    ];
-    let mut rpcs = Vec::new();
-    for n in NAMES {
-        let rpc = format!("127.0.0.1:{}", free_port());
-        conf.push(format!("dfs.namenode.rpc-address.test.{n}={rpc}"));
-        conf.push(format!(
-            "ferrite.ha.raft-address.test.{n}=127.0.0.1:{}",
-            free_port()
-        ));
-        conf.push(format!(
-            "dfs.namenode.http-address.test.{n}=127.0.0.1:{}",
-            free_port()
-        ));
-        rpcs.push(rpc);
-    }
-    (conf, rpcs)
-}
-
-const NAMES: [&str; 3] = ["nn1", "nn2", "nn3"];
-
-/// NameNode `n` of the nameservice `conf` describes, as a process over `root/<n>`.
-fn spawn_member(root: &std::path::Path, conf: &[String], n: &str) -> Proc {
-    let mut args = vec![
-        "namenode".to_string(),
-        "--data".to_string(),
-        root.join(n).display().to_string(),
-    ];
-    for c in conf.iter().chain([&format!("dfs.ha.namenode.id={n}")]) {
-        args.push("--conf".into());
-        args.push(c.clone());
-    }
-    spawn(&args)
-}
-
-fn start(root: &std::path::Path, conf: &[String], rpcs: &[String]) -> Vec<Member> {
-    NAMES
-        .iter()
-        .zip(rpcs)
-        .map(|(n, rpc)| Member {
-            rpc: rpc.clone(),
-            proc: Some(spawn_member(root, conf, n)),
-        })
-        .collect()
-}
-
-/// Whether `err` is HDFS's answer from a standby.
-fn is_standby(err: &ferrite_client::Error) -> bool {
-    err.class()
-        .is_some_and(|c| c == "org.apache.hadoop.ipc.StandbyException")
-}
-
-/// The one member that accepts `mkdirs(path)` (the others must refuse as standbys), within
-/// `within`.
-async fn active_mkdirs(members: &[Member], path: &str, within: Duration) -> usize {
-    let live: Vec<Option<&str>> = members
-        .iter()
-        .map(|m| m.proc.as_ref().map(|_| m.rpc.as_str()))
-        .collect();
-    active_among(&live, path, within).await
-}
-
-/// The index of the one live NameNode (`Some` RPC address) that accepts `mkdirs(path)`,
-/// the others refusing as standbys, within `within`.
-async fn active_among(rpcs: &[Option<&str>], path: &str, within: Duration) -> usize {
-    let deadline = Instant::now() + within;
-    loop {
-        let mut accepted = Vec::new();
-        for (i, rpc) in rpcs.iter().enumerate() {
-            let Some(rpc) = rpc else { continue };
-            let Ok(fs) = FileSystem::connect(&format!("hdfs://{rpc}")).await else {
-                continue;
-            };
-            match fs.mkdirs(path, 0o755, true).await {
-                Ok(_) => accepted.push(i),
-                Err(e) => assert!(is_standby(&e), "{rpc}: {e}"),
-            }
-        }
-        match accepted[..] {
-            [one] => return one,
-            [] if Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(100)).await,
-            _ => panic!("active NameNodes for {path}: {accepted:?}"),
-        }
-    }
+/// Which members are still running.
+fn running(members: &[Option<Proc>]) -> Vec<bool> {
+    members.iter().map(Option::is_some).collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_active_standbys_refuse_and_a_killed_active_is_replaced() {
     let root = tempfile::tempdir().unwrap();
-    let (conf, rpcs) = ha_keys();
-    let mut members = start(root.path(), &conf, &rpcs);
-    let first = active_mkdirs(&members, "/before", Duration::from_secs(20)).await;
+    let (conf, rpcs) = ha_keys(&[]);
+    let mut members = start(root.path(), &conf);
+    let first = active(&rpcs, &running(&members), "/before").await;
 
     let killed = Instant::now();
-    members[first].proc = None; // SIGKILL
-    let second = active_mkdirs(&members, "/after", Duration::from_secs(20)).await;
+    members[first] = None; // SIGKILL
+    let second = active(&rpcs, &running(&members), "/after").await;
     let took = killed.elapsed();
     assert_ne!(first, second);
-    let fs = FileSystem::connect(&format!("hdfs://{}", members[second].rpc))
+    let fs = FileSystem::connect(&format!("hdfs://{}", rpcs[second]))
         .await
         .unwrap();
     assert!(
@@ -138,49 +44,26 @@ async fn one_active_standbys_refuse_and_a_killed_active_is_replaced() {
     eprintln!("failover: {took:?} from kill -9 to the first change on the new active");
 }
 
-/// A DataNode of nameservice `test`: it reports to every NameNode the keys name.
-fn datanode(root: &std::path::Path, i: usize, conf: &[String]) -> Proc {
-    let mut args: Vec<String> = [
-        "datanode",
-        "--namenode",
-        "hdfs://test",
-        "--port",
-        "0",
-        "--ipc-port",
-        "0",
-        "--data",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.push(root.join(format!("dn{i}")).display().to_string());
-    for c in conf {
-        args.push("--conf".into());
-        args.push(c.clone());
-    }
-    spawn(&args)
-}
-
 /// DataNodes report to the standbys too: after `kill -9` of the active, the new one
 /// serves a file written before at once — its block map was warm, no block report or
 /// safe mode was waited for — and takes new writes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn datanodes_report_to_every_namenode_so_a_new_active_serves_blocks_at_once() {
     let root = tempfile::tempdir().unwrap();
-    let (conf, rpcs) = ha_keys();
-    let mut members = start(root.path(), &conf, &rpcs);
-    let _dns: Vec<Proc> = (0..2).map(|i| datanode(root.path(), i, &conf)).collect();
-    let first = active_mkdirs(&members, "/d", Duration::from_secs(20)).await;
-    let fs = FileSystem::connect(&format!("hdfs://{}", members[first].rpc))
+    let (conf, rpcs) = ha_keys(&[]);
+    let mut members = start(root.path(), &conf);
+    let _dns: Vec<Proc> = (0..2).map(|i| datanode(root.path(), &conf, i)).collect();
+    let first = active(&rpcs, &running(&members), "/d").await;
+    let fs = FileSystem::connect(&format!("hdfs://{}", rpcs[first]))
         .await
         .unwrap();
     let bytes = common::data(5000, 7);
     put(&fs, "/d/f", &bytes).await;
     drop(fs);
 
-    members[first].proc = None; // SIGKILL
-    let second = active_mkdirs(&members, "/d2", Duration::from_secs(20)).await;
-    let fs = FileSystem::connect(&format!("hdfs://{}", members[second].rpc))
+    members[first] = None; // SIGKILL
+    let second = active(&rpcs, &running(&members), "/d2").await;
+    let fs = FileSystem::connect(&format!("hdfs://{}", rpcs[second]))
         .await
         .unwrap();
     assert_eq!(get(&fs, "/d/f").await, bytes, "read from the new active");
@@ -232,25 +115,25 @@ async fn ferrite_local_runs_an_ha_nameservice_that_survives_a_killed_namenode() 
     .collect();
     let mut local = spawn(&args);
     assert_eq!(local.ready, "hdfs://ferrite", "{}", local.line);
-    let rpcs: Vec<String> = local
+    let rpcs: Vec<SocketAddr> = local
         .line
         .split_whitespace()
         .find_map(|w| w.strip_prefix("namenodes="))
         .expect("namenodes in the ready line")
         .split(',')
-        .map(String::from)
+        .map(|a| a.parse().unwrap())
         .collect();
     assert_eq!(rpcs.len(), 3, "{}", local.line);
     let site = std::fs::read_to_string(data.join("conf/hdfs-site.xml")).unwrap();
     for rpc in &rpcs {
         assert!(
-            site.contains(rpc.as_str()),
+            site.contains(&rpc.to_string()),
             "client conf names {rpc}: {site}"
         );
     }
 
-    let mut live: Vec<Option<&str>> = rpcs.iter().map(|r| Some(r.as_str())).collect();
-    let first = active_among(&live, "/d", Duration::from_secs(20)).await;
+    let mut live = vec![true; 3];
+    let first = active(&rpcs, &live, "/d").await;
     let fs = FileSystem::connect(&format!("hdfs://{}", rpcs[first]))
         .await
         .unwrap();
@@ -261,8 +144,8 @@ async fn ferrite_local_runs_an_ha_nameservice_that_survives_a_killed_namenode() 
     let victim = pids_mentioning(&data.join(format!("nn{}", first + 1)).display().to_string());
     assert_eq!(victim.len(), 1, "one process serves nn{}", first + 1);
     common::send_signal(victim[0], 9);
-    live[first] = None;
-    let second = active_among(&live, "/d2", Duration::from_secs(20)).await;
+    live[first] = false;
+    let second = active(&rpcs, &live, "/d2").await;
     let fs = FileSystem::connect(&format!("hdfs://{}", rpcs[second]))
         .await
         .unwrap();
@@ -287,9 +170,9 @@ async fn a_create_retried_after_a_failover_gets_its_first_answer() {
     use prost::Message;
 
     let root = tempfile::tempdir().unwrap();
-    let (conf, rpcs) = ha_keys();
-    let mut members = start(root.path(), &conf, &rpcs);
-    let first = active_mkdirs(&members, "/r", Duration::from_secs(20)).await;
+    let (conf, rpcs) = ha_keys(&[]);
+    let mut members = start(root.path(), &conf);
+    let first = active(&rpcs, &running(&members), "/r").await;
     let req = CreateRequestProto {
         src: "/r/f".into(),
         masked: FsPermissionProto { perm: 0o644 },
@@ -301,24 +184,21 @@ async fn a_create_retried_after_a_failover_gets_its_first_answer() {
         ..Default::default()
     };
     let client_id = [7u8; 16];
-    let connect = |rpc: &str| {
-        let addr: std::net::SocketAddr = rpc.parse().unwrap();
-        async move {
-            let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-            IpcClient::over_as(stream, "root", CLIENT_PROTOCOL, client_id)
-                .await
-                .unwrap()
-        }
+    let connect = |addr: SocketAddr| async move {
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        IpcClient::over_as(stream, "root", CLIENT_PROTOCOL, client_id)
+            .await
+            .unwrap()
     };
-    let c = connect(&members[first].rpc).await;
+    let c = connect(rpcs[first]).await;
     let answer =
         CreateResponseProto::decode(c.call_with_id(5, 0, "create", &req).await.unwrap()).unwrap();
     let id = answer.fs.expect("status").file_id;
     drop(c);
 
-    members[first].proc = None; // SIGKILL
-    let second = active_mkdirs(&members, "/r2", Duration::from_secs(20)).await;
-    let c = connect(&members[second].rpc).await;
+    members[first] = None; // SIGKILL
+    let second = active(&rpcs, &running(&members), "/r2").await;
+    let c = connect(rpcs[second]).await;
     let again =
         CreateResponseProto::decode(c.call_with_id(5, 1, "create", &req).await.unwrap()).unwrap();
     assert_eq!(again.fs.expect("status").file_id, id, "the first answer");

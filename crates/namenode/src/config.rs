@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use ferrite_ipc::conf::parse_size;
 
@@ -103,6 +104,10 @@ pub struct Config {
     pub default_fs: Option<String>,
     /// The HA keys as given (`ha_config::is_ha_key`); [`Config::ha_group`] reads them.
     pub ha_keys: std::collections::BTreeMap<String, String>,
+    /// An HA group's Raft pace: `ferrite.ha.raft.heartbeat.ms`,
+    /// `ferrite.ha.raft.election-timeout.ms` (the shortest; the longest is twice it) and
+    /// `ferrite.ha.raft.snapshot.entries` (log entries between snapshots).
+    pub raft_timing: ferrite_raft::Timing,
     /// `dfs.namenode.enable.retrycache`
     pub retry_cache_enabled: bool,
     /// `dfs.namenode.retrycache.expirytime.millis`
@@ -258,6 +263,7 @@ impl Default for Config {
             name_dirs: Vec::new(),
             default_fs: None,
             ha_keys: Default::default(),
+            raft_timing: Default::default(),
             retry_cache_enabled: true,
             retry_cache_expiry_ms: 600_000,
             retry_cache_heap_percent: 0.03,
@@ -591,6 +597,17 @@ impl Config {
             k if crate::ha_config::is_ha_key(k) => {
                 self.ha_keys.insert(k.to_string(), v.value.to_string());
             }
+            "ferrite.ha.raft.heartbeat.ms" => {
+                self.raft_timing.heartbeat = Duration::from_millis(v.num()?.max(1))
+            }
+            "ferrite.ha.raft.election-timeout.ms" => {
+                let min = Duration::from_millis(v.num()?.max(1));
+                self.raft_timing.election_min = min;
+                self.raft_timing.election_max = min * 2;
+            }
+            "ferrite.ha.raft.snapshot.entries" => {
+                self.raft_timing.snapshot_every = v.num()?.max(10)
+            }
             "dfs.namenode.enable.retrycache" => self.retry_cache_enabled = v.boolean()?,
             "dfs.namenode.retrycache.expirytime.millis" => self.retry_cache_expiry_ms = v.num()?,
             "dfs.namenode.retrycache.heap.percent" => {
@@ -771,6 +788,27 @@ mod tests {
         assert_eq!(retry_cache_capacity(6 << 30, 0.0), 0);
         assert_eq!(retry_cache_capacity(1 << 40, 100.0), 1 << 30);
         assert_eq!(retry_cache_capacity(1, 0.03), 1);
+    }
+
+    #[test]
+    fn raft_pace_keys() {
+        let mut c = Config::default();
+        let unknown = c
+            .apply_cli(&[
+                "ferrite.ha.raft.heartbeat.ms=50".into(),
+                "ferrite.ha.raft.election-timeout.ms=300".into(),
+                "ferrite.ha.raft.snapshot.entries=20".into(),
+            ])
+            .unwrap();
+        assert!(unknown.is_empty(), "{unknown:?}");
+        let t = &c.raft_timing;
+        assert_eq!(t.heartbeat, Duration::from_millis(50));
+        assert_eq!(t.election_min, Duration::from_millis(300));
+        assert_eq!(t.election_max, Duration::from_millis(600));
+        assert_eq!(t.snapshot_every, 20);
+        assert!(c
+            .apply_cli(&["ferrite.ha.raft.snapshot.entries=soon".into()])
+            .is_err());
     }
 
     #[test]

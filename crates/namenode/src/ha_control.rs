@@ -26,6 +26,9 @@ use crate::service::NameNodeService;
 
 /// How long a hand-over may take before the leader takes changes again.
 const HANDOVER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a NameNode asked to become active waits to hear of a leader before standing
+/// for election itself (a group without one elects within an election timeout anyway).
+const LEADER_WAIT: Duration = Duration::from_secs(3);
 /// How often progress is looked at while waiting.
 const POLL: Duration = Duration::from_millis(20);
 
@@ -137,7 +140,7 @@ impl HaControl {
         if nn.ha_state() == HaState::Active {
             return Ok(());
         }
-        let leader = self.raft.metrics().borrow().current_leader;
+        let leader = self.known_leader().await;
         let asked =
             match leader {
                 Some(l) if l != self.me => {
@@ -169,6 +172,20 @@ impl HaControl {
             tokio::time::sleep(POLL).await;
         }
         Ok(())
+    }
+
+    /// The leader this node knows of, waiting up to [`LEADER_WAIT`] to hear from one: a
+    /// NameNode just started (or restarted on an empty disk) knows none until the leader's
+    /// first heartbeat, and standing for election then would only disturb the group.
+    async fn known_leader(&self) -> Option<NodeId> {
+        let deadline = Instant::now() + LEADER_WAIT;
+        loop {
+            let leader = self.raft.metrics().borrow().current_leader;
+            if leader.is_some() || Instant::now() > deadline {
+                return leader;
+            }
+            tokio::time::sleep(POLL).await;
+        }
     }
 
     fn addr(&self, id: NodeId) -> Result<&str, FsError> {

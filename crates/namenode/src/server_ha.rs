@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use ferrite_raft::{FileDisk, Raft, Timing};
+use ferrite_raft::{FileDisk, Raft};
 use openraft::BasicNode;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -57,6 +57,12 @@ impl NameNode {
             .cloned()
             .ok_or_else(|| std::io::Error::other("an HA NameNode needs a name directory"))?;
         ensure_dir(&dir)?;
+        if cfg.raft_timing.heartbeat >= cfg.raft_timing.election_min {
+            return Err(std::io::Error::other(
+                "ferrite.ha.raft.heartbeat.ms must be shorter than ferrite.ha.raft.election-timeout.ms",
+            ));
+        }
+        let timing = cfg.raft_timing.clone();
         let superuser = current_user();
         let progress = Progress::at(0);
         let journal = HaJournal::new(progress.clone());
@@ -72,7 +78,7 @@ impl NameNode {
         let dial = ferrite_ipc::net::tcp();
         let member = ferrite_raft::start(
             me.id,
-            &Timing::default(),
+            &timing,
             Box::new(disk),
             Box::new(applier),
             dial.clone(),

@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use ferrite_client::{CreateOptions, FileSystem};
 
+pub mod ha;
+
 pub const BLOCK: u64 = 1024;
 
 pub struct Proc {
