@@ -12,6 +12,8 @@
 # configured timeouts instead. Raw output goes to bench/run/ha-<time>/.
 #
 #   bench/ha-vs-single.sh [-r RUNS] [-n COUNT] [-t THREADS] [-k ROUNDS] [-p creates|failover]
+# CLIENT_EXTRA="key=value ..." adds client keys, e.g. the failover proxy's pauses
+# (dfs.client.failover.sleep.base.millis, 500 by default, doubling per failover).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 RUNS=3; COUNT=100000; THREADS=64; ROUNDS=20; PART=both
@@ -20,26 +22,27 @@ build_all
 OUT="$ROOT/bench/run/ha-$(date +%Y%m%d-%H%M%S)"; mkdir -p "$OUT"
 WORK=$(mktemp -d /tmp/ferrite-bench-ha.XXXXXX)
 PIDS="$WORK/pids"; : > "$PIDS"
-cleanup() { while read -r p; do kill -9 "$p" 2>/dev/null || true; done < "$PIDS"; rm -rf "$WORK"; }
+cleanup() { while read -r p; do kill -9 "$p" 2>/dev/null || true; done < "$PIDS"; cp "$WORK/client/hdfs-site.xml" "$OUT/client-hdfs-site.xml" 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup EXIT
 echo "# runs=$RUNS count=$COUNT threads=$THREADS rounds=$ROUNDS  $(nproc) cpus  $(date -u)" | tee "$OUT/params"
 
 # ha_conf: the keys of nameservice `bench` on free loopback ports, as --conf pairs in
 # $WORK/ha.args and as the client's hdfs-site.xml in $WORK/client; RPCS lists the NameNodes.
 ha_conf() {
-  local kv=("dfs.nameservices=bench" "dfs.ha.namenodes.bench=nn1,nn2,nn3"
+  local keys=("dfs.nameservices=bench" "dfs.ha.namenodes.bench=nn1,nn2,nn3"
     "dfs.namenode.fs-limits.min-block-size=16"
-    "dfs.client.failover.proxy.provider.bench=org.apache.hadoop.hdfs.server.namenode.ha.ConfiguredFailoverProxyProvider")
+    "dfs.client.failover.proxy.provider.bench=org.apache.hadoop.hdfs.server.namenode.ha.ConfiguredFailoverProxyProvider"
+    ${CLIENT_EXTRA:-})
   RPCS=""
   for n in nn1 nn2 nn3; do
     local rpc="127.0.0.1:$(free_port)"
-    kv+=("dfs.namenode.rpc-address.bench.$n=$rpc" "ferrite.ha.raft-address.bench.$n=127.0.0.1:$(free_port)"
+    keys+=("dfs.namenode.rpc-address.bench.$n=$rpc" "ferrite.ha.raft-address.bench.$n=127.0.0.1:$(free_port)"
       "dfs.namenode.http-address.bench.$n=127.0.0.1:$(free_port)")
     RPCS="$RPCS${RPCS:+,}$rpc"
   done
-  printf -- '--conf\n%s\n' "${kv[@]}" > "$WORK/ha.args"
+  printf -- '--conf\n%s\n' "${keys[@]}" > "$WORK/ha.args"
   write_site "$WORK/client" core "fs.defaultFS=hdfs://bench"
-  write_site "$WORK/client" hdfs "${kv[@]}"
+  write_site "$WORK/client" hdfs "${keys[@]}"
 }
 
 # start_member I: NameNode nnI of the group, its pid in $WORK/nnI.pid.

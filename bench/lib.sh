@@ -21,7 +21,7 @@ wait_port() {  # wait_port PORT PID
 }
 
 write_site() {  # write_site DIR core|hdfs KEY=VALUE...
-  local dir=$1 kind=$2; shift 2
+  local dir=$1 kind=$2 kv; shift 2
   mkdir -p "$dir"
   { echo '<?xml version="1.0"?><configuration>'
     for kv in "$@"; do echo "<property><name>${kv%%=*}</name><value>${kv#*=}</value></property>"; done

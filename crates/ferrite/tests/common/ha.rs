@@ -25,8 +25,13 @@ pub fn free_port() -> u16 {
 }
 
 /// The keys of nameservice `test` on free loopback ports (plus `extra`), and its NameNodes'
-/// RPC addresses.
+/// RPC addresses. The nine ports are held until all are chosen, so no two are the same.
 pub fn ha_keys(extra: &[&str]) -> (Vec<String>, Vec<SocketAddr>) {
+    let held: Vec<std::net::TcpListener> = (0..9)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let mut ports = held.iter().map(|l| l.local_addr().unwrap().port());
+    let mut free_port = move || ports.next().unwrap();
     let mut conf = vec![
         "dfs.nameservices=test".to_string(),
         "dfs.ha.namenodes.test=nn1,nn2,nn3".to_string(),
