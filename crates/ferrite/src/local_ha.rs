@@ -56,6 +56,18 @@ fn group_keys(args: &ServeArgs, n: u16) -> anyhow::Result<BTreeMap<String, Strin
             "dfs.ha.fencing.methods".to_string(),
             "shell(/bin/true)".into(),
         ),
+        // Hadoop's client pauses 500 ms at its second failover and doubles each time after;
+        // during an election every NameNode it tries is a standby, so by the time the new
+        // active serves (about two seconds) its next pause is seconds long. Shorter pauses
+        // let it see the new active within about a second of it taking over.
+        (
+            "dfs.client.failover.sleep.base.millis".to_string(),
+            "100".into(),
+        ),
+        (
+            "dfs.client.failover.sleep.max.millis".to_string(),
+            "1000".into(),
+        ),
     ]);
     for (i, name) in names.iter().enumerate() {
         let i = i as u16;

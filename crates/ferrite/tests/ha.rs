@@ -125,6 +125,10 @@ async fn ferrite_local_runs_an_ha_nameservice_that_survives_a_killed_namenode() 
         .collect();
     assert_eq!(rpcs.len(), 3, "{}", local.line);
     let site = std::fs::read_to_string(data.join("conf/hdfs-site.xml")).unwrap();
+    assert!(
+        site.contains("dfs.client.failover.sleep.base.millis"),
+        "the client conf shortens Hadoop's failover pauses: {site}"
+    );
     for rpc in &rpcs {
         assert!(
             site.contains(&rpc.to_string()),
