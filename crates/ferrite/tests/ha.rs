@@ -9,13 +9,9 @@ use std::time::Instant;
 
 use std::net::SocketAddr;
 
-use common::ha::{active, datanode, ha_keys, namenode};
+use common::ha::{active, datanode, ha_keys, start_group};
 use common::{get, put, spawn, Proc};
 use ferrite_client::FileSystem;
-
-fn start(root: &std::path::Path, conf: &[String]) -> Vec<Option<Proc>> {
-    (0..3).map(|i| Some(namenode(root, conf, i))).collect()
-}
 
 /// Which members are still running.
 fn running(members: &[Option<Proc>]) -> Vec<bool> {
@@ -26,7 +22,7 @@ fn running(members: &[Option<Proc>]) -> Vec<bool> {
 async fn one_active_standbys_refuse_and_a_killed_active_is_replaced() {
     let root = tempfile::tempdir().unwrap();
     let (conf, rpcs) = ha_keys(&[]);
-    let mut members = start(root.path(), &conf);
+    let mut members = start_group(root.path(), &conf);
     let first = active(&rpcs, &running(&members), "/before").await;
 
     let killed = Instant::now();
@@ -51,7 +47,7 @@ async fn one_active_standbys_refuse_and_a_killed_active_is_replaced() {
 async fn datanodes_report_to_every_namenode_so_a_new_active_serves_blocks_at_once() {
     let root = tempfile::tempdir().unwrap();
     let (conf, rpcs) = ha_keys(&[]);
-    let mut members = start(root.path(), &conf);
+    let mut members = start_group(root.path(), &conf);
     let _dns: Vec<Proc> = (0..2).map(|i| datanode(root.path(), &conf, i)).collect();
     let first = active(&rpcs, &running(&members), "/d").await;
     let fs = FileSystem::connect(&format!("hdfs://{}", rpcs[first]))
@@ -175,7 +171,7 @@ async fn a_create_retried_after_a_failover_gets_its_first_answer() {
 
     let root = tempfile::tempdir().unwrap();
     let (conf, rpcs) = ha_keys(&[]);
-    let mut members = start(root.path(), &conf);
+    let mut members = start_group(root.path(), &conf);
     let first = active(&rpcs, &running(&members), "/r").await;
     let req = CreateRequestProto {
         src: "/r/f".into(),

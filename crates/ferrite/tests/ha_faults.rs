@@ -7,8 +7,8 @@ mod common;
 use std::time::Duration;
 
 use common::ha::{
-    active, datanode, every_namenode_holds, ha_keys, is_standby, make_standby, namenode, Load,
-    NAMES,
+    active, datanode, every_namenode_holds, ha_keys, is_standby, make_standby, namenode,
+    start_group, Load, NAMES,
 };
 use common::{send_signal, term, Proc};
 use ferrite_client::fs::ClientOptions;
@@ -16,10 +16,6 @@ use ferrite_client::FileSystem;
 
 const SIGCONT: i32 = 18;
 const SIGSTOP: i32 = 19;
-
-fn start(root: &std::path::Path, conf: &[String]) -> Vec<Option<Proc>> {
-    (0..3).map(|i| Some(namenode(root, conf, i))).collect()
-}
 
 /// The active frozen (`SIGSTOP`) past the election timeout, with a client's change sent to
 /// it: the others elect a new active meanwhile. Woken, the old active must not acknowledge
@@ -29,7 +25,7 @@ fn start(root: &std::path::Path, conf: &[String]) -> Vec<Option<Proc>> {
 async fn a_frozen_active_wakes_to_acknowledge_nothing_it_cannot_commit() {
     let root = tempfile::tempdir().unwrap();
     let (conf, rpcs) = ha_keys(&[]);
-    let mut nns = start(root.path(), &conf);
+    let mut nns = start_group(root.path(), &conf);
     let mut live = [true; 3];
     let old = active(&rpcs, &live, "/before").await;
     let pid = nns[old].as_ref().unwrap().child.id();
@@ -119,7 +115,7 @@ async fn wait_exit_or_standby_once(p: &mut Proc, rpc: std::net::SocketAddr) -> b
 async fn a_wiped_namenode_rejoins_from_the_actives_snapshot() {
     let root = tempfile::tempdir().unwrap();
     let (conf, rpcs) = ha_keys(&["ferrite.ha.raft.snapshot.entries=20"]);
-    let mut nns = start(root.path(), &conf);
+    let mut nns = start_group(root.path(), &conf);
     let first = active(&rpcs, &[true; 3], "/w").await;
     let fs = FileSystem::connect_any(&rpcs, &ClientOptions::default())
         .await
@@ -162,7 +158,7 @@ async fn a_wiped_namenode_rejoins_from_the_actives_snapshot() {
 async fn a_rolling_restart_under_load_fails_no_call() {
     let root = tempfile::tempdir().unwrap();
     let (conf, rpcs) = ha_keys(&[]);
-    let mut nns = start(root.path(), &conf);
+    let mut nns = start_group(root.path(), &conf);
     let _dns: Vec<Proc> = (0..2).map(|i| datanode(root.path(), &conf, i)).collect();
     let leader = active(&rpcs, &[true; 3], "/probe").await;
     let load = Load::start(4, &rpcs);

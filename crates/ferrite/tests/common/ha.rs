@@ -72,6 +72,11 @@ pub fn namenode(root: &Path, conf: &[String], i: usize) -> Proc {
     process(conf, &["namenode", "--data", &data, "--conf", &id])
 }
 
+/// All three NameNodes, as processes (`None` once a test kills one).
+pub fn start_group(root: &Path, conf: &[String]) -> Vec<Option<Proc>> {
+    (0..3).map(|i| Some(namenode(root, conf, i))).collect()
+}
+
 /// A DataNode of the nameservice: it reports to every NameNode the keys name.
 pub fn datanode(root: &Path, conf: &[String], i: usize) -> Proc {
     let data = root.join(format!("dn{i}")).display().to_string();
