@@ -5,7 +5,7 @@
 //! and tried again as the log catches up; when the node becomes active whatever is still
 //! kept goes through the usual checks (and a replica that still fits nothing is deleted).
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use crate::registry::NodeIx;
 use crate::report::Reported;
@@ -19,9 +19,9 @@ pub(crate) struct Kept {
     replica: Reported,
 }
 
-/// Kept reports by block id.
+/// Kept reports by block id, retried in id order.
 #[derive(Default)]
-pub(crate) struct Postponed(HashMap<u64, Vec<Kept>>);
+pub(crate) struct Postponed(BTreeMap<u64, Vec<Kept>>);
 
 impl BlockManager {
     /// Keeps a replica the namespace has no place for yet. A later report from the same

@@ -12,7 +12,7 @@
 //! started again with a new id and, where there is one, another primary. The ids only grow,
 //! so a DataNode can always tell the newer of two recoveries of the same replica.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use super::registry::{Liveness, NodeIx, Registry};
 
@@ -42,10 +42,11 @@ pub struct Recovery {
     pub sent: bool,
 }
 
-/// Every recovery under way, by block id.
+/// Every recovery under way, by block id: ordered, so a primary's orders go out in the
+/// same order on every run (the simulator replays a seed exactly).
 #[derive(Debug, Default)]
 pub struct Recoveries {
-    by_block: HashMap<u64, Recovery>,
+    by_block: BTreeMap<u64, Recovery>,
 }
 
 /// What a new recovery needs.

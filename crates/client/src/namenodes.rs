@@ -111,7 +111,8 @@ impl NameNodes {
     ) -> Result<Resp, ClientError> {
         let call_id = self.next_call.fetch_add(1, Ordering::Relaxed);
         let mut failovers = 0u32;
-        let started = std::time::Instant::now();
+        // tokio's clock, as the pauses are: the simulator's when simulated.
+        let started = tokio::time::Instant::now();
         loop {
             let attempt = match self.conn().await {
                 Ok((idx, c)) => (

@@ -109,11 +109,16 @@ impl Leases {
 
     /// Holders that have not renewed within `hard_limit_ms`.
     pub(crate) fn expired(&self, now_ms: i64, hard_limit_ms: i64) -> Vec<String> {
-        self.holders
+        let mut expired: Vec<(i64, &String)> = self
+            .holders
             .iter()
             .filter(|(_, l)| now_ms - l.last_renewed_ms > hard_limit_ms)
-            .map(|(h, _)| h.clone())
-            .collect()
+            .map(|(h, l)| (l.last_renewed_ms, h))
+            .collect();
+        // Oldest first, as HDFS's lease manager takes them; and in one order whatever the
+        // map's, so recoveries start (and take their ids) in the same order every run.
+        expired.sort_unstable();
+        expired.into_iter().map(|(_, h)| h.clone()).collect()
     }
 
     /// Forgets `holder` once its expired files have been recovered (any that could not be

@@ -14,7 +14,11 @@
 
 use std::collections::hash_map::{self, HashMap};
 
-type Fold = foldhash::fast::RandomState;
+/// A fixed seed per part, not a random one: the replication monitor walks the blocks in
+/// the map's order, and the simulator needs that order the same on every run of a seed.
+/// The ids are the NameNode's own, handed out in sequence, so nobody can pick keys that
+/// collide.
+type Fold = foldhash::fast::FixedState;
 
 /// How many maps the ids are spread over.
 pub const PARTS: usize = 64;
@@ -26,7 +30,9 @@ pub struct IdMap<V> {
 impl<V> Default for IdMap<V> {
     fn default() -> Self {
         IdMap {
-            parts: (0..PARTS).map(|_| HashMap::default()).collect(),
+            parts: (0..PARTS)
+                .map(|i| HashMap::with_hasher(Fold::with_seed(i as u64)))
+                .collect(),
         }
     }
 }

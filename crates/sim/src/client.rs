@@ -494,7 +494,7 @@ async fn connect(user: &str, client_id: [u8; 16]) -> Result<IpcClient, ClientErr
     )
     .await
     .map_err(|_| ClientError::Closed)??;
-    IpcClient::over_as(SimConn(stream), user, CLIENT_PROTOCOL, client_id).await
+    IpcClient::over_as(SimConn(stream, None), user, CLIENT_PROTOCOL, client_id).await
 }
 
 async fn call<Req: Message, Resp: Message + Default>(

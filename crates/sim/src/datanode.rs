@@ -17,7 +17,7 @@ use ferrite_ipc::net::Dial;
 use tokio_util::sync::CancellationToken;
 
 use crate::namenode::{PORT, SUPERUSER};
-use crate::net::{SimDial, SimListener};
+use crate::net::{Reaper, SimDial, SimListener, Sockets};
 
 /// The ports every DataNode host serves on (each host has its own address).
 pub(crate) const XFER_PORT: u16 = 9866;
@@ -42,12 +42,14 @@ pub(crate) fn disk() -> Arc<MemoryFiles> {
 pub(crate) async fn run(
     i: usize,
     disk: Arc<MemoryFiles>,
+    sockets: Arc<Sockets>,
     serving: Arc<Vec<AtomicBool>>,
 ) -> turmoil::Result {
+    let _reaper = Reaper(sockets.clone());
     serving[i].store(false, Ordering::SeqCst);
     let me = turmoil::lookup(host(i));
     let nn = SocketAddr::new(turmoil::lookup("nn"), PORT);
-    let dial: Arc<dyn Dial> = Arc::new(SimDial);
+    let dial: Arc<dyn Dial> = Arc::new(SimDial(Some(sockets.clone())));
     let cancel = CancellationToken::new();
     let Some(ns) = nn_link::handshake(&*dial, &[nn], SUPERUSER, &cancel).await else {
         return Ok(());
@@ -59,8 +61,8 @@ pub(crate) async fn run(
         // Kept across lives, as the volume's VERSION file keeps it.
         uuid: format!("uuid-{}", host(i)),
         ns,
-        xfer: SimListener::bind(me, XFER_PORT).await?,
-        ipc: SimListener::bind(me, IPC_PORT).await?,
+        xfer: SimListener::bind(me, XFER_PORT, &sockets).await?,
+        ipc: SimListener::bind(me, IPC_PORT, &sockets).await?,
         dial,
         http: None,
     };

@@ -197,7 +197,7 @@ impl FileClient {
         client_id[..4].copy_from_slice(&self.connections.to_be_bytes());
         let opts = ClientOptions {
             user: SUPERUSER.into(),
-            dial: Arc::new(SimDial),
+            dial: Arc::new(SimDial::default()),
             client_id: Some(client_id),
             ..Default::default()
         };
@@ -634,7 +634,8 @@ async fn read_replica(
     i: usize,
     len: u64,
 ) -> ferrite_client::Result<Vec<u8>> {
-    let mut r = BlockReader::open(&SimDial, &lb.locs[i], lb, "sim-check", 0, len).await?;
+    let mut r =
+        BlockReader::open(&SimDial::default(), &lb.locs[i], lb, "sim-check", 0, len).await?;
     let mut out = Vec::with_capacity(len as usize);
     while let Some(b) = r.next().await? {
         out.extend_from_slice(&b);

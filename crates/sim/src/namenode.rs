@@ -15,7 +15,7 @@ use ferrite_namenode::NameNode;
 use tokio_util::sync::CancellationToken;
 
 use crate::disk::{Disk, SimJournal};
-use crate::net::SimListener;
+use crate::net::{Reaper, SimListener, Sockets};
 
 /// The NameNode's user: the superuser, as whoever starts a NameNode is.
 pub(crate) const SUPERUSER: &str = "hdfs";
@@ -23,7 +23,13 @@ pub(crate) const SUPERUSER: &str = "hdfs";
 pub(crate) const PORT: u16 = 8020;
 
 /// Runs one life of the NameNode host (until the simulator crashes it).
-pub(crate) async fn run(disk: Arc<Disk>, seed: u64, life: u64) -> turmoil::Result {
+pub(crate) async fn run(
+    disk: Arc<Disk>,
+    sockets: Arc<Sockets>,
+    seed: u64,
+    life: u64,
+) -> turmoil::Result {
+    let _reaper = Reaper(sockets.clone());
     let now = ferrite_namenode::clock::now_ms();
     let recovered = disk.recover();
     let cfg = config();
@@ -68,7 +74,7 @@ pub(crate) async fn run(disk: Arc<Disk>, seed: u64, life: u64) -> turmoil::Resul
         Identity::generate(seed, 0),
         storage,
     ));
-    let listener = SimListener::bind(turmoil::lookup("nn"), PORT).await?;
+    let listener = SimListener::bind(turmoil::lookup("nn"), PORT, &sockets).await?;
     let _nn = NameNode::serve(state, listener, CancellationToken::new())?;
     std::future::pending::<()>().await;
     Ok(())

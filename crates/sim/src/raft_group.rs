@@ -23,7 +23,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tokio_util::sync::CancellationToken;
 
-use crate::net::{SimDial, SimListener};
+use crate::net::{Hosts, Reaper, SimDial, SimListener, Sockets};
 use crate::run::Report;
 
 /// The port each node's Raft transport listens on.
@@ -175,7 +175,14 @@ fn members(nodes: usize) -> BTreeMap<NodeId, BasicNode> {
 }
 
 /// One life of node `id`, on the disk its earlier lives left.
-async fn node_life(id: NodeId, nodes: usize, disk: MemoryDisk, shared: Shared) -> turmoil::Result {
+async fn node_life(
+    id: NodeId,
+    nodes: usize,
+    disk: MemoryDisk,
+    sockets: Arc<Sockets>,
+    shared: Shared,
+) -> turmoil::Result {
+    let _reaper = Reaper(sockets.clone());
     let applied = Applied {
         node: id,
         shared: shared.clone(),
@@ -186,12 +193,12 @@ async fn node_life(id: NodeId, nodes: usize, disk: MemoryDisk, shared: Shared) -
         &timing(),
         Box::new(disk),
         Box::new(applied),
-        Arc::new(SimDial),
+        Arc::new(SimDial(Some(sockets.clone()))),
     )
     .await?;
     let raft = member.raft;
     let me = turmoil::lookup(host(id));
-    let listener = SimListener::bind(me, RAFT_PORT).await?;
+    let listener = SimListener::bind(me, RAFT_PORT, &sockets).await?;
     tokio::spawn(ferrite_raft::serve(
         raft.clone(),
         listener,
@@ -311,11 +318,13 @@ pub fn run_raft_seed(seed: u64, opts: &RaftOptions) -> Report {
         ..Shared::default()
     };
     let disks: Vec<MemoryDisk> = (0..opts.nodes).map(|_| MemoryDisk::default()).collect();
+    let hosts = Hosts::default();
     for (i, disk) in disks.iter().enumerate() {
         let id = i as NodeId + 1;
         let (disk, shared, nodes) = (disk.clone(), shared.clone(), opts.nodes);
+        let sockets = hosts.sockets(&host(id));
         sim.host(host(id), move || {
-            node_life(id, nodes, disk.clone(), shared.clone())
+            node_life(id, nodes, disk.clone(), sockets.clone(), shared.clone())
         });
     }
     sim.client("check", checker(shared.clone(), opts.clone()));
@@ -342,7 +351,7 @@ pub fn run_raft_seed(seed: u64, opts: &RaftOptions) -> Report {
         let healed = shared.healed.load(Ordering::SeqCst);
         faults.undo_due(&mut sim, &shared, if healed { u64::MAX } else { step });
         if opts.faults && !healed && step.is_multiple_of(FAULT_EVERY) {
-            faults.inject(&mut sim, &disks, &shared, step, &mut report);
+            faults.inject(&mut sim, &hosts, &disks, &shared, step, &mut report);
         }
     }
     report.simulated = sim.elapsed();
@@ -368,6 +377,7 @@ impl Faults {
     fn inject(
         &mut self,
         sim: &mut turmoil::Sim<'_>,
+        hosts: &Hosts,
         disks: &[MemoryDisk],
         shared: &Shared,
         step: u64,
@@ -378,7 +388,7 @@ impl Faults {
             0..=9 if self.down.is_none() => {
                 let i = self.rng.random_range(0..n);
                 let name = host(i as NodeId + 1);
-                sim.crash(name.as_str());
+                hosts.crash(sim, &name);
                 let rng = &mut self.rng;
                 disks[i].crash(|unsynced| rng.random_range(0..=unsynced));
                 shared.note(format!("{name} lost power at {:?}", sim.elapsed()));

@@ -14,6 +14,7 @@ use ferrite_datanode::storage::memory_files::MemoryFiles;
 use crate::client::{Client, Findings};
 use crate::disk::{Disk, Health};
 use crate::file_client::{EndGate, FileClient};
+use crate::net::Hosts;
 
 /// What a run is made of.
 #[derive(Clone, Debug)]
@@ -120,11 +121,12 @@ pub fn run_seed(seed: u64, opts: &Options) -> Report {
         .build();
     let disk = Arc::new(Disk::default());
     let lives = Arc::new(AtomicU64::new(0));
+    let hosts = Hosts::default();
     {
-        let (disk, lives) = (disk.clone(), lives.clone());
+        let (disk, lives, sockets) = (disk.clone(), lives.clone(), hosts.sockets("nn"));
         sim.host("nn", move || {
             let life = lives.fetch_add(1, Ordering::SeqCst);
-            crate::namenode::run(disk.clone(), seed, life)
+            crate::namenode::run(disk.clone(), sockets.clone(), seed, life)
         });
     }
     let dn_disks: DnDisks = (0..opts.datanodes)
@@ -133,8 +135,10 @@ pub fn run_seed(seed: u64, opts: &Options) -> Report {
     let gate = EndGate::new(opts.datanodes);
     for (i, d) in dn_disks.iter().enumerate() {
         let (d, serving) = (d.clone(), gate.serving.clone());
-        sim.host(crate::datanode::host(i), move || {
-            crate::datanode::run(i, d.lock().clone(), serving.clone())
+        let name = crate::datanode::host(i);
+        let sockets = hosts.sockets(&name);
+        sim.host(name, move || {
+            crate::datanode::run(i, d.lock().clone(), sockets.clone(), serving.clone())
         });
     }
     let findings: Findings = Arc::new(Mutex::new(Vec::new()));
@@ -177,6 +181,7 @@ pub fn run_seed(seed: u64, opts: &Options) -> Report {
             && !gate.healed.load(Ordering::SeqCst);
         let mut undo = Undo {
             sim: &mut sim,
+            hosts: &hosts,
             disk: &disk,
             dn_disks: &dn_disks,
             trace: &trace,
@@ -198,7 +203,7 @@ pub fn run_seed(seed: u64, opts: &Options) -> Report {
         }
         if disk.failed() && !pending.iter().any(|(_, p)| matches!(p, Pending::Bounce)) {
             // A failed journal stops the NameNode; an operator replaces the disk.
-            crash(&mut sim, &disk, &mut rng, &trace);
+            crash(&mut sim, &hosts, &disk, &mut rng, &trace);
             disk.replace();
             pending.push((step + 500, Pending::Bounce));
             report.crashes += 1;
@@ -209,6 +214,7 @@ pub fn run_seed(seed: u64, opts: &Options) -> Report {
         {
             let mut at = Injection {
                 sim: &mut sim,
+                hosts: &hosts,
                 disk: &disk,
                 dn_disks: &dn_disks,
                 dn_restarted_at,
@@ -226,8 +232,14 @@ pub fn run_seed(seed: u64, opts: &Options) -> Report {
     report
 }
 
-fn crash(sim: &mut turmoil::Sim<'_>, disk: &Disk, rng: &mut SmallRng, trace: &Trace) {
-    sim.crash("nn");
+fn crash(
+    sim: &mut turmoil::Sim<'_>,
+    hosts: &Hosts,
+    disk: &Disk,
+    rng: &mut SmallRng,
+    trace: &Trace,
+) {
+    hosts.crash(sim, "nn");
     disk.crash(rng);
     trace
         .lock()
@@ -242,6 +254,7 @@ type DnDisks = Vec<Arc<Mutex<Arc<MemoryFiles>>>>;
 /// What a fault is injected with.
 struct Injection<'a, 'b> {
     sim: &'a mut turmoil::Sim<'b>,
+    hosts: &'a Hosts,
     disk: &'a Disk,
     dn_disks: &'a DnDisks,
     /// The step the last DataNode came back at, if one has.
@@ -263,7 +276,7 @@ impl Injection<'_, '_> {
         let disk = self.disk;
         match self.rng.random_range(0..100) {
             0..=5 if !down => {
-                crash(self.sim, disk, self.rng, self.trace);
+                crash(self.sim, self.hosts, disk, self.rng, self.trace);
                 let at = step + self.rng.random_range(1..2_000);
                 self.pending.push((at, Pending::Bounce));
                 report.crashes += 1;
@@ -324,7 +337,7 @@ impl Injection<'_, '_> {
             .is_none_or(|at| step >= at + DN_CRASH_SPACING);
         match roll {
             20..=24 if !dn_down && spaced => {
-                self.sim.crash(name.as_str());
+                self.hosts.crash(self.sim, &name);
                 let rng = &mut *self.rng;
                 self.dn_disks[dn].lock().crash(&mut |n| {
                     if n == 0 {
@@ -382,6 +395,7 @@ impl Injection<'_, '_> {
 /// What a fault is undone with.
 struct Undo<'a, 'b> {
     sim: &'a mut turmoil::Sim<'b>,
+    hosts: &'a Hosts,
     disk: &'a Disk,
     dn_disks: &'a DnDisks,
     trace: &'a Trace,
@@ -417,7 +431,7 @@ impl Undo<'_, '_> {
             }
             Pending::ReplaceDnDisk(i) => {
                 let name = crate::datanode::host(i);
-                sim.crash(name.as_str());
+                self.hosts.crash(sim, &name);
                 *self.dn_disks[i].lock() = crate::datanode::disk();
                 sim.bounce(name.as_str());
                 trace.lock().push(format!(

@@ -570,11 +570,14 @@ impl Dataset {
             .iter()
             .enumerate()
             .map(|(vi, v)| {
-                let list = if v.is_failed() {
+                let mut list: Vec<Replica> = if v.is_failed() {
                     Vec::new()
                 } else {
                     reps.values().filter(|r| r.volume == vi).cloned().collect()
                 };
+                // In block order, not the map's: the NameNode answers a report in the
+                // order it reads it, and a seed must replay the same way every run.
+                list.sort_unstable_by_key(|r| r.id);
                 (v.storage_uuid.clone(), v.is_failed(), list)
             })
             .collect()
