@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use std::net::SocketAddr;
 
-use common::ha::{active, datanode, ha_keys, start_group};
+use common::ha::{active, datanode, ha_keys, is_standby, start_group};
 use common::{get, put, spawn, Proc};
 use ferrite_client::FileSystem;
 
@@ -38,6 +38,41 @@ async fn one_active_standbys_refuse_and_a_killed_active_is_replaced() {
         "the change acknowledged before the failover survives it"
     );
     eprintln!("failover: {took:?} from kill -9 to the first change on the new active");
+}
+
+/// A client's call to a standby while the group elects a new active is held, not refused
+/// at once: the standby that wins serves it, the other refuses it once it hears from the
+/// winner. (Refused at once, as HDFS's standby does, Hadoop's client backs off longer at
+/// each NameNode it finds standby while the election runs.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn standbys_hold_a_clients_call_through_an_election() {
+    let root = tempfile::tempdir().unwrap();
+    let (conf, rpcs) = ha_keys(&[]);
+    let mut members = start_group(root.path(), &conf);
+    let first = active(&rpcs, &running(&members), "/before").await;
+    let (a, b) = match first {
+        0 => (1, 2),
+        1 => (0, 2),
+        _ => (0, 1),
+    };
+    // Connected before the kill, so the calls reach the standbys at once after it.
+    let uri = |i: usize| format!("hdfs://{}", rpcs[i]);
+    let fs_a = FileSystem::connect(&uri(a)).await.unwrap();
+    let fs_b = FileSystem::connect(&uri(b)).await.unwrap();
+
+    members[first] = None; // SIGKILL
+    let (ra, rb) = tokio::join!(
+        fs_a.mkdirs("/held/a", 0o755, true),
+        fs_b.mkdirs("/held/b", 0o755, true)
+    );
+    let winner = match (&ra, &rb) {
+        (Ok(_), Err(e)) if is_standby(e) => a,
+        (Err(e), Ok(_)) if is_standby(e) => b,
+        _ => panic!("one standby should serve its held call, the other refuse it: {ra:?} {rb:?}"),
+    };
+    let mut live = running(&members);
+    live[first] = false;
+    assert_eq!(active(&rpcs, &live, "/after").await, winner);
 }
 
 /// DataNodes report to the standbys too: after `kill -9` of the active, the new one

@@ -30,7 +30,7 @@ mod sasl;
 pub mod server;
 
 pub use error::{ErrorCode, RpcError};
-pub use router::{CallCtx, MethodKind, OpenService, Router, Service};
+pub use router::{CallCtx, Hold, MethodKind, OpenService, Router, Service};
 pub use server::{ServerConfig, ServerHandle};
 
 /// `declaringClassProtocolName` of ClientNamenodeProtocol.

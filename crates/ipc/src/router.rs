@@ -132,6 +132,12 @@ pub trait Service: Send + Sync + 'static {
     /// Admits the call to `op`, or refuses it with the error the client gets.
     fn admit(&self, ctx: CallCtx, op: Self::Op) -> Result<Self::Admitted, RpcError>;
 
+    /// A wait before admission, when the service would refuse `op` now but may well take
+    /// it shortly (an HA standby while its group elects an active); `None` admits at once.
+    fn before_admit(&self, _op: Self::Op) -> Option<Hold<'_>> {
+        None
+    }
+
     /// What replies wait on before they go out, if the service's answers can rest on state
     /// not yet durable (a NameNode's journal). See [`crate::durable`].
     fn durability(&self) -> Option<&dyn Durability> {
@@ -164,6 +170,9 @@ impl<T: OpenService> Service for T {
         OpenService::durability(self)
     }
 }
+
+/// What [`Service::before_admit`] waits on.
+pub type Hold<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 
 type BoxFut = Pin<Box<dyn Future<Output = Result<Box<dyn Body>, RpcError>> + Send>>;
 type Handler<S> = Box<dyn Fn(Arc<S>, <S as Service>::Admitted, Bytes) -> BoxFut + Send + Sync>;
@@ -308,6 +317,9 @@ impl<S: Service> Router<S> {
             .kind
             .at_most_once
             .then(|| (ctx.client_id.clone(), ctx.call_id));
+        if let Some(hold) = router.state.before_admit(entry.op) {
+            hold.await;
+        }
         let who = router.state.admit(ctx, entry.op)?;
         let once = id.and_then(|(client_id, call_id)| {
             let lookup = router

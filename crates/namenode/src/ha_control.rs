@@ -16,8 +16,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ferrite_ipc::net::Dial;
-use ferrite_raft::{NodeId, Raft};
+use ferrite_raft::{LeaderContact, NodeId, Raft};
 use openraft::ServerState;
+use tokio_util::sync::CancellationToken;
 
 use crate::error::FsError;
 use crate::journal::replicated::{HaJournal, Progress};
@@ -55,6 +56,8 @@ pub struct HaControl {
     dial: Arc<dyn Dial>,
     journal: HaJournal,
     progress: Arc<Progress>,
+    /// When a leader was last heard from (the Raft server notes it).
+    contact: Arc<LeaderContact>,
 }
 
 impl HaControl {
@@ -65,6 +68,7 @@ impl HaControl {
         dial: Arc<dyn Dial>,
         journal: HaJournal,
         progress: Arc<Progress>,
+        contact: Arc<LeaderContact>,
     ) -> Self {
         HaControl {
             raft,
@@ -73,6 +77,78 @@ impl HaControl {
             dial,
             journal,
             progress,
+            contact,
+        }
+    }
+
+    /// Whether the group may be about to have a new active: this node leads (and is
+    /// about to become active, or is handing over), knows no leader, or the one it knows
+    /// has closed its connection (a killed process) or not been heard for three heartbeats. A client's call to a standby is then
+    /// worth holding (see [`await_active`](Self::await_active)) rather than refusing.
+    pub fn leader_in_doubt(&self) -> bool {
+        let leader = self.raft.metrics().borrow().current_leader;
+        let silence = Duration::from_millis(self.raft.config().heartbeat_interval * 3);
+        match leader {
+            Some(id) if id != self.me => self.contact.in_doubt(silence),
+            _ => true,
+        }
+    }
+
+    /// Stands for election soon after the leader's connection closes, instead of an
+    /// election timeout later: a killed process's sockets close at once. The followers go
+    /// in turn (by node id, the lost leader skipped), two heartbeats apart, so they do not
+    /// split the vote; each goes only if no leader was heard from meanwhile and it still
+    /// follows the lost one (having voted for the first, the next follows nobody). A leader
+    /// that only reconnected is heard within a heartbeat, and nothing happens. Raft's safety
+    /// does not hang on when elections start; only a needless one would cost, and the wait
+    /// rules those out.
+    pub async fn campaign_when_leader_lost(self: Arc<Self>, stop: CancellationToken) {
+        let heartbeat = Duration::from_millis(self.raft.config().heartbeat_interval);
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = self.contact.closed() => {}
+            }
+            let at = tokio::time::Instant::now();
+            let Some(lost) = self.raft.metrics().borrow().current_leader else {
+                continue;
+            };
+            let Some(turn) = self
+                .raft_addrs
+                .keys()
+                .filter(|&&id| id != lost)
+                .position(|&id| id == self.me)
+            else {
+                continue; // this node led
+            };
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(heartbeat * 2 * (turn as u32 + 1)) => {}
+            }
+            let following = self.raft.metrics().borrow().current_leader == Some(lost);
+            if following && !self.contact.heard_since(at) {
+                tracing::info!(
+                    lost,
+                    "the leader's connection closed and it is silent; standing for election"
+                );
+                if let Err(e) = self.raft.trigger().elect().await {
+                    tracing::warn!(error = %e, "could not stand for election");
+                }
+            }
+        }
+    }
+
+    /// Waits while this node is standby and the group's leader is in doubt, for at most
+    /// three election timeouts: an election with a split vote or two. A group that cannot
+    /// elect in that time (no majority) refuses after it.
+    pub async fn await_active(&self, nn: &NameNodeService) {
+        let limit = Duration::from_millis(self.raft.config().election_timeout_max * 3);
+        let deadline = tokio::time::Instant::now() + limit;
+        while nn.ha_state() == HaState::Standby
+            && self.leader_in_doubt()
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(POLL).await;
         }
     }
 

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use ferrite_raft::{FileDisk, Raft};
+use ferrite_raft::{FileDisk, LeaderContact, Raft};
 use openraft::BasicNode;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -87,6 +87,7 @@ impl NameNode {
         .map_err(std::io::Error::other)?;
         let raft = member.raft;
         let raft_addrs = group.nodes.iter().map(|n| (n.id, n.raft.clone())).collect();
+        let contact = Arc::new(LeaderContact::default());
         let control = Arc::new(HaControl::new(
             raft.clone(),
             me.id,
@@ -94,19 +95,22 @@ impl NameNode {
             dial,
             journal.clone(),
             progress.clone(),
+            contact.clone(),
         ));
         state.set_ha_control(control.clone());
         let (fatal, stop) = (CancellationToken::new(), CancellationToken::new());
         let hand_over = HandOverRequests {
-            control,
+            control: control.clone(),
             nn: state.clone(),
         };
         tokio::spawn(ferrite_raft::serve_with(
             raft.clone(),
             raft_listener,
             Some(Arc::new(hand_over)),
+            contact,
             stop.clone(),
         ));
+        tokio::spawn(control.clone().campaign_when_leader_lost(stop.clone()));
         tokio::spawn(drive(
             state.clone(),
             raft.clone(),

@@ -7,6 +7,7 @@
 //! A batch is opaque here: the NameNode's journal records, encoded as the journal writes
 //! them. Raft decides order and durability; what the bytes mean is the namespace's.
 
+mod contact;
 mod log_disk;
 mod log_store;
 mod network;
@@ -22,6 +23,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use ferrite_ipc::net::Dial;
 
+pub use contact::LeaderContact;
 pub use log_disk::{FileDisk, LogDisk, MemoryDisk};
 pub use log_store::{Blobs, LogStore};
 pub use network::{

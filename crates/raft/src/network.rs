@@ -29,7 +29,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
 use crate::wire;
-use crate::{NodeId, Raft, TypeConfig};
+use crate::{LeaderContact, NodeId, Raft, TypeConfig};
 
 const VOTE: u8 = 1;
 const APPEND: u8 = 2;
@@ -75,14 +75,17 @@ pub trait HandOver: Send + Sync {
 
 /// Answers Raft calls from the other NameNodes on `listener` until `cancel`.
 pub async fn serve<L: Listen>(raft: Raft, listener: L, cancel: CancellationToken) {
-    serve_with(raft, listener, None, cancel).await
+    let contact = Arc::new(LeaderContact::default());
+    serve_with(raft, listener, None, contact, cancel).await
 }
 
-/// [`serve`], with hand-over requests answered by `hand_over` (refused without one).
+/// [`serve`], with hand-over requests answered by `hand_over` (refused without one), and
+/// each append or snapshot a leader sends noted in `contact`.
 pub async fn serve_with<L: Listen>(
     raft: Raft,
     listener: L,
     hand_over: Option<Arc<dyn HandOver>>,
+    contact: Arc<LeaderContact>,
     cancel: CancellationToken,
 ) {
     loop {
@@ -93,11 +96,13 @@ pub async fn serve_with<L: Listen>(
         match accepted {
             Ok((conn, peer)) => {
                 let (raft, cancel, h) = (raft.clone(), cancel.clone(), hand_over.clone());
+                let contact = contact.clone();
                 tokio::spawn(async move {
                     let (mut r, mut w) = conn.into_split();
+                    let calls = answer_calls(&raft, h.as_deref(), &contact, &mut r, &mut w);
                     tokio::select! {
                         () = cancel.cancelled() => {}
-                        res = answer_calls(&raft, h.as_deref(), &mut r, &mut w) => if let Err(e) = res {
+                        res = calls => if let Err(e) = res {
                             tracing::debug!(%peer, error = %e, "Raft connection closed");
                         }
                     }
@@ -114,21 +119,40 @@ pub async fn serve_with<L: Listen>(
 async fn answer_calls(
     raft: &Raft,
     hand_over: Option<&dyn HandOver>,
+    contact: &LeaderContact,
     r: &mut (impl AsyncRead + Unpin),
     w: &mut (impl AsyncWrite + Unpin),
 ) -> io::Result<()> {
-    loop {
-        let (kind, body) = read_frame(r).await?;
+    // Whether a leader's appends came on this connection: its closing then means that
+    // leader's process may be gone (a killed one's sockets close at once).
+    let mut from_leader = false;
+    let ended = loop {
+        let (kind, body) = match read_frame(r).await {
+            Ok(frame) => frame,
+            Err(e) => break e,
+        };
         let answered = if kind == HAND_OVER {
             answer_hand_over(hand_over, &body).await
         } else {
-            answer(raft, kind, &body).await
+            let (answered, leader) = answer(raft, kind, &body).await;
+            if leader {
+                contact.heard();
+                from_leader = true;
+            }
+            answered
         };
-        match answered {
-            Ok(out) => write_frame(w, OK, &out).await?,
-            Err(msg) => write_frame(w, FAILED, msg.as_bytes()).await?,
+        let written = match answered {
+            Ok(out) => write_frame(w, OK, &out).await,
+            Err(msg) => write_frame(w, FAILED, msg.as_bytes()).await,
+        };
+        if let Err(e) = written {
+            break e;
         }
+    };
+    if from_leader {
+        contact.lost();
     }
+    Err(ended)
 }
 
 async fn answer_hand_over(h: Option<&dyn HandOver>, body: &[u8]) -> Result<Vec<u8>, String> {
@@ -141,8 +165,20 @@ async fn answer_hand_over(h: Option<&dyn HandOver>, body: &[u8]) -> Result<Vec<u
     }
 }
 
-/// One call's answer, or the error to send back as text.
-async fn answer(raft: &Raft, kind: u8, body: &[u8]) -> Result<Vec<u8>, String> {
+/// One call's answer, or the error to send back as text; and whether it came from a
+/// leader this node follows (an append or snapshot not refused for its stale term).
+async fn answer(raft: &Raft, kind: u8, body: &[u8]) -> (Result<Vec<u8>, String>, bool) {
+    let mut leader = false;
+    let answered = answer_call(raft, kind, body, &mut leader).await;
+    (answered, leader)
+}
+
+async fn answer_call(
+    raft: &Raft,
+    kind: u8,
+    body: &[u8],
+    leader: &mut bool,
+) -> Result<Vec<u8>, String> {
     let text = |e: &dyn std::fmt::Display| e.to_string();
     match kind {
         VOTE => {
@@ -155,12 +191,16 @@ async fn answer(raft: &Raft, kind: u8, body: &[u8]) -> Result<Vec<u8>, String> {
             let req = pb::AppendEntriesRequestProto::decode(body).map_err(|e| text(&e))?;
             let req = wire::append_from(req).map_err(|e| text(&e))?;
             let resp = raft.append_entries(req).await.map_err(|e| text(&e))?;
+            // Refused for its stale term, the sender is no leader of ours.
+            *leader = !matches!(resp, AppendEntriesResponse::HigherVote(_));
             Ok(wire::append_response_to(&resp).encode_to_vec())
         }
         INSTALL => {
             let req = pb::InstallSnapshotRequestProto::decode(body).map_err(|e| text(&e))?;
             let req = wire::install_from(req).map_err(|e| text(&e))?;
+            let sender = req.vote;
             let resp = raft.install_snapshot(req).await.map_err(|e| text(&e))?;
+            *leader = resp.vote <= sender;
             Ok(wire::install_response_to(&resp).encode_to_vec())
         }
         CAMPAIGN => {

@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use ferrite_ipc::durable::Durability;
 use ferrite_ipc::frame::Body;
-use ferrite_ipc::{CallCtx, MethodKind, Router, RpcError, Service, NAMENODE_PROTOCOL};
+use ferrite_ipc::{CallCtx, Hold, MethodKind, Router, RpcError, Service, NAMENODE_PROTOCOL};
 use prost::Message;
 
 use crate::namespace::RetryAnswer;
@@ -70,6 +70,10 @@ impl Service for NameNodeService {
 
     fn durability(&self) -> Option<&dyn Durability> {
         NameNodeService::durability(self)
+    }
+
+    fn before_admit(&self, op: Operation) -> Option<Hold<'_>> {
+        self.standby_hold(op)
     }
 }
 

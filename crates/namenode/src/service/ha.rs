@@ -4,7 +4,9 @@
 //! and still serves the DataNodes (they report to every NameNode, so a new active's block
 //! map is warm) and the HA protocol itself.
 
+use std::future::Future;
 use std::io;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
@@ -137,6 +139,26 @@ impl NameNodeService {
     }
 
     /// The HA group's control; `None` for a lone NameNode.
+    /// A wait before admitting `op`, when this standby's group is electing an active: the
+    /// call is held until this node is active (and serves it) or another leader is heard
+    /// from (and it is refused, the client's failover finding the new active at its next
+    /// try). Refused at once instead, Hadoop's client would meet `StandbyException` at
+    /// every NameNode while the election runs, and its failover pause doubles with each
+    /// (500 ms at first by default): seconds lost after the election is over.
+    pub fn standby_hold(
+        &self,
+        op: Operation,
+    ) -> Option<Pin<Box<dyn Future<Output = ()> + Send + '_>>> {
+        if self.ha_state() != HaState::Standby || op.served_by_standby() {
+            return None;
+        }
+        let control = self.ha_control()?;
+        if !control.leader_in_doubt() {
+            return None;
+        }
+        Some(Box::pin(control.await_active(self)))
+    }
+
     pub fn ha_control(&self) -> Option<&Arc<crate::ha_control::HaControl>> {
         self.ha_control.get()
     }
@@ -358,6 +380,7 @@ mod tests {
                 .iter()
                 .map(|(id, n)| (*id, n.addr.clone()))
                 .collect();
+            let contact = Arc::new(ferrite_raft::LeaderContact::default());
             let control = Arc::new(HaControl::new(
                 m.raft.clone(),
                 id,
@@ -365,6 +388,7 @@ mod tests {
                 ferrite_ipc::net::tcp(),
                 journal.clone(),
                 progress.clone(),
+                contact.clone(),
             ));
             nn.set_ha_control(control.clone());
             let (fatal, stop) = (CancellationToken::new(), CancellationToken::new());
@@ -377,6 +401,7 @@ mod tests {
                 m.raft.clone(),
                 l,
                 Some(requests),
+                contact,
                 stop.clone(),
             ));
             tokio::spawn(drive(
