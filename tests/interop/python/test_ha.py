@@ -12,7 +12,7 @@ from pathlib import Path
 
 from hdfs_native import Client
 
-from conftest import FERRITE_BIN, FsShell, Server, free_port
+from conftest import FERRITE_BIN, FsShell, Server, free_port, java_cp
 
 
 NAMES = ["nn1", "nn2", "nn3"]
@@ -34,18 +34,33 @@ def ha_keys():
     return keys
 
 
+def start_process(workdir: Path, name: str, args: list, keys: dict) -> subprocess.Popen:
+    """A `ferrite` process with `keys`, once it has said it is ready; its log in NAME.log."""
+    args = [str(FERRITE_BIN), *args]
+    for k, v in keys.items():
+        args += ["--conf", f"{k}={v}"]
+    log = open(workdir / f"{name}.log", "a")
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True, cwd=workdir)
+    line = p.stdout.readline()
+    assert line.startswith("ready "), f"{name}: {line!r}"
+    return p
+
+
+def start_member(workdir: Path, keys: dict, n: str) -> subprocess.Popen:
+    """NameNode `n` of the nameservice, on the directory its earlier lives left."""
+    args = ["namenode", "--data", str(workdir / n)]
+    return start_process(workdir, n, args, {**keys, "dfs.ha.namenode.id": n})
+
+
 def start_group(workdir: Path, keys: dict) -> dict:
-    procs = {}
-    for n in NAMES:
-        args = [str(FERRITE_BIN), "namenode", "--data", str(workdir / n)]
-        for k, v in {**keys, "dfs.ha.namenode.id": n}.items():
-            args += ["--conf", f"{k}={v}"]
-        log = open(workdir / f"{n}.log", "w")
-        p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True, cwd=workdir)
-        line = p.stdout.readline()
-        assert line.startswith("ready "), f"{n}: {line!r}"
-        procs[n] = p
-    return procs
+    return {n: start_member(workdir, keys, n) for n in NAMES}
+
+
+def start_datanode(workdir: Path, keys: dict, i: int) -> subprocess.Popen:
+    """A DataNode that reports to every NameNode of the nameservice."""
+    args = ["datanode", "--namenode", "hdfs://test", "--port", "0", "--ipc-port", "0",
+            "--data", str(workdir / f"dn{i}")]
+    return start_process(workdir, f"dn{i}", args, keys)
 
 
 def state(keys: dict, n: str) -> str:
@@ -169,4 +184,64 @@ def test_haadmin_reports_states_and_moves_the_active(workroot):
         leader_addr = keys[f"dfs.namenode.rpc-address.test.{third}"]
         assert any(row.startswith(leader_addr) and " leader " in row for row in rows), status.stdout
     finally:
+        stop_group(procs)
+
+
+def test_hadoops_client_carries_on_through_twenty_kills_of_the_active(workroot):
+    """Twenty rounds of `kill -9` of the active (each restarted) while Hadoop's client, four
+    threads with a FileSystem each, creates and writes files (two replicas, two DataNode
+    processes), renames every other one and deletes every third through `hdfs://test/`. No
+    error reaches the application, and afterwards the active holds exactly what the client
+    was told was done: every file at its length, nothing it was told is gone, nothing else."""
+    workdir = workroot / "ha-rounds"
+    workdir.mkdir()
+    keys = ha_keys()
+    procs = start_group(workdir, keys)
+    dns = [start_datanode(workdir, keys, i) for i in range(2)]
+    stop = workdir / "stop"
+    load = None
+    try:
+        first = active(keys, procs)
+        nameservice = Server("hdfs://test", 0, procs[first], workdir, others=dns)
+        shell = FsShell(nameservice, workdir, hdfs=keys)
+        load = subprocess.Popen(
+            ["java", "-Djava.net.preferIPv4Stack=true", "-cp", java_cp(shell.conf),
+             "ferrite.interop.HaLoad", "hdfs://test", "4", str(stop)],
+            stdout=subprocess.PIPE, stderr=open(workdir / "load.log", "w"), text=True, cwd=workdir,
+        )
+        for _ in range(20):
+            time.sleep(1.5)
+            assert load.poll() is None, "the client stopped: " + (workdir / "load.log").read_text()[-3000:]
+            victim = active(keys, procs)
+            procs[victim].send_signal(signal.SIGKILL)
+            procs[victim].wait()
+            active(keys, {n: p for n, p in procs.items() if n != victim})
+            procs[victim] = start_member(workdir, keys, victim)
+        stop.touch()
+        out, _ = load.communicate(timeout=180)
+        assert load.returncode == 0, out[-2000:] + (workdir / "load.log").read_text()[-3000:]
+
+        live, gone = {}, set()
+        for line in out.splitlines():
+            kind, path, *length = line.split()
+            if kind == "live":
+                live[path] = int(length[0])
+            else:
+                gone.add(path)
+        assert len(live) > 10 and len(gone) > 10, f"the client did little: {len(live)} {len(gone)}"
+        native = Client("hdfs://test", config=keys)
+        found = {}
+        for d in native.list_status("/load"):
+            name = d.path.rsplit("/", 1)[-1]
+            for f in native.list_status(f"/load/{name}"):
+                found[f"/load/{name}/{f.path.rsplit('/', 1)[-1]}"] = f.length
+        assert found == live, (
+            f"missing {sorted(set(live) - set(found))[:10]}, "
+            f"unexpected {sorted(set(found) - set(live))[:10]}"
+        )
+    finally:
+        if load is not None and load.poll() is None:
+            load.kill()
+        for p in dns:
+            p.kill()
         stop_group(procs)
