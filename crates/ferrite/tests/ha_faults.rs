@@ -19,8 +19,8 @@ const SIGSTOP: i32 = 19;
 
 /// The active frozen (`SIGSTOP`) past the election timeout, with a client's change sent to
 /// it: the others elect a new active meanwhile. Woken, the old active must not acknowledge
-/// that change (the group never committed it) — it steps down or stops — and the change
-/// appears nowhere; the group then carries on with all three.
+/// that change unless the group committed it — it steps down or stops — and every
+/// NameNode agrees on whether it happened; the group then carries on with all three.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frozen_active_wakes_to_acknowledge_nothing_it_cannot_commit() {
     let root = tempfile::tempdir().unwrap();
@@ -45,10 +45,6 @@ async fn a_frozen_active_wakes_to_acknowledge_nothing_it_cannot_commit() {
         .await
         .expect("the woken NameNode answers or closes the connection")
         .unwrap();
-    assert!(
-        answer.is_err(),
-        "the old active acknowledged a change its group never committed"
-    );
     // It stepped down: stopped, or refusing clients as a standby.
     let exited = wait_exit_or_standby(nns[old].as_mut().unwrap(), rpcs[old]).await;
     if exited {
@@ -74,7 +70,18 @@ async fn a_frozen_active_wakes_to_acknowledge_nothing_it_cannot_commit() {
             seen
         }
     };
-    assert_eq!(holds("/while-frozen").await, [false; 3], "nowhere");
+    // The change is acknowledged only if the group committed it. (Almost always it is
+    // refused and nowhere; it can also have reached a follower in the instant before the
+    // stop took hold, and then the new active commits it, acknowledged or not.)
+    let seen = holds("/while-frozen").await;
+    assert!(
+        seen == [true; 3] || seen == [false; 3],
+        "on some only: {seen:?}"
+    );
+    assert!(
+        answer.is_err() || seen == [true; 3],
+        "the old active acknowledged a change its group never committed"
+    );
     assert_eq!(holds("/before").await, [true; 3]);
     assert_eq!(holds("/after").await, [true; 3]);
 }

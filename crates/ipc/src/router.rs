@@ -138,6 +138,13 @@ pub trait Service: Send + Sync + 'static {
         None
     }
 
+    /// Whether `op`'s reply, which changes nothing, must still wait until everything
+    /// issued before it answered is durable: it may report a change that is applied but
+    /// not yet durable, which a crash or a lost leadership could still take back.
+    fn reads_wait_for_durability(&self, _op: Self::Op) -> bool {
+        false
+    }
+
     /// What replies wait on before they go out, if the service's answers can rest on state
     /// not yet durable (a NameNode's journal). See [`crate::durable`].
     fn durability(&self) -> Option<&dyn Durability> {
@@ -331,7 +338,13 @@ impl<S: Service> Router<S> {
         // below then hold one boxed future instead of the call's context and body.
         let call = (entry.handler)(router.state.clone(), who, body);
         let Some((lookup, client_id, call_id)) = once else {
-            return call.await;
+            let out = call.await;
+            if router.state.reads_wait_for_durability(entry.op) {
+                if let Some(gate) = router.state.durability() {
+                    durable::defer_reply(gate.issued());
+                }
+            }
+            return out;
         };
         let run = || async move {
             let out = call.await?;

@@ -108,6 +108,9 @@ pub struct Config {
     /// `ferrite.ha.raft.election-timeout.ms` (the shortest; the longest is twice it) and
     /// `ferrite.ha.raft.snapshot.entries` (log entries between snapshots).
     pub raft_timing: ferrite_raft::Timing,
+    /// `ferrite.ha.raft.fault.cut-file`: a test fault, the Raft network cut while the
+    /// file exists (see `raft_cut`).
+    pub raft_cut_file: Option<PathBuf>,
     /// `dfs.namenode.enable.retrycache`
     pub retry_cache_enabled: bool,
     /// `dfs.namenode.retrycache.expirytime.millis`
@@ -264,6 +267,7 @@ impl Default for Config {
             default_fs: None,
             ha_keys: Default::default(),
             raft_timing: Default::default(),
+            raft_cut_file: None,
             retry_cache_enabled: true,
             retry_cache_expiry_ms: 600_000,
             retry_cache_heap_percent: 0.03,
@@ -607,6 +611,9 @@ impl Config {
             }
             "ferrite.ha.raft.snapshot.entries" => {
                 self.raft_timing.snapshot_every = v.num()?.max(10)
+            }
+            "ferrite.ha.raft.fault.cut-file" => {
+                self.raft_cut_file = Some(PathBuf::from(v.value.trim()))
             }
             "dfs.namenode.enable.retrycache" => self.retry_cache_enabled = v.boolean()?,
             "dfs.namenode.retrycache.expirytime.millis" => self.retry_cache_expiry_ms = v.num()?,

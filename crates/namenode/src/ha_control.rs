@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ferrite_ipc::net::Dial;
-use ferrite_raft::{LeaderContact, NodeId, Raft};
+use ferrite_raft::{Acks, LeaderContact, NodeId, Raft};
 use openraft::ServerState;
 use tokio_util::sync::CancellationToken;
 
@@ -32,6 +32,8 @@ const HANDOVER_TIMEOUT: Duration = Duration::from_secs(10);
 const LEADER_WAIT: Duration = Duration::from_secs(3);
 /// How often progress is looked at while waiting.
 const POLL: Duration = Duration::from_millis(20);
+/// How often a held client call looks again.
+const HOLD_POLL: Duration = Duration::from_millis(5);
 
 /// One NameNode's Raft state, as `ferrite admin ha-status` shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,6 +49,13 @@ pub struct RaftStatus {
     pub peers: BTreeMap<NodeId, Option<u64>>,
 }
 
+/// What this node's Raft traffic says of the others' liveness: as a follower, when the
+/// leader was last heard; as the leader, when its followers last acknowledged it.
+pub struct Liveness {
+    pub contact: Arc<LeaderContact>,
+    pub acks: Arc<Acks>,
+}
+
 /// The HA group as this NameNode's HAServiceProtocol sees it.
 pub struct HaControl {
     raft: Raft,
@@ -56,8 +65,7 @@ pub struct HaControl {
     dial: Arc<dyn Dial>,
     journal: HaJournal,
     progress: Arc<Progress>,
-    /// When a leader was last heard from (the Raft server notes it).
-    contact: Arc<LeaderContact>,
+    liveness: Liveness,
 }
 
 impl HaControl {
@@ -68,7 +76,7 @@ impl HaControl {
         dial: Arc<dyn Dial>,
         journal: HaJournal,
         progress: Arc<Progress>,
-        contact: Arc<LeaderContact>,
+        liveness: Liveness,
     ) -> Self {
         HaControl {
             raft,
@@ -77,8 +85,32 @@ impl HaControl {
             dial,
             journal,
             progress,
-            contact,
+            liveness,
         }
+    }
+
+    /// Whether this leader may still answer clients from its own state: a majority has
+    /// acknowledged an append of its term sent less than its lease ago. The lease is an
+    /// election timeout less two heartbeats, and no follower stands for election (on its
+    /// timer, or early in [`campaign_when_leader_lost`](Self::campaign_when_leader_lost))
+    /// sooner than an election timeout after it last heard from this leader: so a leader
+    /// cut off from its group stops answering before another can be elected, and never
+    /// answers a read from a state a newer active has moved past.
+    pub fn lease_valid(&self) -> bool {
+        let (term, voters) = {
+            let metrics = self.raft.metrics();
+            let m = metrics.borrow();
+            let voters = m.membership_config.membership().voter_ids().count();
+            (m.current_term, voters)
+        };
+        let cfg = self.raft.config();
+        let lease = cfg
+            .election_timeout_min
+            .saturating_sub(2 * cfg.heartbeat_interval);
+        self.liveness
+            .acks
+            .quorum_since(term, voters)
+            .is_some_and(|since| since.elapsed() < Duration::from_millis(lease))
     }
 
     /// Whether the group may be about to have a new active: this node leads (and is
@@ -89,28 +121,32 @@ impl HaControl {
         let leader = self.raft.metrics().borrow().current_leader;
         let silence = Duration::from_millis(self.raft.config().heartbeat_interval * 3);
         match leader {
-            Some(id) if id != self.me => self.contact.in_doubt(silence),
+            Some(id) if id != self.me => self.liveness.contact.in_doubt(silence),
             _ => true,
         }
     }
 
-    /// Stands for election soon after the leader's connection closes, instead of an
-    /// election timeout later: a killed process's sockets close at once. The followers go
-    /// in turn (by node id, the lost leader skipped), two heartbeats apart, so they do not
-    /// split the vote; each goes only if no leader was heard from meanwhile and it still
-    /// follows the lost one (having voted for the first, the next follows nobody). A leader
-    /// that only reconnected is heard within a heartbeat, and nothing happens. Raft's safety
-    /// does not hang on when elections start; only a needless one would cost, and the wait
-    /// rules those out.
+    /// Stands for election once the leader's connection has closed (a killed process's
+    /// sockets close at once) and the shortest election timeout has passed since it was
+    /// last heard, instead of at a time drawn up to twice that. The followers go in turn
+    /// (by node id, the lost leader skipped), two heartbeats apart, so they do not split
+    /// the vote; each goes only if no leader was heard from meanwhile and it still follows
+    /// the lost one (having voted for the first, the next follows nobody). A leader that
+    /// only reconnected is heard within a heartbeat, and nothing happens. Never sooner
+    /// than the timer could: the old leader's lease counts on it.
     pub async fn campaign_when_leader_lost(self: Arc<Self>, stop: CancellationToken) {
         let heartbeat = Duration::from_millis(self.raft.config().heartbeat_interval);
+        let election = Duration::from_millis(self.raft.config().election_timeout_min);
         loop {
             tokio::select! {
                 () = stop.cancelled() => return,
-                () = self.contact.closed() => {}
+                () = self.liveness.contact.closed() => {}
             }
             let at = tokio::time::Instant::now();
             let Some(lost) = self.raft.metrics().borrow().current_leader else {
+                continue;
+            };
+            let Some(heard) = self.liveness.contact.heard_at() else {
                 continue;
             };
             let Some(turn) = self
@@ -121,12 +157,16 @@ impl HaControl {
             else {
                 continue; // this node led
             };
+            // Not before an election timeout since the leader was last heard, as on the
+            // timer: the leader's lease (see `lease_valid`) rests on that.
+            let stagger = heartbeat * 2 * turn as u32;
+            let when = (at + heartbeat * 2 + stagger).max(heard + election + stagger);
             tokio::select! {
                 () = stop.cancelled() => return,
-                () = tokio::time::sleep(heartbeat * 2 * (turn as u32 + 1)) => {}
+                () = tokio::time::sleep_until(when) => {}
             }
             let following = self.raft.metrics().borrow().current_leader == Some(lost);
-            if following && !self.contact.heard_since(at) {
+            if following && !self.liveness.contact.heard_since(at) {
                 tracing::info!(
                     lost,
                     "the leader's connection closed and it is silent; standing for election"
@@ -138,17 +178,25 @@ impl HaControl {
         }
     }
 
-    /// Waits while this node is standby and the group's leader is in doubt, for at most
+    /// Waits while this node is a standby that has not heard from a live leader since the
+    /// call arrived (at most a heartbeat when the leader is well), or an active without a
+    /// lease, for at most
     /// three election timeouts: an election with a split vote or two. A group that cannot
     /// elect in that time (no majority) refuses after it.
     pub async fn await_active(&self, nn: &NameNodeService) {
+        let arrived = tokio::time::Instant::now();
         let limit = Duration::from_millis(self.raft.config().election_timeout_max * 3);
-        let deadline = tokio::time::Instant::now() + limit;
-        while nn.ha_state() == HaState::Standby
-            && self.leader_in_doubt()
-            && tokio::time::Instant::now() < deadline
-        {
-            tokio::time::sleep(POLL).await;
+        let settled = || match nn.ha_state() {
+            // A heartbeat since the call arrived: the leader lived after it. (Its
+            // connection closing can reach this node just after a client that saw
+            // the same process die.)
+            HaState::Standby => {
+                !self.leader_in_doubt() && self.liveness.contact.heard_since(arrived)
+            }
+            HaState::Active => self.lease_valid(),
+        };
+        while !settled() && arrived.elapsed() < limit {
+            tokio::time::sleep(HOLD_POLL).await;
         }
     }
 

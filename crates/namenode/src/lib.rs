@@ -28,6 +28,7 @@ pub mod jmx;
 mod leases;
 mod mover;
 mod proxy_users;
+mod raft_cut;
 mod resources;
 pub mod rpc;
 mod satisfier;

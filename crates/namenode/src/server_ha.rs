@@ -13,7 +13,7 @@ use tracing::info;
 use crate::clock::now_ms;
 use crate::config::Config;
 use crate::ha_config::{HaGroup, HaNode};
-use crate::ha_control::{HaControl, HandOverRequests};
+use crate::ha_control::{HaControl, HandOverRequests, Liveness};
 use crate::identity::Identity;
 use crate::journal::replicated::{HaJournal, Progress, RecordApplier};
 use crate::server::{current_user, ensure_dir, NameNode, NameNodeHandle};
@@ -57,12 +57,15 @@ impl NameNode {
             .cloned()
             .ok_or_else(|| std::io::Error::other("an HA NameNode needs a name directory"))?;
         ensure_dir(&dir)?;
-        if cfg.raft_timing.heartbeat >= cfg.raft_timing.election_min {
+        // The active's lease is an election timeout less two heartbeats (see
+        // `HaControl::lease_valid`): it needs a couple of heartbeats' room.
+        if cfg.raft_timing.heartbeat * 4 > cfg.raft_timing.election_min {
             return Err(std::io::Error::other(
-                "ferrite.ha.raft.heartbeat.ms must be shorter than ferrite.ha.raft.election-timeout.ms",
+                "ferrite.ha.raft.election-timeout.ms must be at least four times ferrite.ha.raft.heartbeat.ms",
             ));
         }
         let timing = cfg.raft_timing.clone();
+        let cut_file = cfg.raft_cut_file.clone();
         let superuser = current_user();
         let progress = Progress::at(0);
         let journal = HaJournal::new(progress.clone());
@@ -75,7 +78,8 @@ impl NameNode {
         ));
         let applier = RecordApplier::new(progress.clone(), Replicated(state.clone()));
         let disk = FileDisk::open(&dir.join("raft"))?;
-        let dial = ferrite_ipc::net::tcp();
+        let cut = crate::raft_cut::Cut::default();
+        let dial = cut.dial(ferrite_ipc::net::tcp());
         let member = ferrite_raft::start(
             me.id,
             &timing,
@@ -88,6 +92,10 @@ impl NameNode {
         let raft = member.raft;
         let raft_addrs = group.nodes.iter().map(|n| (n.id, n.raft.clone())).collect();
         let contact = Arc::new(LeaderContact::default());
+        let liveness = Liveness {
+            contact: contact.clone(),
+            acks: member.acks.clone(),
+        };
         let control = Arc::new(HaControl::new(
             raft.clone(),
             me.id,
@@ -95,7 +103,7 @@ impl NameNode {
             dial,
             journal.clone(),
             progress.clone(),
-            contact.clone(),
+            liveness,
         ));
         state.set_ha_control(control.clone());
         let (fatal, stop) = (CancellationToken::new(), CancellationToken::new());
@@ -103,9 +111,12 @@ impl NameNode {
             control: control.clone(),
             nn: state.clone(),
         };
+        if let Some(file) = cut_file {
+            tokio::spawn(cut.clone().follow(file, stop.clone()));
+        }
         tokio::spawn(ferrite_raft::serve_with(
             raft.clone(),
-            raft_listener,
+            cut.listener(raft_listener),
             Some(Arc::new(hand_over)),
             contact,
             stop.clone(),

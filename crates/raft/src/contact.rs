@@ -1,14 +1,25 @@
-//! Whether a follower's leader still seems alive. openraft's metrics name the leader a
-//! node follows, not whether it lives: after a leader dies its followers go on naming it
-//! until an election timeout has passed. A NameNode standby reads this to tell a group
-//! with a live active (send the client on at once) from one about to elect a new one
-//! (hold the client's call until it is known).
+//! What each side of a Raft group knows of the other's liveness, beyond openraft's
+//! metrics.
+//!
+//! A follower: whether its leader still seems alive ([`LeaderContact`]). The metrics name
+//! the leader a node follows, not whether it lives: after a leader dies its followers go
+//! on naming it until an election timeout has passed. A NameNode standby reads this to
+//! tell a group with a live active (send the client on at once) from one about to elect a
+//! new one (hold the client's call until it is known).
+//!
+//! A leader: when a majority last acknowledged it ([`Acks`]), which bounds how long it may
+//! go on answering reads from its own state: no follower stands for election sooner than
+//! an election timeout after it last heard from the leader, so a leader that stops
+//! serving a little before that can never answer beside a newer one.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio::time::Instant;
+
+use crate::NodeId;
 
 /// What the Raft server saw of the leader: when it last took an append (a heartbeat
 /// included) or a snapshot from one, and whether a connection that brought them has
@@ -47,6 +58,11 @@ impl LeaderContact {
         self.closed.notified().await;
     }
 
+    /// When a leader was last heard from.
+    pub fn heard_at(&self) -> Option<Instant> {
+        self.contact.lock().heard
+    }
+
     /// Whether a leader has been heard from after `at`.
     pub fn heard_since(&self, at: Instant) -> bool {
         self.contact.lock().heard.is_some_and(|h| h > at)
@@ -57,6 +73,40 @@ impl LeaderContact {
     pub fn in_doubt(&self, silence: Duration) -> bool {
         let c = self.contact.lock();
         c.lost || c.heard.is_none_or(|at| at.elapsed() > silence)
+    }
+}
+
+/// The leader's record of its followers' acknowledgements: per follower, the term and the
+/// send time of the latest append it accepted.
+#[derive(Debug, Default)]
+pub struct Acks(Mutex<BTreeMap<NodeId, (u64, Instant)>>);
+
+impl Acks {
+    /// `follower` accepted an append of `term` that was sent at `sent`.
+    pub fn acked(&self, follower: NodeId, term: u64, sent: Instant) {
+        let mut acks = self.0.lock();
+        let e = acks.entry(follower).or_insert((term, sent));
+        if (term, sent) > *e {
+            *e = (term, sent);
+        }
+    }
+
+    /// The send time of the latest append of `term` that a majority of `voters` (this
+    /// leader among them) holds: the start of its lease.
+    pub fn quorum_since(&self, term: u64, voters: usize) -> Option<Instant> {
+        let others_needed = voters / 2;
+        if others_needed == 0 {
+            return Some(Instant::now()); // a group of one
+        }
+        let mut times: Vec<Instant> = self
+            .0
+            .lock()
+            .values()
+            .filter(|(t, _)| *t == term)
+            .map(|(_, at)| *at)
+            .collect();
+        times.sort_unstable_by(|a, b| b.cmp(a));
+        times.get(others_needed - 1).copied()
     }
 }
 
@@ -77,5 +127,36 @@ mod tests {
         assert!(c.in_doubt(long), "its connection closed");
         c.heard();
         assert!(!c.in_doubt(long), "heard again");
+    }
+
+    #[test]
+    fn a_lease_starts_at_the_latest_append_a_majority_holds_in_the_term() {
+        let acks = Acks::default();
+        let t0 = Instant::now();
+        let (t1, t2) = (
+            t0 + Duration::from_millis(10),
+            t0 + Duration::from_millis(20),
+        );
+        assert_eq!(acks.quorum_since(3, 3), None);
+        acks.acked(2, 3, t1);
+        assert_eq!(acks.quorum_since(3, 3), Some(t1), "itself and node 2");
+        acks.acked(3, 3, t2);
+        assert_eq!(acks.quorum_since(3, 3), Some(t2));
+        assert_eq!(
+            acks.quorum_since(3, 5),
+            Some(t1),
+            "two others needed of five"
+        );
+        acks.acked(3, 3, t0);
+        assert_eq!(
+            acks.quorum_since(3, 3),
+            Some(t2),
+            "an older ack changes nothing"
+        );
+        assert_eq!(
+            acks.quorum_since(4, 3),
+            None,
+            "acks of an earlier term count for nothing"
+        );
     }
 }

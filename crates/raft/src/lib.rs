@@ -23,7 +23,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use ferrite_ipc::net::Dial;
 
-pub use contact::LeaderContact;
+pub use contact::{Acks, LeaderContact};
 pub use log_disk::{FileDisk, LogDisk, MemoryDisk};
 pub use log_store::{Blobs, LogStore};
 pub use network::{
@@ -106,6 +106,8 @@ pub enum StartError {
 pub struct Member {
     pub raft: Raft,
     pub state: StateMachine,
+    /// The followers' acknowledgements, while this node leads.
+    pub acks: Arc<Acks>,
 }
 
 /// Starts node `id` on its log `disk` (reading back what a previous life left there),
@@ -131,7 +133,11 @@ pub async fn start(
     .validate()?;
     let log = LogStore::open(disk)?;
     let state = StateMachine::open(applier, log.blobs())?;
-    let network = Network { dial };
+    let acks = Arc::new(Acks::default());
+    let network = Network {
+        dial,
+        acks: acks.clone(),
+    };
     let raft = Raft::new(id, Arc::new(config), network, log, state.clone()).await?;
-    Ok(Member { raft, state })
+    Ok(Member { raft, state, acks })
 }

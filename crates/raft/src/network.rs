@@ -29,7 +29,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
 use crate::wire;
-use crate::{LeaderContact, NodeId, Raft, TypeConfig};
+use crate::{Acks, LeaderContact, NodeId, Raft, TypeConfig};
 
 const VOTE: u8 = 1;
 const APPEND: u8 = 2;
@@ -247,6 +247,8 @@ async fn one_call(
 #[derive(Clone)]
 pub struct Network {
     pub dial: Arc<dyn Dial>,
+    /// Where each follower's acceptance of an append is noted (the leader's lease).
+    pub acks: Arc<Acks>,
 }
 
 impl RaftNetworkFactory<TypeConfig> for Network {
@@ -255,6 +257,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> Peer {
         Peer {
             dial: self.dial.clone(),
+            acks: self.acks.clone(),
             target,
             addr: node.addr.clone(),
             conn: None,
@@ -265,6 +268,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
 /// One other NameNode: a connection made on first use and again after it broke.
 pub struct Peer {
     dial: Arc<dyn Dial>,
+    acks: Arc<Acks>,
     target: NodeId,
     addr: String,
     conn: Option<(BoxRead, BoxWrite)>,
@@ -338,9 +342,15 @@ impl RaftNetwork<TypeConfig> for Peer {
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
         let body = wire::append_to(&rpc).encode_to_vec();
+        let sent = tokio::time::Instant::now();
         let out = self.call(APPEND, body, option.hard_ttl()).await?;
         let resp = pb::AppendEntriesResponseProto::decode(&out[..]).map_err(bad_answer)?;
-        Ok(wire::append_response_from(resp).map_err(bad_answer)?)
+        let resp = wire::append_response_from(resp).map_err(bad_answer)?;
+        if !matches!(resp, AppendEntriesResponse::HigherVote(_)) {
+            self.acks
+                .acked(self.target, rpc.vote.leader_id().term, sent);
+        }
+        Ok(resp)
     }
 
     async fn install_snapshot(

@@ -75,6 +75,13 @@ impl Service for NameNodeService {
     fn before_admit(&self, op: Operation) -> Option<Hold<'_>> {
         self.standby_hold(op)
     }
+
+    /// In an HA group a client's read waits until what it saw is committed: the active
+    /// applies a change before the group commits it, and a change a cut-off active
+    /// applied may never commit. (A lone NameNode's reads go out at once, as HDFS's do.)
+    fn reads_wait_for_durability(&self, op: Operation) -> bool {
+        self.ha_control().is_some() && !op.policy().mutating && !op.served_by_standby()
+    }
 }
 
 /// Registration by [`Operation`]: the method is served under the name the operation table

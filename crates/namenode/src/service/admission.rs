@@ -360,7 +360,7 @@ impl NameNodeService {
     ) -> Result<Admitted, FsError> {
         let user = user.into();
         let p = op.policy();
-        if self.ha_state() == super::ha::HaState::Standby && !op.served_by_standby() {
+        if !op.served_by_standby() && self.refuses_clients() {
             return Err(FsError::Standby {
                 category: if p.mutating { "WRITE" } else { "READ" },
             });

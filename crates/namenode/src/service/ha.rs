@@ -139,24 +139,38 @@ impl NameNodeService {
     }
 
     /// The HA group's control; `None` for a lone NameNode.
-    /// A wait before admitting `op`, when this standby's group is electing an active: the
-    /// call is held until this node is active (and serves it) or another leader is heard
-    /// from (and it is refused, the client's failover finding the new active at its next
-    /// try). Refused at once instead, Hadoop's client would meet `StandbyException` at
-    /// every NameNode while the election runs, and its failover pause doubles with each
-    /// (500 ms at first by default): seconds lost after the election is over.
+    /// A wait before a standby admits (that is, refuses) a client's `op`: the call is held
+    /// until a live leader is heard from after it arrived (at most a heartbeat while the
+    /// group is well; then it is refused and the client's failover moves on) or, while
+    /// the group elects a new active, until this node is that active (and serves it).
+    /// Refused at once instead, Hadoop's client would meet `StandbyException` at every
+    /// NameNode while the election runs, and its failover pause doubles with each (500 ms
+    /// at first by default): seconds lost after the election is over.
+    ///
+    /// An active whose lease has run out (no majority has acknowledged it lately) holds
+    /// clients the same way, and refuses them as a standby would if it does not win its
+    /// majority back.
     pub fn standby_hold(
         &self,
         op: Operation,
     ) -> Option<Pin<Box<dyn Future<Output = ()> + Send + '_>>> {
-        if self.ha_state() != HaState::Standby || op.served_by_standby() {
+        if op.served_by_standby() {
             return None;
         }
         let control = self.ha_control()?;
-        if !control.leader_in_doubt() {
+        if self.ha_state() == HaState::Active && control.lease_valid() {
             return None;
         }
         Some(Box::pin(control.await_active(self)))
+    }
+
+    /// Whether clients are refused as by a standby: this NameNode is one, or it is the
+    /// active of an HA group whose majority has not acknowledged it within its lease.
+    pub fn refuses_clients(&self) -> bool {
+        match self.ha_state() {
+            HaState::Standby => true,
+            HaState::Active => self.ha_control().is_some_and(|c| !c.lease_valid()),
+        }
     }
 
     pub fn ha_control(&self) -> Option<&Arc<crate::ha_control::HaControl>> {
@@ -381,6 +395,10 @@ mod tests {
                 .map(|(id, n)| (*id, n.addr.clone()))
                 .collect();
             let contact = Arc::new(ferrite_raft::LeaderContact::default());
+            let liveness = crate::ha_control::Liveness {
+                contact: contact.clone(),
+                acks: m.acks.clone(),
+            };
             let control = Arc::new(HaControl::new(
                 m.raft.clone(),
                 id,
@@ -388,7 +406,7 @@ mod tests {
                 ferrite_ipc::net::tcp(),
                 journal.clone(),
                 progress.clone(),
-                contact.clone(),
+                liveness,
             ));
             nn.set_ha_control(control.clone());
             let (fatal, stop) = (CancellationToken::new(), CancellationToken::new());
