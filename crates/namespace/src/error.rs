@@ -24,6 +24,11 @@ pub enum FsError {
     /// mkdirs", "Log not rolled"), `reason` what keeps safe mode on.
     #[error("{refused}. Name node is in safe mode.\n{reason}")]
     InSafeMode { refused: String, reason: String },
+    /// HDFS's `RetriableException` around another refusal: the client should try the
+    /// same NameNode again shortly (an HA active still in start-up safe mode, as HDFS's
+    /// `FSNamesystem` answers then).
+    #[error("{class}: {inner}", class = .0.java_class(), inner = .0)]
+    Retriable(Box<FsError>),
     /// A new entry would take directory `dir` past
     /// `dfs.namenode.fs-limits.max-directory-items` (`limit`); it has `items`.
     #[error("The directory item limit of {dir} is exceeded: limit={limit} items={items}")]
@@ -238,6 +243,7 @@ impl FsError {
             | FsError::NotAFile { .. }
             | FsError::ParentMissing { .. } => class::FILE_NOT_FOUND,
             FsError::InSafeMode { .. } => class::SAFE_MODE,
+            FsError::Retriable(_) => class::RETRIABLE,
             FsError::LeaseConflict(c) => match c.held {
                 HeldBy::Caller | HeldBy::Other { .. } => class::ALREADY_BEING_CREATED,
                 HeldBy::Recovering | HeldBy::OtherRecovering { .. } => class::RECOVERY_IN_PROGRESS,

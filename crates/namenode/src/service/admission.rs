@@ -369,10 +369,16 @@ impl NameNodeService {
             return Err(superuser_required(&user, op.name()));
         }
         if p.mutating && self.in_safe_mode() {
-            return Err(FsError::InSafeMode {
+            let refused = FsError::InSafeMode {
                 refused: format!("Cannot {}", op.name()),
                 reason: self.safe_mode_reason(),
-            });
+            };
+            // An HA active restarted moments ago waits for its DataNodes' reports: the
+            // client should retry it, not fail (HDFS answers the same).
+            if self.ha_control().is_some() && self.in_startup_safe_mode_only() {
+                return Err(FsError::Retriable(Box::new(refused)));
+            }
+            return Err(refused);
         }
         Ok(Admitted {
             op,

@@ -261,8 +261,10 @@ impl NameNodeService {
     }
 
     /// Takes over as the active: every open file's writer gets a fresh lease (as after a
-    /// restart: their renewals went to the old active), and there is no start-up safe
-    /// mode — the DataNodes have been reporting to this node all along.
+    /// restart: their renewals went to the old active), and start-up safe mode ends at
+    /// once if the DataNodes have been reporting to this node all along. A NameNode
+    /// restarted moments ago has not heard from them yet: it stays in safe mode, its
+    /// clients told to retry, until their reports are in.
     fn become_active(&self) {
         let now = now_ms();
         {
@@ -287,7 +289,7 @@ impl NameNodeService {
             }
             blocks.needs_scan = true;
         }
-        self.startup_safe_mode.store(false, Ordering::SeqCst);
+        self.startup_safe_mode_on_activation(now);
         if let Some(hook) = self.activation_hook.get() {
             hook(self);
         }

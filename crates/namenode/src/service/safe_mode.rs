@@ -50,6 +50,13 @@ impl NameNodeService {
             || self.resources_low.load(Ordering::SeqCst)
     }
 
+    /// Whether only start-up safe mode is on (not the administrator's, nor low resources).
+    pub fn in_startup_safe_mode_only(&self) -> bool {
+        self.startup_safe_mode.load(Ordering::SeqCst)
+            && !self.safe_mode.load(Ordering::SeqCst)
+            && !self.resources_low.load(Ordering::SeqCst)
+    }
+
     /// Whether the journal's disks ran short of their reserved space (HDFS's "no
     /// resources available": an unhealthy NameNode to a failover controller).
     pub fn resources_low(&self) -> bool {
@@ -168,29 +175,54 @@ impl NameNodeService {
         if !self.startup_safe_mode.load(Ordering::SeqCst) {
             return;
         }
-        let (total, safe) = self.safe_block_counts();
-        let live = {
-            let b = self.blocks.lock();
-            b.reg
-                .iter()
-                .filter(|(_, n)| {
-                    n.liveness(now, u64::MAX, self.cfg.dead_interval_ms())
-                        != crate::blocks::registry::Liveness::Dead
-                })
-                .count()
-        };
-        self.progress.set_count(safe as u64);
-        let met =
-            safe >= self.safe_threshold_blocks(total) && live >= self.cfg.safemode_min_datanodes;
+        let met = self.startup_threshold_met(now);
         let mut since = self.threshold_met_at.lock();
         if !met {
             *since = None;
             return;
         }
         let started = *since.get_or_insert(now);
-        if now - started >= self.cfg.safemode_extension_ms as i64 {
+        // An HA active leaves as soon as the threshold is met: its DataNodes report to
+        // every NameNode, and its clients are retrying meanwhile.
+        let extension = match self.ha_control() {
+            Some(_) => 0,
+            None => self.cfg.safemode_extension_ms as i64,
+        };
+        if now - started >= extension {
             self.end_startup_safe_mode();
-            info!(safe, total, live, "start-up safe mode is off");
+            info!("start-up safe mode is off");
         }
+    }
+
+    /// For an HA standby turning active: no start-up safe mode, as the DataNodes have
+    /// been reporting to it all along — unless none has registered yet while the
+    /// namespace has blocks (a NameNode restarted moments ago): then it is in start-up
+    /// safe mode, as after any restart, until their reports meet the threshold.
+    pub fn startup_safe_mode_on_activation(&self, now: i64) {
+        let cold = self.live_datanode_count(now) == 0 && self.ns.read().complete_block_count() > 0;
+        if !cold {
+            self.end_startup_safe_mode();
+        } else if !self.startup_safe_mode.swap(true, Ordering::SeqCst) {
+            info!("active before any DataNode registered: start-up safe mode");
+        }
+    }
+
+    fn live_datanode_count(&self, now: i64) -> usize {
+        let b = self.blocks.lock();
+        b.reg
+            .iter()
+            .filter(|(_, n)| {
+                n.liveness(now, u64::MAX, self.cfg.dead_interval_ms())
+                    != crate::blocks::registry::Liveness::Dead
+            })
+            .count()
+    }
+
+    /// Whether start-up safe mode's threshold is met now.
+    fn startup_threshold_met(&self, now: i64) -> bool {
+        let (total, safe) = self.safe_block_counts();
+        let live = self.live_datanode_count(now);
+        self.progress.set_count(safe as u64);
+        safe >= self.safe_threshold_blocks(total) && live >= self.cfg.safemode_min_datanodes
     }
 }
