@@ -115,8 +115,9 @@ impl HaControl {
 
     /// Whether the group may be about to have a new active: this node leads (and is
     /// about to become active, or is handing over), knows no leader, or the one it knows
-    /// has closed its connection (a killed process) or not been heard for three heartbeats. A client's call to a standby is then
-    /// worth holding (see [`await_active`](Self::await_active)) rather than refusing.
+    /// has closed its connection (a killed process) or not been heard for three
+    /// heartbeats. A client's call to a standby is then worth holding (see
+    /// [`await_active`](Self::await_active)) rather than refusing.
     pub fn leader_in_doubt(&self) -> bool {
         let leader = self.raft.metrics().borrow().current_leader;
         let silence = Duration::from_millis(self.raft.config().heartbeat_interval * 3);
