@@ -138,7 +138,6 @@ impl NameNodeService {
         let _ = self.activation_hook.set(hook);
     }
 
-    /// The HA group's control; `None` for a lone NameNode.
     /// A wait before a standby admits (that is, refuses) a client's `op`: the call is held
     /// until a live leader is heard from after it arrived (at most a heartbeat while the
     /// group is well; then it is refused and the client's failover moves on) or, while
@@ -173,6 +172,7 @@ impl NameNodeService {
         }
     }
 
+    /// The HA group's control; `None` for a lone NameNode.
     pub fn ha_control(&self) -> Option<&Arc<crate::ha_control::HaControl>> {
         self.ha_control.get()
     }
