@@ -134,12 +134,13 @@ async fn answer_calls(
         let answered = if kind == HAND_OVER {
             answer_hand_over(hand_over, &body).await
         } else {
-            let (answered, leader) = answer(raft, kind, &body).await;
-            if leader {
-                contact.heard();
-                from_leader = true;
-            }
-            answered
+            answer(raft, kind, &body).await.map(|(out, leader)| {
+                if leader {
+                    contact.heard();
+                    from_leader = true;
+                }
+                out
+            })
         };
         let written = match answered {
             Ok(out) => write_frame(w, OK, &out).await,
@@ -165,47 +166,36 @@ async fn answer_hand_over(h: Option<&dyn HandOver>, body: &[u8]) -> Result<Vec<u
     }
 }
 
-/// One call's answer, or the error to send back as text; and whether it came from a
-/// leader this node follows (an append or snapshot not refused for its stale term).
-async fn answer(raft: &Raft, kind: u8, body: &[u8]) -> (Result<Vec<u8>, String>, bool) {
-    let mut leader = false;
-    let answered = answer_call(raft, kind, body, &mut leader).await;
-    (answered, leader)
-}
-
-async fn answer_call(
-    raft: &Raft,
-    kind: u8,
-    body: &[u8],
-    leader: &mut bool,
-) -> Result<Vec<u8>, String> {
+/// One call's answer and whether it came from a leader this node follows (an append or
+/// snapshot not refused for its stale term), or the error to send back as text.
+async fn answer(raft: &Raft, kind: u8, body: &[u8]) -> Result<(Vec<u8>, bool), String> {
     let text = |e: &dyn std::fmt::Display| e.to_string();
     match kind {
         VOTE => {
             let req = pb::VoteRequestProto::decode(body).map_err(|e| text(&e))?;
             let req = wire::vote_request_from(req).map_err(|e| text(&e))?;
             let resp = raft.vote(req).await.map_err(|e| text(&e))?;
-            Ok(wire::vote_response_to(&resp).encode_to_vec())
+            Ok((wire::vote_response_to(&resp).encode_to_vec(), false))
         }
         APPEND => {
             let req = pb::AppendEntriesRequestProto::decode(body).map_err(|e| text(&e))?;
             let req = wire::append_from(req).map_err(|e| text(&e))?;
             let resp = raft.append_entries(req).await.map_err(|e| text(&e))?;
             // Refused for its stale term, the sender is no leader of ours.
-            *leader = !matches!(resp, AppendEntriesResponse::HigherVote(_));
-            Ok(wire::append_response_to(&resp).encode_to_vec())
+            let leader = !matches!(resp, AppendEntriesResponse::HigherVote(_));
+            Ok((wire::append_response_to(&resp).encode_to_vec(), leader))
         }
         INSTALL => {
             let req = pb::InstallSnapshotRequestProto::decode(body).map_err(|e| text(&e))?;
             let req = wire::install_from(req).map_err(|e| text(&e))?;
             let sender = req.vote;
             let resp = raft.install_snapshot(req).await.map_err(|e| text(&e))?;
-            *leader = resp.vote <= sender;
-            Ok(wire::install_response_to(&resp).encode_to_vec())
+            let leader = resp.vote <= sender;
+            Ok((wire::install_response_to(&resp).encode_to_vec(), leader))
         }
         CAMPAIGN => {
             raft.trigger().elect().await.map_err(|e| text(&e))?;
-            Ok(Vec::new())
+            Ok((Vec::new(), false))
         }
         other => Err(format!("unknown Raft call kind {other}")),
     }
