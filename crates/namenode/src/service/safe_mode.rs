@@ -208,14 +208,7 @@ impl NameNodeService {
     }
 
     fn live_datanode_count(&self, now: i64) -> usize {
-        let b = self.blocks.lock();
-        b.reg
-            .iter()
-            .filter(|(_, n)| {
-                n.liveness(now, u64::MAX, self.cfg.dead_interval_ms())
-                    != crate::blocks::registry::Liveness::Dead
-            })
-            .count()
+        self.live_datanodes(&self.blocks.lock().reg, now)
     }
 
     /// Whether start-up safe mode's threshold is met now.

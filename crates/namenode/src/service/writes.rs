@@ -60,7 +60,12 @@ pub struct Appended {
 }
 
 impl NameNodeService {
-    fn live_datanodes(&self, reg: &crate::blocks::registry::Registry, now: i64) -> usize {
+    /// DataNodes not declared dead by `now`.
+    pub(super) fn live_datanodes(
+        &self,
+        reg: &crate::blocks::registry::Registry,
+        now: i64,
+    ) -> usize {
         reg.iter()
             .filter(|(_, n)| {
                 n.liveness(now, u64::MAX, self.cfg.dead_interval_ms()) != Liveness::Dead
