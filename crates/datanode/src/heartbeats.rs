@@ -102,22 +102,19 @@ pub(crate) async fn run(
     let mut last_report = tokio::time::Instant::now();
     let mut need_register = false;
     loop {
+        if need_register {
+            // At once, and then soon and sooner than a heartbeat apart: a NameNode that
+            // restarted is of little use (an HA standby cannot take over well) until its
+            // DataNodes are back.
+            if !join(&link, i, &ds, &cancel).await {
+                return;
+            }
+            need_register = false;
+            last_report = tokio::time::Instant::now();
+        }
         tokio::select! {
             _ = tokio::time::sleep(intervals.heartbeat) => {}
             _ = cancel.cancelled() => return,
-        }
-        if need_register {
-            match link.register(i).await {
-                Ok(()) => need_register = false,
-                Err(e) => {
-                    warn!(namenode = i, error = %e, "re-registration failed");
-                    continue;
-                }
-            }
-            if let Err(e) = link.full_report(i, &ds).await {
-                warn!(namenode = i, error = %e, "block report failed");
-            }
-            last_report = tokio::time::Instant::now();
         }
         if i == 0 {
             // Once per node, not per NameNode: its reports go to all of them.

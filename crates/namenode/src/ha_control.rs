@@ -56,6 +56,22 @@ pub struct Liveness {
     pub acks: Arc<Acks>,
 }
 
+/// When follower `me` stands for election after leader `lost` is gone, in steps of two
+/// heartbeats: the followers by id, but a cold one (see
+/// [`NameNodeService::cold`]) after every warm one, so that a follower the DataNodes
+/// already report to wins while the others are still far from their turn. No two
+/// followers share a turn whatever each thinks of itself. None for the lost leader.
+fn campaign_turn(
+    members: impl Iterator<Item = NodeId>,
+    lost: NodeId,
+    me: NodeId,
+    cold: bool,
+) -> Option<usize> {
+    let followers: Vec<NodeId> = members.filter(|&id| id != lost).collect();
+    let turn = followers.iter().position(|&id| id == me)?;
+    Some(if cold { turn + followers.len() } else { turn })
+}
+
 /// The HA group as this NameNode's HAServiceProtocol sees it.
 pub struct HaControl {
     raft: Raft,
@@ -132,10 +148,17 @@ impl HaControl {
     /// last heard, instead of at a time drawn up to twice that. The followers go in turn
     /// (by node id, the lost leader skipped), two heartbeats apart, so they do not split
     /// the vote; each goes only if no leader was heard from meanwhile and it still follows
-    /// the lost one (having voted for the first, the next follows nobody). A leader that
-    /// only reconnected is heard within a heartbeat, and nothing happens. Never sooner
-    /// than the timer could: the old leader's lease counts on it.
-    pub async fn campaign_when_leader_lost(self: Arc<Self>, stop: CancellationToken) {
+    /// the lost one (having voted for the first, the next follows nobody). A follower
+    /// that is [cold](NameNodeService::cold) (restarted moments ago, no DataNode back
+    /// yet) takes its turn after every warm one's, so a warm one, which serves at once,
+    /// is elected first. A leader that only reconnected is heard within a heartbeat, and
+    /// nothing happens. Never sooner than the timer could: the old leader's lease counts
+    /// on it.
+    pub async fn campaign_when_leader_lost(
+        self: Arc<Self>,
+        nn: Arc<NameNodeService>,
+        stop: CancellationToken,
+    ) {
         let heartbeat = Duration::from_millis(self.raft.config().heartbeat_interval);
         let election = Duration::from_millis(self.raft.config().election_timeout_min);
         loop {
@@ -150,11 +173,8 @@ impl HaControl {
             let Some(heard) = self.liveness.contact.heard_at() else {
                 continue;
             };
-            let Some(turn) = self
-                .raft_addrs
-                .keys()
-                .filter(|&&id| id != lost)
-                .position(|&id| id == self.me)
+            let cold = nn.cold(crate::clock::now_ms());
+            let Some(turn) = campaign_turn(self.raft_addrs.keys().copied(), lost, self.me, cold)
             else {
                 continue; // this node led
             };
@@ -407,5 +427,26 @@ impl ferrite_raft::HandOver for HandOverRequests {
                 .await
                 .map_err(|e| e.to_string())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::campaign_turn;
+
+    #[test]
+    fn followers_campaign_by_id_with_the_cold_ones_last() {
+        let members = || [1, 2, 3].into_iter();
+        // nn2 led; nn1 and nn3 both warm: by id.
+        assert_eq!(campaign_turn(members(), 2, 1, false), Some(0));
+        assert_eq!(campaign_turn(members(), 2, 3, false), Some(1));
+        // nn1 restarted moments ago: nn3 goes first, nn1 after it.
+        assert_eq!(campaign_turn(members(), 2, 1, true), Some(2));
+        assert!(campaign_turn(members(), 2, 3, false) < campaign_turn(members(), 2, 1, true));
+        // Both cold: still by id, and apart.
+        assert_eq!(campaign_turn(members(), 2, 1, true), Some(2));
+        assert_eq!(campaign_turn(members(), 2, 3, true), Some(3));
+        // The lost leader has no turn.
+        assert_eq!(campaign_turn(members(), 2, 2, false), None);
     }
 }

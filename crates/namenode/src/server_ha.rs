@@ -121,7 +121,11 @@ impl NameNode {
             contact,
             stop.clone(),
         ));
-        tokio::spawn(control.clone().campaign_when_leader_lost(stop.clone()));
+        tokio::spawn(
+            control
+                .clone()
+                .campaign_when_leader_lost(state.clone(), stop.clone()),
+        );
         tokio::spawn(drive(
             state.clone(),
             raft.clone(),

@@ -199,12 +199,17 @@ impl NameNodeService {
     /// namespace has blocks (a NameNode restarted moments ago): then it is in start-up
     /// safe mode, as after any restart, until their reports meet the threshold.
     pub fn startup_safe_mode_on_activation(&self, now: i64) {
-        let cold = self.live_datanode_count(now) == 0 && self.ns.read().complete_block_count() > 0;
-        if !cold {
+        if !self.cold(now) {
             self.end_startup_safe_mode();
         } else if !self.startup_safe_mode.swap(true, Ordering::SeqCst) {
             info!("active before any DataNode registered: start-up safe mode");
         }
+    }
+
+    /// Whether this NameNode knows of no live DataNode while its namespace has blocks:
+    /// made active now, it could place and locate nothing, so it would start in safe mode.
+    pub fn cold(&self, now: i64) -> bool {
+        self.live_datanode_count(now) == 0 && self.ns.read().complete_block_count() > 0
     }
 
     fn live_datanode_count(&self, now: i64) -> usize {
