@@ -82,15 +82,19 @@ impl BlockManager {
     }
 
     /// Becoming active: every kept report goes through the usual checks, so a replica that
-    /// still fits nothing is ordered deleted.
+    /// still fits nothing is ordered deleted. A kept report from a node the block map
+    /// already places a replica of that block on is older than the report that placed
+    /// it (a replica's report of an earlier generation, arriving after the standby had
+    /// applied the append or recovery that moved it on): it is dropped, as deleting on
+    /// its say-so would make the map forget the good replica.
     pub fn release_postponed(
         &mut self,
         expect: &impl Fn(u64) -> Option<Expected>,
     ) -> ReportOutcome {
         let mut out = ReportOutcome::default();
-        for (_, kept) in std::mem::take(&mut self.postponed.0) {
+        for (id, kept) in std::mem::take(&mut self.postponed.0) {
             for k in kept {
-                if self.reg.get(k.node).dead {
+                if self.reg.get(k.node).dead || self.replica_mut(id, k.node).is_some() {
                     continue;
                 }
                 self.one_replica(k.node, k.storage, &k.replica, expect, &mut out);
@@ -158,6 +162,32 @@ mod tests {
         assert_eq!((out.accepted, out.invalidated), (0, 1));
         assert_eq!(mgr.postponed_count(), 0);
         assert_eq!(mgr.reg.get(a).invalidate, [(8, 1001)]);
+    }
+
+    /// A standby keeps a replica's report of an older generation (it had applied the
+    /// append already); the replica's next report fits and is placed. Taking over, the
+    /// old report must not cost the map that replica.
+    #[test]
+    fn a_kept_report_older_than_the_placed_replica_is_dropped_on_taking_over() {
+        let mut mgr = BlockManager::default();
+        let a = node(&mut mgr, 1);
+        let appended = |id| {
+            (id == 8).then_some(Expected {
+                gs: 1002,
+                len: 10,
+                complete: true,
+            })
+        };
+        mgr.postpone(a, 0, finalized(8, 1001));
+        assert_eq!(mgr.retry_postponed(&appended), 0);
+        let mut out = ReportOutcome::default();
+        mgr.one_replica(a, 0, &finalized(8, 1002), &appended, &mut out);
+        assert_eq!(out.accepted, 1);
+
+        let out = mgr.release_postponed(&appended);
+        assert_eq!((out.accepted, out.invalidated), (0, 0));
+        assert!(mgr.entry(8).is_some_and(|e| e.replicas.len() == 1));
+        assert!(mgr.reg.get(a).invalidate.is_empty());
     }
 
     #[test]

@@ -43,3 +43,4 @@ pub mod webui;
 
 pub use config::Config;
 pub use server::{NameNode, NameNodeHandle};
+pub use server_ha::HaHost;

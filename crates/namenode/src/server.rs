@@ -458,6 +458,11 @@ fn start_summary_task(
 }
 
 impl NameNodeHandle {
+    /// The Raft node of an HA member (for watching its metrics), None for a lone NameNode.
+    pub fn raft(&self) -> Option<&ferrite_raft::Raft> {
+        self.ha.as_ref().map(|h| &h.raft)
+    }
+
     /// What `/jmx` shows of this NameNode; `host` is the address it was bound to.
     pub fn beans(&self, host: &str) -> crate::jmx::NameNodeBeans {
         crate::jmx::NameNodeBeans {

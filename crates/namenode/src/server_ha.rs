@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use ferrite_raft::{FileDisk, LeaderContact, Raft};
+use ferrite_ipc::net::{Dial, Listen};
+use ferrite_raft::{FileDisk, LeaderContact, LogDisk, Raft};
 use openraft::BasicNode;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -39,6 +40,18 @@ pub(crate) struct HaParts {
     pub(crate) stop: CancellationToken,
 }
 
+/// What an HA NameNode runs on besides its configuration: its client and Raft
+/// listeners, its Raft log, how it reaches the other members, and its superuser. A
+/// process gets TCP, a file and its user ([`NameNode::start_ha`]); the simulator, its
+/// own network and a memory disk.
+pub struct HaHost<L, R> {
+    pub listener: L,
+    pub raft_listener: R,
+    pub disk: Box<dyn LogDisk>,
+    pub dial: Arc<dyn Dial>,
+    pub superuser: String,
+}
+
 impl NameNode {
     /// Starts NameNode `me` of `group`, serving clients on `listener` (as a standby until
     /// it leads) and Raft's calls on `raft_listener`; its Raft log lives in the first name
@@ -50,13 +63,30 @@ impl NameNode {
         listener: TcpListener,
         raft_listener: TcpListener,
     ) -> std::io::Result<NameNodeHandle> {
-        crate::clock::monotonic_ms(now_ms());
         let dir = cfg
             .name_dirs
             .first()
             .cloned()
             .ok_or_else(|| std::io::Error::other("an HA NameNode needs a name directory"))?;
         ensure_dir(&dir)?;
+        let host = HaHost {
+            listener,
+            raft_listener,
+            disk: Box::new(FileDisk::open(&dir.join("raft"))?),
+            dial: ferrite_ipc::net::tcp(),
+            superuser: current_user(),
+        };
+        Self::start_ha_on(cfg, group, me, host).await
+    }
+
+    /// [`start_ha`](Self::start_ha) on whatever `host` provides.
+    pub async fn start_ha_on<L: Listen, R: Listen + Sync>(
+        cfg: Config,
+        group: &HaGroup,
+        me: &HaNode,
+        host: HaHost<L, R>,
+    ) -> std::io::Result<NameNodeHandle> {
+        crate::clock::monotonic_ms(now_ms());
         // The active's lease is an election timeout less two heartbeats (see
         // `HaControl::lease_valid`): it needs a couple of heartbeats' room.
         if cfg.raft_timing.heartbeat * 4 > cfg.raft_timing.election_min {
@@ -66,7 +96,13 @@ impl NameNode {
         }
         let timing = cfg.raft_timing.clone();
         let cut_file = cfg.raft_cut_file.clone();
-        let superuser = current_user();
+        let HaHost {
+            listener,
+            raft_listener,
+            disk,
+            dial,
+            superuser,
+        } = host;
         let progress = Progress::at(0);
         let journal = HaJournal::new(progress.clone());
         let identity = group_identity(&group.nameservice);
@@ -77,18 +113,11 @@ impl NameNode {
             journal.clone(),
         ));
         let applier = RecordApplier::new(progress.clone(), Replicated(state.clone()));
-        let disk = FileDisk::open(&dir.join("raft"))?;
         let cut = crate::raft_cut::Cut::default();
-        let dial = cut.dial(ferrite_ipc::net::tcp());
-        let member = ferrite_raft::start(
-            me.id,
-            &timing,
-            Box::new(disk),
-            Box::new(applier),
-            dial.clone(),
-        )
-        .await
-        .map_err(std::io::Error::other)?;
+        let dial = cut.dial(dial);
+        let member = ferrite_raft::start(me.id, &timing, disk, Box::new(applier), dial.clone())
+            .await
+            .map_err(std::io::Error::other)?;
         let raft = member.raft;
         let raft_addrs = group.nodes.iter().map(|n| (n.id, n.raft.clone())).collect();
         let contact = Arc::new(LeaderContact::default());

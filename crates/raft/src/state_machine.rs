@@ -20,13 +20,18 @@ use crate::wire;
 use crate::{Batch, NodeId, TypeConfig};
 
 const SNAPSHOT: &str = "raft.snapshot";
+/// How soon a snapshot is tried again when the state is not at rest.
+const SNAPSHOT_RETRY: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// The state a replicated log builds, fed committed batches in order.
 pub trait Applier: Send + 'static {
     /// Applies the batch committed at `index`.
     fn apply(&mut self, index: u64, batch: &Batch) -> io::Result<()>;
-    /// The whole state, for a snapshot.
-    fn snapshot(&mut self) -> io::Result<Vec<u8>>;
+    /// The whole state, for a snapshot of what the log applied so far — or None while
+    /// the state holds more than that (a leader's own changes, applied before they
+    /// commit): a snapshot must never carry what the group may not commit. The builder
+    /// asks again shortly.
+    fn snapshot(&mut self) -> io::Result<Option<Vec<u8>>>;
     /// Replaces the whole state with a snapshot's.
     fn restore(&mut self, state: &[u8]) -> io::Result<()>;
 }
@@ -101,21 +106,22 @@ impl Applier for Nothing {
     fn apply(&mut self, _: u64, _: &Batch) -> io::Result<()> {
         Ok(())
     }
-    fn snapshot(&mut self) -> io::Result<Vec<u8>> {
-        Ok(Vec::new())
+    fn snapshot(&mut self) -> io::Result<Option<Vec<u8>>> {
+        Ok(Some(Vec::new()))
     }
     fn restore(&mut self, _: &[u8]) -> io::Result<()> {
         Ok(())
     }
 }
 
-impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
-    async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError<NodeId>> {
+impl StateMachine {
+    /// A snapshot of the state now, kept as the current one; None if the state is not at
+    /// rest (see [`Applier::snapshot`]).
+    fn try_snapshot(&self) -> io::Result<Option<Snapshot<TypeConfig>>> {
         let mut inner = self.0.lock();
-        let data = inner
-            .applier
-            .snapshot()
-            .map_err(|e| sm_err(ErrorVerb::Read, e))?;
+        let Some(data) = inner.applier.snapshot()? else {
+            return Ok(None);
+        };
         inner.built += 1;
         let id = match inner.last_applied {
             Some(l) => format!("{}-{}-{}", l.leader_id.term, l.index, inner.built),
@@ -126,12 +132,25 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
             last_membership: inner.membership.clone(),
             snapshot_id: id,
         };
-        Self::keep(&mut inner, meta.clone(), data.clone())
-            .map_err(|e| sm_err(ErrorVerb::Write, e))?;
-        Ok(Snapshot {
+        Self::keep(&mut inner, meta.clone(), data.clone())?;
+        Ok(Some(Snapshot {
             meta,
             snapshot: Box::new(Cursor::new(data)),
-        })
+        }))
+    }
+}
+
+impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
+    async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError<NodeId>> {
+        // openraft builds in a task of its own, so waiting here holds up no apply: the
+        // entries in flight commit meanwhile, and the state comes to rest between them.
+        loop {
+            let built = self.try_snapshot();
+            if let Some(snapshot) = built.map_err(|e| sm_err(ErrorVerb::Write, e))? {
+                return Ok(snapshot);
+            }
+            tokio::time::sleep(SNAPSHOT_RETRY).await;
+        }
     }
 }
 

@@ -25,13 +25,13 @@ impl Applier for Applied {
         Ok(())
     }
 
-    fn snapshot(&mut self) -> io::Result<Vec<u8>> {
+    fn snapshot(&mut self) -> io::Result<Option<Vec<u8>>> {
         let mut out = Vec::new();
         for b in self.0.lock().iter() {
             out.extend_from_slice(&(b.len() as u32).to_be_bytes());
             out.extend_from_slice(b);
         }
-        Ok(out)
+        Ok(Some(out))
     }
 
     fn restore(&mut self, mut state: &[u8]) -> io::Result<()> {

@@ -22,7 +22,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use crate::model::{Expect, Kind, Model, Op, Tree};
-use crate::namenode::{PORT, SUPERUSER};
+use crate::namenode::SUPERUSER;
 use crate::net::SimConn;
 
 /// How long a call may take before its answer counts as lost.
@@ -93,6 +93,10 @@ pub(crate) struct Client {
     pub retry_calls: bool,
     /// Print each trace line as it happens (a replay).
     pub echo: bool,
+    /// The run's NameNodes (several: an HA nameservice), and the one the next
+    /// connection goes to: each new connection tries the next, as a failover proxy does.
+    pub namenodes: usize,
+    next_nn: usize,
 }
 
 impl Client {
@@ -118,7 +122,21 @@ impl Client {
             checked_at: 1,
             retry_calls: false,
             echo: false,
+            namenodes: 1,
+            next_nn: 0,
         }
+    }
+
+    /// Connects as `user` to the next NameNode in turn.
+    async fn connect_next(
+        &mut self,
+        user: &str,
+        client_id: [u8; 16],
+    ) -> Result<IpcClient, ClientError> {
+        let addrs = crate::namenode::addrs(self.namenodes);
+        let addr = addrs[self.next_nn % addrs.len()];
+        self.next_nn += 1;
+        connect(addr, user, client_id).await
     }
 
     fn note(&self, line: String) {
@@ -156,7 +174,7 @@ impl Client {
     async fn setup(&mut self) {
         let root = self.root.clone();
         loop {
-            let Ok(admin) = connect(SUPERUSER, [0; 16]).await else {
+            let Ok(admin) = self.connect_next(SUPERUSER, [0; 16]).await else {
                 tokio::time::sleep(RETRY_PAUSE).await;
                 continue;
             };
@@ -408,7 +426,8 @@ impl Client {
         if let Some(c) = self.conn.take().filter(|c| !c.is_closed()) {
             return Some(c);
         }
-        let c = connect(&self.user, self.client_id).await.ok()?;
+        let (user, id) = (self.user.clone(), self.client_id);
+        let c = self.connect_next(&user, id).await.ok()?;
         self.connections += 1;
         Some(c)
     }
@@ -486,14 +505,14 @@ impl Client {
     }
 }
 
-async fn connect(user: &str, client_id: [u8; 16]) -> Result<IpcClient, ClientError> {
-    let addr = turmoil::lookup("nn");
-    let stream = tokio::time::timeout(
-        CALL_TIMEOUT,
-        turmoil::net::TcpStream::connect(SocketAddr::new(addr, PORT)),
-    )
-    .await
-    .map_err(|_| ClientError::Closed)??;
+async fn connect(
+    addr: SocketAddr,
+    user: &str,
+    client_id: [u8; 16],
+) -> Result<IpcClient, ClientError> {
+    let stream = tokio::time::timeout(CALL_TIMEOUT, turmoil::net::TcpStream::connect(addr))
+        .await
+        .map_err(|_| ClientError::Closed)??;
     IpcClient::over_as(SimConn(stream, None), user, CLIENT_PROTOCOL, client_id).await
 }
 
@@ -522,6 +541,11 @@ fn mkdirs(src: &str) -> MkdirsRequestProto {
 fn classify<T>(r: Result<T, ClientError>) -> Outcome<T> {
     match r {
         Ok(b) => Outcome::Answered(b),
+        // A standby did nothing: the call goes to another NameNode (the retry cache
+        // answers it there if an earlier active ran it).
+        Err(ClientError::Remote { class, message, .. }) if class.ends_with("StandbyException") => {
+            Outcome::Lost(Lost::NoAnswer(format!("{class}: {message}")))
+        }
         Err(ClientError::Remote { class, message, .. }) => {
             let unsure = class.ends_with("RetriableException")
                 || class.ends_with("SafeModeException")

@@ -16,7 +16,7 @@ use ferrite_datanode::{DataNode, DnConfig, Parts};
 use ferrite_ipc::net::Dial;
 use tokio_util::sync::CancellationToken;
 
-use crate::namenode::{PORT, SUPERUSER};
+use crate::namenode::SUPERUSER;
 use crate::net::{Reaper, SimDial, SimListener, Sockets};
 
 /// The ports every DataNode host serves on (each host has its own address).
@@ -44,14 +44,15 @@ pub(crate) async fn run(
     disk: Arc<MemoryFiles>,
     sockets: Arc<Sockets>,
     serving: Arc<Vec<AtomicBool>>,
+    namenodes: usize,
 ) -> turmoil::Result {
     let _reaper = Reaper(sockets.clone());
     serving[i].store(false, Ordering::SeqCst);
     let me = turmoil::lookup(host(i));
-    let nn = SocketAddr::new(turmoil::lookup("nn"), PORT);
+    let nns = crate::namenode::addrs(namenodes);
     let dial: Arc<dyn Dial> = Arc::new(SimDial(Some(sockets.clone())));
     let cancel = CancellationToken::new();
-    let Some(ns) = nn_link::handshake(&*dial, &[nn], SUPERUSER, &cancel).await else {
+    let Some(ns) = nn_link::handshake(&*dial, &nns, SUPERUSER, &cancel).await else {
         return Ok(());
     };
     let root = PathBuf::from(format!("/{}", host(i)));
@@ -66,14 +67,16 @@ pub(crate) async fn run(
         dial,
         http: None,
     };
-    let _dn = DataNode::serve(&config(nn), parts, cancel).await?;
+    let _dn = DataNode::serve(&config(nns), parts, cancel).await?;
     serving[i].store(true, Ordering::SeqCst);
     std::future::pending::<()>().await;
     Ok(())
 }
 
-fn config(nn: SocketAddr) -> DnConfig {
-    let mut cfg = DnConfig::new(Vec::new(), nn);
+/// Reporting to every NameNode of the run, as HDFS's DataNodes do in an HA nameservice.
+fn config(nns: Vec<SocketAddr>) -> DnConfig {
+    let mut cfg = DnConfig::new(Vec::new(), nns[0]);
+    cfg.namenodes = nns;
     cfg.user = SUPERUSER.into();
     cfg.heartbeat_interval = Duration::from_secs(1);
     cfg.rpc_timeout = Duration::from_secs(10);

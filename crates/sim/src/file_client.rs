@@ -11,7 +11,6 @@
 //! replication factor, and every replica of every block must hold the same, right bytes.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,7 +24,7 @@ use rand::{Rng, RngCore, SeedableRng};
 
 use crate::client::Findings;
 use crate::datanode::BLOCK_SIZE;
-use crate::namenode::{PORT, SUPERUSER};
+use crate::namenode::SUPERUSER;
 use crate::net::SimDial;
 
 /// Longest an operation may take before its outcome counts as unknown.
@@ -96,6 +95,9 @@ pub(crate) struct FileClient {
     trace: Arc<Mutex<Vec<String>>>,
     gate: EndGate,
     pub echo: bool,
+    /// The run's NameNodes: several make an HA nameservice, which the client fails over
+    /// across by itself.
+    pub namenodes: usize,
 }
 
 impl FileClient {
@@ -117,6 +119,7 @@ impl FileClient {
             trace,
             gate,
             echo: false,
+            namenodes: 1,
         }
     }
 
@@ -188,7 +191,7 @@ impl FileClient {
             return Some(fs.clone());
         }
         self.fs = None;
-        let nn = SocketAddr::new(turmoil::lookup("nn"), PORT);
+        let nns = crate::namenode::addrs(self.namenodes);
         // A clientId of its own per connection, as each new client process has: callIds
         // start again at 0 on a new connection, and the NameNode's retry cache would take
         // a new call for an old one of the same clientId and callId.
@@ -201,11 +204,7 @@ impl FileClient {
             client_id: Some(client_id),
             ..Default::default()
         };
-        let made = tokio::time::timeout(
-            OP_TIMEOUT,
-            FileSystem::connect_with(&format!("hdfs://{nn}"), &opts),
-        )
-        .await;
+        let made = tokio::time::timeout(OP_TIMEOUT, FileSystem::connect_any(&nns, &opts)).await;
         match made {
             Ok(Ok(fs)) => {
                 self.fs = Some(fs.clone());
@@ -492,6 +491,10 @@ impl FileClient {
                     ),
                     Err(e) => short.push(format!("{path}: {e}")),
                 }
+            }
+            if !short.is_empty() {
+                let live = timed(fs.live_datanodes()).await.map(|l| l.len());
+                eprintln!("DEBUGCONV live={live:?} short={}", short.len());
             }
             if short.is_empty() {
                 return;

@@ -20,6 +20,7 @@ mod client;
 mod datanode;
 mod disk;
 mod file_client;
+mod ha_namenode;
 mod model;
 mod namenode;
 mod net;

@@ -21,6 +21,10 @@ struct Args {
     /// Operations per client.
     #[arg(long, default_value_t = 40)]
     ops: usize,
+    /// NameNodes: 1, or 3 for an HA nameservice on Raft (members crashed, cut off from
+    /// each other and from the rest, one at a time).
+    #[arg(long, default_value_t = 1)]
+    namenodes: usize,
     /// DataNode hosts (0: a NameNode-only run).
     #[arg(long, default_value_t = 0)]
     datanodes: usize,
@@ -65,6 +69,7 @@ fn main() {
         faults: !args.no_faults,
         retry_calls: !args.no_retry,
         echo: args.seed.is_some(),
+        namenodes: args.namenodes,
     };
     if let Some(seed) = args.seed {
         tracing_subscriber::fmt()

@@ -2,6 +2,7 @@
 //! simulated disk holds (every record that verifies, replayed as start-up replays), serving
 //! on the simulated network until the host is crashed.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use ferrite_namenode::config::Config;
@@ -21,6 +22,21 @@ use crate::net::{Reaper, SimListener, Sockets};
 pub(crate) const SUPERUSER: &str = "hdfs";
 /// The port it serves ClientProtocol on.
 pub(crate) const PORT: u16 = 8020;
+
+/// The host name of NameNode `k` of `n`: `nn` alone, `nn1`… in an HA nameservice.
+pub(crate) fn host(k: usize, n: usize) -> String {
+    match n {
+        1 => "nn".into(),
+        _ => format!("nn{}", k + 1),
+    }
+}
+
+/// The client addresses of the run's `n` NameNodes (only inside the simulation).
+pub(crate) fn addrs(n: usize) -> Vec<SocketAddr> {
+    (0..n)
+        .map(|k| SocketAddr::new(turmoil::lookup(host(k, n)), PORT))
+        .collect()
+}
 
 /// Runs one life of the NameNode host (until the simulator crashes it).
 pub(crate) async fn run(
@@ -85,7 +101,7 @@ pub(crate) async fn run(
 /// silent node dead after 20 s, replication work every second, a 1 s safe-mode
 /// extension. Blocks as small as the simulated writers use; no block tokens (the
 /// DataNodes' token clock is the host's, not the simulated one).
-fn config() -> Config {
+pub(crate) fn config() -> Config {
     Config {
         summary_enabled: false,
         trash_interval_min: 0,

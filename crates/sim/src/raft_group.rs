@@ -134,14 +134,14 @@ impl Applier for Applied {
         Ok(())
     }
 
-    fn snapshot(&mut self) -> io::Result<Vec<u8>> {
+    fn snapshot(&mut self) -> io::Result<Option<Vec<u8>>> {
         let mut out = Vec::new();
         for (i, b) in &self.entries {
             out.extend_from_slice(&i.to_be_bytes());
             out.extend_from_slice(&(b.len() as u32).to_be_bytes());
             out.extend_from_slice(b);
         }
-        Ok(out)
+        Ok(Some(out))
     }
 
     fn restore(&mut self, mut state: &[u8]) -> io::Result<()> {
@@ -208,7 +208,14 @@ async fn node_life(
         // Every node starts the group with the same members: whichever is heard first wins.
         let _ = raft.initialize(members(nodes)).await;
     }
-    tokio::spawn(watch_leaders(id, raft.clone(), shared.clone()));
+    let watching = shared.clone();
+    // A second leader in a term is a finding.
+    tokio::spawn(watch_leaders(raft.clone(), move |term| {
+        let other = *watching.history.lock().leaders.entry(term).or_insert(id);
+        if other != id {
+            watching.find(format!("r{other} and r{id} both led term {term}"));
+        }
+    }));
     let mut rng = SmallRng::seed_from_u64(id);
     loop {
         tokio::time::sleep(Duration::from_millis(rng.random_range(10..60))).await;
@@ -234,9 +241,12 @@ async fn node_life(
     }
 }
 
-/// Writes down each term's leader as the node's metrics show it; a second leader in a term
-/// is a finding.
-async fn watch_leaders(id: NodeId, raft: ferrite_raft::Raft, shared: Shared) {
+/// Calls `led(term)` for each term in which `raft`'s metrics show it leading (a term may
+/// be seen more than once).
+pub(crate) async fn watch_leaders(
+    raft: ferrite_raft::Raft,
+    mut led: impl FnMut(u64) + Send + 'static,
+) {
     let mut rx = raft.metrics();
     loop {
         let (state, term) = {
@@ -244,10 +254,7 @@ async fn watch_leaders(id: NodeId, raft: ferrite_raft::Raft, shared: Shared) {
             (m.state, m.current_term)
         };
         if state == ServerState::Leader {
-            let other = *shared.history.lock().leaders.entry(term).or_insert(id);
-            if other != id {
-                shared.find(format!("r{other} and r{id} both led term {term}"));
-            }
+            led(term);
         }
         if rx.changed().await.is_err() {
             return;

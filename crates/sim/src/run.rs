@@ -1,7 +1,7 @@
 //! One simulated run: a NameNode host, DataNode hosts, clients, and a fault schedule drawn
 //! from the seed, stepped a millisecond at a time until every client has checked its work.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -10,10 +10,12 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use ferrite_datanode::storage::memory_files::MemoryFiles;
+use ferrite_raft::MemoryDisk;
 
 use crate::client::{Client, Findings};
 use crate::disk::{Disk, Health};
 use crate::file_client::{EndGate, FileClient};
+use crate::ha_namenode::Leaders;
 use crate::net::Hosts;
 
 /// What a run is made of.
@@ -36,6 +38,9 @@ pub struct Options {
     pub retry_calls: bool,
     /// Print each client's trace line as it happens (for replaying one seed).
     pub echo: bool,
+    /// NameNodes: one, or the members of an HA nameservice (its Raft group), which
+    /// are crashed and cut off from each other and the rest one at a time.
+    pub namenodes: usize,
 }
 
 impl Default for Options {
@@ -50,6 +55,7 @@ impl Default for Options {
             faults: true,
             retry_calls: true,
             echo: false,
+            namenodes: 1,
         }
     }
 }
@@ -78,12 +84,13 @@ fn sim_now_ms() -> i64 {
 
 /// How often (in one-millisecond steps) the schedule may start a fault: NameNode-only runs
 /// are short; with DataNodes, a fault every few hundred milliseconds would leave the
-/// cluster no time to register, report and recover between them.
+/// cluster no time to register, report and recover between them — but an HA group,
+/// which rides out the loss of any one member, is hit more often than a lone NameNode.
 fn fault_every(opts: &Options) -> u64 {
-    if opts.datanodes > 0 {
-        1_000
-    } else {
-        40
+    match (opts.datanodes > 0, opts.namenodes > 1) {
+        (true, false) => 1_000,
+        (true, true) => 400,
+        (false, _) => 40,
     }
 }
 /// How often the kernel writes DataNodes' dirty pages back (Linux's
@@ -94,9 +101,113 @@ const WRITEBACK_EVERY: u64 = 30_000;
 /// data too when every node holding a block loses power within that window.)
 const DN_CRASH_SPACING: u64 = 35_000;
 
+/// The run's NameNode hosts, and what outlives their crashes: a lone NameNode's journal
+/// disk (which can also turn slow or fail), or each HA member's Raft log.
+enum NameNodes {
+    Single(Arc<Disk>),
+    Ha {
+        disks: Vec<MemoryDisk>,
+        /// Per member, set when it stopped itself and its process exited.
+        exited: Arc<Vec<AtomicBool>>,
+    },
+}
+
+impl NameNodes {
+    fn count(&self) -> usize {
+        match self {
+            NameNodes::Single(_) => 1,
+            NameNodes::Ha { disks, .. } => disks.len(),
+        }
+    }
+
+    fn host(&self, k: usize) -> String {
+        crate::namenode::host(k, self.count())
+    }
+
+    /// The lone NameNode's journal disk, whose health the schedule changes.
+    fn journal(&self) -> Option<&Disk> {
+        match self {
+            NameNodes::Single(disk) => Some(disk),
+            NameNodes::Ha { .. } => None,
+        }
+    }
+
+    /// A power cut of NameNode `k`: the host stops at once, and its disk keeps what was
+    /// synced and a seeded part of the rest.
+    fn crash(
+        &self,
+        k: usize,
+        sim: &mut turmoil::Sim<'_>,
+        hosts: &Hosts,
+        rng: &mut SmallRng,
+        trace: &Trace,
+    ) {
+        let host = self.host(k);
+        hosts.crash(sim, &host);
+        match self {
+            NameNodes::Single(disk) => disk.crash(rng),
+            NameNodes::Ha { disks, .. } => {
+                disks[k].crash(|unsynced| rng.random_range(0..=unsynced))
+            }
+        }
+        trace
+            .lock()
+            .push(format!("{host} crashed at {:?}", sim.elapsed()));
+    }
+
+    /// An HA member whose process exited by itself, if one did (its flag is cleared).
+    fn take_exited(&self) -> Option<usize> {
+        let NameNodes::Ha { exited, .. } = self else {
+            return None;
+        };
+        let k = exited.iter().position(|e| e.load(Ordering::SeqCst))?;
+        exited[k].store(false, Ordering::SeqCst);
+        Some(k)
+    }
+}
+
+/// Starts the run's NameNode hosts.
+fn start_namenodes(
+    sim: &mut turmoil::Sim<'_>,
+    hosts: &Hosts,
+    seed: u64,
+    opts: &Options,
+    findings: &Findings,
+) -> NameNodes {
+    let n = opts.namenodes.max(1);
+    if n == 1 {
+        let disk = Arc::new(Disk::default());
+        let lives = Arc::new(AtomicU64::new(0));
+        let (d, sockets) = (disk.clone(), hosts.sockets("nn"));
+        sim.host("nn", move || {
+            let life = lives.fetch_add(1, Ordering::SeqCst);
+            crate::namenode::run(d.clone(), sockets.clone(), seed, life)
+        });
+        return NameNodes::Single(disk);
+    }
+    // openraft draws its election timeouts from this thread's generator.
+    ferrite_raft::seed_elections(seed);
+    let leaders = Leaders::default();
+    let disks: Vec<MemoryDisk> = (0..n).map(|_| MemoryDisk::default()).collect();
+    let exited: Arc<Vec<AtomicBool>> = Arc::new((0..n).map(|_| AtomicBool::new(false)).collect());
+    for (k, disk) in disks.iter().enumerate() {
+        let host = crate::namenode::host(k, n);
+        let sockets = hosts.sockets(&host);
+        let (disk, leaders, findings) = (disk.clone(), leaders.clone(), findings.clone());
+        let exited = exited.clone();
+        sim.host(host, move || {
+            let (sockets, leaders) = (sockets.clone(), leaders.clone());
+            let (findings, exited) = (findings.clone(), exited.clone());
+            crate::ha_namenode::run(k, n, disk.clone(), sockets, leaders, findings, exited)
+        });
+    }
+    NameNodes::Ha { disks, exited }
+}
+
 /// Faults waiting to be undone, by the step they end at.
 enum Pending {
-    Bounce,
+    /// NameNode `k` restarts.
+    Bounce(usize),
     BounceDn(usize),
     /// A DataNode whose disk died: crashed, given a new empty disk, restarted.
     ReplaceDnDisk(usize),
@@ -119,16 +230,9 @@ pub fn run_seed(seed: u64, opts: &Options) -> Report {
         // packets can queue behind a DataNode that is busy elsewhere.
         .tcp_capacity(1 << 14)
         .build();
-    let disk = Arc::new(Disk::default());
-    let lives = Arc::new(AtomicU64::new(0));
     let hosts = Hosts::default();
-    {
-        let (disk, lives, sockets) = (disk.clone(), lives.clone(), hosts.sockets("nn"));
-        sim.host("nn", move || {
-            let life = lives.fetch_add(1, Ordering::SeqCst);
-            crate::namenode::run(disk.clone(), sockets.clone(), seed, life)
-        });
-    }
+    let findings: Findings = Arc::new(Mutex::new(Vec::new()));
+    let nns = start_namenodes(&mut sim, &hosts, seed, opts, &findings);
     let dn_disks: DnDisks = (0..opts.datanodes)
         .map(|_| Arc::new(Mutex::new(crate::datanode::disk())))
         .collect();
@@ -137,15 +241,16 @@ pub fn run_seed(seed: u64, opts: &Options) -> Report {
         let (d, serving) = (d.clone(), gate.serving.clone());
         let name = crate::datanode::host(i);
         let sockets = hosts.sockets(&name);
+        let n = nns.count();
         sim.host(name, move || {
-            crate::datanode::run(i, d.lock().clone(), sockets.clone(), serving.clone())
+            crate::datanode::run(i, d.lock().clone(), sockets.clone(), serving.clone(), n)
         });
     }
-    let findings: Findings = Arc::new(Mutex::new(Vec::new()));
     let trace = Arc::new(Mutex::new(Vec::new()));
     for id in 0..opts.file_clients {
         let mut c = FileClient::new(id, seed, findings.clone(), trace.clone(), gate.clone());
         c.echo = opts.echo;
+        c.namenodes = nns.count();
         sim.client(
             format!("w{id}"),
             c.run(opts.ops_per_file_client, opts.datanodes),
@@ -155,6 +260,7 @@ pub fn run_seed(seed: u64, opts: &Options) -> Report {
         let mut c = Client::new(id, seed, findings.clone(), trace.clone());
         c.retry_calls = opts.retry_calls;
         c.echo = opts.echo;
+        c.namenodes = nns.count();
         let ops = opts.ops_per_client;
         sim.client(format!("c{id}"), c.run(ops));
     }
@@ -182,14 +288,16 @@ pub fn run_seed(seed: u64, opts: &Options) -> Report {
         let mut undo = Undo {
             sim: &mut sim,
             hosts: &hosts,
-            disk: &disk,
+            nns: &nns,
             dn_disks: &dn_disks,
             trace: &trace,
         };
         if healing {
             // The file clients are done: every fault ends now, for their final checks.
             undo.due(&mut pending, u64::MAX);
-            disk.set_health(Health::Good);
+            if let Some(disk) = nns.journal() {
+                disk.set_health(Health::Good);
+            }
             gate.healed.store(true, Ordering::SeqCst);
         }
         if pending.iter().any(|(at, p)| {
@@ -201,11 +309,23 @@ pub fn run_seed(seed: u64, opts: &Options) -> Report {
         if step.is_multiple_of(WRITEBACK_EVERY) {
             dn_disks.iter().for_each(|d| d.lock().write_back());
         }
-        if disk.failed() && !pending.iter().any(|(_, p)| matches!(p, Pending::Bounce)) {
+        if let Some(k) = nns.take_exited() {
+            // Its process is gone (nothing lost from the page cache); a supervisor
+            // starts it again a second later.
+            let host = nns.host(k);
+            hosts.crash(&mut sim, &host);
+            trace
+                .lock()
+                .push(format!("{host} stopped itself at {:?}", sim.elapsed()));
+            pending.retain(|(_, p)| !matches!(p, Pending::Bounce(b) if *b == k));
+            pending.push((step + 1_000, Pending::Bounce(k)));
+        }
+        let journal_failed = nns.journal().is_some_and(Disk::failed);
+        if journal_failed && !pending.iter().any(|(_, p)| matches!(p, Pending::Bounce(_))) {
             // A failed journal stops the NameNode; an operator replaces the disk.
-            crash(&mut sim, &hosts, &disk, &mut rng, &trace);
-            disk.replace();
-            pending.push((step + 500, Pending::Bounce));
+            nns.crash(0, &mut sim, &hosts, &mut rng, &trace);
+            nns.journal().expect("a lone NameNode").replace();
+            pending.push((step + 500, Pending::Bounce(0)));
             report.crashes += 1;
         }
         if opts.faults
@@ -215,7 +335,7 @@ pub fn run_seed(seed: u64, opts: &Options) -> Report {
             let mut at = Injection {
                 sim: &mut sim,
                 hosts: &hosts,
-                disk: &disk,
+                nns: &nns,
                 dn_disks: &dn_disks,
                 dn_restarted_at,
                 rng: &mut rng,
@@ -232,20 +352,6 @@ pub fn run_seed(seed: u64, opts: &Options) -> Report {
     report
 }
 
-fn crash(
-    sim: &mut turmoil::Sim<'_>,
-    hosts: &Hosts,
-    disk: &Disk,
-    rng: &mut SmallRng,
-    trace: &Trace,
-) {
-    hosts.crash(sim, "nn");
-    disk.crash(rng);
-    trace
-        .lock()
-        .push(format!("nn crashed at {:?}", sim.elapsed()));
-}
-
 type Trace = Arc<Mutex<Vec<String>>>;
 
 /// Each DataNode's disk, replaceable when one dies.
@@ -255,7 +361,7 @@ type DnDisks = Vec<Arc<Mutex<Arc<MemoryFiles>>>>;
 struct Injection<'a, 'b> {
     sim: &'a mut turmoil::Sim<'b>,
     hosts: &'a Hosts,
-    disk: &'a Disk,
+    nns: &'a NameNodes,
     dn_disks: &'a DnDisks,
     /// The step the last DataNode came back at, if one has.
     dn_restarted_at: Option<u64>,
@@ -272,39 +378,44 @@ impl Injection<'_, '_> {
         let down = self
             .pending
             .iter()
-            .any(|(_, p)| matches!(p, Pending::Bounce));
-        let disk = self.disk;
+            .any(|(_, p)| matches!(p, Pending::Bounce(_)));
+        let journal = self.nns.journal();
+        let nn = self.pick_namenode();
+        let nn_host = self.nns.host(nn);
         match self.rng.random_range(0..100) {
+            // One NameNode down at a time: an HA group keeps its majority.
             0..=5 if !down => {
-                crash(self.sim, self.hosts, disk, self.rng, self.trace);
+                self.nns
+                    .crash(nn, self.sim, self.hosts, self.rng, self.trace);
                 let at = step + self.rng.random_range(1..2_000);
-                self.pending.push((at, Pending::Bounce));
+                self.pending.push((at, Pending::Bounce(nn)));
                 report.crashes += 1;
             }
             6..=11 if opts.clients > 0 => {
                 let c = format!("c{}", self.rng.random_range(0..opts.clients));
                 let at = step + self.rng.random_range(100..8_000);
-                self.partition(c, "nn".into(), at);
+                self.partition(c, nn_host, at);
                 report.partitions += 1;
             }
-            12..=14 if disk.health() == Health::Good => {
-                let slow = Duration::from_millis(self.rng.random_range(20..400));
-                disk.set_health(Health::Slow(slow));
-                let at = step + self.rng.random_range(500..5_000);
-                self.pending.push((at, Pending::DiskGood));
-                report.disk_faults += 1;
-            }
-            15 if disk.health() == Health::Good && !down => {
-                disk.set_health(Health::Failing);
-                report.disk_faults += 1;
-            }
+            roll @ 12..=15 => match journal {
+                Some(disk) => self.journal_fault(disk, roll, step, down, report),
+                None => {
+                    // Two members of the HA group cut off from each other: the leader
+                    // from a follower, or from both in turn (its lease runs out).
+                    let other =
+                        (nn + self.rng.random_range(1..self.nns.count())) % self.nns.count();
+                    let at = step + self.rng.random_range(100..8_000);
+                    self.partition(nn_host, self.nns.host(other), at);
+                    report.partitions += 1;
+                }
+            },
             // Messages held on a link and then delivered late, but within a call's
             // timeout: a client that gave up on a call must not see it land afterwards.
             16..=19 if opts.clients > 0 => {
                 let c = format!("c{}", self.rng.random_range(0..opts.clients));
-                self.sim.hold(c.as_str(), "nn");
+                self.sim.hold(c.as_str(), nn_host.as_str());
                 let at = step + self.rng.random_range(10..3_000);
-                self.pending.push((at, Pending::Release(c, "nn".into())));
+                self.pending.push((at, Pending::Release(c, nn_host)));
                 report.partitions += 1;
             }
             roll @ 20..=44 if opts.datanodes > 0 => {
@@ -319,6 +430,40 @@ impl Injection<'_, '_> {
                 self.inject_dn(roll, step, opts, report)
             }
             _ => {}
+        }
+    }
+
+    /// One of the NameNodes, drawn from the seed (a lone one draws nothing, so its runs
+    /// tell the story they told before HA runs existed).
+    fn pick_namenode(&mut self) -> usize {
+        match self.nns.count() {
+            1 => 0,
+            n => self.rng.random_range(0..n),
+        }
+    }
+
+    /// A lone NameNode's journal disk turns slow for a while, or fails for good (the run
+    /// then replaces it).
+    fn journal_fault(
+        &mut self,
+        disk: &Disk,
+        roll: u32,
+        step: u64,
+        down: bool,
+        report: &mut Report,
+    ) {
+        if disk.health() != Health::Good {
+            return;
+        }
+        if roll < 15 {
+            let slow = Duration::from_millis(self.rng.random_range(20..400));
+            disk.set_health(Health::Slow(slow));
+            let at = step + self.rng.random_range(500..5_000);
+            self.pending.push((at, Pending::DiskGood));
+            report.disk_faults += 1;
+        } else if !down {
+            disk.set_health(Health::Failing);
+            report.disk_faults += 1;
         }
     }
 
@@ -374,7 +519,8 @@ impl Injection<'_, '_> {
             }
             37..=44 => {
                 let at = step + self.rng.random_range(100..40_000);
-                self.partition(name, "nn".into(), at);
+                let nn = self.pick_namenode();
+                self.partition(name, self.nns.host(nn), at);
                 report.partitions += 1;
             }
             _ => {}
@@ -396,7 +542,7 @@ impl Injection<'_, '_> {
 struct Undo<'a, 'b> {
     sim: &'a mut turmoil::Sim<'b>,
     hosts: &'a Hosts,
-    disk: &'a Disk,
+    nns: &'a NameNodes,
     dn_disks: &'a DnDisks,
     trace: &'a Trace,
 }
@@ -416,11 +562,12 @@ impl Undo<'_, '_> {
     fn undo(&mut self, p: Pending) {
         let (sim, trace) = (&mut *self.sim, self.trace);
         match p {
-            Pending::Bounce => {
-                sim.bounce("nn");
+            Pending::Bounce(k) => {
+                let host = self.nns.host(k);
+                sim.bounce(host.as_str());
                 trace
                     .lock()
-                    .push(format!("nn restarted at {:?}", sim.elapsed()));
+                    .push(format!("{host} restarted at {:?}", sim.elapsed()));
             }
             Pending::BounceDn(i) => {
                 let name = crate::datanode::host(i);
@@ -442,8 +589,8 @@ impl Undo<'_, '_> {
             Pending::Repair(a, b) => sim.repair(a.as_str(), b.as_str()),
             Pending::Release(a, b) => sim.release(a.as_str(), b.as_str()),
             Pending::DiskGood => {
-                if self.disk.health() != Health::Failing {
-                    self.disk.set_health(Health::Good)
+                if let Some(disk) = self.nns.journal().filter(|d| d.health() != Health::Failing) {
+                    disk.set_health(Health::Good)
                 }
             }
         }
@@ -459,6 +606,7 @@ pub fn replay_hint(seed: u64, opts: &Options) -> String {
         ("--clients", opts.clients, d.clients),
         ("--ops", opts.ops_per_client, d.ops_per_client),
         ("--datanodes", opts.datanodes, d.datanodes),
+        ("--namenodes", opts.namenodes, d.namenodes),
         ("--writers", opts.file_clients, d.file_clients),
         (
             "--writer-ops",

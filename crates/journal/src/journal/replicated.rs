@@ -41,8 +41,12 @@ pub struct Progress {
     /// The highest txid the namespace holds (applied by the leader as it planned, or by
     /// the applier as it committed).
     applied: AtomicU64,
-    /// Batches this node proposed and has not yet seen committed, by first txid.
-    proposed: Mutex<BTreeMap<u64, Bytes>>,
+    /// The highest txid of the batches the log has applied (committed). Below `applied`
+    /// on a leader with changes in flight; a snapshot is only taken when the two meet.
+    through_log: AtomicU64,
+    /// Batches this node proposed and has not yet seen committed, by first txid: their
+    /// last txid and bytes.
+    proposed: Mutex<BTreeMap<u64, (u64, Bytes)>>,
 }
 
 impl Progress {
@@ -50,6 +54,7 @@ impl Progress {
     pub fn at(txid: u64) -> Arc<Progress> {
         let p = Progress::default();
         p.applied.store(txid, Ordering::SeqCst);
+        p.through_log.store(txid, Ordering::SeqCst);
         Arc::new(p)
     }
 
@@ -135,7 +140,10 @@ async fn propose(j: Arc<ReplicatedJournal>, on_fail: impl FnOnce(String)) {
             j.wake.notified().await;
             continue;
         };
-        j.progress.proposed.lock().insert(first, bytes.clone());
+        j.progress
+            .proposed
+            .lock()
+            .insert(first, (last, bytes.clone()));
         match j
             .raft
             .client_write(ferrite_raft::Batch(bytes.clone()))
@@ -387,8 +395,9 @@ impl Durability for HaJournal {
 pub trait Namespaced: Send + 'static {
     /// Applies committed record `txid`.
     fn apply(&mut self, txid: u64, op: &Op) -> io::Result<()>;
-    /// The namespace as an image at `txid` (the snapshot Raft keeps and sends).
-    fn image(&mut self, txid: u64) -> io::Result<Vec<u8>>;
+    /// The namespace as an image at `txid` (the snapshot Raft keeps and sends), or None
+    /// if, under the namespace's lock, `holds()` says it holds more than that.
+    fn image(&mut self, txid: u64, holds: &dyn Fn() -> u64) -> io::Result<Option<Vec<u8>>>;
     /// Replaces the namespace with an image's; returns the image's txid.
     fn load(&mut self, image: &[u8]) -> io::Result<u64>;
 }
@@ -423,7 +432,10 @@ impl<N: Namespaced> Applier for RecordApplier<N> {
             // Planned and applied here: it must be the batch this node proposed.
             let mine = self.progress.proposed.lock().remove(&first);
             return match mine {
-                Some(b) if b == *bytes => Ok(()),
+                Some((last, b)) if b == *bytes => {
+                    self.progress.through_log.store(last, Ordering::SeqCst);
+                    Ok(())
+                }
                 _ => Err(diverged(format!(
                     "committed txid {first} is not what it applied (it holds up to {applied})"
                 ))),
@@ -439,19 +451,23 @@ impl<N: Namespaced> Applier for RecordApplier<N> {
             }
             self.ns.apply(txid, &op)?;
             self.progress.applied.store(txid, Ordering::SeqCst);
+            self.progress.through_log.store(txid, Ordering::SeqCst);
             expect += 1;
             rest = &rest[size..];
         }
         Ok(())
     }
 
-    fn snapshot(&mut self) -> io::Result<Vec<u8>> {
-        self.ns.image(self.progress.applied())
+    fn snapshot(&mut self) -> io::Result<Option<Vec<u8>>> {
+        let through = self.progress.through_log.load(Ordering::SeqCst);
+        let progress = self.progress.clone();
+        self.ns.image(through, &move || progress.applied())
     }
 
     fn restore(&mut self, state: &[u8]) -> io::Result<()> {
         let txid = self.ns.load(state)?;
         self.progress.applied.store(txid, Ordering::SeqCst);
+        self.progress.through_log.store(txid, Ordering::SeqCst);
         self.progress.proposed.lock().clear();
         Ok(())
     }
@@ -484,8 +500,9 @@ mod tests {
         fn apply(&mut self, _: u64, op: &Op) -> io::Result<()> {
             self.0.lock().apply(op).map(drop).map_err(io::Error::other)
         }
-        fn image(&mut self, txid: u64) -> io::Result<Vec<u8>> {
-            Ok(self.0.lock().encode_image(txid))
+        fn image(&mut self, txid: u64, holds: &dyn Fn() -> u64) -> io::Result<Option<Vec<u8>>> {
+            let ns = self.0.lock();
+            Ok((holds() == txid).then(|| ns.encode_image(txid)))
         }
         fn load(&mut self, image: &[u8]) -> io::Result<u64> {
             let (ns, txid) = Namespace::decode_image(image).map_err(io::Error::other)?;
@@ -618,5 +635,30 @@ mod tests {
         codec::encode_record(1, &mkdir(7), &mut other);
         let err = a.apply(1, &ferrite_raft::Batch(other.into())).unwrap_err();
         assert!(err.to_string().contains("left the group's log"), "{err}");
+    }
+
+    /// A leader's namespace holds its own changes before the group commits them: a
+    /// snapshot then would carry what the group may never commit, so none is taken
+    /// until the log has applied all the namespace holds.
+    #[test]
+    fn no_snapshot_while_the_namespace_holds_what_is_not_committed() {
+        let ns = Shared(Arc::new(Mutex::new(Namespace::new("u", "g", 1))));
+        let progress = Progress::at(0);
+        let mut a = RecordApplier::new(progress.clone(), ns.clone());
+        assert!(a.snapshot().unwrap().is_some());
+
+        // The leader plans txid 1: applied to its namespace and proposed, not committed.
+        ns.0.lock().apply(&mkdir(1)).unwrap();
+        progress.applied.store(1, Ordering::SeqCst);
+        let mut bytes = Vec::new();
+        codec::encode_record(1, &mkdir(1), &mut bytes);
+        let bytes = Bytes::from(bytes);
+        progress.proposed.lock().insert(1, (1, bytes.clone()));
+        assert!(a.snapshot().unwrap().is_none());
+
+        a.apply(1, &ferrite_raft::Batch(bytes)).unwrap();
+        let image = a.snapshot().unwrap().expect("at rest once committed");
+        let (_, txid) = Namespace::decode_image(&image).unwrap();
+        assert_eq!(txid, 1);
     }
 }

@@ -194,8 +194,11 @@ impl Namespaced for Replicated {
             .map_err(|e| io::Error::other(format!("committed record {txid} does not apply: {e}")))
     }
 
-    fn image(&mut self, txid: u64) -> io::Result<Vec<u8>> {
-        Ok(self.0.ns.read().encode_image(txid))
+    fn image(&mut self, txid: u64, holds: &dyn Fn() -> u64) -> io::Result<Option<Vec<u8>>> {
+        // Changes are applied and appended under the write lock: under the read lock the
+        // namespace holds exactly `holds()`.
+        let ns = self.0.ns.read();
+        Ok((holds() == txid).then(|| ns.encode_image(txid)))
     }
 
     fn load(&mut self, image: &[u8]) -> io::Result<u64> {
@@ -312,7 +315,24 @@ pub async fn drive(
 ) {
     let mut rx = raft.metrics();
     loop {
-        let leads = rx.borrow_and_update().state == ServerState::Leader;
+        let (leads, stopped) = {
+            let m = rx.borrow_and_update();
+            (
+                m.state == ServerState::Leader,
+                m.running_state.clone().err(),
+            )
+        };
+        if stop.is_cancelled() {
+            return;
+        }
+        if let Some(why) = stopped {
+            // The Raft node gave up (its log or the namespace applying it failed, as
+            // when this node's namespace left the group's): without it this NameNode
+            // can neither lead nor follow, so it stops, to come back from the log.
+            error!(%why, "stopping the NameNode: its Raft node stopped");
+            fatal.cancel();
+            return;
+        }
         if leads && nn.ha_state() == HaState::Standby && !nn.handing_over() {
             // Whatever the group committed before this term is applied first.
             if raft.ensure_linearizable().await.is_ok() {
@@ -324,6 +344,16 @@ pub async fn drive(
                 journal.lead(j);
                 nn.become_active();
                 info!(txid = progress.applied(), "this NameNode is active");
+            } else {
+                // No majority confirmed it yet. Each attempt dials every follower anew
+                // (openraft's leadership check makes fresh clients), so wait a heartbeat
+                // rather than retry on each change of the metrics.
+                let pause = std::time::Duration::from_millis(raft.config().heartbeat_interval);
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(pause) => {}
+                }
+                continue;
             }
         } else if !leads && journal.is_leading() {
             nn.set_ha_state(HaState::Standby);
@@ -337,7 +367,13 @@ pub async fn drive(
         }
         tokio::select! {
             () = stop.cancelled() => return,
-            changed = rx.changed() => if changed.is_err() { return },
+            changed = rx.changed() => if changed.is_err() {
+                if !stop.is_cancelled() {
+                    error!("stopping the NameNode: its Raft node is gone");
+                    fatal.cancel();
+                }
+                return;
+            },
         }
     }
 }
