@@ -494,7 +494,6 @@ impl FileClient {
             }
             if !short.is_empty() {
                 let live = timed(fs.live_datanodes()).await.map(|l| l.len());
-                eprintln!("DEBUGCONV live={live:?} short={}", short.len());
             }
             if short.is_empty() {
                 return;
