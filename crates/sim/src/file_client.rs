@@ -492,9 +492,6 @@ impl FileClient {
                     Err(e) => short.push(format!("{path}: {e}")),
                 }
             }
-            if !short.is_empty() {
-                let live = timed(fs.live_datanodes()).await.map(|l| l.len());
-            }
             if short.is_empty() {
                 return;
             }
