@@ -100,6 +100,12 @@ pub fn is_standby(err: &ferrite_client::Error) -> bool {
         .is_some_and(|c| c == "org.apache.hadoop.ipc.StandbyException")
 }
 
+/// Whether `err` is HDFS's "try again shortly" (`RetriableException`).
+pub fn is_retriable(err: &ferrite_client::Error) -> bool {
+    err.class()
+        .is_some_and(|c| c == "org.apache.hadoop.ipc.RetriableException")
+}
+
 /// The NameNode, of those `live`, that accepts `mkdirs(probe)` within 20 s; the others
 /// must refuse as standbys, and two accepting is a failure.
 pub async fn active(rpcs: &[SocketAddr], live: &[bool], probe: &str) -> usize {
@@ -112,6 +118,9 @@ pub async fn active(rpcs: &[SocketAddr], live: &[bool], probe: &str) -> usize {
             };
             match fs.mkdirs(probe, 0o755, true).await {
                 Ok(_) => accepted.push(i),
+                // An active restarted moments ago, in start-up safe mode until its
+                // DataNodes report: asked to retry, as HDFS asks.
+                Err(e) if is_retriable(&e) => {}
                 Err(e) => assert!(is_standby(&e), "{rpc}: {e}"),
             }
         }
