@@ -79,6 +79,17 @@ pub fn unfit(r: &Reported, e: Option<&Expected>) -> bool {
     }
 }
 
+/// Whether a standby keeps a reported replica for later rather than placing it: what
+/// fits nothing, and also a replica of another stamp than the namespace's. A newer stamp
+/// is a pipeline recovery or block recovery whose record has not reached this node yet
+/// (HDFS's standby postpones such "blocks from the future" too); placing it now would let
+/// the replicas of two generations sit side by side, and the record, when it arrives,
+/// forgets every replica placed at the stamp it replaces (see
+/// [`BlockManager::forget_replicas`]).
+pub fn unfit_on_standby(r: &Reported, e: Option<&Expected>) -> bool {
+    unfit(r, e) || e.is_some_and(|e| r.gs != e.gs)
+}
+
 #[derive(Default)]
 pub struct BlockManager {
     pub reg: Registry,
@@ -269,6 +280,15 @@ impl BlockManager {
             r.finalized = false;
         }
         e.reported_len = 0;
+    }
+
+    /// Forgets every replica of block `id`: a standby applying the record that gave the
+    /// block a new stamp, after which the replicas it had placed at the old one are stale
+    /// (the ones of the new stamp come back from the reports it kept, or as they arrive).
+    pub fn forget_replicas(&mut self, id: u64) {
+        for node in self.holders_except(id, &[]) {
+            self.remove_replica(id, node);
+        }
     }
 
     /// Forgets the replica of `id` on `node`, if there is one.

@@ -1,7 +1,7 @@
 //! Replica reports a standby NameNode cannot place yet (HDFS's `PendingDataNodeMessages`).
 //! A standby's namespace trails the active's by the records not yet committed to it, so a
-//! DataNode may report a replica of a block the standby has not heard of, or of a newer
-//! generation stamp than it knows. Such a report is kept, not answered with a deletion,
+//! DataNode may report a replica of a block the standby has not heard of, or of another
+//! generation stamp than it knows (see [`crate::unfit_on_standby`]). Such a report is kept, not answered with a deletion,
 //! and tried again as the log catches up; when the node becomes active whatever is still
 //! kept goes through the usual checks (and a replica that still fits nothing is deleted).
 
@@ -64,14 +64,14 @@ impl BlockManager {
             .iter()
             .filter(|(_, kept)| {
                 kept.iter()
-                    .any(|k| !crate::unfit(&k.replica, expect(k.replica.id).as_ref()))
+                    .any(|k| !crate::unfit_on_standby(&k.replica, expect(k.replica.id).as_ref()))
             })
             .map(|(&id, _)| id)
             .collect();
         for id in fitting {
             let kept = self.postponed.0.remove(&id).unwrap_or_default();
             for k in kept {
-                if crate::unfit(&k.replica, expect(id).as_ref()) {
+                if crate::unfit_on_standby(&k.replica, expect(id).as_ref()) {
                     self.postpone(k.node, k.storage, k.replica);
                 } else {
                     self.one_replica(k.node, k.storage, &k.replica, expect, &mut out);
@@ -188,6 +188,44 @@ mod tests {
         assert_eq!((out.accepted, out.invalidated), (0, 0));
         assert!(mgr.entry(8).is_some_and(|e| e.replicas.len() == 1));
         assert!(mgr.reg.get(a).invalidate.is_empty());
+    }
+
+    /// A standby placed a replica at the block's stamp, then heard from another node of a
+    /// newer stamp (a pipeline recovery that left the first node out) before the record
+    /// of it arrived. When the record arrives the stale replica is forgotten and the kept
+    /// one placed: the map never lists a node that lacks the block's current generation.
+    #[test]
+    fn a_new_stamp_forgets_the_replicas_of_the_old_and_places_the_kept_ones() {
+        let mut mgr = BlockManager::default();
+        let (left_out, carried_on) = (node(&mut mgr, 1), node(&mut mgr, 2));
+        let stamp = |gs| {
+            move |id| {
+                (id == 8).then_some(Expected {
+                    gs,
+                    len: 10,
+                    complete: false,
+                })
+            }
+        };
+        let old = stamp(1001);
+        let newer = finalized(8, 1002);
+        assert!(
+            !crate::unfit(&newer, old(8).as_ref()),
+            "an active places it"
+        );
+        assert!(
+            crate::unfit_on_standby(&newer, old(8).as_ref()),
+            "a standby keeps it"
+        );
+
+        let mut out = ReportOutcome::default();
+        mgr.one_replica(left_out, 0, &finalized(8, 1001), &old, &mut out);
+        mgr.postpone(carried_on, 0, newer);
+        assert_eq!(mgr.retry_postponed(&old), 0);
+
+        mgr.forget_replicas(8);
+        assert_eq!(mgr.retry_postponed(&stamp(1002)), 1);
+        assert_eq!(mgr.holders_except(8, &[]), [carried_on]);
     }
 
     #[test]

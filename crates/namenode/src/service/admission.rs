@@ -349,6 +349,20 @@ impl Admitted {
 }
 
 impl NameNodeService {
+    /// A call refused because safe mode is on (`refused` in HDFS's words). An HA active
+    /// restarted moments ago waits for its DataNodes' reports: its client should retry
+    /// it, not fail, so the refusal comes as a RetriableException (HDFS answers the same).
+    pub(super) fn safe_mode_refusal(&self, refused: String) -> FsError {
+        let refusal = FsError::InSafeMode {
+            refused,
+            reason: self.safe_mode_reason(),
+        };
+        if self.ha_control().is_some() && self.in_startup_safe_mode_only() {
+            return FsError::Retriable(Box::new(refusal));
+        }
+        refusal
+    }
+
     /// Admits `user`, calling from `ip`, to `op` now, or refuses with HDFS's error: a
     /// client's operation on a standby (checked first, as HDFS's `checkOperation` is), a
     /// superuser-only operation for anyone else, a mutation in safe mode.
@@ -369,16 +383,7 @@ impl NameNodeService {
             return Err(superuser_required(&user, op.name()));
         }
         if p.mutating && self.in_safe_mode() {
-            let refused = FsError::InSafeMode {
-                refused: format!("Cannot {}", op.name()),
-                reason: self.safe_mode_reason(),
-            };
-            // An HA active restarted moments ago waits for its DataNodes' reports: the
-            // client should retry it, not fail (HDFS answers the same).
-            if self.ha_control().is_some() && self.in_startup_safe_mode_only() {
-                return Err(FsError::Retriable(Box::new(refused)));
-            }
-            return Err(refused);
+            return Err(self.safe_mode_refusal(format!("Cannot {}", op.name())));
         }
         Ok(Admitted {
             op,

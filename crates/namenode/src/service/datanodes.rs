@@ -300,7 +300,7 @@ impl NameNodeService {
                 let six = mgr.reg.get_mut(ix).storage_ix(storage);
                 for &(r, event) in events {
                     let placeable = event == ReplicaEvent::Deleted
-                        || !crate::blocks::unfit(&r, expect(r.id).as_ref());
+                        || !crate::blocks::unfit_on_standby(&r, expect(r.id).as_ref());
                     if standby && !placeable {
                         mgr.postpone(ix, six, r);
                         continue;
@@ -524,7 +524,7 @@ fn keep_unfit(
 ) -> Vec<Reported> {
     let mut fit = Vec::with_capacity(replicas.len());
     for r in replicas {
-        if crate::blocks::unfit(r, expected(ns, r.id).as_ref()) {
+        if crate::blocks::unfit_on_standby(r, expected(ns, r.id).as_ref()) {
             mgr.postpone(node, storage, *r);
         } else {
             fit.push(*r);

@@ -238,6 +238,7 @@ impl NameNodeService {
     fn apply_committed(&self, op: &Op) -> Result<(), FsError> {
         let now = now_ms();
         let mut ns = self.ns.write();
+        let restamped = restamped_block(&ns, op);
         let fx = ns.apply(op)?;
         // An at-most-once call the active answered: its retry, sent here after a failover,
         // must get that answer again (primed into the retry cache on turning active).
@@ -247,6 +248,9 @@ impl NameNodeService {
         let mut blocks = self.blocks.lock();
         if !fx.removed_blocks.is_empty() {
             blocks.blocks_removed(&fx.removed_blocks);
+        }
+        if let Some(id) = restamped {
+            blocks.forget_replicas(id);
         }
         // Replicas reported before this record reached the namespace find their block.
         blocks.retry_postponed(&|id| super::datanodes::expected(&ns, id));
@@ -376,6 +380,16 @@ pub async fn drive(
             },
         }
     }
+}
+
+/// The block whose generation stamp `op` changes (a pipeline or block recovery), if the
+/// namespace knows it: the replicas a standby placed of it carry the stamp it replaces.
+fn restamped_block(ns: &Namespace, op: &Op) -> Option<u64> {
+    let (Op::BumpGenerationStamp { id, gs, .. } | Op::UpdateLastBlock { id, gs, .. }) = op else {
+        return None;
+    };
+    let before = super::datanodes::expected(ns, *id)?;
+    (before.gs != *gs).then_some(*id)
 }
 
 #[cfg(test)]
