@@ -276,6 +276,13 @@ impl NameNodeService {
                 seed: block_seed,
             };
             self.reader_locations(&mgr, (p.block.id, being_written), reader, &mut locs);
+            // In safe mode an empty list more likely means "not reported yet" than "no
+            // replica": the reader is told to come back rather than read a file short.
+            if locs.is_empty() && self.in_safe_mode() {
+                // The refusal's reason counts blocks under the manager's lock.
+                drop(mgr);
+                return Err(self.safe_mode_refusal(format!("Zero blocklocations for {src}")));
+            }
             sink.push(&p, &locs, &mgr.reg, is_last);
         }
         Ok(Located::Ready(sink))

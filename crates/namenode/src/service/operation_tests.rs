@@ -1566,3 +1566,42 @@ async fn a_standby_refuses_clients_and_serves_datanodes() {
     nn.set_ha_state(HaState::Active);
     assert!(nn.admit(ALICE, "127.0.0.1", Operation::GetFileInfo).is_ok());
 }
+
+/// In safe mode a block none of whose replicas is known (not reported yet, after a
+/// restart) is refused with HDFS's "Zero blocklocations" rather than listed empty: a
+/// reader would take the file for shorter than it is. A file whose replicas are in reads
+/// as usual.
+#[tokio::test]
+async fn safe_mode_refuses_a_read_of_a_block_with_no_known_replica() {
+    let nn = three_datanodes().await;
+    write_file(&nn, ALICE, "/reported", 100).await;
+    let gone = write_file(&nn, ALICE, "/gone", 100).await;
+    reported(
+        &nn,
+        &gone,
+        100,
+        ReplicaState::Finalized,
+        ReplicaEvent::Deleted,
+    );
+    nn.safe_mode_action(&by(&nn, SU, Operation::SetSafeMode), SafeModeAction::Enter)
+        .unwrap();
+    let read = |src: &'static str| {
+        let nn = &nn;
+        async move {
+            nn.block_locations::<Collected>(
+                &by(nn, ALICE, Operation::GetBlockLocations),
+                src,
+                0,
+                u64::MAX,
+            )
+            .await
+        }
+    };
+    assert!(read("/reported").await.is_ok());
+    let Err(FsError::InSafeMode { refused, .. }) = read("/gone").await else {
+        panic!("listed a block with no replica in safe mode");
+    };
+    assert_eq!(refused, "Zero blocklocations for /gone");
+    received(&nn, &gone, 100);
+    assert!(read("/gone").await.is_ok(), "reported again");
+}
