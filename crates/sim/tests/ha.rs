@@ -49,12 +49,14 @@ fn ha_with_datanodes() -> Options {
 }
 
 /// Seeds that once found a reader sent to a replica of an old generation stamp (a
-/// standby placed it before the record that restamped the block) and a restarted active
-/// listing a block no DataNode had reported yet, so a reader took the file for empty.
+/// standby placed it before the record that restamped the block), a restarted active
+/// listing a block no DataNode had reported yet (a reader took the file for empty), and a
+/// leader restarted within its term planning again the txids of the batches its log
+/// still held (every member then left the log, and the group never served again).
 #[test]
 fn ha_seeds_with_datanodes_that_once_failed_now_pass() {
     let opts = ha_with_datanodes();
-    for seed in [141, 153, 157] {
+    for seed in [141, 147, 153, 157, 182] {
         let r = run_seed(seed, &opts);
         assert!(
             r.findings.is_empty(),

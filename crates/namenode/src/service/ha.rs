@@ -338,8 +338,11 @@ pub async fn drive(
             return;
         }
         if leads && nn.ha_state() == HaState::Standby && !nn.handing_over() {
-            // Whatever the group committed before this term is applied first.
-            if raft.ensure_linearizable().await.is_ok() {
+            // Whatever the group committed before this term is applied first, and so is
+            // every entry already in this node's log: a leader restarted within its term
+            // (openraft resumes a committed vote of its own) holds the batches it
+            // proposed before the crash, and their txids must not be planned again.
+            if raft.ensure_linearizable().await.is_ok() && log_applied_to_its_end(&raft) {
                 let fatal = fatal.clone();
                 let j = ReplicatedJournal::start(raft.clone(), progress.clone(), move |why| {
                     error!("stopping the NameNode: {why}");
@@ -380,6 +383,13 @@ pub async fn drive(
             },
         }
     }
+}
+
+/// Whether this node has applied every entry of its log (committed by now, once it leads
+/// and a majority confirmed it).
+fn log_applied_to_its_end(raft: &Raft) -> bool {
+    let m = raft.metrics().borrow().clone();
+    m.last_applied.map(|l| l.index) >= m.last_log_index
 }
 
 /// The block whose generation stamp `op` changes (a pipeline or block recovery), if the
