@@ -4,7 +4,8 @@
 //! fails, moves on to the next NameNode and is sent again there under the same clientId and
 //! callId, with its retry count raised — what Hadoop's `ConfiguredFailoverProxyProvider`
 //! and retry policy do — so that an at-most-once call the old active ran is answered from
-//! the new one's retry cache rather than run twice.
+//! the new one's retry cache rather than run twice. A `RetriableException` (an active
+//! still waiting for block reports) is sent again to the same NameNode after a pause.
 
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
@@ -35,13 +36,28 @@ pub(crate) struct NameNodes {
     current: Mutex<(usize, Option<Arc<IpcClient>>)>,
 }
 
-/// Whether `e` means "try another NameNode": a standby's refusal, or a connection that
-/// could not be made or was lost.
-fn fails_over(e: &ClientError) -> bool {
+/// What an HA link does after a failed call, as Hadoop's failover retry policy does.
+#[derive(Debug, PartialEq, Eq)]
+enum Next {
+    /// A standby's refusal, or a connection that could not be made or was lost: try the
+    /// next NameNode.
+    FailOver,
+    /// `RetriableException` (an active still in start-up safe mode, waiting for block
+    /// reports): the same NameNode again, after a pause.
+    Retry,
+    /// Anything else is the call's answer.
+    GiveUp,
+}
+
+fn next_after(e: &ClientError) -> Next {
     match e {
-        ClientError::Remote { class, .. } => class == "org.apache.hadoop.ipc.StandbyException",
-        ClientError::Io(_) | ClientError::Closed => true,
-        _ => false,
+        ClientError::Remote { class, .. } => match class.as_str() {
+            "org.apache.hadoop.ipc.StandbyException" => Next::FailOver,
+            "org.apache.hadoop.ipc.RetriableException" => Next::Retry,
+            _ => Next::GiveUp,
+        },
+        ClientError::Io(_) | ClientError::Closed => Next::FailOver,
+        _ => Next::GiveUp,
     }
 }
 
@@ -111,14 +127,20 @@ impl NameNodes {
     ) -> Result<Resp, ClientError> {
         let call_id = self.next_call.fetch_add(1, Ordering::Relaxed);
         let mut failovers = 0u32;
+        let mut retries = 0u32;
         // tokio's clock, as the pauses are: the simulator's when simulated.
         let started = tokio::time::Instant::now();
         loop {
             let attempt = match self.conn().await {
                 Ok((idx, c)) => (
                     idx,
-                    c.call_with_id(call_id, failovers.min(i32::MAX as u32) as i32, method, req)
-                        .await,
+                    c.call_with_id(
+                        call_id,
+                        (failovers + retries).min(i32::MAX as u32) as i32,
+                        method,
+                        req,
+                    )
+                    .await,
                 ),
                 Err(e) => (self.current.lock().0, Err(e)),
             };
@@ -126,18 +148,24 @@ impl NameNodes {
                 (_, Ok(bytes)) => {
                     return Resp::decode(bytes).map_err(|e| ClientError::BadReply(e.to_string()))
                 }
-                (idx, Err(e))
-                    if self.addrs.len() > 1
-                        && started.elapsed() < FAILOVER_DEADLINE
-                        && fails_over(&e) =>
-                {
-                    tracing::debug!(namenode = %self.addrs[idx], error = %e, method, "failing over");
-                    self.fail_over_from(idx);
-                    failovers += 1;
-                    // A short pause per full round: every NameNode was tried once.
-                    let rounds = failovers / self.addrs.len() as u32;
-                    if failovers % self.addrs.len() as u32 == 0 {
-                        tokio::time::sleep(backoff(rounds)).await;
+                (idx, Err(e)) if self.addrs.len() > 1 && started.elapsed() < FAILOVER_DEADLINE => {
+                    match next_after(&e) {
+                        Next::GiveUp => return Err(e),
+                        Next::Retry => {
+                            tracing::debug!(namenode = %self.addrs[idx], error = %e, method, "retrying");
+                            retries += 1;
+                            tokio::time::sleep(backoff(retries.min(4))).await;
+                        }
+                        Next::FailOver => {
+                            tracing::debug!(namenode = %self.addrs[idx], error = %e, method, "failing over");
+                            self.fail_over_from(idx);
+                            failovers += 1;
+                            // A short pause per full round: every NameNode was tried once.
+                            let rounds = failovers / self.addrs.len() as u32;
+                            if failovers % self.addrs.len() as u32 == 0 {
+                                tokio::time::sleep(backoff(rounds)).await;
+                            }
+                        }
                     }
                 }
                 (_, Err(e)) => return Err(e),
@@ -156,20 +184,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_standby_refusals_and_lost_connections_fail_over() {
+    fn standby_refusals_and_lost_connections_fail_over_and_retriable_refusals_retry() {
         let remote = |class: &str| ClientError::Remote {
             class: class.into(),
             message: String::new(),
             fatal: false,
         };
-        assert!(fails_over(&remote(
-            "org.apache.hadoop.ipc.StandbyException"
-        )));
-        assert!(fails_over(&ClientError::Closed));
-        assert!(fails_over(&ClientError::Io(
-            std::io::ErrorKind::ConnectionRefused.into()
-        )));
-        assert!(!fails_over(&remote("java.io.FileNotFoundException")));
+        assert_eq!(
+            next_after(&remote("org.apache.hadoop.ipc.StandbyException")),
+            Next::FailOver
+        );
+        assert_eq!(next_after(&ClientError::Closed), Next::FailOver);
+        assert_eq!(
+            next_after(&ClientError::Io(
+                std::io::ErrorKind::ConnectionRefused.into()
+            )),
+            Next::FailOver
+        );
+        assert_eq!(
+            next_after(&remote("org.apache.hadoop.ipc.RetriableException")),
+            Next::Retry
+        );
+        assert_eq!(
+            next_after(&remote("java.io.FileNotFoundException")),
+            Next::GiveUp
+        );
     }
 
     #[test]

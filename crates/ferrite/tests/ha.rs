@@ -244,3 +244,45 @@ async fn a_create_retried_after_a_failover_gets_its_first_answer() {
         "{err:?}"
     );
 }
+
+/// The whole nameservice restarted while its DataNodes are down: the NameNode elected
+/// active knows no replica, so it is in start-up safe mode and answers mutations with
+/// `RetriableException`, as HDFS's active does. The client holds its call, retrying the
+/// same NameNode, until the DataNodes come back and report; it sees no error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_waits_out_the_start_up_safe_mode_of_a_restarted_nameservice() {
+    use ferrite_client::fs::ClientOptions;
+
+    let root = tempfile::tempdir().unwrap();
+    let (conf, rpcs) = ha_keys(&[]);
+    let mut members = start_group(root.path(), &conf);
+    let mut dns: Vec<Proc> = (0..2).map(|i| datanode(root.path(), &conf, i)).collect();
+    let first = active(&rpcs, &running(&members), "/s").await;
+    let fs = FileSystem::connect(&format!("hdfs://{}", rpcs[first]))
+        .await
+        .unwrap();
+    let bytes = common::data(3000, 3);
+    put(&fs, "/s/f", &bytes).await;
+    drop(fs);
+
+    dns.clear(); // SIGKILL
+    for m in members.iter_mut() {
+        *m = None;
+    }
+    let members: Vec<Option<Proc>> = start_group(root.path(), &conf);
+    let fs = FileSystem::connect_any(&rpcs, &ClientOptions::default())
+        .await
+        .unwrap();
+    let held = tokio::spawn(async move {
+        let made = fs.mkdirs("/s/after", 0o755, true).await;
+        (fs, made)
+    });
+    // Long enough for an election and for the call to be refused as retriable a few times.
+    tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+    assert!(!held.is_finished(), "the call waits for the block reports");
+    let _dns: Vec<Proc> = (0..2).map(|i| datanode(root.path(), &conf, i)).collect();
+    let (fs, made) = held.await.unwrap();
+    made.expect("the held call succeeds once the DataNodes report");
+    assert_eq!(get(&fs, "/s/f").await, bytes);
+    drop(members);
+}

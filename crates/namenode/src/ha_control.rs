@@ -354,7 +354,20 @@ impl HaControl {
             self.raft.runtime_config().heartbeat(true);
         }
         nn.end_handover();
-        out
+        out?;
+        // Answer once this node serves as a standby, so that whoever asked never sees two
+        // actives: leadership has moved, but the NameNode demotes itself a moment later.
+        let deadline = Instant::now() + HANDOVER_TIMEOUT;
+        while nn.ha_state() == HaState::Active {
+            if Instant::now() > deadline {
+                return Err(FsError::ServiceFailed(format!(
+                    "node {} handed over leadership but did not turn standby within {HANDOVER_TIMEOUT:?}",
+                    self.me
+                )));
+            }
+            tokio::time::sleep(POLL).await;
+        }
+        Ok(())
     }
 
     async fn transfer(&self, to: Option<NodeId>) -> Result<(), FsError> {
