@@ -1,6 +1,6 @@
 //! An HA nameservice under the faults operators meet besides a crash: an active that
-//! freezes past the election timeout and wakes up, a NameNode whose disk is wiped, and a
-//! rolling restart of every NameNode while clients work.
+//! freezes past the election timeout and wakes up, a follower whose disk fills up, a
+//! NameNode whose disk is wiped, and a rolling restart of every NameNode while clients work.
 
 mod common;
 
@@ -185,4 +185,113 @@ async fn a_rolling_restart_under_load_fails_no_call() {
     let expected = load.finish().await;
     assert!(expected.len() > 4, "the clients did work: {expected:?}");
     every_namenode_holds(&rpcs, &expected).await;
+}
+
+/// A tmpfs of `mib` MiB mounted at `dir` for a test's life (unmounted when dropped): a
+/// disk that can be filled without touching the machine's own.
+struct SmallDisk(std::path::PathBuf);
+
+impl SmallDisk {
+    fn mount(dir: &std::path::Path, mib: u64) -> SmallDisk {
+        std::fs::create_dir_all(dir).unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
+            .arg(dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            ok,
+            "mounting a tmpfs at {} (the tests run as root)",
+            dir.display()
+        );
+        SmallDisk(dir.to_path_buf())
+    }
+
+    /// Fills the disk to the last byte.
+    fn fill(&self) {
+        use std::io::Write;
+        let mut f = std::fs::File::create(self.0.join("ballast")).unwrap();
+        let chunk = vec![0u8; 1 << 16];
+        while f.write_all(&chunk).is_ok() {}
+        let _ = f.sync_all();
+    }
+
+    fn free(&self) {
+        std::fs::remove_file(self.0.join("ballast")).unwrap();
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// Whether process `p` exits within 30 s.
+async fn stops(p: &mut Proc) -> bool {
+    for _ in 0..300 {
+        if let Ok(Some(_)) = p.child.try_wait() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+/// A follower's disk fills up while four clients work: it can no longer make the log
+/// durable, so it stops rather than acknowledge appends it did not keep, and the other
+/// two carry on without a failed call. With space freed it comes back and catches up (its
+/// log's torn tail cut off). Then the active's disk fills: it stops too, a follower takes
+/// over, and still no call fails. Every NameNode ends holding exactly what was acknowledged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namenode_whose_disk_fills_stops_and_rejoins_once_space_is_freed() {
+    let root = tempfile::tempdir().unwrap();
+    let disks: Vec<SmallDisk> = NAMES
+        .iter()
+        .map(|n| SmallDisk::mount(&root.path().join(n), 64))
+        .collect();
+    let (conf, rpcs) = ha_keys(&[]);
+    let mut nns = start_group(root.path(), &conf);
+    let _dns: Vec<Proc> = (0..2).map(|i| datanode(root.path(), &conf, i)).collect();
+    let leader = active(&rpcs, &[true; 3], "/probe").await;
+    let load = Load::start(4, &rpcs);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    let full = (leader + 1) % 3;
+    disks[full].fill();
+    assert!(
+        stops(nns[full].as_mut().unwrap()).await,
+        "the follower with a full disk stops"
+    );
+    // The two others go on acknowledging.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut live = [true; 3];
+    live[full] = false;
+    assert_eq!(active(&rpcs, &live, "/probe").await, leader);
+
+    disks[full].free();
+    nns[full] = Some(namenode(root.path(), &conf, full));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    // Then the active's disk: it stops, and a follower takes over as after a crash.
+    disks[leader].fill();
+    assert!(
+        stops(nns[leader].as_mut().unwrap()).await,
+        "the active with a full disk stops"
+    );
+    let mut live = [true; 3];
+    live[leader] = false;
+    assert_ne!(active(&rpcs, &live, "/probe").await, leader);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    disks[leader].free();
+    nns[leader] = Some(namenode(root.path(), &conf, leader));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let expected = load.finish().await;
+    assert!(expected.len() > 4, "the clients did work: {expected:?}");
+    every_namenode_holds(&rpcs, &expected).await;
+    drop(nns);
+    drop(disks);
 }

@@ -1,4 +1,5 @@
-//! Twenty failovers under load: eight Ferrite clients create, write, rename and delete
+//! Twenty failovers under load: eight clients — four of Ferrite's and four threads of
+//! Hadoop's own (`ConfiguredFailoverProxyProvider`) — create, write, rename and delete
 //! files through the nameservice while the active NameNode is killed with SIGKILL and
 //! restarted, round after round. No client sees an error (each call fails over and is
 //! retried under its own ids), and afterwards every NameNode, made active in turn by a
@@ -8,10 +9,12 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::ha::{active, datanode, every_namenode_holds, ha_keys, namenode, Load};
+use common::ha::{active, datanode, every_namenode_holds, ha_keys, namenode, JavaLoad, Load};
 use common::Proc;
 
-const CLIENTS: usize = 8;
+/// Ferrite's clients, and Hadoop's client threads.
+const CLIENTS: usize = 4;
+const JAVA_THREADS: usize = 4;
 const ROUNDS: usize = 20;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -26,6 +29,7 @@ async fn twenty_kills_of_the_active_under_eight_clients_lose_and_invent_nothing(
     active(&rpcs, &live, "/probe").await;
 
     let load = Load::start(CLIENTS, &rpcs);
+    let java = JavaLoad::start(JAVA_THREADS, &conf);
     let mut took = Vec::new();
     for round in 0..ROUNDS {
         tokio::time::sleep(Duration::from_millis(700)).await;
@@ -39,7 +43,13 @@ async fn twenty_kills_of_the_active_under_eight_clients_lose_and_invent_nothing(
         nns[leader] = Some(namenode(root.path(), &conf, leader));
         live[leader] = true;
     }
-    let expected = load.finish().await;
+    let mut expected = load.finish().await;
+    let by_java = java.finish();
+    assert!(
+        by_java.len() > JAVA_THREADS,
+        "Hadoop's client did work: {by_java:?}"
+    );
+    expected.extend(by_java);
     took.sort();
     eprintln!(
         "failovers: median {:?}, worst {:?}",

@@ -27,6 +27,14 @@ pub trait Durability: Send + Sync + 'static {
     /// Resolves once `ticket` is durable or nothing more ever will be; look at
     /// [`durable`](Self::durable) to tell which.
     fn wait(&self, ticket: u64) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
+    /// Whether, once nothing more will become durable, replies still held are dropped with
+    /// their connection rather than answered with an error. A replicated journal's member
+    /// that fails is one of several: its clients, seeing the connection lost, send the
+    /// call again to the member that takes over, which either holds it (and answers from
+    /// its retry cache) or never will (and runs it) — an error would end the call instead.
+    fn abandons_on_failure(&self) -> bool {
+        false
+    }
 }
 
 tokio::task_local! {

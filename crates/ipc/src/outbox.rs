@@ -222,6 +222,16 @@ impl Outbox {
         }
     }
 
+    /// The writer is gone: what it holds and whatever comes later is dropped.
+    fn drop_replies(&self) {
+        let mut q = self.queue.lock();
+        q.gone = true;
+        q.replies.clear();
+        q.held = 0;
+        drop(q);
+        self.lower();
+    }
+
     /// No more replies will come; the writer finishes those it holds and stops.
     pub(crate) fn close(&self) {
         self.queue.lock().closed = true;
@@ -241,6 +251,19 @@ pub(crate) async fn write_loop<W: AsyncWrite + Unpin>(
     loop {
         let (upto, failed) = gate.map_or((u64::MAX, None), |g| g.durable());
         let next = outbox.queue.lock().take(upto, failed.is_some(), &mut ready);
+        if failed.is_some() && gate.is_some_and(|g| g.abandons_on_failure()) {
+            // Answer what is durable, then drop the connection: the client sends the
+            // rest again where the journal lives on (see `abandons_on_failure`).
+            let kept = ready.iter().take_while(|r| r.ticket() <= upto).count();
+            let abandoned = kept < ready.len();
+            ready.truncate(kept);
+            if abandoned {
+                let _ = write_all(&mut wr, &mut ready, upto, None).await;
+                outbox.drop_replies();
+                let _ = wr.shutdown().await;
+                return;
+            }
+        }
         if !ready.is_empty() {
             // The calls that gathered while these waited are to be read now.
             outbox.lower();
@@ -250,12 +273,7 @@ pub(crate) async fn write_loop<W: AsyncWrite + Unpin>(
                 .await
                 .is_err()
         {
-            let mut q = outbox.queue.lock();
-            q.gone = true;
-            q.replies.clear();
-            q.held = 0;
-            drop(q);
-            outbox.lower();
+            outbox.drop_replies();
             return;
         }
         match (next, gate) {

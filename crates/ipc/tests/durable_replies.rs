@@ -31,6 +31,9 @@ struct Gate {
     issued: AtomicU64,
     upto: AtomicU64,
     failed: Mutex<Option<String>>,
+    /// Whether held replies are dropped with their connection on failure (a replicated
+    /// journal's member) rather than answered with an error.
+    abandons: std::sync::atomic::AtomicBool,
     moved: Notify,
 }
 
@@ -65,6 +68,10 @@ impl Durability for Gate {
                 moved.await;
             }
         })
+    }
+
+    fn abandons_on_failure(&self) -> bool {
+        self.abandons.load(Ordering::SeqCst)
     }
 }
 
@@ -202,6 +209,25 @@ async fn when_nothing_more_can_become_durable_held_replies_become_errors() {
     }
     // Calls that need no durability are still answered.
     read(&client).await;
+}
+
+#[tokio::test]
+async fn a_failed_replicated_journal_drops_held_replies_with_the_connection() {
+    let (svc, client) = serve().await;
+    svc.gate.abandons.store(true, Ordering::SeqCst);
+    svc.gate.reach(2);
+    assert_eq!(mutate(&client, 1, 0, 2).await.unwrap().unwrap().ticket, 2);
+    let held = mutate(&client, 100, 0, 5);
+    read(&client).await;
+    svc.gate.fail("the replicated journal lost txids 3..=5");
+    match held.await.unwrap() {
+        Err(ClientError::Closed | ClientError::Io(_)) => {}
+        other => panic!("expected the connection to be dropped, got {other:?}"),
+    }
+    assert!(
+        client.is_closed(),
+        "a client sees a lost connection, and fails over"
+    );
 }
 
 /// Waits (within 30 s, else fails) until the server has run `n` mutations.

@@ -294,3 +294,86 @@ pub async fn every_namenode_holds(rpcs: &[SocketAddr], expected: &BTreeMap<Strin
         );
     }
 }
+
+/// Hadoop's own client as a load (`ferrite.interop.HaLoad` of the interop jar that the test
+/// command builds): `threads` threads, each with a FileSystem of its own, writing, renaming
+/// and deleting under `/load/j<thread>` through `hdfs://test/` with Hadoop's
+/// `ConfiguredFailoverProxyProvider`, until told to stop.
+pub struct JavaLoad {
+    child: std::process::Child,
+    dir: tempfile::TempDir,
+}
+
+impl JavaLoad {
+    /// Starts the load against the nameservice the `conf` keys describe.
+    pub fn start(threads: usize, conf: &[String]) -> JavaLoad {
+        let java = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop/java");
+        let cp = std::fs::read_to_string(java.join("target/cp.txt")).unwrap_or_else(|e| {
+            panic!("the interop jar's classpath (built by scripts/test.sh): {e}")
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let mut keys: Vec<(String, String)> = conf
+            .iter()
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        keys.push((
+            "dfs.client.failover.proxy.provider.test".into(),
+            "org.apache.hadoop.hdfs.server.namenode.ha.ConfiguredFailoverProxyProvider".into(),
+        ));
+        let body: String = keys
+            .iter()
+            .map(|(k, v)| format!("<property><name>{k}</name><value>{v}</value></property>"))
+            .collect();
+        std::fs::write(
+            dir.path().join("hdfs-site.xml"),
+            format!("<?xml version=\"1.0\"?><configuration>{body}</configuration>\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("log4j.properties"),
+            "log4j.rootLogger=WARN,stderr\nlog4j.appender.stderr=org.apache.log4j.ConsoleAppender\nlog4j.appender.stderr.Target=System.err\nlog4j.appender.stderr.layout=org.apache.log4j.PatternLayout\nlog4j.appender.stderr.layout.ConversionPattern=%d %p %c: %m%n\n",
+        )
+        .unwrap();
+        let classpath = format!(
+            "{}:{}:{}",
+            dir.path().display(),
+            java.join("target/classes").display(),
+            cp.trim()
+        );
+        let child = std::process::Command::new("java")
+            .args(["-Djava.net.preferIPv4Stack=true", "-cp", &classpath])
+            .args([
+                "ferrite.interop.HaLoad",
+                "hdfs://test",
+                &threads.to_string(),
+            ])
+            .arg(dir.path().join("stop"))
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("java");
+        JavaLoad { child, dir }
+    }
+
+    /// Stops the load and returns every file its threads were told exists, with its
+    /// length; panics if an error reached any of them.
+    pub fn finish(self) -> BTreeMap<String, u64> {
+        std::fs::write(self.dir.path().join("stop"), b"").unwrap();
+        let out = self.child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "an error reached Hadoop's client: {text}"
+        );
+        let mut live = BTreeMap::new();
+        for line in text.lines() {
+            let mut words = line.split_whitespace();
+            if let (Some("live"), Some(path), Some(len)) =
+                (words.next(), words.next(), words.next())
+            {
+                live.insert(path.to_string(), len.parse().unwrap());
+            }
+        }
+        live
+    }
+}

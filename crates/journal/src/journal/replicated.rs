@@ -264,6 +264,10 @@ impl Durability for ReplicatedJournal {
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
         super::edit_log::wait_durable(self, ticket)
     }
+
+    fn abandons_on_failure(&self) -> bool {
+        true
+    }
 }
 
 /// The journal an HA NameNode is built with: the [`ReplicatedJournal`] while it leads,
@@ -387,6 +391,10 @@ impl Durability for HaJournal {
         ticket: u64,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
         super::edit_log::wait_durable(self, ticket)
+    }
+
+    fn abandons_on_failure(&self) -> bool {
+        true
     }
 }
 
