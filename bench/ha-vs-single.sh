@@ -8,8 +8,15 @@
 #     through hdfs://bench/ with ConfiguredFailoverProxyProvider and the client's default
 #     retry settings; each round kills the active with SIGKILL (restarting it 3 s later)
 #     and times from the kill to the first create that succeeds.
-# HDFS's own HA (MiniQJMHACluster with ZKFC) is not run here; BENCHMARKS.md quotes its
-# configured timeouts instead. Raw output goes to bench/run/ha-<time>/.
+#  1b. The same creates against HDFS's own HA: Hadoop's MiniQJMHACluster (bench/java/src/
+#     QjmHaCluster.java: three JournalNodes syncing to disk, two NameNodes, in one JVM),
+#     its first NameNode active; prints the ratio Ferrite HA / HDFS QJM. (That JVM holds
+#     all five servers, so its CPU per op is the whole HA group's, not the active's.)
+#  2b. The same failover timing for HDFS's own automatic failover: QjmFailoverBench runs a
+#     ZooKeeper server, MiniQJMHACluster and a DFSZKFailoverController per NameNode in one
+#     JVM with HDFS's default timeouts, stops the active NameNode each round (its ZKFC lives
+#     on, as when only the NameNode's process dies) and times to the first create.
+# Raw output goes to bench/run/ha-<time>/.
 #
 #   bench/ha-vs-single.sh [-r RUNS] [-n COUNT] [-t THREADS] [-k ROUNDS] [-p creates|failover]
 # CLIENT_EXTRA="key=value ..." adds client keys, e.g. the failover proxy's pauses
@@ -64,6 +71,21 @@ active_of() {
   echo "no active NameNode" >&2; return 1
 }
 
+# start_qjm: HDFS's QJM HA group (QjmHaCluster) in one JVM, held open through fd 7. Sets
+# URL and PID (the JVM's).
+start_qjm() {
+  local w="$WORK/qjm"
+  rm -rf "$w"; mkdir -p "$w"; write_site "$w/conf" core; mkfifo "$w/in"
+  java $JAVA_OPTS -Dtest.build.data="$w/data" -cp "$w/conf:$CLASSES:$HADOOP_CP" QjmHaCluster "$w/data" 2 \
+    < "$w/in" > "$w/ready" 2> "$w/qjm.log" &
+  PID=$!; echo "$PID" >> "$PIDS"
+  exec 7> "$w/in"
+  for _ in $(seq 1 600); do [ -s "$w/ready" ] && break; sleep 0.2; done
+  URL="$(awk '{print $2}' "$w/ready")"
+  [ -n "$URL" ] || { echo "MiniQJMHACluster did not start; see $w/qjm.log" >&2; return 1; }
+}
+stop_qjm() { exec 7>&-; wait "$PID" 2>/dev/null || true; }
+
 start_group() {
   ha_conf
   rm -rf "$WORK"/nn?; for i in 1 2 3; do start_member "$i"; done
@@ -71,12 +93,16 @@ start_group() {
 }
 stop_group() { for i in 1 2 3; do stop_server "$(cat "$WORK/nn$i.pid")"; done; }
 
+CLASSES="$WORK/classes"; mkdir -p "$CLASSES"
+javac -cp "$HADOOP_CP" -d "$CLASSES" "$ROOT/bench/java/src/"{FailoverBench,QjmHaCluster,QjmFailoverBench}.java
+
 if [ "$PART" != failover ]; then
   N=$COUNT
   for run in $(seq "$RUNS"); do
     start_ferrite "$WORK/single"; nnbench single "$URL" create; stop_server "$PID"
     start_group; PID=$(cat "$WORK/nn$ACTIVE_ID.pid")
     nnbench ha "hdfs://$ACTIVE" create; stop_group
+    start_qjm; nnbench hdfs_qjm "$URL" create; stop_qjm
   done
   python3 - "$OUT/results.txt" <<'PY' | tee "$OUT/summary"
 import re, statistics, sys
@@ -91,6 +117,9 @@ for s, v in r.items():
 if "ha" in r and "single" in r:
     ha = statistics.median(x for x, _ in r["ha"]); one = statistics.median(x for x, _ in r["single"])
     print(f"ratio ha/single {ha / one:.2f}")
+if "ha" in r and "hdfs_qjm" in r:
+    ha = statistics.median(x for x, _ in r["ha"]); qjm = statistics.median(x for x, _ in r["hdfs_qjm"])
+    print(f"ratio ha/hdfs_qjm {ha / qjm:.2f}")
 PY
 fi
 
@@ -107,9 +136,16 @@ kill -9 "\$(cat "$WORK/nn\$id.pid")"
 ( sleep 3; start_member "\$id" ) > /dev/null 2>&1 &
 KILL
   chmod +x "$WORK/kill-active.sh"
-  CLASSES="$WORK/classes"; mkdir -p "$CLASSES"
-  javac -cp "$HADOOP_CP" -d "$CLASSES" "$ROOT/bench/java/src/FailoverBench.java"
   java $JAVA_OPTS -cp "$WORK/client:$CLASSES:$HADOOP_CP" FailoverBench hdfs://bench /failover "$ROUNDS" 5 \
     "$WORK/kill-active.sh" 2> "$OUT/failover.log" | tee "$OUT/failover.txt"
   stop_group
+  echo "# HDFS: MiniQJMHACluster with a ZKFC per NameNode (QjmFailoverBench)"
+  mkdir -p "$WORK/qjm-fo/conf"; write_site "$WORK/qjm-fo/conf" core
+  java $JAVA_OPTS -Dtest.build.data="$WORK/qjm-fo" -cp "$WORK/qjm-fo/conf:$CLASSES:$HADOOP_CP" \
+    QjmFailoverBench "$WORK/qjm-fo" "$ROUNDS" 5 2> "$OUT/failover-hdfs.log" | tee "$OUT/failover-hdfs.txt"
+  python3 - "$OUT/failover.txt" "$OUT/failover-hdfs.txt" <<'PY' | tee -a "$OUT/summary"
+import re, sys
+med = [int(re.search(r"median (\d+) ms", open(f).read())[1]) for f in sys.argv[1:]]
+print(f"failover median: ferrite {med[0]} ms, hdfs {med[1]} ms, ratio ferrite/hdfs {med[0] / med[1]:.2f}")
+PY
 fi
