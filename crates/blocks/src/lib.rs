@@ -542,7 +542,10 @@ impl BlockManager {
             }
             return Decision::Excess(surplus);
         }
-        if good.len() == want {
+        // Enough copies, but all on one rack of several: one more goes to another rack,
+        // and the next pass deletes one of the crowded rack's (HDFS's mis-replicated).
+        let off_rack = good.len() == want && want >= 2 && self.on_one_rack(&good, ctx);
+        if good.len() == want && !off_rack {
             return Decision::Fine;
         }
         if good.is_empty() || self.pending.get(&id).is_some_and(|&t| t > ctx.now_ms) {
@@ -554,7 +557,7 @@ impl BlockManager {
             &placement::PlacementRequest {
                 storage_types: &missing,
                 fallbacks: wanted.fallbacks,
-                replicas: want - good.len(),
+                replicas: if off_rack { 1 } else { want - good.len() },
                 block_size: block.len,
                 writer_ip: "",
                 excluded: &excluded,
@@ -565,6 +568,10 @@ impl BlockManager {
                 seed: ctx.seed,
             },
         );
+        let rack = |n: NodeIx| self.reg.get(n).rack.as_str();
+        if off_rack && targets.iter().all(|t| rack(t.node) == rack(good[0].node)) {
+            return Decision::Fine; // no other rack can take a copy now
+        }
         if targets.is_empty() {
             // Perhaps the only free nodes hold corrupt copies: with a good copy elsewhere
             // those can go, which frees the node for a fresh copy on the next pass.
@@ -596,9 +603,17 @@ impl BlockManager {
         Decision::Replicate { source, targets: n }
     }
 
-    /// Which of `good` (storage types `types`) to delete to leave `wanted.replicas`: those
-    /// on a storage type beyond what the policy asks for first (as HDFS's
-    /// `chooseExcessReplicasByStorageType`), then any; the fullest nodes first within each.
+    /// Whether the good replicas all sit on one rack while live nodes span several.
+    fn on_one_rack(&self, good: &[Replica], ctx: &ReplicationCtx) -> bool {
+        let rack = |r: &Replica| self.reg.get(r.node).rack.as_str();
+        good.iter().all(|r| rack(r) == rack(&good[0]))
+            && self.reg.live_racks(ctx.now_ms, ctx.dead_ms) > 1
+    }
+
+    /// Which of `good` (storage types `types`) to delete to leave `wanted.replicas`, one
+    /// at a time as HDFS's `chooseExcessRedundancies` does: from a rack that holds more
+    /// than one of them while any does (so the block keeps its racks), those on a storage
+    /// type beyond what the policy asks for first, then the fullest node.
     fn surplus(&self, good: &[Replica], types: &[u8], wanted: &Want) -> Vec<NodeIx> {
         let need = good.len() - wanted.replicas;
         let mut excess: SmallVec<[u8; 4]> = if wanted.types.is_empty() {
@@ -612,25 +627,30 @@ impl BlockManager {
                 .map(|(&t, _)| t)
                 .collect()
         };
-        let mut by_fullness: Vec<(u64, NodeIx, u8)> = good
+        let mut left: Vec<(u64, NodeIx, u8)> = good
             .iter()
             .zip(types)
             .map(|(r, &t)| (self.reg.get(r.node).remaining(), r.node, t))
             .collect();
-        by_fullness.sort();
+        left.sort();
+        let rack = |n: NodeIx| self.reg.get(n).rack.as_str();
         let mut out: Vec<NodeIx> = Vec::with_capacity(need);
-        for &(_, n, t) in &by_fullness {
-            if let Some(i) = excess.iter().position(|&x| x == t) {
-                if out.len() < need {
-                    excess.remove(i);
-                    out.push(n);
-                }
+        while out.len() < need {
+            let shared = |n: NodeIx| left.iter().filter(|x| rack(x.1) == rack(n)).count() > 1;
+            let any_shared = left.iter().any(|x| shared(x.1));
+            let may_go = |x: &(u64, NodeIx, u8)| !any_shared || shared(x.1);
+            let Some(i) = left
+                .iter()
+                .position(|x| may_go(x) && excess.contains(&x.2))
+                .or_else(|| left.iter().position(may_go))
+            else {
+                break;
+            };
+            let (_, n, t) = left.remove(i);
+            if let Some(e) = excess.iter().position(|&x| x == t) {
+                excess.remove(e);
             }
-        }
-        for &(_, n, _) in &by_fullness {
-            if out.len() < need && !out.contains(&n) {
-                out.push(n);
-            }
+            out.push(n);
         }
         out
     }
@@ -850,6 +870,49 @@ mod tests {
         );
         assert_eq!(m.finalized_replicas(1), 2);
         assert_eq!(m.reg.get(0).invalidate, vec![(1, 5)]);
+    }
+
+    #[test]
+    fn a_block_on_one_rack_of_two_gains_a_copy_elsewhere_then_loses_one_of_the_crowded_rack() {
+        // Nodes 0-2 on /a, node 3 on /b; node 0 the fullest.
+        let mut m = mgr(4);
+        with_space(&mut m);
+        for ix in 0..4 {
+            m.reg.get_mut(ix).rack = if ix < 3 { "/a" } else { "/b" }.into();
+        }
+        let b = Expected {
+            gs: 5,
+            len: 10,
+            complete: true,
+        };
+        for n in 0..3 {
+            m.add_replica(1, n, 0, true, 10);
+        }
+        let d = m.check_replication(1, &Want::any(3), &b, &ctx(0));
+        assert!(matches!(d, Decision::Replicate { targets: 1, .. }), "{d:?}");
+        let source = match d {
+            Decision::Replicate { source, .. } => source,
+            _ => unreachable!(),
+        };
+        assert_eq!(m.reg.get(source).transfers[0].targets, vec![(3, 0)]);
+        m.add_replica(1, 3, 0, true, 10);
+        // Four copies for three: one of /a's goes (the fullest), /b's stays.
+        assert_eq!(
+            m.check_replication(1, &Want::any(3), &b, &ctx(1)),
+            Decision::Excess(vec![0])
+        );
+        assert_eq!(
+            m.check_replication(1, &Want::any(3), &b, &ctx(2)),
+            Decision::Fine
+        );
+        // With /b's node dead, nothing can be done: the block stays as it is.
+        m.reg.get_mut(3).dead = true;
+        m.remove_replica(1, 3);
+        m.add_replica(1, 0, 0, true, 10);
+        assert_eq!(
+            m.check_replication(1, &Want::any(3), &b, &ctx(100_000)),
+            Decision::Fine
+        );
     }
 
     #[test]

@@ -56,8 +56,9 @@ pub(crate) fn best_storage(reg: &Registry, node: NodeIx, ty: Option<u8>, need: u
 }
 
 /// Picks up to `replicas` distinct live nodes with room for a block, the writer's own node
-/// first, then the others by most free space and fewest active transfers; each replica on
-/// a storage of the type asked for it, else of the first fallback type a node has. Stale
+/// first, then the others by most free space and fewest active transfers, spread over the
+/// racks as HDFS's default policy spreads them (see [`RackRule`]); each replica on a
+/// storage of the type asked for it, else of the first fallback type a node has. Stale
 /// nodes are used only when live ones run out. Returns fewer targets when fewer nodes
 /// qualify.
 pub fn choose_targets(reg: &Registry, req: &PlacementRequest) -> Vec<Target> {
@@ -95,6 +96,8 @@ pub fn choose_targets(reg: &Registry, req: &PlacementRequest) -> Vec<Target> {
             std::cmp::Reverse(b.score),
         ))
     });
+    let racks = RackRule::new(reg, &cands, req);
+    let mut chosen: Vec<NodeIx> = req.existing.to_vec();
     let mut out: Vec<Target> = Vec::with_capacity(req.replicas);
     for i in 0..req.replicas {
         let wanted = req.storage_types.get(i).copied();
@@ -105,27 +108,94 @@ pub fn choose_targets(reg: &Registry, req: &PlacementRequest) -> Vec<Target> {
                 .filter(|&&f| wanted.is_some() && Some(f) != wanted)
                 .map(|&f| Some(f)),
         );
-        let mut chosen = None;
+        let mut picked = None;
         for ty in kinds {
-            chosen = pick(reg, &cands, &out, ty, req.block_size);
-            if chosen.is_some() {
+            picked = pick(
+                reg,
+                &cands,
+                &out,
+                &racks.tiers(reg, &chosen),
+                ty,
+                req.block_size,
+            );
+            if picked.is_some() {
                 break;
             }
         }
-        match chosen {
-            Some(t) => out.push(t),
+        match picked {
+            Some(t) => {
+                chosen.push(t.node);
+                out.push(t);
+            }
             None => break,
         }
     }
     out
 }
 
-/// The next node for a replica on storage type `ty`: only the first replica may be on the
-/// writer's own node (the others spread on score), unless no other node will do.
+/// HDFS's default rack policy (`BlockPlacementPolicyDefault`): while every replica so far
+/// is on one rack the next goes to another (so the second is off the first's rack), the
+/// third joins the second's rack on another node, the rest go anywhere; and no rack takes
+/// more than `(replicas - 1) / racks + 2` of a block's replicas (one less if that would
+/// allow them all on one). With fewer than two racks it asks nothing.
+struct RackRule {
+    spread: bool,
+    max_per_rack: usize,
+}
+
+/// Which racks suit the next replica, best first: each tier is a predicate on a node.
+type Tier<'a> = Box<dyn Fn(NodeIx) -> bool + 'a>;
+
+impl RackRule {
+    fn new(reg: &Registry, cands: &[Cand], req: &PlacementRequest) -> RackRule {
+        let mut racks: Vec<&str> = cands
+            .iter()
+            .map(|c| c.node)
+            .chain(req.existing.iter().copied())
+            .map(|n| reg.get(n).rack.as_str())
+            .collect();
+        racks.sort_unstable();
+        racks.dedup();
+        let total = req.existing.len() + req.replicas;
+        let mut max_per_rack = (total.saturating_sub(1)) / racks.len().max(1) + 2;
+        if max_per_rack == total {
+            max_per_rack -= 1;
+        }
+        RackRule {
+            spread: racks.len() > 1,
+            max_per_rack,
+        }
+    }
+
+    /// The tiers for the replica after `chosen`: the preferred racks within the per-rack
+    /// limit, then any rack within it, then anything.
+    fn tiers<'a>(&self, reg: &'a Registry, chosen: &'a [NodeIx]) -> Vec<Tier<'a>> {
+        if !self.spread {
+            return vec![Box::new(|_| true)];
+        }
+        let rack = move |n: NodeIx| reg.get(n).rack.as_str();
+        let max = self.max_per_rack;
+        let room = move |n: NodeIx| chosen.iter().filter(|&&c| rack(c) == rack(n)).count() < max;
+        let preferred: Tier<'a> = match chosen {
+            [] => Box::new(room),
+            [first, rest @ ..] if rest.iter().all(|&c| rack(c) == rack(*first)) => {
+                Box::new(move |n| rack(n) != rack(*first) && room(n))
+            }
+            [_, second] => Box::new(move |n| rack(n) == rack(*second) && room(n)),
+            _ => Box::new(room),
+        };
+        vec![preferred, Box::new(room), Box::new(|_| true)]
+    }
+}
+
+/// The next node for a replica on storage type `ty`, from the first of `tiers` that has
+/// one: only the first replica may be on the writer's own node (the others spread on
+/// score), unless no other node will do.
 fn pick(
     reg: &Registry,
     cands: &[Cand],
     out: &[Target],
+    tiers: &[Tier],
     ty: Option<u8>,
     need: u64,
 ) -> Option<Target> {
@@ -139,28 +209,42 @@ fn pick(
             storage,
         })
     };
-    cands
+    tiers
         .iter()
-        .filter(unused)
-        .filter(|c| !(c.local && took_local))
-        .find_map(with)
+        .find_map(|fits| {
+            cands
+                .iter()
+                .filter(unused)
+                .filter(|c| !(c.local && took_local) && fits(c.node))
+                .find_map(with)
+        })
         .or_else(|| cands.iter().filter(unused).find_map(with))
 }
 
-/// Orders a block's replicas for a reader: the reader's own node first, then live nodes,
-/// then stale ones; ties are rotated by `seed` so readers spread over the replicas.
+/// Orders a block's replicas for a reader by network distance, as HDFS does: live nodes
+/// before stale ones, and within each the reader's own node, then nodes on its rack
+/// (`reader_rack`, when it is known), then the rest; ties are rotated by `seed` so
+/// readers spread over the replicas.
 pub fn sort_for_reader(
     reg: &Registry,
     nodes: &mut [(NodeIx, u8)],
-    reader_ip: &str,
+    reader: (&str, Option<&str>),
     now_ms: i64,
     stale_ms: u64,
     seed: u64,
 ) {
+    let (reader_ip, reader_rack) = reader;
     nodes.sort_by_key(|&(ix, _)| {
         let n = reg.get(ix);
         let stale = n.liveness(now_ms, stale_ms, u64::MAX) != Liveness::Live;
-        (stale, n.id.ip != reader_ip, mix(seed ^ ix as u64))
+        let distance = if n.id.ip == reader_ip {
+            0
+        } else if reader_rack == Some(n.rack.as_str()) {
+            2
+        } else {
+            4
+        };
+        (stale, distance, mix(seed ^ ix as u64))
     });
 }
 
@@ -310,12 +394,132 @@ mod tests {
         assert_eq!(t, vec![0, 1, 2]);
     }
 
+    /// Six nodes, two per rack on three racks (`/r0`, `/r1`, `/r2`), equal space.
+    fn racked() -> Registry {
+        let mut r = cluster(&[
+            ("10.0.0.1", 5 << 30),
+            ("10.0.0.2", 5 << 30),
+            ("10.0.1.1", 5 << 30),
+            ("10.0.1.2", 5 << 30),
+            ("10.0.2.1", 5 << 30),
+            ("10.0.2.2", 5 << 30),
+        ]);
+        for ix in 0..6 {
+            r.get_mut(ix).rack = format!("/r{}", ix / 2);
+        }
+        r
+    }
+
+    fn racks_of(r: &Registry, t: &[Target]) -> Vec<String> {
+        t.iter().map(|t| r.get(t.node).rack.clone()).collect()
+    }
+
+    #[test]
+    fn the_second_replica_goes_off_rack_and_the_third_joins_it() {
+        let r = racked();
+        let ex = HashSet::new();
+        for seed in 0..50 {
+            // From a writer on node 0 (rack /r0), and from outside the cluster.
+            for writer in ["10.0.0.1", "9.9.9.9"] {
+                let t = choose_targets(
+                    &r,
+                    &PlacementRequest {
+                        seed,
+                        ..req(writer, &ex, 3)
+                    },
+                );
+                let racks = racks_of(&r, &t);
+                assert_eq!(t.len(), 3);
+                if writer == "10.0.0.1" {
+                    assert_eq!(t[0].node, 0, "the writer's node first");
+                }
+                assert_ne!(racks[0], racks[1], "second off the first's rack: {racks:?}");
+                assert_eq!(racks[1], racks[2], "third on the second's rack: {racks:?}");
+                assert_ne!(t[1].node, t[2].node);
+            }
+        }
+    }
+
+    #[test]
+    fn no_rack_takes_more_than_its_share_and_one_rack_means_no_rule() {
+        // Rack /big has four roomy nodes, /a and /b one small node each.
+        let mut r = cluster(&[
+            ("10.0.0.1", 9 << 30),
+            ("10.0.0.2", 9 << 30),
+            ("10.0.0.3", 9 << 30),
+            ("10.0.0.4", 9 << 30),
+            ("10.0.1.1", 1 << 30),
+            ("10.0.2.1", 1 << 30),
+        ]);
+        for ix in 0..6 {
+            r.get_mut(ix).rack = ["/big", "/big", "/big", "/big", "/a", "/b"][ix as usize].into();
+        }
+        let ex = HashSet::new();
+        // Five replicas on three racks: at most (5 - 1) / 3 + 2 = 3 on /big, roomy as it is.
+        let t = choose_targets(&r, &req("9.9.9.9", &ex, 5));
+        let racks = racks_of(&r, &t);
+        assert_eq!(
+            racks.iter().filter(|x| *x == "/big").count(),
+            3,
+            "{racks:?}"
+        );
+        assert_eq!(t.len(), 5);
+        // Every node on one rack: placement as without racks.
+        let flat = cluster(&[
+            ("10.0.0.1", 5 << 30),
+            ("10.0.0.2", 9 << 30),
+            ("10.0.0.3", 7 << 30),
+        ]);
+        let t = choose_targets(&flat, &req("10.0.0.1", &ex, 3));
+        assert_eq!(t.iter().map(|t| t.node).collect::<Vec<_>>(), vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn a_block_on_one_rack_gets_its_next_replica_elsewhere() {
+        let r = racked();
+        let ex = HashSet::new();
+        // Two replicas on /r1 (nodes 2 and 3): the next goes to another rack.
+        for seed in 0..20 {
+            let t = choose_targets(
+                &r,
+                &PlacementRequest {
+                    existing: &[2, 3],
+                    seed,
+                    ..req("", &ex, 1)
+                },
+            );
+            assert_ne!(racks_of(&r, &t), vec!["/r1".to_string()]);
+        }
+        // One replica on /r2 and one on /r0: the third joins the second's rack.
+        let t = choose_targets(
+            &r,
+            &PlacementRequest {
+                existing: &[4, 0],
+                ..req("", &ex, 1)
+            },
+        );
+        assert_eq!(racks_of(&r, &t), vec!["/r0".to_string()]);
+        assert_eq!(t[0].node, 1);
+    }
+
+    #[test]
+    fn readers_get_their_own_node_then_their_rack() {
+        let r = racked();
+        let mut locs = vec![(4, 0), (2, 0), (3, 0)];
+        sort_for_reader(&r, &mut locs, ("10.0.1.2", Some("/r1")), 0, 30_000, 1);
+        assert_eq!(locs.iter().map(|l| l.0).collect::<Vec<_>>(), vec![3, 2, 4]);
+        // A reader on no DataNode, whose rack is known.
+        let mut locs = vec![(0, 0), (4, 0), (2, 0)];
+        sort_for_reader(&r, &mut locs, ("10.0.2.9", Some("/r2")), 0, 30_000, 1);
+        assert_eq!(locs[0].0, 4);
+    }
+
     #[test]
     fn readers_get_their_own_node_first_and_stale_last() {
         let mut r = cluster(&[("10.0.0.1", 1), ("10.0.0.2", 1), ("10.0.0.3", 1)]);
         r.get_mut(0).last_heartbeat_ms = -100_000; // stale
         let mut locs = vec![(0, 0), (1, 0), (2, 0)];
-        sort_for_reader(&r, &mut locs, "10.0.0.3", 0, 30_000, 1);
+        sort_for_reader(&r, &mut locs, ("10.0.0.3", None), 0, 30_000, 1);
         assert_eq!(locs[0].0, 2);
         assert_eq!(locs[2].0, 0);
     }

@@ -3,6 +3,10 @@
 
 use std::collections::HashMap;
 
+/// Where a node is when no topology mapping says otherwise (Hadoop's `NetworkTopology
+/// .DEFAULT_RACK`).
+pub const DEFAULT_RACK: &str = "/default-rack";
+
 /// Index of a DataNode in the registry. Stable for the NameNode's life: a node that
 /// re-registers (same uuid) keeps its index, so replica locations stay valid.
 pub type NodeIx = u16;
@@ -71,6 +75,9 @@ pub struct Node {
     pub last_block_report_ms: i64,
     /// Replicas the block map records on this node (`dfsadmin -report`'s "Num of Blocks").
     pub blocks: u64,
+    /// Its network location (`/dc1/rack1`), as the topology mapping resolved it when it
+    /// registered.
+    pub rack: String,
 }
 
 impl Node {
@@ -173,8 +180,31 @@ impl Registry {
             keys_generation: 0,
             last_block_report_ms: 0,
             blocks: 0,
+            rack: DEFAULT_RACK.to_string(),
         });
         Ok(ix)
+    }
+
+    /// The racks of the nodes not dead at `now_ms`: with fewer than two, placement has no
+    /// racks to spread over.
+    pub fn live_racks(&self, now_ms: i64, dead_ms: u64) -> usize {
+        let mut racks: Vec<&str> = self
+            .nodes
+            .iter()
+            .filter(|n| n.liveness(now_ms, u64::MAX, dead_ms) != Liveness::Dead)
+            .map(|n| n.rack.as_str())
+            .collect();
+        racks.sort_unstable();
+        racks.dedup();
+        racks.len()
+    }
+
+    /// The rack of a node on `ip`, if one is registered there.
+    pub fn rack_of_ip(&self, ip: &str) -> Option<&str> {
+        self.nodes
+            .iter()
+            .find(|n| n.id.ip == ip)
+            .map(|n| n.rack.as_str())
     }
 
     pub fn lookup(&self, uuid: &str) -> Option<NodeIx> {

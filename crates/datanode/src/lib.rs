@@ -232,7 +232,9 @@ impl DataNode {
     /// registers and sends its first full block report.
     pub async fn start(cfg: DnConfig) -> anyhow::Result<DataNodeHandle> {
         let cancel = CancellationToken::new();
-        let dial = ferrite_ipc::net::tcp();
+        // Calls out from the address it serves on: the NameNode knows a DataNode by the
+        // address its registration comes from.
+        let dial = ferrite_ipc::net::tcp_from(cfg.bind.ip());
         let Some(ns) = nn_link::handshake(&*dial, &cfg.namenodes, &cfg.user, &cancel).await else {
             anyhow::bail!("cancelled before the NameNode answered");
         };

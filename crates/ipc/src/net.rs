@@ -148,3 +148,51 @@ impl Dial for TcpDial {
 pub fn tcp() -> Arc<dyn Dial> {
     Arc::new(TcpDial)
 }
+
+/// The kernel's TCP from one local address: a server bound to a chosen address of a host
+/// with several (as a DataNode on `127.0.1.2` beside others on one test machine) calls out
+/// from it too, so that its peers, which know it by the address it connects from, see the
+/// one it serves on.
+pub struct TcpDialFrom(std::net::IpAddr);
+
+impl Dial for TcpDialFrom {
+    fn dial<'a>(&'a self, addr: &'a str) -> DialFuture<'a> {
+        Box::pin(async move {
+            let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{addr}: no address"));
+            for to in tokio::net::lookup_host(addr).await? {
+                let sock = if to.is_ipv4() {
+                    tokio::net::TcpSocket::new_v4()?
+                } else {
+                    tokio::net::TcpSocket::new_v6()?
+                };
+                // A loopback address cannot reach another host: leave those to the kernel.
+                let reachable = !self.0.is_loopback() || to.ip().is_loopback();
+                if to.is_ipv4() == self.0.is_ipv4() && reachable {
+                    sock.bind(SocketAddr::new(self.0, 0))?;
+                }
+                match sock.connect(to).await {
+                    Ok(s) => {
+                        s.set_nodelay(true)?;
+                        let (read, write) = s.into_split();
+                        return Ok(Dialed {
+                            read: Box::new(read),
+                            write: Box::new(write),
+                        });
+                    }
+                    Err(e) => last = e,
+                }
+            }
+            Err(last)
+        })
+    }
+}
+
+/// The dialer of a process that serves on `ip`: from `ip` when it is a particular
+/// address, else as [`tcp`].
+pub fn tcp_from(ip: std::net::IpAddr) -> Arc<dyn Dial> {
+    if ip.is_unspecified() {
+        tcp()
+    } else {
+        Arc::new(TcpDialFrom(ip))
+    }
+}

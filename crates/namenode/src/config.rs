@@ -98,6 +98,8 @@ pub struct Config {
     pub static_groups: String,
     /// `hadoop.proxyuser.*`: who may act for whom (WebHDFS's `doas`).
     pub proxy_users: crate::proxy_users::ProxyUsers,
+    /// `net.topology.*`: which rack each DataNode is on.
+    pub topology: crate::topology::TopologyConfig,
     /// `dfs.namenode.name.dir`
     pub name_dirs: Vec<PathBuf>,
     /// `fs.defaultFS`
@@ -263,6 +265,7 @@ impl Default for Config {
             access_time_precision_ms: 3_600_000,
             static_groups: String::new(),
             proxy_users: Default::default(),
+            topology: Default::default(),
             name_dirs: Vec::new(),
             default_fs: None,
             ha_keys: Default::default(),
@@ -401,6 +404,7 @@ impl Config {
         for (key, value) in pairs {
             let v = Value { key, value };
             let known = self.proxy_users.set(key, value)
+                || self.topology.set(key, value)
                 || self.apply_namespace(&v)?
                 || self.apply_storage(&v)?
                 || self.apply_cluster(&v)?

@@ -37,6 +37,7 @@ mod server_ha;
 pub mod service;
 pub mod summary;
 mod tokens;
+pub mod topology;
 pub mod trash;
 pub mod webhdfs;
 pub mod webui;

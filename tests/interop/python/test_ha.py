@@ -35,7 +35,8 @@ def ha_keys():
 
 
 def start_process(workdir: Path, name: str, args: list, keys: dict) -> subprocess.Popen:
-    """A `ferrite` process with `keys`, once it has said it is ready; its log in NAME.log."""
+    """A `ferrite` process with `keys`, once it has said it is ready (the line kept as its
+    `ready_line`); its log in NAME.log."""
     args = [str(FERRITE_BIN), *args]
     for k, v in keys.items():
         args += ["--conf", f"{k}={v}"]
@@ -43,6 +44,7 @@ def start_process(workdir: Path, name: str, args: list, keys: dict) -> subproces
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True, cwd=workdir)
     line = p.stdout.readline()
     assert line.startswith("ready "), f"{name}: {line!r}"
+    p.ready_line = line.strip()
     return p
 
 

@@ -20,6 +20,8 @@ pub struct Options {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LiveReplica {
     pub addr: String,
+    /// The node's network location (`-racks` shows it).
+    pub rack: String,
     pub storage: String,
     pub storage_type: &'static str,
 }
@@ -188,7 +190,7 @@ pub fn check_file(
                     .iter()
                     .map(|r| {
                         if o.racks {
-                            format!("/default-rack/{}", r.addr)
+                            format!("{}/{}", r.rack, r.addr)
                         } else {
                             format!(
                                 "DatanodeInfoWithStorage[{},{},{}]",
@@ -358,6 +360,7 @@ mod tests {
             live: (0..live)
                 .map(|i| LiveReplica {
                     addr: format!("127.0.0.1:{}", 9866 + i),
+                    rack: "/default-rack".into(),
                     storage: format!("DS-{i}"),
                     storage_type: "DISK",
                 })

@@ -121,6 +121,7 @@ pub fn node_id_of(d: &DatanodeIdProto) -> NodeId {
 /// The numbers of a DataNode's wire form, around its id.
 fn info_proto(
     id: DatanodeIdProto,
+    rack: &str,
     capacity: u64,
     dfs_used: u64,
     remaining: u64,
@@ -135,7 +136,7 @@ fn info_proto(
         block_pool_used: Some(dfs_used),
         last_update: Some(last_update_ms.max(0) as u64),
         xceiver_count: Some(xceivers),
-        location: Some("/default-rack".into()),
+        location: Some(rack.into()),
         // What the disks hold besides blocks, as HDFS derives it.
         non_dfs_used: Some(capacity.saturating_sub(dfs_used.saturating_add(remaining))),
         admin_state: Some(0),
@@ -146,6 +147,7 @@ fn info_proto(
 pub fn datanode_info(n: &DatanodeInfo) -> DatanodeInfoProto {
     info_proto(
         datanode_id(&n.id),
+        &n.rack,
         n.capacity,
         n.dfs_used,
         n.remaining,
@@ -169,6 +171,7 @@ pub fn datanode_report_info(n: &DatanodeInfo) -> DatanodeInfoProto {
 pub fn node_info(n: &Node) -> DatanodeInfoProto {
     info_proto(
         datanode_id(&n.id),
+        &n.rack,
         n.capacity(),
         n.dfs_used(),
         n.remaining(),

@@ -45,11 +45,13 @@ pub async fn register_datanode(
     req: RegisterDatanodeRequestProto,
 ) -> Res<RegisterDatanodeResponseProto> {
     let mut reg = req.registration;
+    let rack = nn.rack_of(who.ip(), &reg.datanode_id.host_name).await;
     let id = nn.register_datanode(
         &who,
         NodeRegistration {
             id: node_id_of(&reg.datanode_id),
             cluster_id: reg.storage_info.cluster_id.clone(),
+            rack,
         },
     )?;
     reg.datanode_id.ip_addr = id.ip;

@@ -26,6 +26,8 @@ pub struct NodeRegistration {
     pub id: NodeId,
     /// The cluster it was formatted for (empty when new).
     pub cluster_id: String,
+    /// Its network location (see [`NameNodeService::rack_of`]).
+    pub rack: String,
 }
 
 /// A heartbeat's report: load and each storage's space.
@@ -131,6 +133,12 @@ impl NameNodeService {
         mgr.reg.lookup(uuid).ok_or_else(|| unregistered(uuid))
     }
 
+    /// The rack of a node at `ip` (named `host`), by the topology mapping; a script runs
+    /// only for an address it has not answered before.
+    pub async fn rack_of(&self, ip: &str, host: &str) -> String {
+        self.topology.resolve(ip, host).await
+    }
+
     /// registerDatanode: the node joins (again) under its uuid, at the address it connects
     /// from, as a Java NameNode takes it. Answers the id as registered.
     pub fn register_datanode(
@@ -159,8 +167,12 @@ impl NameNodeService {
             .reg
             .register(id.clone(), now_ms())
             .map_err(|_| FsError::Io("too many DataNodes".into()))?;
-        mgr.reg.get_mut(ix).keys_generation = generation;
-        info!(node = ix, uuid = %id.uuid, addr = %id.xfer_addr(), "DataNode registered");
+        let node = mgr.reg.get_mut(ix);
+        node.keys_generation = generation;
+        node.rack = reg.rack;
+        // A node on a new rack may leave blocks on too few racks.
+        mgr.needs_scan = true;
+        info!(node = ix, uuid = %id.uuid, addr = %id.xfer_addr(), rack = %mgr.reg.get(ix).rack, "DataNode registered");
         Ok(id)
     }
 

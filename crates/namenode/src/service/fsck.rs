@@ -65,6 +65,7 @@ impl NameNodeService {
                 } else {
                     live.push(LiveReplica {
                         addr: n.id.xfer_addr(),
+                        rack: n.rack.clone(),
                         storage: n.storage_uuid(r.storage),
                         storage_type: crate::namespace::quota::type_index(
                             n.storage_type(r.storage),

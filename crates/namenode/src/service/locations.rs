@@ -32,6 +32,8 @@ pub struct DatanodeInfo {
     pub blocks: u64,
     /// Its volumes, as its last heartbeat reported them.
     pub storages: Vec<crate::blocks::registry::StorageState>,
+    /// Its network location (`/default-rack` without a topology mapping).
+    pub rack: String,
 }
 
 impl DatanodeInfo {
@@ -46,6 +48,7 @@ impl DatanodeInfo {
             last_block_report_ms: n.last_block_report_ms,
             blocks: n.blocks,
             storages: n.storages.clone(),
+            rack: n.rack.clone(),
         }
     }
 }
@@ -172,10 +175,13 @@ impl NameNodeService {
                     .map(|r| (r.node, r.storage)),
             );
         }
+        // The reader's rack: its DataNode's, else what the mapping knows of its address.
+        let known = self.topology.known(reader_ip, "");
+        let reader_rack = mgr.reg.rack_of_ip(reader_ip).or(known.as_deref());
         sort_for_reader(
             &mgr.reg,
             locs,
-            reader_ip,
+            (reader_ip, reader_rack),
             now,
             self.cfg.stale_interval_ms,
             seed,

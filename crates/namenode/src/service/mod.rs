@@ -146,6 +146,8 @@ pub struct NameNodeService {
     blocks: Mutex<BlockManager>,
     /// Block access tokens: keys, signing, and the keys DataNodes get.
     tokens: BlockTokens,
+    /// Which rack each DataNode (and reader) is on.
+    topology: crate::topology::Topology,
     /// Per-directory usage kept from the journal (`None` when off or without a journal).
     summary: Option<Arc<SummaryService>>,
     /// Paths waiting for their replicas to match their storage policy, and moves under way.
@@ -198,6 +200,7 @@ impl NameNodeService {
             leases.add(holder, now);
         }
         let tokens = BlockTokens::new(cfg.block_tokens, cfg.block_key_times);
+        let topology = crate::topology::Topology::new(&cfg.topology);
         let summary_dir = summary_dir(&storage.name_dirs);
         let summary = storage
             .summary
@@ -257,6 +260,7 @@ impl NameNodeService {
             resources_low: AtomicBool::new(false),
             threshold_met_at: Mutex::new(None),
             blocks: Mutex::new(BlockManager::default()),
+            topology,
             tokens,
             summary,
             satisfier: Mutex::new(Default::default()),

@@ -50,6 +50,7 @@ fn datanode(nn: &NameNodeService, i: u32) -> String {
                 ipc_port: 9867,
             },
             cluster_id: String::new(),
+            rack: "/default-rack".into(),
         },
     )
     .unwrap();
@@ -826,6 +827,7 @@ async fn datanodes_register_beat_report_and_fail() {
                     ipc_port: 3,
                 },
                 cluster_id: "CID-other".into(),
+                rack: "/default-rack".into(),
             },
         )
         .unwrap_err();

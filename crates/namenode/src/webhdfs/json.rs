@@ -294,11 +294,7 @@ impl LocatedSink for JsonBlocks {
             let n = reg.get(ix);
             let id = &n.id;
             let name = id.xfer_addr();
-            names.push((
-                name.clone(),
-                id.host.clone(),
-                format!("/default-rack/{name}"),
-            ));
+            names.push((name.clone(), id.host.clone(), format!("{}/{name}", n.rack)));
             nodes.push(sorted(Map::from_iter([
                 ("adminState".into(), json!("NORMAL")),
                 ("blockPoolUsed".into(), json!(n.dfs_used())),
@@ -322,7 +318,7 @@ impl LocatedSink for JsonBlocks {
                     json!(monotonic_ms(n.last_heartbeat_ms)),
                 ),
                 ("name".into(), json!(name)),
-                ("networkLocation".into(), json!("/default-rack")),
+                ("networkLocation".into(), json!(n.rack)),
                 ("remaining".into(), json!(n.remaining())),
                 ("storageID".into(), json!(id.uuid)),
                 ("xceiverCount".into(), json!(n.xceivers)),
