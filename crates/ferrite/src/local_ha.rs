@@ -80,6 +80,7 @@ fn group_keys(args: &ServeArgs, n: u16) -> anyhow::Result<BTreeMap<String, Strin
         keys.insert(format!("dfs.namenode.http-address.{ns}.{name}"), a.http);
         keys.insert(format!("ferrite.ha.raft-address.{ns}.{name}"), a.raft);
     }
+    keys.extend(crate::serve::local_topology(args)?);
     Ok(keys)
 }
 

@@ -55,6 +55,55 @@ pub(crate) struct ServeArgs {
     /// of that many `ferrite namenode` processes sharing a Raft journal.
     #[arg(long, default_value_t = 1)]
     pub namenodes: u32,
+    /// Racks to spread `local`'s DataNodes over (0: no topology). Each DataNode then
+    /// serves on an address of its own, `127.0.1.<n>`, so the NameNode tells them apart as
+    /// hosts, and a topology table (`<data>/topology.table`, Hadoop's `TableMapping`)
+    /// puts DataNode n on `/rack<n mod racks + 1>`.
+    #[arg(long, default_value_t = 0)]
+    pub racks: u32,
+}
+
+/// The address `local`'s DataNode `i` serves on: its own when racks are asked for.
+fn local_datanode_ip(args: &ServeArgs, i: u32) -> String {
+    if args.racks > 0 {
+        format!("127.0.1.{}", i + 1)
+    } else {
+        args.bind.clone()
+    }
+}
+
+/// For `local --racks N`: writes the topology table of its DataNodes and returns the keys
+/// that make the NameNode read it (none without racks).
+pub(crate) fn local_topology(args: &ServeArgs) -> anyhow::Result<Vec<(String, String)>> {
+    if args.racks == 0 {
+        return Ok(Vec::new());
+    }
+    anyhow::ensure!(
+        args.datanodes <= 254,
+        "--racks gives each DataNode an address 127.0.1.<n>: at most 254 DataNodes"
+    );
+    ensure_dir(&args.data).with_context(|| format!("creating {}", args.data.display()))?;
+    let table = args.data.join("topology.table");
+    let lines: String = (0..args.datanodes)
+        .map(|i| {
+            format!(
+                "{} /rack{}\n",
+                local_datanode_ip(args, i),
+                i % args.racks + 1
+            )
+        })
+        .collect();
+    std::fs::write(&table, lines).with_context(|| format!("writing {}", table.display()))?;
+    Ok(vec![
+        (
+            "net.topology.node.switch.mapping.impl".into(),
+            "org.apache.hadoop.net.TableMapping".into(),
+        ),
+        (
+            "net.topology.table.file.name".into(),
+            table.display().to_string(),
+        ),
+    ])
 }
 
 /// What `--recover` does at damage in the journal.
@@ -101,7 +150,10 @@ fn nn_config(args: &ServeArgs, local: bool) -> anyhow::Result<(Config, Vec<Strin
         // out HDFS's 30 s safe-mode extension after a restart.
         cfg.safemode_extension_ms = 0;
     }
-    let pairs = config_pairs(&args.conf)?;
+    let mut pairs = config_pairs(&args.conf)?;
+    if local {
+        pairs.extend(local_topology(args)?);
+    }
     let unknown = cfg.apply(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
     if cfg.name_dirs.is_empty() {
         cfg.name_dirs.push(args.data.join("name"));
@@ -228,11 +280,12 @@ pub(crate) async fn start_local_datanodes(
     for i in 0..args.datanodes {
         let mut c = dn_cfg.clone();
         c.namenodes = namenodes.clone();
-        c.bind = format!("{}:0", args.bind).parse()?;
-        c.ipc_bind = format!("{}:0", args.bind).parse()?;
+        let ip = local_datanode_ip(args, i);
+        c.bind = format!("{ip}:0").parse()?;
+        c.ipc_bind = format!("{ip}:0").parse()?;
         // Each local DataNode's `/jmx` on a port of its own, as in a real cluster; the
         // NameNode's LiveNodes says where.
-        c.http_bind = Some(format!("{}:0", args.bind).parse()?);
+        c.http_bind = Some(format!("{ip}:0").parse()?);
         if let Some(last) = c.local_storage_types.last() {
             // One volume per type asked for, tagged as `dfs.datanode.data.dir` tags it.
             let types = c.local_storage_types.get(i as usize).unwrap_or(last);

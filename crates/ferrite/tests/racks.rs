@@ -171,3 +171,57 @@ async fn replicas_span_two_racks_and_a_lost_rack_is_replaced() {
     drop(dns);
     drop(nn);
 }
+
+/// `ferrite local --datanodes 6 --racks 3`: six DataNodes on addresses of their own, two
+/// per rack, and files placed over two racks each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ferrite_local_runs_a_cluster_of_three_racks() {
+    let root = tempfile::tempdir().unwrap();
+    let args: Vec<String> = [
+        "local",
+        "--data",
+        &root.path().display().to_string(),
+        "--port",
+        "0",
+        "--datanodes",
+        "6",
+        "--racks",
+        "3",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let local = spawn(&args);
+    let fs = FileSystem::connect(&local.ready).await.unwrap();
+    let mut by_rack: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for d in fs.live_datanodes().await.unwrap() {
+        by_rack
+            .entry(d.location.clone().unwrap_or_default())
+            .or_default()
+            .push(d.id.ip_addr.clone());
+    }
+    for ips in by_rack.values_mut() {
+        ips.sort();
+    }
+    let want: BTreeMap<String, Vec<String>> = (1..=3)
+        .map(|r| {
+            (
+                format!("/rack{r}"),
+                vec![format!("127.0.1.{r}"), format!("127.0.1.{}", r + 3)],
+            )
+        })
+        .collect();
+    assert_eq!(by_rack, want);
+    let opts = CreateOptions {
+        replication: Some(3),
+        ..Default::default()
+    };
+    let mut w = fs.create("/r", &opts).await.unwrap();
+    w.write(&common::data(4000, 1)).await.unwrap();
+    w.close().await.unwrap();
+    for racks in racks_of_blocks(&fs, "/r").await {
+        let distinct: BTreeSet<&String> = racks.iter().collect();
+        assert_eq!((racks.len(), distinct.len()), (3, 2), "{racks:?}");
+    }
+    drop(local);
+}
