@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use smallvec::SmallVec;
 
-use registry::{NodeIx, Registry};
+use registry::{AdminState, NodeIx, Registry};
 use report::{ReplicaState, Reported};
 
 /// One replica: where it is, whether it is finished, and whether a reader found it
@@ -113,6 +113,12 @@ pub struct BlockManager {
     counting: Tally,
     /// Replica reports a standby cannot place yet.
     postponed: postponed::Postponed,
+    /// Copies the scan in progress may still order (HDFS's
+    /// `dfs.namenode.replication.work.multiplier.per.iteration` times the live nodes);
+    /// `None` outside a scan.
+    orders_left: Option<usize>,
+    /// The scan in progress's count of blocks each leaving node is still needed for.
+    counting_leaving: HashMap<NodeIx, u64>,
 }
 
 /// Complete blocks by health, as HDFS reports them (`getFsStats`, `dfsadmin -report`):
@@ -155,6 +161,11 @@ pub struct ReplicationCtx {
     pub dead_ms: u64,
     pub pending_timeout_ms: i64,
     pub seed: u64,
+    /// `dfs.namenode.maintenance.replication.min`: replicas a block keeps on nodes in
+    /// service while others of its holders are in maintenance.
+    pub maintenance_min: usize,
+    /// `dfs.namenode.replication.max-streams`: copies a node may have queued to send.
+    pub max_streams: usize,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -464,13 +475,50 @@ impl BlockManager {
 
     /// A replication scan starts: its [`check_replication`](Self::check_replication) calls
     /// count blocks afresh.
-    pub fn begin_scan(&mut self) {
+    pub fn begin_scan(&mut self, orders: usize) {
         self.counting = Tally::default();
+        self.orders_left = Some(orders);
+        self.counting_leaving.clear();
     }
 
-    /// The scan saw every block: its count becomes the published one.
-    pub fn end_scan(&mut self) {
+    /// The scan saw every block: its count becomes the published one, and a leaving node
+    /// no block needs any more has left (decommissioned, or in maintenance). Returns the
+    /// nodes that changed state.
+    pub fn end_scan(&mut self) -> Vec<NodeIx> {
         self.tally = self.counting;
+        self.orders_left = None;
+        let mut done = Vec::new();
+        let ixs: Vec<NodeIx> = self.reg.iter().map(|(ix, _)| ix).collect();
+        for ix in ixs {
+            let left = self.counting_leaving.get(&ix).copied().unwrap_or(0);
+            let n = self.reg.get_mut(ix);
+            n.leaving_blocks = left;
+            if left > 0 {
+                continue;
+            }
+            n.admin = match n.admin {
+                AdminState::Decommissioning => AdminState::Decommissioned,
+                AdminState::EnteringMaintenance { until_ms } => {
+                    AdminState::InMaintenance { until_ms }
+                }
+                _ => continue,
+            };
+            done.push(ix);
+        }
+        done
+    }
+
+    /// A block still being written: a leaving node in its pipeline must wait for it to be
+    /// closed and replicated (HDFS waits for open files too).
+    pub fn note_open_block(&mut self, id: u64) {
+        let Some(e) = self.entries.get(&id) else {
+            return;
+        };
+        for r in &e.replicas {
+            if self.reg.get(r.node).admin.leaving() {
+                *self.counting_leaving.entry(r.node).or_default() += 1;
+            }
+        }
     }
 
     /// Brings one block towards `want` good replicas: orders a copy when there are too
@@ -499,12 +547,30 @@ impl BlockManager {
         let live = |n: NodeIx| {
             self.reg.get(n).liveness(ctx.now_ms, u64::MAX, ctx.dead_ms) != registry::Liveness::Dead
         };
+        let admin = |n: NodeIx| self.reg.get(n).admin;
+        let usable = |r: &&Replica| r.finalized && !r.corrupt;
+        // Replicas on nodes in service count; those on decommissioning nodes only serve as
+        // sources; those on nodes in maintenance count as present (live or not) as long as
+        // enough others are in service.
         let good: Vec<Replica> = e
             .replicas
             .iter()
-            .filter(|r| r.finalized && !r.corrupt && live(r.node))
+            .filter(|r| usable(r) && live(r.node) && admin(r.node).in_service())
             .copied()
             .collect();
+        // Live holders out of service (decommissioning, or in maintenance but still up)
+        // send copies without counting.
+        let leaving_sources: Vec<NodeIx> = e
+            .replicas
+            .iter()
+            .filter(|r| usable(r) && live(r.node) && !admin(r.node).in_service())
+            .map(|r| r.node)
+            .collect();
+        let in_maintenance = e
+            .replicas
+            .iter()
+            .filter(|r| usable(r) && admin(r.node).maintenance_until().is_some())
+            .count();
         let corrupt: Vec<NodeIx> = e
             .replicas
             .iter()
@@ -512,11 +578,17 @@ impl BlockManager {
             .map(|r| r.node)
             .collect();
         let holders: Vec<NodeIx> = e.replicas.iter().map(|r| r.node).collect();
-        match good.len() {
-            0 => self.counting.missing += 1,
-            n if n < want => {
+        let leaving_holders: Vec<NodeIx> = holders
+            .iter()
+            .copied()
+            .filter(|&n| admin(n).leaving())
+            .collect();
+        let present = good.len() + in_maintenance;
+        match (present, leaving_sources.len()) {
+            (0, 0) => self.counting.missing += 1,
+            (n, _) if n < want => {
                 self.counting.under_replicated += 1;
-                if n == 1 {
+                if n <= 1 {
                     self.counting.last_replica += 1;
                 }
             }
@@ -542,13 +614,50 @@ impl BlockManager {
             }
             return Decision::Excess(surplus);
         }
+        // With holders in maintenance, this many must be in service all the same.
+        let in_service_min = if in_maintenance > 0 {
+            want.min(ctx.maintenance_min)
+        } else {
+            want
+        };
+        let short = want
+            .saturating_sub(present)
+            .max(in_service_min.saturating_sub(good.len()));
         // Enough copies, but all on one rack of several: one more goes to another rack,
         // and the next pass deletes one of the crowded rack's (HDFS's mis-replicated).
-        let off_rack = good.len() == want && want >= 2 && self.on_one_rack(&good, ctx);
-        if good.len() == want && !off_rack {
+        let off_rack =
+            short == 0 && good.len() == want && want >= 2 && self.on_one_rack(&good, ctx);
+        if short == 0 && !off_rack {
             return Decision::Fine;
         }
-        if good.is_empty() || self.pending.get(&id).is_some_and(|&t| t > ctx.now_ms) {
+        // A leaving node waits for this block.
+        for n in leaving_holders {
+            *self.counting_leaving.entry(n).or_default() += 1;
+        }
+        if (good.is_empty() && leaving_sources.is_empty())
+            || self.pending.get(&id).is_some_and(|&t| t > ctx.now_ms)
+        {
+            return Decision::Waiting;
+        }
+        // The sender: a holder out of service first (it takes no writes: HDFS prefers a
+        // decommissioning one), else the least busy in service; none with its queue of
+        // copies full.
+        let streams = |n: NodeIx| self.reg.get(n).transfers.len() < ctx.max_streams;
+        let source = leaving_sources
+            .iter()
+            .copied()
+            .filter(|&n| streams(n))
+            .min_by_key(|&n| self.reg.get(n).transfers.len())
+            .or_else(|| {
+                good.iter()
+                    .map(|r| r.node)
+                    .filter(|&n| streams(n))
+                    .min_by_key(|&n| self.reg.get(n).xceivers)
+            });
+        let Some(source) = source else {
+            return Decision::Waiting;
+        };
+        if self.orders_left == Some(0) {
             return Decision::Waiting;
         }
         let excluded = std::collections::HashSet::new();
@@ -557,7 +666,7 @@ impl BlockManager {
             &placement::PlacementRequest {
                 storage_types: &missing,
                 fallbacks: wanted.fallbacks,
-                replicas: if off_rack { 1 } else { want - good.len() },
+                replicas: if off_rack { 1 } else { short },
                 block_size: block.len,
                 writer_ip: "",
                 excluded: &excluded,
@@ -586,12 +695,7 @@ impl BlockManager {
             }
             return Decision::Waiting;
         }
-        // The least busy good holder sends.
-        let source = good
-            .iter()
-            .map(|r| r.node)
-            .min_by_key(|&n| self.reg.get(n).xceivers)
-            .expect("good is not empty");
+        self.orders_left = self.orders_left.map(|n| n - 1);
         let n = targets.len();
         self.reg.get_mut(source).transfers.push(registry::Transfer {
             id,
@@ -794,6 +898,8 @@ mod tests {
             dead_ms: 600_000,
             pending_timeout_ms: 60_000,
             seed: 1,
+            maintenance_min: 1,
+            max_streams: 2,
         }
     }
 
@@ -916,6 +1022,183 @@ mod tests {
     }
 
     #[test]
+    fn a_decommissioning_node_sends_its_copies_then_is_decommissioned() {
+        let mut m = mgr(4);
+        with_space(&mut m);
+        let b = Expected {
+            gs: 5,
+            len: 10,
+            complete: true,
+        };
+        m.add_replica(1, 0, 0, true, 10);
+        m.add_replica(1, 1, 0, true, 10);
+        m.add_replica(2, 2, 0, true, 10);
+        m.add_replica(2, 3, 0, true, 10);
+        m.reg.get_mut(0).admin = AdminState::Decommissioning;
+        m.begin_scan(usize::MAX);
+        // Block 1 has one copy in service: the decommissioning node sends the other.
+        let d = m.check_replication(1, &Want::any(2), &b, &ctx(0));
+        assert_eq!(
+            d,
+            Decision::Replicate {
+                source: 0,
+                targets: 1
+            }
+        );
+        let t = &m.reg.get(0).transfers[0];
+        assert!(t.targets.iter().all(|&(n, _)| n == 2 || n == 3), "{t:?}");
+        assert_eq!(
+            m.check_replication(2, &Want::any(2), &b, &ctx(0)),
+            Decision::Fine
+        );
+        assert!(m.end_scan().is_empty(), "still needed for block 1");
+        assert_eq!(m.reg.get(0).leaving_blocks, 1);
+        assert_eq!(m.reg.get(0).admin, AdminState::Decommissioning);
+        // The copy arrives: the node is no longer needed, and its replica is not surplus.
+        m.add_replica(1, 2, 0, true, 10);
+        m.begin_scan(usize::MAX);
+        assert_eq!(
+            m.check_replication(1, &Want::any(2), &b, &ctx(1)),
+            Decision::Fine
+        );
+        assert_eq!(m.end_scan(), vec![0]);
+        assert_eq!(m.reg.get(0).admin, AdminState::Decommissioned);
+        // Nothing new is placed on it, and readers reach it last.
+        let t = placement::choose_targets(
+            &m.reg,
+            &placement::PlacementRequest {
+                storage_types: &[],
+                fallbacks: &[],
+                replicas: 4,
+                block_size: 1,
+                writer_ip: "",
+                excluded: &std::collections::HashSet::new(),
+                existing: &[],
+                now_ms: 0,
+                stale_ms: 30_000,
+                dead_ms: 600_000,
+                seed: 1,
+            },
+        );
+        assert!(t.iter().all(|t| t.node != 0), "{t:?}");
+        // Back in service: three copies of a block that wants two, one goes.
+        m.reg.get_mut(0).admin = AdminState::Normal;
+        assert!(matches!(
+            m.check_replication(1, &Want::any(2), &b, &ctx(2)),
+            Decision::Excess(v) if v.len() == 1
+        ));
+    }
+
+    #[test]
+    fn too_many_leaving_nodes_stay_decommissioning_with_the_blocks_that_hold_them() {
+        // Two of three nodes excluded, a block wanting two replicas: one node in service
+        // cannot take both, so neither leaving node may finish.
+        let mut m = mgr(3);
+        with_space(&mut m);
+        let b = Expected {
+            gs: 5,
+            len: 10,
+            complete: true,
+        };
+        m.add_replica(1, 0, 0, true, 10);
+        m.add_replica(1, 1, 0, true, 10);
+        for n in [0, 1] {
+            m.reg.get_mut(n).admin = AdminState::Decommissioning;
+        }
+        for round in 0..3 {
+            m.begin_scan(usize::MAX);
+            let d = m.check_replication(1, &Want::any(2), &b, &ctx(round * 100_000));
+            if round == 0 {
+                assert!(matches!(d, Decision::Replicate { targets: 1, .. }), "{d:?}");
+                m.add_replica(1, 2, 0, true, 10);
+            }
+            assert!(m.end_scan().is_empty());
+        }
+        assert_eq!(m.reg.get(0).admin, AdminState::Decommissioning);
+        assert_eq!(m.reg.get(0).leaving_blocks, 1);
+        assert_eq!(m.reg.get(1).leaving_blocks, 1);
+    }
+
+    #[test]
+    fn maintenance_keeps_replicas_down_to_the_minimum_and_copies_below_it() {
+        let mut m = mgr(4);
+        with_space(&mut m);
+        let b = Expected {
+            gs: 5,
+            len: 10,
+            complete: true,
+        };
+        for n in 0..3 {
+            m.add_replica(1, n, 0, true, 10);
+        }
+        m.add_replica(2, 0, 0, true, 10);
+        m.add_replica(2, 1, 0, true, 10);
+        let until_ms = 1_000_000;
+        m.reg.get_mut(0).admin = AdminState::EnteringMaintenance { until_ms };
+        m.reg.get_mut(1).admin = AdminState::EnteringMaintenance { until_ms };
+        m.begin_scan(usize::MAX);
+        // Block 1 keeps one copy in service (node 2): the minimum of one, nothing to do.
+        assert_eq!(
+            m.check_replication(1, &Want::any(3), &b, &ctx(0)),
+            Decision::Fine
+        );
+        // Block 2 would have none in service: one copy is made.
+        assert!(matches!(
+            m.check_replication(2, &Want::any(2), &b, &ctx(0)),
+            Decision::Replicate { targets: 1, .. }
+        ));
+        assert!(m.end_scan().is_empty());
+        m.add_replica(2, 3, 0, true, 10);
+        m.begin_scan(usize::MAX);
+        for id in [1, 2] {
+            let want = if id == 1 { 3 } else { 2 };
+            assert_eq!(
+                m.check_replication(id, &Want::any(want), &b, &ctx(1)),
+                Decision::Fine
+            );
+        }
+        let mut done = m.end_scan();
+        done.sort();
+        assert_eq!(done, vec![0, 1]);
+        assert_eq!(m.reg.get(0).admin, AdminState::InMaintenance { until_ms });
+        // In maintenance and gone: its replicas still count, so nothing is copied.
+        m.reg.get_mut(0).dead = true;
+        assert_eq!(
+            m.check_replication(1, &Want::any(3), &b, &ctx(2)),
+            Decision::Fine
+        );
+    }
+
+    #[test]
+    fn copies_wait_for_a_free_stream_and_the_scans_budget() {
+        let mut m = mgr(3);
+        with_space(&mut m);
+        let b = Expected {
+            gs: 5,
+            len: 10,
+            complete: true,
+        };
+        for id in 1..=3 {
+            m.add_replica(id, 0, 0, true, 10);
+        }
+        m.begin_scan(usize::MAX);
+        // max_streams 2: the third block waits for node 0's queue.
+        let decisions: Vec<_> = (1..=3)
+            .map(|id| m.check_replication(id, &Want::any(2), &b, &ctx(0)))
+            .collect();
+        assert!(matches!(decisions[1], Decision::Replicate { .. }));
+        assert_eq!(decisions[2], Decision::Waiting);
+        m.end_scan();
+        m.reg.get_mut(0).transfers.clear();
+        m.begin_scan(0);
+        assert_eq!(
+            m.check_replication(3, &Want::any(2), &b, &ctx(0)),
+            Decision::Waiting,
+            "no budget left in this scan"
+        );
+    }
+
+    #[test]
     fn the_policy_decides_which_copy_is_surplus_and_where_a_new_one_goes() {
         let mut m = mgr(4);
         with_space(&mut m);
@@ -983,7 +1266,7 @@ mod tests {
         m.mark_corrupt(2, 2); // one good of two, one corrupt
         m.add_replica(3, 3, 0, true, 10);
         m.mark_corrupt(3, 3); // nothing good: missing
-        m.begin_scan();
+        m.begin_scan(usize::MAX);
         m.check_replication(1, &Want::any(3), &b, &ctx(0));
         m.check_replication(2, &Want::any(2), &b, &ctx(0));
         m.check_replication(3, &Want::any(1), &b, &ctx(0));
@@ -1003,7 +1286,7 @@ mod tests {
                 corrupt: 2,
             }
         );
-        m.begin_scan();
+        m.begin_scan(usize::MAX);
         m.end_scan();
         assert_eq!(m.tally, Tally::default());
         // Each node's count is of its finished replicas.

@@ -66,6 +66,7 @@ pub fn choose_targets(reg: &Registry, req: &PlacementRequest) -> Vec<Target> {
     for (ix, n) in reg.iter() {
         let live = n.liveness(req.now_ms, req.stale_ms, req.dead_ms);
         if live == Liveness::Dead
+            || !n.admin.in_service()
             || req.existing.contains(&ix)
             || req.excluded.contains(&n.id.xfer_addr())
         {
@@ -221,8 +222,8 @@ fn pick(
         .or_else(|| cands.iter().filter(unused).find_map(with))
 }
 
-/// Orders a block's replicas for a reader by network distance, as HDFS does: live nodes
-/// before stale ones, and within each the reader's own node, then nodes on its rack
+/// Orders a block's replicas for a reader by network distance, as HDFS does: nodes in
+/// service before decommissioning or maintenance ones, live before stale, and within each the reader's own node, then nodes on its rack
 /// (`reader_rack`, when it is known), then the rest; ties are rotated by `seed` so
 /// readers spread over the replicas.
 pub fn sort_for_reader(
@@ -244,7 +245,13 @@ pub fn sort_for_reader(
         } else {
             4
         };
-        (stale, distance, mix(seed ^ ix as u64))
+        // Nodes on their way out (or gone) last, as HDFS lists them.
+        (
+            !n.admin.in_service(),
+            stale,
+            distance,
+            mix(seed ^ ix as u64),
+        )
     });
 }
 

@@ -40,6 +40,64 @@ pub struct StorageState {
     pub remaining: u64,
 }
 
+/// A node's administrative state, HDFS's `AdminStates`, as the hosts files set it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AdminState {
+    #[default]
+    Normal,
+    /// Excluded: its replicas are copied to nodes in service while it goes on serving
+    /// reads; it takes no new ones.
+    Decommissioning,
+    /// Every block it holds has its replicas elsewhere.
+    Decommissioned,
+    /// Going into maintenance until `until_ms` (ms since the epoch): blocks with too few
+    /// replicas on nodes in service are copied first.
+    EnteringMaintenance { until_ms: i64 },
+    /// In maintenance until `until_ms`: it may go away without its replicas being copied.
+    InMaintenance { until_ms: i64 },
+}
+
+impl AdminState {
+    pub fn in_service(self) -> bool {
+        self == AdminState::Normal
+    }
+
+    pub fn decommission(self) -> bool {
+        matches!(
+            self,
+            AdminState::Decommissioning | AdminState::Decommissioned
+        )
+    }
+
+    /// Entering or in maintenance, with the window's end.
+    pub fn maintenance_until(self) -> Option<i64> {
+        match self {
+            AdminState::EnteringMaintenance { until_ms }
+            | AdminState::InMaintenance { until_ms } => Some(until_ms),
+            _ => None,
+        }
+    }
+
+    /// On its way out: its blocks are checked for copies elsewhere at each scan.
+    pub fn leaving(self) -> bool {
+        matches!(
+            self,
+            AdminState::Decommissioning | AdminState::EnteringMaintenance { .. }
+        )
+    }
+
+    /// `AdminState` of `DatanodeInfoProto` (HDFS's wire numbers).
+    pub fn proto(self) -> i32 {
+        match self {
+            AdminState::Normal => 0,
+            AdminState::Decommissioning => 1,
+            AdminState::Decommissioned => 2,
+            AdminState::EnteringMaintenance { .. } => 3,
+            AdminState::InMaintenance { .. } => 4,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Liveness {
     Live,
@@ -78,6 +136,10 @@ pub struct Node {
     /// Its network location (`/dc1/rack1`), as the topology mapping resolved it when it
     /// registered.
     pub rack: String,
+    pub admin: AdminState,
+    /// While it is leaving: blocks the last replication scan found it still needed for
+    /// (HDFS's "under replicated blocks" of a decommissioning node).
+    pub leaving_blocks: u64,
 }
 
 impl Node {
@@ -181,6 +243,8 @@ impl Registry {
             last_block_report_ms: 0,
             blocks: 0,
             rack: DEFAULT_RACK.to_string(),
+            admin: AdminState::Normal,
+            leaving_blocks: 0,
         });
         Ok(ix)
     }

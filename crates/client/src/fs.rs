@@ -261,6 +261,30 @@ impl FileSystem {
         Ok(r.di)
     }
 
+    /// The DataNodes of one kind (all, live, dead, decommissioning, …), as `hdfs dfsadmin
+    /// -report` lists them.
+    pub async fn datanode_report(
+        &self,
+        kind: DatanodeReportTypeProto,
+    ) -> Result<Vec<DatanodeInfoProto>> {
+        let req = GetDatanodeReportRequestProto {
+            r#type: kind as i32,
+        };
+        let r: GetDatanodeReportResponseProto = self.call("getDatanodeReport", &req).await?;
+        Ok(r.di)
+    }
+
+    /// Has the NameNode read its hosts files again (`hdfs dfsadmin -refreshNodes`).
+    pub async fn refresh_nodes(&self) -> Result<()> {
+        let _: ferrite_proto::hdfs::RefreshNodesResponseProto = self
+            .call(
+                "refreshNodes",
+                &ferrite_proto::hdfs::RefreshNodesRequestProto {},
+            )
+            .await?;
+        Ok(())
+    }
+
     pub async fn server_defaults(&self) -> Result<FsServerDefaultsProto> {
         let r: GetServerDefaultsResponseProto = self
             .call("getServerDefaults", &GetServerDefaultsRequestProto {})

@@ -31,6 +31,9 @@ enum AdminCmd {
     SaveNamespace,
     /// End the current journal segment and start the next (`hdfs dfsadmin -rollEdits`).
     RollEdits,
+    /// Read the hosts files again and start or end decommission and maintenance to match
+    /// (`hdfs dfsadmin -refreshNodes`).
+    RefreshNodes,
     /// Whether journal rolls bring failed journal directories back into service: set it
     /// (true, false) or read it (check), as `hdfs dfsadmin -restoreFailedStorage`.
     RestoreFailedStorage {
@@ -226,6 +229,11 @@ pub(crate) async fn run(args: AdminArgs) -> anyhow::Result<()> {
             }
             r?;
             println!("Save namespace successful");
+        }
+        AdminCmd::RefreshNodes => {
+            let _: RefreshNodesResponseProto =
+                c.call("refreshNodes", &RefreshNodesRequestProto {}).await?;
+            println!("Refresh nodes successful");
         }
         AdminCmd::RollEdits => {
             let r: RollEditsResponseProto = c.call("rollEdits", &RollEditsRequestProto {}).await?;

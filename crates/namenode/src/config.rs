@@ -100,6 +100,16 @@ pub struct Config {
     pub proxy_users: crate::proxy_users::ProxyUsers,
     /// `net.topology.*`: which rack each DataNode is on.
     pub topology: crate::topology::TopologyConfig,
+    /// `dfs.hosts`, `dfs.hosts.exclude`: which DataNodes may join, which are to leave.
+    pub hosts: crate::hosts::HostsConfig,
+    /// `dfs.namenode.maintenance.replication.min`: replicas a block keeps on nodes in
+    /// service while a holder is in maintenance.
+    pub maintenance_replication_min: usize,
+    /// `dfs.namenode.replication.max-streams`: copies a DataNode may have queued to send.
+    pub replication_max_streams: usize,
+    /// `dfs.namenode.replication.work.multiplier.per.iteration`: copies ordered per
+    /// replication pass, per live DataNode.
+    pub replication_work_multiplier: usize,
     /// `dfs.namenode.name.dir`
     pub name_dirs: Vec<PathBuf>,
     /// `fs.defaultFS`
@@ -266,6 +276,10 @@ impl Default for Config {
             static_groups: String::new(),
             proxy_users: Default::default(),
             topology: Default::default(),
+            hosts: Default::default(),
+            maintenance_replication_min: 1,
+            replication_max_streams: 2,
+            replication_work_multiplier: 2,
             name_dirs: Vec::new(),
             default_fs: None,
             ha_keys: Default::default(),
@@ -405,6 +419,7 @@ impl Config {
             let v = Value { key, value };
             let known = self.proxy_users.set(key, value)
                 || self.topology.set(key, value)
+                || self.hosts.set(key, value)
                 || self.apply_namespace(&v)?
                 || self.apply_storage(&v)?
                 || self.apply_cluster(&v)?
@@ -557,6 +572,15 @@ impl Config {
             "dfs.heartbeat.interval" => self.heartbeat_interval_sec = v.num()?.max(1),
             "dfs.namenode.heartbeat.recheck-interval" => self.heartbeat_recheck_ms = v.num()?,
             "dfs.namenode.stale.datanode.interval" => self.stale_interval_ms = v.num()?,
+            "dfs.namenode.maintenance.replication.min" => {
+                self.maintenance_replication_min = v.num()? as usize
+            }
+            "dfs.namenode.replication.max-streams" => {
+                self.replication_max_streams = (v.num()? as usize).max(1)
+            }
+            "dfs.namenode.replication.work.multiplier.per.iteration" => {
+                self.replication_work_multiplier = (v.num()? as usize).max(1)
+            }
             "dfs.namenode.safemode.threshold-pct" => {
                 self.safemode_threshold = v
                     .value

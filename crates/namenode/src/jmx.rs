@@ -15,6 +15,7 @@ use ferrite_ipc::Router;
 use serde_json::{json, Map, Value};
 
 use crate::activity::op_counters;
+use crate::blocks::registry::AdminState;
 use crate::service::facts::{Facts, JournalFacts, RpcFacts, SummaryFacts};
 use crate::service::NameNodeService;
 use crate::startup_progress::{StartupProgress, View};
@@ -23,6 +24,14 @@ const NN: &str = "Hadoop:service=NameNode,name=";
 
 impl Facts {
     /// (live, dead) DataNodes.
+    /// Nodes (dead or alive) in admin state `kind`.
+    fn admin_count(&self, dead: bool, kind: fn(AdminState) -> bool) -> u64 {
+        self.datanodes
+            .iter()
+            .filter(|n| n.dead == dead && kind(n.admin))
+            .count() as u64
+    }
+
     fn datanode_counts(&self) -> (u64, u64) {
         let dead = self.datanodes.iter().filter(|n| n.dead).count() as u64;
         (self.datanodes.len() as u64 - dead, dead)
@@ -152,6 +161,14 @@ fn name_node_info(f: &Facts) -> Bean {
     // HDFS gives these three as JSON inside a string; scrapers parse them a second time.
     bean.with("LiveNodes", nodes(f, false).to_string())
         .with("DeadNodes", nodes(f, true).to_string())
+        .with(
+            "DecomNodes",
+            leaving_nodes(f, AdminState::Decommissioning).to_string(),
+        )
+        .with(
+            "EnteringMaintenanceNodes",
+            leaving_nodes(f, AdminState::EnteringMaintenance { until_ms: 0 }).to_string(),
+        )
         .with("NameDirStatuses", name_dir_statuses(f).to_string())
         .with("NameJournalStatus", name_journal_status(f).to_string())
         .with(
@@ -172,15 +189,15 @@ fn nodes(f: &Facts, dead: bool) -> Value {
             json!({
                 "lastContact": n.last_contact_s,
                 "xferaddr": n.xfer_addr,
-                "adminState": "In Service",
-                "decommissioned": false,
+                "adminState": admin_words(n.admin),
+                "decommissioned": n.admin == AdminState::Decommissioned,
             })
         } else {
             json!({
                 "infoAddr": n.info_addr,
                 "xferaddr": n.xfer_addr,
                 "lastContact": n.last_contact_s,
-                "adminState": "In Service",
+                "adminState": admin_words(n.admin),
                 "capacity": n.capacity,
                 "usedSpace": n.used,
                 "remaining": n.remaining,
@@ -188,6 +205,36 @@ fn nodes(f: &Facts, dead: bool) -> Value {
             })
         };
         out.insert(n.key.clone(), entry);
+    }
+    Value::Object(out)
+}
+
+/// HDFS's words for an admin state (`AdminStates.toString`).
+fn admin_words(a: AdminState) -> &'static str {
+    match a {
+        AdminState::Normal => "In Service",
+        AdminState::Decommissioning => "Decommission In Progress",
+        AdminState::Decommissioned => "Decommissioned",
+        AdminState::EnteringMaintenance { .. } => "Entering Maintenance",
+        AdminState::InMaintenance { .. } => "In Maintenance",
+    }
+}
+
+/// HDFS's `DecomNodes` (or `EnteringMaintenanceNodes`): the live nodes leaving that way,
+/// with the blocks that still need their replicas.
+fn leaving_nodes(f: &Facts, kind: AdminState) -> Value {
+    let mut out = Map::new();
+    let same = |a: AdminState| std::mem::discriminant(&a) == std::mem::discriminant(&kind);
+    for n in f.datanodes.iter().filter(|n| !n.dead && same(n.admin)) {
+        out.insert(
+            n.key.clone(),
+            json!({
+                "xferaddr": n.xfer_addr,
+                "underReplicatedBlocks": n.leaving_blocks,
+                "decommissionOnlyReplicas": 0,
+                "underReplicateInOpenFiles": 0,
+            }),
+        );
     }
     Value::Object(out)
 }
@@ -293,12 +340,34 @@ fn fs_namesystem_state(f: &Facts) -> Bean {
         "Operational"
     };
     let (live, dead) = f.datanode_counts();
+    let decom = |a: AdminState| a == AdminState::Decommissioned;
+    let decomming = |a: AdminState| a == AdminState::Decommissioning;
+    let entering = |a: AdminState| matches!(a, AdminState::EnteringMaintenance { .. });
+    let in_maint = |a: AdminState| matches!(a, AdminState::InMaintenance { .. });
     Bean::new(format!("{NN}FSNamesystemState"), "FSNamesystemState")
         .with("FSState", state)
         .with("FilesTotal", f.files + f.dirs)
         .with("BlocksTotal", f.blocks)
         .with("NumLiveDataNodes", live)
         .with("NumDeadDataNodes", dead)
+        .with("NumDecomLiveDataNodes", f.admin_count(false, decom))
+        .with("NumDecomDeadDataNodes", f.admin_count(true, decom))
+        .with(
+            "NumDecommissioningDataNodes",
+            f.admin_count(false, decomming),
+        )
+        .with(
+            "NumEnteringMaintenanceDataNodes",
+            f.admin_count(false, entering),
+        )
+        .with(
+            "NumInMaintenanceLiveDataNodes",
+            f.admin_count(false, in_maint),
+        )
+        .with(
+            "NumInMaintenanceDeadDataNodes",
+            f.admin_count(true, in_maint),
+        )
 }
 
 fn startup_progress(f: &Facts) -> Bean {

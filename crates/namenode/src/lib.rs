@@ -22,6 +22,7 @@ pub mod fsck;
 pub mod groups;
 pub mod ha_config;
 pub mod ha_control;
+pub mod hosts;
 pub mod identity;
 mod inotify;
 pub mod jmx;

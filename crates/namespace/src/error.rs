@@ -140,6 +140,9 @@ pub enum FsError {
     /// A DataNode call from a node not (or no longer) registered.
     #[error("{0}")]
     UnregisteredNode(String),
+    /// A DataNode the hosts files do not let in (`DisallowedDatanodeException`).
+    #[error("{0}")]
+    DisallowedDatanode(String),
     /// getXAttrs named an attribute the inode does not have (or the caller may not see).
     #[error("{0}")]
     XAttrNotFound(String),
@@ -273,6 +276,9 @@ impl FsError {
             FsError::ComponentTooLong { .. } => class::PATH_COMPONENT_TOO_LONG,
             FsError::UnregisteredNode(_) => {
                 "org.apache.hadoop.hdfs.protocol.UnregisteredNodeException"
+            }
+            FsError::DisallowedDatanode(_) => {
+                "org.apache.hadoop.hdfs.server.protocol.DisallowedDatanodeException"
             }
             FsError::XAttrNotFound(_) => "org.apache.hadoop.hdfs.protocol.XAttrNotFoundException",
             FsError::NotDirectory(_) => "org.apache.hadoop.fs.PathIsNotDirectoryException",

@@ -237,13 +237,14 @@ pub async fn meta_save(
     Ok(MetaSaveResponseProto {})
 }
 
-/// HDFS re-reads its include and exclude host files; Ferrite has none (`dfs.hosts` is not
-/// read), so there is nothing to refresh. The superuser's, as in HDFS.
+/// Re-reads the hosts files (`dfs.hosts`, `dfs.hosts.exclude`) and starts or ends
+/// decommission and maintenance to match. The superuser's, as in HDFS.
 pub async fn refresh_nodes(
-    _: Nn,
-    _: Admitted,
+    nn: Nn,
+    who: Admitted,
     _: RefreshNodesRequestProto,
 ) -> Res<RefreshNodesResponseProto> {
+    nn.refresh_nodes(&who)?;
     Ok(RefreshNodesResponseProto {})
 }
 

@@ -202,7 +202,9 @@ pub(super) fn node_filter(t: i32) -> NodeFilter {
         Ok(DatanodeReportTypeProto::All) | Err(_) => NodeFilter::All,
         Ok(DatanodeReportTypeProto::Live) => NodeFilter::Live,
         Ok(DatanodeReportTypeProto::Dead) => NodeFilter::Dead,
-        Ok(_) => NodeFilter::None,
+        Ok(DatanodeReportTypeProto::Decommissioning) => NodeFilter::Decommissioning,
+        Ok(DatanodeReportTypeProto::EnteringMaintenance) => NodeFilter::EnteringMaintenance,
+        Ok(DatanodeReportTypeProto::InMaintenance) => NodeFilter::InMaintenance,
     }
 }
 

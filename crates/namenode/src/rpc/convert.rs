@@ -121,7 +121,7 @@ pub fn node_id_of(d: &DatanodeIdProto) -> NodeId {
 /// The numbers of a DataNode's wire form, around its id.
 fn info_proto(
     id: DatanodeIdProto,
-    rack: &str,
+    (rack, admin): (&str, crate::blocks::registry::AdminState),
     capacity: u64,
     dfs_used: u64,
     remaining: u64,
@@ -139,7 +139,7 @@ fn info_proto(
         location: Some(rack.into()),
         // What the disks hold besides blocks, as HDFS derives it.
         non_dfs_used: Some(capacity.saturating_sub(dfs_used.saturating_add(remaining))),
-        admin_state: Some(0),
+        admin_state: Some(admin.proto()),
         ..Default::default()
     }
 }
@@ -147,7 +147,7 @@ fn info_proto(
 pub fn datanode_info(n: &DatanodeInfo) -> DatanodeInfoProto {
     info_proto(
         datanode_id(&n.id),
-        &n.rack,
+        (&n.rack, n.admin),
         n.capacity,
         n.dfs_used,
         n.remaining,
@@ -171,7 +171,7 @@ pub fn datanode_report_info(n: &DatanodeInfo) -> DatanodeInfoProto {
 pub fn node_info(n: &Node) -> DatanodeInfoProto {
     info_proto(
         datanode_id(&n.id),
-        &n.rack,
+        (&n.rack, n.admin),
         n.capacity(),
         n.dfs_used(),
         n.remaining(),

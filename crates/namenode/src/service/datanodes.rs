@@ -7,7 +7,7 @@ use tracing::{debug, info, warn};
 use super::ha::HaState;
 use super::locations::{DatanodeInfo, LocatedBlock, Location};
 use super::{Admitted, NameNodeService, Operation};
-use crate::blocks::registry::{Liveness, NodeId, NodeIx, StorageState, Transfer};
+use crate::blocks::registry::{AdminState, Liveness, NodeId, NodeIx, StorageState, Transfer};
 use crate::blocks::report::{ReplicaState, Reported};
 use crate::blocks::{BlockManager, Expected, ReportOutcome};
 use crate::clock::now_ms;
@@ -80,8 +80,10 @@ pub enum NodeFilter {
     All,
     Live,
     Dead,
-    /// A kind this NameNode does not track (decommissioning, …): nothing.
-    None,
+    /// Live and decommissioning (not yet decommissioned).
+    Decommissioning,
+    EnteringMaintenance,
+    InMaintenance,
 }
 
 /// The cluster's space and block health, for getFsStats.
@@ -159,6 +161,7 @@ impl NameNodeService {
             ip: ip.to_string(),
             ..reg.id
         };
+        let wanted = self.hosts_admit(&id)?;
         // The generation first, then (by the caller) the keys: a roll in between is sent
         // again at the next heartbeat rather than missed.
         let generation = self.tokens.generation();
@@ -172,6 +175,7 @@ impl NameNodeService {
         node.rack = reg.rack;
         // A node on a new rack may leave blocks on too few racks.
         mgr.needs_scan = true;
+        super::admin_states::set_admin(&mut mgr, ix, wanted, now_ms());
         info!(node = ix, uuid = %id.uuid, addr = %id.xfer_addr(), rack = %mgr.reg.get(ix).rack, "DataNode registered");
         Ok(id)
     }
@@ -421,7 +425,13 @@ impl NameNodeService {
                     NodeFilter::Live => !dead,
                     NodeFilter::Dead => dead,
                     NodeFilter::All => true,
-                    NodeFilter::None => false,
+                    NodeFilter::Decommissioning => !dead && n.admin == AdminState::Decommissioning,
+                    NodeFilter::EnteringMaintenance => {
+                        matches!(n.admin, AdminState::EnteringMaintenance { .. })
+                    }
+                    NodeFilter::InMaintenance => {
+                        matches!(n.admin, AdminState::InMaintenance { .. })
+                    }
                 }
             })
             .map(|(_, n)| DatanodeInfo::of(n))
@@ -460,10 +470,18 @@ impl NameNodeService {
         {
             let mut mgr = self.blocks.lock();
             for ix in mgr.reg.newly_dead(now, self.cfg.dead_interval_ms()) {
-                warn!(node = ix, uuid = %mgr.reg.get(ix).id.uuid, "DataNode declared dead");
+                let n = mgr.reg.get(ix);
+                if n.admin.maintenance_until().is_some() {
+                    // Gone for maintenance, as planned: its replicas still count until
+                    // the window ends.
+                    info!(node = ix, uuid = %n.id.uuid, "DataNode in maintenance is gone; its replicas are kept");
+                    continue;
+                }
+                warn!(node = ix, uuid = %n.id.uuid, "DataNode declared dead");
                 mgr.node_lost(ix);
                 mgr.needs_scan = true;
             }
+            self.end_expired_maintenance(&mut mgr, now);
         }
         self.check_startup_safe_mode(now);
         self.tokens.roll_if_due();
@@ -490,16 +508,26 @@ impl NameNodeService {
             dead_ms: self.cfg.dead_interval_ms(),
             pending_timeout_ms: 60_000,
             seed: now_ms() as u64,
+            maintenance_min: self.cfg.maintenance_replication_min,
+            max_streams: self.cfg.replication_max_streams,
         };
         let (mut ordered, mut deleted) = (0, 0);
-        mgr.begin_scan();
+        let live = mgr
+            .reg
+            .iter()
+            .filter(|(_, n)| n.liveness(ctx.now_ms, u64::MAX, ctx.dead_ms) != Liveness::Dead)
+            .count();
+        mgr.begin_scan(live.max(1) * self.cfg.replication_work_multiplier);
         let mut last: (u8, u16, Vec<u8>) = (u8::MAX, 0, Vec::new());
         for (id, slot) in ns.blocks() {
             let Some(e) = expected(&ns, id) else {
                 continue;
             };
             if !e.complete {
-                continue; // still being written: its pipeline decides
+                // Still being written: its pipeline decides, and a leaving node in it
+                // waits for it.
+                mgr.note_open_block(id);
+                continue;
             }
             let replication = ns.inode(slot).replication;
             let policy = ns.effective_storage_policy(slot);
@@ -520,7 +548,31 @@ impl NameNodeService {
                 Decision::Fine => {}
             }
         }
-        mgr.end_scan();
+        for ix in mgr.end_scan() {
+            let n = mgr.reg.get(ix);
+            info!(node = %n.id.xfer_addr(), state = ?n.admin, "DataNode no longer needed for any block");
+        }
+        let leaving: Vec<(String, u64)> = mgr
+            .reg
+            .iter()
+            .filter(|(_, n)| n.admin.leaving())
+            .map(|(_, n)| (n.id.xfer_addr(), n.leaving_blocks))
+            .collect();
+        if !leaving.is_empty() {
+            // Until they have left, scan again even if nothing else changes.
+            mgr.needs_scan = true;
+            // Why they have not, every half minute as HDFS's admin monitor says it.
+            let last = self
+                .leaving_logged_ms
+                .load(std::sync::atomic::Ordering::Relaxed);
+            if ctx.now_ms - last >= 30_000 {
+                self.leaving_logged_ms
+                    .store(ctx.now_ms, std::sync::atomic::Ordering::Relaxed);
+                for (node, blocks) in &leaving {
+                    info!(%node, blocks, "DataNode still leaving: blocks without enough replicas on nodes in service");
+                }
+            }
+        }
         (ordered, deleted)
     }
 }

@@ -78,6 +78,9 @@ pub struct NodeFacts {
     pub used: u64,
     pub remaining: u64,
     pub failed_volumes: u64,
+    pub admin: crate::blocks::registry::AdminState,
+    /// While leaving: blocks that still need its replicas.
+    pub leaving_blocks: u64,
 }
 
 /// The RPC server: its port, open connections, and every method's counters.
@@ -117,6 +120,8 @@ impl NodeFacts {
             used: live.clone().map(|s| s.dfs_used).sum(),
             remaining: live.map(|s| s.remaining).sum(),
             failed_volumes: n.storages.iter().filter(|s| s.failed).count() as u64,
+            admin: n.admin,
+            leaving_blocks: n.leaving_blocks,
         }
     }
 }

@@ -34,6 +34,9 @@ pub struct DatanodeInfo {
     pub storages: Vec<crate::blocks::registry::StorageState>,
     /// Its network location (`/default-rack` without a topology mapping).
     pub rack: String,
+    pub admin: crate::blocks::registry::AdminState,
+    /// While leaving: blocks still needing its replicas (see `Node::leaving_blocks`).
+    pub leaving_blocks: u64,
 }
 
 impl DatanodeInfo {
@@ -49,6 +52,8 @@ impl DatanodeInfo {
             blocks: n.blocks,
             storages: n.storages.clone(),
             rack: n.rack.clone(),
+            admin: n.admin,
+            leaving_blocks: n.leaving_blocks,
         }
     }
 }

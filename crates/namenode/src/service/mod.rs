@@ -17,6 +17,7 @@
 
 mod acls;
 mod admin_ops;
+mod admin_states;
 pub mod admission;
 mod background;
 mod cache;
@@ -148,6 +149,10 @@ pub struct NameNodeService {
     tokens: BlockTokens,
     /// Which rack each DataNode (and reader) is on.
     topology: crate::topology::Topology,
+    /// The hosts files as last read (start-up, `refreshNodes`).
+    host_rules: parking_lot::RwLock<crate::hosts::HostRules>,
+    /// When the replication scan last said which nodes are still leaving, and why.
+    leaving_logged_ms: std::sync::atomic::AtomicI64,
     /// Per-directory usage kept from the journal (`None` when off or without a journal).
     summary: Option<Arc<SummaryService>>,
     /// Paths waiting for their replicas to match their storage policy, and moves under way.
@@ -201,6 +206,12 @@ impl NameNodeService {
         }
         let tokens = BlockTokens::new(cfg.block_tokens, cfg.block_key_times);
         let topology = crate::topology::Topology::new(&cfg.topology);
+        let host_rules = parking_lot::RwLock::new(
+            admin_states::read_host_rules(&cfg.hosts).unwrap_or_else(|e| {
+                tracing::error!(error = %e, "cannot read the hosts files; every DataNode may join");
+                Default::default()
+            }),
+        );
         let summary_dir = summary_dir(&storage.name_dirs);
         let summary = storage
             .summary
@@ -261,6 +272,8 @@ impl NameNodeService {
             threshold_met_at: Mutex::new(None),
             blocks: Mutex::new(BlockManager::default()),
             topology,
+            host_rules,
+            leaving_logged_ms: Default::default(),
             tokens,
             summary,
             satisfier: Mutex::new(Default::default()),
