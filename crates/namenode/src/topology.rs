@@ -108,6 +108,12 @@ impl Topology {
         rack
     }
 
+    /// Whether every node is on the default rack (no mapping configured): then no rack
+    /// sets one node apart from another.
+    pub fn is_flat(&self) -> bool {
+        matches!(self.mapping, Mapping::Flat)
+    }
+
     /// The rack of `ip` if it is known without running anything: from the table, or from
     /// an earlier answer of the script.
     pub fn known(&self, ip: &str, host: &str) -> Option<String> {

@@ -135,6 +135,8 @@ enum Located<S> {
 #[derive(Clone, Copy)]
 struct Reader<'a> {
     ip: &'a str,
+    /// The reader's rack, when known (see [`NameNodeService::reader_rack`]).
+    rack: Option<&'a str>,
     now: i64,
     seed: u64,
 }
@@ -162,6 +164,7 @@ impl NameNodeService {
     ) {
         let Reader {
             ip: reader_ip,
+            rack: reader_rack,
             now,
             seed,
         } = reader;
@@ -180,9 +183,6 @@ impl NameNodeService {
                     .map(|r| (r.node, r.storage)),
             );
         }
-        // The reader's rack: its DataNode's, else what the mapping knows of its address.
-        let known = self.topology.known(reader_ip, "");
-        let reader_rack = mgr.reg.rack_of_ip(reader_ip).or(known.as_deref());
         sort_for_reader(
             &mgr.reg,
             locs,
@@ -191,6 +191,19 @@ impl NameNodeService {
             self.cfg.stale_interval_ms,
             seed,
         );
+    }
+
+    /// The rack of a reader at `ip`: its DataNode's, else what the topology mapping knows
+    /// of the address (never running a script on a client's call). None without a
+    /// mapping, where it would not change the order.
+    fn reader_rack(&self, mgr: &BlockManager, ip: &str) -> Option<String> {
+        if self.topology.is_flat() {
+            return None;
+        }
+        match mgr.reg.rack_of_ip(ip) {
+            Some(r) => Some(r.to_string()),
+            None => self.topology.known(ip, ""),
+        }
     }
 
     /// The block being written is as long as its finished replicas say, or as an hsync
@@ -272,6 +285,7 @@ impl NameNodeService {
         // One draw per call (an atomic add); each block mixes in its id, so equal replicas
         // still come in different orders from block to block.
         let call_seed = self.seed();
+        let rack = self.reader_rack(&mgr, who.ip());
         for (i, p) in placed.iter().enumerate() {
             let is_last = last_id.is_some() && i + 1 == placed.len();
             let being_written = range.under_construction && Some(p.block.id) == last_id;
@@ -283,6 +297,7 @@ impl NameNodeService {
             let block_seed = call_seed ^ p.block.id.wrapping_mul(0x9e37_79b9_7f4a_7c15);
             let reader = Reader {
                 ip: who.ip(),
+                rack: rack.as_deref(),
                 now,
                 seed: block_seed,
             };
@@ -310,6 +325,7 @@ impl NameNodeService {
         now: i64,
     ) -> LocatedBlocks {
         let mut locs = Vec::new();
+        let rack = self.reader_rack(mgr, reader_ip);
         let mut one = |p: &Placed, being_written: bool| {
             let p = if being_written {
                 Self::with_reported_len(mgr, p)
@@ -318,6 +334,7 @@ impl NameNodeService {
             };
             let reader = Reader {
                 ip: reader_ip,
+                rack: rack.as_deref(),
                 now,
                 seed: self.seed(),
             };
