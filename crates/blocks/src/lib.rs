@@ -119,6 +119,8 @@ pub struct BlockManager {
     orders_left: Option<usize>,
     /// The scan in progress's count of blocks each leaving node is still needed for.
     counting_leaving: HashMap<NodeIx, u64>,
+    /// The racks of live nodes, counted once per scan when a block first asks.
+    scan_racks: Option<usize>,
 }
 
 /// Complete blocks by health, as HDFS reports them (`getFsStats`, `dfsadmin -report`):
@@ -479,6 +481,7 @@ impl BlockManager {
         self.counting = Tally::default();
         self.orders_left = Some(orders);
         self.counting_leaving.clear();
+        self.scan_racks = None;
     }
 
     /// The scan saw every block: its count becomes the published one, and a leaving node
@@ -487,6 +490,7 @@ impl BlockManager {
     pub fn end_scan(&mut self) -> Vec<NodeIx> {
         self.tally = self.counting;
         self.orders_left = None;
+        self.scan_racks = None;
         let mut done = Vec::new();
         let ixs: Vec<NodeIx> = self.reg.iter().map(|(ix, _)| ix).collect();
         for ix in ixs {
@@ -708,10 +712,20 @@ impl BlockManager {
     }
 
     /// Whether the good replicas all sit on one rack while live nodes span several.
-    fn on_one_rack(&self, good: &[Replica], ctx: &ReplicationCtx) -> bool {
+    fn on_one_rack(&mut self, good: &[Replica], ctx: &ReplicationCtx) -> bool {
         let rack = |r: &Replica| self.reg.get(r.node).rack.as_str();
-        good.iter().all(|r| rack(r) == rack(&good[0]))
-            && self.reg.live_racks(ctx.now_ms, ctx.dead_ms) > 1
+        if !good.iter().all(|r| rack(r) == rack(&good[0])) {
+            return false;
+        }
+        // Every block of a one-rack cluster gets here: count the racks once per scan.
+        let racks = match self.scan_racks {
+            Some(n) => n,
+            None => self.reg.live_racks(ctx.now_ms, ctx.dead_ms),
+        };
+        if self.orders_left.is_some() {
+            self.scan_racks = Some(racks);
+        }
+        racks > 1
     }
 
     /// Which of `good` (storage types `types`) to delete to leave `wanted.replicas`, one
