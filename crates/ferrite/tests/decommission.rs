@@ -24,25 +24,7 @@ fn node_ip(i: usize) -> String {
 }
 
 fn datanode(root: &Path, nn: &str, i: usize) -> Proc {
-    let args: Vec<String> = [
-        "datanode",
-        "--namenode",
-        nn,
-        "--bind",
-        &node_ip(i),
-        "--port",
-        "0",
-        "--ipc-port",
-        "0",
-        "--data",
-        &root.join(format!("dn{i}")).display().to_string(),
-        "--conf",
-        "dfs.heartbeat.interval=1",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    spawn(&args)
+    common::datanode_at(root, nn, &node_ip(i), i)
 }
 
 /// A NameNode reading `hosts` (with `extra` keys), and four DataNodes.

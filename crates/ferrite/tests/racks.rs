@@ -23,25 +23,7 @@ fn rack_of_node(i: usize) -> &'static str {
 }
 
 fn datanode(root: &std::path::Path, nn: &str, i: usize) -> Proc {
-    let args: Vec<String> = [
-        "datanode",
-        "--namenode",
-        nn,
-        "--bind",
-        &node_ip(i),
-        "--port",
-        "0",
-        "--ipc-port",
-        "0",
-        "--data",
-        &root.join(format!("dn{i}")).display().to_string(),
-        "--conf",
-        "dfs.heartbeat.interval=1",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    spawn(&args)
+    common::datanode_at(root, nn, &node_ip(i), i)
 }
 
 /// Each block of `path`: the racks its replicas are on, by the NameNode's locations.

@@ -9,9 +9,9 @@ import re
 import time
 import urllib.request
 
-from conftest import FsShell, Server, stop
+from conftest import FsShell, stop
 from hdfs_native import Client, WriteOptions
-from test_ha import start_process
+from test_topology import start_hosts
 
 NODES = [f"127.0.1.{31 + i}" for i in range(3)]
 
@@ -28,22 +28,10 @@ def test_refresh_nodes_decommissions_an_excluded_node(workroot):
         "dfs.heartbeat.interval": "1",
         "dfs.namenode.redundancy.interval.seconds": "1",
     }
-    nn = start_process(w, "nn", ["namenode", "--port", "0", "--data", str(w / "nn")], keys)
-    url, http = nn.ready_line.split()[1:3]
-    dns = [
-        start_process(w, f"dn{i}", ["datanode", "--namenode", url.removeprefix("hdfs://"),
-                                    "--bind", ip, "--port", "0", "--ipc-port", "0",
-                                    "--data", str(w / f"dn{i}")], keys)
-        for i, ip in enumerate(NODES)
-    ]
-    server = Server(url, int(url.rsplit(":", 1)[1]), nn, w, others=dns, http=http)
+    server = start_hosts(w, keys, NODES)
+    state = f"{server.http}/jmx?qry=Hadoop:service=NameNode,name=FSNamesystemState"
     try:
-        state = f"{http}/jmx?qry=Hadoop:service=NameNode,name=FSNamesystemState"
-        deadline = time.time() + 30
-        while json.load(urllib.request.urlopen(state, timeout=5))["beans"][0]["NumLiveDataNodes"] < 3:
-            assert time.time() < deadline, "three DataNodes did not register"
-            time.sleep(0.2)
-        client = Client(url)
+        client = Client(server.url)
         with client.create("/dec/f", WriteOptions(replication=2, block_size=1024)) as f:
             f.write(b"d" * 10_000)
         victim = NODES[0]

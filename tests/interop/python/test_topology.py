@@ -17,6 +17,28 @@ from test_webhdfs import fsck
 RACKS = {f"127.0.1.{i + 1}": ("/dc1/rackA", "/dc1/rackB")[i // 2] for i in range(4)}
 
 
+def start_hosts(w, keys: dict, ips: list) -> Server:
+    """A Ferrite NameNode with `keys` and one DataNode process serving on each of `ips` (a
+    host of its own, as the NameNode sees it), once all have registered."""
+    nn = start_process(w, "nn", ["namenode", "--port", "0", "--data", str(w / "nn")], keys)
+    url, http = nn.ready_line.split()[1:3]
+    dns = [
+        start_process(w, f"dn{i}", ["datanode", "--namenode", url.removeprefix("hdfs://"),
+                                    "--bind", ip, "--port", "0", "--ipc-port", "0",
+                                    "--data", str(w / f"dn{i}")], keys)
+        for i, ip in enumerate(ips)
+    ]
+    server = Server(url, int(url.rsplit(":", 1)[1]), nn, w, others=dns, http=http)
+    state = f"{http}/jmx?qry=Hadoop:service=NameNode,name=FSNamesystemState"
+    deadline = time.time() + 30
+    while json.load(urllib.request.urlopen(state, timeout=5))["beans"][0]["NumLiveDataNodes"] < len(ips):
+        if time.time() > deadline:
+            stop(server)
+            raise AssertionError(f"{len(ips)} DataNodes did not register")
+        time.sleep(0.2)
+    return server
+
+
 def test_print_topology_and_fsck_show_the_racks(workroot):
     w = workroot / "topology"
     w.mkdir()
@@ -29,23 +51,9 @@ def test_print_topology_and_fsck_show_the_racks(workroot):
         "dfs.namenode.safemode.extension": "0",
         "dfs.heartbeat.interval": "1",
     }
-    nn = start_process(w, "nn", ["namenode", "--port", "0", "--data", str(w / "nn")], keys)
-    url = nn.ready_line.split()[1]
-    dns = [
-        start_process(w, f"dn{i}", ["datanode", "--namenode", url.removeprefix("hdfs://"),
-                                    "--bind", ip, "--port", "0", "--ipc-port", "0",
-                                    "--data", str(w / f"dn{i}")], keys)
-        for i, ip in enumerate(RACKS)
-    ]
-    http = nn.ready_line.split()[2]
-    server = Server(url, int(url.rsplit(":", 1)[1]), nn, w, others=dns, http=http)
+    server = start_hosts(w, keys, list(RACKS))
     try:
-        state = f"{http}/jmx?qry=Hadoop:service=NameNode,name=FSNamesystemState"
-        deadline = time.time() + 30
-        while json.load(urllib.request.urlopen(state, timeout=5))["beans"][0]["NumLiveDataNodes"] < 4:
-            assert time.time() < deadline, "four DataNodes did not register"
-            time.sleep(0.2)
-        client = Client(url)
+        client = Client(server.url)
         with client.create("/racks/f", WriteOptions(replication=3)) as f:
             f.write(b"r" * 5000)
         [topo] = FsShell(server, w).run(["dfsadmin", "-printTopology"])

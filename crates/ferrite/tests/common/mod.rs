@@ -58,6 +58,30 @@ pub fn spawn(args: &[String]) -> Proc {
     }
 }
 
+/// A DataNode process of the NameNode at `nn` (`host:port`) serving on address `ip`, so
+/// the NameNode sees it as a host of its own, with its data in `root/dn<i>`.
+pub fn datanode_at(root: &Path, nn: &str, ip: &str, i: usize) -> Proc {
+    let args: Vec<String> = [
+        "datanode",
+        "--namenode",
+        nn,
+        "--bind",
+        ip,
+        "--port",
+        "0",
+        "--ipc-port",
+        "0",
+        "--data",
+        &root.join(format!("dn{i}")).display().to_string(),
+        "--conf",
+        "dfs.heartbeat.interval=1",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    spawn(&args)
+}
+
 /// The JSON document at `path` of the HTTP server at `http`, over plain HTTP/1.0.
 pub fn http_json(http: SocketAddr, path: &str) -> serde_json::Value {
     use std::io::{Read, Write};
