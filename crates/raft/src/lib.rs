@@ -8,6 +8,7 @@
 //! them. Raft decides order and durability; what the bytes mean is the namespace's.
 
 mod contact;
+mod election;
 mod log_disk;
 mod log_store;
 mod network;
@@ -139,5 +140,9 @@ pub async fn start(
         acks: acks.clone(),
     };
     let raft = Raft::new(id, Arc::new(config), network, log, state.clone()).await?;
+    tokio::spawn(election::stand_again_after_split_votes(
+        raft.clone(),
+        timing.clone(),
+    ));
     Ok(Member { raft, state, acks })
 }

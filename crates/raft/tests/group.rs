@@ -103,7 +103,17 @@ async fn leader(nodes: &BTreeMap<NodeId, Node>) -> NodeId {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("no leader agreed on");
+    let states: Vec<String> = nodes
+        .iter()
+        .map(|(id, n)| {
+            let m = n.member.raft.metrics().borrow().clone();
+            format!(
+                "node {id}: {:?} term {} leader {:?} vote {:?} last log {:?}",
+                m.state, m.current_term, m.current_leader, m.vote, m.last_log_index
+            )
+        })
+        .collect();
+    panic!("no leader agreed on: {states:#?}");
 }
 
 async fn write(nodes: &BTreeMap<NodeId, Node>, leader: NodeId, from: u32, to: u32) {

@@ -41,6 +41,10 @@ pub struct RaftOptions {
     pub proposals: u64,
     pub faults: bool,
     pub echo: bool,
+    /// Every node gets the same election timeout (openraft draws one per node): nodes that
+    /// start in the same instant then stand in the same instant, the worst case for split
+    /// votes.
+    pub one_election_timeout: bool,
 }
 
 impl Default for RaftOptions {
@@ -50,6 +54,7 @@ impl Default for RaftOptions {
             proposals: 200,
             faults: true,
             echo: false,
+            one_election_timeout: false,
         }
     }
 }
@@ -157,12 +162,16 @@ impl Applier for Applied {
     }
 }
 
-fn timing() -> Timing {
-    Timing {
+fn timing(one_election_timeout: bool) -> Timing {
+    let mut t = Timing {
         // Small, so runs take snapshots, purge and send snapshots to nodes left behind.
         snapshot_every: 40,
         ..Timing::default()
+    };
+    if one_election_timeout {
+        t.election_max = t.election_min + Duration::from_millis(1);
     }
+    t
 }
 
 fn members(nodes: usize) -> BTreeMap<NodeId, BasicNode> {
@@ -177,7 +186,7 @@ fn members(nodes: usize) -> BTreeMap<NodeId, BasicNode> {
 /// One life of node `id`, on the disk its earlier lives left.
 async fn node_life(
     id: NodeId,
-    nodes: usize,
+    opts: RaftOptions,
     disk: MemoryDisk,
     sockets: Arc<Sockets>,
     shared: Shared,
@@ -188,9 +197,10 @@ async fn node_life(
         shared: shared.clone(),
         entries: Vec::new(),
     };
+    let nodes = opts.nodes;
     let member = ferrite_raft::start(
         id,
-        &timing(),
+        &timing(opts.one_election_timeout),
         Box::new(disk),
         Box::new(applied),
         Arc::new(SimDial(Some(sockets.clone()))),
@@ -265,7 +275,12 @@ pub(crate) async fn watch_leaders(
 /// The checker: waits for the proposals, has the run heal every fault, then waits for the
 /// group to agree and checks every acknowledged batch.
 async fn checker(shared: Shared, opts: RaftOptions) -> turmoil::Result {
+    let start = tokio::time::Instant::now();
     while shared.history.lock().proposed < opts.proposals {
+        if shared.history.lock().proposed == 0 && start.elapsed() > CONVERGE_WITHIN {
+            shared.find(format!("no leader took a batch in {CONVERGE_WITHIN:?}"));
+            return Ok(());
+        }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     shared.healed.store(true, Ordering::SeqCst);
@@ -328,10 +343,16 @@ pub fn run_raft_seed(seed: u64, opts: &RaftOptions) -> Report {
     let hosts = Hosts::default();
     for (i, disk) in disks.iter().enumerate() {
         let id = i as NodeId + 1;
-        let (disk, shared, nodes) = (disk.clone(), shared.clone(), opts.nodes);
+        let (disk, shared, node_opts) = (disk.clone(), shared.clone(), opts.clone());
         let sockets = hosts.sockets(&host(id));
         sim.host(host(id), move || {
-            node_life(id, nodes, disk.clone(), sockets.clone(), shared.clone())
+            node_life(
+                id,
+                node_opts.clone(),
+                disk.clone(),
+                sockets.clone(),
+                shared.clone(),
+            )
         });
     }
     sim.client("check", checker(shared.clone(), opts.clone()));

@@ -37,3 +37,21 @@ fn a_raft_seed_replays_exactly() {
     assert_eq!(a.trace, b.trace);
     assert_eq!(a.simulated, b.simulated);
 }
+
+/// Three nodes that start in the same instant with the same election timeout stand in the
+/// same instant (every node initializes the group, so all three stand at once): every vote
+/// splits unless a repeated election waits a fresh random time. No faults, whose restarts
+/// would put the nodes out of step and hide it.
+#[test]
+fn nodes_with_one_election_timeout_started_together_still_elect() {
+    let opts = RaftOptions {
+        one_election_timeout: true,
+        proposals: 100,
+        faults: false,
+        ..RaftOptions::default()
+    };
+    for seed in 0..5 {
+        let r = run_raft_seed(seed, &opts);
+        assert!(r.findings.is_empty(), "seed {seed}: {:?}", r.findings);
+    }
+}
