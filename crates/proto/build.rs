@@ -15,6 +15,7 @@ fn main() {
         "proto/datatransfer.proto",
         "proto/ClientDatanodeProtocol.proto",
         "proto/InterDatanodeProtocol.proto",
+        "proto/NamenodeProtocol.proto",
         "proto/FerriteBlockToken.proto",
         "proto/FerriteSummary.proto",
         "proto/FerriteDataNode.proto",

@@ -6,6 +6,7 @@ mod common;
 
 use std::time::Duration;
 
+use common::disk::SmallDisk;
 use common::ha::{
     active, datanode, every_namenode_holds, ha_keys, is_standby, make_standby, namenode,
     start_group, Load, NAMES,
@@ -189,46 +190,6 @@ async fn a_rolling_restart_under_load_fails_no_call() {
 
 /// A tmpfs of `mib` MiB mounted at `dir` for a test's life (unmounted when dropped): a
 /// disk that can be filled without touching the machine's own.
-struct SmallDisk(std::path::PathBuf);
-
-impl SmallDisk {
-    fn mount(dir: &std::path::Path, mib: u64) -> SmallDisk {
-        std::fs::create_dir_all(dir).unwrap();
-        let ok = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
-            .arg(dir)
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(
-            ok,
-            "mounting a tmpfs at {} (the tests run as root)",
-            dir.display()
-        );
-        SmallDisk(dir.to_path_buf())
-    }
-
-    /// Fills the disk to the last byte.
-    fn fill(&self) {
-        use std::io::Write;
-        let mut f = std::fs::File::create(self.0.join("ballast")).unwrap();
-        let chunk = vec![0u8; 1 << 16];
-        while f.write_all(&chunk).is_ok() {}
-        let _ = f.sync_all();
-    }
-
-    fn free(&self) {
-        std::fs::remove_file(self.0.join("ballast")).unwrap();
-    }
-}
-
-impl Drop for SmallDisk {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg("-l")
-            .arg(&self.0)
-            .status();
-    }
-}
 
 /// Whether process `p` exits within 30 s.
 async fn stops(p: &mut Proc) -> bool {

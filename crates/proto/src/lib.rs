@@ -19,10 +19,16 @@ pub mod hdfs {
     pub mod datanode {
         include!(concat!(env!("OUT_DIR"), "/hadoop.hdfs.datanode.rs"));
     }
+
+    pub mod namenode {
+        include!(concat!(env!("OUT_DIR"), "/hadoop.hdfs.namenode.rs"));
+    }
 }
 
 /// `hadoop.hdfs.datanode`: DatanodeProtocol (DataNode → NameNode) messages.
 pub use hdfs::datanode;
+/// `hadoop.hdfs.namenode`: NamenodeProtocol (Balancer, Mover → NameNode) messages.
+pub use hdfs::namenode;
 
 /// `ferrite`: Ferrite's own messages (the block token identifier, the summary protocol).
 pub mod ferrite {

@@ -307,42 +307,12 @@ pub struct JavaLoad {
 impl JavaLoad {
     /// Starts the load against the nameservice the `conf` keys describe.
     pub fn start(threads: usize, conf: &[String]) -> JavaLoad {
-        let java = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop/java");
-        let cp = std::fs::read_to_string(java.join("target/cp.txt")).unwrap_or_else(|e| {
-            panic!("the interop jar's classpath (built by scripts/test.sh): {e}")
-        });
-        let dir = tempfile::tempdir().unwrap();
-        let mut keys: Vec<(String, String)> = conf
-            .iter()
-            .filter_map(|kv| kv.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        keys.push((
-            "dfs.client.failover.proxy.provider.test".into(),
-            "org.apache.hadoop.hdfs.server.namenode.ha.ConfiguredFailoverProxyProvider".into(),
-        ));
-        let body: String = keys
-            .iter()
-            .map(|(k, v)| format!("<property><name>{k}</name><value>{v}</value></property>"))
-            .collect();
-        std::fs::write(
-            dir.path().join("hdfs-site.xml"),
-            format!("<?xml version=\"1.0\"?><configuration>{body}</configuration>\n"),
-        )
-        .unwrap();
-        std::fs::write(
-            dir.path().join("log4j.properties"),
-            "log4j.rootLogger=WARN,stderr\nlog4j.appender.stderr=org.apache.log4j.ConsoleAppender\nlog4j.appender.stderr.Target=System.err\nlog4j.appender.stderr.layout=org.apache.log4j.PatternLayout\nlog4j.appender.stderr.layout.ConversionPattern=%d %p %c: %m%n\n",
-        )
-        .unwrap();
-        let classpath = format!(
-            "{}:{}:{}",
-            dir.path().display(),
-            java.join("target/classes").display(),
-            cp.trim()
+        let mut keys = conf.to_vec();
+        keys.push(
+            "dfs.client.failover.proxy.provider.test=org.apache.hadoop.hdfs.server.namenode.ha.ConfiguredFailoverProxyProvider".into(),
         );
-        let child = std::process::Command::new("java")
-            .args(["-Djava.net.preferIPv4Stack=true", "-cp", &classpath])
+        let (mut java, dir) = super::java::hadoop_java(&keys);
+        let child = java
             .args([
                 "ferrite.interop.HaLoad",
                 "hdfs://test",

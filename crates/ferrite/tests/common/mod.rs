@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use ferrite_client::{CreateOptions, FileSystem};
 
+pub mod disk;
 pub mod ha;
+pub mod java;
 
 pub const BLOCK: u64 = 1024;
 
@@ -61,7 +63,12 @@ pub fn spawn(args: &[String]) -> Proc {
 /// A DataNode process of the NameNode at `nn` (`host:port`) serving on address `ip`, so
 /// the NameNode sees it as a host of its own, with its data in `root/dn<i>`.
 pub fn datanode_at(root: &Path, nn: &str, ip: &str, i: usize) -> Proc {
-    let args: Vec<String> = [
+    datanode_with(root, nn, ip, i, &[])
+}
+
+/// [`datanode_at`] with configuration keys of its own (`key=value`).
+pub fn datanode_with(root: &Path, nn: &str, ip: &str, i: usize, conf: &[&str]) -> Proc {
+    let mut args: Vec<String> = [
         "datanode",
         "--namenode",
         nn,
@@ -79,6 +86,10 @@ pub fn datanode_at(root: &Path, nn: &str, ip: &str, i: usize) -> Proc {
     .iter()
     .map(|s| s.to_string())
     .collect();
+    for kv in conf {
+        args.push("--conf".into());
+        args.push(kv.to_string());
+    }
     spawn(&args)
 }
 

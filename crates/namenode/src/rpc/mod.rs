@@ -7,6 +7,7 @@
 pub mod absent_features;
 pub mod acls;
 pub mod admin;
+pub mod balancer;
 pub mod blocks;
 pub mod cache;
 pub mod client;
@@ -128,6 +129,7 @@ pub fn router(state: Nn) -> Router<NameNodeService> {
     storage_policies::register(&mut r);
     snapshots::register(&mut r);
     ha_admin::register(&mut r);
+    balancer::register(&mut r);
     // NamenodeProtocol: NNThroughputBenchmark asks for the block pool id this way.
     r.op(
         NAMENODE_PROTOCOL,

@@ -216,6 +216,13 @@ operations! {
     // NamenodeProtocol and DatanodeProtocol (DataNodes are not users; their calls are
     // checked by registration).
     VersionRequest = "versionRequest" => READ,
+    // What Hadoop's Balancer and Mover ask (NamenodeProtocol): the superuser's, as on HDFS.
+    GetBlocks = "getBlocks" => ADMIN,
+    GetBlockKeys = "getBlockKeys" => ADMIN,
+    GetTransactionId = "getTransactionId" => ADMIN,
+    GetMostRecentCheckpointTxId = "getMostRecentCheckpointTxId" => ADMIN,
+    IsUpgradeFinalized = "isUpgradeFinalized" => ADMIN,
+    IsRollingUpgrade = "isRollingUpgrade" => ADMIN,
     RegisterDatanode = "registerDatanode" => READ,
     SendHeartbeat = "sendHeartbeat" => READ,
     BlockReport = "blockReport" => READ,

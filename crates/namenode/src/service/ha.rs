@@ -83,6 +83,11 @@ impl Operation {
         matches!(
             self,
             Operation::VersionRequest
+                | Operation::GetBlockKeys
+                | Operation::GetTransactionId
+                | Operation::GetMostRecentCheckpointTxId
+                | Operation::IsUpgradeFinalized
+                | Operation::IsRollingUpgrade
                 | Operation::RegisterDatanode
                 | Operation::SendHeartbeat
                 | Operation::BlockReport

@@ -20,6 +20,7 @@ mod admin_ops;
 mod admin_states;
 pub mod admission;
 mod background;
+pub mod balancing;
 mod cache;
 mod datanodes;
 pub mod facts;

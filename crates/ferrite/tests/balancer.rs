@@ -1,0 +1,216 @@
+//! Balancing on separate hosts: three DataNodes, each on its own loopback address and its
+//! own small disk (a tmpfs, so that a node's use is a share of something), filled with
+//! blocks; two empty ones join, and Hadoop 3.4.1's own Balancer (`hdfs balancer`, run
+//! from the interop jar's classpath) levels them through NamenodeProtocol and the
+//! DataNodes' REPLACE_BLOCK / COPY_BLOCK. Readers run throughout, and no block is ever
+//! seen with fewer replicas than it should have.
+
+mod common;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::disk::SmallDisk;
+use common::{spawn, Proc};
+use ferrite_client::{CreateOptions, FileSystem};
+use ferrite_proto::hdfs::DatanodeReportTypeProto;
+
+const MIB: u64 = 1 << 20;
+/// Each DataNode's disk.
+const DISK_MIB: u64 = 40;
+
+fn node_ip(i: usize) -> String {
+    format!("127.0.1.{}", 41 + i)
+}
+
+fn namenode(root: &Path) -> Proc {
+    let mut args = vec![
+        "namenode".to_string(),
+        "--port".into(),
+        "0".into(),
+        "--data".into(),
+        root.join("nn").display().to_string(),
+    ];
+    for k in [
+        "dfs.namenode.safemode.extension=0",
+        "dfs.heartbeat.interval=1",
+        "dfs.namenode.redundancy.interval.seconds=1",
+        // Hadoop's Balancer signs its moves itself, with the exported keys, in Hadoop's
+        // token format; Ferrite's DataNodes read only Ferrite's. Off, as HDFS's default.
+        "dfs.block.access.token.enable=false",
+    ] {
+        args.push("--conf".into());
+        args.push(k.into());
+    }
+    spawn(&args)
+}
+
+/// DataNode `i` on its own address and its own small disk.
+fn datanode(root: &Path, nn: &str, i: usize, disks: &mut Vec<SmallDisk>) -> Proc {
+    disks.push(SmallDisk::mount(&root.join(format!("dn{i}")), DISK_MIB));
+    // Room is promised a whole block of the DataNode's size when a write starts.
+    common::datanode_with(root, nn, &node_ip(i), i, &["dfs.blocksize=1048576"])
+}
+
+async fn wait_live(fs: &FileSystem, n: usize) {
+    for _ in 0..100 {
+        if fs.live_datanodes().await.unwrap().len() == n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{n} DataNodes did not register");
+}
+
+/// Each live node's use of its disk by blocks, in percent, by address.
+async fn utilization(fs: &FileSystem) -> Vec<(String, f64)> {
+    let mut out: Vec<(String, f64)> = fs
+        .datanode_report(DatanodeReportTypeProto::Live)
+        .await
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let used = d.dfs_used.unwrap_or(0) as f64;
+            let cap = d.capacity.unwrap_or(1).max(1) as f64;
+            (d.id.ip_addr.clone(), used * 100.0 / cap)
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// Polls every file's blocks until stopped; returns the fewest replicas any block showed
+/// (and where), so a move that dropped a copy before its new one counted is caught.
+fn replica_watch(
+    fs: &FileSystem,
+    files: &[String],
+    stop: &Arc<AtomicBool>,
+) -> tokio::task::JoinHandle<(usize, String)> {
+    let (fs, files, stop) = (fs.clone(), files.to_vec(), stop.clone());
+    tokio::spawn(async move {
+        let mut fewest = (usize::MAX, String::new());
+        while !stop.load(Ordering::SeqCst) {
+            for path in &files {
+                for b in fs.block_locations(path).await.unwrap().blocks {
+                    if b.locs.len() < fewest.0 {
+                        fewest = (b.locs.len(), format!("{path} block {}", b.b.block_id));
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        fewest
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hadoops_balancer_levels_two_new_nodes_while_reads_go_on() {
+    let root = tempfile::tempdir().unwrap();
+    let mut disks = Vec::new();
+    let nn = namenode(root.path());
+    let addr = nn.ready.trim_start_matches("hdfs://").to_string();
+    let mut dns: Vec<Proc> = (0..3)
+        .map(|i| datanode(root.path(), &addr, i, &mut disks))
+        .collect();
+    let fs = FileSystem::connect(&nn.ready).await.unwrap();
+    wait_live(&fs, 3).await;
+
+    // 36 one-MiB blocks of two replicas on three 40 MiB disks: 24 MiB, 60%, on each.
+    let opts = CreateOptions {
+        replication: Some(2),
+        block_size: Some(MIB),
+        ..Default::default()
+    };
+    let mut files = Vec::new();
+    for f in 0..12 {
+        let path = format!("/data/f{f}");
+        let mut w = fs.create(&path, &opts).await.unwrap();
+        w.write(&common::data(3 * MIB as usize, f)).await.unwrap();
+        w.close().await.unwrap();
+        files.push(path);
+    }
+    dns.push(datanode(root.path(), &addr, 3, &mut disks));
+    dns.push(datanode(root.path(), &addr, 4, &mut disks));
+    wait_live(&fs, 5).await;
+    // The new nodes' first heartbeats carry their space; wait until all five are counted.
+    for _ in 0..50 {
+        if utilization(&fs).await.iter().all(|(_, u)| u.is_finite()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let before = utilization(&fs).await;
+    assert!(before.iter().any(|(_, u)| *u < 1.0), "{before:?}");
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let watch = replica_watch(&fs, &files, &stop);
+    let reading = {
+        let (fs, files, stop) = (fs.clone(), files.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut reads = 0u64;
+            while !stop.load(Ordering::SeqCst) {
+                let f = reads as usize % files.len();
+                let got = common::get(&fs, &files[f]).await;
+                assert_eq!(
+                    got,
+                    common::data(3 * MIB as usize, f as u64),
+                    "{}",
+                    files[f]
+                );
+                reads += 1;
+            }
+            reads
+        })
+    };
+
+    let (mut java, _conf) = common::java::hadoop_java(&[
+        format!("fs.defaultFS={}", nn.ready),
+        // Ferrite's test blocks are 1 MiB; Hadoop's Balancer skips blocks under 10 MiB.
+        "dfs.balancer.getBlocks.min-block-size=1024".into(),
+        // Its lock file (/system/balancer.id) must fit on the small disks.
+        "dfs.blocksize=1048576".into(),
+        // Its pause between rounds is two heartbeats and a redundancy interval.
+        "dfs.heartbeat.interval=1".into(),
+        "dfs.namenode.redundancy.interval.seconds=1".into(),
+    ]);
+    let out = tokio::task::spawn_blocking(move || {
+        java.args(["ferrite.interop.RunBalancer", "-threshold", "10"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "the Balancer failed: {text}");
+    assert!(
+        text.contains("The cluster is balanced. Exiting..."),
+        "{text}"
+    );
+
+    stop.store(true, Ordering::SeqCst);
+    let reads = reading.await.unwrap();
+    let (fewest, which) = watch.await.unwrap();
+    assert!(reads > 0);
+    assert!(fewest >= 2, "{which} was down to {fewest} replicas");
+
+    // Every node within the threshold of the mean (the Balancer's own measure).
+    let after = utilization(&fs).await;
+    let mean = after.iter().map(|(_, u)| u).sum::<f64>() / after.len() as f64;
+    for (ip, u) in &after {
+        assert!(
+            (u - mean).abs() <= 10.0,
+            "{ip} at {u:.1}%, mean {mean:.1}%: {after:?}"
+        );
+    }
+    // The Balancer's lock file is gone, so another may run.
+    assert!(fs.status("/system/balancer.id").await.unwrap().is_none());
+    drop(dns);
+    drop(nn);
+    drop(disks);
+}
