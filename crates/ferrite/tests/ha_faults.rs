@@ -188,9 +188,6 @@ async fn a_rolling_restart_under_load_fails_no_call() {
     every_namenode_holds(&rpcs, &expected).await;
 }
 
-/// A tmpfs of `mib` MiB mounted at `dir` for a test's life (unmounted when dropped): a
-/// disk that can be filled without touching the machine's own.
-
 /// Whether process `p` exits within 30 s.
 async fn stops(p: &mut Proc) -> bool {
     for _ in 0..300 {

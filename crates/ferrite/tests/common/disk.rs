@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+/// A tmpfs of some MiB mounted at a directory for a test's life: a disk that can be
+/// filled without touching the machine's own.
 pub struct SmallDisk(PathBuf);
 
 impl SmallDisk {

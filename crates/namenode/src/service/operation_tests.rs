@@ -1607,3 +1607,71 @@ async fn safe_mode_refuses_a_read_of_a_block_with_no_known_replica() {
     received(&nn, &gone, 100);
     assert!(read("/gone").await.is_ok(), "reported again");
 }
+
+/// NamenodeProtocol.getBlocks, as Hadoop's Balancer asks it.
+#[tokio::test]
+async fn get_blocks_lists_a_nodes_complete_blocks_with_their_places_up_to_the_size() {
+    use super::balancing::BlocksWanted;
+    let nn = three_datanodes().await;
+    for i in 0..4 {
+        write_file(&nn, ALICE, &format!("/f{i}"), 1000 + i).await;
+    }
+    // A block still being written is never moved.
+    let open = first_block(&nn, "/open").await;
+    received(&nn, &open, 10);
+    let want = |size, min_block_size, hot_ms| BlocksWanted {
+        uuid: "dn-0".into(),
+        xfer_addr: "127.0.0.1:9866".into(),
+        size,
+        min_block_size,
+        hot_ms,
+        storage_type: None,
+    };
+    let su = by(&nn, SU, Operation::GetBlocks);
+    let all = nn.blocks_of_node(&su, &want(u64::MAX, 0, 0)).unwrap();
+    assert_eq!(all.len(), 4, "{all:?}");
+    assert!(all.iter().all(|b| b.id != open.block.id));
+    for b in &all {
+        assert_eq!(b.places.len(), 3, "{b:?}");
+        assert!(b.places.iter().any(|(node, _, _)| node == "dn-0"));
+        assert!(b
+            .places
+            .iter()
+            .all(|(_, storage, ty)| storage.starts_with("DS-") && *ty == 1));
+    }
+    // It stops once the blocks add up to the size asked for.
+    assert_eq!(nn.blocks_of_node(&su, &want(1, 0, 0)).unwrap().len(), 1);
+    // Blocks under the minimum size, and blocks of files changed lately, are left out.
+    let big = nn.blocks_of_node(&su, &want(u64::MAX, 1002, 0)).unwrap();
+    assert!(
+        big.iter().all(|b| b.len >= 1002) && big.len() == 2,
+        "{big:?}"
+    );
+    assert!(nn
+        .blocks_of_node(&su, &want(u64::MAX, 0, 3_600_000))
+        .unwrap()
+        .is_empty());
+
+    // HDFS's refusals.
+    let e = nn.blocks_of_node(&su, &want(0, 0, 0)).unwrap_err();
+    assert_eq!(e.to_string(), "Unexpected not positive size: 0");
+    let mut stranger = want(10, 0, 0);
+    stranger.uuid = "dn-9".into();
+    stranger.xfer_addr = "10.0.0.9:9866".into();
+    let e = nn.blocks_of_node(&su, &stranger).unwrap_err();
+    assert_eq!(e.to_string(), "Datanode 10.0.0.9:9866 not found.");
+    let e = nn
+        .admit(ALICE, "127.0.0.1", Operation::GetBlocks)
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("Superuser privilege is required"),
+        "{e}"
+    );
+    nn.set_safe_mode(true);
+    let e = nn.blocks_of_node(&su, &want(10, 0, 0)).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("Cannot execute getBlocks. Name node is in safe mode."),
+        "{e}"
+    );
+}
