@@ -13,6 +13,7 @@ use bytes::Bytes;
 use ferrite_proto::common::TokenProto;
 use ferrite_proto::hdfs::{BlockKeyProto, ExportedBlockKeysProto};
 
+use crate::hadoop::{hadoop_signature_matches, HadoopTokenId};
 use crate::identifier::{signature_matches, BlockTokenId, Token};
 use crate::runs::{groups, runs_of, MAX_RUNS};
 use crate::{Modes, TokenError};
@@ -279,7 +280,16 @@ impl KeyRing {
         let token = token
             .filter(|t| !t.identifier.is_empty())
             .ok_or(TokenError::Missing)?;
-        let id = BlockTokenId::decode(&token.identifier)?;
+        let id = match BlockTokenId::decode(&token.identifier) {
+            Ok(id) => id,
+            // Not Ferrite's: perhaps one a Hadoop tool signed with the exported keys.
+            Err(e) => {
+                return match HadoopTokenId::decode(&token.identifier) {
+                    Ok(h) => self.check_hadoop(&h, token, now_ms, pool, block_id, want),
+                    Err(_) => Err(e),
+                }
+            }
+        };
         let key = self
             .keys
             .get(&id.key_id)
@@ -288,22 +298,34 @@ impl KeyRing {
         if !signature_matches(&key.secret, &token.identifier, pool, &token.password) {
             return Err(TokenError::BadSignature(id.key_id));
         }
-        if id.expiry_ms <= now_ms {
-            return Err(TokenError::Expired {
-                expiry_ms: id.expiry_ms,
-                now_ms,
-            });
-        }
         if !id.covers(block_id) {
             return Err(TokenError::NotCovered(block_id));
         }
-        if !id.modes.contains(want) {
-            return Err(TokenError::WrongMode {
-                have: id.modes,
-                want,
-            });
+        granted(id.expiry_ms, id.modes, now_ms, want)
+    }
+
+    /// [`KeyRing::check`] for a token in Hadoop's format: signed over its identifier
+    /// alone, which names its pool and its one block.
+    fn check_hadoop(
+        &self,
+        id: &HadoopTokenId,
+        token: &TokenProto,
+        now_ms: u64,
+        pool: &str,
+        block_id: u64,
+        want: Modes,
+    ) -> Result<(), TokenError> {
+        let key = self
+            .keys
+            .get(&id.key_id)
+            .ok_or(TokenError::UnknownKey(id.key_id))?;
+        if !hadoop_signature_matches(&key.secret, &token.identifier, &token.password) {
+            return Err(TokenError::BadSignature(id.key_id));
         }
-        Ok(())
+        if id.pool != pool || id.block_id != block_id {
+            return Err(TokenError::NotCovered(block_id));
+        }
+        granted(id.expiry_ms, id.modes, now_ms, want)
     }
 
     /// A token this DataNode signs itself, for the copies it starts (replication, a
@@ -330,6 +352,17 @@ impl KeyRing {
         );
         Ok(Token::sign(id.encode(), grant.pool, &key.secret).to_proto())
     }
+}
+
+/// The checks every signed token passes last: not expired, and allowing `want`.
+fn granted(expiry_ms: u64, modes: Modes, now_ms: u64, want: Modes) -> Result<(), TokenError> {
+    if expiry_ms <= now_ms {
+        return Err(TokenError::Expired { expiry_ms, now_ms });
+    }
+    if !modes.contains(want) {
+        return Err(TokenError::WrongMode { have: modes, want });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -12,7 +12,9 @@
 //! - [`runs`]: the compact block-id set inside an identifier.
 //! - [`identifier`]: the identifier's fields and wire form, and signing.
 //! - [`keys`]: the NameNode's rolling key manager and the DataNode's key ring and checks.
+//! - [`hadoop`]: tokens in Hadoop's own format, which Hadoop's Balancer and Mover sign.
 
+mod hadoop;
 mod identifier;
 pub mod keys;
 mod runs;

@@ -2,8 +2,9 @@
 //! own small disk (a tmpfs, so that a node's use is a share of something), filled with
 //! blocks; two empty ones join, and Hadoop 3.4.1's own Balancer (`hdfs balancer`, run
 //! from the interop jar's classpath) levels them through NamenodeProtocol and the
-//! DataNodes' REPLACE_BLOCK / COPY_BLOCK. Readers run throughout, and no block is ever
-//! seen with fewer replicas than it should have.
+//! DataNodes' REPLACE_BLOCK / COPY_BLOCK, signing each move with the block keys it got
+//! from `getBlockKeys` (block tokens are on, Ferrite's default). Readers run throughout,
+//! and no block is ever seen with fewer replicas than it should have.
 
 mod common;
 
@@ -37,9 +38,6 @@ fn namenode(root: &Path) -> Proc {
         "dfs.namenode.safemode.extension=0",
         "dfs.heartbeat.interval=1",
         "dfs.namenode.redundancy.interval.seconds=1",
-        // Hadoop's Balancer signs its moves itself, with the exported keys, in Hadoop's
-        // token format; Ferrite's DataNodes read only Ferrite's. Off, as HDFS's default.
-        "dfs.block.access.token.enable=false",
     ] {
         args.push("--conf".into());
         args.push(k.into());
