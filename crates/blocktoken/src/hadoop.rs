@@ -15,7 +15,7 @@ use crate::{Modes, TokenError};
 /// What a Hadoop block token says (the storage types and ids it may carry are not checked
 /// by Ferrite's DataNodes, which place a moved replica by the op's own storage type).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HadoopTokenId {
+pub(crate) struct HadoopTokenId {
     pub expiry_ms: u64,
     pub key_id: u32,
     pub user: String,
@@ -26,7 +26,7 @@ pub struct HadoopTokenId {
 
 impl HadoopTokenId {
     /// Reads the Writable form; anything cut short or out of range is malformed.
-    pub fn decode(bytes: &[u8]) -> Result<Self, TokenError> {
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, TokenError> {
         let mut r = Reader(bytes);
         let expiry = r.vlong()?;
         let key_id = r.vlong()?;
@@ -59,7 +59,7 @@ impl HadoopTokenId {
 }
 
 /// Whether `password` is the HMAC-SHA1 of `identifier` under `secret`, as Hadoop signs.
-pub fn hadoop_signature_matches(secret: &[u8], identifier: &[u8], password: &[u8]) -> bool {
+pub(crate) fn hadoop_signature_matches(secret: &[u8], identifier: &[u8], password: &[u8]) -> bool {
     let mut mac = Hmac::<Sha1>::new_from_slice(secret).expect("HMAC takes any key length");
     mac.update(identifier);
     mac.verify_slice(password).is_ok()
