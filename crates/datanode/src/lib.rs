@@ -78,6 +78,9 @@ pub struct DnConfig {
     /// `ipc.client.rpc-timeout.ms`, for calls to the NameNode (Hadoop's default of 0
     /// leaves it to pings, which give up after about two minutes).
     pub rpc_timeout: Duration,
+    /// `dfs.datanode.hostname`: the name this node registers under; the machine's host
+    /// name when unset, as HDFS's DataNode takes it.
+    pub hostname: Option<String>,
 }
 
 impl DnConfig {
@@ -95,7 +98,13 @@ impl DnConfig {
             reads: readserver::ReadConfig::default(),
             user: std::env::var("USER").unwrap_or_else(|_| "root".into()),
             rpc_timeout: Duration::from_secs(120),
+            hostname: None,
         }
+    }
+
+    /// The host name this node registers under.
+    pub fn host_name(&self) -> String {
+        self.hostname.clone().unwrap_or_else(machine_host_name)
     }
 
     /// Applies Hadoop keys; returns the ones that mean nothing to a DataNode.
@@ -156,6 +165,9 @@ impl DnConfig {
                         self.rpc_timeout = Duration::from_millis(ms)
                     }
                 }
+                "dfs.datanode.hostname" => {
+                    self.hostname = Some(v.trim().to_string()).filter(|h| !h.is_empty())
+                }
                 "dfs.data.transfer.max.packet.size" => self.xceiver.max_packet = num()? as usize,
                 "dfs.blocksize" => {
                     self.xceiver.block_size =
@@ -182,6 +194,18 @@ impl DnConfig {
             }
         }
         Ok(unknown)
+    }
+}
+
+/// The machine's host name (`gethostname`), or `localhost` if it has none.
+fn machine_host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is writable for its whole length, which is passed with it.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    match std::str::from_utf8(&buf[..len]) {
+        Ok(name) if rc == 0 && !name.is_empty() => name.to_string(),
+        _ => "localhost".into(),
     }
 }
 
@@ -285,7 +309,7 @@ impl DataNode {
         let me = Identity {
             uuid: uuid.clone(),
             ip: xfer_addr.ip().to_string(),
-            host: "localhost".into(),
+            host: cfg.host_name(),
             xfer_port: xfer_addr.port() as u32,
             // Registered, so the NameNode's reports point at this node's `/jmx`.
             info_port: http_addr.map_or(0, |a| u32::from(a.port())),

@@ -349,3 +349,52 @@ async fn maintenance_leaves_replicas_in_place_until_its_window_ends() {
     drop(dns);
     drop(nn);
 }
+
+/// A DataNode registers under `dfs.datanode.hostname` when set, else under the machine's
+/// host name, as HDFS's does; the NameNode reports that name, and a hosts file may name
+/// the node by it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_datanode_is_known_by_its_configured_host_name() {
+    let root = tempfile::tempdir().unwrap();
+    let exclude = root.path().join("exclude");
+    std::fs::write(&exclude, "").unwrap();
+    let nn = spawn(&[
+        "namenode".to_string(),
+        "--port".into(),
+        "0".into(),
+        "--data".into(),
+        root.path().join("nn").display().to_string(),
+        "--conf".into(),
+        format!("dfs.hosts.exclude={}", exclude.display()),
+    ]);
+    let addr = nn.ready.trim_start_matches("hdfs://").to_string();
+    let _named = common::datanode_with(
+        root.path(),
+        &addr,
+        &node_ip(0),
+        0,
+        &["dfs.datanode.hostname=dn-a.ferrite.test"],
+    );
+    let _plain = datanode(root.path(), &addr, 1);
+    let fs = FileSystem::connect(&nn.ready).await.unwrap();
+    wait_live(&fs, 2).await;
+    let report = fs
+        .datanode_report(DatanodeReportTypeProto::All)
+        .await
+        .unwrap();
+    let host_of = |ip: String| {
+        report
+            .iter()
+            .find(|d| d.id.ip_addr == ip)
+            .map(|d| d.id.host_name.clone())
+            .unwrap()
+    };
+    assert_eq!(host_of(node_ip(0)), "dn-a.ferrite.test");
+    let machine = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    assert_eq!(host_of(node_ip(1)), machine.trim());
+
+    std::fs::write(&exclude, "dn-a.ferrite.test\n").unwrap();
+    fs.refresh_nodes().await.unwrap();
+    assert_eq!(state_of(&fs, 0).await.0, 1, "Decommission In Progress");
+    assert_eq!(state_of(&fs, 1).await.0, 0, "Normal");
+}
