@@ -49,7 +49,8 @@ impl HadoopTokenId {
         }
         Ok(HadoopTokenId {
             expiry_ms: u64::try_from(expiry).map_err(|_| malformed("expiry"))?,
-            key_id: u32::try_from(key_id).map_err(|_| malformed("key id"))?,
+            // A Java int: Ferrite's key ids are any u32, so half of them come back negative.
+            key_id: i32::try_from(key_id).map_err(|_| malformed("key id"))? as u32,
             user,
             pool,
             block_id: block_id as u64,
@@ -224,6 +225,17 @@ mod tests {
             ring.check(Some(&forged), now, pool, blk, Modes::COPY),
             Err(TokenError::BadSignature(7))
         ));
+    }
+
+    /// Key ids are u32 on the wire (BlockKeyProto) and a Java int in the identifier, so one
+    /// of 2^31 or more is written negative.
+    #[test]
+    fn a_key_id_past_the_java_int_range_reads_back_as_exported() {
+        // Key id 0x9000_0000 as Java's int -1879048192, WritableUtils-encoded.
+        let id = IDENTIFIER.replacen("5000070000", "5000846fffffff0000", 1);
+        let t = HadoopTokenId::decode(&hex(&id)).unwrap();
+        assert_eq!(t.key_id, 0x9000_0000);
+        assert_eq!(t.user, "balancer");
     }
 
     #[test]
