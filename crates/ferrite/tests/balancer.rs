@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::disk::SmallDisk;
-use common::{spawn, Proc};
+use common::{spawn, wait_live, Proc};
 use ferrite_client::{CreateOptions, FileSystem};
 use ferrite_proto::hdfs::DatanodeReportTypeProto;
 
@@ -50,16 +50,6 @@ fn datanode(root: &Path, nn: &str, i: usize, disks: &mut Vec<SmallDisk>) -> Proc
     disks.push(SmallDisk::mount(&root.join(format!("dn{i}")), DISK_MIB));
     // Room is promised a whole block of the DataNode's size when a write starts.
     common::datanode_with(root, nn, &node_ip(i), i, &["dfs.blocksize=1048576"])
-}
-
-async fn wait_live(fs: &FileSystem, n: usize) {
-    for _ in 0..100 {
-        if fs.live_datanodes().await.unwrap().len() == n {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{n} DataNodes did not register");
 }
 
 /// Each live node's use of its disk by blocks, in percent, by address.

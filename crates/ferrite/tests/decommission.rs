@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{spawn, Proc};
+use common::{spawn, wait_live, Proc};
 use ferrite_client::{CreateOptions, FileSystem};
 use ferrite_proto::hdfs::DatanodeReportTypeProto;
 
@@ -56,16 +56,6 @@ fn cluster(root: &Path, hosts: &[String]) -> (Proc, Vec<Option<Proc>>) {
     let addr = nn.ready.trim_start_matches("hdfs://").to_string();
     let dns = (0..4).map(|i| Some(datanode(root, &addr, i))).collect();
     (nn, dns)
-}
-
-async fn wait_live(fs: &FileSystem, n: usize) {
-    for _ in 0..100 {
-        if fs.live_datanodes().await.unwrap().len() == n {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{n} DataNodes did not register");
 }
 
 /// Node `i`'s admin state (`AdminState` of DatanodeInfoProto) and its block count.

@@ -75,16 +75,7 @@ async fn replicas_span_two_racks_and_a_lost_rack_is_replaced() {
         .map(|i| Some(datanode(root.path(), &nn_addr, i)))
         .collect();
     let fs = FileSystem::connect(&nn.ready).await.unwrap();
-    let live = async {
-        for _ in 0..100 {
-            if fs.live_datanodes().await.unwrap().len() == 6 {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("six DataNodes did not register");
-    };
-    live.await;
+    common::wait_live(&fs, 6).await;
     // The NameNode knows each node by its own address, on the rack the table gives it.
     let mut seen: BTreeMap<String, String> = BTreeMap::new();
     for d in fs.live_datanodes().await.unwrap() {

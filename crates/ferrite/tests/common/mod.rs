@@ -93,6 +93,17 @@ pub fn datanode_with(root: &Path, nn: &str, ip: &str, i: usize, conf: &[&str]) -
     spawn(&args)
 }
 
+/// Waits until the NameNode counts `n` live DataNodes; panics after ten seconds.
+pub async fn wait_live(fs: &FileSystem, n: usize) {
+    for _ in 0..100 {
+        if fs.live_datanodes().await.unwrap().len() == n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{n} DataNodes did not register");
+}
+
 /// The JSON document at `path` of the HTTP server at `http`, over plain HTTP/1.0.
 pub fn http_json(http: SocketAddr, path: &str) -> serde_json::Value {
     use std::io::{Read, Write};
