@@ -14,6 +14,7 @@ use std::time::Duration;
 
 mod common;
 
+use common::disk::SmallDisk;
 use common::{jmx_bean, json_attr};
 use ferrite_ipc::client::IpcClient;
 use ferrite_ipc::CLIENT_PROTOCOL;
@@ -377,21 +378,6 @@ async fn run_for(addr: SocketAddr, models: &[Arc<Mutex<Model>>], ms: u64) {
     }
 }
 
-/// A tmpfs of `size` mounted at `at`, unmounted when the guard drops.
-fn mount_tmpfs(at: &Path, size: &str) -> Mount {
-    std::fs::create_dir_all(at).unwrap();
-    let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-        .arg(at)
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        mounted,
-        "this test needs to mount a small tmpfs (root with CAP_SYS_ADMIN)"
-    );
-    Mount(at.to_path_buf())
-}
-
 /// Unmounts on drop, so a failing test leaves no mount behind.
 struct Mount(std::path::PathBuf);
 impl Drop for Mount {
@@ -466,7 +452,7 @@ async fn losing_journal_directories_keeps_serving_until_none_is_left() {
     let ro = tempfile::tempdir().unwrap();
     let full = tempfile::tempdir().unwrap();
     let full_mnt = full.path().join("mnt");
-    let _full_guard = mount_tmpfs(&full_mnt, "256k");
+    let _full_guard = SmallDisk::mount_size(&full_mnt, "256k");
     let gone_dir = gone.path().join("j");
     let ro_dir = ro.path().join("j");
     let dirs = [&gone_dir, &ro_dir, &full_mnt].map(|p| p.to_str().unwrap().to_string());
@@ -977,7 +963,7 @@ async fn a_required_journal_directory_short_of_space_means_safe_mode() {
     let data = tempfile::tempdir().unwrap();
     let small = tempfile::tempdir().unwrap();
     let mnt = small.path().join("mnt");
-    let _mounted = mount_tmpfs(&mnt, "8m");
+    let _mounted = SmallDisk::mount_size(&mnt, "8m");
     let dir = mnt.to_str().unwrap();
     // 8 MiB is below the default reserve (100 MiB); the name directory's disk is not.
     let every_100ms = "dfs.namenode.resource.check.interval=100";

@@ -9,9 +9,14 @@ pub struct SmallDisk(PathBuf);
 
 impl SmallDisk {
     pub fn mount(dir: &Path, mib: u64) -> SmallDisk {
+        SmallDisk::mount_size(dir, &format!("{mib}m"))
+    }
+
+    /// A tmpfs of `size` as `mount -o size=` takes it (`256k`, `8m`).
+    pub fn mount_size(dir: &Path, size: &str) -> SmallDisk {
         std::fs::create_dir_all(dir).unwrap();
         let ok = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
             .arg(dir)
             .status()
             .is_ok_and(|s| s.success());
