@@ -124,7 +124,11 @@ async fn hadoops_balancer_levels_two_new_nodes_while_reads_go_on() {
     wait_live(&fs, 5).await;
     // The new nodes' first heartbeats carry their space; wait until all five are counted.
     for _ in 0..50 {
-        if utilization(&fs).await.iter().all(|(_, u)| u.is_finite()) {
+        let report = fs
+            .datanode_report(DatanodeReportTypeProto::Live)
+            .await
+            .unwrap();
+        if report.iter().all(|d| d.capacity.unwrap_or(0) > 0) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
