@@ -45,25 +45,21 @@ pub async fn get_blocks(
         .blocks_of_node(&who, &want)?
         .into_iter()
         .map(|b| {
-            let (uuids, storages, types) = b.places.into_iter().fold(
-                (Vec::new(), Vec::new(), Vec::new()),
-                |(mut u, mut s, mut t), (node, storage, ty)| {
-                    u.push(node);
-                    s.push(storage);
-                    t.push(StorageTypeProto::try_from(i32::from(ty)).unwrap_or_default() as i32);
-                    (u, s, t)
-                },
-            );
-            BlockWithLocationsProto {
+            let mut block = BlockWithLocationsProto {
                 block: BlockProto {
                     block_id: b.id,
                     gen_stamp: b.gs,
                     num_bytes: Some(b.len),
                 },
-                datanode_uuids: uuids,
-                storage_uuids: storages,
-                storage_types: types,
+                ..Default::default()
+            };
+            for (node, storage, ty) in b.places {
+                block.datanode_uuids.push(node);
+                block.storage_uuids.push(storage);
+                let ty = StorageTypeProto::try_from(i32::from(ty)).unwrap_or_default();
+                block.storage_types.push(ty as i32);
             }
+            block
         })
         .collect();
     Ok(GetBlocksResponseProto {
