@@ -129,6 +129,9 @@ pub struct Node {
     pub dead: bool,
     /// The block-key generation this node was last sent (see `tokens::BlockTokens`).
     pub keys_generation: u64,
+    /// A Balancer bandwidth (bytes/s) set by `setBalancerBandwidth` and not yet sent with
+    /// a heartbeat; 0 when none is waiting.
+    pub balancer_bandwidth: u64,
     /// When its last full block report was processed (ms since the epoch; 0: none yet).
     pub last_block_report_ms: i64,
     /// Replicas the block map records on this node (`dfsadmin -report`'s "Num of Blocks").
@@ -240,6 +243,7 @@ impl Registry {
             transfers: Vec::new(),
             dead: false,
             keys_generation: 0,
+            balancer_bandwidth: 0,
             last_block_report_ms: 0,
             blocks: 0,
             rack: DEFAULT_RACK.to_string(),

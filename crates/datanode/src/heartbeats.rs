@@ -1,6 +1,7 @@
 //! Heartbeats and what they bring back: the loop that sends one every interval (with
 //! re-registration and periodic full reports), and the commands it carries out — replicas to
-//! delete, copies to send, blocks to recover as primary, new block keys. Kept apart from
+//! delete, copies to send, blocks to recover as primary, new block keys, the Balancer's
+//! bandwidth. Kept apart from
 //! `nn_link` (the protocol's calls) so that the link does not depend on the work its
 //! commands start.
 
@@ -190,6 +191,11 @@ async fn execute(
         Ok(CmdType::BlockRecoveryCommand) => {
             for rb in cmd.recovery_cmd.map(|c| c.blocks).unwrap_or_default() {
                 tokio::spawn(crate::recovery::run(ds.clone(), link.clone(), rb));
+            }
+        }
+        Ok(CmdType::BalancerBandwidthCommand) => {
+            if let Some(b) = cmd.balancer_cmd {
+                link.balance.set_bandwidth(b.bandwidth);
             }
         }
         Ok(CmdType::KeyUpdateCommand) => {

@@ -1,6 +1,7 @@
 //! The DataNode's Hadoop IPC port (ClientDatanodeProtocol). Readers of a file that is still
 //! being written ask it how much of the last block they may read; operators ask it for the
-//! read server's counters (org.ferrite.DataNodeStatsProtocol).
+//! read server's counters (org.ferrite.DataNodeStatsProtocol) and the Balancer's
+//! bandwidth.
 
 use std::sync::Arc;
 
@@ -10,6 +11,7 @@ use ferrite_ipc::{
 };
 use ferrite_proto::ferrite::{GetReadStatsRequestProto, ReadStatsProto};
 use ferrite_proto::hdfs::{
+    GetBalancerBandwidthRequestProto, GetBalancerBandwidthResponseProto,
     GetReplicaVisibleLengthRequestProto, GetReplicaVisibleLengthResponseProto,
     InitReplicaRecoveryRequestProto, InitReplicaRecoveryResponseProto,
     UpdateReplicaUnderRecoveryRequestProto, UpdateReplicaUnderRecoveryResponseProto,
@@ -36,6 +38,12 @@ pub(crate) fn router(ds: Arc<Dataset>, link: Arc<NnLink>) -> Router<DnService> {
         visible_length,
     );
     r.method(
+        CLIENT_DATANODE_PROTOCOL,
+        "getBalancerBandwidth",
+        MethodKind::READ,
+        balancer_bandwidth,
+    );
+    r.method(
         INTER_DATANODE_PROTOCOL,
         "initReplicaRecovery",
         MethodKind::READ,
@@ -54,6 +62,17 @@ pub(crate) fn router(ds: Arc<Dataset>, link: Arc<NnLink>) -> Router<DnService> {
         read_stats,
     );
     r
+}
+
+/// `dfsadmin -getBalancerBandwidth`: the rate replica moves are held to now.
+async fn balancer_bandwidth(
+    s: Arc<DnService>,
+    _: CallCtx,
+    _: GetBalancerBandwidthRequestProto,
+) -> Result<GetBalancerBandwidthResponseProto, RpcError> {
+    Ok(GetBalancerBandwidthResponseProto {
+        bandwidth: s.link.balance.bandwidth(),
+    })
 }
 
 async fn read_stats(

@@ -5,6 +5,7 @@
 //! heartbeats, reports blocks and carries out the commands that come back.
 //! [`DataNode::start`] wires them together.
 
+pub mod balancing;
 mod heartbeats;
 mod ipc;
 mod jmx;
@@ -27,6 +28,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
+use balancing::BalanceThrottle;
 use nn_link::{Identity, NnLink};
 use storage::Dataset;
 use xceiver::{Xceiver, XceiverConfig};
@@ -81,6 +83,10 @@ pub struct DnConfig {
     /// `dfs.datanode.hostname`: the name this node registers under; the machine's host
     /// name when unset, as HDFS's DataNode takes it.
     pub hostname: Option<String>,
+    /// `dfs.datanode.balance.bandwidthPerSec`: replica moves' rate, all together.
+    pub balance_bandwidth: u64,
+    /// `dfs.datanode.balance.max.concurrent.moves`
+    pub balance_max_moves: usize,
 }
 
 impl DnConfig {
@@ -99,6 +105,8 @@ impl DnConfig {
             user: std::env::var("USER").unwrap_or_else(|_| "root".into()),
             rpc_timeout: Duration::from_secs(120),
             hostname: None,
+            balance_bandwidth: balancing::DEFAULT_BANDWIDTH,
+            balance_max_moves: balancing::DEFAULT_MAX_MOVES,
         }
     }
 
@@ -167,6 +175,14 @@ impl DnConfig {
                 }
                 "dfs.datanode.hostname" => {
                     self.hostname = Some(v.trim().to_string()).filter(|h| !h.is_empty())
+                }
+                "dfs.datanode.balance.bandwidthPerSec" => {
+                    self.balance_bandwidth = ferrite_ipc::conf::parse_size(v)
+                        .filter(|&b| b > 0)
+                        .ok_or_else(|| bad("a positive size"))?
+                }
+                "dfs.datanode.balance.max.concurrent.moves" => {
+                    self.balance_max_moves = num()? as usize
                 }
                 "dfs.data.transfer.max.packet.size" => self.xceiver.max_packet = num()? as usize,
                 "dfs.blocksize" => {
@@ -364,7 +380,16 @@ impl DataNode {
             info_port: http_addr.map_or(0, |a| u32::from(a.port())),
             ipc_port: ipc_addr.port() as u32,
         };
-        let link = NnLink::new(dial, cfg.rpc_timeout, &cfg.namenodes, &cfg.user, &ns, &me);
+        let balance = BalanceThrottle::new(cfg.balance_bandwidth, cfg.balance_max_moves);
+        let link = NnLink::new(
+            dial,
+            cfg.rpc_timeout,
+            &cfg.namenodes,
+            &cfg.user,
+            &ns,
+            &me,
+            balance,
+        );
         let ipc = ferrite_ipc::server::spawn(
             ipc,
             Arc::new(ipc::router(ds.clone(), link.clone())),

@@ -24,6 +24,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
+use crate::balancing::BalanceThrottle;
 use crate::storage::{Dataset, State};
 
 /// One incremental report entry, with an optional waiter for the NameNode's answer.
@@ -52,6 +53,8 @@ pub struct NnLink {
     /// each NameNode signs with keys of its own, and a token from one that has just
     /// stepped down must still be honoured.
     pub keys: RwLock<KeyRing>,
+    /// Limits on replica moves; the NameNode changes their rate with a heartbeat answer.
+    pub balance: BalanceThrottle,
 }
 
 /// One NameNode's connection, registration and queue of incremental reports.
@@ -278,6 +281,7 @@ impl NnLink {
         user: &str,
         ns: &NamespaceInfoProto,
         me: &Identity,
+        balance: BalanceThrottle,
     ) -> Arc<Self> {
         let nns = addrs
             .iter()
@@ -302,6 +306,7 @@ impl NnLink {
             pool: ns.block_pool_id.clone(),
             xceivers: Default::default(),
             keys: RwLock::new(KeyRing::default()),
+            balance,
         })
     }
 

@@ -72,3 +72,35 @@ def test_report_and_open_files_match_hdfs(ferrite_one_dn, hdfs_one_dn, workroot)
     assert refused.rc != 0 and "Superuser privilege is required" in refused.err, refused
     for w in writers:
         w.close()
+
+
+def balancer_bandwidth_session(server, workroot):
+    """What `dfsadmin` prints through a round of the Balancer's bandwidth: the DataNode's
+    default, a new value set through the NameNode (polled until the DataNode has it from
+    a heartbeat), a negative value, and a non-superuser's try."""
+    sh = FsShell(server, workroot)
+    (nodes,) = sh.run(["datanodeIpc"])
+    dn = nodes.out.split()[0]
+    get = ["dfsadmin", "-getBalancerBandwidth", dn]
+    (default,) = sh.run(get)
+    set_ok, negative = sh.run(["dfsadmin", "-setBalancerBandwidth", "12345"], ["dfsadmin", "-setBalancerBandwidth", "-5"])
+    deadline = time.time() + 30
+    while True:
+        (now,) = sh.run(get)
+        # HDFS paces in half seconds of whole bytes, so 12345 reads back as 12344.
+        if "12344" in now.out or time.time() > deadline:
+            break
+        time.sleep(0.5)
+    (refused,) = FsShell(server, workroot, user="alice").run(["dfsadmin", "-setBalancerBandwidth", "1"])
+    return [default, set_ok, negative, now, refused]
+
+
+def test_balancer_bandwidth_reaches_datanodes_as_on_hdfs(ferrite_one_dn, hdfs_one_dn, workroot):
+    ours = balancer_bandwidth_session(ferrite_one_dn, workroot)
+    theirs = balancer_bandwidth_session(hdfs_one_dn, workroot)
+    for a, b in zip(ours, theirs):
+        first = lambda text: text.strip().splitlines()[:1]
+        assert (a.out, first(a.err), a.rc) == (b.out, first(b.err), b.rc), f"--- ferrite\n{a}\n--- hdfs\n{b}"
+    assert ours[0].out == "Balancer bandwidth is 104857600 bytes per second.\n"
+    assert ours[3].out == "Balancer bandwidth is 12344 bytes per second.\n"
+    assert ours[4].rc != 0 and "Superuser privilege is required" in ours[4].err, ours[4]

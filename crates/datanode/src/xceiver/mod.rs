@@ -9,6 +9,7 @@ pub(crate) mod source;
 pub(crate) mod transfer;
 pub(crate) mod write;
 
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -98,7 +99,7 @@ pub(crate) async fn serve<L: Listen>(x: Arc<Xceiver>, listener: L, cancel: Cance
         let cancel = cancel.clone();
         tokio::spawn(async move {
             tokio::select! {
-                r = connection(&x, stream) => if let Err(e) = r {
+                r = connection(&x, stream, peer) => if let Err(e) = r {
                     debug!(%peer, error = %e, "data connection ended with an error");
                 },
                 _ = cancel.cancelled() => {}
@@ -107,7 +108,11 @@ pub(crate) async fn serve<L: Listen>(x: Arc<Xceiver>, listener: L, cancel: Cance
     }
 }
 
-async fn connection<C: Conn>(x: &Xceiver, stream: C) -> Result<(), TransferError> {
+async fn connection<C: Conn>(
+    x: &Xceiver,
+    stream: C,
+    peer: SocketAddr,
+) -> Result<(), TransferError> {
     stream.set_nodelay()?;
     let _active = Active::new(&x.link);
     let (rd, wr) = stream.into_split();
@@ -139,8 +144,8 @@ async fn connection<C: Conn>(x: &Xceiver, stream: C) -> Result<(), TransferError
             op::WRITE_BLOCK => return write::serve(x, rd, wr).await,
             op::BLOCK_CHECKSUM => block_checksum::serve(x, &mut rd, &mut wr).await?,
             op::TRANSFER_BLOCK => return transfer::serve(x, &mut rd, &mut wr).await,
-            op::REPLACE_BLOCK => return replace::serve_replace(x, &mut rd, &mut wr).await,
-            op::COPY_BLOCK => return replace::serve_copy(x, &mut rd, &mut wr).await,
+            op::REPLACE_BLOCK => return replace::serve_replace(x, peer, &mut rd, &mut wr).await,
+            op::COPY_BLOCK => return replace::serve_copy(x, peer, &mut rd, &mut wr).await,
             other => {
                 let msg = format!("Unknown op {other} in data stream");
                 warn!("{msg}");

@@ -21,6 +21,7 @@ use tokio::io::AsyncWriteExt;
 use super::access::allowed;
 use super::source::Source;
 use super::{refuse, timed, Reader, Writer, Xceiver};
+use crate::balancing::BalanceThrottle;
 use crate::readserver::os;
 use crate::storage::{Dataset, Part, Replica};
 
@@ -271,13 +272,14 @@ async fn stream<W: WriteHalf>(
     }
 }
 
-/// Sends `[from, to)` of a replica to another DataNode (replication, TRANSFER_BLOCK), the
-/// disk reads on the volume's I/O pool.
+/// Sends `[from, to)` of a replica to another DataNode (replication, TRANSFER_BLOCK; a
+/// move's COPY_BLOCK, paced by `throttle`), the disk reads on the volume's I/O pool.
 pub(crate) async fn send_range<W: Writer>(
     wr: &mut W,
     ds: &Dataset,
     src: &Source,
     r: Range,
+    throttle: Option<&BalanceThrottle>,
 ) -> Result<(), TransferError> {
     let c = src.checksum();
     let bpc = c.bytes_per_checksum as u64;
@@ -308,6 +310,9 @@ pub(crate) async fn send_range<W: Writer>(
         bufs = Some(b);
         if n == 0 {
             return Ok(());
+        }
+        if let Some(t) = throttle {
+            t.pace(n as u64).await;
         }
         pos += n as u64;
         seqno += 1;

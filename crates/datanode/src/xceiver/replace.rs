@@ -5,6 +5,8 @@
 //!   new replica with the source as its delete hint, and removes the surplus one.
 //! - COPY_BLOCK (op 84), to the source: the whole finalized replica, sent as a read is.
 
+use std::net::SocketAddr;
+
 use ferrite_blocktoken::Modes;
 use ferrite_proto::hdfs::*;
 use ferrite_transfer::checksum::{Checksum, Kind};
@@ -21,6 +23,7 @@ use crate::storage::{RbwFiles, State, StorageError};
 /// REPLACE_BLOCK: answers SUCCESS once the replica is in place and reported.
 pub(crate) async fn serve_replace<R: Reader, W: Writer>(
     x: &Xceiver,
+    peer: SocketAddr,
     rd: &mut R,
     wr: &mut W,
 ) -> Result<(), TransferError> {
@@ -39,6 +42,15 @@ pub(crate) async fn serve_replace<R: Reader, W: Writer>(
     {
         return Ok(());
     }
+    let Some(_slot) = x.link.balance.try_start() else {
+        let msg = format!(
+            "Not able to receive block {} from /{peer} because threads quota is exceeded.",
+            blk.block_id
+        );
+        warn!("{msg}");
+        refuse(wr, Status::Error, &msg).await;
+        return Ok(());
+    };
     let ty = op.storage_type.unwrap_or(StorageTypeProto::Disk as i32) as u8;
     let local = op.source.id.datanode_uuid == x.link.uuid();
     let moved = if local {
@@ -231,12 +243,14 @@ async fn receive<R: Reader>(
         }
         x.ds.blocking(|| files.write_at(at, &p.data, &p.sums, c))?;
         at += p.data.len() as u64;
+        x.link.balance.pace(p.data.len() as u64).await;
     }
 }
 
 /// COPY_BLOCK: the whole finalized replica, preceded by the checksum it is stored with.
 pub(crate) async fn serve_copy<R: Reader, W: Writer>(
     x: &Xceiver,
+    peer: SocketAddr,
     rd: &mut R,
     wr: &mut W,
 ) -> Result<(), TransferError> {
@@ -255,6 +269,15 @@ pub(crate) async fn serve_copy<R: Reader, W: Writer>(
     {
         return Ok(());
     }
+    let Some(_slot) = x.link.balance.try_start() else {
+        let msg = format!(
+            "Not able to copy block {} to /{peer} because threads quota is exceeded.",
+            blk.block_id
+        );
+        info!("{msg}");
+        refuse(wr, Status::Error, &msg).await;
+        return Ok(());
+    };
     let Some(r) =
         x.ds.get(blk.block_id)
             .filter(|r| r.state == State::Finalized && r.gs == blk.generation_stamp)
@@ -295,7 +318,7 @@ pub(crate) async fn serve_copy<R: Reader, W: Writer>(
         per_packet: per,
         with_sums: true,
     };
-    super::read::send_range(wr, &x.ds, &h, range).await?;
+    super::read::send_range(wr, &x.ds, &h, range, Some(&x.link.balance)).await?;
     wr.flush().await?;
     Ok(())
 }

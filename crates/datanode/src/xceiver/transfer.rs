@@ -170,7 +170,8 @@ async fn stream(
         per_packet: per,
         with_sums: true,
     };
-    super::read::send_range(&mut s, ds, &files, range).await?;
+    // Re-replication is the NameNode's to pace (its streams limit), not the Balancer's.
+    super::read::send_range(&mut s, ds, &files, range, None).await?;
     s.flush().await?;
     let mut rd = BufReader::new(rd);
     let timeout = std::time::Duration::from_secs(60);

@@ -282,16 +282,14 @@ pub async fn rolling_upgrade(
     }
 }
 
-/// The balancer's bandwidth for DataNodes: Ferrite has no balancer, so the value has
-/// nothing to limit. Accepted (the superuser's), as HDFS accepts it.
+/// The Balancer's bandwidth: each DataNode gets it with its next heartbeat and paces its
+/// replica moves by it.
 pub async fn set_balancer_bandwidth(
-    _: Nn,
-    _: Admitted,
+    nn: Nn,
+    who: Admitted,
     req: SetBalancerBandwidthRequestProto,
 ) -> Res<SetBalancerBandwidthResponseProto> {
-    tracing::info!(
-        bandwidth = req.bandwidth,
-        "setBalancerBandwidth: no balancer to apply it to"
-    );
+    // HDFS's field is signed; dfsadmin refuses negatives before it calls.
+    nn.set_balancer_bandwidth(&who, req.bandwidth.max(0) as u64);
     Ok(SetBalancerBandwidthResponseProto {})
 }

@@ -158,6 +158,11 @@ fn command_proto(nn: &NameNodeService, pool: &str, c: DnCommand) -> DatanodeComm
             }
             cmd
         }
+        DnCommand::BalancerBandwidth(bandwidth) => DatanodeCommandProto {
+            cmd_type: CmdType::BalancerBandwidthCommand as i32,
+            balancer_cmd: Some(BalancerBandwidthCommandProto { bandwidth }),
+            ..Default::default()
+        },
         DnCommand::Recover(blocks) => DatanodeCommandProto {
             cmd_type: CmdType::BlockRecoveryCommand as i32,
             recovery_cmd: Some(BlockRecoveryCommandProto {

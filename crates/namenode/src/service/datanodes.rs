@@ -53,6 +53,8 @@ pub enum DnCommand {
     },
     /// Recover these blocks as their primary.
     Recover(Vec<RecoveringBlock>),
+    /// Move replicas for the Balancer at no more than this many bytes a second.
+    BalancerBandwidth(u64),
 }
 
 /// One block for a primary to recover: its replicas, the new generation stamp, and a
@@ -208,7 +210,13 @@ impl NameNodeService {
             // Only the active orders work; a DataNode would ignore a standby's anyway.
             node.invalidate.clear();
             node.transfers.clear();
+            node.balancer_bandwidth = 0;
             return cmds;
+        }
+        if node.balancer_bandwidth > 0 {
+            cmds.push(DnCommand::BalancerBandwidth(std::mem::take(
+                &mut node.balancer_bandwidth,
+            )));
         }
         if !node.invalidate.is_empty() {
             let n = node.invalidate.len().min(INVALIDATE_PER_HEARTBEAT);
@@ -359,6 +367,22 @@ impl NameNodeService {
         }
         self.check_startup_safe_mode(now_ms());
         Ok(())
+    }
+
+    /// setBalancerBandwidth: every registered DataNode hears it with its next heartbeat
+    /// (as in HDFS, it is not kept: a node that registers later, or a restart, starts
+    /// from `dfs.datanode.balance.bandwidthPerSec`).
+    pub fn set_balancer_bandwidth(&self, who: &Admitted, bytes_per_sec: u64) {
+        who.check(Operation::SetBalancerBandwidth);
+        let mut mgr = self.blocks.lock();
+        let nodes: Vec<NodeIx> = mgr.reg.iter().map(|(ix, _)| ix).collect();
+        for ix in nodes {
+            mgr.reg.get_mut(ix).balancer_bandwidth = bytes_per_sec;
+        }
+        info!(
+            bandwidth = bytes_per_sec,
+            "Balancer bandwidth set for DataNodes"
+        );
     }
 
     /// errorReport: a fatal disk error takes the node out at once (its replicas stop

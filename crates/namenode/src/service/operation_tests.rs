@@ -1675,3 +1675,28 @@ async fn get_blocks_lists_a_nodes_complete_blocks_with_their_places_up_to_the_si
         "{e}"
     );
 }
+
+#[tokio::test]
+async fn a_balancer_bandwidth_reaches_each_datanode_once() {
+    let nn = nn();
+    let (a, b) = (datanode(&nn, 0), datanode(&nn, 1));
+    let beat = |uuid: &str| {
+        nn.heartbeat(
+            &by(&nn, ALICE, Operation::SendHeartbeat),
+            uuid,
+            HeartbeatReport::default(),
+        )
+    };
+    let wanted = DnCommand::BalancerBandwidth(1 << 20);
+    assert!(!beat(&a).contains(&wanted));
+    // The superuser's alone, as HDFS's.
+    assert!(nn
+        .admit(ALICE, "127.0.0.1", Operation::SetBalancerBandwidth)
+        .is_err());
+    nn.set_balancer_bandwidth(&by(&nn, SU, Operation::SetBalancerBandwidth), 1 << 20);
+    for uuid in [&a, &b] {
+        assert!(beat(uuid).contains(&wanted), "{uuid}");
+        // Sent once: the node keeps it from then on.
+        assert!(!beat(uuid).contains(&wanted), "{uuid}");
+    }
+}
