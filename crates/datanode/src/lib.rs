@@ -217,7 +217,7 @@ impl DnConfig {
 /// `getCanonicalHostName()`): the host name resolved to an IPv4 address and that address
 /// looked up again, so a host whose name maps to 127.0.0.1 registers as `localhost` on both.
 /// The address itself when it has no name; the bare host name when that does not resolve.
-fn machine_host_name() -> String {
+pub fn machine_host_name() -> String {
     use std::net::{IpAddr, ToSocketAddrs};
     let own = own_host_name().unwrap_or_else(|| "localhost".into());
     let Some(ip) = (own.as_str(), 0)

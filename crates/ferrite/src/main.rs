@@ -1,6 +1,7 @@
 //! `ferrite`: one binary for every role. See `ferrite --help`.
 
 mod admin;
+mod balancer;
 mod bench;
 mod dfs;
 mod fsck;
@@ -42,6 +43,13 @@ enum Cmd {
     },
     /// Operator commands (safe mode, checkpoint).
     Admin(admin::AdminArgs),
+    /// Levels DataNode usage, as `hdfs balancer` (`-threshold 10`, `-policy datanode`,
+    /// `-idleiterations 5`, `-fs URI`, `-D KEY=VALUE`), with its output and exit codes.
+    #[command(disable_help_flag = true)]
+    Balancer {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// `hdfs fsck` through the NameNode's HTTP port: the same options, report and exit codes.
     Fsck(fsck::FsckArgs),
     /// A path's namespace summary: totals, largest children, size histogram.
@@ -97,6 +105,7 @@ fn main() -> anyhow::Result<()> {
                 let code = dfs::run(args).await?;
                 std::process::exit(code)
             }
+            Cmd::Balancer { args } => std::process::exit(balancer::run(args).await),
             Cmd::Bench { what } => bench::run(what).await,
             Cmd::Fsck(a) => fsck::run(a).await,
             Cmd::Summary(a) => summary::run(a).await,

@@ -1,10 +1,11 @@
 //! Balancing on separate hosts: three DataNodes, each on its own loopback address and its
 //! own small disk (a tmpfs, so that a node's use is a share of something), filled with
-//! blocks; two empty ones join, and Hadoop 3.4.1's own Balancer (`hdfs balancer`, run
-//! from the interop jar's classpath) levels them through NamenodeProtocol and the
-//! DataNodes' REPLACE_BLOCK / COPY_BLOCK, signing each move with the block keys it got
-//! from `getBlockKeys` (block tokens are on, Ferrite's default). Readers run throughout,
-//! and no block is ever seen with fewer replicas than it should have.
+//! blocks; two empty ones join, and a balancer levels them through NamenodeProtocol and
+//! the DataNodes' REPLACE_BLOCK / COPY_BLOCK, signing each move with the block keys it
+//! got from `getBlockKeys` (block tokens are on, Ferrite's default): Hadoop 3.4.1's own
+//! (`hdfs balancer`, run from the interop jar's classpath), and `ferrite balancer`.
+//! Readers run throughout, and no block is ever seen with fewer replicas than it should
+//! have.
 
 mod common;
 
@@ -93,72 +94,136 @@ fn replica_watch(
     })
 }
 
+/// A cluster to level: three DataNodes 60% full, two empty ones just joined, readers
+/// checking every byte and a watcher counting replicas, until [`Scene::finish`].
+struct Scene {
+    fs: FileSystem,
+    url: String,
+    files: Vec<String>,
+    stop: Arc<AtomicBool>,
+    watch: tokio::task::JoinHandle<(usize, String)>,
+    reading: tokio::task::JoinHandle<u64>,
+    // Dropped last, in this order: processes, then their disks.
+    _procs: Vec<Proc>,
+    _disks: Vec<SmallDisk>,
+    _root: tempfile::TempDir,
+}
+
+impl Scene {
+    async fn start() -> Scene {
+        let root = tempfile::tempdir().unwrap();
+        let mut disks = Vec::new();
+        let nn = namenode(root.path());
+        let url = nn.ready.clone();
+        let addr = url.trim_start_matches("hdfs://").to_string();
+        let mut procs = vec![nn];
+        for i in 0..3 {
+            procs.push(datanode(root.path(), &addr, i, &mut disks));
+        }
+        let fs = FileSystem::connect(&url).await.unwrap();
+        wait_live(&fs, 3).await;
+
+        // 36 one-MiB blocks of two replicas on three 40 MiB disks: 24 MiB, 60%, on each.
+        let opts = CreateOptions {
+            replication: Some(2),
+            block_size: Some(MIB),
+            ..Default::default()
+        };
+        let mut files = Vec::new();
+        for f in 0..12 {
+            let path = format!("/data/f{f}");
+            let mut w = fs.create(&path, &opts).await.unwrap();
+            w.write(&common::data(3 * MIB as usize, f)).await.unwrap();
+            w.close().await.unwrap();
+            files.push(path);
+        }
+        procs.push(datanode(root.path(), &addr, 3, &mut disks));
+        procs.push(datanode(root.path(), &addr, 4, &mut disks));
+        wait_live(&fs, 5).await;
+        // The new nodes' first heartbeats carry their space; wait until all five count.
+        for _ in 0..50 {
+            let report = fs
+                .datanode_report(DatanodeReportTypeProto::Live)
+                .await
+                .unwrap();
+            if report.iter().all(|d| d.capacity.unwrap_or(0) > 0) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let before = utilization(&fs).await;
+        assert!(before.iter().any(|(_, u)| *u < 1.0), "{before:?}");
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let watch = replica_watch(&fs, &files, &stop);
+        let reading = {
+            let (fs, files, stop) = (fs.clone(), files.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut reads = 0u64;
+                while !stop.load(Ordering::SeqCst) {
+                    let f = reads as usize % files.len();
+                    let got = common::get(&fs, &files[f]).await;
+                    let want = common::data(3 * MIB as usize, f as u64);
+                    assert_eq!(got, want, "{}", files[f]);
+                    reads += 1;
+                }
+                reads
+            })
+        };
+        Scene {
+            fs,
+            url,
+            files,
+            stop,
+            watch,
+            reading,
+            _procs: procs,
+            _disks: disks,
+            _root: root,
+        }
+    }
+
+    /// Stops the readers and the watcher and checks what they saw, and that every node
+    /// ended within the threshold of the mean (the Balancer's own measure) and the lock
+    /// file is gone, so another balancer may run.
+    async fn finish(self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let reads = self.reading.await.unwrap();
+        let (fewest, which) = self.watch.await.unwrap();
+        assert!(reads > 0);
+        assert!(fewest >= 2, "{which} was down to {fewest} replicas");
+        let after = utilization(&self.fs).await;
+        let mean = after.iter().map(|(_, u)| u).sum::<f64>() / after.len() as f64;
+        for (ip, u) in &after {
+            assert!(
+                (u - mean).abs() <= 10.0,
+                "{ip} at {u:.1}%, mean {mean:.1}%: {after:?}"
+            );
+        }
+        assert!(self
+            .fs
+            .status("/system/balancer.id")
+            .await
+            .unwrap()
+            .is_none());
+        assert_eq!(self.files.len(), 12);
+    }
+}
+
+/// Output and exit status of a finished process, as text for assertions.
+fn outcome(out: &std::process::Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hadoops_balancer_levels_two_new_nodes_while_reads_go_on() {
-    let root = tempfile::tempdir().unwrap();
-    let mut disks = Vec::new();
-    let nn = namenode(root.path());
-    let addr = nn.ready.trim_start_matches("hdfs://").to_string();
-    let mut dns: Vec<Proc> = (0..3)
-        .map(|i| datanode(root.path(), &addr, i, &mut disks))
-        .collect();
-    let fs = FileSystem::connect(&nn.ready).await.unwrap();
-    wait_live(&fs, 3).await;
-
-    // 36 one-MiB blocks of two replicas on three 40 MiB disks: 24 MiB, 60%, on each.
-    let opts = CreateOptions {
-        replication: Some(2),
-        block_size: Some(MIB),
-        ..Default::default()
-    };
-    let mut files = Vec::new();
-    for f in 0..12 {
-        let path = format!("/data/f{f}");
-        let mut w = fs.create(&path, &opts).await.unwrap();
-        w.write(&common::data(3 * MIB as usize, f)).await.unwrap();
-        w.close().await.unwrap();
-        files.push(path);
-    }
-    dns.push(datanode(root.path(), &addr, 3, &mut disks));
-    dns.push(datanode(root.path(), &addr, 4, &mut disks));
-    wait_live(&fs, 5).await;
-    // The new nodes' first heartbeats carry their space; wait until all five are counted.
-    for _ in 0..50 {
-        let report = fs
-            .datanode_report(DatanodeReportTypeProto::Live)
-            .await
-            .unwrap();
-        if report.iter().all(|d| d.capacity.unwrap_or(0) > 0) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let before = utilization(&fs).await;
-    assert!(before.iter().any(|(_, u)| *u < 1.0), "{before:?}");
-
-    let stop = Arc::new(AtomicBool::new(false));
-    let watch = replica_watch(&fs, &files, &stop);
-    let reading = {
-        let (fs, files, stop) = (fs.clone(), files.clone(), stop.clone());
-        tokio::spawn(async move {
-            let mut reads = 0u64;
-            while !stop.load(Ordering::SeqCst) {
-                let f = reads as usize % files.len();
-                let got = common::get(&fs, &files[f]).await;
-                assert_eq!(
-                    got,
-                    common::data(3 * MIB as usize, f as u64),
-                    "{}",
-                    files[f]
-                );
-                reads += 1;
-            }
-            reads
-        })
-    };
-
+    let scene = Scene::start().await;
     let (mut java, _conf) = common::java::hadoop_java(&[
-        format!("fs.defaultFS={}", nn.ready),
+        format!("fs.defaultFS={}", scene.url),
         // Ferrite's test blocks are 1 MiB; Hadoop's Balancer skips blocks under 10 MiB.
         "dfs.balancer.getBlocks.min-block-size=1024".into(),
         // Its lock file (/system/balancer.id) must fit on the small disks.
@@ -174,35 +239,93 @@ async fn hadoops_balancer_levels_two_new_nodes_while_reads_go_on() {
     })
     .await
     .unwrap();
-    let text = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = outcome(&out);
     assert!(out.status.success(), "the Balancer failed: {text}");
     assert!(
         text.contains("The cluster is balanced. Exiting..."),
         "{text}"
     );
+    scene.finish().await;
+}
 
-    stop.store(true, Ordering::SeqCst);
-    let reads = reading.await.unwrap();
-    let (fewest, which) = watch.await.unwrap();
-    assert!(reads > 0);
-    assert!(fewest >= 2, "{which} was down to {fewest} replicas");
+/// `ferrite balancer` with the given arguments, to the end.
+async fn ferrite_balancer(args: Vec<String>) -> std::process::Output {
+    tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_ferrite"))
+            .arg("balancer")
+            .args(args)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap()
+}
 
-    // Every node within the threshold of the mean (the Balancer's own measure).
-    let after = utilization(&fs).await;
-    let mean = after.iter().map(|(_, u)| u).sum::<f64>() / after.len() as f64;
-    for (ip, u) in &after {
-        assert!(
-            (u - mean).abs() <= 10.0,
-            "{ip} at {u:.1}%, mean {mean:.1}%: {after:?}"
-        );
-    }
-    // The Balancer's lock file is gone, so another may run.
-    assert!(fs.status("/system/balancer.id").await.unwrap().is_none());
-    drop(dns);
-    drop(nn);
-    drop(disks);
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ferrites_balancer_levels_two_new_nodes_while_reads_go_on() {
+    let scene = Scene::start().await;
+    let args = |extra: &[&str]| {
+        // The lock file must fit on the small disks, as for Hadoop's.
+        let mut a: Vec<String> = ["-fs", &scene.url, "-D", "dfs.heartbeat.interval=1"]
+            .iter()
+            .chain(&["-D", "dfs.blocksize=1048576"])
+            .map(|s| s.to_string())
+            .collect();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+
+    // One at a time: while another holds the lock file, it refuses, as HDFS's does.
+    let held = {
+        let opts = CreateOptions {
+            block_size: Some(MIB),
+            ..Default::default()
+        };
+        let mut w = scene.fs.create("/system/balancer.id", &opts).await.unwrap();
+        w.write(b"elsewhere").await.unwrap();
+        w.hflush().await.unwrap();
+        w
+    };
+    let out = ferrite_balancer(args(&["-threshold", "10"])).await;
+    let text = outcome(&out);
+    assert_eq!(out.status.code(), Some(252), "{text}"); // IO_EXCEPTION, -4
+    assert!(
+        text.contains("java.io.IOException: Another Balancer is running..  Exiting ..."),
+        "{text}"
+    );
+    held.close().await.unwrap();
+    // Bad arguments are refused with HDFS's words and ILLEGAL_ARGUMENTS (-5).
+    let out = ferrite_balancer(args(&["-threshold", "0"])).await;
+    assert_eq!(out.status.code(), Some(251), "{}", outcome(&out));
+    assert!(outcome(&out).contains("Expecting a number in the range of [1.0, 100.0]: 0"));
+
+    // A lock file left by a balancer that is gone is taken over.
+    let out = ferrite_balancer(args(&[
+        "-threshold",
+        "10",
+        "-policy",
+        "datanode",
+        "-D",
+        "dfs.balancer.getBlocks.min-block-size=1024",
+    ]))
+    .await;
+    let text = outcome(&out);
+    println!("{text}"); // shown when the test fails, or with --nocapture
+    assert!(out.status.success(), "ferrite balancer failed: {text}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[0].starts_with("Time Stamp               Iteration#  Bytes Already Moved"));
+    assert!(
+        stdout.contains("The cluster is balanced. Exiting..."),
+        "{text}"
+    );
+    assert!(lines.last().unwrap().contains("Balancing took "), "{text}");
+    // Iteration 0 moved something (its line shows the bytes left and being moved).
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains(&scene.url) && !l.contains(" 0 B  ")),
+        "{text}"
+    );
+    scene.finish().await;
 }

@@ -1,16 +1,13 @@
 //! Sends replica moves to DataNodes: REPLACE_BLOCK to the node that is to hold the
 //! replica, as HDFS's Mover, Balancer and external storage policy satisfier send it, and
-//! waits for its answer. The one place the NameNode speaks the data-transfer protocol.
+//! waits for its answer (`ferrite_transfer::moves`). The one place the NameNode speaks
+//! the data-transfer protocol.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use ferrite_proto::hdfs::{
-    BaseHeaderProto, BlockOpResponseProto, ExtendedBlockProto, OpReplaceBlockProto, Status,
-};
-use ferrite_transfer::io::{read_delimited, write_op};
-use ferrite_transfer::op;
-use tokio::io::{AsyncWriteExt, BufReader};
+use ferrite_proto::hdfs::{BaseHeaderProto, ExtendedBlockProto, OpReplaceBlockProto};
+use ferrite_transfer::moves;
 use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 
@@ -72,10 +69,7 @@ pub enum MoveError {
     #[error(transparent)]
     Io(#[from] std::io::Error),
     #[error(transparent)]
-    Transfer(#[from] ferrite_transfer::TransferError),
-    /// The target DataNode refused, with its message or its status.
-    #[error("{0}")]
-    Refused(String),
+    Move(#[from] moves::MoveError),
 }
 
 impl Mover {
@@ -106,7 +100,7 @@ impl Mover {
 async fn replace_block(o: &MoveOrder) -> Result<(), MoveError> {
     let s = TcpStream::connect(o.target.id.xfer_addr()).await?;
     s.set_nodelay(true)?;
-    let (r, mut w) = s.into_split();
+    let (r, w) = s.into_split();
     let req = OpReplaceBlockProto {
         header: BaseHeaderProto {
             block: ExtendedBlockProto {
@@ -123,20 +117,5 @@ async fn replace_block(o: &MoveOrder) -> Result<(), MoveError> {
         storage_type: Some(i32::from(o.storage_type)),
         storage_id: None,
     };
-    write_op(&mut w, op::REPLACE_BLOCK, &req).await?;
-    w.flush().await?;
-    let mut r = BufReader::new(r);
-    loop {
-        let resp: BlockOpResponseProto = read_delimited(&mut r).await?;
-        match Status::try_from(resp.status) {
-            Ok(Status::InProgress) => continue, // a DataNode's keep-alive during a long copy
-            Ok(Status::Success) => return Ok(()),
-            _ => {
-                return Err(MoveError::Refused(
-                    resp.message
-                        .unwrap_or_else(|| format!("status {}", resp.status)),
-                ))
-            }
-        }
-    }
+    Ok(moves::replace_block(r, w, &req).await?)
 }

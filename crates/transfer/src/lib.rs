@@ -2,10 +2,12 @@
 //!
 //! [`checksum`] computes and verifies per-chunk CRCs (pure); [`packet`] encodes and parses
 //! data packets (pure, plus one async reader); [`io`] reads and writes the op preamble and
-//! varint-delimited messages on async streams.
+//! varint-delimited messages on async streams; [`moves`] asks a DataNode for a replica
+//! move.
 
 pub mod checksum;
 pub mod io;
+pub mod moves;
 pub mod packet;
 
 /// `DataTransferProtocol.DATA_TRANSFER_VERSION`.
