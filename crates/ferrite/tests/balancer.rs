@@ -47,10 +47,12 @@ fn namenode(root: &Path) -> Proc {
 }
 
 /// DataNode `i` on its own address and its own small disk.
-fn datanode(root: &Path, nn: &str, i: usize, disks: &mut Vec<SmallDisk>) -> Proc {
+fn datanode(root: &Path, nn: &str, i: usize, disks: &mut Vec<SmallDisk>, conf: &[&str]) -> Proc {
     disks.push(SmallDisk::mount(&root.join(format!("dn{i}")), DISK_MIB));
     // Room is promised a whole block of the DataNode's size when a write starts.
-    common::datanode_with(root, nn, &node_ip(i), i, &["dfs.blocksize=1048576"])
+    let mut conf = conf.to_vec();
+    conf.push("dfs.blocksize=1048576");
+    common::datanode_with(root, nn, &node_ip(i), i, &conf)
 }
 
 /// Each live node's use of its disk by blocks, in percent, by address.
@@ -110,7 +112,8 @@ struct Scene {
 }
 
 impl Scene {
-    async fn start() -> Scene {
+    /// The cluster, each DataNode with `dn_conf` besides the test's own keys.
+    async fn start(dn_conf: &[&str]) -> Scene {
         let root = tempfile::tempdir().unwrap();
         let mut disks = Vec::new();
         let nn = namenode(root.path());
@@ -118,7 +121,7 @@ impl Scene {
         let addr = url.trim_start_matches("hdfs://").to_string();
         let mut procs = vec![nn];
         for i in 0..3 {
-            procs.push(datanode(root.path(), &addr, i, &mut disks));
+            procs.push(datanode(root.path(), &addr, i, &mut disks, dn_conf));
         }
         let fs = FileSystem::connect(&url).await.unwrap();
         wait_live(&fs, 3).await;
@@ -137,8 +140,8 @@ impl Scene {
             w.close().await.unwrap();
             files.push(path);
         }
-        procs.push(datanode(root.path(), &addr, 3, &mut disks));
-        procs.push(datanode(root.path(), &addr, 4, &mut disks));
+        procs.push(datanode(root.path(), &addr, 3, &mut disks, dn_conf));
+        procs.push(datanode(root.path(), &addr, 4, &mut disks, dn_conf));
         wait_live(&fs, 5).await;
         // The new nodes' first heartbeats carry their space; wait until all five count.
         for _ in 0..50 {
@@ -183,15 +186,20 @@ impl Scene {
         }
     }
 
-    /// Stops the readers and the watcher and checks what they saw, and that every node
-    /// ended within the threshold of the mean (the Balancer's own measure) and the lock
-    /// file is gone, so another balancer may run.
-    async fn finish(self) {
+    /// Stops the readers and the watcher and checks what they saw.
+    async fn stop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
-        let reads = self.reading.await.unwrap();
-        let (fewest, which) = self.watch.await.unwrap();
+        let reads = (&mut self.reading).await.unwrap();
+        let (fewest, which) = (&mut self.watch).await.unwrap();
         assert!(reads > 0);
         assert!(fewest >= 2, "{which} was down to {fewest} replicas");
+    }
+
+    /// [`Scene::stop`], then checks that every node ended within the threshold of the
+    /// mean (the Balancer's own measure) and the lock file is gone, so another balancer
+    /// may run.
+    async fn finish(mut self) {
+        self.stop().await;
         let after = utilization(&self.fs).await;
         let mean = after.iter().map(|(_, u)| u).sum::<f64>() / after.len() as f64;
         for (ip, u) in &after {
@@ -221,7 +229,7 @@ fn outcome(out: &std::process::Output) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hadoops_balancer_levels_two_new_nodes_while_reads_go_on() {
-    let scene = Scene::start().await;
+    let scene = Scene::start(&[]).await;
     let (mut java, _conf) = common::java::hadoop_java(&[
         format!("fs.defaultFS={}", scene.url),
         // Ferrite's test blocks are 1 MiB; Hadoop's Balancer skips blocks under 10 MiB.
@@ -248,6 +256,19 @@ async fn hadoops_balancer_levels_two_new_nodes_while_reads_go_on() {
     scene.finish().await;
 }
 
+/// `ferrite balancer`'s arguments for the scene's cluster, and `extra`.
+fn balancer_args(scene: &Scene, extra: &[&str]) -> Vec<String> {
+    // The lock file must fit on the small disks, as for Hadoop's.
+    let mut a: Vec<String> = ["-fs", &scene.url, "-D", "dfs.heartbeat.interval=1"]
+        .iter()
+        .chain(&["-D", "dfs.blocksize=1048576"])
+        .chain(&["-D", "dfs.balancer.getBlocks.min-block-size=1024"])
+        .map(|s| s.to_string())
+        .collect();
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a
+}
+
 /// `ferrite balancer` with the given arguments, to the end.
 async fn ferrite_balancer(args: Vec<String>) -> std::process::Output {
     tokio::task::spawn_blocking(move || {
@@ -263,17 +284,8 @@ async fn ferrite_balancer(args: Vec<String>) -> std::process::Output {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ferrites_balancer_levels_two_new_nodes_while_reads_go_on() {
-    let scene = Scene::start().await;
-    let args = |extra: &[&str]| {
-        // The lock file must fit on the small disks, as for Hadoop's.
-        let mut a: Vec<String> = ["-fs", &scene.url, "-D", "dfs.heartbeat.interval=1"]
-            .iter()
-            .chain(&["-D", "dfs.blocksize=1048576"])
-            .map(|s| s.to_string())
-            .collect();
-        a.extend(extra.iter().map(|s| s.to_string()));
-        a
-    };
+    let scene = Scene::start(&[]).await;
+    let args = |extra: &[&str]| balancer_args(&scene, extra);
 
     // One at a time: while another holds the lock file, it refuses, as HDFS's does.
     let held = {
@@ -300,15 +312,7 @@ async fn ferrites_balancer_levels_two_new_nodes_while_reads_go_on() {
     assert!(outcome(&out).contains("Expecting a number in the range of [1.0, 100.0]: 0"));
 
     // A lock file left by a balancer that is gone is taken over.
-    let out = ferrite_balancer(args(&[
-        "-threshold",
-        "10",
-        "-policy",
-        "datanode",
-        "-D",
-        "dfs.balancer.getBlocks.min-block-size=1024",
-    ]))
-    .await;
+    let out = ferrite_balancer(args(&["-threshold", "10", "-policy", "datanode"])).await;
     let text = outcome(&out);
     println!("{text}"); // shown when the test fails, or with --nocapture
     assert!(out.status.success(), "ferrite balancer failed: {text}");
@@ -328,4 +332,37 @@ async fn ferrites_balancer_levels_two_new_nodes_while_reads_go_on() {
         "{text}"
     );
     scene.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn datanodes_refuse_moves_beyond_their_quota_and_the_balancer_gives_up() {
+    // No moves allowed at all: every REPLACE_BLOCK is refused with HDFS's words.
+    let mut scene = Scene::start(&["dfs.datanode.balance.max.concurrent.moves=0"]).await;
+    let args = balancer_args(&scene, &["-threshold", "10", "-idleiterations", "2"]);
+    let out = ferrite_balancer(args).await;
+    let text = outcome(&out);
+    println!("{text}");
+    assert_eq!(out.status.code(), Some(253), "{text}"); // NO_MOVE_PROGRESS, -3
+    assert!(
+        text.contains("No block has been moved for 2 iterations. Exiting..."),
+        "{text}"
+    );
+    assert!(
+        text.contains("because threads quota is exceeded."),
+        "{text}"
+    );
+    assert!(text.contains("Not able to receive block "), "{text}");
+    scene.stop().await;
+    // Nothing moved: the new nodes are still empty.
+    let usage = utilization(&scene.fs).await;
+    assert!(
+        usage.iter().filter(|(_, u)| *u < 1.0).count() == 2,
+        "{usage:?}"
+    );
+    assert!(scene
+        .fs
+        .status("/system/balancer.id")
+        .await
+        .unwrap()
+        .is_none());
 }
