@@ -113,15 +113,8 @@ start_hdfs_cluster() {
   java $JAVA_OPTS -cp "$w/conf-nn:$HADOOP_CP" org.apache.hadoop.hdfs.server.namenode.NameNode > "$w/nn.log" 2>&1 &
   PID=$!
   DN_PIDS=""
-  for i in $(seq 0 $((n - 1))); do
-    write_site "$w/conf-dn$i" core "fs.defaultFS=hdfs://127.0.0.1:$port" "hadoop.tmp.dir=$w/tmp-dn$i"
-    write_site "$w/conf-dn$i" hdfs "${common[@]}" "dfs.datanode.data.dir=file://$w/dn$i" \
-      "dfs.datanode.address=127.0.0.1:$(free_port)" "dfs.datanode.http.address=127.0.0.1:$(free_port)" \
-      "dfs.datanode.ipc.address=127.0.0.1:$(free_port)"
-    mkdir -p "$w/conf-dn$i/webapps/datanode" "$w/conf-dn$i/webapps/static"
-    java $JAVA_OPTS -cp "$w/conf-dn$i:$HADOOP_CP" org.apache.hadoop.hdfs.server.datanode.DataNode > "$w/dn$i.log" 2>&1 &
-    DN_PIDS="$DN_PIDS $!"
-  done
+  HDFS_COMMON=("${common[@]}")
+  for i in $(seq 0 $((n - 1))); do add_hdfs_datanode "$w" "$i" "$port"; done
   URL="hdfs://127.0.0.1:$port"
   wait_port "$port" "$PID" || { echo "HDFS NameNode did not start; see $w/nn.log" >&2; return 1; }
   write_site "$w/conf-probe" core "fs.defaultFS=$URL"
@@ -135,20 +128,55 @@ start_hdfs_cluster() {
   echo "HDFS cluster did not come up; see $w" >&2; return 1
 }
 
+# dn_disk DIR: the DataNode's data directory; with DN_DISK_MB set, a tmpfs of that size
+# (so that a node's use is a share of something: the balancer's measure), which
+# unmount_dn_disks WORKDIR removes.
+dn_disk() {
+  mkdir -p "$1"
+  if [ -n "${DN_DISK_MB:-}" ]; then mount -t tmpfs -o "size=${DN_DISK_MB}m" tmpfs "$1"; fi
+}
+
+unmount_dn_disks() {
+  local d
+  for d in "$1"/dn*; do mountpoint -q "$d" 2>/dev/null && umount "$d"; done
+  return 0
+}
+
+# add_hdfs_datanode WORKDIR I NN_PORT: HDFS DataNode I of a cluster start_hdfs_cluster
+# made (its HDFS_COMMON keys). Appends its pid to DN_PIDS; its transfer address is
+# DN_ADDR[I].
+add_hdfs_datanode() {
+  local w=$1 i=$2 port=$3 xfer; xfer=$(free_port)
+  DN_ADDR[$i]="127.0.0.1:$xfer"
+  dn_disk "$w/dn$i"
+  write_site "$w/conf-dn$i" core "fs.defaultFS=hdfs://127.0.0.1:$port" "hadoop.tmp.dir=$w/tmp-dn$i"
+  write_site "$w/conf-dn$i" hdfs "${HDFS_COMMON[@]}" "dfs.datanode.data.dir=file://$w/dn$i" \
+    "dfs.datanode.address=127.0.0.1:$xfer" "dfs.datanode.http.address=127.0.0.1:$(free_port)" \
+    "dfs.datanode.ipc.address=127.0.0.1:$(free_port)"
+  mkdir -p "$w/conf-dn$i/webapps/datanode" "$w/conf-dn$i/webapps/static"
+  java $JAVA_OPTS -cp "$w/conf-dn$i:$HADOOP_CP" org.apache.hadoop.hdfs.server.datanode.DataNode > "$w/dn$i.log" 2>&1 &
+  DN_PIDS="$DN_PIDS $!"
+}
+
+# add_ferrite_datanode WORKDIR I: Ferrite DataNode I of the cluster at URL; waits for its
+# ready line. Appends its pid to DN_PIDS; its transfer address is DN_ADDR[I].
+add_ferrite_datanode() {
+  local w=$1 i=$2
+  dn_disk "$w/dn$i"
+  FERRITE_LOG=warn "$FERRITE" datanode --namenode "${URL#hdfs://}" --port 0 --ipc-port 0 --data "$w/dn$i" > "$w/dn$i.ready" 2> "$w/dn$i.log" &
+  DN_PIDS="$DN_PIDS $!"
+  for _ in $(seq 1 100); do [ -s "$w/dn$i.ready" ] && break; sleep 0.1; done
+  [ -s "$w/dn$i.ready" ] || { echo "ferrite datanode $i did not start; see $w/dn$i.log" >&2; return 1; }
+  DN_ADDR[$i]=$(awk '{print $2}' "$w/dn$i.ready")
+}
+
 # start_ferrite_cluster WORKDIR N: a Ferrite NameNode and N DataNode processes (so that the
 # NameNode's own CPU can be read from its pid). Sets URL, PID (the NameNode) and DN_PIDS.
 start_ferrite_cluster() {
   local w=$1 n=$2 i
   start_ferrite "$w" || return 1
   DN_PIDS=""
-  for i in $(seq 0 $((n - 1))); do
-    FERRITE_LOG=warn "$FERRITE" datanode --namenode "${URL#hdfs://}" --port 0 --ipc-port 0 --data "$w/dn$i" > "$w/dn$i.ready" 2> "$w/dn$i.log" &
-    DN_PIDS="$DN_PIDS $!"
-  done
-  for i in $(seq 0 $((n - 1))); do
-    for _ in $(seq 1 100); do [ -s "$w/dn$i.ready" ] && break; sleep 0.1; done
-    [ -s "$w/dn$i.ready" ] || { echo "ferrite datanode $i did not start; see $w/dn$i.log" >&2; return 1; }
-  done
+  for i in $(seq 0 $((n - 1))); do add_ferrite_datanode "$w" "$i" || return 1; done
   sleep 1   # the first heartbeat and block report
 }
 

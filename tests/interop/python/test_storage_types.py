@@ -7,6 +7,7 @@ puts every replica on SSD, ONE_SSD the first, HOT none, and WARM, with no ARCHIV
 anywhere, falls back to DISK for the replicas it would archive."""
 
 import re
+import subprocess
 import time
 
 import pytest
@@ -144,3 +145,27 @@ def test_the_satisfier_copies_to_another_node_and_gives_up_on_what_cannot_be_pla
     )
     assert out[1].rc == 0, out[1]
     assert out[2].rc != 0 and "cannot find /sat/missing" in out[2].err, out[2]
+
+
+def test_hadoops_mover_moves_replicas_to_their_policy_s_types(mixed, workroot):
+    """`hdfs mover -p PATH` (Hadoop 3.4.1's Mover, unchanged): a HOT file made ONE_SSD gets
+    one replica on the SSD node, copied with REPLACE_BLOCK / COPY_BLOCK signed with the
+    NameNode's exported block keys; the Mover exits 0 once nothing is left to move."""
+    shell = FsShell(mixed, workroot)
+    out = shell.run(
+        C("-mkdir", "-p", "/mover"),
+        C("-put", "/etc/services", "/mover/f"),
+        ["storagepolicies", "-setStoragePolicy", "-path", "/mover", "-policy", "ONE_SSD"],
+    )
+    assert all(r.rc == 0 for r in out), out
+    from conftest import HADOOP_JAVA_OPENS, java_cp, write_site
+
+    conf = workroot / "conf-mover"
+    write_site(conf, {"fs.defaultFS": mixed.url}, {})
+    cmd = ["java", "-Djava.net.preferIPv4Stack=true", *HADOOP_JAVA_OPENS, "-cp", java_cp(conf),
+           "org.apache.hadoop.hdfs.server.mover.Mover", "-p", "/mover"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=workroot)
+    assert p.returncode == 0, f"{p.stdout}\n{p.stderr}"
+    wait_for_types(mixed, workroot, "/mover/f", ["DISK", "DISK", "SSD"])
+    back = shell.run(C("-cat", "/mover/f"))
+    assert back[0].out == open("/etc/services").read()
