@@ -79,8 +79,8 @@ def balancer_bandwidth_session(server, workroot):
     default, a new value set through the NameNode (polled until the DataNode has it from
     a heartbeat), a negative value, and a non-superuser's try."""
     sh = FsShell(server, workroot)
-    (nodes,) = sh.run(["datanodeIpc"])
-    dn = nodes.out.split()[0]
+    (nodes,) = sh.run(["datanodes"])
+    dn = nodes.out.split()[1]  # transfer address, then IPC address
     get = ["dfsadmin", "-getBalancerBandwidth", dn]
     (default,) = sh.run(get)
     set_ok, negative = sh.run(["dfsadmin", "-setBalancerBandwidth", "12345"], ["dfsadmin", "-setBalancerBandwidth", "-5"])

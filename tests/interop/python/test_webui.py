@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import start_ferrite, stop
-from hdfs_native import Client
+from conftest import FsShell, start_ferrite, stop
+from hdfs_native import Client, WriteOptions
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -29,7 +29,9 @@ DATANODES = 2
 def cluster(workroot):
     w = workroot / "ferrite-webui"
     w.mkdir()
-    s = start_ferrite(w, conf=["dfs.replication=2"], datanodes=DATANODES)
+    # An exclude file, empty until a test decommissions a node.
+    (w / "exclude").write_text("")
+    s = start_ferrite(w, conf=["dfs.replication=2", f"dfs.hosts.exclude={w / 'exclude'}"], datanodes=DATANODES)
     yield s
     assert stop(s) == 0
 
@@ -221,3 +223,39 @@ def test_a_refused_action_is_shown_not_thrown(browser, cluster, client):
     # The refusal was an answer the page handled: the console shows the 403, nothing thrown.
     errors = console_errors(browser)
     assert all("403" in e["message"] for e in errors), errors
+
+
+def test_datanodes_page_shows_a_node_being_decommissioned(browser, cluster, client, workroot):
+    """One of the two DataNodes excluded while files ask for two replicas: it cannot finish
+    leaving, so it stays Decommission In Progress, listed with its waiting blocks; then it
+    comes back. (Last in the module: it changes the cluster the other tests share.)"""
+    with client.create("/ui/leaving", WriteOptions(replication=2)) as f:
+        f.write(b"x" * 1000)
+    shell = FsShell(cluster, workroot)
+    (nodes,) = shell.run(["datanodes"])
+    xfer = nodes.out.split()[0]
+    exclude = cluster.workdir / "exclude"
+    exclude.write_text(xfer + "\n")
+    assert shell.run(["dfsadmin", "-refreshNodes"])[0].rc == 0
+    try:
+        # The waiting blocks are counted by the NameNode's next replication scan.
+        deadline = time.monotonic() + 60
+        while True:
+            open_page(browser, cluster, "datanodes")
+            browser.refresh()
+            rows = WebDriverWait(browser, 30).until(
+                lambda d: d.find_elements(By.CSS_SELECTOR, "#decommissioning tr[data-node]"))
+            assert len(rows) == 1
+            cells = [c.text for c in rows[0].find_elements(By.TAG_NAME, "td")]
+            if int(cells[1]) >= 1:
+                break
+            assert time.monotonic() < deadline, cells
+            time.sleep(1)
+        states = [r.find_elements(By.TAG_NAME, "td")[-1].text
+                  for r in browser.find_elements(By.CSS_SELECTOR, "#live tr[data-node]")]
+        assert sorted(states) == ["Decommission In Progress", "In Service"], states
+        assert not browser.find_elements(By.CSS_SELECTOR, "#entering-maintenance tr[data-node]")
+        assert console_errors(browser) == []
+    finally:
+        exclude.write_text("")
+        assert shell.run(["dfsadmin", "-refreshNodes"])[0].rc == 0

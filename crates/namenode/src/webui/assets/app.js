@@ -236,6 +236,17 @@ async function datanodes() {
   const deadRows = Object.entries(dead).sort().map(([key, n]) => el('tr', { 'data-node': key },
     el('td', { text: key }), el('td', { class: 'num', text: `${n.lastContact}s` }),
     el('td', { text: n.adminState })));
+  // Nodes on their way out, with the blocks still waiting for replicas elsewhere.
+  const leaving = nodes => Object.entries(nodes).sort().map(([key, n]) => el('tr', { 'data-node': key },
+    el('td', { text: key }),
+    el('td', { class: 'num', text: n.underReplicatedBlocks }),
+    el('td', { class: 'num', text: n.decommissionOnlyReplicas }),
+    el('td', { class: 'num', text: n.underReplicateInOpenFiles })));
+  const leavingHead = ['Node', { name: 'Under replicated blocks', num: true },
+    { name: 'Blocks with no live replicas', num: true },
+    { name: 'Under replicated blocks in files under construction', num: true }];
+  const decom = leaving(parseJsonAttr(info.DecomNodes));
+  const maint = leaving(parseJsonAttr(info.EnteringMaintenanceNodes));
   return el('section', { id: 'datanodes' },
     el('h1', { text: 'DataNodes' }),
     el('h2', { text: `In service: ${liveRows.length}` }),
@@ -243,7 +254,11 @@ async function datanodes() {
       { name: 'Used', num: true }, { name: 'Remaining', num: true }, { name: 'Failed volumes', num: true },
       'Admin state'], liveRows, { id: 'live' }),
     el('h2', { text: `Dead: ${deadRows.length}` }),
-    table(['Node', { name: 'Last contact', num: true }, 'Admin state'], deadRows, { id: 'dead' }));
+    table(['Node', { name: 'Last contact', num: true }, 'Admin state'], deadRows, { id: 'dead' }),
+    el('h2', { text: `Decommissioning: ${decom.length}` }),
+    table(leavingHead, decom, { id: 'decommissioning' }),
+    el('h2', { text: `Entering maintenance: ${maint.length}` }),
+    table(leavingHead, maint, { id: 'entering-maintenance' }));
 }
 
 // ---- file browser -----------------------------------------------------------------------

@@ -30,8 +30,8 @@ import org.apache.hadoop.util.ToolRunner;
  * Each command gets a fresh FsShell (as `hdfs dfs` would), sharing one Configuration. A line
  * whose first argument is {@code dfsadmin} runs the rest through DFSAdmin instead (as
  * `hdfs dfsadmin` would), and one whose first argument is {@code debug} through DebugAdmin
- * (`hdfs debug`), and {@code storagepolicies} through StoragePolicyAdmin; {@code datanodeIpc}
- * prints each live DataNode's IPC address.
+ * (`hdfs debug`), and {@code storagepolicies} through StoragePolicyAdmin; {@code datanodes}
+ * prints each live DataNode's transfer and IPC addresses.
  */
 public final class ShellBatch {
   public static void main(String[] argv) throws Exception {
@@ -66,12 +66,13 @@ public final class ShellBatch {
         } else if (args[0].equals("lsSnapshot")) {
           rc = ToolRunner.run(conf, new org.apache.hadoop.hdfs.tools.snapshot.LsSnapshot(),
               Arrays.copyOfRange(args, 1, args.length));
-        } else if (args[0].equals("datanodeIpc")) {
-          // Each live DataNode's IPC address, for commands that name one.
+        } else if (args[0].equals("datanodes")) {
+          // Each live DataNode's transfer and IPC addresses, for commands and files that
+          // name one.
           org.apache.hadoop.hdfs.DistributedFileSystem dfs =
               (org.apache.hadoop.hdfs.DistributedFileSystem) org.apache.hadoop.fs.FileSystem.get(conf);
           for (org.apache.hadoop.hdfs.protocol.DatanodeInfo d : dfs.getDataNodeStats()) {
-            System.out.println(d.getIpcAddr(false));
+            System.out.println(d.getXferAddr() + " " + d.getIpcAddr(false));
           }
           rc = 0;
         } else if (args[0].equals("snapshotDiff")) {
