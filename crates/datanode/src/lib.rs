@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use balancing::BalanceThrottle;
-use nn_link::{Identity, NnLink};
+use nn_link::{Identity, LinkSettings, NnLink};
 use storage::Dataset;
 use xceiver::{Xceiver, XceiverConfig};
 
@@ -87,6 +87,8 @@ pub struct DnConfig {
     pub balance_bandwidth: u64,
     /// `dfs.datanode.balance.max.concurrent.moves`
     pub balance_max_moves: usize,
+    /// `dfs.datanode.use.datanode.hostname`: reach other DataNodes by host name.
+    pub peers_by_host_name: bool,
 }
 
 impl DnConfig {
@@ -107,6 +109,7 @@ impl DnConfig {
             hostname: None,
             balance_bandwidth: balancing::DEFAULT_BANDWIDTH,
             balance_max_moves: balancing::DEFAULT_MAX_MOVES,
+            peers_by_host_name: false,
         }
     }
 
@@ -180,6 +183,9 @@ impl DnConfig {
                     self.balance_bandwidth = ferrite_ipc::conf::parse_size(v)
                         .filter(|&b| b > 0)
                         .ok_or_else(|| bad("a positive size"))?
+                }
+                "dfs.datanode.use.datanode.hostname" => {
+                    self.peers_by_host_name = v.trim().parse().map_err(|_| bad("true or false"))?
                 }
                 "dfs.datanode.balance.max.concurrent.moves" => {
                     self.balance_max_moves = num()? as usize
@@ -380,16 +386,13 @@ impl DataNode {
             info_port: http_addr.map_or(0, |a| u32::from(a.port())),
             ipc_port: ipc_addr.port() as u32,
         };
-        let balance = BalanceThrottle::new(cfg.balance_bandwidth, cfg.balance_max_moves);
-        let link = NnLink::new(
-            dial,
-            cfg.rpc_timeout,
-            &cfg.namenodes,
-            &cfg.user,
-            &ns,
-            &me,
-            balance,
-        );
+        let settings = LinkSettings {
+            rpc_timeout: cfg.rpc_timeout,
+            user: cfg.user.clone(),
+            balance: BalanceThrottle::new(cfg.balance_bandwidth, cfg.balance_max_moves),
+            peers_by_host_name: cfg.peers_by_host_name,
+        };
+        let link = NnLink::new(dial, &cfg.namenodes, &ns, &me, settings);
         let ipc = ferrite_ipc::server::spawn(
             ipc,
             Arc::new(ipc::router(ds.clone(), link.clone())),

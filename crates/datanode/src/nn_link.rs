@@ -55,6 +55,7 @@ pub struct NnLink {
     pub keys: RwLock<KeyRing>,
     /// Limits on replica moves; the NameNode changes their rate with a heartbeat answer.
     pub balance: BalanceThrottle,
+    peers_by_host_name: bool,
 }
 
 /// One NameNode's connection, registration and queue of incremental reports.
@@ -272,17 +273,42 @@ impl NnConn {
     }
 }
 
+/// A DataNode's data-transfer address, by host name (when it registered one) or address.
+fn xfer_addr_of(id: &DatanodeIdProto, by_host_name: bool) -> String {
+    let host = if by_host_name && !id.host_name.is_empty() {
+        &id.host_name
+    } else {
+        &id.ip_addr
+    };
+    format!("{host}:{}", id.xfer_port)
+}
+
+/// How a link behaves: its calls' timeout and user, the move limits its heartbeats adjust,
+/// and how it names other DataNodes.
+pub struct LinkSettings {
+    pub rpc_timeout: Duration,
+    pub user: String,
+    pub balance: BalanceThrottle,
+    /// `dfs.datanode.use.datanode.hostname`: reach other DataNodes by the host names they
+    /// registered rather than their addresses.
+    pub peers_by_host_name: bool,
+}
+
 impl NnLink {
     /// A link to the NameNodes at `addrs` (one, or an HA group's members).
     pub fn new(
         dial: Arc<dyn Dial>,
-        rpc_timeout: Duration,
         addrs: &[SocketAddr],
-        user: &str,
         ns: &NamespaceInfoProto,
         me: &Identity,
-        balance: BalanceThrottle,
+        settings: LinkSettings,
     ) -> Arc<Self> {
+        let LinkSettings {
+            rpc_timeout,
+            user,
+            balance,
+            peers_by_host_name,
+        } = settings;
         let nns = addrs
             .iter()
             .map(|&addr| {
@@ -291,7 +317,7 @@ impl NnLink {
                     addr,
                     rpc_timeout,
                     dial: dial.clone(),
-                    user: user.to_string(),
+                    user: user.clone(),
                     client: tokio::sync::Mutex::new(None),
                     registration: Mutex::new(registration_of(ns, me)),
                     ibr_tx,
@@ -307,6 +333,7 @@ impl NnLink {
             xceivers: Default::default(),
             keys: RwLock::new(KeyRing::default()),
             balance,
+            peers_by_host_name,
         })
     }
 
@@ -390,6 +417,13 @@ impl NnLink {
             keys = ring.key_count(),
             "block keys updated"
         );
+    }
+
+    /// Where to reach another DataNode's data-transfer port: by its address, or by its
+    /// registered host name with `dfs.datanode.use.datanode.hostname` (as HDFS's
+    /// `connectToDnViaHostname`).
+    pub fn peer_xfer_addr(&self, id: &DatanodeIdProto) -> String {
+        xfer_addr_of(id, self.peers_by_host_name)
     }
 
     /// This node's data-transfer address as the NameNode knows it (`ip:port`).
@@ -597,4 +631,26 @@ pub(crate) fn storage(uuid: &str, storage_type: u8) -> DatanodeStorageProto {
 
 fn rand_id() -> i64 {
     (uuid::Uuid::new_v4().as_u128() as i64).abs()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peers_are_reached_by_host_name_only_when_asked_and_known() {
+        let id = DatanodeIdProto {
+            ip_addr: "10.0.0.7".into(),
+            host_name: "dn7.example".into(),
+            xfer_port: 9866,
+            ..Default::default()
+        };
+        assert_eq!(xfer_addr_of(&id, false), "10.0.0.7:9866");
+        assert_eq!(xfer_addr_of(&id, true), "dn7.example:9866");
+        let nameless = DatanodeIdProto {
+            host_name: String::new(),
+            ..id
+        };
+        assert_eq!(xfer_addr_of(&nameless, true), "10.0.0.7:9866");
+    }
 }

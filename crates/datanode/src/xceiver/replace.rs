@@ -153,8 +153,7 @@ async fn copy_from(x: &Xceiver, op: &OpReplaceBlockProto, ty: u8) -> Result<(), 
             source_ip: op.source.id.ip_addr.clone(),
         });
     }
-    let src = &op.source.id;
-    let addr = format!("{}:{}", src.ip_addr, src.xfer_port);
+    let addr = x.link.peer_xfer_addr(&op.source.id);
     copy_replica(x, op, ty, &addr)
         .await
         .map_err(|why| ReplaceError::Copy { id, gs, addr, why })

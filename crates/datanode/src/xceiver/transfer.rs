@@ -133,7 +133,7 @@ async fn stream(
     let r = &copy.replica;
     let files = Source::open(ds, r).await?;
     let c = files.checksum();
-    let addr = format!("{}:{}", first.id.ip_addr, first.id.xfer_port);
+    let addr = link.peer_xfer_addr(&first.id);
     let s = link.dialer().dial(&addr).await?;
     let (rd, mut s) = (s.read, s.write);
     let opw = OpWriteBlockProto {

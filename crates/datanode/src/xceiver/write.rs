@@ -706,7 +706,7 @@ async fn setup_mirror(
     let Some(next) = op.targets.first() else {
         return (None, Status::Success, String::new());
     };
-    let addr = format!("{}:{}", next.id.ip_addr, next.id.xfer_port);
+    let addr = x.link.peer_xfer_addr(&next.id);
     match connect_mirror(x, op, &addr, acked).await {
         Ok((m, Some(resp))) if resp.status != Status::Success as i32 => {
             let status = Status::try_from(resp.status).unwrap_or(Status::Error);
