@@ -119,7 +119,7 @@ start_hdfs_cluster() {
   wait_port "$port" "$PID" || { echo "HDFS NameNode did not start; see $w/nn.log" >&2; return 1; }
   write_site "$w/conf-probe" core "fs.defaultFS=$URL"
   for _ in $(seq 1 120); do
-    if echo x | java $JAVA_OPTS -cp "$w/conf-probe:$HADOOP_CP" org.apache.hadoop.fs.FsShell -put -f - /.probe > /dev/null 2>&1; then
+    if echo x | java $JAVA_OPTS -cp "$w/conf-probe:$HADOOP_CP" org.apache.hadoop.fs.FsShell -D dfs.blocksize=1048576 -put -f - /.probe > /dev/null 2>&1; then
       local live; live=$(java $JAVA_OPTS -cp "$w/conf-probe:$HADOOP_CP" org.apache.hadoop.hdfs.tools.DFSAdmin -report -live 2>/dev/null | grep -c '^Name:' || true)
       [ "$live" -ge "$n" ] && return 0
     fi
@@ -128,17 +128,25 @@ start_hdfs_cluster() {
   echo "HDFS cluster did not come up; see $w" >&2; return 1
 }
 
-# dn_disk DIR: the DataNode's data directory; with DN_DISK_MB set, a tmpfs of that size
-# (so that a node's use is a share of something: the balancer's measure), which
+# dn_disk DIR: the DataNode's data directory; with DN_DISK_MB set, an ext4 file system of
+# that size on a loop device (so that a node's use is a share of something: the
+# balancer's measure; HDFS's DataNode refuses every write on a tmpfs), which
 # unmount_dn_disks WORKDIR removes.
 dn_disk() {
   mkdir -p "$1"
-  if [ -n "${DN_DISK_MB:-}" ]; then mount -t tmpfs -o "size=${DN_DISK_MB}m" tmpfs "$1"; fi
+  if [ -n "${DN_DISK_MB:-}" ]; then
+    truncate -s "${DN_DISK_MB}M" "$1.img"
+    mkfs.ext4 -q -F -m 0 "$1.img"
+    mount -o loop "$1.img" "$1"
+  fi
 }
 
 unmount_dn_disks() {
   local d
-  for d in "$1"/dn*; do mountpoint -q "$d" 2>/dev/null && umount "$d"; done
+  for d in "$1"/dn*; do
+    [ -d "$d" ] && mountpoint -q "$d" && umount "$d"
+    case $d in *.img) rm -f "$d" ;; esac
+  done
   return 0
 }
 

@@ -4,7 +4,7 @@
 # the same throttles on both, and each NameNode's CPU over each phase.
 #
 # Each system in turn: a NameNode and two DataNodes, each DataNode on a tmpfs of its own
-# (DISK_MB; the balancer measures use against capacity), BLOCKS blocks of 2 MiB written
+# (an ext4 image on a loop device; the balancer measures use against capacity), BLOCKS blocks of 2 MiB written
 # with two replicas (so each of the two nodes holds all of them); two empty DataNodes join.
 #   decommission: node 0 goes in the exclude file, `dfsadmin -refreshNodes`, and the clock
 #                 runs until the NameNode's JMX counts it decommissioned (every block
@@ -12,7 +12,7 @@
 #   balancer:     two more empty DataNodes join; Hadoop's Balancer levels HDFS, `ferrite
 #                 balancer` levels Ferrite (-threshold 10, blocks of any size), and the
 #                 clock runs until it exits.
-# Raw output goes to bench/run/operations-<time>/. Needs root (tmpfs mounts).
+# Raw output goes to bench/run/operations-<time>/. Needs root (loop mounts).
 #
 #   bench/operations-vs-hdfs.sh [-r REPS] [-b BLOCKS] [-t THROTTLE]
 #     -r 3       runs per system, alternating (medians are reported)
@@ -35,11 +35,13 @@ case $THROTTLE in
   open) throttles="dfs.namenode.replication.max-streams=100 dfs.namenode.replication.max-streams-hard-limit=100 dfs.namenode.replication.work.multiplier.per.iteration=100" ;;
   *) echo "-t hdfs or open" >&2; exit 2 ;;
 esac
+# HDFS 3.4's DataNodes also keep 1 GiB free beyond a block on each volume by default.
+HDFS_DN_ROOM="dfs.datanode.round-robin-volume-choosing-policy.additional-available-space=0"
 echo "# reps=$REPS blocks=$BLOCKS throttle=$THROTTLE disk=${DN_DISK_MB}MiB  $(nproc) cpus  $(date -u)" | tee "$OUT/params"
 head -c $((BLOCKS * 2 * 1024 * 1024)) /dev/urandom > "$WORK/data.bin"
 
 cleanup() {
-  for p in ${ALL_PIDS:-}; do stop_server "$p"; done
+  for p in ${ALL_PIDS:-} ${PID:-} ${DN_PIDS:-}; do stop_server "$p"; done
   for sys in hdfs ferrite; do unmount_dn_disks "$WORK/$sys"; done
 }
 trap cleanup EXIT
@@ -55,7 +57,9 @@ elapsed() { python3 -c "import time; print(f'{time.time() - $1:.2f}')"; }
 run_one() {  # run_one SYSTEM REP
   local sys=$1 rep=$2 w="$WORK/$1" t0 c0 secs cpu
   unmount_dn_disks "$w"
-  export NN_EXTRA="dfs.hosts.exclude=$WORK/exclude-$sys $throttles"
+  # Small blocks everywhere: a DataNode refuses a write unless its small disk has room
+  # for a whole block of the size the writer names.
+  export NN_EXTRA="dfs.hosts.exclude=$WORK/exclude-$sys dfs.blocksize=2097152 $throttles $HDFS_DN_ROOM"
   : > "$WORK/exclude-$sys"
   ALL_PIDS=""
   if [ "$sys" = hdfs ]; then

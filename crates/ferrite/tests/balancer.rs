@@ -55,7 +55,8 @@ fn datanode(root: &Path, nn: &str, i: usize, disks: &mut Vec<SmallDisk>, conf: &
     common::datanode_with(root, nn, &node_ip(i), i, &conf)
 }
 
-/// Each live node's use of its disk by blocks, in percent, by address.
+/// Each live node's use of its disk by blocks, in percent, by address (NaN until its
+/// capacity is reported).
 async fn utilization(fs: &FileSystem) -> Vec<(String, f64)> {
     let mut out: Vec<(String, f64)> = fs
         .datanode_report(DatanodeReportTypeProto::Live)
@@ -64,7 +65,7 @@ async fn utilization(fs: &FileSystem) -> Vec<(String, f64)> {
         .iter()
         .map(|d| {
             let used = d.dfs_used.unwrap_or(0) as f64;
-            let cap = d.capacity.unwrap_or(1).max(1) as f64;
+            let cap = d.capacity.unwrap_or(0) as f64;
             (d.id.ip_addr.clone(), used * 100.0 / cap)
         })
         .collect();
@@ -143,19 +144,20 @@ impl Scene {
         procs.push(datanode(root.path(), &addr, 3, &mut disks, dn_conf));
         procs.push(datanode(root.path(), &addr, 4, &mut disks, dn_conf));
         wait_live(&fs, 5).await;
-        // The new nodes' first heartbeats carry their space; wait until all five count.
-        for _ in 0..50 {
-            let report = fs
-                .datanode_report(DatanodeReportTypeProto::Live)
-                .await
-                .unwrap();
-            if report.iter().all(|d| d.capacity.unwrap_or(0) > 0) {
+        // Heartbeats carry each node's space and use: wait until all five count, the
+        // three old ones full and the two new ones empty.
+        let mut before = Vec::new();
+        for _ in 0..100 {
+            before = utilization(&fs).await;
+            let full = before.iter().filter(|(_, u)| *u > 50.0).count();
+            let empty = before.iter().filter(|(_, u)| *u < 1.0).count();
+            if full == 3 && empty == 2 {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        let before = utilization(&fs).await;
-        assert!(before.iter().any(|(_, u)| *u < 1.0), "{before:?}");
+        let full = before.iter().filter(|(_, u)| *u > 50.0).count();
+        assert_eq!(full, 3, "{before:?}");
 
         let stop = Arc::new(AtomicBool::new(false));
         let watch = replica_watch(&fs, &files, &stop);

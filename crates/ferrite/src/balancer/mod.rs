@@ -94,6 +94,7 @@ async fn balance(a: &BalancerArgs) -> anyhow::Result<Exit> {
         pool,
         args: a,
         moved: Arc::new(AtomicU64::new(0)),
+        blocks_moved: Arc::new(AtomicU64::new(0)),
     };
     let r = b.iterate(&url).await;
     drop(lock.close().await);
@@ -140,8 +141,9 @@ struct Balancer<'a> {
     nn: &'a NamenodeLink,
     pool: String,
     args: &'a BalancerArgs,
-    /// Bytes moved since the start, for the report.
+    /// Bytes and blocks moved since the start, for the report.
     moved: Arc<AtomicU64>,
+    blocks_moved: Arc<AtomicU64>,
 }
 
 impl Balancer<'_> {
@@ -152,19 +154,21 @@ impl Balancer<'_> {
             let mut p = plan::plan(&nodes, self.args.threshold, self.args.max_size_to_move);
             let left = p.bytes_left_to_move;
             let being_moved = p.bytes_being_moved();
-            let print = |moved| {
+            let line = || {
                 output::iteration_line(
                     &output::now_stamp(),
                     iteration,
-                    moved,
+                    self.moved.load(Ordering::Relaxed),
                     left,
                     being_moved,
+                    self.blocks_moved.load(Ordering::Relaxed),
                     url,
                 )
             };
+            // Hadoop 3.4.1 prints the iteration's line, then why it stops.
             if left == 0 {
+                println!("{}", line());
                 println!("The cluster is balanced. Exiting...");
-                println!("{}", print(self.moved.load(Ordering::Relaxed)));
                 return Ok(Exit::Success);
             }
             info!(
@@ -172,21 +176,23 @@ impl Balancer<'_> {
                 output::byte_desc(left)
             );
             if being_moved == 0 {
+                println!("{}", line());
                 println!("No block can be moved. Exiting...");
-                println!("{}", print(self.moved.load(Ordering::Relaxed)));
                 return Ok(Exit::NoMoveBlock);
             }
             let moved_now = self.dispatch(&nodes, &infos, &mut p.tasks).await?;
-            println!("{}", print(self.moved.load(Ordering::Relaxed)));
             if moved_now > 0 {
                 idle = 0;
             } else {
                 idle += 1;
                 if self.args.idle_iterations >= 0 && idle >= self.args.idle_iterations {
+                    // Said while dispatching, before the line, as Hadoop's does.
                     println!("No block has been moved for {idle} iterations. Exiting...");
+                    println!("{}", line());
                     return Ok(Exit::NoMoveProgress);
                 }
             }
+            println!("{}", line());
             // Let heartbeats carry the new usage to the NameNode before planning again.
             tokio::time::sleep(self.args.heartbeat * 2).await;
         }
@@ -243,13 +249,19 @@ impl Balancer<'_> {
             for m in plan::choose_moves(nodes, source, &offered, tasks, &mut moving) {
                 let req = self.request(&keys, infos, &m)?;
                 let target = xfer_addr(&infos[m.target]);
-                let (slots, total, now) = (slots.clone(), self.moved.clone(), moved_now.clone());
+                let (slots, total, blocks, now) = (
+                    slots.clone(),
+                    self.moved.clone(),
+                    self.blocks_moved.clone(),
+                    moved_now.clone(),
+                );
                 running.spawn(async move {
                     let _slot = slots.acquire_owned().await;
                     match send(&target, &req).await {
                         Ok(()) => {
                             info!(block = m.id, to = %target, "moved");
                             total.fetch_add(m.len, Ordering::Relaxed);
+                            blocks.fetch_add(1, Ordering::Relaxed);
                             now.fetch_add(m.len, Ordering::Relaxed);
                         }
                         Err(e) => warn!(block = m.id, to = %target, error = %e, "move failed"),

@@ -13,10 +13,12 @@ pub(crate) fn iteration_line(
     moved: u64,
     left: u64,
     being_moved: u64,
+    blocks_moved: u64,
     url: &str,
 ) -> String {
+    // Hadoop 3.4.1 prints the blocks moved so far before the NameNode, under no heading.
     format!(
-        "{stamp:<24} {:>10}  {:>19}  {:>18}  {:>17}  {url}",
+        "{stamp:<24} {:>10}  {:>19}  {:>18}  {:>17}  {blocks_moved:>17}  {url}",
         iteration,
         byte_desc(moved),
         byte_desc(left),
@@ -120,13 +122,19 @@ mod tests {
 
     #[test]
     fn an_iteration_line_lines_up_under_the_header() {
-        let l = iteration_line("Dec 5, 2026, 1:02:03 PM", 3, 1 << 30, 0, 512, "hdfs://h:1");
-        assert_eq!(&l[24..36], "          3 ");
-        assert!(l.ends_with("  hdfs://h:1"), "{l}");
+        // As Hadoop 3.4.1's Balancer printed it.
+        let l = iteration_line(
+            "Dec 5, 2026, 1:03:41 PM",
+            0,
+            166 << 20,
+            71_450_000,
+            169_430_000,
+            83,
+            "hdfs://localhost:42299",
+        );
         assert_eq!(
-            l.len(),
-            HEADER.len() - "NameNode".len() + "hdfs://h:1".len(),
-            "{l}"
+            l,
+            "Dec 5, 2026, 1:03:41 PM           0               166 MB            68.14 MB          161.58 MB                 83  hdfs://localhost:42299"
         );
     }
 }
