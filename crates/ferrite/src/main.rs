@@ -3,6 +3,7 @@
 mod admin;
 mod balancer;
 mod bench;
+mod descriptors;
 mod dfs;
 mod fsck;
 mod ha_status;
@@ -83,6 +84,7 @@ fn main() -> anyhow::Result<()> {
     );
     if server || matches!(&cli.cmd, Cmd::Bench { what } if what.hosts_a_namenode()) {
         memory::limit_arenas();
+        descriptors::raise_soft_limit();
     }
     // One worker per core; blocking work (journal waits aside, mostly DataNode writes and
     // start-up scans) is capped, so the thread count stays fixed however many clients come.
