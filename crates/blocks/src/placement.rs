@@ -39,6 +39,7 @@ struct Cand {
     node: NodeIx,
     local: bool,
     stale: bool,
+    free_ppm: u64,
     score: u128,
 }
 
@@ -76,17 +77,28 @@ pub fn choose_targets(reg: &Registry, req: &PlacementRequest) -> Vec<Target> {
             continue;
         };
         let st = &n.storages[six as usize];
-        // Free space dominates; load and a per-call hash break near-ties.
-        let jitter = mix(req.seed ^ ix as u64) & 0xffff;
-        let score = ((st.remaining >> 20) as u128) << 40
-            | (((u32::MAX - n.xceivers.min(u32::MAX - 1)) as u128) << 16)
-            | jitter as u128;
         cands.push(Cand {
             node: ix,
             local: n.id.ip == req.writer_ip,
             stale: live == Liveness::Stale,
-            score,
+            free_ppm: free_ppm(st.remaining, st.capacity),
+            score: 0,
         });
+    }
+    // Free space dominates, in bands below the emptiest node (see `FREE_BAND_PPM`); then
+    // a node busier than twice the average goes after the others, as HDFS's considerLoad
+    // rule has it; a per-call hash breaks the remaining ties, so equal nodes share blocks.
+    let most_free = cands.iter().map(|c| c.free_ppm).max().unwrap_or(0);
+    let load = |c: &Cand| reg.get(c.node).xceivers as u64;
+    let total_load: u64 = cands.iter().map(load).sum();
+    let count = cands.len() as u64;
+    for c in &mut cands {
+        let below = (most_free - c.free_ppm) / FREE_BAND_PPM;
+        let overloaded = load(c) * count > 2 * total_load;
+        let jitter = mix(req.seed ^ c.node as u64) & 0xffff;
+        c.score = ((u16::MAX as u64 - below) as u128) << 48
+            | (!overloaded as u128) << 32
+            | jitter as u128;
     }
     // Within the writer's own machine, balance by score too (`ferrite local` puts every
     // DataNode on one IP).
@@ -132,6 +144,21 @@ pub fn choose_targets(reg: &Registry, req: &PlacementRequest) -> Vec<Target> {
         }
     }
     out
+}
+
+/// Nodes whose free share of capacity is within this many parts per million of each other
+/// (5%, HDFS's `AvailableSpaceBlockPlacementPolicy` tolerance) count as equally free. On
+/// exact figures the node that last reported the most room (several DataNodes on one disk,
+/// whose free space moves between their heartbeats, or nodes a few megabytes apart) took
+/// every block until the next report, so a burst of writes landed on one node.
+const FREE_BAND_PPM: u64 = 50_000;
+
+/// A storage's free space in parts per million of its capacity.
+fn free_ppm(remaining: u64, capacity: u64) -> u64 {
+    if capacity == 0 {
+        return 0;
+    }
+    (remaining.min(capacity) as u128 * 1_000_000 / capacity as u128) as u64
 }
 
 /// HDFS's default rack policy (`BlockPlacementPolicyDefault`): while every replica so far
@@ -287,7 +314,7 @@ mod tests {
                 storage_type: 1,
                 uuid: format!("s{i}"),
                 failed: false,
-                capacity: 1 << 40,
+                capacity: 10 << 30,
                 dfs_used: 0,
                 remaining: *free,
             });
@@ -369,6 +396,50 @@ mod tests {
         let t = choose_targets(&r, &req("10.0.0.3", &ex, 3));
         let nodes: Vec<_> = t.iter().map(|t| t.node).collect();
         assert_eq!(nodes, vec![2, 1, 3]);
+    }
+
+    #[test]
+    fn nodes_a_few_megabytes_apart_share_the_blocks() {
+        let r = cluster(&[
+            ("10.0.0.1", 5 << 30),
+            ("10.0.0.2", (5 << 30) + (3 << 20)),
+            ("10.0.0.3", (5 << 30) - (7 << 20)),
+            ("10.0.0.4", (5 << 30) + (1 << 20)),
+        ]);
+        let ex = HashSet::new();
+        let mut held = [0; 4];
+        for seed in 0..2000 {
+            let one = PlacementRequest {
+                seed,
+                ..req("9.9.9.9", &ex, 2)
+            };
+            for t in choose_targets(&r, &one) {
+                held[t.node as usize] += 1;
+            }
+        }
+        // 4,000 replicas: about 1,000 each (the most-free node took them all before).
+        assert!(held.iter().all(|&h| (800..1200).contains(&h)), "{held:?}");
+    }
+
+    #[test]
+    fn a_node_busier_than_twice_the_average_goes_last() {
+        let mut r = cluster(&[
+            ("10.0.0.1", 5 << 30),
+            ("10.0.0.2", 5 << 30),
+            ("10.0.0.3", 5 << 30),
+        ]);
+        r.get_mut(0).xceivers = 7;
+        r.get_mut(1).xceivers = 1;
+        let ex = HashSet::new();
+        for seed in 0..200 {
+            let one = PlacementRequest {
+                seed,
+                ..req("9.9.9.9", &ex, 2)
+            };
+            let mut nodes: Vec<_> = choose_targets(&r, &one).iter().map(|t| t.node).collect();
+            nodes.sort();
+            assert_eq!(nodes, vec![1, 2], "seed {seed}");
+        }
     }
 
     #[test]
