@@ -273,14 +273,14 @@ impl NnConn {
     }
 }
 
-/// A DataNode's data-transfer address, by host name (when it registered one) or address.
-fn xfer_addr_of(id: &DatanodeIdProto, by_host_name: bool) -> String {
+/// A DataNode's `port`, by host name (when it registered one) or address.
+fn peer_addr_of(id: &DatanodeIdProto, port: u32, by_host_name: bool) -> String {
     let host = if by_host_name && !id.host_name.is_empty() {
         &id.host_name
     } else {
         &id.ip_addr
     };
-    format!("{host}:{}", id.xfer_port)
+    format!("{host}:{port}")
 }
 
 /// How a link behaves: its calls' timeout and user, the move limits its heartbeats adjust,
@@ -423,7 +423,13 @@ impl NnLink {
     /// registered host name with `dfs.datanode.use.datanode.hostname` (as HDFS's
     /// `connectToDnViaHostname`).
     pub fn peer_xfer_addr(&self, id: &DatanodeIdProto) -> String {
-        xfer_addr_of(id, self.peers_by_host_name)
+        peer_addr_of(id, id.xfer_port, self.peers_by_host_name)
+    }
+
+    /// Another DataNode's IPC address (InterDatanodeProtocol), named as
+    /// [`peer_xfer_addr`](Self::peer_xfer_addr) names its data-transfer address.
+    pub fn peer_ipc_addr(&self, id: &DatanodeIdProto) -> String {
+        peer_addr_of(id, id.ipc_port, self.peers_by_host_name)
     }
 
     /// This node's data-transfer address as the NameNode knows it (`ip:port`).
@@ -645,12 +651,12 @@ mod tests {
             xfer_port: 9866,
             ..Default::default()
         };
-        assert_eq!(xfer_addr_of(&id, false), "10.0.0.7:9866");
-        assert_eq!(xfer_addr_of(&id, true), "dn7.example:9866");
+        assert_eq!(peer_addr_of(&id, 9866, false), "10.0.0.7:9866");
+        assert_eq!(peer_addr_of(&id, 9867, true), "dn7.example:9867");
         let nameless = DatanodeIdProto {
             host_name: String::new(),
             ..id
         };
-        assert_eq!(xfer_addr_of(&nameless, true), "10.0.0.7:9866");
+        assert_eq!(peer_addr_of(&nameless, 9866, true), "10.0.0.7:9866");
     }
 }

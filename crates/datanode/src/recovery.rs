@@ -4,7 +4,6 @@
 //! stamp (`updateReplicaUnderRecovery`), and report to the NameNode
 //! (`commitBlockSynchronization`), which then closes the file.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -117,22 +116,16 @@ pub(crate) enum RecoveryError {
     Storage(#[from] StorageError),
     #[error("the disk task stopped: {0}")]
     Task(#[from] tokio::task::JoinError),
-    #[error("bad IPC address of {node}: {source}")]
-    Address {
-        node: String,
-        #[source]
-        source: std::net::AddrParseError,
-    },
     #[error("{addr}: {source}")]
     Peer {
-        addr: SocketAddr,
+        addr: String,
         #[source]
         source: ClientError,
     },
     #[error("{addr} did not answer {method} in time")]
-    Timeout { addr: SocketAddr, method: String },
+    Timeout { addr: String, method: String },
     #[error("{addr} answered initReplicaRecovery without its block")]
-    NoBlock { addr: SocketAddr },
+    NoBlock { addr: String },
     #[error("no replica could be reached")]
     Unreachable,
     #[error("no replica could be updated")]
@@ -291,31 +284,17 @@ pub(crate) async fn init_local(
     on_disk(&ds, move |ds| init_answer(ds, &rb)).await
 }
 
-fn ipc_addr(loc: &DatanodeInfoProto) -> Result<SocketAddr, RecoveryError> {
-    format!("{}:{}", loc.id.ip_addr, loc.id.ipc_port)
-        .parse()
-        .map_err(|source| RecoveryError::Address {
-            node: loc.id.datanode_uuid.clone(),
-            source,
-        })
-}
-
 async fn call<Req: prost::Message, Resp: prost::Message + Default>(
     loc: &DatanodeInfoProto,
     link: &NnLink,
     method: &str,
     req: &Req,
 ) -> Result<Resp, RecoveryError> {
-    let addr = ipc_addr(loc)?;
+    // By host name with `dfs.datanode.use.datanode.hostname`, as for pipelines.
+    let addr = link.peer_ipc_addr(&loc.id);
     let attempt = async {
         let user = link.user();
-        let c = IpcClient::dial(
-            link.dialer(),
-            &addr.to_string(),
-            &user,
-            INTER_DATANODE_PROTOCOL,
-        )
-        .await?;
+        let c = IpcClient::dial(link.dialer(), &addr, &user, INTER_DATANODE_PROTOCOL).await?;
         c.call::<Req, Resp>(method, req).await
     };
     match tokio::time::timeout(PEER_TIMEOUT, attempt).await {
@@ -339,7 +318,7 @@ async fn init_remote(
         return Ok(None);
     }
     let b = resp.block.ok_or(RecoveryError::NoBlock {
-        addr: ipc_addr(loc)?,
+        addr: link.peer_ipc_addr(&loc.id),
     })?;
     // RUR and TEMPORARY are not answered by initReplicaRecovery; anything unknown is
     // ranked last.

@@ -27,11 +27,42 @@ struct Addrs {
 }
 
 /// A free port on `bind`, or `base + i` when the caller chose fixed ports.
+///
+/// The NameNode processes bind their ports after this one lets go of it, so a port the
+/// kernel hands out (`bind(0)`, and every outgoing connection's local port) could be taken
+/// by anyone in between: under parallel tests a NameNode of the group then failed with
+/// "Address already in use". Ports below the kernel's ephemeral range are not handed out
+/// that way, so a free one picked there stays free unless someone names it.
 fn port(bind: &str, base: u16, i: u16) -> anyhow::Result<u16> {
     if base != 0 {
         return Ok(base + i);
     }
+    let below = ephemeral_low().saturating_sub(1);
+    let lowest = 10_000u16;
+    if below > lowest {
+        for _ in 0..64 {
+            let p = lowest + (random() % u64::from(below - lowest)) as u16;
+            if std::net::TcpListener::bind((bind, p)).is_ok() {
+                return Ok(p);
+            }
+        }
+    }
     Ok(std::net::TcpListener::bind((bind, 0))?.local_addr()?.port())
+}
+
+/// The first port of the kernel's ephemeral range (32768 when it cannot be read).
+fn ephemeral_low() -> u16 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768)
+}
+
+fn random() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(u64::from(std::process::id()));
+    h.finish()
 }
 
 /// The group's keys: what every NameNode and every client of `hdfs://ferrite/` reads.

@@ -340,6 +340,32 @@ async fn ferrites_balancer_levels_two_new_nodes_while_reads_go_on() {
 async fn datanodes_refuse_moves_beyond_their_quota_and_the_balancer_gives_up() {
     // No moves allowed at all: every REPLACE_BLOCK is refused with HDFS's words.
     let mut scene = Scene::start(&["dfs.datanode.balance.max.concurrent.moves=0"]).await;
+
+    // A balancer stopped with Ctrl-C gives its lock back on the way out (HDFS's does so
+    // from a shutdown hook), so the next one need not wait for the lock's lease.
+    let args = balancer_args(&scene, &["-threshold", "10", "-idleiterations", "1000"]);
+    let mut running = std::process::Command::new(env!("CARGO_BIN_EXE_ferrite"))
+        .arg("balancer")
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let lock = "/system/balancer.id";
+    for _ in 0..300 {
+        if scene.fs.status(lock).await.unwrap().is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(scene.fs.status(lock).await.unwrap().is_some());
+    // SAFETY: a signal to a child of ours that has not been waited for.
+    assert_eq!(unsafe { libc::kill(running.id() as i32, libc::SIGINT) }, 0);
+    let status = tokio::task::spawn_blocking(move || running.wait().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(scene.fs.status(lock).await.unwrap().is_none());
+
     let args = balancer_args(&scene, &["-threshold", "10", "-idleiterations", "2"]);
     let out = ferrite_balancer(args).await;
     let text = outcome(&out);

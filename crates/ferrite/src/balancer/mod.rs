@@ -38,6 +38,9 @@ enum Exit {
     NoMoveProgress = -3,
     IoException = -4,
     IllegalArguments = -5,
+    /// Stopped by SIGINT or SIGTERM (the shell's code for a SIGINT death, as a JVM
+    /// stopped by its shutdown hooks gives).
+    Stopped = 130,
 }
 
 /// Where the lock lives, as in HDFS.
@@ -68,11 +71,13 @@ pub(crate) async fn run(argv: Vec<String>) -> i32 {
             }
         }
     };
-    println!(
-        "{:<24} Balancing took {}",
-        output::now_stamp(),
-        output::took(started.elapsed())
-    );
+    if !matches!(code, Exit::Stopped) {
+        println!(
+            "{:<24} Balancing took {}",
+            output::now_stamp(),
+            output::took(started.elapsed())
+        );
+    }
     code as i32
 }
 
@@ -87,6 +92,10 @@ async fn balance(a: &BalancerArgs) -> anyhow::Result<Exit> {
     let nn = NamenodeLink::new(addrs, opts.user.clone());
     let version: VersionResponseProto = nn.call("versionRequest", &VersionRequestProto {}).await?;
     let pool = version.info.block_pool_id;
+    // Caught before the lock is taken, so that a stop never leaves it behind: HDFS's
+    // Balancer deletes it from a shutdown hook; without this the next run waited for the
+    // lock's lease to expire.
+    let shutdown = crate::serve::Shutdown::install()?;
     let lock = take_lock(&fs, a.block_size).await?;
     let mut b = Balancer {
         fs: &fs,
@@ -96,7 +105,10 @@ async fn balance(a: &BalancerArgs) -> anyhow::Result<Exit> {
         moved: Arc::new(AtomicU64::new(0)),
         blocks_moved: Arc::new(AtomicU64::new(0)),
     };
-    let r = b.iterate(&url).await;
+    let r = tokio::select! {
+        r = b.iterate(&url) => r,
+        _ = shutdown.wait() => Ok(Exit::Stopped),
+    };
     drop(lock.close().await);
     if let Err(e) = fs.delete(ID_PATH, false).await {
         warn!(error = %e, "could not delete {ID_PATH}");
