@@ -12,7 +12,9 @@ need() {  # need COMMAND DEBIAN-PACKAGE
   if ! command -v "$1" >/dev/null 2>&1; then
     step "installing $2 (for $1)"
     if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
-    $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "$2"
+    # Non-interactive: krb5-config would otherwise ask for a default realm.
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+      $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2"
   fi
 }
 need java openjdk-17-jdk-headless
@@ -23,6 +25,10 @@ need chromium chromium
 # The WebHDFS suite runs the Hadoop guide's curl commands.
 need curl curl
 need chromedriver chromium-driver
+# Secure-mode tests start a throw-away MIT KDC of their own.
+need kdb5_util krb5-kdc
+need kadmin.local krb5-admin-server
+need kinit krb5-user
 command -v cargo >/dev/null || { echo "cargo (rustup) is required" >&2; exit 1; }
 # The gates need rustfmt and clippy; a minimal rustup profile lacks them.
 if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then

@@ -9,7 +9,7 @@ pub mod block_reader;
 mod block_writer;
 mod error;
 pub mod fs;
-mod namenodes;
+pub mod namenodes;
 mod reader;
 mod replace;
 mod shared;

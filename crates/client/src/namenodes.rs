@@ -26,7 +26,10 @@ const FAILOVER_DEADLINE: Duration = Duration::from_secs(30);
 const BASE_SLEEP: Duration = Duration::from_millis(100);
 const MAX_SLEEP: Duration = Duration::from_secs(2);
 
-pub(crate) struct NameNodes {
+/// A link to one NameNode or an HA group's, for one IPC protocol (ClientProtocol for
+/// [`FileSystem`](crate::FileSystem); NamenodeProtocol for the balancer).
+pub struct NameNodes {
+    protocol: &'static str,
     addrs: Vec<String>,
     dial: Arc<dyn Dial>,
     user: String,
@@ -69,7 +72,19 @@ impl NameNodes {
         user: &str,
         client_id: [u8; 16],
     ) -> Result<Self, ClientError> {
+        Self::connect_to(CLIENT_PROTOCOL, addrs, dial, user, client_id).await
+    }
+
+    /// [`connect`](Self::connect), for calls of `protocol`.
+    pub async fn connect_to(
+        protocol: &'static str,
+        addrs: Vec<String>,
+        dial: Arc<dyn Dial>,
+        user: &str,
+        client_id: [u8; 16],
+    ) -> Result<Self, ClientError> {
         let nns = NameNodes {
+            protocol,
             addrs,
             dial,
             user: user.to_string(),
@@ -96,9 +111,8 @@ impl NameNodes {
             }
         };
         let stream = self.dial.dial(&self.addrs[idx]).await?;
-        let c = Arc::new(
-            IpcClient::over_as(stream, &self.user, CLIENT_PROTOCOL, self.client_id).await?,
-        );
+        let c =
+            Arc::new(IpcClient::over_as(stream, &self.user, self.protocol, self.client_id).await?);
         let mut cur = self.current.lock();
         if cur.0 == idx {
             cur.1 = Some(c.clone());
@@ -120,7 +134,7 @@ impl NameNodes {
     }
 
     /// Calls `method` on the active NameNode and decodes its reply.
-    pub(crate) async fn call<Req: Message, Resp: Message + Default>(
+    pub async fn call<Req: Message, Resp: Message + Default>(
         &self,
         method: &str,
         req: &Req,

@@ -10,16 +10,15 @@ mod output;
 mod plan;
 
 use std::collections::HashSet;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use ferrite_blocktoken::keys::{Grant, KeyRing};
 use ferrite_blocktoken::Modes;
+use ferrite_client::namenodes::NameNodes;
 use ferrite_client::{ClientOptions, CreateOptions, FileSystem};
-use ferrite_ipc::client::IpcClient;
 use ferrite_ipc::NAMENODE_PROTOCOL;
 use ferrite_proto::hdfs::*;
 use ferrite_proto::namenode::*;
@@ -89,7 +88,15 @@ async fn balance(a: &BalancerArgs) -> anyhow::Result<Exit> {
         ..Default::default()
     };
     let fs = FileSystem::connect_any(&addrs, &opts).await?;
-    let nn = NamenodeLink::new(addrs, opts.user.clone());
+    // NamenodeProtocol calls go to the active NameNode (a standby refuses getBlocks).
+    let nn = NameNodes::connect_to(
+        NAMENODE_PROTOCOL,
+        addrs.iter().map(ToString::to_string).collect(),
+        opts.dial.clone(),
+        &opts.user,
+        *uuid::Uuid::new_v4().as_bytes(),
+    )
+    .await?;
     let version: VersionResponseProto = nn.call("versionRequest", &VersionRequestProto {}).await?;
     let pool = version.info.block_pool_id;
     // Caught before the lock is taken, so that a stop never leaves it behind: HDFS's
@@ -150,7 +157,7 @@ async fn take_lock(
 
 struct Balancer<'a> {
     fs: &'a FileSystem,
-    nn: &'a NamenodeLink,
+    nn: &'a NameNodes,
     pool: String,
     args: &'a BalancerArgs,
     /// Bytes and blocks moved since the start, for the report.
@@ -293,7 +300,7 @@ impl Balancer<'_> {
             .await?;
         let mut ring = KeyRing::default();
         if let Some(k) = r.keys {
-            ring.update(&k, now_ms());
+            ring.update(&k, ferrite_datanode::now_ms());
         }
         Ok(ring)
     }
@@ -340,7 +347,7 @@ impl Balancer<'_> {
             modes: Modes::REPLACE.with(Modes::COPY),
         };
         let token = keys
-            .issue(now_ms(), grant, m.id)
+            .issue(ferrite_datanode::now_ms(), grant, m.id)
             .map_err(|e| anyhow::anyhow!("signing a move of blk_{}: {e}", m.id))?;
         Ok(OpReplaceBlockProto {
             header: BaseHeaderProto {
@@ -378,59 +385,4 @@ async fn send(target: &str, req: &OpReplaceBlockProto) -> anyhow::Result<()> {
     tokio::time::timeout(MOVE_TIMEOUT, go)
         .await
         .with_context(|| format!("no answer in {MOVE_TIMEOUT:?}"))?
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
-/// NamenodeProtocol calls, to whichever NameNode of the group answers them (the active:
-/// a standby refuses `getBlocks`).
-struct NamenodeLink {
-    addrs: Vec<SocketAddr>,
-    user: String,
-    conn: tokio::sync::Mutex<Option<IpcClient>>,
-}
-
-impl NamenodeLink {
-    fn new(addrs: Vec<SocketAddr>, user: String) -> Self {
-        NamenodeLink {
-            addrs,
-            user,
-            conn: Default::default(),
-        }
-    }
-
-    async fn call<Req: prost::Message, Resp: prost::Message + Default>(
-        &self,
-        method: &str,
-        req: &Req,
-    ) -> anyhow::Result<Resp> {
-        let mut conn = self.conn.lock().await;
-        if let Some(c) = conn.as_ref().filter(|c| !c.is_closed()) {
-            if let Ok(r) = c.call(method, req).await {
-                return Ok(r);
-            }
-        }
-        let mut last = None;
-        for &addr in &self.addrs {
-            let c = match IpcClient::connect(addr, &self.user, NAMENODE_PROTOCOL).await {
-                Ok(c) => c,
-                Err(e) => {
-                    last = Some(anyhow::Error::from(e));
-                    continue;
-                }
-            };
-            match c.call(method, req).await {
-                Ok(r) => {
-                    *conn = Some(c);
-                    return Ok(r);
-                }
-                Err(e) => last = Some(e.into()),
-            }
-        }
-        Err(last.unwrap_or_else(|| anyhow::anyhow!("no NameNode to call {method}")))
-    }
 }

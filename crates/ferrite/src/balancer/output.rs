@@ -1,7 +1,7 @@
 //! What `hdfs balancer` prints: a line per iteration under a header, sizes in Hadoop's
 //! `StringUtils.byteDesc` and times in Java's default date format.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 pub(crate) const HEADER: &str = "Time Stamp               Iteration#  Bytes Already Moved  Bytes Left To Move  Bytes Being Moved  NameNode";
 
@@ -52,10 +52,7 @@ pub(crate) fn byte_desc(n: u64) -> String {
 /// Java's `DateFormat.getDateTimeInstance()` in the US locale: `Dec 5, 2026, 1:02:03 PM`
 /// (UTC).
 pub(crate) fn now_stamp() -> String {
-    let ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    stamp(ms)
+    stamp(ferrite_datanode::now_ms())
 }
 
 fn stamp(ms: u64) -> String {
