@@ -20,13 +20,14 @@ pub mod durable;
 /// below the IPC layer (the namespace) can make one without depending on it.
 pub use ferrite_proto::rpc_error as error;
 pub mod frame;
+pub mod hostnames;
 mod low_water;
 pub mod metrics;
 pub mod net;
 mod outbox;
 mod retry_cache;
 mod router;
-mod sasl;
+pub mod sasl;
 pub mod server;
 
 pub use error::{ErrorCode, RpcError};

@@ -62,14 +62,23 @@ pub trait AcceptContext {
 }
 
 /// A real acceptor: a [`Context`] accepting with a service's [`Credential`].
-pub struct Acceptor<'a> {
-    pub cred: &'a Credential,
+pub struct Acceptor {
+    pub cred: std::sync::Arc<Credential>,
     pub ctx: Context,
 }
 
-impl AcceptContext for Acceptor<'_> {
+impl Acceptor {
+    pub fn new(cred: std::sync::Arc<Credential>) -> Acceptor {
+        Acceptor {
+            cred,
+            ctx: Context::acceptor(),
+        }
+    }
+}
+
+impl AcceptContext for Acceptor {
     fn accept(&mut self, token: &[u8]) -> Result<Step, GssError> {
-        self.ctx.accept(self.cred, token)
+        self.ctx.accept(&self.cred, token)
     }
     fn wrap(&mut self, confidential: bool, msg: &[u8]) -> Result<Vec<u8>, GssError> {
         self.ctx.wrap(confidential, msg)

@@ -3,6 +3,8 @@
 //! messages pass (a tampered one does not); a service whose keys the KDC did not issue,
 //! and a user without a ticket, are refused.
 
+use std::sync::Arc;
+
 use ferrite_kerberos::gss::Credential;
 use ferrite_kerberos::local_kdc::LocalKdc;
 use ferrite_kerberos::sasl::{Acceptor, Answer, GssapiClient, GssapiServer, Protection};
@@ -20,7 +22,7 @@ fn a_user_and_a_service_agree_a_layer_through_a_real_kdc() {
     let nn = kdc.add_principal("nn/localhost", &nn_keytab).unwrap();
     let alice = kdc.add_principal("alice", &alice_keytab).unwrap();
 
-    let service = Credential::acceptor(&nn, nn_keytab.to_str().unwrap()).unwrap();
+    let service = Arc::new(Credential::acceptor(&nn, nn_keytab.to_str().unwrap()).unwrap());
     let user = Credential::initiator_keytab(&alice, alice_keytab.to_str().unwrap()).unwrap();
     let mut client = GssapiClient::new(
         &user,
@@ -28,10 +30,7 @@ fn a_user_and_a_service_agree_a_layer_through_a_real_kdc() {
         vec![Protection::Authentication, Protection::Privacy],
     );
     let mut server = GssapiServer::new(
-        Acceptor {
-            cred: &service,
-            ctx: ferrite_kerberos::gss::Context::acceptor(),
-        },
+        Acceptor::new(service.clone()),
         vec![Protection::Privacy, Protection::Integrity],
     );
     let mut token = client.start().unwrap();
@@ -67,10 +66,7 @@ fn a_user_and_a_service_agree_a_layer_through_a_real_kdc() {
     assert!(
         wrong.is_err() || {
             let mut s = GssapiServer::new(
-                Acceptor {
-                    cred: wrong.as_ref().unwrap(),
-                    ctx: ferrite_kerberos::gss::Context::acceptor(),
-                },
+                Acceptor::new(Arc::new(wrong.unwrap())),
                 vec![Protection::Authentication],
             );
             let mut c = GssapiClient::new(&user, "nn@localhost", vec![Protection::Authentication]);

@@ -98,6 +98,8 @@ pub struct Config {
     pub static_groups: String,
     /// `hadoop.proxyuser.*`: who may act for whom (WebHDFS's `doas`).
     pub proxy_users: crate::proxy_users::ProxyUsers,
+    /// Secure mode: Kerberos on the IPC port.
+    pub security: crate::security::SecurityConfig,
     /// `net.topology.*`: which rack each DataNode is on.
     pub topology: crate::topology::TopologyConfig,
     /// `dfs.hosts`, `dfs.hosts.exclude`: which DataNodes may join, which are to leave.
@@ -275,6 +277,7 @@ impl Default for Config {
             access_time_precision_ms: 3_600_000,
             static_groups: String::new(),
             proxy_users: Default::default(),
+            security: Default::default(),
             topology: Default::default(),
             hosts: Default::default(),
             maintenance_replication_min: 1,
@@ -418,6 +421,7 @@ impl Config {
         for (key, value) in pairs {
             let v = Value { key, value };
             let known = self.proxy_users.set(key, value)
+                || self.security.set(key, value)
                 || self.topology.set(key, value)
                 || self.hosts.set(key, value)
                 || self.apply_namespace(&v)?

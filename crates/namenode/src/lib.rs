@@ -33,6 +33,7 @@ mod raft_cut;
 mod resources;
 pub mod rpc;
 mod satisfier;
+pub mod security;
 pub mod server;
 mod server_ha;
 pub mod service;

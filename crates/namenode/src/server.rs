@@ -339,7 +339,8 @@ impl NameNode {
         // Monotonic times count from here.
         crate::clock::monotonic_ms(now_ms());
         let addr = listener.local_addr()?;
-        let superuser = current_user();
+        let host = ferrite_ipc::hostnames::server_host_name(addr.ip());
+        let superuser = cfg.security.login_user(&host).unwrap_or_else(current_user);
         let groups = GroupMapping::from_host(&cfg.static_groups);
         let identity = match cfg.name_dirs.first() {
             Some(dir) => {
@@ -377,9 +378,16 @@ impl NameNode {
         fatal: CancellationToken,
     ) -> std::io::Result<NameNodeHandle> {
         let addr = listener.local_addr()?;
+        let host = ferrite_ipc::hostnames::server_host_name(addr.ip());
+        let security = state
+            .config()
+            .security
+            .server_security(&host)
+            .map_err(std::io::Error::other)?;
         let ipc_cfg = ServerConfig {
             max_frame_len: state.config().max_frame_len,
             read_batch_bytes: state.config().read_batch_bytes,
+            security,
             ..Default::default()
         };
         let router = Arc::new(crate::rpc::router(state.clone()));

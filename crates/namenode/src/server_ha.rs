@@ -69,12 +69,14 @@ impl NameNode {
             .cloned()
             .ok_or_else(|| std::io::Error::other("an HA NameNode needs a name directory"))?;
         ensure_dir(&dir)?;
+        let name = ferrite_ipc::hostnames::server_host_name(listener.local_addr()?.ip());
+        let superuser = cfg.security.login_user(&name).unwrap_or_else(current_user);
         let host = HaHost {
             listener,
             raft_listener,
             disk: Box::new(FileDisk::open(&dir.join("raft"))?),
             dial: ferrite_ipc::net::tcp(),
-            superuser: current_user(),
+            superuser,
         };
         Self::start_ha_on(cfg, group, me, host).await
     }

@@ -38,6 +38,8 @@ pub mod class {
     pub const PATH_IS_NOT_EMPTY_DIRECTORY: &str =
         "org.apache.hadoop.fs.PathIsNotEmptyDirectoryException";
     pub const ACCESS_CONTROL: &str = "org.apache.hadoop.security.AccessControlException";
+    pub const AUTHORIZATION: &str = "org.apache.hadoop.security.authorize.AuthorizationException";
+    pub const SASL: &str = "javax.security.sasl.SaslException";
     pub const INVALID_PATH: &str = "org.apache.hadoop.fs.InvalidPathException";
     pub const SAFE_MODE: &str = "org.apache.hadoop.hdfs.server.namenode.SafeModeException";
     pub const ALREADY_BEING_CREATED: &str =

@@ -16,11 +16,14 @@ pub fn hadoop_java(conf: &[String]) -> (Command, tempfile::TempDir) {
         .filter_map(|kv| kv.split_once('='))
         .map(|(k, v)| format!("<property><name>{k}</name><value>{v}</value></property>"))
         .collect();
-    std::fs::write(
-        dir.path().join("hdfs-site.xml"),
-        format!("<?xml version=\"1.0\"?><configuration>{body}</configuration>\n"),
-    )
-    .unwrap();
+    // Both files: UserGroupInformation reads core-site.xml only (secure mode's keys).
+    for file in ["hdfs-site.xml", "core-site.xml"] {
+        std::fs::write(
+            dir.path().join(file),
+            format!("<?xml version=\"1.0\"?><configuration>{body}</configuration>\n"),
+        )
+        .unwrap();
+    }
     std::fs::write(
         dir.path().join("log4j.properties"),
         "log4j.rootLogger=WARN,stderr\nlog4j.appender.stderr=org.apache.log4j.ConsoleAppender\nlog4j.appender.stderr.Target=System.err\nlog4j.appender.stderr.layout=org.apache.log4j.PatternLayout\nlog4j.appender.stderr.layout.ConversionPattern=%d %p %c: %m%n\n",

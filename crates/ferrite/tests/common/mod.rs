@@ -37,8 +37,14 @@ impl Drop for Proc {
 }
 
 pub fn spawn(args: &[String]) -> Proc {
+    spawn_with_env(args, &[])
+}
+
+/// [`spawn`] with environment variables of its own.
+pub fn spawn_with_env(args: &[String], env: &[(&str, &std::ffi::OsStr)]) -> Proc {
     let mut child = Command::new(env!("CARGO_BIN_EXE_ferrite"))
         .args(args)
+        .envs(env.iter().copied())
         .env("FERRITE_LOG", "warn")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())

@@ -1,0 +1,123 @@
+//! Secure mode against a real MIT KDC started for the test (a realm of its own): a
+//! NameNode with `hadoop.security.authentication=kerberos` logs in from its keytab, and
+//! Hadoop 3.4.1's own shell reaches it with a user's ticket (kinit from a keytab), acting
+//! as the user its principal maps to. Without a ticket, and as a SIMPLE client, it is
+//! refused and nothing changes.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::spawn_with_env;
+use ferrite_kerberos::local_kdc::LocalKdc;
+
+const REALM: &str = "FERRITE.TEST";
+
+/// Hadoop's FsShell with `args`, as a client of `url` holding the tickets in `cache`.
+fn shell(kdc: &LocalKdc, url: &str, cache: &Path, auth: &str, args: &[&str]) -> (bool, String) {
+    let (mut java, _conf) = common::java::hadoop_java(&[
+        format!("fs.defaultFS={url}"),
+        format!("hadoop.security.authentication={auth}"),
+        format!("dfs.namenode.kerberos.principal=nn/_HOST@{REALM}"),
+    ]);
+    let out = java
+        .arg(format!(
+            "-Djava.security.krb5.conf={}",
+            kdc.krb5_conf.display()
+        ))
+        .arg("org.apache.hadoop.fs.FsShell")
+        .args(args)
+        .env("KRB5CCNAME", cache)
+        .env("KRB5_CONFIG", &kdc.krb5_conf)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// A ticket cache holding `principal`'s tickets, as `kinit -kt` gets them.
+fn kinit(kdc: &LocalKdc, keytab: &Path, principal: &str, cache: &Path) -> std::path::PathBuf {
+    let out = Command::new("kinit")
+        .args([
+            "-kt",
+            keytab.to_str().unwrap(),
+            &format!("{principal}@{REALM}"),
+        ])
+        .env("KRB5_CONFIG", &kdc.krb5_conf)
+        .env("KRB5CCNAME", cache)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    cache.to_path_buf()
+}
+
+#[test]
+fn hadoops_shell_reaches_a_kerberos_namenode_with_a_users_ticket_and_nothing_else() {
+    let root = tempfile::tempdir().unwrap();
+    let kdc = LocalKdc::start(&root.path().join("kdc"), REALM).unwrap();
+    let nn_keytab = root.path().join("nn.keytab");
+    let alice_keytab = root.path().join("alice.keytab");
+    kdc.add_principal("nn/localhost", &nn_keytab).unwrap();
+    kdc.add_principal("alice", &alice_keytab).unwrap();
+
+    let conf = |kv: String| ["--conf".to_string(), kv];
+    let mut args: Vec<String> = vec![
+        "namenode".into(),
+        "--port".into(),
+        "0".into(),
+        "--data".into(),
+        root.path().join("nn").display().to_string(),
+    ];
+    for kv in [
+        "hadoop.security.authentication=kerberos".to_string(),
+        format!("dfs.namenode.kerberos.principal=nn/_HOST@{REALM}"),
+        format!("dfs.namenode.keytab.file={}", nn_keytab.display()),
+        "dfs.namenode.safemode.extension=0".into(),
+    ] {
+        args.extend(conf(kv));
+    }
+    let nn = spawn_with_env(&args, &[("KRB5_CONFIG", kdc.krb5_conf.as_os_str())]);
+    let url = nn.ready.clone();
+
+    // The NameNode's own principal is its superuser ("nn", as HDFS's login user): it
+    // makes alice a directory.
+    let admin = kinit(&kdc, &nn_keytab, "nn/localhost", &root.path().join("nn.cc"));
+    for step in [&["-mkdir", "/k"][..], &["-chown", "alice", "/k"]] {
+        let (ok, text) = shell(&kdc, &url, &admin, "kerberos", step);
+        assert!(ok, "{step:?}: {text}");
+    }
+    let cache = kinit(&kdc, &alice_keytab, "alice", &root.path().join("alice.cc"));
+    let (ok, text) = shell(&kdc, &url, &cache, "kerberos", &["-mkdir", "-p", "/k/d"]);
+    assert!(ok, "{text}");
+    let (ok, text) = shell(&kdc, &url, &cache, "kerberos", &["-ls", "/k"]);
+    assert!(ok, "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.ends_with("/k/d"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(line.split_whitespace().nth(2), Some("alice"), "{line}");
+
+    // No ticket: refused before any call, and nothing is made.
+    let empty = root.path().join("nobody.cc");
+    let (ok, text) = shell(&kdc, &url, &empty, "kerberos", &["-mkdir", "/k/nope"]);
+    assert!(!ok, "{text}");
+    // (HDFS also lists TOKEN, for delegation tokens, which Ferrite does not offer yet.)
+    assert!(
+        text.contains("AccessControlException: Client cannot authenticate via:[KERBEROS]"),
+        "{text}"
+    );
+    // A SIMPLE client is told which methods the server takes.
+    let (ok, text) = shell(&kdc, &url, &empty, "simple", &["-mkdir", "/k/nope"]);
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("SIMPLE authentication is not enabled.  Available:[KERBEROS]"),
+        "{text}"
+    );
+    let (ok, text) = shell(&kdc, &url, &cache, "kerberos", &["-test", "-e", "/k/nope"]);
+    assert!(!ok, "/k/nope was made: {text}");
+}
