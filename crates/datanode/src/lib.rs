@@ -89,6 +89,11 @@ pub struct DnConfig {
     pub balance_max_moves: usize,
     /// `dfs.datanode.use.datanode.hostname`: reach other DataNodes by host name.
     pub peers_by_host_name: bool,
+    /// Secure mode: `hadoop.security.authentication=kerberos`, with the node's
+    /// `dfs.datanode.kerberos.principal` (`_HOST` allowed) and `dfs.datanode.keytab.file`.
+    pub kerberos: bool,
+    pub kerberos_principal: Option<String>,
+    pub keytab: Option<String>,
 }
 
 impl DnConfig {
@@ -110,6 +115,9 @@ impl DnConfig {
             balance_bandwidth: balancing::DEFAULT_BANDWIDTH,
             balance_max_moves: balancing::DEFAULT_MAX_MOVES,
             peers_by_host_name: false,
+            kerberos: false,
+            kerberos_principal: None,
+            keytab: None,
         }
     }
 
@@ -176,6 +184,17 @@ impl DnConfig {
                         self.rpc_timeout = Duration::from_millis(ms)
                     }
                 }
+                "hadoop.security.authentication" => {
+                    self.kerberos = match v.trim().to_ascii_lowercase().as_str() {
+                        "kerberos" => true,
+                        "simple" => false,
+                        _ => return Err(bad("simple or kerberos")),
+                    }
+                }
+                "dfs.datanode.kerberos.principal" => {
+                    self.kerberos_principal = Some(v.trim().to_string())
+                }
+                "dfs.datanode.keytab.file" => self.keytab = Some(v.trim().to_string()),
                 "dfs.datanode.hostname" => {
                     self.hostname = Some(v.trim().to_string()).filter(|h| !h.is_empty())
                 }
@@ -220,6 +239,24 @@ impl DnConfig {
 }
 
 pub use ferrite_ipc::hostnames::machine_host_name;
+
+/// Secure mode: this process's connections authenticate as the node's principal, from
+/// its keytab (read now, so a wrong one stops the DataNode at start-up, as HDFS's login).
+fn kerberos_login(cfg: &DnConfig) -> anyhow::Result<()> {
+    let (Some(pattern), Some(keytab)) = (&cfg.kerberos_principal, &cfg.keytab) else {
+        anyhow::bail!(
+            "secure mode needs dfs.datanode.kerberos.principal and dfs.datanode.keytab.file"
+        );
+    };
+    let principal = ferrite_kerberos::auth_to_local::fill_host(pattern, &cfg.host_name());
+    let cred = ferrite_kerberos::gss::Credential::initiator_keytab(&principal, keytab)
+        .map_err(|e| anyhow::anyhow!("Login failure for {principal} from keytab {keytab}: {e}"))?;
+    ferrite_ipc::client_sasl::login(ferrite_ipc::client_sasl::KerberosLogin {
+        principal,
+        cred: Arc::new(cred),
+    })
+    .map_err(|e| anyhow::anyhow!(e))
+}
 
 pub struct DataNodeHandle {
     pub xfer_addr: SocketAddr,
@@ -267,6 +304,9 @@ impl DataNode {
     /// Starts a DataNode: waits for its NameNode, opens the volumes, starts serving, then
     /// registers and sends its first full block report.
     pub async fn start(cfg: DnConfig) -> anyhow::Result<DataNodeHandle> {
+        if cfg.kerberos {
+            kerberos_login(&cfg)?;
+        }
         let cancel = CancellationToken::new();
         // Calls out from the address it serves on: the NameNode knows a DataNode by the
         // address its registration comes from.

@@ -120,4 +120,56 @@ fn hadoops_shell_reaches_a_kerberos_namenode_with_a_users_ticket_and_nothing_els
     );
     let (ok, text) = shell(&kdc, &url, &cache, "kerberos", &["-test", "-e", "/k/nope"]);
     assert!(!ok, "/k/nope was made: {text}");
+
+    // A DataNode logs in from its keytab and registers; alice writes and reads a file.
+    let dn_keytab = root.path().join("dn.keytab");
+    kdc.add_principal("dn/localhost", &dn_keytab).unwrap();
+    let nn_addr = url.trim_start_matches("hdfs://").to_string();
+    let dn_args: Vec<String> = [
+        "datanode",
+        "--namenode",
+        &nn_addr,
+        "--port",
+        "0",
+        "--ipc-port",
+        "0",
+        "--data",
+        &root.path().join("dn").display().to_string(),
+        "--conf",
+        "hadoop.security.authentication=kerberos",
+        "--conf",
+        &format!("dfs.datanode.kerberos.principal=dn/localhost@{REALM}"),
+        "--conf",
+        &format!("dfs.datanode.keytab.file={}", dn_keytab.display()),
+        "--conf",
+        "dfs.heartbeat.interval=1",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let _dn = spawn_with_env(&dn_args, &[("KRB5_CONFIG", kdc.krb5_conf.as_os_str())]);
+    let http = nn.http.expect("the NameNode's HTTP address");
+    for _ in 0..100 {
+        let live = common::jmx_bean(http, "Hadoop:service=NameNode,name=FSNamesystemState")
+            ["NumLiveDataNodes"]
+            .as_u64();
+        if live == Some(1) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let local = root.path().join("hello.txt");
+    std::fs::write(&local, "secure bytes\n".repeat(1000)).unwrap();
+    let put = [
+        "-D",
+        "dfs.replication=1",
+        "-put",
+        local.to_str().unwrap(),
+        "/k/d/hello.txt",
+    ];
+    let (ok, text) = shell(&kdc, &url, &cache, "kerberos", &put);
+    assert!(ok, "{text}");
+    let (ok, text) = shell(&kdc, &url, &cache, "kerberos", &["-cat", "/k/d/hello.txt"]);
+    assert!(ok, "{text}");
+    assert!(text.contains(&"secure bytes\n".repeat(1000)), "{text}");
 }

@@ -99,8 +99,11 @@ impl IpcClient {
         client_id: [u8; 16],
     ) -> Result<Self, ClientError> {
         stream.set_nodelay()?;
-        let (rd, mut wr) = stream.into_split();
+        let (mut rd, mut wr) = stream.into_split();
         let ctx_header = request_header(frame::CALL_ID_CONNECTION_CONTEXT, &client_id, -1);
+        // With a Kerberos login the connection authenticates first, and is its principal.
+        let login = crate::client_sasl::current();
+        let user = login.map_or(user, |l| l.principal.as_str());
         let ctx = IpcConnectionContextProto {
             user_info: Some(UserInformationProto {
                 effective_user: Some(user.into()),
@@ -108,7 +111,13 @@ impl IpcClient {
             }),
             protocol: Some(protocol.into()),
         };
-        let mut hello = frame::preamble(AuthProtocol::None).to_vec();
+        let mut hello = Vec::new();
+        if let Some(login) = login {
+            wr.write_all(&frame::preamble(AuthProtocol::Sasl)).await?;
+            crate::client_sasl::authenticate(&mut rd, &mut wr, &client_id, login).await?;
+        } else {
+            hello.extend_from_slice(&frame::preamble(AuthProtocol::None));
+        }
         hello.extend_from_slice(&frame::encode_frame(&[&ctx_header, &ctx]));
         wr.write_all(&hello).await?;
         let pending: Pending = Arc::new(Mutex::new(Some(HashMap::new())));
@@ -172,7 +181,11 @@ impl IpcClient {
     }
 }
 
-fn request_header(call_id: i32, client_id: &[u8; 16], retry_count: i32) -> RpcRequestHeaderProto {
+pub(crate) fn request_header(
+    call_id: i32,
+    client_id: &[u8; 16],
+    retry_count: i32,
+) -> RpcRequestHeaderProto {
     RpcRequestHeaderProto {
         rpc_kind: Some(2),
         rpc_op: Some(0),

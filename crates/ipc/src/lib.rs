@@ -14,6 +14,7 @@
 
 pub mod chunker;
 pub mod client;
+pub mod client_sasl;
 pub mod conf;
 pub mod durable;
 /// The error answer every protocol shares; it lives with the messages, so that crates

@@ -53,6 +53,16 @@ impl std::fmt::Display for Principal {
     }
 }
 
+/// `service/_HOST@REALM` with `host` (lower-cased) for `_HOST`, as Hadoop's
+/// `SecurityUtil.getServerPrincipal`; any other principal as it is.
+pub fn fill_host(principal: &str, host: &str) -> String {
+    let parts: Vec<&str> = principal.split(['/', '@']).collect();
+    match parts.as_slice() {
+        [service, "_HOST", realm] => format!("{service}/{}@{realm}", host.to_lowercase()),
+        _ => principal.to_string(),
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RuleError {
     #[error("Invalid rule: {0}")]
@@ -263,6 +273,16 @@ mod tests {
         assert!(Principal::parse("a/b/c@R").is_none());
         assert!(Principal::parse("a@R@S").is_none());
         assert!(Principal::parse("@R").is_none());
+    }
+
+    #[test]
+    fn host_is_filled_only_where_the_principal_says_host() {
+        assert_eq!(
+            fill_host("nn/_HOST@EXAMPLE.COM", "NN1.Example.com"),
+            "nn/nn1.example.com@EXAMPLE.COM"
+        );
+        assert_eq!(fill_host("nn/fixed@R", "h"), "nn/fixed@R");
+        assert_eq!(fill_host("nn@R", "h"), "nn@R");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use ferrite_ipc::sasl::ServerSecurity;
-use ferrite_kerberos::auth_to_local::AuthToLocal;
+use ferrite_kerberos::auth_to_local::{fill_host, AuthToLocal};
 use ferrite_kerberos::sasl::Protection;
 
 #[derive(Clone, Debug, Default)]
@@ -88,29 +88,9 @@ impl SecurityConfig {
     }
 }
 
-/// `service/_HOST@REALM` with `host` (lower-cased) for `_HOST`, as Hadoop's
-/// `SecurityUtil.getServerPrincipal`; any other principal as it is.
-pub fn fill_host(principal: &str, host: &str) -> String {
-    let parts: Vec<&str> = principal.split(['/', '@']).collect();
-    match parts.as_slice() {
-        [service, "_HOST", realm] => format!("{service}/{}@{realm}", host.to_lowercase()),
-        _ => principal.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn host_is_filled_only_where_the_principal_says_host() {
-        assert_eq!(
-            fill_host("nn/_HOST@EXAMPLE.COM", "NN1.Example.com"),
-            "nn/nn1.example.com@EXAMPLE.COM"
-        );
-        assert_eq!(fill_host("nn/fixed@R", "h"), "nn/fixed@R");
-        assert_eq!(fill_host("nn@R", "h"), "nn@R");
-    }
 
     #[test]
     fn simple_needs_nothing_and_kerberos_needs_its_keys() {
