@@ -61,22 +61,15 @@ impl LocalKdc {
     pub fn start(dir: &Path, realm: &str) -> Result<LocalKdc, String> {
         tools_available()?;
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let port = free_port().map_err(|e| e.to_string())?;
-        let krb5_conf = dir.join("krb5.conf");
-        let kdc_conf = dir.join("kdc.conf");
-        let write = |p: &Path, text: String| {
-            std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))
-        };
-        write(&krb5_conf, krb5_conf_text(realm, port))?;
-        write(&kdc_conf, kdc_conf_text(dir, realm, port))?;
         let mut kdc = LocalKdc {
             realm: realm.to_string(),
             dir: dir.to_path_buf(),
-            krb5_conf,
-            port,
-            kdc_conf,
+            krb5_conf: dir.join("krb5.conf"),
+            port: 0,
+            kdc_conf: dir.join("kdc.conf"),
             child: None,
         };
+        kdc.write_confs()?;
         kdc.run(
             "kdb5_util",
             &[
@@ -88,26 +81,59 @@ impl LocalKdc {
                 "ferrite-local-kdc-master",
             ],
         )?;
-        let log = std::fs::File::create(dir.join("krb5kdc.out")).map_err(|e| e.to_string())?;
-        kdc.child = Some(
-            kdc.command("krb5kdc")?
-                .args(["-n", "-r", realm])
-                .stdout(log.try_clone().map_err(|e| e.to_string())?)
-                .stderr(log)
-                .spawn()
-                .map_err(|e| format!("krb5kdc: {e}"))?,
-        );
+        // The port is let go of before the KDC binds it, and someone else may take it in
+        // between (tests run side by side): a KDC that exits at once is started again on
+        // another port.
+        let mut last = String::new();
+        for _ in 0..5 {
+            kdc.port = free_port().map_err(|e| e.to_string())?;
+            kdc.write_confs()?;
+            match kdc.spawn_kdc() {
+                Ok(()) => return Ok(kdc),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+
+    fn write_confs(&self) -> Result<(), String> {
+        let write = |p: &Path, text: String| {
+            std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))
+        };
+        write(&self.krb5_conf, krb5_conf_text(&self.realm, self.port))?;
+        write(
+            &self.kdc_conf,
+            kdc_conf_text(&self.dir, &self.realm, self.port),
+        )
+    }
+
+    /// Starts krb5kdc on `self.port` and waits until it listens.
+    fn spawn_kdc(&mut self) -> Result<(), String> {
+        let out = self.dir.join("krb5kdc.out");
+        let log = std::fs::File::create(&out).map_err(|e| e.to_string())?;
+        let mut child = self
+            .command("krb5kdc")?
+            .args(["-n", "-r", &self.realm])
+            .stdout(log.try_clone().map_err(|e| e.to_string())?)
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("krb5kdc: {e}"))?;
         let deadline = Instant::now() + Duration::from_secs(20);
+        let port = self.port;
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if Instant::now() > deadline {
+            let exited = child.try_wait().map_err(|e| e.to_string())?.is_some();
+            if exited || Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
                 return Err(format!(
                     "the KDC did not listen on 127.0.0.1:{port}; see {}",
-                    dir.join("krb5kdc.out").display()
+                    out.display()
                 ));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        Ok(kdc)
+        self.child = Some(child);
+        Ok(())
     }
 
     fn command(&self, name: &str) -> Result<Command, String> {
