@@ -1,8 +1,9 @@
 //! Secure mode against a real MIT KDC started for the test (a realm of its own): a
 //! NameNode with `hadoop.security.authentication=kerberos` logs in from its keytab, and
 //! Hadoop 3.4.1's own shell reaches it with a user's ticket (kinit from a keytab), acting
-//! as the user its principal maps to. Without a ticket, and as a SIMPLE client, it is
-//! refused and nothing changes.
+//! as the user its principal maps to, or for another user where `hadoop.proxyuser` rules
+//! allow it. Without a ticket, and as a SIMPLE client, it is refused and nothing changes.
+//! A DataNode logs in from its keytab, registers, and serves a file written and read back.
 
 mod common;
 
@@ -16,6 +17,18 @@ const REALM: &str = "FERRITE.TEST";
 
 /// Hadoop's FsShell with `args`, as a client of `url` holding the tickets in `cache`.
 fn shell(kdc: &LocalKdc, url: &str, cache: &Path, auth: &str, args: &[&str]) -> (bool, String) {
+    shell_as(kdc, url, cache, auth, None, args)
+}
+
+/// [`shell`], acting for `proxy` (`HADOOP_PROXY_USER`) when given.
+fn shell_as(
+    kdc: &LocalKdc,
+    url: &str,
+    cache: &Path,
+    auth: &str,
+    proxy: Option<&str>,
+    args: &[&str],
+) -> (bool, String) {
     let (mut java, _conf) = common::java::hadoop_java(&[
         format!("fs.defaultFS={url}"),
         format!("hadoop.security.authentication={auth}"),
@@ -30,6 +43,7 @@ fn shell(kdc: &LocalKdc, url: &str, cache: &Path, auth: &str, args: &[&str]) -> 
         .args(args)
         .env("KRB5CCNAME", cache)
         .env("KRB5_CONFIG", &kdc.krb5_conf)
+        .envs(proxy.map(|p| ("HADOOP_PROXY_USER", p)))
         .output()
         .unwrap();
     let text = format!(
@@ -78,6 +92,8 @@ fn hadoops_shell_reaches_a_kerberos_namenode_with_a_users_ticket_and_nothing_els
         format!("dfs.namenode.kerberos.principal=nn/_HOST@{REALM}"),
         format!("dfs.namenode.keytab.file={}", nn_keytab.display()),
         "dfs.namenode.safemode.extension=0".into(),
+        "hadoop.proxyuser.alice.users=bob".into(),
+        "hadoop.proxyuser.alice.hosts=*".into(),
     ] {
         args.extend(conf(kv));
     }
@@ -101,6 +117,23 @@ fn hadoops_shell_reaches_a_kerberos_namenode_with_a_users_ticket_and_nothing_els
         .find(|l| l.ends_with("/k/d"))
         .unwrap_or_else(|| panic!("{text}"));
     assert_eq!(line.split_whitespace().nth(2), Some("alice"), "{line}");
+
+    // alice may act for bob (hadoop.proxyuser.alice.users), not for carol.
+    let (ok, text) = shell_as(&kdc, &url, &cache, "kerberos", Some("bob"), &["-ls", "/k"]);
+    assert!(ok, "{text}");
+    let (ok, text) = shell_as(
+        &kdc,
+        &url,
+        &cache,
+        "kerberos",
+        Some("carol"),
+        &["-ls", "/k"],
+    );
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("User: alice@FERRITE.TEST is not allowed to impersonate carol"),
+        "{text}"
+    );
 
     // No ticket: refused before any call, and nothing is made.
     let empty = root.path().join("nobody.cc");

@@ -58,6 +58,30 @@ pub struct ServerConfig {
     /// Kerberos (`hadoop.security.authentication=kerberos`): who this server is and how
     /// it maps principals; `None`: SIMPLE.
     pub security: Option<Arc<ServerSecurity>>,
+    /// Who may act for whom (`hadoop.proxyuser.*`), asked when a connection's context
+    /// names a user other than the one it authenticated as (or a real user, with SIMPLE).
+    pub impersonation: Option<Arc<dyn Impersonation>>,
+}
+
+/// Why a real user may not act for another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// No rule lets it act for that user.
+    NotAllowed,
+    /// Its rules do not list the address it connects from.
+    WrongHost,
+}
+
+/// The server's proxy-user rules.
+pub trait Impersonation: Send + Sync {
+    /// Whether `real` (a short user name) may act as `user` from address `ip`.
+    fn authorize(&self, real: &str, user: &str, ip: &str) -> Result<(), Refusal>;
+}
+
+impl std::fmt::Debug for dyn Impersonation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Impersonation")
+    }
 }
 
 impl Default for ServerConfig {
@@ -69,6 +93,7 @@ impl Default for ServerConfig {
             handshake_timeout: Duration::from_secs(20),
             read_batch_bytes: 4096,
             security: None,
+            impersonation: None,
         }
     }
 }
@@ -409,37 +434,68 @@ impl<S: Service> Connection<S> {
                 )?;
                 let info = ctx.user_info.unwrap_or_default();
                 let named = info.effective_user.filter(|u| !u.is_empty());
-                let (user, real_user) = match (authenticated, named) {
-                    (Some((user, _)), None) => (user.clone(), None),
-                    // Hadoop's client names itself by its whole principal.
-                    (Some((user, principal)), Some(named))
-                        if named == *principal || *named == **user =>
-                    {
-                        (user.clone(), None)
-                    }
-                    // Acting for another user needs hadoop.proxyuser rules, which the
-                    // RPC port does not serve yet: refused as HDFS refuses a user no rule
-                    // allows.
-                    (Some((_, principal)), Some(named)) => {
-                        let msg =
-                            format!("User: {principal} is not allowed to impersonate {named}");
+                // Who the connection acts as, and the real user behind it when that is
+                // someone else (by its full name, for HDFS's messages).
+                let (user, real): (Arc<str>, Option<(Arc<str>, String)>) =
+                    match (authenticated, named) {
+                        (Some((user, _)), None) => (user.clone(), None),
+                        // Hadoop's client names itself by its whole principal.
+                        (Some((user, principal)), Some(named))
+                            if named == *principal || *named == **user =>
+                        {
+                            (user.clone(), None)
+                        }
+                        (Some((user, principal)), Some(named)) => {
+                            (named.into(), Some((user.clone(), principal.clone())))
+                        }
+                        (None, Some(named)) => {
+                            let real = info.real_user.filter(|r| !r.is_empty());
+                            (named.into(), real.map(|r| (Arc::from(r.as_str()), r)))
+                        }
+                        (None, None) => {
+                            let msg = "Connection context carries no effective user".to_string();
+                            return Err(self.unauthorized(tx, call_id, client_id, msg));
+                        }
+                    };
+                if let Some((real_user, real_name)) = &real {
+                    if let Err(msg) = self.may_impersonate(real_user, real_name, &user) {
                         let code = RpcErrorCodeProto::FatalUnauthorized;
                         let class = crate::error::class::AUTHORIZATION;
                         self.fatal_class(tx, call_id, client_id, code, class, &msg);
                         return Err(ConnError::Fatal(msg));
                     }
-                    (None, Some(named)) => (named.into(), info.real_user.map(Into::into)),
-                    (None, None) => {
-                        let msg = "Connection context carries no effective user".to_string();
-                        return Err(self.unauthorized(tx, call_id, client_id, msg));
-                    }
-                };
+                }
+                let real_user = real.map(|(r, _)| r);
                 debug!(conn = self.id, peer = %self.peer, %user, protocol = ?ctx.protocol, "connection context");
                 *phase = Phase::Ready { user, real_user };
             }
             _ => return Err(self.refuse_call_id(phase, call_id, client_id, tx)),
         }
         Ok(())
+    }
+
+    /// Whether `real` (short name; `real_name` in full) may act as `user` from this
+    /// connection's address: the server's `hadoop.proxyuser` rules decide. Without rules to
+    /// ask, a SIMPLE server lets it (the client's word is all it has anyway) and a secure
+    /// one refuses.
+    fn may_impersonate(&self, real: &str, real_name: &str, user: &str) -> Result<(), String> {
+        let refusal = match &self.cfg.impersonation {
+            Some(rules) => match rules.authorize(real, user, &self.peer_ip) {
+                Ok(()) => return Ok(()),
+                Err(r) => r,
+            },
+            None if self.cfg.security.is_none() => return Ok(()),
+            None => Refusal::NotAllowed,
+        };
+        Err(match refusal {
+            Refusal::NotAllowed => {
+                format!("User: {real_name} is not allowed to impersonate {user}")
+            }
+            Refusal::WrongHost => format!(
+                "Unauthorized connection for super-user: {real_name} from IP {}",
+                self.peer_ip
+            ),
+        })
     }
 
     fn sasl_reply(&self, tx: &Arc<Outbox>, reply: &RpcSaslProto) {

@@ -322,6 +322,19 @@ fn segments_for_progress(dirs: &[PathBuf]) -> Vec<SegmentInfo> {
         .collect()
 }
 
+/// The IPC server asks the NameNode's `hadoop.proxyuser` rules who may act for whom.
+struct ProxyRules(Arc<NameNodeService>);
+
+impl server::Impersonation for ProxyRules {
+    fn authorize(&self, real: &str, user: &str, ip: &str) -> Result<(), server::Refusal> {
+        use crate::proxy_users::ProxyRefused;
+        self.0.authorize_proxy(real, user, ip).map_err(|e| match e {
+            ProxyRefused::User { .. } => server::Refusal::NotAllowed,
+            ProxyRefused::Host { .. } => server::Refusal::WrongHost,
+        })
+    }
+}
+
 impl NameNode {
     /// Serves on `listener` until [`NameNodeHandle::shutdown`].
     pub async fn start(cfg: Config, listener: TcpListener) -> std::io::Result<NameNodeHandle> {
@@ -388,6 +401,7 @@ impl NameNode {
             max_frame_len: state.config().max_frame_len,
             read_batch_bytes: state.config().read_batch_bytes,
             security,
+            impersonation: Some(Arc::new(ProxyRules(state.clone()))),
             ..Default::default()
         };
         let router = Arc::new(crate::rpc::router(state.clone()));
