@@ -26,11 +26,14 @@ pub struct KerberosLogin {
 static LOGIN: OnceLock<KerberosLogin> = OnceLock::new();
 
 /// Makes every later connection of this process authenticate as `login`. Once per
-/// process, as Hadoop's login user; a second login is refused.
+/// process, as Hadoop's login user: logging in again as the same principal (several
+/// DataNodes of one process) keeps the first login; as another is refused.
 pub fn login(login: KerberosLogin) -> Result<(), String> {
-    LOGIN
-        .set(login)
-        .map_err(|l| format!("already logged in; {} refused", l.principal))
+    match LOGIN.set(login) {
+        Ok(()) => Ok(()),
+        Err(l) if LOGIN.get().is_some_and(|c| c.principal == l.principal) => Ok(()),
+        Err(l) => Err(format!("already logged in; {} refused", l.principal)),
+    }
 }
 
 /// The login, when the process has one.
