@@ -158,29 +158,15 @@ fn hadoops_shell_reaches_a_kerberos_namenode_with_a_users_ticket_and_nothing_els
     let dn_keytab = root.path().join("dn.keytab");
     kdc.add_principal("dn/localhost", &dn_keytab).unwrap();
     let nn_addr = url.trim_start_matches("hdfs://").to_string();
-    let dn_args: Vec<String> = [
-        "datanode",
-        "--namenode",
-        &nn_addr,
-        "--port",
-        "0",
-        "--ipc-port",
-        "0",
-        "--data",
-        &root.path().join("dn").display().to_string(),
-        "--conf",
+    let principal = format!("dfs.datanode.kerberos.principal=dn/localhost@{REALM}");
+    let keytab = format!("dfs.datanode.keytab.file={}", dn_keytab.display());
+    let secure = [
         "hadoop.security.authentication=kerberos",
-        "--conf",
-        &format!("dfs.datanode.kerberos.principal=dn/localhost@{REALM}"),
-        "--conf",
-        &format!("dfs.datanode.keytab.file={}", dn_keytab.display()),
-        "--conf",
-        "dfs.heartbeat.interval=1",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let _dn = spawn_with_env(&dn_args, &[("KRB5_CONFIG", kdc.krb5_conf.as_os_str())]);
+        &principal,
+        &keytab,
+    ];
+    let krb5 = [("KRB5_CONFIG", kdc.krb5_conf.as_os_str())];
+    let _dn = common::datanode_with_env(root.path(), &nn_addr, "127.0.0.1", 0, &secure, &krb5);
     let http = nn.http.expect("the NameNode's HTTP address");
     for _ in 0..100 {
         let live = common::jmx_bean(http, "Hadoop:service=NameNode,name=FSNamesystemState")

@@ -74,6 +74,18 @@ pub fn datanode_at(root: &Path, nn: &str, ip: &str, i: usize) -> Proc {
 
 /// [`datanode_at`] with configuration keys of its own (`key=value`).
 pub fn datanode_with(root: &Path, nn: &str, ip: &str, i: usize, conf: &[&str]) -> Proc {
+    datanode_with_env(root, nn, ip, i, conf, &[])
+}
+
+/// [`datanode_with`] with environment variables of its own.
+pub fn datanode_with_env(
+    root: &Path,
+    nn: &str,
+    ip: &str,
+    i: usize,
+    conf: &[&str],
+    env: &[(&str, &std::ffi::OsStr)],
+) -> Proc {
     let mut args: Vec<String> = [
         "datanode",
         "--namenode",
@@ -96,7 +108,7 @@ pub fn datanode_with(root: &Path, nn: &str, ip: &str, i: usize, conf: &[&str]) -
         args.push("--conf".into());
         args.push(kv.to_string());
     }
-    spawn(&args)
+    spawn_with_env(&args, env)
 }
 
 /// Waits until the NameNode counts `n` live DataNodes; panics after ten seconds.
