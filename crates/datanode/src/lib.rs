@@ -68,6 +68,8 @@ pub struct DnConfig {
     pub ipc_bind: SocketAddr,
     /// Address of the HTTP port serving `/jmx` (`dfs.datanode.http.address`); `None`: none.
     pub http_bind: Option<SocketAddr>,
+    /// The HTTP port's keys (`hadoop.http.*`).
+    pub http: ferrite_http::HttpSettings,
     /// `dfs.heartbeat.interval`
     pub heartbeat_interval: Duration,
     /// `dfs.blockreport.intervalMsec`
@@ -105,6 +107,7 @@ impl DnConfig {
             bind: "127.0.0.1:0".parse().expect("literal"),
             ipc_bind: "127.0.0.1:0".parse().expect("literal"),
             http_bind: None,
+            http: Default::default(),
             heartbeat_interval: Duration::from_secs(3),
             block_report_interval: Duration::from_secs(6 * 3600),
             xceiver: XceiverConfig::default(),
@@ -139,6 +142,9 @@ impl DnConfig {
                 wants,
             };
             let num = || v.trim().parse::<u64>().map_err(|_| bad("a number"));
+            if self.http.set(k, v).map_err(bad)? {
+                continue;
+            }
             match k {
                 "dfs.datanode.data.dir" => {
                     self.data_dirs = v
@@ -321,7 +327,8 @@ impl DataNode {
             tokio::task::spawn_blocking(move || Dataset::open(&dirs, &pool, &cluster)).await??;
         let http = match cfg.http_bind {
             Some(a) => Some(
-                TcpListener::bind(a)
+                cfg.http
+                    .bind(a)
                     .await
                     .map_err(|e| anyhow::anyhow!("binding the HTTP port {a}: {e}"))?,
             ),
@@ -397,8 +404,13 @@ impl DataNode {
                     http_port: http_addr.map_or(0, |a| a.port()),
                 },
             };
-            let http =
-                ferrite_http::HttpServer::spawn(l, Arc::new(beans), false, webhdfs::router())?;
+            let http = ferrite_http::HttpServer::spawn(
+                l,
+                Arc::new(beans),
+                false,
+                webhdfs::router(),
+                &cfg.http,
+            )?;
             let cancel = cancel.clone();
             tasks.push(tokio::spawn(async move {
                 cancel.cancelled().await;

@@ -210,7 +210,9 @@ pub(crate) async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
     let http_port = args
         .http_port
         .unwrap_or(if args.port == 0 { 0 } else { 9870 });
-    let http_listener = TcpListener::bind((args.bind.as_str(), http_port))
+    let http_listener = cfg
+        .http
+        .bind((args.bind.as_str(), http_port))
         .await
         .with_context(|| format!("binding HTTP {}:{http_port}", args.bind))?;
     // The HTTP port answers from the first moment: `/startupProgress` and the
@@ -222,7 +224,7 @@ pub(crate) async fn run(args: ServeArgs, role: Role) -> anyhow::Result<()> {
     let routes = ferrite_namenode::webhdfs::router(webhdfs.clone())
         .merge(ferrite_namenode::fsck::router(webhdfs.clone()))
         .merge(ferrite_namenode::webui::router(webhdfs.clone()));
-    let http = HttpServer::spawn(http_listener, beans.clone(), true, routes)?;
+    let http = HttpServer::spawn(http_listener, beans.clone(), true, routes, &cfg.http)?;
     let nn = match NameNode::start_tracked(cfg, listener, progress).await {
         Ok(nn) => nn,
         Err(e) => {

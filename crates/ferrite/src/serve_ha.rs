@@ -30,12 +30,20 @@ pub(crate) async fn run(cfg: Config, group: HaGroup, http_fallback: &str) -> any
         .await
         .with_context(|| format!("binding Raft {} ({})", me.raft, me.name))?;
     let http_addr = me.http.clone().unwrap_or_else(|| http_fallback.to_string());
-    let http_listener = TcpListener::bind(&http_addr)
+    let http_listener = cfg
+        .http
+        .bind(&http_addr)
         .await
         .with_context(|| format!("binding HTTP {http_addr}"))?;
     let progress = Arc::new(StartupProgress::new(std::time::Instant::now()));
     let beans = Arc::new(BeanSlot::new(Arc::new(StartingBeans(progress))));
-    let http = HttpServer::spawn(http_listener, beans.clone(), true, axum::Router::new())?;
+    let http = HttpServer::spawn(
+        http_listener,
+        beans.clone(),
+        true,
+        axum::Router::new(),
+        &cfg.http,
+    )?;
     let nn = NameNode::start_ha(cfg, &group, &me, listener, raft_listener).await?;
     let host = me.rpc.rsplit_once(':').map_or("127.0.0.1", |(h, _)| h);
     beans.set(Arc::new(nn.beans(host)));

@@ -6,6 +6,7 @@
 mod jmx;
 mod prom;
 mod serve;
+mod settings;
 pub mod webhdfs;
 
 use std::collections::HashMap;
@@ -23,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 pub use jmx::{Bean, BeanSlot, Beans};
+pub use settings::HttpSettings;
 
 /// This process's thread count, from `/proc/self/status` (0 if it cannot be read): the
 /// `Threads` a server's beans show.
@@ -36,11 +38,6 @@ pub fn process_threads() -> u64 {
         })
         .unwrap_or(0)
 }
-
-/// How long a connection may sit without sending a whole request head: Hadoop's
-/// `hadoop.http.idle_timeout.ms` default. Without it an idle or trickling client held its
-/// connection (and a descriptor) for ever.
-const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// How long a shutdown waits for requests in progress.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
@@ -56,12 +53,13 @@ impl HttpServer {
     /// Serves `beans` at `/jmx` on `listener` until [`shutdown`](Self::shutdown); with
     /// `active`, also what an HDFS NameNode's port serves beside it: `/isActive` (Ferrite
     /// has no standby, so its NameNode is always the active one) and `/startupProgress`;
-    /// and whatever `extra` routes.
+    /// and whatever `extra` routes. Connections idle longer than `settings` allow are closed.
     pub fn spawn(
         listener: TcpListener,
         beans: Arc<dyn Beans>,
         active: bool,
         extra: Router,
+        settings: &HttpSettings,
     ) -> std::io::Result<HttpServer> {
         let addr = listener.local_addr()?;
         let mut app = Router::new()
@@ -79,7 +77,7 @@ impl HttpServer {
             listener,
             app,
             cancel.clone(),
-            IDLE_TIMEOUT,
+            settings.idle_timeout,
         ));
         info!(%addr, "HTTP serving");
         Ok(HttpServer { addr, cancel, task })
@@ -186,7 +184,14 @@ mod tests {
 
     async fn server() -> HttpServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        HttpServer::spawn(listener, Arc::new(One), true, Router::new()).unwrap()
+        HttpServer::spawn(
+            listener,
+            Arc::new(One),
+            true,
+            Router::new(),
+            &HttpSettings::default(),
+        )
+        .unwrap()
     }
 
     async fn get(addr: SocketAddr, path: &str) -> String {
@@ -239,7 +244,14 @@ mod tests {
     async fn a_slot_answers_from_its_current_beans() {
         let slot = Arc::new(BeanSlot::new(Arc::new(Starting)));
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let http = HttpServer::spawn(listener, slot.clone(), true, Router::new()).unwrap();
+        let http = HttpServer::spawn(
+            listener,
+            slot.clone(),
+            true,
+            Router::new(),
+            &HttpSettings::default(),
+        )
+        .unwrap();
         let progress = get(http.addr, "/startupProgress").await;
         assert!(progress.starts_with("HTTP/1.1 200"), "{progress}");
         assert!(

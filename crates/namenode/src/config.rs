@@ -104,6 +104,8 @@ pub struct Config {
     pub topology: crate::topology::TopologyConfig,
     /// `dfs.hosts`, `dfs.hosts.exclude`: which DataNodes may join, which are to leave.
     pub hosts: crate::hosts::HostsConfig,
+    /// The HTTP port's keys (`hadoop.http.*`).
+    pub http: ferrite_http::HttpSettings,
     /// `dfs.namenode.maintenance.replication.min`: replicas a block keeps on nodes in
     /// service while a holder is in maintenance.
     pub maintenance_replication_min: usize,
@@ -280,6 +282,7 @@ impl Default for Config {
             security: Default::default(),
             topology: Default::default(),
             hosts: Default::default(),
+            http: Default::default(),
             maintenance_replication_min: 1,
             replication_max_streams: 2,
             replication_work_multiplier: 2,
@@ -424,6 +427,7 @@ impl Config {
                 || self.security.set(key, value)
                 || self.topology.set(key, value)
                 || self.hosts.set(key, value)
+                || self.http.set(key, value).map_err(|why| v.bad(why))?
                 || self.apply_namespace(&v)?
                 || self.apply_storage(&v)?
                 || self.apply_cluster(&v)?
